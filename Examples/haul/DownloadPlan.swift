@@ -1,0 +1,76 @@
+import Foundation
+
+/// Where each URL of a `haul` command goes: pure functions of the arguments, unit-tested.
+struct DownloadPlan: Equatable {
+    struct Item: Equatable {
+        var url: String
+        var destination: String
+    }
+
+    var items: [Item]
+    /// The folder that receives the files (and, by default, `.haul/`).
+    var outputDirectory: String
+
+    /// Resolves `-o`: a file when there is one URL and the path is not a directory (and does not end
+    /// with `/`); otherwise a directory. File names come from each URL's last path component,
+    /// sanitised, with `.1`, `.2`… added when two URLs would share a name.
+    ///
+    /// - Parameters:
+    ///   - urls: the URLs in the order given.
+    ///   - output: the `-o` value, or `nil` for the current directory.
+    ///   - isDirectory: whether a path is an existing directory.
+    static func make(urls: [String], output: String?, isDirectory: (String) -> Bool) -> DownloadPlan {
+        let output = output.map { $0.isEmpty ? "." : $0 }
+        if urls.count == 1, let output, !output.hasSuffix("/"), !isDirectory(output) {
+            let directory = (output as NSString).deletingLastPathComponent
+            return DownloadPlan(
+                items: [Item(url: urls[0], destination: output)],
+                outputDirectory: directory.isEmpty ? "." : directory)
+        }
+        var directory = output ?? "."
+        while directory.count > 1 && directory.hasSuffix("/") { directory.removeLast() }
+        var taken: Set<String> = []
+        let items = urls.map { url -> Item in
+            let base = fileName(for: url)
+            var name = base
+            var counter = 1
+            while taken.contains(name) {
+                name = "\(base).\(counter)"
+                counter += 1
+            }
+            taken.insert(name)
+            return Item(url: url, destination: directory == "/" ? "/\(name)" : "\(directory)/\(name)")
+        }
+        return DownloadPlan(items: items, outputDirectory: directory)
+    }
+
+    /// A safe local file name for a URL: its last path component, percent-decoded, with path
+    /// separators and control characters replaced, never `.`, `..`, `.haul` or empty.
+    static func fileName(for url: String) -> String {
+        var path = url
+        if let components = URLComponents(string: url) {
+            path = components.percentEncodedPath
+        } else {
+            if let query = path.firstIndex(where: { $0 == "?" || $0 == "#" }) { path = String(path[..<query]) }
+        }
+        let last = path.split(separator: "/", omittingEmptySubsequences: true).last.map(String.init) ?? ""
+        let decoded = last.removingPercentEncoding ?? last
+        var name = String(
+            decoded.unicodeScalars.map { scalar -> Character in
+                if scalar.value < 0x20 || scalar.value == 0x7F || scalar == "/" || scalar == "\\" { return "_" }
+                return Character(scalar)
+            })
+        name = name.trimmingCharacters(in: .whitespaces)
+        if name.isEmpty { return "index.html" }
+        if name == "." || name == ".." || name == ".haul" { name = "_" + name }
+        while name.utf8.count > 255 { name.removeFirst() }
+        return name
+    }
+
+    /// The URLs in an input file: one per line; blank lines and lines starting with `#` are ignored.
+    static func urls(inInputFile contents: String) -> [String] {
+        contents.split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+    }
+}

@@ -1,0 +1,204 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Glibc
+import Haul
+
+/// `haul`: download files over HTTP(S), resumably.
+@main
+struct HaulCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "haul",
+        abstract: "Download files over HTTP(S); interrupted downloads resume where they stopped.",
+        discussion: """
+            Partial files and state live in <output directory>/.haul/ (see --state). Interrupt with \
+            Ctrl-C (the bytes received are kept) and run the same command again to resume. \
+            The exit status is 0 only when every download completed.
+            """
+    )
+
+    @Argument(help: "The URLs to download (http:// or https://).")
+    var urls: [String] = []
+
+    @Option(name: [.short, .long], help: "A file (one URL, not a directory) or a directory for the files (default: .).")
+    var output: String?
+
+    @Option(name: [.customShort("i"), .long], help: "Read URLs from FILE, one per line (# comments and blank lines ignored).")
+    var inputFile: String?
+
+    @Option(name: [.customShort("j"), .long], help: "How many downloads transfer at once.")
+    var concurrency: Int = 4
+
+    @Option(name: .long, help: "The folder for partial files and state (default: <output directory>/.haul).")
+    var state: String?
+
+    @Option(name: .long, help: "Bytes collected before each write to disk.")
+    var bufferSize: Int = 128 * 1024
+
+    @Flag(name: .long, help: "Print nothing but errors.")
+    var quiet = false
+
+    @Flag(name: .long, help: "Print one JSON object per event per line, for scripts.")
+    var json = false
+
+    func validate() throws {
+        if urls.isEmpty && inputFile == nil {
+            throw ValidationError("Give at least one URL, or --input-file FILE.")
+        }
+        if concurrency < 1 { throw ValidationError("--concurrency must be at least 1.") }
+        if bufferSize < 4096 { throw ValidationError("--buffer-size must be at least 4096.") }
+        if quiet && json { throw ValidationError("--quiet and --json cannot be used together.") }
+    }
+
+    func run() async throws {
+        let status = await Runner(command: self).run()
+        throw ExitCode(status)
+    }
+
+    /// All URLs: the arguments, then the input file's.
+    func allURLs() throws -> [String] {
+        var all = urls
+        if let inputFile {
+            guard let data = FileManager.default.contents(atPath: inputFile) else {
+                throw CLIError("cannot read the input file '\(inputFile)': \(String(cString: strerror(errno)))")
+            }
+            all += DownloadPlan.urls(inInputFile: String(decoding: data, as: UTF8.self))
+        }
+        return all
+    }
+
+    var reporterMode: Reporter.Mode {
+        if json { return .json }
+        if quiet { return .quiet }
+        return isatty(STDOUT_FILENO) == 1 ? .bars : .lines
+    }
+}
+
+/// A failure of the command itself (not of one download), printed as one line.
+struct CLIError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Runs one `haul` invocation and returns its exit status.
+struct Runner {
+    let command: HaulCommand
+
+    func run() async -> Int32 {
+        let plan: DownloadPlan
+        do {
+            let urls = try command.allURLs()
+            guard !urls.isEmpty else { throw CLIError("the input file has no URLs") }
+            plan = DownloadPlan.make(urls: urls, output: command.output) { path in
+                var isDirectory: ObjCBool = false
+                return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+            }
+            try FileManager.default.createDirectory(atPath: plan.outputDirectory, withIntermediateDirectories: true)
+        } catch {
+            Reporter.write("haul: \(Self.describe(error))\n", to: STDERR_FILENO)
+            return 1
+        }
+
+        var configuration = DownloadManager.Configuration()
+        configuration.maxConcurrentDownloads = command.concurrency
+        configuration.bufferSize = command.bufferSize
+        configuration.stateDirectory = URL(fileURLWithPath: command.state ?? "\(plan.outputDirectory)/.haul", isDirectory: true)
+        configuration.progressInterval = .milliseconds(command.json ? 200 : 100)
+
+        let manager: DownloadManager
+        do {
+            manager = try DownloadManager(configuration: configuration)
+        } catch {
+            Reporter.write("haul: \(error)\n", to: STDERR_FILENO)
+            return 1
+        }
+        let reporter = Reporter(mode: command.reporterMode)
+        let interruption = Interruption(manager: manager, reporter: reporter)
+        interruption.install()
+
+        var failures = 0
+        var started: [(Int, Download, DownloadPlan.Item)] = []
+        for (index, item) in plan.items.enumerated() {
+            do {
+                let download = try manager.download(from: item.url, to: URL(fileURLWithPath: item.destination))
+                reporter.add(index: index, name: (item.destination as NSString).lastPathComponent)
+                started.append((index, download, item))
+            } catch {
+                failures += 1
+                if command.json {
+                    Reporter.write(
+                        Reporter.json(.failed(error as? DownloadError ?? DownloadError(code: .invalidURL, url: item.url)),
+                                      url: item.url, path: item.destination) + "\n",
+                        to: STDOUT_FILENO)
+                }
+                Reporter.write("haul: \(Self.describe(error))\n", to: STDERR_FILENO)
+            }
+        }
+
+        let completed = await withTaskGroup(of: Bool.self) { group in
+            for (index, download, item) in started {
+                group.addTask {
+                    var last: DownloadEvent?
+                    for await event in download.events {
+                        reporter.report(event, index: index, url: item.url, path: item.destination)
+                        last = event
+                    }
+                    if case .completed = last { return true }
+                    return false
+                }
+            }
+            var completed = 0
+            for await ok in group where ok { completed += 1 }
+            return completed
+        }
+        await manager.shutdown()
+        if let signal = interruption.received {
+            reporter.finish(interrupted: true)
+            return 128 + signal
+        }
+        reporter.finish(interrupted: false)
+        return failures == 0 && completed == started.count ? 0 : 1
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? DownloadError { return error.description }
+        if let error = error as? CLIError { return error.description }
+        return (error as NSError).localizedDescription
+    }
+}
+
+/// SIGINT and SIGTERM: pause everything (buffered bytes are written), then let the run end with
+/// 130 or 143. A second signal exits at once.
+final class Interruption: @unchecked Sendable {
+    // @unchecked Sendable: `sources` is written once in `install()` before any signal can arrive;
+    // `signal` is guarded by `lock`.
+    private let manager: DownloadManager
+    private let reporter: Reporter
+    private var sources: [DispatchSourceSignal] = []
+    private let lock = NSLock()
+    private var signal: Int32?
+
+    init(manager: DownloadManager, reporter: Reporter) {
+        self.manager = manager
+        self.reporter = reporter
+    }
+
+    var received: Int32? { lock.withLock { signal } }
+
+    func install() {
+        for number in [SIGINT, SIGTERM] {
+            Glibc.signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { [self] in
+                let first = lock.withLock { () -> Bool in
+                    defer { if signal == nil { signal = number } }
+                    return signal == nil
+                }
+                guard first else { exit(128 + number) }
+                Task { await self.manager.shutdown() }
+            }
+            source.resume()
+            sources.append(source)
+        }
+    }
+}

@@ -1,0 +1,251 @@
+import Foundation
+import Glibc
+import Haul
+import Synchronization
+
+/// How `haul` shows what happens: live bars on a terminal, a line per finished file otherwise,
+/// JSON lines for scripts, or errors only.
+final class Reporter: Sendable {
+    enum Mode: Equatable {
+        case bars
+        case lines
+        case json
+        case quiet
+    }
+
+    private struct Row {
+        var name: String
+        var progress = DownloadProgress(bytesReceived: 0, totalBytes: nil)
+        var status = "queued"
+    }
+
+    private struct State {
+        var rows: [Int: Row] = [:]
+        var order: [Int] = []
+        var drawnLines = 0
+        var lastDraw: UInt64 = 0
+        var completed = 0
+        var failed = 0
+        var bytes: Int64 = 0
+    }
+
+    let mode: Mode
+    private let state = Mutex(State())
+    private let started = DispatchTime.now().uptimeNanoseconds
+
+    init(mode: Mode) {
+        self.mode = mode
+    }
+
+    /// Registers a download before its events arrive.
+    func add(index: Int, name: String) {
+        state.withLock {
+            $0.rows[index] = Row(name: name)
+            $0.order.append(index)
+        }
+    }
+
+    /// Shows one event of download `index`.
+    func report(_ event: DownloadEvent, index: Int, url: String, path: String) {
+        switch mode {
+        case .json:
+            Self.write(Self.json(event, url: url, path: path) + "\n", to: STDOUT_FILENO)
+            count(event)
+        case .quiet:
+            if case .failed(let error) = event { Self.write("haul: \(error)\n", to: STDERR_FILENO) }
+            count(event)
+        case .lines:
+            switch event {
+            case .completed(let file):
+                Self.write("completed \(url) -> \(file.path)\n", to: STDOUT_FILENO)
+            case .failed(let error):
+                Self.write("haul: \(error)\n", to: STDERR_FILENO)
+            case .restarted(let reason):
+                Self.write("restarted \(url): \(reason)\n", to: STDOUT_FILENO)
+            default: break
+            }
+            count(event)
+        case .bars:
+            bars(event, index: index, url: url, path: path)
+        }
+    }
+
+    /// The summary line at the end.
+    func finish(interrupted: Bool) {
+        let (completed, failed, bytes) = state.withLock { ($0.completed, $0.failed, $0.bytes) }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+        switch mode {
+        case .quiet, .json: return
+        case .bars: redraw(force: true)
+        case .lines: break
+        }
+        var summary = "\(completed) completed, \(failed) failed, \(Self.size(bytes)) in \(String(format: "%.1f", seconds)) s"
+        if interrupted { summary += "; interrupted: run the same command again to resume" }
+        Self.write(summary + "\n", to: STDOUT_FILENO)
+    }
+
+    private func count(_ event: DownloadEvent) {
+        state.withLock { state in
+            switch event {
+            case .completed(let file):
+                state.completed += 1
+                state.bytes += (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int64) ?? 0
+            case .failed: state.failed += 1
+            default: break
+            }
+        }
+    }
+
+    // MARK: bars
+
+    private func bars(_ event: DownloadEvent, index: Int, url: String, path: String) {
+        var message: String?
+        state.withLock { state in
+            guard var row = state.rows[index] else { return }
+            switch event {
+            case .queued: row.status = "queued"
+            case .connecting(let progress): row.status = "connecting"; row.progress = progress
+            case .receiving(let progress), .progress(let progress): row.status = ""; row.progress = progress
+            case .paused(let progress): row.status = "paused"; row.progress = progress
+            case .restarted(let reason): message = "↻ \(row.name): \(reason)"
+            case .completed(let file):
+                state.completed += 1
+                state.bytes += row.progress.totalBytes ?? row.progress.bytesReceived
+                message = "✓ \(row.name) → \(file.path) (\(Self.size(row.progress.totalBytes ?? row.progress.bytesReceived)))"
+                state.rows[index] = nil
+                state.order.removeAll { $0 == index }
+                return
+            case .failed(let error):
+                state.failed += 1
+                message = "✗ \(error)"
+                state.rows[index] = nil
+                state.order.removeAll { $0 == index }
+                return
+            case .cancelled:
+                state.rows[index] = nil
+                state.order.removeAll { $0 == index }
+                return
+            }
+            state.rows[index] = row
+        }
+        redraw(force: message != nil, message: message)
+    }
+
+    private func redraw(force: Bool, message: String? = nil) {
+        let output: String? = state.withLock { state in
+            let now = DispatchTime.now().uptimeNanoseconds
+            guard force || now - state.lastDraw >= 100_000_000 else { return nil }
+            state.lastDraw = now
+            var text = ""
+            if state.drawnLines > 0 { text += "\u{1B}[\(state.drawnLines)A" }
+            if let message { text += "\r\u{1B}[2K" + message + "\n" }
+            let width = Self.terminalWidth()
+            let shown = state.order.prefix(12)
+            var lines = 0
+            for index in shown {
+                guard let row = state.rows[index] else { continue }
+                text += "\r\u{1B}[2K" + Self.bar(for: row, width: width) + "\n"
+                lines += 1
+            }
+            if state.order.count > shown.count {
+                text += "\r\u{1B}[2K… and \(state.order.count - shown.count) more\n"
+                lines += 1
+            }
+            // Clear lines left over from a taller previous frame.
+            for _ in lines..<max(lines, state.drawnLines - (message == nil ? 0 : 1)) {
+                text += "\r\u{1B}[2K\n"
+                lines += 1
+            }
+            state.drawnLines = lines
+            return text
+        }
+        if let output { Self.write(output, to: STDOUT_FILENO) }
+    }
+
+    private static func bar(for row: Row, width: Int) -> String {
+        let progress = row.progress
+        let name = row.name.count > 24 ? String(row.name.prefix(23)) + "…" : row.name.padding(toLength: 24, withPad: " ", startingAt: 0)
+        var right = "\(size(progress.bytesReceived))"
+        if let total = progress.totalBytes { right += "/\(size(total))" }
+        if !row.status.isEmpty {
+            right += " \(row.status)"
+        } else {
+            right += " \(size(Int64(progress.bytesPerSecond)))/s"
+            if let eta = progress.estimatedTimeRemaining { right += " ETA \(duration(eta))" }
+        }
+        let percent = progress.fractionCompleted.map { String(format: "%3d%%", Int($0 * 100)) } ?? "  ?%"
+        let barWidth = max(10, min(40, width - name.count - right.count - 10))
+        let filled = Int((progress.fractionCompleted ?? 0) * Double(barWidth))
+        let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: barWidth - filled)
+        return "\(name) \(percent) \(bar) \(right)"
+    }
+
+    // MARK: formatting
+
+    static func size(_ bytes: Int64) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var value = Double(bytes)
+        var unit = 0
+        while value >= 1024 && unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
+    }
+
+    static func duration(_ duration: Duration) -> String {
+        let seconds = Int(duration.components.seconds)
+        if seconds >= 3600 { return "\(seconds / 3600)h\(String(format: "%02d", seconds % 3600 / 60))m" }
+        if seconds >= 60 { return "\(seconds / 60)m\(String(format: "%02d", seconds % 60))s" }
+        return "\(seconds)s"
+    }
+
+    /// One JSON object for an event, as `--json` prints it.
+    static func json(_ event: DownloadEvent, url: String, path: String) -> String {
+        var object: [String: Any] = ["url": url, "path": path]
+        func add(_ progress: DownloadProgress) {
+            object["bytes"] = progress.bytesReceived
+            object["total"] = progress.totalBytes ?? NSNull()
+            object["bytesPerSecond"] = Int64(progress.bytesPerSecond)
+            if let eta = progress.estimatedTimeRemaining {
+                object["etaSeconds"] = Double(eta.components.seconds) + Double(eta.components.attoseconds) / 1e18
+            }
+        }
+        switch event {
+        case .queued: object["event"] = "queued"
+        case .connecting(let progress): object["event"] = "connecting"; add(progress)
+        case .receiving(let progress): object["event"] = "receiving"; add(progress)
+        case .progress(let progress): object["event"] = "progress"; add(progress)
+        case .paused(let progress): object["event"] = "paused"; add(progress)
+        case .restarted(let reason): object["event"] = "restarted"; object["reason"] = reason.description
+        case .completed(let file): object["event"] = "completed"; object["path"] = file.path
+        case .failed(let error):
+            object["event"] = "failed"
+            object["error"] = error.description
+            object["code"] = error.code.description
+            if let status = error.httpStatus { object["httpStatus"] = status }
+        case .cancelled: object["event"] = "cancelled"
+        }
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func write(_ text: String, to descriptor: Int32) {
+        var text = text
+        text.withUTF8 { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0 && errno == EINTR { continue }
+                if written <= 0 { return }
+                offset += written
+            }
+        }
+    }
+
+    private static func terminalWidth() -> Int {
+        var size = winsize()
+        if ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
+        return 80
+    }
+}

@@ -1,0 +1,45 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Haul",
+    products: [
+        .library(name: "Haul", targets: ["Haul"]),
+        .executable(name: "haul", targets: ["HaulCLI"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        // The one C module: libcurl and libevent headers plus typed shims for curl's variadic functions.
+        .target(
+            name: "CHaul",
+            linkerSettings: [
+                .linkedLibrary("curl"),
+                .linkedLibrary("event_core"),
+            ]
+        ),
+        .target(
+            name: "Haul",
+            dependencies: [
+                "CHaul",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The `haul` command-line downloader.
+        .executableTarget(
+            name: "HaulCLI",
+            dependencies: [
+                "Haul",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Examples/haul"
+        ),
+        .testTarget(
+            name: "HaulTests",
+            dependencies: ["Haul", "HaulCLI", "CHaul"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,109 @@
+// The one C module of Haul: every C header (libcurl, libevent) comes in through here, so that
+// Swift sees one definition of shared system types such as `fd_set`.
+//
+// libcurl's setopt/getinfo functions are variadic and cannot be called from Swift; the typed
+// `static inline` wrappers below pass each argument with the C type curl reads (`long`,
+// `curl_off_t`, pointers, callbacks).
+#ifndef CHAUL_H
+#define CHAUL_H
+
+#include <curl/curl.h>
+#include <event2/event.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <signal.h>
+
+typedef size_t (*CHaul_data_callback)(char *ptr, size_t size, size_t nmemb, void *userdata);
+
+// MARK: easy handle options
+
+static inline CURLcode CHaul_easy_setopt_long(CURL *handle, CURLoption option, long value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode CHaul_easy_setopt_off(CURL *handle, CURLoption option, curl_off_t value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode CHaul_easy_setopt_string(CURL *handle, CURLoption option, const char *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode CHaul_easy_setopt_pointer(CURL *handle, CURLoption option, void *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode CHaul_easy_setopt_slist(CURL *handle, CURLoption option, struct curl_slist *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode CHaul_easy_setopt_data_callback(CURL *handle, CURLoption option, CHaul_data_callback value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+// MARK: easy handle information
+
+static inline CURLcode CHaul_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
+static inline CURLcode CHaul_easy_getinfo_off(CURL *handle, CURLINFO info, curl_off_t *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
+static inline CURLcode CHaul_easy_getinfo_pointer(CURL *handle, CURLINFO info, void **value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+
+/// The value of the last response's header `name`, or NULL. The string is owned by curl and is
+/// overwritten by the next call: copy it at once.
+static inline const char *CHaul_easy_header_value(CURL *handle, const char *name) {
+    struct curl_header *header = NULL;
+    if (curl_easy_header(handle, name, 0, CURLH_HEADER, -1, &header) != CURLHE_OK || header == NULL) {
+        return NULL;
+    }
+    return header->value;
+}
+
+// MARK: multi handle options
+
+static inline CURLMcode CHaul_multi_setopt_long(CURLM *handle, CURLMoption option, long value) {
+    return curl_multi_setopt(handle, option, value);
+}
+
+static inline CURLMcode CHaul_multi_setopt_pointer(CURLM *handle, CURLMoption option, void *value) {
+    return curl_multi_setopt(handle, option, value);
+}
+
+static inline CURLMcode CHaul_multi_setopt_socket_callback(CURLM *handle, curl_socket_callback value) {
+    return curl_multi_setopt(handle, CURLMOPT_SOCKETFUNCTION, value);
+}
+
+static inline CURLMcode CHaul_multi_setopt_timer_callback(CURLM *handle, curl_multi_timer_callback value) {
+    return curl_multi_setopt(handle, CURLMOPT_TIMERFUNCTION, value);
+}
+
+// MARK: multi messages
+
+/// Copies what Haul needs out of a CURLMsg (the message is only valid until the next call).
+static inline int CHaul_multi_info_read(CURLM *multi, CURL **easy, CURLcode *result) {
+    int queued = 0;
+    CURLMsg *message;
+    while ((message = curl_multi_info_read(multi, &queued)) != NULL) {
+        if (message->msg == CURLMSG_DONE) {
+            *easy = message->easy_handle;
+            *result = message->data.result;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+// MARK: libevent
+
+static inline short CHaul_EV_READ(void) { return EV_READ; }
+static inline short CHaul_EV_WRITE(void) { return EV_WRITE; }
+static inline short CHaul_EV_PERSIST(void) { return EV_PERSIST; }
+static inline short CHaul_EV_TIMEOUT(void) { return EV_TIMEOUT; }
+
+#endif

@@ -1,0 +1,206 @@
+/// The life of one download, as a pure value: each input returns the action its owner performs.
+///
+/// ```
+///            admit              head accepted          transfer ended
+///   idle ───────────▶ connecting ───────────▶ receiving ───────────▶ done(completed | failed)
+///    ▲ │                 │  ▲ head refused          │
+///    │ │ pause           ▼  │ (restart)             │ pause
+///    │ └──────────▶ paused ◀┴── closing ◀───────────┘
+///    └──── resume ─────┘
+///   cancel from any state but done → done(cancelled)
+/// ```
+///
+/// Inputs that a user may send at any moment (pause, resume, cancel) are ignored where they make no
+/// sense (resume after done returns `.none`). Inputs that only Haul's own loop sends in a fixed order
+/// (admit, response head, transfer ended) are checked with `preconditionFailure`.
+struct DownloadStateMachine: Sendable {
+    /// How a download ended.
+    enum Outcome: Equatable, Sendable {
+        case completed
+        case failed(DownloadError)
+        case cancelled
+    }
+
+    /// What a download in `closing` does once curl has let go of its transfer.
+    enum Ending: Equatable, Sendable {
+        case complete
+        case fail(DownloadError)
+        case restartFromZero
+    }
+
+    enum State: Equatable, Sendable {
+        /// Waiting for a slot. → connecting (admit), paused (pause), done (cancel, or found complete).
+        case idle
+        /// A request is out and no response was accepted yet.
+        /// → receiving (head accepted), closing (head refused), paused, done (transfer failed, cancel).
+        case connecting
+        /// Body bytes flow into the partial file. → done (transfer ended, cancel), paused.
+        case receiving
+        /// The response head decided the end, but curl still holds the transfer until it reports it
+        /// finished. Shown to users as connecting. → connecting (restart), done, paused.
+        case closing(Ending)
+        /// No request; the partial file is kept. → idle (resume), done (cancel).
+        case paused
+        /// Final: nothing leaves this state.
+        case done(Outcome)
+    }
+
+    enum Action: Equatable, Sendable {
+        /// Nothing to do.
+        case none
+        /// Send a request for the bytes after the partial file (truncate the partial first when asked).
+        case startRequest(truncatingPartial: Bool)
+        /// Write the body to the partial file, truncating it first when it restarts from zero;
+        /// `total` is the file's length as the response announced it.
+        case acceptBody(total: Int64?, truncatingPartial: Bool, restart: RestartReason?)
+        /// Refuse the body: make curl end the transfer; ``transferEnded(_:)`` follows.
+        case rejectBody
+        /// Stop any request, write what is buffered, keep the partial file, leave the queue.
+        case pause
+        /// Put the download back in the queue.
+        case enqueue
+        /// Stop any request and delete the partial file.
+        case cancel
+        /// Write what is buffered and move the partial file to its destination.
+        case complete
+        /// Write what is buffered, keep the partial file, and report the error.
+        case fail(DownloadError)
+    }
+
+    /// How a transfer that curl handed back ended.
+    enum TransferResult: Equatable, Sendable {
+        case finished
+        case failed(DownloadError)
+    }
+
+    /// How many times one download may throw its partial away and ask again without a range.
+    static let maximumRestarts = 3
+
+    private(set) var state: State = .idle
+    private(set) var restarts = 0
+    /// The URL for errors this machine creates, credentials removed.
+    let url: String
+
+    init(url: String) {
+        self.url = url
+    }
+
+    // MARK: inputs from the scheduler
+
+    /// A slot is free for this download.
+    mutating func admit() -> Action {
+        guard case .idle = state else { preconditionFailure("admit() in state \(state)") }
+        state = .connecting
+        return .startRequest(truncatingPartial: false)
+    }
+
+    /// The destination already holds the complete file: done without a transfer.
+    mutating func foundComplete() -> Action {
+        guard case .idle = state else { preconditionFailure("foundComplete() in state \(state)") }
+        state = .done(.completed)
+        return .complete
+    }
+
+    /// The final response's head arrived (or the transfer ended before any body byte).
+    mutating func responseReceived(_ decision: ResponseDecision) -> Action {
+        guard case .connecting = state else { preconditionFailure("responseReceived(\(decision)) in state \(state)") }
+        switch decision {
+        case .append(let total):
+            state = .receiving
+            return .acceptBody(total: total, truncatingPartial: false, restart: nil)
+        case .replace(let total, let reason):
+            state = .receiving
+            return .acceptBody(total: total, truncatingPartial: true, restart: reason)
+        case .alreadyComplete:
+            state = .closing(.complete)
+            return .rejectBody
+        case .retryFromZero(let reason):
+            if restarts >= Self.maximumRestarts {
+                let error = DownloadError(code: .rangeNotHonored, url: url, detail: reason.description)
+                state = .closing(.fail(error))
+            } else {
+                restarts += 1
+                state = .closing(.restartFromZero)
+            }
+            return .rejectBody
+        case .fail(let status):
+            state = .closing(.fail(DownloadError(code: .httpStatus, url: url, httpStatus: status)))
+            return .rejectBody
+        }
+    }
+
+    /// curl reported the transfer finished; its handle is removed by the owner.
+    mutating func transferEnded(_ result: TransferResult) -> Action {
+        switch (state, result) {
+        case (.receiving, .finished):
+            state = .done(.completed)
+            return .complete
+        case (.connecting, .failed(let error)), (.receiving, .failed(let error)):
+            state = .done(.failed(error))
+            return .fail(error)
+        case (.closing(.complete), _):
+            state = .done(.completed)
+            return .complete
+        case (.closing(.fail(let error)), _):
+            state = .done(.failed(error))
+            return .fail(error)
+        case (.closing(.restartFromZero), _):
+            state = .connecting
+            return .startRequest(truncatingPartial: true)
+        default:
+            preconditionFailure("transferEnded(\(result)) in state \(state)")
+        }
+    }
+
+    /// A local failure outside the transfer (the partial file cannot be opened, the state directory
+    /// cannot be created, curl refused the handle). Ignored once done.
+    mutating func fail(_ error: DownloadError) -> Action {
+        if isDone { return .none }
+        state = .done(.failed(error))
+        return .fail(error)
+    }
+
+    /// Moving the finished file into place failed: done(completed) becomes done(failed).
+    mutating func completionFailed(_ error: DownloadError) -> Action {
+        guard case .done(.completed) = state else { preconditionFailure("completionFailed() in state \(state)") }
+        state = .done(.failed(error))
+        return .fail(error)
+    }
+
+    // MARK: inputs from the user
+
+    /// The user paused: keep the bytes, free the connection.
+    mutating func pause() -> Action {
+        switch state {
+        case .idle, .connecting, .receiving, .closing:
+            state = .paused
+            return .pause
+        case .paused, .done:
+            return .none
+        }
+    }
+
+    /// The user resumed a paused download: it waits for a slot again.
+    mutating func resume() -> Action {
+        guard case .paused = state else { return .none }
+        state = .idle
+        return .enqueue
+    }
+
+    /// The user cancelled: stop and delete the partial file.
+    mutating func cancel() -> Action {
+        switch state {
+        case .idle, .connecting, .receiving, .closing, .paused:
+            state = .done(.cancelled)
+            return .cancel
+        case .done:
+            return .none
+        }
+    }
+
+    /// Whether the download reached a final state.
+    var isDone: Bool {
+        if case .done = state { return true }
+        return false
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+
+/// One download managed by a ``DownloadManager``: its events, its controls, and its result.
+///
+/// ```swift
+/// let download = try manager.download(from: url, to: destination)
+/// Task {
+///     for await event in download.events {
+///         if case .progress(let progress) = event { print(progress.bytesReceived) }
+///     }
+/// }
+/// let file = try await download.finished()
+/// ```
+///
+/// Every method may be called from any thread or task. Commands are carried out on the manager's
+/// loop thread; their effect shows in ``events`` and ``state``.
+public final class Download: Sendable, Identifiable {
+    /// Stable across runs: the same URL and destination always have the same id.
+    public let id: DownloadID
+    /// Where the file comes from.
+    public let url: URL
+    /// Where the finished file goes.
+    public let destination: URL
+    /// Where the partial file and the record of this download live.
+    public let stateDirectory: URL
+
+    let hub: EventHub
+    private let reactor: Reactor
+
+    init(id: DownloadID, url: URL, destination: URL, stateDirectory: URL, reactor: Reactor) {
+        self.id = id
+        self.url = url
+        self.destination = destination
+        self.stateDirectory = stateDirectory
+        self.reactor = reactor
+        self.hub = EventHub(progress: DownloadProgress(bytesReceived: 0, totalBytes: nil))
+    }
+
+    /// The download's events: its current state first, then every change, ending after the final
+    /// event. Each iteration is independent; see ``DownloadEvents``.
+    public var events: DownloadEvents { DownloadEvents(hub: hub) }
+
+    /// The current state.
+    public var state: DownloadState { hub.snapshot.state }
+
+    /// The latest progress.
+    public var progress: DownloadProgress { hub.snapshot.progress }
+
+    /// Pauses: the connection is released and the bytes written so far are kept. No effect on a
+    /// download that is paused or finished.
+    public func pause() {
+        reactor.submit(.pause(id))
+    }
+
+    /// Resumes a paused download from the bytes on disk (it waits for a free slot first). No effect
+    /// unless paused.
+    public func resume() {
+        reactor.submit(.resume(id))
+    }
+
+    /// Cancels: the transfer stops and the partial file is deleted. No effect on a finished download.
+    public func cancel() {
+        reactor.submit(.cancel(id))
+    }
+
+    /// Waits for the end of the download.
+    ///
+    /// - Returns: the destination, which holds the whole file.
+    /// - Throws: the ``DownloadError`` it failed with (code `.cancelled` when cancelled, `.shutdown` when
+    ///   the manager shut down first), or `CancellationError` when the waiting task is cancelled
+    ///   (the download itself goes on).
+    public func finished() async throws -> URL {
+        try await hub.result()
+    }
+}

@@ -1,0 +1,95 @@
+/// What Haul reads of a response before it accepts a single body byte.
+struct ResponseHead: Equatable, Sendable {
+    var status: Int
+    var contentRange: String?
+    /// This response's Content-Length (the rest of the file for a 206), when announced.
+    var contentLength: Int64?
+    var entityTag: String?
+    var lastModified: String?
+}
+
+/// Why a download threw its partial bytes away and started again from zero.
+public enum RestartReason: Sendable, Hashable, CustomStringConvertible {
+    /// The server ignored the range request and sent the whole file (HTTP 200).
+    case rangeIgnored
+    /// The remote file changed since the partial was written (its validator or length differs).
+    case remoteChanged
+    /// The server answered with a range that does not start where the partial file ends.
+    case rangeMismatch
+    /// The server said the range cannot be satisfied although the partial file is not complete.
+    case rangeNotSatisfiable
+
+    /// A short sentence for logs and the CLI.
+    public var description: String {
+        switch self {
+        case .rangeIgnored: "the server ignored the range request and sent the whole file"
+        case .remoteChanged: "the remote file changed"
+        case .rangeMismatch: "the server answered a different range than the one asked for"
+        case .rangeNotSatisfiable: "the server could not serve the rest of the partial file"
+        }
+    }
+}
+
+/// What to do with a response, decided from its head alone. Pure: unit-tested without I/O.
+enum ResponseDecision: Equatable, Sendable {
+    /// Append the body to the partial file, which already holds `requestedOffset` bytes.
+    case append(total: Int64?)
+    /// This response carries the whole file from byte 0: truncate the partial, then write the body.
+    case replace(total: Int64?, reason: RestartReason)
+    /// The partial file already holds the whole file; nothing more to receive.
+    case alreadyComplete(total: Int64)
+    /// The response cannot be used: drop it, truncate the partial, and ask again without a range.
+    case retryFromZero(reason: RestartReason)
+    /// The download fails with this HTTP status.
+    case fail(status: Int)
+
+    /// Decides what to do with `head`, the answer to a request for bytes from `requestedOffset` on.
+    ///
+    /// - Parameters:
+    ///   - head: the final response's status and headers.
+    ///   - requestedOffset: the partial file's length, sent as `Range: bytes=N-` when above 0.
+    ///   - knownTotal: the file's length as recorded from an earlier response, if any.
+    ///   - knownEntityTag: the ETag recorded with the partial, if any.
+    static func decide(
+        head: ResponseHead,
+        requestedOffset: Int64,
+        knownTotal: Int64?,
+        knownEntityTag: String? = nil
+    ) -> ResponseDecision {
+        let changed: Bool = {
+            if let knownEntityTag, let tag = head.entityTag, tag != knownEntityTag { return true }
+            return false
+        }()
+        switch head.status {
+        case 206:
+            guard let value = head.contentRange, case .range(let first, let last, let total)? = ContentRange(value) else {
+                return .retryFromZero(reason: .rangeMismatch)
+            }
+            if changed { return .retryFromZero(reason: .remoteChanged) }
+            if let total, let knownTotal, total != knownTotal, requestedOffset > 0 {
+                return .retryFromZero(reason: .remoteChanged)
+            }
+            guard first == requestedOffset else { return .retryFromZero(reason: .rangeMismatch) }
+            // A 206 for `bytes=N-` must run to the end of the file when the total is known.
+            if let total, last != total - 1 { return .retryFromZero(reason: .rangeMismatch) }
+            return .append(total: total ?? head.contentLength.map { requestedOffset + $0 })
+        case 200...299:
+            if requestedOffset == 0 { return .append(total: head.contentLength) }
+            let reason: RestartReason =
+                changed || (knownTotal != nil && head.contentLength != nil && head.contentLength != knownTotal)
+                ? .remoteChanged : .rangeIgnored
+            return .replace(total: head.contentLength, reason: reason)
+        case 416:
+            guard requestedOffset > 0 else { return .fail(status: 416) }
+            var total = knownTotal
+            if let value = head.contentRange, case .unsatisfied(let announced)? = ContentRange(value) {
+                if let knownTotal, knownTotal != announced { return .retryFromZero(reason: .remoteChanged) }
+                total = announced
+            }
+            if let total, total == requestedOffset, !changed { return .alreadyComplete(total: total) }
+            return .retryFromZero(reason: changed ? .remoteChanged : .rangeNotSatisfiable)
+        default:
+            return .fail(status: head.status)
+        }
+    }
+}

@@ -1,0 +1,39 @@
+/// Measures a transfer's recent speed from (time, bytes) samples over a sliding window, and derives
+/// the time left. Pure: time comes in as nanoseconds from any monotonic clock.
+struct SpeedMeter: Sendable {
+    /// How far back the rate looks.
+    var window: UInt64 = 3_000_000_000
+    private var samples: [(time: UInt64, bytes: Int64)] = []
+
+    /// Records that `bytes` had been written by `time`.
+    mutating func record(bytes: Int64, at time: UInt64) {
+        if let last = samples.last, bytes < last.bytes {
+            samples.removeAll()  // restarted from zero
+        }
+        samples.append((time, bytes))
+        // Keep one sample at or before the window's start so the rate covers the whole window.
+        while samples.count > 2, time - samples[1].time >= window {
+            samples.removeFirst()
+        }
+        if samples.count > 64 { samples.removeFirst(samples.count - 64) }
+    }
+
+    /// Forgets every sample (after a pause the old rate means nothing).
+    mutating func reset() {
+        samples.removeAll()
+    }
+
+    /// Bytes per second over the window, or 0 before two samples exist.
+    var bytesPerSecond: Double {
+        guard let first = samples.first, let last = samples.last, last.time > first.time else { return 0 }
+        return Double(last.bytes - first.bytes) * 1e9 / Double(last.time - first.time)
+    }
+
+    /// The time to receive `total - received` bytes at the current speed.
+    func estimatedTimeRemaining(received: Int64, total: Int64?) -> Duration? {
+        guard let total, total >= received else { return nil }
+        let speed = bytesPerSecond
+        guard speed > 0 else { return total == received ? .zero : nil }
+        return .nanoseconds(Int64(Double(total - received) / speed * 1e9))
+    }
+}

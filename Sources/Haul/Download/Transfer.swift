@@ -1,0 +1,81 @@
+import CHaul
+import Foundation
+import Glibc
+
+/// The loop thread's side of one download: its state machine, its partial file, its curl request.
+/// Loop thread only; the public ``Download`` talks to it through commands.
+final class Transfer {
+    let download: Download
+    let store: RecordStore
+    unowned let scheduler: Scheduler
+    var machine: DownloadStateMachine
+    var record: DownloadRecord
+    var sink: FileSink?
+    var easy: EasyHandle?
+    /// Whether this download counts against `maxConcurrentDownloads`.
+    var holdsSlot = false
+    /// The partial file's length when the current request was made.
+    var requestedOffset: Int64 = 0
+    var headSeen = false
+    /// A failure the write callback met (disk full…), reported when curl ends the transfer.
+    var writeError: DownloadError?
+    var speed = SpeedMeter()
+    var lastProgressAt: UInt64 = 0
+
+    init(download: Download, store: RecordStore, scheduler: Scheduler) {
+        self.download = download
+        self.store = store
+        self.scheduler = scheduler
+        self.machine = DownloadStateMachine(url: download.url.redactedString)
+        self.record = store.load(download.id)
+            ?? DownloadRecord(url: download.url.absoluteString, destination: download.destination.path)
+        if record.url != download.url.absoluteString || record.destination != download.destination.path {
+            record = DownloadRecord(url: download.url.absoluteString, destination: download.destination.path)
+        }
+    }
+
+    var id: DownloadID { download.id }
+    var partialPath: String { store.partialPath(for: id) }
+    var urlForErrors: String { machine.url }
+
+    /// Bytes received so far, as progress.
+    func progress(now: UInt64? = nil) -> DownloadProgress {
+        let received = sink?.committedLength ?? Self.fileLength(partialPath) ?? 0
+        return DownloadProgress(
+            bytesReceived: received,
+            totalBytes: record.totalBytes,
+            bytesPerSecond: speed.bytesPerSecond,
+            estimatedTimeRemaining: speed.estimatedTimeRemaining(received: received, total: record.totalBytes)
+        )
+    }
+
+    /// Whether the destination already holds the file this record says was completed.
+    var destinationIsComplete: Bool {
+        guard record.completed, let total = record.totalBytes else { return false }
+        return Self.fileLength(download.destination.path) == total
+    }
+
+    /// The same error, attributed to this download's URL.
+    func attributed(_ error: DownloadError) -> DownloadError {
+        var error = error
+        error.url = urlForErrors
+        return error
+    }
+
+    /// Reads what the decision needs from the final response.
+    func responseHead(of easy: EasyHandle) -> ResponseHead {
+        ResponseHead(
+            status: easy.responseCode,
+            contentRange: easy.header("Content-Range"),
+            contentLength: easy.contentLength,
+            entityTag: easy.header("ETag"),
+            lastModified: easy.header("Last-Modified")
+        )
+    }
+
+    static func fileLength(_ path: String) -> Int64? {
+        var status = stat()
+        guard stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return Int64(status.st_size)
+    }
+}

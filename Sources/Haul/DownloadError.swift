@@ -1,0 +1,168 @@
+import CHaul
+import Foundation
+
+/// Why a download failed: a code you can match on, the URL (with any credentials removed), and the
+/// underlying cause: an HTTP status, a libcurl code, or an `errno` with the file's path.
+///
+/// ```swift
+/// do {
+///     let file = try await download.finished()
+/// } catch let error as DownloadError where error.code == .httpStatus {
+///     print("the server answered \(error.httpStatus!)")
+/// }
+/// ```
+///
+/// Its `description` is a sentence that says what failed and what to do about it.
+public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The kind of failure. Compare with the static members, e.g. `error.code == .httpStatus`.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        fileprivate enum Base: String, Hashable, Sendable {
+            case invalidURL
+            case unsupportedScheme
+            case httpStatus
+            case transport
+            case fileSystem
+            case rangeNotHonored
+            case sizeMismatch
+            case shutdown
+            case cancelled
+            case internalError
+        }
+        fileprivate let base: Base
+        fileprivate init(_ base: Base) { self.base = base }
+
+        /// The URL could not be parsed or has no host.
+        public static let invalidURL = Code(.invalidURL)
+        /// The URL's scheme is not `http` or `https`.
+        public static let unsupportedScheme = Code(.unsupportedScheme)
+        /// The server answered with an HTTP status that is not a success (see ``DownloadError/httpStatus``).
+        public static let httpStatus = Code(.httpStatus)
+        /// The connection failed: name resolution, connect, TLS, reset, timeout (see ``DownloadError/curlCode``).
+        public static let transport = Code(.transport)
+        /// Reading or writing a local file failed (see ``DownloadError/errno`` and ``DownloadError/path``).
+        public static let fileSystem = Code(.fileSystem)
+        /// The server kept answering a range request with a range other than the one asked for.
+        public static let rangeNotHonored = Code(.rangeNotHonored)
+        /// The body ended before the length the server announced.
+        public static let sizeMismatch = Code(.sizeMismatch)
+        /// The manager shut down before the download finished; its partial file is kept for a later resume.
+        public static let shutdown = Code(.shutdown)
+        /// The download was cancelled by ``Download/cancel()``; its partial file was deleted.
+        public static let cancelled = Code(.cancelled)
+        /// A resource of the process (threads, file descriptors, libcurl handles) could not be had.
+        public static let internalError = Code(.internalError)
+
+        /// The code's name, e.g. `httpStatus`.
+        public var description: String { base.rawValue }
+    }
+
+    /// The kind of failure.
+    public var code: Code
+    /// The URL that failed, with any user name and password removed. `nil` for failures of the manager itself.
+    public var url: String?
+    /// The HTTP status the server answered with, when there was one.
+    public var httpStatus: Int?
+    /// The libcurl result code (`CURLcode`), for transport failures.
+    public var curlCode: Int?
+    /// The `errno` of a failed system call, for file-system failures.
+    public var errno: Int32?
+    /// The local path involved, for file-system failures.
+    public var path: String?
+    /// What libcurl or the system said, in its words.
+    public var detail: String?
+
+    /// Creates an error. Prefer matching the errors Haul throws over creating your own.
+    public init(
+        code: Code,
+        url: String?,
+        httpStatus: Int? = nil,
+        curlCode: Int? = nil,
+        errno: Int32? = nil,
+        path: String? = nil,
+        detail: String? = nil
+    ) {
+        self.code = code
+        self.url = url
+        self.httpStatus = httpStatus
+        self.curlCode = curlCode
+        self.errno = errno
+        self.path = path
+        self.detail = detail
+    }
+
+    /// A sentence naming what failed, why, and what the user can do.
+    public var description: String {
+        let subject = url.map { "Downloading \($0)" } ?? "Haul"
+        switch code.base {
+        case .invalidURL:
+            return "\(url.map { "'\($0)'" } ?? "The URL") is not a valid URL: \(detail ?? "it could not be parsed"). "
+                + "Check the spelling; Haul needs an absolute http:// or https:// URL with a host."
+        case .unsupportedScheme:
+            return "\(url.map { "'\($0)'" } ?? "The URL") uses \(detail ?? "a scheme") Haul does not download: "
+                + "only http:// and https:// URLs are supported."
+        case .httpStatus:
+            let status = httpStatus.map(String.init) ?? "an error status"
+            return "\(subject) failed: the server answered HTTP \(status)\(Self.reason(forStatus: httpStatus)). "
+                + Self.advice(forStatus: httpStatus)
+        case .transport:
+            let cause = detail ?? curlCode.map { String(cString: curl_easy_strerror(CURLcode(UInt32($0)))) } ?? "unknown"
+            return "\(subject) failed: \(cause)\(curlCode.map { " (curl error \($0))" } ?? ""). "
+                + "Check the address and the network, then resume the download; the bytes already received are kept."
+        case .fileSystem:
+            let cause = errno.map { String(cString: strerror($0)) } ?? detail ?? "an I/O error"
+            return "\(subject) failed writing \(path.map { "'\($0)'" } ?? "a local file"): \(cause)"
+                + "\(detail.map { " (\($0))" } ?? ""). Free space or fix permissions, then resume; "
+                + "the partial file is kept."
+        case .rangeNotHonored:
+            return "\(subject) failed: the server did not answer the byte range that was asked for "
+                + "\(detail.map { "(\($0)) " } ?? "")even after restarting from zero; nothing was spliced. "
+                + "Try again later or use another mirror."
+        case .sizeMismatch:
+            return "\(subject) failed: \(detail ?? "the body was shorter than the server announced"). "
+                + "Resume the download to fetch the rest."
+        case .shutdown:
+            return "\(subject) stopped because its download manager shut down; the partial file is kept "
+                + "and a new manager with the same state directory resumes it."
+        case .cancelled:
+            return "\(subject) was cancelled; its partial file was deleted."
+        case .internalError:
+            return "\(subject) failed: \(detail ?? "an internal resource was not available")"
+                + "\(errno.map { ": \(String(cString: strerror($0)))" } ?? "")."
+        }
+    }
+
+    private static func reason(forStatus status: Int?) -> String {
+        switch status {
+        case 401: " (unauthorized)"
+        case 403: " (forbidden)"
+        case 404: " (not found)"
+        case 410: " (gone)"
+        case 416: " (range not satisfiable)"
+        case 429: " (too many requests)"
+        case let status? where status >= 500: " (server error)"
+        default: ""
+        }
+    }
+
+    private static func advice(forStatus status: Int?) -> String {
+        switch status {
+        case 401, 403: "Check that the URL is public or that its credentials are right."
+        case 404, 410: "Check the URL: the server has no file there."
+        case 429: "The server asks for fewer requests; try again later."
+        case let status? where status >= 500: "The server has a problem; try again later."
+        default: "Check the URL."
+        }
+    }
+}
+
+extension URL {
+    /// The URL as text with any user name and password removed, safe for logs, events and errors.
+    var redactedString: String {
+        guard user != nil || password != nil,
+            var components = URLComponents(url: self, resolvingAgainstBaseURL: false)
+        else { return absoluteString }
+        components.user = nil
+        components.password = nil
+        return components.string ?? absoluteString
+    }
+}

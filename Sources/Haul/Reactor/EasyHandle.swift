@@ -1,0 +1,101 @@
+import CHaul
+
+/// One libcurl easy handle, with the memory curl borrows from it (error buffer, header list).
+/// Loop thread only.
+final class EasyHandle {
+    let raw: UnsafeMutableRawPointer
+    private let errorBuffer: UnsafeMutablePointer<CChar>
+    private var headers: UnsafeMutablePointer<curl_slist>?
+
+    init?() {
+        guard let raw = curl_easy_init() else { return nil }
+        self.raw = raw
+        self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
+        errorBuffer.initialize(to: 0)
+    }
+
+    deinit {
+        curl_easy_cleanup(raw)
+        curl_slist_free_all(headers)
+        errorBuffer.deallocate()
+    }
+
+    /// The request every Haul transfer makes, before its per-request options.
+    func configure(
+        url: String,
+        userAgent: String,
+        connectTimeoutMilliseconds: Int,
+        maximumRedirects: Int,
+        write: @escaping CHaul_data_callback,
+        context: UnsafeMutableRawPointer
+    ) {
+        errorBuffer[0] = 0
+        set(CURLOPT_URL, url)
+        set(CURLOPT_NOSIGNAL, 1)
+        set(CURLOPT_FOLLOWLOCATION, 1)
+        set(CURLOPT_MAXREDIRS, maximumRedirects)
+        set(CURLOPT_PROTOCOLS_STR, "http,https")
+        set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        set(CURLOPT_USERAGENT, userAgent)
+        set(CURLOPT_CONNECTTIMEOUT_MS, connectTimeoutMilliseconds)
+        set(CURLOPT_TCP_KEEPALIVE, 1)
+        // Waiting for a connection that might multiplex pays only where HTTP/2 can be negotiated
+        // (ALPN over TLS); over plain HTTP it would hold every request to a host behind the first.
+        set(CURLOPT_PIPEWAIT, url.lowercased().hasPrefix("https:") ? 1 : 0)
+        _ = CHaul_easy_setopt_pointer(raw, CURLOPT_ERRORBUFFER, errorBuffer)
+        _ = CHaul_easy_setopt_data_callback(raw, CURLOPT_WRITEFUNCTION, write)
+        _ = CHaul_easy_setopt_pointer(raw, CURLOPT_WRITEDATA, context)
+        _ = CHaul_easy_setopt_pointer(raw, CURLOPT_PRIVATE, context)
+    }
+
+    /// Asks for the bytes from `offset` on, pinned to `validator` with If-Range when there is one.
+    func requestRange(from offset: Int64, ifRange validator: String?) {
+        curl_slist_free_all(headers)
+        headers = nil
+        guard offset > 0 else { return }
+        set(CURLOPT_RANGE, "\(offset)-")
+        if let validator {
+            headers = curl_slist_append(nil, "If-Range: \(validator)")
+            _ = CHaul_easy_setopt_slist(raw, CURLOPT_HTTPHEADER, headers)
+        }
+    }
+
+    func set(_ option: CURLoption, _ value: Int) {
+        _ = CHaul_easy_setopt_long(raw, option, value)
+    }
+
+    func set(_ option: CURLoption, _ value: String) {
+        _ = CHaul_easy_setopt_string(raw, option, value)
+    }
+
+    /// The final response's status code (0 before one arrived).
+    var responseCode: Int {
+        var code = 0
+        _ = CHaul_easy_getinfo_long(raw, CURLINFO_RESPONSE_CODE, &code)
+        return code
+    }
+
+    /// This response's Content-Length, when announced.
+    var contentLength: Int64? {
+        var length: curl_off_t = -1
+        _ = CHaul_easy_getinfo_off(raw, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length)
+        return length >= 0 ? Int64(length) : nil
+    }
+
+    /// A header of the final response, copied.
+    func header(_ name: String) -> String? {
+        CHaul_easy_header_value(raw, name).map { String(cString: $0) }
+    }
+
+    /// What curl wrote into the error buffer for the last failure, if anything.
+    var errorMessage: String? {
+        errorBuffer[0] == 0 ? nil : String(cString: errorBuffer)
+    }
+
+    /// The context pointer set with `CURLOPT_PRIVATE`.
+    static func context(of raw: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer? {
+        var pointer: UnsafeMutableRawPointer?
+        _ = CHaul_easy_getinfo_pointer(raw, CURLINFO_PRIVATE, &pointer)
+        return pointer
+    }
+}

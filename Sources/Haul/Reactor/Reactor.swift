@@ -1,0 +1,336 @@
+import CHaul
+import Glibc
+import Logging
+import Synchronization
+
+/// What the reactor's owner does on the loop thread.
+///
+/// Every method is called on the loop thread, never inside a libcurl callback, so an
+/// implementation may add and remove easy handles.
+protocol ReactorDelegate: AnyObject {
+    /// Commands that other threads submitted with ``Reactor/submit(_:)``, in submission order.
+    func reactor(_ reactor: Reactor, handle commands: [ReactorCommand])
+    /// libcurl finished a transfer (successfully or not). The handle is still in the multi handle.
+    func reactor(_ reactor: Reactor, transferDidFinish easy: UnsafeMutableRawPointer, result: CURLcode)
+}
+
+/// A command sent to the loop thread by a caller on another thread.
+enum ReactorCommand: Sendable {
+    case add(Download)
+    case pause(DownloadID)
+    case resume(DownloadID)
+    case cancel(DownloadID)
+    case shutdown
+}
+
+/// One libevent `event_base` on its own thread, driving one libcurl multi handle through the multi
+/// socket API (`CURLMOPT_SOCKETFUNCTION`, `CURLMOPT_TIMERFUNCTION`, `curl_multi_socket_action`).
+///
+/// Other threads talk to the loop only through ``submit(_:)``: the command goes on a locked queue and
+/// an eventfd wakes the loop, which drains the queue and hands the commands to its delegate.
+final class Reactor: @unchecked Sendable {
+    // @unchecked Sendable: `base`, `multi`, the events and `delegate` are touched only on the loop
+    // thread (after `start`, before `join`); cross-thread state is in `inbox` and `lifecycle`
+    // (Mutexes); `thread` is written once by `start` before any command can be submitted.
+
+    private let base: OpaquePointer
+    /// The libcurl multi handle. Loop thread only.
+    let multi: UnsafeMutableRawPointer
+    private let timerEvent: OpaquePointer
+    private let wakeEvent: OpaquePointer
+    private let wakeFD: Int32
+    private var thread: pthread_t?
+
+    private struct Inbox {
+        var commands: [ReactorCommand] = []
+        var wakePending = false
+        var accepting = true
+    }
+    private let inbox = Mutex(Inbox())
+
+    private struct Lifecycle {
+        var stopped = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+        /// Taken by the one caller that joins the thread.
+        var joinable: pthread_t?
+    }
+    private let lifecycle = Mutex(Lifecycle())
+
+    weak var delegate: ReactorDelegate?
+    private let logger: Logger
+
+    /// Sets up the event base and the multi handle; the loop starts with ``start()``.
+    init(logger: Logger) throws(DownloadError) {
+        self.logger = logger
+        Reactor.initializeProcessOnce
+        guard let base = event_base_new() else {
+            throw DownloadError(code: .internalError, url: nil, detail: "libevent could not create an event base")
+        }
+        guard let multi = curl_multi_init() else {
+            event_base_free(base)
+            throw DownloadError(code: .internalError, url: nil, detail: "libcurl could not create a multi handle")
+        }
+        let wakeFD = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+        guard wakeFD >= 0 else {
+            let code = errno
+            curl_multi_cleanup(multi)
+            event_base_free(base)
+            throw DownloadError(code: .internalError, url: nil, errno: code, detail: "eventfd failed")
+        }
+        self.base = base
+        self.multi = multi
+        self.wakeFD = wakeFD
+        // The events need `self` as their argument, so they are created with a placeholder and
+        // re-assigned below once every stored property is initialised.
+        self.timerEvent = event_new(base, -1, 0, nil, nil)
+        self.wakeEvent = event_new(base, wakeFD, CHaul_EV_READ() | CHaul_EV_PERSIST(), nil, nil)
+
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        event_assign(timerEvent, base, -1, 0, Reactor.timerFired, me)
+        event_assign(wakeEvent, base, wakeFD, CHaul_EV_READ() | CHaul_EV_PERSIST(), Reactor.wakeFired, me)
+        event_add(wakeEvent, nil)
+
+        _ = CHaul_multi_setopt_socket_callback(multi, Reactor.socketCallback)
+        _ = CHaul_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, me)
+        _ = CHaul_multi_setopt_timer_callback(multi, Reactor.timerCallback)
+        _ = CHaul_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, me)
+        // Bounded idle connection cache; transfers are admitted by Haul itself, not queued in curl.
+        _ = CHaul_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, 64)
+    }
+
+    deinit {
+        event_free(timerEvent)
+        event_free(wakeEvent)
+        close(wakeFD)
+        event_base_free(base)
+    }
+
+    /// Process-wide set-up, run once: curl's global state, SIGPIPE ignored (curl is told
+    /// `CURLOPT_NOSIGNAL`), and the open-files limit raised to its hard limit.
+    private static let initializeProcessOnce: Void = {
+        curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+        signal(SIGPIPE, SIG_IGN)
+        var limit = rlimit()
+        if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max
+            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
+    }()
+
+    // MARK: thread
+
+    /// Starts the loop thread.
+    func start() throws(DownloadError) {
+        let box = Unmanaged.passRetained(self).toOpaque()
+        var thread = pthread_t()
+        let status = pthread_create(&thread, nil, { argument in
+            let reactor = Unmanaged<Reactor>.fromOpaque(argument!).takeRetainedValue()
+            reactor.runLoop()
+            return nil
+        }, box)
+        guard status == 0 else {
+            Unmanaged<Reactor>.fromOpaque(box).release()
+            throw DownloadError(code: .internalError, url: nil, errno: status, detail: "could not start the loop thread")
+        }
+        self.thread = thread
+        lifecycle.withLock { $0.joinable = thread }
+    }
+
+    private func runLoop() {
+        event_base_loop(base, Int32(EVLOOP_NO_EXIT_ON_EMPTY))
+        // The loop was broken by `stop()`. Any transfer still in the multi handle was removed by the
+        // delegate; clean up curl while still on this thread.
+        curl_multi_cleanup(multi)
+        let waiters = lifecycle.withLock { lifecycle in
+            lifecycle.stopped = true
+            defer { lifecycle.waiters = [] }
+            return lifecycle.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Returns once the loop thread has left its loop and cleaned up curl.
+    func waitUntilStopped() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let stopped = lifecycle.withLock { lifecycle in
+                if !lifecycle.stopped { lifecycle.waiters.append(continuation) }
+                return lifecycle.stopped
+            }
+            if stopped { continuation.resume() }
+        }
+    }
+
+    /// Waits for the loop thread to end. Call after ``waitUntilStopped()``; any number of callers
+    /// may call it, one of them joins.
+    func join() {
+        let joinable = lifecycle.withLock { lifecycle in
+            defer { lifecycle.joinable = nil }
+            return lifecycle.joinable
+        }
+        if let joinable { pthread_join(joinable, nil) }
+    }
+
+    /// Ends the loop after the current callback returns. Loop thread only.
+    func stop() {
+        event_base_loopbreak(base)
+    }
+
+    /// Whether the caller runs on the loop thread.
+    var isLoopThread: Bool {
+        guard let thread else { return false }
+        return pthread_equal(thread, pthread_self()) != 0
+    }
+
+    // MARK: commands
+
+    /// Queues a command for the loop thread and wakes it.
+    ///
+    /// - Returns: `false` when the reactor no longer accepts commands (it is shutting down).
+    @discardableResult
+    func submit(_ command: ReactorCommand) -> Bool {
+        let shouldWake: Bool? = inbox.withLock { inbox in
+            guard inbox.accepting else { return nil }
+            if case .shutdown = command { inbox.accepting = false }
+            inbox.commands.append(command)
+            defer { inbox.wakePending = true }
+            return !inbox.wakePending
+        }
+        guard let shouldWake else { return false }
+        if shouldWake {
+            var one: UInt64 = 1
+            _ = write(wakeFD, &one, MemoryLayout<UInt64>.size)
+        }
+        return true
+    }
+
+    private func drainInbox() {
+        var counter: UInt64 = 0
+        _ = read(wakeFD, &counter, MemoryLayout<UInt64>.size)
+        let commands = inbox.withLock { inbox -> [ReactorCommand] in
+            inbox.wakePending = false
+            var taken: [ReactorCommand] = []
+            swap(&taken, &inbox.commands)
+            return taken
+        }
+        if !commands.isEmpty {
+            delegate?.reactor(self, handle: commands)
+        }
+    }
+
+    // MARK: curl multi
+
+    /// Adds an easy handle to the multi handle. Loop thread only.
+    func add(_ easy: UnsafeMutableRawPointer) -> CURLMcode {
+        curl_multi_add_handle(multi, easy)
+    }
+
+    /// Removes an easy handle from the multi handle. Loop thread only.
+    func remove(_ easy: UnsafeMutableRawPointer) {
+        curl_multi_remove_handle(multi, easy)
+    }
+
+    private func socketAction(_ socket: curl_socket_t, _ mask: Int32) {
+        var running: Int32 = 0
+        let code = curl_multi_socket_action(multi, socket, mask, &running)
+        if code != CURLM_OK && code != CURLM_BAD_SOCKET {
+            // Nothing a caller did can cause this; report it and let transfers finish through
+            // info_read below.
+            logger.error("curl_multi_socket_action failed", metadata: ["code": "\(String(cString: curl_multi_strerror(code)))"])
+        }
+        collectFinishedTransfers()
+    }
+
+    private func collectFinishedTransfers() {
+        var easy: UnsafeMutableRawPointer?
+        var result = CURLE_OK
+        while CHaul_multi_info_read(multi, &easy, &result) != 0, let handle = easy {
+            delegate?.reactor(self, transferDidFinish: handle, result: result)
+            easy = nil
+        }
+    }
+
+    /// One per socket curl asks us to watch; its libevent `struct event` lives inside it and is
+    /// re-assigned when curl changes the flags it wants.
+    private final class SocketWatch {
+        let event: OpaquePointer
+        var armed = false
+
+        init() {
+            event = OpaquePointer(UnsafeMutableRawPointer.allocate(byteCount: event_get_struct_event_size(), alignment: 16))
+        }
+
+        func arm(base: OpaquePointer, socket: curl_socket_t, flags: Int16, argument: UnsafeMutableRawPointer) {
+            if armed { event_del(event) }
+            event_assign(event, base, socket, flags, Reactor.socketReady, argument)
+            event_add(event, nil)
+            armed = true
+        }
+
+        deinit {
+            if armed { event_del(event) }
+            UnsafeMutableRawPointer(event).deallocate()
+        }
+    }
+
+    private func updateSocket(_ socket: curl_socket_t, what: Int32, socketPointer: UnsafeMutableRawPointer?) {
+        if what == CURL_POLL_REMOVE {
+            if let socketPointer {
+                Unmanaged<SocketWatch>.fromOpaque(socketPointer).release()
+            }
+            return
+        }
+        let watch: SocketWatch
+        if let socketPointer {
+            watch = Unmanaged<SocketWatch>.fromOpaque(socketPointer).takeUnretainedValue()
+        } else {
+            watch = SocketWatch()
+            curl_multi_assign(multi, socket, Unmanaged.passRetained(watch).toOpaque())
+        }
+        var flags = CHaul_EV_PERSIST()
+        if what & CURL_POLL_IN != 0 { flags |= CHaul_EV_READ() }
+        if what & CURL_POLL_OUT != 0 { flags |= CHaul_EV_WRITE() }
+        watch.arm(base: base, socket: socket, flags: flags, argument: Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    private func updateTimer(_ milliseconds: Int) {
+        if milliseconds < 0 {
+            event_del(timerEvent)
+            return
+        }
+        // A 0 ms timeout must not call back into curl from inside its callback: arm a 0 ms timer.
+        var delay = timeval(tv_sec: milliseconds / 1000, tv_usec: (milliseconds % 1000) * 1000)
+        event_add(timerEvent, &delay)
+    }
+
+    // MARK: C callbacks (non-capturing; `self` comes back through the user pointer)
+
+    private static let socketCallback: curl_socket_callback = { _, socket, what, userPointer, socketPointer in
+        let reactor = Unmanaged<Reactor>.fromOpaque(userPointer!).takeUnretainedValue()
+        reactor.updateSocket(socket, what: what, socketPointer: socketPointer)
+        return 0
+    }
+
+    private static let timerCallback: curl_multi_timer_callback = { _, milliseconds, userPointer in
+        let reactor = Unmanaged<Reactor>.fromOpaque(userPointer!).takeUnretainedValue()
+        reactor.updateTimer(milliseconds)
+        return 0
+    }
+
+    private static let timerFired: event_callback_fn = { _, _, argument in
+        let reactor = Unmanaged<Reactor>.fromOpaque(argument!).takeUnretainedValue()
+        reactor.socketAction(-1, 0)  // CURL_SOCKET_TIMEOUT
+    }
+
+    private static let socketReady: event_callback_fn = { socket, flags, argument in
+        let reactor = Unmanaged<Reactor>.fromOpaque(argument!).takeUnretainedValue()
+        var mask: Int32 = 0
+        if flags & CHaul_EV_READ() != 0 { mask |= CURL_CSELECT_IN }
+        if flags & CHaul_EV_WRITE() != 0 { mask |= CURL_CSELECT_OUT }
+        reactor.socketAction(socket, mask)
+    }
+
+    private static let wakeFired: event_callback_fn = { _, _, argument in
+        let reactor = Unmanaged<Reactor>.fromOpaque(argument!).takeUnretainedValue()
+        reactor.drainInbox()
+    }
+}

@@ -1,0 +1,204 @@
+import Foundation
+import Glibc
+
+/// A real nginx, started by a test on a free loopback port, serving files the test generates.
+///
+/// Locations: `/` (plain), `/slow/` (2 MB/s per connection), `/slowest/` (256 KB/s), `/norange/`
+/// (ignores Range: `max_ranges 0`, 2 MB/s). The access log records, per request, the URI, status,
+/// body bytes sent and the Range / If-Range headers.
+final class NginxServer: @unchecked Sendable {
+    // @unchecked Sendable: every stored property is immutable; `ChildProcess` guards its own state.
+    let root: URL
+    let prefix: URL
+    let port: Int
+    private let process: ChildProcess
+
+    struct LogEntry: Equatable {
+        var uri: String
+        var status: Int
+        var bytesSent: Int64
+        var range: String
+        var ifRange: String
+    }
+
+    static let nginxPath = "/usr/sbin/nginx"
+
+    private init(root: URL, prefix: URL, port: Int, process: ChildProcess) {
+        self.root = root
+        self.prefix = prefix
+        self.port = port
+        self.process = process
+    }
+
+    /// Starts nginx; throws (with nginx's error log) if it does not come up.
+    static func start() throws -> NginxServer {
+        guard FileManager.default.isExecutableFile(atPath: nginxPath) else {
+            throw TestFailure("nginx is not installed at \(nginxPath): run the README's test command, which installs it")
+        }
+        let prefix = FileManager.default.temporaryDirectory.appendingPathComponent("haul-nginx-\(UUID().uuidString)")
+        let root = prefix.appendingPathComponent("www")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: prefix.appendingPathComponent("logs"), withIntermediateDirectories: true)
+        var lastError = ""
+        for _ in 0..<5 {
+            let port = try freePort()
+            let config = """
+                daemon off;
+                master_process off;
+                worker_processes 1;
+                user root;
+                error_log \(prefix.path)/logs/error.log;
+                pid \(prefix.path)/nginx.pid;
+                events { worker_connections 4096; }
+                http {
+                    log_format haul '$request_uri $status $body_bytes_sent "$http_range" "$http_if_range"';
+                    access_log \(prefix.path)/logs/access.log haul;
+                    client_body_temp_path \(prefix.path)/tmp; proxy_temp_path \(prefix.path)/tmp;
+                    fastcgi_temp_path \(prefix.path)/tmp; uwsgi_temp_path \(prefix.path)/tmp; scgi_temp_path \(prefix.path)/tmp;
+                    keepalive_requests 100000;
+                    server {
+                        listen 127.0.0.1:\(port);
+                        root \(root.path);
+                        location /slow/ { alias \(root.path)/; limit_rate 2m; }
+                        location /slowest/ { alias \(root.path)/; limit_rate 256k; }
+                        location /norange/ { alias \(root.path)/; max_ranges 0; limit_rate 2m; }
+                    }
+                }
+                """
+            let configURL = prefix.appendingPathComponent("nginx.conf")
+            try config.write(to: configURL, atomically: true, encoding: .utf8)
+            let process = try ChildProcess(
+                nginxPath, ["-p", prefix.path, "-c", configURL.path, "-e", "\(prefix.path)/logs/error.log"])
+            if waitUntilListening(port: port, process: process) {
+                return NginxServer(root: root, prefix: prefix, port: port, process: process)
+            }
+            process.signal(SIGKILL)
+            process.wait()
+            lastError = (try? String(contentsOf: prefix.appendingPathComponent("logs/error.log"), encoding: .utf8)) ?? ""
+        }
+        throw TestFailure("nginx did not start: \(lastError)")
+    }
+
+    /// Stops nginx and removes its files.
+    func stop() {
+        process.signal(SIGTERM)
+        process.wait()
+        try? FileManager.default.removeItem(at: prefix)
+    }
+
+    /// `http://127.0.0.1:PORT/path`.
+    func url(_ path: String) -> URL {
+        URL(string: "http://127.0.0.1:\(port)/\(path)")!
+    }
+
+    /// Writes a file of `size` pseudo-random bytes (seeded, so a test can make a different version).
+    @discardableResult
+    func makeFile(_ name: String, size: Int, seed: UInt64 = 1) throws -> Data {
+        let data = Self.bytes(count: size, seed: seed)
+        let url = root.appendingPathComponent(name)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try data.write(to: url)
+        return data
+    }
+
+    /// The access log so far. nginx writes each line when a request ends (for an aborted one, when
+    /// it notices the client went away).
+    func accessLog() -> [LogEntry] {
+        let text = (try? String(contentsOf: prefix.appendingPathComponent("logs/access.log"), encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { line in
+            let quoted = line.split(separator: "\"", omittingEmptySubsequences: false)
+            let fields = quoted[0].split(separator: " ")
+            guard fields.count >= 3, let status = Int(fields[1]), let bytes = Int64(fields[2]) else { return nil }
+            return LogEntry(
+                uri: String(fields[0]), status: status, bytesSent: bytes,
+                range: quoted.count > 1 ? String(quoted[1]) : "", ifRange: quoted.count > 3 ? String(quoted[3]) : "")
+        }
+    }
+
+    /// The logged requests for `uri`, once at least `count` are logged (or after 10 s, whatever is
+    /// there). nginx logs an aborted request only when it notices the client went away, which can
+    /// come after the client saw its next request answered.
+    func requests(to uri: String, atLeast count: Int) async -> [LogEntry] {
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(10)
+        while true {
+            let entries = accessLog().filter { $0.uri == uri }
+            if entries.count >= count || clock.now >= deadline { return entries }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    static func bytes(count: Int, seed: UInt64) -> Data {
+        var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
+        var data = Data(count: count)
+        data.withUnsafeMutableBytes { buffer in
+            let words = count / 8
+            let pointer = buffer.baseAddress!
+            for index in 0..<words {
+                state ^= state << 13
+                state ^= state >> 7
+                state ^= state << 17
+                pointer.storeBytes(of: state, toByteOffset: index * 8, as: UInt64.self)
+            }
+            for index in (words * 8)..<count {
+                state ^= state << 13
+                state ^= state >> 7
+                state ^= state << 17
+                buffer[index] = UInt8(truncatingIfNeeded: state)
+            }
+        }
+        return data
+    }
+
+    private static func freePort() throws -> Int {
+        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socketFD >= 0 else { throw TestFailure("socket() failed") }
+        defer { close(socketFD) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(socketFD, pointer, length) == 0 && getsockname(socketFD, pointer, &length) == 0
+            }
+        }
+        guard bound else { throw TestFailure("bind() failed") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Polls until a TCP connect to the port succeeds (readiness check, up to 10 s).
+    private static func waitUntilListening(port: Int, process: ChildProcess) -> Bool {
+        for _ in 0..<1000 {
+            guard process.isRunning else { return false }
+            let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = UInt16(port).bigEndian
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                }
+            }
+            close(socketFD)
+            if connected { return true }
+            usleep(10_000)
+        }
+        return false
+    }
+}
+
+/// A test set-up failure with a message.
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A fresh temporary directory, removed by the caller.
+func makeTemporaryDirectory() throws -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("haul-test-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
