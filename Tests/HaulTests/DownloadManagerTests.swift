@@ -97,7 +97,7 @@ struct DownloadManagerTests {
         defer { server.stop() }
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let size = 4 * 1024 * 1024
+        let size = 3 * 1024 * 1024
         let source = try server.makeFile("pause.bin", size: size)
         let destination = directory.appendingPathComponent("pause.bin")
         var pausedAt: Int64 = 0

@@ -53,7 +53,7 @@ extension Substring {
     func trimmingSpaces() -> Substring {
         var result = self
         while let first = result.first, first == " " || first == "\t" { result = result.dropFirst() }
-        while let last = result.last, last == " " || last == "\t" || last == "\r" || last == "\n" {
+        while let last = result.last, last == " " || last == "\t" || last.isNewline {
             result = result.dropLast()
         }
         return result

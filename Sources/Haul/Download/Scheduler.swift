@@ -195,7 +195,12 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             stopRequest(of: transfer, reactor: reactor)
             try? transfer.sink?.close()
             transfer.sink = nil
-            try? transfer.store.save(transfer.record, for: transfer.id)
+            if (Transfer.fileLength(transfer.partialPath) ?? 0) == 0 {
+                // Nothing worth resuming (a 404, a refused connection): leave no trace.
+                transfer.store.remove(transfer.id)
+            } else {
+                try? transfer.store.save(transfer.record, for: transfer.id)
+            }
             logger.info("download failed", metadata: ["url": "\(transfer.urlForErrors)", "error": "\(error)"])
             transfer.download.hub.publish(.failed(error))
             forget(transfer)

@@ -3,8 +3,8 @@ import Glibc
 
 /// A real nginx, started by a test on a free loopback port, serving files the test generates.
 ///
-/// Locations: `/` (plain), `/slow/` (2 MB/s per connection), `/slowest/` (256 KB/s), `/norange/`
-/// (ignores Range: `max_ranges 0`, 2 MB/s). The access log records, per request, the URI, status,
+/// Locations: `/` (plain), `/slow/` (1 MB/s per connection), `/slowest/` (256 KB/s), `/norange/`
+/// (ignores Range: `max_ranges 0`, 1 MB/s). The access log records, per request, the URI, status,
 /// body bytes sent and the Range / If-Range headers.
 final class NginxServer: @unchecked Sendable {
     // @unchecked Sendable: every stored property is immutable; `ChildProcess` guards its own state.
@@ -59,9 +59,9 @@ final class NginxServer: @unchecked Sendable {
                     server {
                         listen 127.0.0.1:\(port);
                         root \(root.path);
-                        location /slow/ { alias \(root.path)/; limit_rate 2m; }
+                        location /slow/ { alias \(root.path)/; limit_rate 1m; }
                         location /slowest/ { alias \(root.path)/; limit_rate 256k; }
-                        location /norange/ { alias \(root.path)/; max_ranges 0; limit_rate 2m; }
+                        location /norange/ { alias \(root.path)/; max_ranges 0; limit_rate 1m; }
                     }
                 }
                 """

@@ -1,0 +1,181 @@
+import Foundation
+import Testing
+
+@testable import Haul
+
+@Suite("Download events and progress")
+struct DownloadEventsTests {
+    func progress(_ bytes: Int64) -> DownloadProgress {
+        DownloadProgress(bytesReceived: bytes, totalBytes: 1000)
+    }
+
+    @Test func aNewIterationStartsWithTheCurrentState() async {
+        let hub = EventHub(progress: progress(0))
+        hub.publish(.connecting(progress(0)))
+        hub.publish(.receiving(progress(10)))
+        hub.publish(.progress(progress(20)))
+        var iterator = DownloadEvents(hub: hub).makeAsyncIterator()
+        #expect(await iterator.next() == .receiving(progress(20)))
+        hub.publish(.paused(progress(30)))
+        #expect(await iterator.next() == .paused(progress(30)))
+    }
+
+    @Test func progressIsCoalescedAndTheBufferIsBounded() async {
+        let hub = EventHub(progress: progress(0))
+        var iterator = DownloadEvents(hub: hub).makeAsyncIterator()
+        hub.publish(.receiving(progress(0)))
+        for bytes in 1...10_000 { hub.publish(.progress(progress(Int64(bytes)))) }
+        #expect(hub.bufferedCount(iterator.subscription.id) == 3)  // replay, receiving, newest progress
+        for round in 0..<100 {
+            hub.publish(.paused(progress(Int64(round))))
+            hub.publish(.queued)
+        }
+        #expect(hub.bufferedCount(iterator.subscription.id) <= EventHub.subscriberBufferLimit)
+        hub.publish(.completed(URL(fileURLWithPath: "/tmp/x")))
+        var last: DownloadEvent?
+        var count = 0
+        while let event = await iterator.next() {
+            last = event
+            count += 1
+        }
+        #expect(count <= EventHub.subscriberBufferLimit)
+        #expect(last == .completed(URL(fileURLWithPath: "/tmp/x")))
+    }
+
+    @Test func everySubscriberGetsTheFinalEventAndTheResult() async throws {
+        let hub = EventHub(progress: progress(0))
+        let file = URL(fileURLWithPath: "/tmp/file")
+        let results = Task { try await hub.result() }
+        let readers = (0..<5).map { _ in
+            Task { () -> [DownloadEvent] in
+                var events: [DownloadEvent] = []
+                for await event in DownloadEvents(hub: hub) { events.append(event) }
+                return events
+            }
+        }
+        hub.publish(.receiving(progress(1)))
+        hub.publish(.completed(file))
+        for reader in readers {
+            #expect(await reader.value.last == .completed(file))
+        }
+        #expect(try await results.value == file)
+        // After the end: a late reader sees only the final event; a late waiter gets the result at once.
+        var late = DownloadEvents(hub: hub).makeAsyncIterator()
+        #expect(await late.next() == .completed(file))
+        #expect(await late.next() == nil)
+        #expect(try await hub.result() == file)
+        // Nothing is published after the final event.
+        hub.publish(.paused(progress(3)))
+        if case .completed = hub.snapshot.state {} else { Issue.record("state changed after the end") }
+    }
+
+    @Test func failureIsThrownByResult() async {
+        let hub = EventHub(progress: progress(0))
+        let error = DownloadError(code: .httpStatus, url: "http://x/", httpStatus: 500)
+        hub.publish(.failed(error))
+        await #expect(throws: error) { try await hub.result() }
+    }
+
+    @Test func closeEndsSubscriptionsAndThrowsShutdown() async {
+        let hub = EventHub(progress: progress(0))
+        var iterator = DownloadEvents(hub: hub).makeAsyncIterator()
+        #expect(await iterator.next() == .queued)
+        hub.publish(.paused(progress(5)))
+        hub.close(with: DownloadError(code: .shutdown, url: "http://x/"))
+        #expect(await iterator.next() == .paused(progress(5)))
+        #expect(await iterator.next() == nil)
+        await #expect { try await hub.result() } throws: { ($0 as? DownloadError)?.code == .shutdown }
+    }
+
+    @Test func cancellingAWaitingReaderEndsItsIteration() async {
+        let hub = EventHub(progress: progress(0))
+        let reader = Task { () -> Int in
+            var count = 0
+            for await _ in DownloadEvents(hub: hub) { count += 1 }
+            return count
+        }
+        // The reader has read the replayed state and is waiting (or about to): cancel it.
+        reader.cancel()
+        let count = await reader.value
+        #expect(count <= 1)
+    }
+
+    @Test func cancellingAResultWaiterThrowsCancellation() async {
+        let hub = EventHub(progress: progress(0))
+        let waiter = Task { try await hub.result() }
+        waiter.cancel()
+        await #expect(throws: CancellationError.self) { try await waiter.value }
+    }
+}
+
+@Suite("Speed and time left")
+struct SpeedMeterTests {
+    @Test func rateOverTheWindow() {
+        var meter = SpeedMeter()
+        #expect(meter.bytesPerSecond == 0)
+        meter.record(bytes: 0, at: 0)
+        meter.record(bytes: 1_000_000, at: 1_000_000_000)
+        #expect(meter.bytesPerSecond == 1_000_000)
+        #expect(meter.estimatedTimeRemaining(received: 1_000_000, total: 3_000_000) == .seconds(2))
+        #expect(meter.estimatedTimeRemaining(received: 1_000_000, total: nil) == nil)
+    }
+
+    @Test func oldSamplesLeaveTheWindow() {
+        var meter = SpeedMeter()
+        meter.record(bytes: 0, at: 0)
+        meter.record(bytes: 10_000_000, at: 1_000_000_000)  // a fast first second
+        for second in 2...10 {
+            meter.record(bytes: 10_000_000 + Int64(second - 1) * 100_000, at: UInt64(second) * 1_000_000_000)
+        }
+        #expect(abs(meter.bytesPerSecond - 100_000) < 1)
+    }
+
+    @Test func restartAndResetForgetTheRate() {
+        var meter = SpeedMeter()
+        meter.record(bytes: 0, at: 0)
+        meter.record(bytes: 500, at: 1_000_000_000)
+        meter.record(bytes: 10, at: 2_000_000_000)  // restarted from zero
+        #expect(meter.bytesPerSecond == 0)
+        meter.record(bytes: 110, at: 3_000_000_000)
+        #expect(meter.bytesPerSecond == 100)
+        meter.reset()
+        #expect(meter.bytesPerSecond == 0)
+    }
+}
+
+@Suite("Errors")
+struct DownloadErrorTests {
+    @Test func descriptionsNameTheURLTheCauseAndWhatToDo() {
+        let notFound = DownloadError(code: .httpStatus, url: "http://host/a", httpStatus: 404)
+        #expect(notFound.description.contains("http://host/a"))
+        #expect(notFound.description.contains("404"))
+        #expect(notFound.description.contains("Check the URL"))
+        let refused = DownloadError(code: .transport, url: "http://host/a", curlCode: 7, detail: "Failed to connect")
+        #expect(refused.description.contains("Failed to connect"))
+        #expect(refused.description.contains("curl error 7"))
+        let disk = DownloadError(code: .fileSystem, url: "http://host/a", errno: 28, path: "/full/x.part")
+        #expect(disk.description.contains("/full/x.part"))
+        #expect(disk.description.contains("No space left on device"))
+        let scheme = DownloadError(code: .unsupportedScheme, url: "ftp://h/x", detail: "the scheme 'ftp'")
+        #expect(scheme.description.contains("only http:// and https://"))
+    }
+
+    @Test func credentialsNeverAppear() throws {
+        let url = try #require(URL(string: "https://user:secret@example.com/file?x=1"))
+        #expect(!url.redactedString.contains("secret"))
+        #expect(!url.redactedString.contains("user"))
+        #expect(url.redactedString.contains("example.com/file?x=1"))
+        #expect { try DownloadManager.validate(URL(string: "ftp://user:secret@example.com/f")!) } throws: { error in
+            guard let error = error as? DownloadError else { return false }
+            return error.code == .unsupportedScheme && !error.description.contains("secret")
+        }
+    }
+
+    @Test func idsAreStableAndDistinct() {
+        let a = DownloadID(url: "http://h/a", destinationPath: "/tmp/a")
+        #expect(a == DownloadID(url: "http://h/a", destinationPath: "/tmp/a"))
+        #expect(a != DownloadID(url: "http://h/a", destinationPath: "/tmp/b"))
+        #expect(a != DownloadID(url: "http://h/b", destinationPath: "/tmp/a"))
+        #expect(a.rawValue.count == 32)
+    }
+}

@@ -1,0 +1,161 @@
+import Foundation
+import Glibc
+import Testing
+
+/// The `haul` executable, run as a user would, against nginx.
+@Suite("haul: the command")
+struct HaulCLITests {
+    /// The `haul` binary built next to this test bundle.
+    static var haulPath: String {
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        return URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("haul").path
+    }
+
+    struct Run {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    func haul(_ arguments: [String], in directory: URL) throws -> Run {
+        let out = directory.appendingPathComponent("stdout-\(UUID().uuidString)").path
+        let err = directory.appendingPathComponent("stderr-\(UUID().uuidString)").path
+        defer { unlink(out); unlink(err) }
+        let process = try ChildProcess(Self.haulPath, arguments, stdout: out, stderr: err)
+        let status = process.wait()
+        return Run(
+            status: status,
+            stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+    }
+
+    @Test("downloads several URLs into a directory that then holds only the files and .haul")
+    func severalURLs() throws {
+        let server = try NginxServer.start()
+        defer { server.stop() }
+        let work = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: work) }
+        let a = try server.makeFile("a.bin", size: 700_000, seed: 3)
+        let b = try server.makeFile("sub/b.bin", size: 1_234, seed: 4)
+        let output = work.appendingPathComponent("out")
+        let run = try haul(["-o", output.path, server.url("a.bin").absoluteString, server.url("sub/b.bin").absoluteString], in: work)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stderr.isEmpty)
+        #expect(run.stdout.contains("2 completed, 0 failed"))
+        #expect(try Data(contentsOf: output.appendingPathComponent("a.bin")) == a)
+        #expect(try Data(contentsOf: output.appendingPathComponent("b.bin")) == b)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: output.path).sorted() == [".haul", "a.bin", "b.bin"])
+    }
+
+    @Test("a failure is one line naming the URL and the reason, and the exit status is not 0")
+    func failureLine() throws {
+        let server = try NginxServer.start()
+        defer { server.stop() }
+        let work = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: work) }
+        let good = try server.makeFile("good.bin", size: 5_000)
+        let missing = server.url("missing.bin").absoluteString
+        let run = try haul(["-o", work.path, "--quiet", missing, server.url("good.bin").absoluteString, "ftp://h/x"], in: work)
+        #expect(run.status == 1)
+        let lines = run.stderr.split(separator: "\n")
+        #expect(lines.count == 2, "\(run.stderr)")
+        #expect(lines.contains { $0.contains(missing) && $0.contains("404") })
+        #expect(lines.contains { $0.contains("ftp://h/x") && $0.contains("only http:// and https://") })
+        #expect(run.stdout.isEmpty)
+        #expect(try Data(contentsOf: work.appendingPathComponent("good.bin")) == good)
+        #expect(!FileManager.default.fileExists(atPath: work.appendingPathComponent("missing.bin").path))
+        // Nothing to resume from a 404: no partial file or record is left behind.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: work.appendingPathComponent(".haul").path).count == 1)
+    }
+
+    @Test("bad input gives a clear error, never a crash")
+    func badInput() throws {
+        let work = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: work) }
+        let missingList = try haul(["-i", work.appendingPathComponent("nope.txt").path], in: work)
+        #expect(missingList.status == 1)
+        #expect(missingList.stderr.contains("cannot read the input file"))
+        let garbage = try haul(["-o", work.path, "http://", "not a url", "::::"], in: work)
+        #expect(garbage.status == 1)
+        #expect(garbage.stderr.split(separator: "\n").count == 3, "\(garbage.stderr)")
+        let noArguments = try haul([], in: work)
+        #expect(noArguments.status != 0)
+        #expect(noArguments.stderr.contains("Give at least one URL"))
+        // An output path below a regular file cannot be created.
+        let file = work.appendingPathComponent("plain")
+        try Data("x".utf8).write(to: file)
+        let unwritable = try haul(["-o", file.appendingPathComponent("dir/").path, "http://127.0.0.1:1/a", "http://127.0.0.1:1/b"], in: work)
+        #expect(unwritable.status == 1)
+        #expect(unwritable.stderr.hasPrefix("haul: "))
+        for run in [missingList, garbage, noArguments, unwritable] {
+            #expect(!run.stderr.contains("Fatal error"))
+            #expect(!run.stderr.contains("Stack dump"))
+        }
+        #expect(try String(contentsOf: file, encoding: .utf8) == "x")
+    }
+
+    @Test("--json prints one event object per line; an input file is read")
+    func jsonAndInputFile() throws {
+        let server = try NginxServer.start()
+        defer { server.stop() }
+        let work = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: work) }
+        let data = try server.makeFile("j.bin", size: 300_000)
+        let list = work.appendingPathComponent("urls.txt")
+        try "# one file\n\n\(server.url("j.bin").absoluteString)\n".write(to: list, atomically: true, encoding: .utf8)
+        let run = try haul(["--json", "-i", list.path, "-o", work.appendingPathComponent("out").path], in: work)
+        #expect(run.status == 0, "\(run.stderr)")
+        let objects = try run.stdout.split(separator: "\n").map {
+            try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        let events = objects.compactMap { $0["event"] as? String }
+        // The first event is the download's state when haul subscribed.
+        #expect(["queued", "connecting", "receiving"].contains(events.first ?? ""))
+        #expect(events.contains("receiving"))
+        #expect(events.last == "completed")
+        #expect(objects.allSatisfy { $0["url"] as? String == server.url("j.bin").absoluteString })
+        #expect((objects.last?["path"] as? String)?.hasSuffix("/out") == true)
+        #expect(try Data(contentsOf: work.appendingPathComponent("out")) == data)
+    }
+
+    @Test("SIGINT pauses and exits 130; the same command again resumes and finishes")
+    func interruptAndResume() async throws {
+        let server = try NginxServer.start()
+        defer { server.stop() }
+        let work = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: work) }
+        let size = 3 * 1024 * 1024
+        let data = try server.makeFile("int.bin", size: size)
+        let url = server.url("slow/int.bin").absoluteString
+        let output = work.appendingPathComponent("out")
+        let events = work.appendingPathComponent("events.jsonl").path
+
+        let first = try ChildProcess(Self.haulPath, ["--json", "-o", output.path + "/", url], stdout: events)
+        // Wait (bounded) until haul reports bytes written, then interrupt it.
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(20)
+        var sawProgress = false
+        while clock.now < deadline, first.isRunning {
+            let text = (try? String(contentsOfFile: events, encoding: .utf8)) ?? ""
+            if text.contains("\"event\":\"progress\"") {
+                sawProgress = true
+                break
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(sawProgress)
+        first.signal(SIGINT)
+        #expect(first.wait() == 130)
+        let lines = try String(contentsOfFile: events, encoding: .utf8).split(separator: "\n")
+        #expect(lines.last?.contains("\"event\":\"paused\"") == true)
+        #expect(!FileManager.default.fileExists(atPath: output.appendingPathComponent("int.bin").path))
+
+        let second = try haul(["-o", output.path + "/", url], in: work)
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(try Data(contentsOf: output.appendingPathComponent("int.bin")) == data)
+        let requests = await server.requests(to: "/slow/int.bin", atLeast: 2)
+        let resumed = requests.first { $0.range != "-" }
+        #expect(resumed?.status == 206)
+        #expect(requests.count == 2)
+    }
+}

@@ -1,0 +1,79 @@
+import ArgumentParser
+import Foundation
+import Testing
+
+@testable import HaulCLI
+
+@Suite("haul: arguments and file names")
+struct HaulArgumentTests {
+    let noDirectories: (String) -> Bool = { _ in false }
+
+    @Test func oneURLToAFile() {
+        let plan = DownloadPlan.make(urls: ["http://h/a.bin"], output: "/tmp/x/out.bin", isDirectory: noDirectories)
+        #expect(plan.items == [.init(url: "http://h/a.bin", destination: "/tmp/x/out.bin")])
+        #expect(plan.outputDirectory == "/tmp/x")
+    }
+
+    @Test func oneURLToAnExistingDirectoryOrATrailingSlash() {
+        let plan = DownloadPlan.make(urls: ["http://h/a.bin"], output: "/tmp/d", isDirectory: { $0 == "/tmp/d" })
+        #expect(plan.items == [.init(url: "http://h/a.bin", destination: "/tmp/d/a.bin")])
+        let slash = DownloadPlan.make(urls: ["http://h/a.bin"], output: "new/", isDirectory: noDirectories)
+        #expect(slash.items == [.init(url: "http://h/a.bin", destination: "new/a.bin")])
+        #expect(slash.outputDirectory == "new")
+    }
+
+    @Test func severalURLsGoToADirectoryWithDistinctNames() {
+        let plan = DownloadPlan.make(
+            urls: ["http://h/x/a.bin", "http://g/y/a.bin", "http://h/a.bin?v=2", "http://h/"], output: nil,
+            isDirectory: noDirectories)
+        #expect(plan.items.map(\.destination) == ["./a.bin", "./a.bin.1", "./a.bin.2", "./index.html"])
+        #expect(plan.outputDirectory == ".")
+    }
+
+    @Test(arguments: [
+        ("http://h/dir/file.txt", "file.txt"),
+        ("http://h/dir/file.txt?x=1#frag", "file.txt"),
+        ("http://h/a%20b.txt", "a b.txt"),
+        ("http://h/..", "_.."),
+        ("http://h/%2e%2e", "_.."),
+        ("http://h/a/%2e%2e%2fetc%2fpasswd", "..__etc_passwd".replacingOccurrences(of: "..__", with: ".._")),
+        ("http://h/x%2Fy", "x_y"),
+        ("http://h/ctl%0A%0Dname", "ctl__name"),
+        ("http://h/", "index.html"),
+        ("http://h", "index.html"),
+        ("http://h/.haul", "_.haul"),
+        ("http://h/back%5Cslash", "back_slash"),
+    ])
+    func fileNamesAreSanitised(_ url: String, _ expected: String) {
+        let name = DownloadPlan.fileName(for: url)
+        #expect(name == expected)
+        #expect(!name.contains("/"))
+        #expect(name != "." && name != "..")
+    }
+
+    @Test func inputFileIgnoresBlanksAndComments() {
+        let text = "# mirrors\nhttp://h/a\n\n  http://h/b  \r\n#http://h/c\n"
+        #expect(DownloadPlan.urls(inInputFile: text) == ["http://h/a", "http://h/b"])
+    }
+
+    @Test func optionsParse() throws {
+        let command = try HaulCommand.parse(["-o", "out", "-j", "8", "--json", "http://h/a", "http://h/b"])
+        #expect(command.output == "out")
+        #expect(command.concurrency == 8)
+        #expect(command.json)
+        #expect(command.urls == ["http://h/a", "http://h/b"])
+        #expect(command.reporterMode == .json)
+        let quiet = try HaulCommand.parse(["--quiet", "--state", "/tmp/s", "-i", "list.txt"])
+        #expect(quiet.reporterMode == .quiet)
+        #expect(quiet.state == "/tmp/s")
+        #expect(quiet.inputFile == "list.txt")
+    }
+
+    @Test(arguments: [
+        [], ["-j", "0", "http://h/a"], ["--quiet", "--json", "http://h/a"], ["--buffer-size", "12", "http://h/a"],
+        ["-j", "many", "http://h/a"],
+    ])
+    func badArgumentsAreRefused(_ arguments: [String]) {
+        #expect(throws: (any Error).self) { try HaulCommand.parse(arguments) }
+    }
+}
