@@ -50,10 +50,10 @@ final class Reporter: Sendable {
         switch mode {
         case .json:
             Self.write(Self.json(event, url: url, path: path) + "\n", to: STDOUT_FILENO)
-            count(event)
+            count(event, index: index)
         case .quiet:
             if case .failed(let error) = event { Self.write("haul: \(error)\n", to: STDERR_FILENO) }
-            count(event)
+            count(event, index: index)
         case .lines:
             switch event {
             case .completed(let file):
@@ -64,7 +64,7 @@ final class Reporter: Sendable {
                 Self.write("restarted \(url): \(reason)\n", to: STDOUT_FILENO)
             default: break
             }
-            count(event)
+            count(event, index: index)
         case .bars:
             bars(event, index: index, url: url, path: path)
         }
@@ -84,13 +84,18 @@ final class Reporter: Sendable {
         Self.write(summary + "\n", to: STDOUT_FILENO)
     }
 
-    private func count(_ event: DownloadEvent) {
+    private func count(_ event: DownloadEvent, index: Int) {
         state.withLock { state in
             switch event {
+            case .progress(let progress), .receiving(let progress):
+                state.rows[index]?.progress = progress
             case .completed(let file):
                 state.completed += 1
-                state.bytes += (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int64) ?? 0
-            case .failed: state.failed += 1
+                state.bytes += Self.completedSize(state.rows[index]?.progress, file: file)
+                state.rows[index] = nil
+            case .failed:
+                state.failed += 1
+                state.rows[index] = nil
             default: break
             }
         }
@@ -110,8 +115,9 @@ final class Reporter: Sendable {
             case .restarted(let reason): message = "↻ \(row.name): \(reason)"
             case .completed(let file):
                 state.completed += 1
-                state.bytes += row.progress.totalBytes ?? row.progress.bytesReceived
-                message = "✓ \(row.name) → \(file.path) (\(Self.size(row.progress.totalBytes ?? row.progress.bytesReceived)))"
+                let size = Self.completedSize(row.progress, file: file)
+                state.bytes += size
+                message = "✓ \(row.name) → \(file.path) (\(Self.size(size)))"
                 state.rows[index] = nil
                 state.order.removeAll { $0 == index }
                 return
@@ -178,6 +184,14 @@ final class Reporter: Sendable {
         let filled = Int((progress.fractionCompleted ?? 0) * Double(barWidth))
         let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: barWidth - filled)
         return "\(name) \(percent) \(bar) \(right)"
+    }
+
+    /// A finished file's size: from its last progress, else (it finished before its events were
+    /// read) from the file system.
+    private static func completedSize(_ progress: DownloadProgress?, file: URL) -> Int64 {
+        if let progress, let total = progress.totalBytes, progress.bytesReceived == total { return total }
+        var status = stat()
+        return stat(file.path, &status) == 0 ? Int64(status.st_size) : progress?.bytesReceived ?? 0
     }
 
     // MARK: formatting

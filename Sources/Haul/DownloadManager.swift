@@ -77,8 +77,10 @@ public final class DownloadManager: Sendable {
     }
 
     deinit {
-        // A manager dropped without `shutdown()`: stop the loop; its thread ends on its own.
+        // A manager dropped without `shutdown()`: the loop pauses every download and ends; its thread
+        // (which keeps the reactor and scheduler alive until then) is detached rather than joined.
         reactor.submit(.shutdown)
+        reactor.detach()
     }
 
     /// Starts (or joins) the download of `url` to `destination`.

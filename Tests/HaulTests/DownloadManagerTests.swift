@@ -399,7 +399,49 @@ struct DownloadManagerTests {
         let requests = server.accessLog().filter { $0.uri == "/whole.bin" }
         #expect(requests.map(\.status) == [416])
     }
+
+    @Test("redirects are followed (and bounded); the file comes from the final response")
+    func redirects() async throws {
+        let server = try NginxServer.start()
+        defer { server.stop() }
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let source = try server.makeFile("target.bin", size: 123_456)
+        try await withDownloadManager(configuration: configuration()) { manager in
+            let moved = try manager.download(from: server.url("redirect/target.bin"), to: directory.appendingPathComponent("t.bin"))
+            #expect(try await moved.finished() == directory.appendingPathComponent("t.bin"))
+            let loop = try manager.download(from: server.url("loop"), to: directory.appendingPathComponent("loop"))
+            await #expect {
+                try await loop.finished()
+            } throws: { error in
+                guard let error = error as? DownloadError else { return false }
+                return error.code == .transport && error.curlCode == 47  // CURLE_TOO_MANY_REDIRECTS
+            }
+        }
+        #expect(try Data(contentsOf: directory.appendingPathComponent("t.bin")) == source)
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("loop").path))
+        #expect(server.accessLog().filter { $0.uri == "/loop" }.count == 11)  // the first request and 10 redirects
+    }
+
+    @Test("a manager dropped without shutdown pauses its downloads and ends its thread")
+    func droppedManager() async throws {
+        let server = try NginxServer.start()
+        defer { server.stop() }
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try server.makeFile("dropped.bin", size: 3 * 1024 * 1024)
+        var manager: DownloadManager? = try DownloadManager(configuration: configuration())
+        let download = try manager!.download(from: server.url("slow/dropped.bin"), to: directory.appendingPathComponent("d.bin"))
+        var events = download.events.makeAsyncIterator()
+        await events.next { if case .progress = $0 { true } else { false } }
+        manager = nil
+        await #expect { try await download.finished() } throws: { ($0 as? DownloadError)?.code == .shutdown }
+        #expect(await events.next { $0 == .paused(download.progress) } != nil)
+        #expect(await events.next() == nil)
+        #expect(download.progress.bytesReceived > 0)
+    }
 }
+
 
 extension DownloadEvents.AsyncIterator {
     /// The next event that satisfies `predicate`, or nil when the sequence ends first.

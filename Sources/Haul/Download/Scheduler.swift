@@ -20,6 +20,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     private var queueHead = 0
     private var active = 0
     private var shuttingDown = false
+    /// State directories already created, so each is checked once.
+    private var preparedDirectories: Set<String> = []
     /// Called on the loop thread when a download reaches a final state.
     let onFinal: @Sendable (DownloadID) -> Void
     private let progressIntervalNanoseconds: UInt64
@@ -109,11 +111,14 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         let store = RecordStore(directory: download.stateDirectory.path)
         let transfer = Transfer(download: download, store: store, scheduler: self)
         transfers[download.id] = transfer
-        do {
-            try store.prepare()
-        } catch {
-            finish(transfer, with: transfer.attributed(error), reactor: reactor)
-            return
+        if !preparedDirectories.contains(store.directory) {
+            do {
+                try store.prepare()
+                preparedDirectories.insert(store.directory)
+            } catch {
+                finish(transfer, with: transfer.attributed(error), reactor: reactor)
+                return
+            }
         }
         if transfer.destinationIsComplete {
             logger.debug("already complete", metadata: ["url": "\(transfer.urlForErrors)"])

@@ -56,7 +56,9 @@ final class Reactor: @unchecked Sendable {
     }
     private let lifecycle = Mutex(Lifecycle())
 
-    weak var delegate: ReactorDelegate?
+    /// Strong on purpose: the loop keeps its delegate alive until it ends (a manager dropped without
+    /// `shutdown()` still gets its shutdown processed); `runLoop` lets go of it at the end.
+    var delegate: ReactorDelegate?
     private let logger: Logger
 
     /// Sets up the event base and the multi handle; the loop starts with ``start()``.
@@ -141,6 +143,7 @@ final class Reactor: @unchecked Sendable {
         // The loop was broken by `stop()`. Any transfer still in the multi handle was removed by the
         // delegate; clean up curl while still on this thread.
         curl_multi_cleanup(multi)
+        delegate = nil
         let waiters = lifecycle.withLock { lifecycle in
             lifecycle.stopped = true
             defer { lifecycle.waiters = [] }
@@ -168,6 +171,15 @@ final class Reactor: @unchecked Sendable {
             return lifecycle.joinable
         }
         if let joinable { pthread_join(joinable, nil) }
+    }
+
+    /// Lets the loop thread end on its own (for a manager dropped without `shutdown()`).
+    func detach() {
+        let joinable = lifecycle.withLock { lifecycle in
+            defer { lifecycle.joinable = nil }
+            return lifecycle.joinable
+        }
+        if let joinable { pthread_detach(joinable) }
     }
 
     /// Ends the loop after the current callback returns. Loop thread only.
