@@ -138,6 +138,19 @@ struct Runner {
         let completed = await withTaskGroup(of: Bool.self) { group in
             for (index, download, item) in started {
                 group.addTask {
+                    guard reporter.wantsEveryEvent else {
+                        // Only the outcome is shown: wait for it without following every event.
+                        do {
+                            let file = try await download.finished()
+                            reporter.report(.completed(file), index: index, url: item.url, path: item.destination)
+                            return true
+                        } catch let error as DownloadError where error.code != .shutdown {
+                            reporter.report(.failed(error), index: index, url: item.url, path: item.destination)
+                            return false
+                        } catch {
+                            return false
+                        }
+                    }
                     var last: DownloadEvent?
                     for await event in download.events {
                         reporter.report(event, index: index, url: item.url, path: item.destination)

@@ -37,6 +37,9 @@ final class Reporter: Sendable {
         self.mode = mode
     }
 
+    /// Whether this mode shows more than each download's outcome.
+    var wantsEveryEvent: Bool { mode == .bars || mode == .json }
+
     /// Registers a download before its events arrive.
     func add(index: Int, name: String) {
         state.withLock {

@@ -67,7 +67,8 @@ public final class DownloadManager: Sendable {
         configuration.maxConcurrentDownloads = max(1, configuration.maxConcurrentDownloads)
         configuration.bufferSize = max(4096, configuration.bufferSize)
         self.configuration = configuration
-        let reactor = try Reactor(logger: configuration.logger)
+        let reactor = try Reactor(
+            logger: configuration.logger, idleConnections: max(16, configuration.maxConcurrentDownloads))
         self.reactor = reactor
         self.scheduler = Scheduler(configuration: configuration, reactor: reactor) { [shared] id in
             _ = shared.state.withLock { $0.downloads.removeValue(forKey: id) }

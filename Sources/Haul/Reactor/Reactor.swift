@@ -62,7 +62,7 @@ final class Reactor: @unchecked Sendable {
     private let logger: Logger
 
     /// Sets up the event base and the multi handle; the loop starts with ``start()``.
-    init(logger: Logger) throws(DownloadError) {
+    init(logger: Logger, idleConnections: Int) throws(DownloadError) {
         self.logger = logger
         Reactor.initializeProcessOnce
         guard let base = event_base_new() else {
@@ -96,8 +96,9 @@ final class Reactor: @unchecked Sendable {
         _ = CHaul_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, me)
         _ = CHaul_multi_setopt_timer_callback(multi, Reactor.timerCallback)
         _ = CHaul_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, me)
-        // Bounded idle connection cache; transfers are admitted by Haul itself, not queued in curl.
-        _ = CHaul_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, 64)
+        // The idle connection cache must hold one connection per admitted transfer, or connections
+        // are closed and opened again between downloads to the same host.
+        _ = CHaul_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, idleConnections)
     }
 
     deinit {
