@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Logging
 import Synchronization
 
@@ -93,10 +94,17 @@ public final class DownloadManager: Sendable {
     /// - Parameters:
     ///   - url: an absolute `http` or `https` URL.
     ///   - destination: a file URL; the file appears there only when whole.
-    /// - Throws: ``DownloadError`` with code `.invalidURL`, `.unsupportedScheme`, or `.shutdown`.
+    /// - Throws: ``DownloadError`` with code `.invalidURL`, `.unsupportedScheme`, `.fileSystem` (the
+    ///   destination is a directory), or `.shutdown`.
     public func download(from url: URL, to destination: URL) throws -> Download {
         let checked = try Self.validate(url)
         let destination = destination.standardizedFileURL
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: destination.path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw DownloadError(
+                code: .fileSystem, url: checked.redactedString, errno: EISDIR, path: destination.path,
+                detail: "the destination is a directory; give a file path inside it")
+        }
         let id = DownloadID(url: checked.absoluteString, destinationPath: destination.path)
         let stateDirectory =
             configuration.stateDirectory?.standardizedFileURL
@@ -163,6 +171,7 @@ public final class DownloadManager: Sendable {
 /// - Parameters:
 ///   - configuration: the manager's configuration.
 ///   - body: the work; downloads still unfinished when it returns are paused, their partial files kept.
+@discardableResult
 public func withDownloadManager<Result>(
     configuration: DownloadManager.Configuration = .init(),
     _ body: (DownloadManager) async throws -> Result

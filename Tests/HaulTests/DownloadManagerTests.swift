@@ -441,6 +441,44 @@ struct DownloadManagerTests {
         #expect(await events.next() == nil)
         #expect(download.progress.bytesReceived > 0)
     }
+
+    @Test("a body of unknown length (chunked) and an empty file both complete")
+    func unknownLengthAndEmpty() async throws {
+        let server = try NginxServer.start()
+        defer { server.stop() }
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let source = try server.makeFile("stream.bin", size: 1_500_000)
+        try server.makeFile("empty.bin", size: 0)
+        try await withDownloadManager(configuration: configuration()) { manager in
+            let stream = try manager.download(from: server.url("chunked/stream.bin"), to: directory.appendingPathComponent("s.bin"))
+            var totals: Set<Int64?> = []
+            for await event in stream.events {
+                if case .progress(let progress) = event, progress.bytesReceived < 1_500_000 {
+                    totals.insert(progress.totalBytes)
+                }
+            }
+            #expect(totals.allSatisfy { $0 == nil }, "no total was announced, none may be invented")
+            #expect(stream.progress.totalBytes == 1_500_000)
+            #expect(try await stream.finished() == directory.appendingPathComponent("s.bin"))
+            let empty = try manager.download(from: server.url("empty.bin"), to: directory.appendingPathComponent("e.bin"))
+            #expect(try await empty.finished() == directory.appendingPathComponent("e.bin"))
+        }
+        #expect(try Data(contentsOf: directory.appendingPathComponent("s.bin")) == source)
+        #expect(try Data(contentsOf: directory.appendingPathComponent("e.bin")).isEmpty)
+    }
+
+    @Test("a destination that is a directory is refused before anything is sent")
+    func destinationIsADirectory() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await withDownloadManager(configuration: configuration()) { manager in
+            #expect { try manager.download(from: "http://127.0.0.1:1/x", to: directory) } throws: { error in
+                guard let error = error as? DownloadError else { return false }
+                return error.code == .fileSystem && error.errno == EISDIR && error.path == directory.path
+            }
+        }
+    }
 }
 
 

@@ -4,7 +4,8 @@ import Glibc
 /// A real nginx, started by a test on a free loopback port, serving files the test generates.
 ///
 /// Locations: `/` (plain), `/slow/` (1 MB/s per connection), `/slowest/` (256 KB/s), `/norange/`
-/// (ignores Range: `max_ranges 0`, 1 MB/s), `/redirect/x` (302 to `/x`), `/loop` (redirects to itself). The access log records, per request, the URI, status,
+/// (ignores Range: `max_ranges 0`, 1 MB/s), `/redirect/x` (302 to `/x`), `/loop` (redirects to itself), `/chunked/` (no Content-Length,
+/// chunked, no ranges). The access log records, per request, the URI, status,
 /// body bytes sent and the Range / If-Range headers.
 final class NginxServer: @unchecked Sendable {
     // @unchecked Sendable: every stored property is immutable; `ChildProcess` guards its own state.
@@ -64,6 +65,10 @@ final class NginxServer: @unchecked Sendable {
                         location /norange/ { alias \(root.path)/; max_ranges 0; limit_rate 1m; }
                         location /redirect/ { rewrite ^/redirect/(.*)$ /$1 redirect; }
                         location = /loop { return 302 /loop; }
+                        location /chunked/ {
+                            alias \(root.path)/;
+                            sub_filter_types *; sub_filter 'never-in-random-bytes' 'x'; sub_filter_once off;
+                        }
                     }
                 }
                 """
