@@ -12,12 +12,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
-        // The one C module: libcurl and libevent headers plus typed shims for curl's variadic functions.
+        // The one C module: libcurl, libevent and SQLite headers plus typed shims for curl's variadic functions.
         .target(
             name: "CHaul",
             linkerSettings: [
                 .linkedLibrary("curl"),
                 .linkedLibrary("event_core"),
+                .linkedLibrary("sqlite3"),
             ]
         ),
         .target(

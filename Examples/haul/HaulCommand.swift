@@ -35,6 +35,9 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Bytes collected before each write to disk.")
     var bufferSize: Int = 128 * 1024
 
+    @Flag(name: .long, help: "List the downloads recorded in the state directory's journal, then exit.")
+    var list = false
+
     @Flag(name: .long, help: "Print nothing but errors.")
     var quiet = false
 
@@ -42,6 +45,7 @@ struct HaulCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
+        if list { return }
         if urls.isEmpty && inputFile == nil {
             throw ValidationError("Give at least one URL, or --input-file FILE.")
         }
@@ -51,8 +55,46 @@ struct HaulCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if list { throw ExitCode(listJournal()) }
         let status = await Runner(command: self).run()
         throw ExitCode(status)
+    }
+
+    /// `--list`: one line per download in the journal.
+    func listJournal() -> Int32 {
+        let directory = state ?? "\(output ?? ".")/.haul"
+        guard FileManager.default.fileExists(atPath: "\(directory)/journal.sqlite") else {
+            Reporter.write("haul: no journal in '\(directory)': nothing was downloaded with this state directory\n", to: STDERR_FILENO)
+            return 1
+        }
+        do {
+            let entries = try DownloadManager.journalEntries(stateDirectory: URL(fileURLWithPath: directory, isDirectory: true))
+            if json {
+                for entry in entries {
+                    var object: [String: Any] = [
+                        "id": entry.id.rawValue, "url": entry.url, "path": entry.destination, "state": entry.state,
+                        "bytes": entry.bytesReceived, "total": entry.totalBytes ?? NSNull(),
+                    ]
+                    if let error = entry.lastError { object["error"] = error }
+                    let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+                    Reporter.write(String(decoding: data, as: UTF8.self) + "\n", to: STDOUT_FILENO)
+                }
+                return 0
+            }
+            for entry in entries {
+                let total = entry.totalBytes.map { Reporter.size($0) } ?? "?"
+                let percent = entry.totalBytes.flatMap { $0 > 0 ? " \(entry.bytesReceived * 100 / $0)%" : nil } ?? ""
+                var line = "\(entry.state.padding(toLength: 9, withPad: " ", startingAt: 0)) "
+                line += "\(Reporter.size(entry.bytesReceived))/\(total)\(percent)  \(entry.url) -> \(entry.destination)"
+                if let error = entry.lastError, entry.state == "failed" { line += "\n          \(error)" }
+                Reporter.write(line + "\n", to: STDOUT_FILENO)
+            }
+            if entries.isEmpty { Reporter.write("no downloads in \(directory)\n", to: STDOUT_FILENO) }
+            return 0
+        } catch {
+            Reporter.write("haul: \(error)\n", to: STDERR_FILENO)
+            return 1
+        }
     }
 
     /// All URLs: the arguments, then the input file's.

@@ -26,6 +26,8 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
             case sizeMismatch
             case shutdown
             case cancelled
+            case journal
+            case journalLocked
             case internalError
         }
         fileprivate let base: Base
@@ -47,6 +49,11 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let sizeMismatch = Code(.sizeMismatch)
         /// The manager shut down before the download finished; its partial file is kept for a later resume.
         public static let shutdown = Code(.shutdown)
+        /// The state directory's journal cannot be used (not a Haul journal, damaged, or from a newer
+        /// Haul); see ``DownloadError/path`` and ``DownloadError/detail``. No user file was touched.
+        public static let journal = Code(.journal)
+        /// Another process (or another manager) is using the same state directory.
+        public static let journalLocked = Code(.journalLocked)
         /// The download was cancelled by ``Download/cancel()``; its partial file was deleted.
         public static let cancelled = Code(.cancelled)
         /// A resource of the process (threads, file descriptors, libcurl handles) could not be had.
@@ -125,6 +132,12 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
                 + "and a new manager with the same state directory resumes it."
         case .cancelled:
             return "\(subject) was cancelled; its partial file was deleted."
+        case .journal:
+            return "\(subject) failed: the journal \(path.map { "'\($0)'" } ?? "") cannot be used: \(detail ?? "unknown error"). "
+                + "Move it away or choose another state directory; no downloaded file was touched."
+        case .journalLocked:
+            return "\(subject) failed: the state directory's journal \(path.map { "'\($0)'" } ?? "") is in use by another "
+                + "Haul process or manager. Wait for it to finish, or choose another state directory."
         case .internalError:
             return "\(subject) failed: \(detail ?? "an internal resource was not available")"
                 + "\(errno.map { ": \(String(cString: strerror($0)))" } ?? "")."

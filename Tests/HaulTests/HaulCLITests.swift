@@ -78,6 +78,9 @@ struct HaulCLITests {
         let garbage = try haul(["-o", work.path, "http://", "not a url", "::::"], in: work)
         #expect(garbage.status == 1)
         #expect(garbage.stderr.split(separator: "\n").count == 3, "\(garbage.stderr)")
+        let noJournal = try haul(["--list", "--state", work.appendingPathComponent("none").path], in: work)
+        #expect(noJournal.status == 1)
+        #expect(noJournal.stderr.contains("no journal"))
         let noArguments = try haul([], in: work)
         #expect(noArguments.status != 0)
         #expect(noArguments.stderr.contains("Give at least one URL"))
@@ -150,9 +153,22 @@ struct HaulCLITests {
         #expect(lines.last?.contains("\"event\":\"paused\"") == true)
         #expect(!FileManager.default.fileExists(atPath: output.appendingPathComponent("int.bin").path))
 
+        let listedBefore = try haul(["--list", "--json", "--state", output.appendingPathComponent(".haul").path], in: work)
+        let entry = try #require(
+            try JSONSerialization.jsonObject(with: Data(listedBefore.stdout.utf8)) as? [String: Any])
+        #expect(entry["state"] as? String == "paused")
+        #expect((entry["bytes"] as? Int ?? 0) > 0)
+        #expect(entry["total"] as? Int == size)
+
         let second = try haul(["-o", output.path + "/", url], in: work)
         #expect(second.status == 0, "\(second.stderr)")
         #expect(try Data(contentsOf: output.appendingPathComponent("int.bin")) == data)
+        // Between the runs, --list shows the paused download from the journal.
+        let listed = try haul(["--list", "-o", output.path], in: work)
+        #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(listed.stdout.hasPrefix("completed "))
+        #expect(listed.stdout.contains(url))
+
         let requests = await server.requests(to: "/slow/int.bin", atLeast: 2)
         let resumed = requests.first { $0.range != "-" }
         #expect(resumed?.status == 206)

@@ -1,4 +1,4 @@
-// The one C module of Haul: every C header (libcurl, libevent) comes in through here, so that
+// The one C module of Haul: every C header (libcurl, libevent, SQLite) comes in through here, so that
 // Swift sees one definition of shared system types such as `fd_set`.
 //
 // libcurl's setopt/getinfo functions are variadic and cannot be called from Swift; the typed
@@ -12,6 +12,7 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <signal.h>
+#include <sqlite3.h>
 
 typedef size_t (*CHaul_data_callback)(char *ptr, size_t size, size_t nmemb, void *userdata);
 
@@ -105,5 +106,13 @@ static inline short CHaul_EV_READ(void) { return EV_READ; }
 static inline short CHaul_EV_WRITE(void) { return EV_WRITE; }
 static inline short CHaul_EV_PERSIST(void) { return EV_PERSIST; }
 static inline short CHaul_EV_TIMEOUT(void) { return EV_TIMEOUT; }
+
+// MARK: SQLite
+
+/// Binds a copy of `text` (SQLITE_TRANSIENT, a cast macro Swift cannot import); NULL binds NULL.
+static inline int CHaul_sqlite_bind_text(sqlite3_stmt *statement, int index, const char *text) {
+    if (text == NULL) { return sqlite3_bind_null(statement, index); }
+    return sqlite3_bind_text(statement, index, text, -1, SQLITE_TRANSIENT);
+}
 
 #endif

@@ -20,8 +20,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     private var queueHead = 0
     private var active = 0
     private var shuttingDown = false
-    /// State directories already created, so each is checked once.
-    private var preparedDirectories: Set<String> = []
+    /// The journal of each state directory in use, opened on first use and closed at shutdown.
+    private var journals: [String: Journal] = [:]
     /// Called on the loop thread when a download reaches a final state.
     let onFinal: @Sendable (DownloadID) -> Void
     private let progressIntervalNanoseconds: UInt64
@@ -108,18 +108,19 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
 
     private func add(_ download: Download, reactor: Reactor) {
         if transfers[download.id] != nil { return }
-        let store = RecordStore(directory: download.stateDirectory.path)
-        let transfer = Transfer(download: download, store: store, scheduler: self)
-        transfers[download.id] = transfer
-        if !preparedDirectories.contains(store.directory) {
-            do {
-                try store.prepare()
-                preparedDirectories.insert(store.directory)
-            } catch {
-                finish(transfer, with: transfer.attributed(error), reactor: reactor)
-                return
-            }
+        let journal: Journal
+        do {
+            journal = try self.journal(for: download.stateDirectory.path)
+        } catch {
+            // No journal, no transfer: the download fails before it starts, touching no file.
+            var error = error
+            error.url = download.url.redactedString
+            download.hub.publish(.failed(error))
+            onFinal(download.id)
+            return
         }
+        let transfer = Transfer(download: download, store: journal, scheduler: self)
+        transfers[download.id] = transfer
         if transfer.destinationIsComplete {
             logger.debug("already complete", metadata: ["url": "\(transfer.urlForErrors)"])
             perform(transfer.machine.foundComplete(), for: transfer, reactor: reactor)
@@ -129,6 +130,13 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             // The file recorded as complete is gone or changed at its destination: fetch it anew.
             transfer.record = DownloadRecord(url: download.url.absoluteString, destination: download.destination.path)
             unlink(transfer.partialPath)
+        }
+        transfer.record.state = .queued
+        do {
+            try journal.save(transfer.record, for: transfer.id)
+        } catch {
+            finish(transfer, with: transfer.attributed(error), reactor: reactor)
+            return
         }
         download.hub.publish(.queued)
         enqueue(transfer)
@@ -145,7 +153,16 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
         transfers.removeAll()
         queue.removeAll()
+        for journal in journals.values { journal.close() }
+        journals.removeAll()
         reactor.stop()
+    }
+
+    private func journal(for directory: String) throws(DownloadError) -> Journal {
+        if let journal = journals[directory] { return journal }
+        let journal = try Journal(directory: directory)
+        journals[directory] = journal
+        return journal
     }
 
     private func enqueue(_ transfer: Transfer) {
@@ -184,7 +201,9 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             }
             transfer.sink = nil
             transfer.speed.reset()
-            transfer.download.hub.publish(.paused(transfer.progress()))
+            let progress = transfer.progress()
+            checkpoint(transfer, state: .paused, bytes: progress.bytesReceived)
+            transfer.download.hub.publish(.paused(progress))
         case .enqueue:
             transfer.download.hub.publish(.queued)
             enqueue(transfer)
@@ -200,11 +219,13 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             stopRequest(of: transfer, reactor: reactor)
             try? transfer.sink?.close()
             transfer.sink = nil
-            if (Transfer.fileLength(transfer.partialPath) ?? 0) == 0 {
+            let bytes = Transfer.fileLength(transfer.partialPath) ?? 0
+            if bytes == 0 {
                 // Nothing worth resuming (a 404, a refused connection): leave no trace.
                 transfer.store.remove(transfer.id)
             } else {
-                try? transfer.store.save(transfer.record, for: transfer.id)
+                transfer.record.lastError = error.description
+                checkpoint(transfer, state: .failed, bytes: bytes)
             }
             logger.info("download failed", metadata: ["url": "\(transfer.urlForErrors)", "error": "\(error)"])
             transfer.download.hub.publish(.failed(error))
@@ -280,6 +301,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             transfer.writeError = transfer.attributed(error)
             return
         }
+        transfer.record.state = .running
+        transfer.record.attempts += 1
         if let restart {
             logger.info("restarting from zero", metadata: ["url": "\(transfer.urlForErrors)", "reason": "\(restart)"])
             transfer.download.hub.publish(.restarted(restart))
@@ -324,12 +347,25 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
                 return
             }
         }
-        transfer.record.completed = true
-        try? transfer.store.save(transfer.record, for: transfer.id)
+        let total = transfer.record.totalBytes ?? Transfer.fileLength(destination.path) ?? 0
+        transfer.record.totalBytes = total
+        checkpoint(transfer, state: .completed, bytes: total)
         unlink(transfer.partialPath)
         transfer.download.hub.publish(.progress(transfer.progressOfCompleted()))
         transfer.download.hub.publish(.completed(destination))
         forget(transfer)
+    }
+
+    /// Records where a download stands. A failure to write the journal is logged, not fatal: the
+    /// partial file itself is what a resume trusts first.
+    private func checkpoint(_ transfer: Transfer, state: DownloadRecord.State, bytes: Int64) {
+        transfer.record.state = state
+        transfer.record.bytesCommitted = bytes
+        do {
+            try transfer.store.save(transfer.record, for: transfer.id)
+        } catch {
+            logger.warning("could not write the journal", metadata: ["url": "\(transfer.urlForErrors)", "error": "\(error)"])
+        }
     }
 
     /// Renames the finished partial file to its destination: the destination holds either its old

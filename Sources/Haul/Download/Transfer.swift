@@ -6,7 +6,7 @@ import Glibc
 /// Loop thread only; the public ``Download`` talks to it through commands.
 final class Transfer {
     let download: Download
-    let store: RecordStore
+    let store: Journal
     unowned let scheduler: Scheduler
     var machine: DownloadStateMachine
     var record: DownloadRecord
@@ -22,12 +22,12 @@ final class Transfer {
     var speed = SpeedMeter()
     var lastProgressAt: UInt64 = 0
 
-    init(download: Download, store: RecordStore, scheduler: Scheduler) {
+    init(download: Download, store: Journal, scheduler: Scheduler) {
         self.download = download
         self.store = store
         self.scheduler = scheduler
         self.machine = DownloadStateMachine(url: download.url.redactedString)
-        self.record = store.load(download.id)
+        self.record = (try? store.record(for: download.id))
             ?? DownloadRecord(url: download.url.absoluteString, destination: download.destination.path)
         if record.url != download.url.absoluteString || record.destination != download.destination.path {
             record = DownloadRecord(url: download.url.absoluteString, destination: download.destination.path)

@@ -1,0 +1,34 @@
+/// What Haul remembers about one download between runs: the total length the first time it is known,
+/// the validators that pin a resume to one version of the remote file, how many bytes are on disk,
+/// and how it stands.
+struct DownloadRecord: Equatable, Sendable {
+    /// How a download stands in the journal.
+    enum State: String, Sendable {
+        case queued
+        case running
+        case paused
+        case completed
+        case failed
+    }
+
+    var url: String
+    var destination: String
+    var totalBytes: Int64?
+    var entityTag: String?
+    var lastModified: String?
+    /// Bytes of the partial file at the last checkpoint (pause, failure, completion, shutdown).
+    var bytesCommitted: Int64 = 0
+    var state: State = .queued
+    var attempts = 0
+    var lastError: String?
+    var priority = 0
+    var expectedChecksum: String?
+
+    var completed: Bool { state == .completed }
+
+    /// The validator for `If-Range`: a strong ETag, else Last-Modified (RFC 9110 §13.1.5).
+    var ifRangeValidator: String? {
+        if let entityTag, !entityTag.hasPrefix("W/") { return entityTag }
+        return lastModified
+    }
+}

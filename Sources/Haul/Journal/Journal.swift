@@ -1,0 +1,272 @@
+import CHaul
+import Foundation
+import Glibc
+
+/// The embedded SQLite database of one state directory: a row per download (`journal.sqlite`), next
+/// to the partial files (`<id>.part`).
+///
+/// WAL mode, exclusive locking: one process at a time owns a state directory; a second one gets
+/// ``DownloadError/Code-swift.struct/journalLocked`` instead of a corrupted journal. The schema carries
+/// a version (`PRAGMA user_version`) and is migrated forward on open. Loop thread only.
+final class Journal {
+    /// The schema this build writes.
+    static let schemaVersion: Int32 = 1
+    static let fileName = "journal.sqlite"
+
+    let directory: String
+    let path: String
+    private var database: OpaquePointer?
+    private var statements: [String: OpaquePointer] = [:]
+
+    /// Opens (creating when missing) the journal of `directory`, which is created too.
+    init(directory: String) throws(DownloadError) {
+        self.directory = directory
+        self.path = "\(directory)/\(Self.fileName)"
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw DownloadError(
+                code: .fileSystem, url: nil, errno: Self.errno(of: error) ?? EACCES, path: directory,
+                detail: "could not create the state directory")
+        }
+        var database: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let status = sqlite3_open_v2(path, &database, flags, nil)
+        self.database = database
+        guard status == SQLITE_OK else {
+            let message = database.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            close()
+            throw DownloadError(code: .journal, url: nil, path: path, detail: message)
+        }
+        do {
+            try prepareSchema()
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    deinit { close() }
+
+    /// Releases the database and its lock.
+    func close() {
+        for statement in statements.values { sqlite3_finalize(statement) }
+        statements = [:]
+        if let database { sqlite3_close_v2(database) }
+        database = nil
+    }
+
+    // MARK: schema
+
+    private func prepareSchema() throws(DownloadError) {
+        sqlite3_busy_timeout(database, 0)
+        // Take the lock now (a write transaction), so a second process fails here, clearly.
+        try execute("PRAGMA locking_mode = EXCLUSIVE")
+        let mode = try queryText("PRAGMA journal_mode = WAL")
+        if mode?.lowercased() != "wal" {
+            throw DownloadError(code: .journal, url: nil, path: path, detail: "the journal cannot use WAL mode (\(mode ?? "?"))")
+        }
+        try execute("PRAGMA synchronous = NORMAL")
+        try execute("BEGIN IMMEDIATE")
+        do throws(DownloadError) {
+            let versionText = try queryText("PRAGMA user_version")
+            let version = versionText.flatMap { Int32($0) } ?? 0
+            if version > Self.schemaVersion {
+                throw DownloadError(
+                    code: .journal, url: nil, path: path,
+                    detail: "it was written by a newer Haul (schema \(version), this one knows \(Self.schemaVersion))")
+            }
+            if version < 1 { try migrateToVersion1() }
+            try execute("PRAGMA user_version = \(Self.schemaVersion)")
+            try execute("COMMIT")
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    private func migrateToVersion1() throws(DownloadError) {
+        try execute(
+            """
+            CREATE TABLE IF NOT EXISTS downloads (
+                id TEXT PRIMARY KEY NOT NULL,
+                url TEXT NOT NULL,
+                destination TEXT NOT NULL,
+                total_bytes INTEGER,
+                etag TEXT,
+                last_modified TEXT,
+                bytes_committed INTEGER NOT NULL DEFAULT 0,
+                state TEXT NOT NULL,
+                attempts INTEGER NOT NULL DEFAULT 0,
+                last_error TEXT,
+                priority INTEGER NOT NULL DEFAULT 0,
+                expected_checksum TEXT,
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL
+            )
+            """)
+    }
+
+    // MARK: rows
+
+    func partialPath(for id: DownloadID) -> String { "\(directory)/\(id.rawValue).part" }
+
+    /// The stored record, or `nil` when there is none.
+    func record(for id: DownloadID) throws(DownloadError) -> DownloadRecord? {
+        let statement = try prepared(
+            """
+            SELECT url, destination, total_bytes, etag, last_modified, bytes_committed, state, attempts,
+                   last_error, priority, expected_checksum
+            FROM downloads WHERE id = ?1
+            """)
+        defer { sqlite3_reset(statement) }
+        CHaul_sqlite_bind_text(statement, 1, id.rawValue)
+        switch sqlite3_step(statement) {
+        case SQLITE_ROW: return Self.record(from: statement)
+        case SQLITE_DONE: return nil
+        default: throw failure("read")
+        }
+    }
+
+    /// Every stored download, oldest first.
+    func allRecords() throws(DownloadError) -> [(DownloadID, DownloadRecord)] {
+        let statement = try prepared(
+            """
+            SELECT url, destination, total_bytes, etag, last_modified, bytes_committed, state, attempts,
+                   last_error, priority, expected_checksum, id
+            FROM downloads ORDER BY created_at, id
+            """)
+        defer { sqlite3_reset(statement) }
+        var rows: [(DownloadID, DownloadRecord)] = []
+        while true {
+            switch sqlite3_step(statement) {
+            case SQLITE_ROW:
+                rows.append((DownloadID(rawValue: Self.text(statement, 11) ?? ""), Self.record(from: statement)))
+            case SQLITE_DONE:
+                return rows
+            default:
+                throw failure("read")
+            }
+        }
+    }
+
+    /// Inserts or replaces a download's row.
+    func save(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) {
+        let statement = try prepared(
+            """
+            INSERT INTO downloads (id, url, destination, total_bytes, etag, last_modified, bytes_committed, state,
+                                   attempts, last_error, priority, expected_checksum, created_at, updated_at)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13)
+            ON CONFLICT(id) DO UPDATE SET
+                url = ?2, destination = ?3, total_bytes = ?4, etag = ?5, last_modified = ?6,
+                bytes_committed = ?7, state = ?8, attempts = ?9, last_error = ?10, priority = ?11,
+                expected_checksum = ?12, updated_at = ?13
+            """)
+        defer { sqlite3_reset(statement) }
+        CHaul_sqlite_bind_text(statement, 1, id.rawValue)
+        CHaul_sqlite_bind_text(statement, 2, record.url)
+        CHaul_sqlite_bind_text(statement, 3, record.destination)
+        Self.bind(statement, 4, record.totalBytes)
+        CHaul_sqlite_bind_text(statement, 5, record.entityTag)
+        CHaul_sqlite_bind_text(statement, 6, record.lastModified)
+        sqlite3_bind_int64(statement, 7, record.bytesCommitted)
+        CHaul_sqlite_bind_text(statement, 8, record.state.rawValue)
+        sqlite3_bind_int64(statement, 9, Int64(record.attempts))
+        CHaul_sqlite_bind_text(statement, 10, record.lastError)
+        sqlite3_bind_int64(statement, 11, Int64(record.priority))
+        CHaul_sqlite_bind_text(statement, 12, record.expectedChecksum)
+        sqlite3_bind_double(statement, 13, Date().timeIntervalSince1970)
+        guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
+    }
+
+    /// Forgets a download: its row and its partial file.
+    func remove(_ id: DownloadID) {
+        if let statement = try? prepared("DELETE FROM downloads WHERE id = ?1") {
+            CHaul_sqlite_bind_text(statement, 1, id.rawValue)
+            _ = sqlite3_step(statement)
+            sqlite3_reset(statement)
+        }
+        unlink(partialPath(for: id))
+    }
+
+    // MARK: SQLite helpers
+
+    private func execute(_ sql: String) throws(DownloadError) {
+        var message: UnsafeMutablePointer<CChar>?
+        let status = sqlite3_exec(database, sql, nil, nil, &message)
+        defer { sqlite3_free(message) }
+        guard status == SQLITE_OK else {
+            throw error(status: status, detail: message.map { String(cString: $0) } ?? "")
+        }
+    }
+
+    private func queryText(_ sql: String) throws(DownloadError) -> String? {
+        var statement: OpaquePointer?
+        let status = sqlite3_prepare_v2(database, sql, -1, &statement, nil)
+        guard status == SQLITE_OK else { throw error(status: status, detail: lastMessage) }
+        defer { sqlite3_finalize(statement) }
+        let step = sqlite3_step(statement)
+        guard step == SQLITE_ROW || step == SQLITE_DONE else { throw error(status: step, detail: lastMessage) }
+        return step == SQLITE_ROW ? Self.text(statement!, 0) : nil
+    }
+
+    private func prepared(_ sql: String) throws(DownloadError) -> OpaquePointer {
+        if let statement = statements[sql] { return statement }
+        guard database != nil else { throw DownloadError(code: .journal, url: nil, path: path, detail: "the journal is closed") }
+        var statement: OpaquePointer?
+        let status = sqlite3_prepare_v2(database, sql, -1, &statement, nil)
+        guard status == SQLITE_OK, let statement else { throw error(status: status, detail: lastMessage) }
+        statements[sql] = statement
+        return statement
+    }
+
+    private var lastMessage: String {
+        database.map { String(cString: sqlite3_errmsg($0)) } ?? "the journal is closed"
+    }
+
+    private func failure(_ what: String) -> DownloadError {
+        error(status: sqlite3_errcode(database), detail: "\(what) failed: \(lastMessage)")
+    }
+
+    private func error(status: Int32, detail: String) -> DownloadError {
+        switch status & 0xff {
+        case SQLITE_BUSY, SQLITE_LOCKED:
+            return DownloadError(code: .journalLocked, url: nil, path: path, detail: detail)
+        case SQLITE_NOTADB, SQLITE_CORRUPT:
+            return DownloadError(code: .journal, url: nil, path: path, detail: "it is not a Haul journal or it is damaged (\(detail))")
+        case SQLITE_FULL:
+            return DownloadError(code: .fileSystem, url: nil, errno: ENOSPC, path: path, detail: detail)
+        default:
+            return DownloadError(code: .journal, url: nil, path: path, detail: detail)
+        }
+    }
+
+    private static func record(from statement: OpaquePointer) -> DownloadRecord {
+        DownloadRecord(
+            url: text(statement, 0) ?? "",
+            destination: text(statement, 1) ?? "",
+            totalBytes: sqlite3_column_type(statement, 2) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, 2),
+            entityTag: text(statement, 3),
+            lastModified: text(statement, 4),
+            bytesCommitted: sqlite3_column_int64(statement, 5),
+            state: DownloadRecord.State(rawValue: text(statement, 6) ?? "") ?? .queued,
+            attempts: Int(sqlite3_column_int64(statement, 7)),
+            lastError: text(statement, 8),
+            priority: Int(sqlite3_column_int64(statement, 9)),
+            expectedChecksum: text(statement, 10)
+        )
+    }
+
+    private static func text(_ statement: OpaquePointer, _ column: Int32) -> String? {
+        guard let pointer = sqlite3_column_text(statement, column) else { return nil }
+        return String(cString: pointer)
+    }
+
+    private static func bind(_ statement: OpaquePointer, _ index: Int32, _ value: Int64?) {
+        if let value { sqlite3_bind_int64(statement, index, value) } else { sqlite3_bind_null(statement, index) }
+    }
+
+    private static func errno(of error: any Error) -> Int32? {
+        ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError).map { Int32($0.code) }
+    }
+}
