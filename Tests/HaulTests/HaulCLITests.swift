@@ -174,4 +174,62 @@ struct HaulCLITests {
         #expect(resumed?.status == 206)
         #expect(requests.count == 2)
     }
+
+    @Test("SIGKILL at random moments, five times: the file still ends byte-identical, re-sending little per kill")
+    func killedRepeatedly() async throws {
+        let server = try NginxServer.start()
+        defer { server.stop() }
+        let work = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: work) }
+        let size = 2 * 1024 * 1024
+        let bufferSize = 64 * 1024
+        let data = try server.makeFile("kill.bin", size: size)
+        let url = server.url("slowest/kill.bin").absoluteString
+        let output = work.appendingPathComponent("out")
+        let arguments = ["--json", "--buffer-size", "\(bufferSize)", "-o", output.path + "/", url]
+        let partial = { () -> Int64 in
+            let state = output.appendingPathComponent(".haul")
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: state.path)) ?? []
+            return names.first { $0.hasSuffix(".part") }.flatMap { Self.fileSize(state.appendingPathComponent($0).path) } ?? 0
+        }
+        var kills = 0
+        var generator = SystemRandomNumberGenerator()
+        let clock = ContinuousClock()
+        while kills < 5 {
+            let before = partial()
+            let events = work.appendingPathComponent("events-\(kills).jsonl").path
+            let run = try ChildProcess(Self.haulPath, arguments, stdout: events)
+            // Wait (bounded) until this run wrote something new, then kill it a random moment later.
+            let deadline = clock.now + .seconds(20)
+            while clock.now < deadline, run.isRunning, partial() <= before {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            try await Task.sleep(for: .milliseconds(Int.random(in: 0...150, using: &generator)))
+            guard run.isRunning else { break }
+            run.signal(SIGKILL)
+            #expect(run.wait() == 128 + SIGKILL)
+            kills += 1
+        }
+        #expect(kills == 5, "the download finished before it could be killed five times")
+        let last = try haul(["-o", output.path + "/", url], in: work)
+        #expect(last.status == 0, "\(last.stderr)")
+        #expect(try Data(contentsOf: output.appendingPathComponent("kill.bin")) == data)
+
+        let requests = await server.requests(to: "/slowest/kill.bin", atLeast: kills + 1)
+        let sent = requests.reduce(0) { $0 + $1.bytesSent }
+        // Each kill loses at most the unwritten buffer plus what was in flight: nginx's first-second
+        // burst at 256 KB/s and the socket buffers.
+        let perKill = Int64(bufferSize + 512 * 1024)
+        #expect(sent <= Int64(size) + Int64(kills) * perKill, "sent \(sent) for \(size) bytes and \(kills) kills")
+        // Only the first run starts from zero; every later one resumes with a range.
+        #expect(requests.filter { $0.range == "-" }.count == 1)
+        #expect(requests.filter { $0.range.hasPrefix("bytes=") }.count == requests.count - 1)
+        print("haul kill test: \(kills) kills, \(sent - Int64(size)) bytes re-sent in all")
+    }
+
+    static func fileSize(_ path: String) -> Int64? {
+        var status = stat()
+        return stat(path, &status) == 0 ? Int64(status.st_size) : nil
+    }
 }
+
