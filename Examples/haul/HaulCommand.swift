@@ -146,6 +146,8 @@ struct Runner {
         configuration.bufferSize = command.bufferSize
         configuration.stateDirectory = URL(fileURLWithPath: command.state ?? "\(plan.outputDirectory)/.haul", isDirectory: true)
         configuration.progressInterval = .milliseconds(command.json ? 200 : 100)
+        // Only this command's URLs run; others in the journal stay as they are.
+        configuration.resumesUnfinishedDownloads = false
 
         let manager: DownloadManager
         do {

@@ -29,9 +29,17 @@ public final class DownloadManager: Sendable {
         public var bufferSize: Int = 128 * 1024
         /// The shortest time between two `.progress` events of one download. Default 200 ms.
         public var progressInterval: Duration = .milliseconds(200)
-        /// Where partial files and download records live. `nil` (the default) puts them in a
-        /// `.haul` folder beside each destination, on the same file system so the final rename is atomic.
+        /// Where partial files and the journal live. `nil` (the default) puts them in a `.haul` folder
+        /// beside each destination, on the same file system so the final rename is atomic.
+        ///
+        /// When set, the manager opens this directory's journal at start (failing with
+        /// `.journalLocked` if another process holds it) and restores every unfinished download in it:
+        /// see ``resumesUnfinishedDownloads``.
         public var stateDirectory: URL?
+        /// For a manager with a ``stateDirectory``: whether downloads that were running or queued when
+        /// the last process stopped (shut down, crashed or killed) continue at once. Downloads the user
+        /// paused stay paused either way. Default `true`.
+        public var resumesUnfinishedDownloads = true
         /// The longest wait for a connection. Default 30 s.
         public var connectTimeout: Duration = .seconds(30)
         /// How many redirects a download follows. Default 10.
@@ -74,8 +82,32 @@ public final class DownloadManager: Sendable {
         self.scheduler = Scheduler(configuration: configuration, reactor: reactor) { [shared] id in
             _ = shared.state.withLock { $0.downloads.removeValue(forKey: id) }
         }
+        let handoff = try configuration.stateDirectory.map { directory throws(DownloadError) in
+            try restore(from: directory.standardizedFileURL, reactor: reactor)
+        }
+        // Set only now: the reactor holds its delegate strongly until its loop ends.
         reactor.delegate = scheduler
         try reactor.start()
+        if let handoff { reactor.submit(.adopt(handoff)) }
+    }
+
+    /// Opens the configured journal and creates a handle for each unfinished download in it.
+    private func restore(from directory: URL, reactor: Reactor) throws(DownloadError) -> JournalHandoff {
+        let journal = try Journal(directory: directory.path)
+        var restored: [(Download, Bool)] = []
+        for (id, record) in try journal.allRecords() {
+            guard record.state != .completed, record.state != .failed,
+                let url = URL(string: record.url)
+            else { continue }
+            let destination = URL(fileURLWithPath: record.destination)
+            let download = Download(id: id, url: url, destination: destination, stateDirectory: directory, reactor: reactor)
+            let startPaused = record.state == .paused || !configuration.resumesUnfinishedDownloads
+            restored.append((download, startPaused))
+        }
+        shared.state.withLock { registry in
+            for (download, _) in restored { registry.downloads[download.id] = download }
+        }
+        return JournalHandoff(journal: journal, downloads: restored)
     }
 
     deinit {
@@ -87,7 +119,8 @@ public final class DownloadManager: Sendable {
 
     /// Starts (or joins) the download of `url` to `destination`.
     ///
-    /// If the same URL is already downloading to the same destination, that ``Download`` is returned.
+    /// If the same URL is already downloading to the same destination, that ``Download`` is returned
+    /// (and resumed, if it was paused: asking for a download again means wanting it).
     /// If `destination` already holds the complete file from an earlier download, nothing is
     /// transferred and the download completes at once.
     ///
@@ -119,7 +152,13 @@ public final class DownloadManager: Sendable {
             registry.downloads[id] = download
             return (download, true)
         }
-        if isNew { reactor.submit(.add(download)) }
+        if isNew {
+            reactor.submit(.add(download))
+        } else {
+            // Queued after any earlier command (a restore included), so it finds the download in its
+            // real state; resuming is a no-op unless it is paused.
+            download.resume()
+        }
         return download
     }
 
@@ -133,9 +172,14 @@ public final class DownloadManager: Sendable {
         return try download(from: url, to: destination)
     }
 
-    /// The downloads that have not reached a final state.
+    /// The downloads that have not reached a final state, including those restored from the journal.
     public var downloads: [Download] {
         shared.state.withLock { Array($0.downloads.values) }
+    }
+
+    /// The unfinished download with this id (to re-attach to a download restored from the journal).
+    public func download(id: DownloadID) -> Download? {
+        shared.state.withLock { $0.downloads[id] }
     }
 
     /// Pauses every unfinished download (writing what is buffered and keeping the partial files),

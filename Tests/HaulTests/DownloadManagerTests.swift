@@ -4,7 +4,7 @@ import Testing
 @testable import Haul
 
 /// Integration tests: real downloads from a real nginx started by each test.
-@Suite("DownloadManager against nginx")
+@Suite("DownloadManager against nginx", .timeLimit(.minutes(2)))
 struct DownloadManagerTests {
     /// Reads `download`'s events until one satisfies `predicate`; returns it (nil if the sequence ended).
     /// Only for the first wait on a download: later waits must keep reading the same iterator, or

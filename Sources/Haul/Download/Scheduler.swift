@@ -45,8 +45,17 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         for command in commands {
             switch command {
             case .add(let download): add(download, reactor: reactor)
-            case .pause(let id): transfers[id].map { perform($0.machine.pause(), for: $0, reactor: reactor) }
-            case .resume(let id): transfers[id].map { perform($0.machine.resume(), for: $0, reactor: reactor) }
+            case .pause(let id):
+                if let transfer = transfers[id] {
+                    if !transfer.machine.isDone { transfer.pausedByUser = true }
+                    perform(transfer.machine.pause(), for: transfer, reactor: reactor)
+                }
+            case .resume(let id):
+                if let transfer = transfers[id] {
+                    transfer.pausedByUser = false
+                    perform(transfer.machine.resume(), for: transfer, reactor: reactor)
+                }
+            case .adopt(let handoff): adopt(handoff, reactor: reactor)
             case .cancel(let id): transfers[id].map { perform($0.machine.cancel(), for: $0, reactor: reactor) }
             case .shutdown: shutdown(reactor: reactor)
             }
@@ -132,6 +141,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             unlink(transfer.partialPath)
         }
         transfer.record.state = .queued
+        transfer.pausedByUser = false
         do {
             try journal.save(transfer.record, for: transfer.id)
         } catch {
@@ -146,6 +156,10 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         shuttingDown = true
         for transfer in transfers.values where !transfer.machine.isDone {
             perform(transfer.machine.pause(), for: transfer, reactor: reactor)
+            if !transfer.pausedByUser {
+                // Interrupted, not paused: the next manager on this journal continues it.
+                checkpoint(transfer, state: .queued, bytes: transfer.progress().bytesReceived)
+            }
         }
         for transfer in transfers.values {
             transfer.download.hub.close(
@@ -156,6 +170,22 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         for journal in journals.values { journal.close() }
         journals.removeAll()
         reactor.stop()
+    }
+
+    /// Takes over a journal opened by the manager and the downloads it restored from it.
+    private func adopt(_ handoff: JournalHandoff, reactor: Reactor) {
+        journals[handoff.journal.directory] = handoff.journal
+        for (download, startPaused) in handoff.downloads {
+            let transfer = Transfer(download: download, store: handoff.journal, scheduler: self)
+            transfers[download.id] = transfer
+            if startPaused {
+                perform(transfer.machine.pause(), for: transfer, reactor: reactor)
+            } else {
+                transfer.record.state = .queued
+                download.hub.publish(.queued)
+                enqueue(transfer)
+            }
+        }
     }
 
     private func journal(for directory: String) throws(DownloadError) -> Journal {

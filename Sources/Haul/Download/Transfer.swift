@@ -12,6 +12,8 @@ final class Transfer {
     var record: DownloadRecord
     var sink: FileSink?
     var easy: EasyHandle?
+    /// Paused by the user (kept paused across restarts), rather than by a shutdown or a restore.
+    var pausedByUser = false
     /// Whether this download counts against `maxConcurrentDownloads`.
     var holdsSlot = false
     /// The partial file's length when the current request was made.
@@ -32,6 +34,7 @@ final class Transfer {
         if record.url != download.url.absoluteString || record.destination != download.destination.path {
             record = DownloadRecord(url: download.url.absoluteString, destination: download.destination.path)
         }
+        pausedByUser = record.state == .paused
     }
 
     var id: DownloadID { download.id }

@@ -20,7 +20,23 @@ enum ReactorCommand: Sendable {
     case pause(DownloadID)
     case resume(DownloadID)
     case cancel(DownloadID)
+    /// A journal the manager opened at start, with the downloads it restored from it.
+    case adopt(JournalHandoff)
     case shutdown
+}
+
+/// A journal opened on the caller's thread at start, handed to the loop thread.
+final class JournalHandoff: @unchecked Sendable {
+    // @unchecked Sendable: the manager's init opens and reads the journal, then hands it over in one
+    // command and never touches it again; from then on only the loop thread uses it.
+    let journal: Journal
+    /// Each restored download, and whether it starts paused.
+    let downloads: [(Download, Bool)]
+
+    init(journal: Journal, downloads: [(Download, Bool)]) {
+        self.journal = journal
+        self.downloads = downloads
+    }
 }
 
 /// One libevent `event_base` on its own thread, driving one libcurl multi handle through the multi
