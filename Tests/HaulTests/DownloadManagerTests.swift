@@ -24,10 +24,8 @@ struct DownloadManagerTests {
 
     @Test("one download arrives byte-identical, with its states in order")
     func singleDownload() async throws {
-        let server = try NginxServer.start()
-        defer { server.stop() }
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
         let source = try server.makeFile("one.bin", size: 3_000_123)
         let destination = directory.appendingPathComponent("one.bin")
 
@@ -63,10 +61,8 @@ struct DownloadManagerTests {
 
     @Test("200 downloads at once all arrive byte-identical")
     func manyAtOnce() async throws {
-        let server = try NginxServer.start()
-        defer { server.stop() }
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
         var sources: [Data] = []
         for index in 0..<200 {
             sources.append(try server.makeFile("many/\(index).bin", size: 1_000 + index * 997, seed: UInt64(index + 7)))
@@ -93,10 +89,8 @@ struct DownloadManagerTests {
 
     @Test("pause in the middle, then resume: identical, and about one file's worth sent")
     func pauseAndResume() async throws {
-        let server = try NginxServer.start()
-        defer { server.stop() }
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
         let size = 3 * 1024 * 1024
         let source = try server.makeFile("pause.bin", size: size)
         let destination = directory.appendingPathComponent("pause.bin")
@@ -143,10 +137,8 @@ struct DownloadManagerTests {
 
     @Test("cancel stops the transfer, deletes the partial file and reports cancelled")
     func cancel() async throws {
-        let server = try NginxServer.start()
-        defer { server.stop() }
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
         try server.makeFile("cancel.bin", size: 4 * 1024 * 1024)
         let destination = directory.appendingPathComponent("cancel.bin")
 
@@ -173,10 +165,8 @@ struct DownloadManagerTests {
 
     @Test("a partial left by an earlier manager is resumed by the next one")
     func resumeAcrossManagers() async throws {
-        let server = try NginxServer.start()
-        defer { server.stop() }
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
         let size = 3 * 1024 * 1024
         let source = try server.makeFile("across.bin", size: size)
         let destination = directory.appendingPathComponent("across.bin")
@@ -210,10 +200,8 @@ struct DownloadManagerTests {
 
     @Test("a server that ignores ranges: restart from zero, never append")
     func serverIgnoresRanges() async throws {
-        let server = try NginxServer.start()
-        defer { server.stop() }
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
         let source = try server.makeFile("norange.bin", size: 2 * 1024 * 1024)
         let destination = directory.appendingPathComponent("norange.bin")
 
@@ -235,10 +223,8 @@ struct DownloadManagerTests {
 
     @Test("a remote file that changed between pause and resume is fetched whole, never spliced")
     func remoteChanged() async throws {
-        let server = try NginxServer.start()
-        defer { server.stop() }
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
         try server.makeFile("changing.bin", size: 2 * 1024 * 1024, seed: 1)
         let destination = directory.appendingPathComponent("changing.bin")
 
@@ -268,10 +254,8 @@ struct DownloadManagerTests {
 
     @Test("404 fails with that status and leaves nothing at the destination")
     func notFound() async throws {
-        let server = try NginxServer.start()
-        defer { server.stop() }
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
         let destination = directory.appendingPathComponent("missing.bin")
         try await withDownloadManager(configuration: configuration()) { manager in
             let download = try manager.download(from: server.url("missing.bin"), to: destination)
@@ -295,10 +279,8 @@ struct DownloadManagerTests {
 
     @Test("invalid URLs are clear errors, not crashes, and the manager goes on")
     func invalidURLs() async throws {
-        let server = try NginxServer.start()
-        defer { server.stop() }
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
         let source = try server.makeFile("ok.bin", size: 10_000)
         try await withDownloadManager(configuration: configuration()) { manager in
             let target = directory.appendingPathComponent("x")
@@ -339,10 +321,8 @@ struct DownloadManagerTests {
 
     @Test("a consumer that never reads does not stall the download or grow without bound")
     func slowConsumer() async throws {
-        let server = try NginxServer.start()
-        defer { server.stop() }
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
         let source = try server.makeFile("unread.bin", size: 16 * 1024 * 1024)
         let destination = directory.appendingPathComponent("unread.bin")
         var configuration = configuration(bufferSize: 16 * 1024)
@@ -362,10 +342,8 @@ struct DownloadManagerTests {
 
     @Test("a file already complete at its destination transfers nothing")
     func alreadyComplete() async throws {
-        let server = try NginxServer.start()
-        defer { server.stop() }
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
         let source = try server.makeFile("done.bin", size: 500_000)
         let destination = directory.appendingPathComponent("done.bin")
         for _ in 0..<2 {
@@ -380,10 +358,8 @@ struct DownloadManagerTests {
 
     @Test("a partial as long as the file: a 416 completes it without sending the body again")
     func rangeNotSatisfiableCompletes() async throws {
-        let server = try NginxServer.start()
-        defer { server.stop() }
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
         let source = try server.makeFile("whole.bin", size: 300_000)
         let destination = directory.appendingPathComponent("whole.bin")
         let stateDirectory = directory.appendingPathComponent(".haul")
@@ -403,10 +379,8 @@ struct DownloadManagerTests {
 
     @Test("redirects are followed (and bounded); the file comes from the final response")
     func redirects() async throws {
-        let server = try NginxServer.start()
-        defer { server.stop() }
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
         let source = try server.makeFile("target.bin", size: 123_456)
         try await withDownloadManager(configuration: configuration()) { manager in
             let moved = try manager.download(from: server.url("redirect/target.bin"), to: directory.appendingPathComponent("t.bin"))
@@ -426,10 +400,8 @@ struct DownloadManagerTests {
 
     @Test("a manager dropped without shutdown pauses its downloads and ends its thread")
     func droppedManager() async throws {
-        let server = try NginxServer.start()
-        defer { server.stop() }
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
         try server.makeFile("dropped.bin", size: 3 * 1024 * 1024)
         var manager: DownloadManager? = try DownloadManager(configuration: configuration())
         let download = try manager!.download(from: server.url("slow/dropped.bin"), to: directory.appendingPathComponent("d.bin"))
@@ -444,10 +416,8 @@ struct DownloadManagerTests {
 
     @Test("a body of unknown length (chunked) and an empty file both complete")
     func unknownLengthAndEmpty() async throws {
-        let server = try NginxServer.start()
-        defer { server.stop() }
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
         let source = try server.makeFile("stream.bin", size: 1_500_000)
         try server.makeFile("empty.bin", size: 0)
         try await withDownloadManager(configuration: configuration()) { manager in

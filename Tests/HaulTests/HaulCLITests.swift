@@ -31,10 +31,8 @@ struct HaulCLITests {
 
     @Test("downloads several URLs into a directory that then holds only the files and .haul")
     func severalURLs() throws {
-        let server = try NginxServer.start()
-        defer { server.stop() }
-        let work = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: work) }
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
         let a = try server.makeFile("a.bin", size: 700_000, seed: 3)
         let b = try server.makeFile("sub/b.bin", size: 1_234, seed: 4)
         let output = work.appendingPathComponent("out")
@@ -49,10 +47,8 @@ struct HaulCLITests {
 
     @Test("a failure is one line naming the URL and the reason, and the exit status is not 0")
     func failureLine() throws {
-        let server = try NginxServer.start()
-        defer { server.stop() }
-        let work = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: work) }
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
         let good = try server.makeFile("good.bin", size: 5_000)
         let missing = server.url("missing.bin").absoluteString
         let run = try haul(["-o", work.path, "--quiet", missing, server.url("good.bin").absoluteString, "ftp://h/x"], in: work)
@@ -99,10 +95,8 @@ struct HaulCLITests {
 
     @Test("--json prints one event object per line; an input file is read")
     func jsonAndInputFile() throws {
-        let server = try NginxServer.start()
-        defer { server.stop() }
-        let work = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: work) }
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
         let data = try server.makeFile("j.bin", size: 300_000)
         let list = work.appendingPathComponent("urls.txt")
         try "# one file\n\n\(server.url("j.bin").absoluteString)\n".write(to: list, atomically: true, encoding: .utf8)
@@ -123,10 +117,8 @@ struct HaulCLITests {
 
     @Test("SIGINT pauses and exits 130; the same command again resumes and finishes")
     func interruptAndResume() async throws {
-        let server = try NginxServer.start()
-        defer { server.stop() }
-        let work = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: work) }
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
         let size = 3 * 1024 * 1024
         let data = try server.makeFile("int.bin", size: size)
         let url = server.url("slow/int.bin").absoluteString
@@ -177,10 +169,8 @@ struct HaulCLITests {
 
     @Test("SIGKILL at random moments, five times: the file still ends byte-identical, re-sending little per kill")
     func killedRepeatedly() async throws {
-        let server = try NginxServer.start()
-        defer { server.stop() }
-        let work = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: work) }
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
         let size = 2 * 1024 * 1024
         let bufferSize = 64 * 1024
         let data = try server.makeFile("kill.bin", size: size)

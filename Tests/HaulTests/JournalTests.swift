@@ -93,10 +93,8 @@ struct JournalIntegrationTests {
 
     @Test("two managers on one state directory: the second is told it is locked, at start or at its download")
     func lockedStateDirectory() async throws {
-        let server = try NginxServer.start()
-        defer { server.stop() }
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
         let source = try server.makeFile("locked.bin", size: 2 * 1024 * 1024)
         var configuration = DownloadManager.Configuration()
         configuration.stateDirectory = directory.appendingPathComponent(".haul")
@@ -123,10 +121,8 @@ struct JournalIntegrationTests {
 
     @Test("the journal records a paused download's bytes and validators, and its completion")
     func journalCheckpoints() async throws {
-        let server = try NginxServer.start()
-        defer { server.stop() }
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
         let size = 2 * 1024 * 1024
         try server.makeFile("j.bin", size: size)
         let destination = directory.appendingPathComponent("j.bin")
@@ -158,10 +154,8 @@ struct JournalIntegrationTests {
 
     @Test("a new manager on the journal continues interrupted downloads, keeps paused ones paused, re-attaches by id")
     func restartRecovery() async throws {
-        let server = try NginxServer.start()
-        defer { server.stop() }
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
         let size = 2 * 1024 * 1024
         let running = try server.makeFile("running.bin", size: size, seed: 5)
         let paused = try server.makeFile("paused.bin", size: size, seed: 6)

@@ -209,3 +209,20 @@ func makeTemporaryDirectory() throws -> URL {
     try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     return url
 }
+
+/// A test's nginx and scratch directory; pair with ``stop(_:_:)`` in a `defer`.
+func startServerAndDirectory() throws -> (NginxServer, URL) {
+    let server = try NginxServer.start()
+    do {
+        return (server, try makeTemporaryDirectory())
+    } catch {
+        server.stop()
+        throw error
+    }
+}
+
+/// Stops the server and removes the directory of ``startServerAndDirectory()``.
+func stop(_ server: NginxServer, _ directory: URL) {
+    server.stop()
+    try? FileManager.default.removeItem(at: directory)
+}
