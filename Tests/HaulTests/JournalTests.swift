@@ -221,5 +221,37 @@ struct JournalIntegrationTests {
         let reopened = try Journal(directory: directory.path)
         #expect(try reopened.record(for: id)?.state == .queued)
     }
+
+    @Test("the remote file changing between two runs yields the new file, whole")
+    func remoteChangedBetweenRuns() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let size = 2 * 1024 * 1024
+        try server.makeFile("v.bin", size: size, seed: 10)
+        let destination = directory.appendingPathComponent("v.bin")
+        var configuration = DownloadManager.Configuration()
+        configuration.stateDirectory = directory.appendingPathComponent("state")
+
+        let first = try DownloadManager(configuration: configuration)
+        let download = try first.download(from: server.url("slow/v.bin"), to: destination)
+        var events = download.events.makeAsyncIterator()
+        await events.next { if case .progress(let p) = $0 { p.bytesReceived > 0 } else { false } }
+        await first.shutdown()
+        #expect(download.progress.bytesReceived > 0)
+
+        // A new version: other bytes, another length, a later modification time (a new ETag).
+        let newer = try server.makeFile("v.bin", size: size + 4096, seed: 11)
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date().addingTimeInterval(300)], ofItemAtPath: server.root.appendingPathComponent("v.bin").path)
+
+        let second = try DownloadManager(configuration: configuration)
+        let restored = try #require(second.download(id: download.id))
+        var restoredEvents = restored.events.makeAsyncIterator()
+        let restarted = await restoredEvents.next { if case .restarted = $0 { true } else { $0.isFinal } }
+        #expect(restarted == .restarted(.remoteChanged))
+        #expect(try await restored.finished() == destination)
+        await second.shutdown()
+        #expect(try Data(contentsOf: destination) == newer)
+    }
 }
 
