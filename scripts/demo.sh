@@ -10,11 +10,11 @@ swift build -c release --product haul
 haul="$(swift build -c release --show-bin-path)/haul"
 
 work="$(mktemp -d /tmp/haul-demo.XXXXXX)"
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 mkdir -p "$work/www" "$work/logs" "$work/tmp"
 head -c $((96 * 1024 * 1024)) /dev/urandom > "$work/www/big.bin"
 head -c $((24 * 1024 * 1024)) /dev/urandom > "$work/www/medium.bin"
 for i in 1 2 3 4 5 6; do head -c $((512 * 1024 + i * 777)) /dev/urandom > "$work/www/small-$i.bin"; done
+write_config() {
 cat > "$work/nginx.conf" <<CONF
 daemon on;
 worker_processes 1;
@@ -34,7 +34,14 @@ http {
     }
 }
 CONF
-nginx -p "$work" -c "$work/nginx.conf" -e "$work/logs/error.log"
+}
+# A free loopback port: try random ones until nginx can listen.
+for attempt in $(seq 1 20); do
+    port=$((20000 + RANDOM % 40000))
+    write_config
+    if nginx -p "$work" -c "$work/nginx.conf" -e "$work/logs/error.log" 2>/dev/null; then break; fi
+    if ((attempt == 20)); then echo "nginx could not start:"; cat "$work/logs/error.log"; exit 1; fi
+done
 trap 'nginx -p "$work" -c "$work/nginx.conf" -e "$work/logs/error.log" -s stop 2>/dev/null || true' EXIT
 
 urls=("http://127.0.0.1:$port/big.bin" "http://127.0.0.1:$port/medium.bin")
@@ -47,7 +54,8 @@ timeout --foreground --preserve-status -s INT 2 "$haul" -j 4 -o "$out" "${urls[@
 status=$?
 set -e
 echo "haul exited with $status (130 = interrupted; the partial files are kept in $out/.haul)"
-ls -la "$out/.haul" | grep -c '\.part$' | xargs echo "partial files:"
+echo "partial files kept: $(find "$out/.haul" -name '*.part' | wc -l); the journal says:"
+"$haul" --list -o "$out"
 
 echo "== 2. the same command again: resumes where it stopped"
 "$haul" -j 4 -o "$out" "${urls[@]}"
