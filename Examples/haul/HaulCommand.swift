@@ -35,6 +35,9 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Bytes collected before each write to disk.")
     var bufferSize: Int = 128 * 1024
 
+    @Option(name: .long, help: "Seconds between syncs of partial files to disk (after a reboot a partial is cut back to its last sync).")
+    var checkpointInterval: Double = 5
+
     @Flag(name: .long, help: "List the downloads recorded in the state directory's journal, then exit.")
     var list = false
 
@@ -50,6 +53,7 @@ struct HaulCommand: AsyncParsableCommand {
             throw ValidationError("Give at least one URL, or --input-file FILE.")
         }
         if concurrency < 1 { throw ValidationError("--concurrency must be at least 1.") }
+        if !(checkpointInterval > 0) { throw ValidationError("--checkpoint-interval must be above 0.") }
         if bufferSize < 4096 { throw ValidationError("--buffer-size must be at least 4096.") }
         if quiet && json { throw ValidationError("--quiet and --json cannot be used together.") }
     }
@@ -144,6 +148,7 @@ struct Runner {
         var configuration = DownloadManager.Configuration()
         configuration.maxConcurrentDownloads = command.concurrency
         configuration.bufferSize = command.bufferSize
+        configuration.checkpointInterval = .milliseconds(Int64(command.checkpointInterval * 1000))
         configuration.stateDirectory = URL(fileURLWithPath: command.state ?? "\(plan.outputDirectory)/.haul", isDirectory: true)
         configuration.progressInterval = .milliseconds(command.json ? 200 : 100)
         // Only this command's URLs run; others in the journal stay as they are.

@@ -40,6 +40,12 @@ public final class DownloadManager: Sendable {
         /// the last process stopped (shut down, crashed or killed) continue at once. Downloads the user
         /// paused stay paused either way. Default `true`.
         public var resumesUnfinishedDownloads = true
+        /// How often a receiving download's partial file is synced to stable storage (off the loop
+        /// thread) and the synced length recorded: after a reboot, a partial is cut back to it. Pauses
+        /// and shutdowns sync too. Default 5 s.
+        public var checkpointInterval: Duration = .seconds(5)
+        /// Tests inject another boot's id to simulate a reboot.
+        var bootIDOverride: String?
         /// The longest wait for a connection. Default 30 s.
         public var connectTimeout: Duration = .seconds(30)
         /// How many redirects a download follows. Default 10.
@@ -93,7 +99,7 @@ public final class DownloadManager: Sendable {
 
     /// Opens the configured journal and creates a handle for each unfinished download in it.
     private func restore(from directory: URL, reactor: Reactor) throws(DownloadError) -> JournalHandoff {
-        let journal = try Journal(directory: directory.path)
+        let journal = try Journal(directory: directory.path, bootID: configuration.bootIDOverride ?? Journal.currentBootID())
         var restored: [(Download, Bool)] = []
         for (id, record) in try journal.allRecords() {
             guard record.state != .completed, record.state != .failed,

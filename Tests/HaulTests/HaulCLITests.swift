@@ -2,6 +2,8 @@ import Foundation
 import Glibc
 import Testing
 
+@testable import Haul
+
 /// The `haul` executable, run as a user would, against nginx.
 @Suite("haul: the command", .timeLimit(.minutes(2)))
 struct HaulCLITests {
@@ -176,7 +178,7 @@ struct HaulCLITests {
         let data = try server.makeFile("kill.bin", size: size)
         let url = server.url("slowest/kill.bin").absoluteString
         let output = work.appendingPathComponent("out")
-        let arguments = ["--json", "--buffer-size", "\(bufferSize)", "-o", output.path + "/", url]
+        let arguments = ["--json", "--buffer-size", "\(bufferSize)", "--checkpoint-interval", "0.05", "-o", output.path + "/", url]
         let partial = { () -> Int64 in
             let state = output.appendingPathComponent(".haul")
             let names = (try? FileManager.default.contentsOfDirectory(atPath: state.path)) ?? []
@@ -201,6 +203,12 @@ struct HaulCLITests {
             kills += 1
         }
         #expect(kills == 5, "the download finished before it could be killed five times")
+        // Killed runs never paused: only the periodic checkpoints can have synced bytes.
+        let journal = try Journal(directory: output.appendingPathComponent(".haul").path)
+        let record = try #require(try journal.allRecords().first?.1)
+        #expect(record.bytesSynced > 0)
+        #expect(record.bytesSynced <= partial())
+        journal.close()
         let last = try haul(["-o", output.path + "/", url], in: work)
         #expect(last.status == 0, "\(last.stderr)")
         #expect(try Data(contentsOf: output.appendingPathComponent("kill.bin")) == data)

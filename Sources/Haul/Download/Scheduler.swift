@@ -20,6 +20,11 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     private var queueHead = 0
     private var active = 0
     private var shuttingDown = false
+    /// Where partial files are `fdatasync`ed, away from the loop thread.
+    private let syncQueue = DispatchQueue(label: "haul.checkpoint-sync")
+    private var pendingSyncs = 0
+    private var stopWhenSynced = false
+    private var checkpointTimerStarted = false
     /// The journal of each state directory in use, opened on first use and closed at shutdown.
     private var journals: [String: Journal] = [:]
     /// Called on the loop thread when a download reaches a final state.
@@ -56,6 +61,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
                     perform(transfer.machine.resume(), for: transfer, reactor: reactor)
                 }
             case .adopt(let handoff): adopt(handoff, reactor: reactor)
+            case .synced(let id, let directory, let bytes, let generation):
+                synced(id, directory: directory, bytes: bytes, generation: generation, reactor: reactor)
             case .cancel(let id): transfers[id].map { perform($0.machine.cancel(), for: $0, reactor: reactor) }
             case .shutdown: shutdown(reactor: reactor)
             }
@@ -161,6 +168,15 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
                 checkpoint(transfer, state: .queued, bytes: transfer.progress().bytesReceived)
             }
         }
+        // The pauses above asked for syncs; the journals close once those are recorded.
+        if pendingSyncs == 0 {
+            finishShutdown(reactor: reactor)
+        } else {
+            stopWhenSynced = true
+        }
+    }
+
+    private func finishShutdown(reactor: Reactor) {
         for transfer in transfers.values {
             transfer.download.hub.close(
                 with: DownloadError(code: .shutdown, url: transfer.urlForErrors))
@@ -172,9 +188,68 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         reactor.stop()
     }
 
+    // MARK: checkpoints
+
+    /// Syncs the partial file's first `bytes` off the loop thread, then records them as durable.
+    private func requestSync(of transfer: Transfer, bytes: Int64, reactor: Reactor) {
+        guard bytes > transfer.record.bytesSynced else { return }
+        pendingSyncs += 1
+        let path = transfer.partialPath
+        let (id, directory, generation) = (transfer.id, transfer.store.directory, transfer.generation)
+        syncQueue.async {
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            var durable = false
+            if descriptor >= 0 {
+                durable = fdatasync(descriptor) == 0
+                close(descriptor)
+            }
+            reactor.submit(.synced(id, directory: directory, bytes: durable ? bytes : -1, generation: generation))
+        }
+    }
+
+    private func synced(_ id: DownloadID, directory: String, bytes: Int64, generation: Int, reactor: Reactor) {
+        pendingSyncs -= 1
+        if bytes >= 0, let journal = journals[directory] {
+            if let transfer = transfers[id] {
+                if transfer.generation == generation, !transfer.record.completed {
+                    transfer.record.bytesSynced = max(transfer.record.bytesSynced, bytes)
+                    try? journal.recordSynced(id, bytes: transfer.record.bytesSynced)
+                }
+            }
+        }
+        if stopWhenSynced && pendingSyncs == 0 {
+            stopWhenSynced = false
+            finishShutdown(reactor: reactor)
+        }
+    }
+
+    /// Every `checkpointInterval`: write buffered bytes of receiving downloads to the kernel, record
+    /// them, and sync them in the background.
+    private func checkpointReceiving(reactor: Reactor) {
+        for transfer in transfers.values {
+            guard case .receiving = transfer.machine.state, let sink = transfer.sink else { continue }
+            do {
+                try sink.flush()
+            } catch {
+                continue  // the write callback meets the same error and fails the download
+            }
+            checkpoint(transfer, state: .running, bytes: sink.committedLength)
+            requestSync(of: transfer, bytes: sink.committedLength, reactor: reactor)
+        }
+    }
+
+    private func startCheckpointTimer(reactor: Reactor) {
+        guard !checkpointTimerStarted, configuration.checkpointInterval > .zero else { return }
+        checkpointTimerStarted = true
+        reactor.repeatEvery(configuration.checkpointInterval) { [unowned self] in
+            checkpointReceiving(reactor: reactor)
+        }
+    }
+
     /// Takes over a journal opened by the manager and the downloads it restored from it.
     private func adopt(_ handoff: JournalHandoff, reactor: Reactor) {
         journals[handoff.journal.directory] = handoff.journal
+        startCheckpointTimer(reactor: reactor)
         for (download, startPaused) in handoff.downloads {
             let transfer = Transfer(download: download, store: handoff.journal, scheduler: self)
             transfers[download.id] = transfer
@@ -190,8 +265,9 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
 
     private func journal(for directory: String) throws(DownloadError) -> Journal {
         if let journal = journals[directory] { return journal }
-        let journal = try Journal(directory: directory)
+        let journal = try Journal(directory: directory, bootID: configuration.bootIDOverride ?? Journal.currentBootID())
         journals[directory] = journal
+        startCheckpointTimer(reactor: reactor)
         return journal
     }
 
@@ -233,6 +309,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             transfer.speed.reset()
             let progress = transfer.progress()
             checkpoint(transfer, state: .paused, bytes: progress.bytesReceived)
+            requestSync(of: transfer, bytes: progress.bytesReceived, reactor: reactor)
             transfer.download.hub.publish(.paused(progress))
         case .enqueue:
             transfer.download.hub.publish(.queued)
@@ -275,6 +352,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             let partialIsLongerThanFile = transfer.record.totalBytes.map { sink.committedLength > $0 } ?? false
             if truncating || partialIsLongerThanFile {
                 try sink.truncate()
+                transfer.generation += 1
+                transfer.record.bytesSynced = 0
                 transfer.record.entityTag = nil
                 transfer.record.lastModified = nil
                 transfer.record.totalBytes = nil
@@ -326,7 +405,11 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         guard let easy = transfer.easy, let sink = transfer.sink else { return }
         let head = transfer.responseHead(of: easy)
         do {
-            if truncating { try sink.truncate() }
+            if truncating {
+                try sink.truncate()
+                transfer.generation += 1
+                transfer.record.bytesSynced = 0
+            }
         } catch {
             transfer.writeError = transfer.attributed(error)
             return

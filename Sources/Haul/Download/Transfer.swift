@@ -12,6 +12,8 @@ final class Transfer {
     var record: DownloadRecord
     var sink: FileSink?
     var easy: EasyHandle?
+    /// Counts truncations: a sync that began before the partial was emptied must not be recorded.
+    var generation = 0
     /// Paused by the user (kept paused across restarts), rather than by a shutdown or a restore.
     var pausedByUser = false
     /// Whether this download counts against `maxConcurrentDownloads`.

@@ -18,6 +18,9 @@ struct DownloadRecord: Equatable, Sendable {
     var lastModified: String?
     /// Bytes of the partial file at the last checkpoint (pause, failure, completion, shutdown).
     var bytesCommitted: Int64 = 0
+    /// Bytes of the partial file known to be on stable storage (`fdatasync`ed before this was
+    /// recorded): after a reboot the partial is cut back to this length.
+    var bytesSynced: Int64 = 0
     var state: State = .queued
     var attempts = 0
     var lastError: String?

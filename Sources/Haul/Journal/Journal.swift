@@ -10,7 +10,7 @@ import Glibc
 /// a version (`PRAGMA user_version`) and is migrated forward on open. Loop thread only.
 final class Journal {
     /// The schema this build writes.
-    static let schemaVersion: Int32 = 1
+    static let schemaVersion: Int32 = 2
     static let fileName = "journal.sqlite"
 
     let directory: String
@@ -18,8 +18,22 @@ final class Journal {
     private var database: OpaquePointer?
     private var statements: [String: OpaquePointer] = [:]
 
+    /// Whether opening found the journal written in another boot (and cut partial files back to their
+    /// last synced checkpoint).
+    private(set) var recoveredFromReboot = false
+
+    /// This boot's id (`/proc/sys/kernel/random/boot_id`), or "unknown".
+    static func currentBootID() -> String {
+        let text = (try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)) ?? ""
+        let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        return id.isEmpty ? "unknown" : id
+    }
+
     /// Opens (creating when missing) the journal of `directory`, which is created too.
-    init(directory: String) throws(DownloadError) {
+    ///
+    /// - Parameter bootID: this boot's id; when the journal was last written in another boot, every
+    ///   unfinished partial file is cut back to the bytes that were synced before the journal said so.
+    init(directory: String, bootID: String = Journal.currentBootID()) throws(DownloadError) {
         self.directory = directory
         self.path = "\(directory)/\(Self.fileName)"
         do {
@@ -40,6 +54,7 @@ final class Journal {
         }
         do {
             try prepareSchema()
+            try recoverIfRebooted(bootID: bootID)
         } catch {
             close()
             throw error
@@ -77,6 +92,7 @@ final class Journal {
                     detail: "it was written by a newer Haul (schema \(version), this one knows \(Self.schemaVersion))")
             }
             if version < 1 { try migrateToVersion1() }
+            if version < 2 { try migrateToVersion2() }
             try execute("PRAGMA user_version = \(Self.schemaVersion)")
             try execute("COMMIT")
         } catch {
@@ -107,6 +123,45 @@ final class Journal {
             """)
     }
 
+    /// Version 2: synced checkpoints and the boot they were written in.
+    private func migrateToVersion2() throws(DownloadError) {
+        try execute("ALTER TABLE downloads ADD COLUMN bytes_synced INTEGER NOT NULL DEFAULT 0")
+        try execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)")
+    }
+
+    /// After a reboot, bytes that were only in the page cache may be lost or garbage: cut every
+    /// unfinished partial file back to its last synced checkpoint.
+    private func recoverIfRebooted(bootID: String) throws(DownloadError) {
+        let previous = try queryText("SELECT value FROM meta WHERE key = 'boot_id'")
+        if let previous, previous != bootID {
+            recoveredFromReboot = true
+            for (id, var record) in try allRecords() where record.state != .completed {
+                let path = partialPath(for: id)
+                var status = stat()
+                guard stat(path, &status) == 0 else { continue }
+                if Int64(status.st_size) > record.bytesSynced {
+                    guard truncate(path, off_t(record.bytesSynced)) == 0 else {
+                        throw DownloadError(code: .fileSystem, url: nil, errno: Glibc.errno, path: path, detail: "truncate failed")
+                    }
+                }
+                record.bytesCommitted = min(Int64(status.st_size), record.bytesSynced)
+                try save(record, for: id)
+            }
+        }
+        if previous != bootID {
+            try execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('boot_id', '\(bootID.replacingOccurrences(of: "'", with: "''"))')")
+        }
+    }
+
+    /// Records that the first `bytes` of a download's partial file are on stable storage.
+    func recordSynced(_ id: DownloadID, bytes: Int64) throws(DownloadError) {
+        let statement = try prepared("UPDATE downloads SET bytes_synced = ?2 WHERE id = ?1 AND state != 'completed'")
+        defer { sqlite3_reset(statement) }
+        CHaul_sqlite_bind_text(statement, 1, id.rawValue)
+        sqlite3_bind_int64(statement, 2, bytes)
+        guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
+    }
+
     // MARK: rows
 
     func partialPath(for id: DownloadID) -> String { "\(directory)/\(id.rawValue).part" }
@@ -116,7 +171,7 @@ final class Journal {
         let statement = try prepared(
             """
             SELECT url, destination, total_bytes, etag, last_modified, bytes_committed, state, attempts,
-                   last_error, priority, expected_checksum
+                   last_error, priority, expected_checksum, bytes_synced
             FROM downloads WHERE id = ?1
             """)
         defer { sqlite3_reset(statement) }
@@ -133,7 +188,7 @@ final class Journal {
         let statement = try prepared(
             """
             SELECT url, destination, total_bytes, etag, last_modified, bytes_committed, state, attempts,
-                   last_error, priority, expected_checksum, id
+                   last_error, priority, expected_checksum, bytes_synced, id
             FROM downloads ORDER BY created_at, id
             """)
         defer { sqlite3_reset(statement) }
@@ -141,7 +196,7 @@ final class Journal {
         while true {
             switch sqlite3_step(statement) {
             case SQLITE_ROW:
-                rows.append((DownloadID(rawValue: Self.text(statement, 11) ?? ""), Self.record(from: statement)))
+                rows.append((DownloadID(rawValue: Self.text(statement, 12) ?? ""), Self.record(from: statement)))
             case SQLITE_DONE:
                 return rows
             default:
@@ -155,12 +210,13 @@ final class Journal {
         let statement = try prepared(
             """
             INSERT INTO downloads (id, url, destination, total_bytes, etag, last_modified, bytes_committed, state,
-                                   attempts, last_error, priority, expected_checksum, created_at, updated_at)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13)
+                                   attempts, last_error, priority, expected_checksum, created_at, updated_at,
+                                   bytes_synced)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, ?14)
             ON CONFLICT(id) DO UPDATE SET
                 url = ?2, destination = ?3, total_bytes = ?4, etag = ?5, last_modified = ?6,
                 bytes_committed = ?7, state = ?8, attempts = ?9, last_error = ?10, priority = ?11,
-                expected_checksum = ?12, updated_at = ?13
+                expected_checksum = ?12, updated_at = ?13, bytes_synced = ?14
             """)
         defer { sqlite3_reset(statement) }
         CHaul_sqlite_bind_text(statement, 1, id.rawValue)
@@ -176,6 +232,7 @@ final class Journal {
         sqlite3_bind_int64(statement, 11, Int64(record.priority))
         CHaul_sqlite_bind_text(statement, 12, record.expectedChecksum)
         sqlite3_bind_double(statement, 13, Date().timeIntervalSince1970)
+        sqlite3_bind_int64(statement, 14, record.bytesSynced)
         guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
     }
 
@@ -249,6 +306,7 @@ final class Journal {
             entityTag: text(statement, 3),
             lastModified: text(statement, 4),
             bytesCommitted: sqlite3_column_int64(statement, 5),
+            bytesSynced: sqlite3_column_int64(statement, 11),
             state: DownloadRecord.State(rawValue: text(statement, 6) ?? "") ?? .queued,
             attempts: Int(sqlite3_column_int64(statement, 7)),
             lastError: text(statement, 8),

@@ -22,6 +22,8 @@ enum ReactorCommand: Sendable {
     case cancel(DownloadID)
     /// A journal the manager opened at start, with the downloads it restored from it.
     case adopt(JournalHandoff)
+    /// A background `fdatasync` finished: the first `bytes` of the partial file are durable.
+    case synced(DownloadID, directory: String, bytes: Int64, generation: Int)
     case shutdown
 }
 
@@ -160,6 +162,11 @@ final class Reactor: @unchecked Sendable {
         // The loop was broken by `stop()`. Any transfer still in the multi handle was removed by the
         // delegate; clean up curl while still on this thread.
         curl_multi_cleanup(multi)
+        for (event, box) in repeatingTimers {
+            event_free(event)
+            Unmanaged<TimerBox>.fromOpaque(box).release()
+        }
+        repeatingTimers = []
         delegate = nil
         let waiters = lifecycle.withLock { lifecycle in
             lifecycle.stopped = true
@@ -190,6 +197,27 @@ final class Reactor: @unchecked Sendable {
         if let joinable { pthread_join(joinable, nil) }
     }
 
+    /// Calls `handler` on the loop thread every `interval` until the loop ends. Loop thread only.
+    func repeatEvery(_ interval: Duration, _ handler: @escaping () -> Void) {
+        let box = Unmanaged.passRetained(TimerBox(handler)).toOpaque()
+        guard let event = event_new(base, -1, CHaul_EV_PERSIST(), { _, _, argument in
+            Unmanaged<TimerBox>.fromOpaque(argument!).takeUnretainedValue().handler()
+        }, box) else {
+            Unmanaged<TimerBox>.fromOpaque(box).release()
+            return
+        }
+        let (seconds, attoseconds) = interval.components
+        var delay = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
+        event_add(event, &delay)
+        repeatingTimers.append((event, box))
+    }
+
+    private final class TimerBox {
+        let handler: () -> Void
+        init(_ handler: @escaping () -> Void) { self.handler = handler }
+    }
+    private var repeatingTimers: [(OpaquePointer, UnsafeMutableRawPointer)] = []
+
     /// Lets the loop thread end on its own (for a manager dropped without `shutdown()`).
     func detach() {
         let joinable = lifecycle.withLock { lifecycle in
@@ -218,7 +246,8 @@ final class Reactor: @unchecked Sendable {
     @discardableResult
     func submit(_ command: ReactorCommand) -> Bool {
         let shouldWake: Bool? = inbox.withLock { inbox in
-            guard inbox.accepting else { return nil }
+            // Sync reports are Haul's own and must reach a loop that is shutting down (it waits for them).
+            if case .synced = command {} else { guard inbox.accepting else { return nil } }
             if case .shutdown = command { inbox.accepting = false }
             inbox.commands.append(command)
             defer { inbox.wakePending = true }

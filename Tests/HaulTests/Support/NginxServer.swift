@@ -3,8 +3,8 @@ import Glibc
 
 /// A real nginx, started by a test on a free loopback port, serving files the test generates.
 ///
-/// Locations: `/` (plain), `/slow/` (1 MB/s per connection), `/slowest/` (256 KB/s), `/norange/`
-/// (ignores Range: `max_ranges 0`, 1 MB/s), `/redirect/x` (302 to `/x`), `/loop` (redirects to itself), `/chunked/` (no Content-Length,
+/// Locations: `/` (plain), `/slow/` (512 KB/s per connection), `/slowest/` (256 KB/s), `/norange/`
+/// (ignores Range: `max_ranges 0`, 512 KB/s), `/redirect/x` (302 to `/x`), `/loop` (redirects to itself), `/chunked/` (no Content-Length,
 /// chunked, no ranges). The access log records, per request, the URI, status,
 /// body bytes sent and the Range / If-Range headers.
 final class NginxServer: @unchecked Sendable {
@@ -41,6 +41,9 @@ final class NginxServer: @unchecked Sendable {
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(at: prefix.appendingPathComponent("logs"), withIntermediateDirectories: true)
         var lastError = ""
+        // A file only this nginx serves: a port that answers without it belongs to another server.
+        let marker = ".ready-\(UUID().uuidString)"
+        try Data("ready".utf8).write(to: root.appendingPathComponent(marker))
         for _ in 0..<5 {
             let port = try freePort()
             let config = """
@@ -60,9 +63,9 @@ final class NginxServer: @unchecked Sendable {
                     server {
                         listen 127.0.0.1:\(port);
                         root \(root.path);
-                        location /slow/ { alias \(root.path)/; limit_rate 1m; }
+                        location /slow/ { alias \(root.path)/; limit_rate 512k; }
                         location /slowest/ { alias \(root.path)/; limit_rate 256k; }
-                        location /norange/ { alias \(root.path)/; max_ranges 0; limit_rate 1m; }
+                        location /norange/ { alias \(root.path)/; max_ranges 0; limit_rate 512k; }
                         location /redirect/ { rewrite ^/redirect/(.*)$ /$1 redirect; }
                         location = /loop { return 302 /loop; }
                         location /chunked/ {
@@ -76,7 +79,7 @@ final class NginxServer: @unchecked Sendable {
             try config.write(to: configURL, atomically: true, encoding: .utf8)
             let process = try ChildProcess(
                 nginxPath, ["-p", prefix.path, "-c", configURL.path, "-e", "\(prefix.path)/logs/error.log"])
-            if waitUntilListening(port: port, process: process) {
+            if waitUntilListening(port: port, process: process, marker: marker) {
                 return NginxServer(root: root, prefix: prefix, port: port, process: process)
             }
             process.signal(SIGKILL)
@@ -175,25 +178,38 @@ final class NginxServer: @unchecked Sendable {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
-    /// Polls until a TCP connect to the port succeeds (readiness check, up to 10 s).
-    private static func waitUntilListening(port: Int, process: ChildProcess) -> Bool {
+    /// Polls until this nginx answers 200 for its marker file (up to 10 s). A bare connect is not
+    /// enough: another test's nginx may have taken the same free port first.
+    private static func waitUntilListening(port: Int, process: ChildProcess, marker: String) -> Bool {
         for _ in 0..<1000 {
             guard process.isRunning else { return false }
-            let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = UInt16(port).bigEndian
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-                }
-            }
-            close(socketFD)
-            if connected { return true }
+            if statusLine(port: port, path: "/\(marker)")?.contains(" 200 ") == true { return true }
             usleep(10_000)
         }
         return false
+    }
+
+    /// The status line of a GET on loopback, or nil when nothing answers.
+    private static func statusLine(port: Int, path: String) -> String? {
+        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socketFD >= 0 else { return nil }
+        defer { close(socketFD) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        guard connected else { return nil }
+        let request = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+        guard send(socketFD, request, request.count, 0) == request.count else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let count = recv(socketFD, &buffer, buffer.count, 0)
+        guard count > 0 else { return nil }
+        return String(decoding: buffer[0..<count], as: UTF8.self).split(separator: "\r\n").first.map(String.init)
     }
 }
 
