@@ -61,6 +61,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
                     perform(transfer.machine.resume(), for: transfer, reactor: reactor)
                 }
             case .adopt(let handoff): adopt(handoff, reactor: reactor)
+            case .finalSynced(let id): finalSynced(id, reactor: reactor)
             case .synced(let id, let directory, let bytes, let generation):
                 synced(id, directory: directory, bytes: bytes, generation: generation, reactor: reactor)
             case .cancel(let id): transfers[id].map { perform($0.machine.cancel(), for: $0, reactor: reactor) }
@@ -438,21 +439,47 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
 
     private func complete(_ transfer: Transfer, reactor: Reactor) {
         stopRequest(of: transfer, reactor: reactor)
-        let destination = transfer.download.destination
-        if let sink = transfer.sink {
-            // The file came through this process: move the partial file into place.
-            do {
-                try sink.close()
-                transfer.sink = nil
-                if transfer.record.totalBytes == nil { transfer.record.totalBytes = sink.committedLength }
-                try moveIntoPlace(from: transfer.partialPath, to: destination.path)
-            } catch {
-                transfer.sink = nil
-                perform(transfer.machine.completionFailed(transfer.attributed(error)), for: transfer, reactor: reactor)
-                return
+        guard let sink = transfer.sink else {
+            place(transfer, reactor: reactor)
+            return
+        }
+        // The file came through this process: write what is buffered, make the bytes durable (off the
+        // loop thread), and only then rename them into place.
+        do {
+            try sink.close()
+        } catch {
+            transfer.sink = nil
+            perform(transfer.machine.completionFailed(transfer.attributed(error)), for: transfer, reactor: reactor)
+            return
+        }
+        transfer.sink = nil
+        if transfer.record.totalBytes == nil { transfer.record.totalBytes = sink.committedLength }
+        pendingSyncs += 1
+        let (path, id) = (transfer.partialPath, transfer.id)
+        syncQueue.async {
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            if descriptor >= 0 {
+                _ = fdatasync(descriptor)
+                close(descriptor)
             }
-        } else if Transfer.fileLength(transfer.partialPath) != nil, !transfer.destinationIsComplete {
-            // A 416 said the partial file was already whole.
+            reactor.submit(.finalSynced(id))
+        }
+    }
+
+    private func finalSynced(_ id: DownloadID, reactor: Reactor) {
+        pendingSyncs -= 1
+        if let transfer = transfers[id] { place(transfer, reactor: reactor) }
+        if stopWhenSynced && pendingSyncs == 0 {
+            stopWhenSynced = false
+            finishShutdown(reactor: reactor)
+        }
+    }
+
+    /// Moves a whole partial file to its destination (unless it is already there), records the
+    /// completion and reports it.
+    private func place(_ transfer: Transfer, reactor: Reactor) {
+        let destination = transfer.download.destination
+        if Transfer.fileLength(transfer.partialPath) != nil, !transfer.destinationIsComplete {
             do {
                 try moveIntoPlace(from: transfer.partialPath, to: destination.path)
             } catch {

@@ -24,6 +24,8 @@ enum ReactorCommand: Sendable {
     case adopt(JournalHandoff)
     /// A background `fdatasync` finished: the first `bytes` of the partial file are durable.
     case synced(DownloadID, directory: String, bytes: Int64, generation: Int)
+    /// A finished partial file was synced: it can be renamed into place.
+    case finalSynced(DownloadID)
     case shutdown
 }
 
@@ -247,7 +249,10 @@ final class Reactor: @unchecked Sendable {
     func submit(_ command: ReactorCommand) -> Bool {
         let shouldWake: Bool? = inbox.withLock { inbox in
             // Sync reports are Haul's own and must reach a loop that is shutting down (it waits for them).
-            if case .synced = command {} else { guard inbox.accepting else { return nil } }
+            switch command {
+            case .synced, .finalSynced: break
+            default: guard inbox.accepting else { return nil }
+            }
             if case .shutdown = command { inbox.accepting = false }
             inbox.commands.append(command)
             defer { inbox.wakePending = true }
