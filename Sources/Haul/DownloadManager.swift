@@ -44,6 +44,10 @@ public final class DownloadManager: Sendable {
         /// thread) and the synced length recorded: after a reboot, a partial is cut back to it. Pauses
         /// and shutdowns sync too. Default 5 s.
         public var checkpointInterval: Duration = .seconds(5)
+        /// Whether a download whose destination already holds the complete file asks the server if it
+        /// changed (If-None-Match / If-Modified-Since) instead of transferring nothing. A 304 keeps the
+        /// file; a 200 fetches the new version and replaces it atomically. Default `false`.
+        public var revalidatesCompletedFiles = false
         /// Tests inject another boot's id to simulate a reboot.
         var bootIDOverride: String?
         /// The longest wait for a connection. Default 30 s.

@@ -449,6 +449,38 @@ struct DownloadManagerTests {
             }
         }
     }
+
+    @Test("revalidation: a 304 keeps the complete file, a changed file replaces it whole")
+    func revalidateCompletedFile() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let first = try server.makeFile("rv.bin", size: 300_000, seed: 1)
+        let destination = directory.appendingPathComponent("rv.bin")
+        var configuration = configuration()
+        configuration.revalidatesCompletedFiles = true
+        for _ in 0..<2 {
+            try await withDownloadManager(configuration: configuration) { manager in
+                let download = try manager.download(from: server.url("rv.bin"), to: destination)
+                #expect(try await download.finished() == destination)
+            }
+        }
+        #expect(try Data(contentsOf: destination) == first)
+        var requests = server.accessLog().filter { $0.uri == "/rv.bin" }
+        #expect(requests.map(\.status) == [200, 304])
+
+        let second = try server.makeFile("rv.bin", size: 200_000, seed: 2)
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date().addingTimeInterval(300)], ofItemAtPath: server.root.appendingPathComponent("rv.bin").path)
+        try await withDownloadManager(configuration: configuration) { manager in
+            let download = try manager.download(from: server.url("rv.bin"), to: destination)
+            #expect(try await download.finished() == destination)
+        }
+        #expect(try Data(contentsOf: destination) == second)
+        requests = server.accessLog().filter { $0.uri == "/rv.bin" }
+        #expect(requests.map(\.status) == [200, 304, 200])
+        let state = try FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent(".haul").path)
+        #expect(!state.contains { $0.hasSuffix(".part") })
+    }
 }
 
 

@@ -50,12 +50,15 @@ enum ResponseDecision: Equatable, Sendable {
     ///   - requestedOffset: the partial file's length, sent as `Range: bytes=N-` when above 0.
     ///   - knownTotal: the file's length as recorded from an earlier response, if any.
     ///   - knownEntityTag: the ETag recorded with the partial, if any.
+    ///   - revalidating: the request was conditional on the complete file having changed.
     static func decide(
         head: ResponseHead,
         requestedOffset: Int64,
         knownTotal: Int64?,
-        knownEntityTag: String? = nil
+        knownEntityTag: String? = nil,
+        revalidating: Bool = false
     ) -> ResponseDecision {
+        if revalidating && head.status == 304, let knownTotal { return .alreadyComplete(total: knownTotal) }
         let changed: Bool = {
             if let knownEntityTag, let tag = head.entityTag, tag != knownEntityTag { return true }
             return false

@@ -138,12 +138,17 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
         let transfer = Transfer(download: download, store: journal, scheduler: self)
         transfers[download.id] = transfer
-        if transfer.destinationIsComplete {
+        if transfer.destinationIsComplete, configuration.revalidatesCompletedFiles,
+            transfer.record.entityTag != nil || transfer.record.lastModified != nil
+        {
+            transfer.revalidating = true
+            unlink(transfer.partialPath)
+        } else if transfer.destinationIsComplete {
             logger.debug("already complete", metadata: ["url": "\(transfer.urlForErrors)"])
             perform(transfer.machine.foundComplete(), for: transfer, reactor: reactor)
             return
         }
-        if transfer.record.completed {
+        if transfer.record.completed && !transfer.revalidating {
             // The file recorded as complete is gone or changed at its destination: fetch it anew.
             transfer.record = DownloadRecord(url: download.url.absoluteString, destination: download.destination.path)
             unlink(transfer.partialPath)
@@ -378,7 +383,13 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             write: Scheduler.writeCallback,
             context: Unmanaged.passUnretained(transfer).toOpaque()
         )
-        easy.requestRange(from: transfer.requestedOffset, ifRange: transfer.record.ifRangeValidator)
+        if transfer.revalidating {
+            easy.setConditions(
+                rangeFrom: 0, ifRange: nil, ifNoneMatch: transfer.record.entityTag,
+                ifModifiedSince: transfer.record.entityTag == nil ? transfer.record.lastModified : nil)
+        } else {
+            easy.setConditions(rangeFrom: transfer.requestedOffset, ifRange: transfer.record.ifRangeValidator)
+        }
         transfer.easy = easy
         transfer.headSeen = false
         transfer.writeError = nil
@@ -479,7 +490,9 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// completion and reports it.
     private func place(_ transfer: Transfer, reactor: Reactor) {
         let destination = transfer.download.destination
-        if Transfer.fileLength(transfer.partialPath) != nil, !transfer.destinationIsComplete {
+        if transfer.notModified {
+            unlink(transfer.partialPath)  // the empty partial of the conditional request
+        } else if Transfer.fileLength(transfer.partialPath) != nil, !transfer.destinationIsComplete || transfer.revalidating {
             do {
                 try moveIntoPlace(from: transfer.partialPath, to: destination.path)
             } catch {
@@ -567,13 +580,15 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             head: head,
             requestedOffset: transfer.requestedOffset,
             knownTotal: transfer.record.totalBytes,
-            knownEntityTag: transfer.requestedOffset > 0 ? transfer.record.entityTag : nil
+            knownEntityTag: transfer.requestedOffset > 0 ? transfer.record.entityTag : nil,
+            revalidating: transfer.revalidating
         )
     }
 
     private func decideResponse(of transfer: Transfer, easy: EasyHandle) -> DownloadStateMachine.Action {
         let head = transfer.responseHead(of: easy)
         let decision = decision(for: transfer, head: head)
+        if transfer.revalidating, case .alreadyComplete = decision { transfer.notModified = true }
         logger.debug(
             "response", metadata: ["url": "\(transfer.urlForErrors)", "status": "\(head.status)", "decision": "\(decision)"])
         return transfer.machine.responseReceived(decision)

@@ -12,6 +12,10 @@ final class Transfer {
     var record: DownloadRecord
     var sink: FileSink?
     var easy: EasyHandle?
+    /// Revalidating a complete file: the request is conditional, and a 304 keeps the destination.
+    var revalidating = false
+    /// The server said the complete file did not change: keep the destination as it is.
+    var notModified = false
     /// Counts truncations: a sync that began before the partial was emptied must not be recorded.
     var generation = 0
     /// Paused by the user (kept paused across restarts), rather than by a shutdown or a restore.

@@ -48,16 +48,20 @@ final class EasyHandle {
         _ = CHaul_easy_setopt_pointer(raw, CURLOPT_PRIVATE, context)
     }
 
-    /// Asks for the bytes from `offset` on, pinned to `validator` with If-Range when there is one.
-    func requestRange(from offset: Int64, ifRange validator: String?) {
+    /// Asks for the bytes from `offset` on, pinned to `validator` with If-Range when there is one;
+    /// or, for a complete file being revalidated, only if it changed (If-None-Match /
+    /// If-Modified-Since).
+    func setConditions(rangeFrom offset: Int64, ifRange validator: String?, ifNoneMatch: String? = nil, ifModifiedSince: String? = nil) {
         curl_slist_free_all(headers)
         headers = nil
-        guard offset > 0 else { return }
-        set(CURLOPT_RANGE, "\(offset)-")
-        if let validator {
-            headers = curl_slist_append(nil, "If-Range: \(validator)")
-            _ = CHaul_easy_setopt_slist(raw, CURLOPT_HTTPHEADER, headers)
+        _ = CHaul_easy_setopt_string(raw, CURLOPT_RANGE, nil)
+        if offset > 0 {
+            set(CURLOPT_RANGE, "\(offset)-")
+            if let validator { headers = curl_slist_append(headers, "If-Range: \(validator)") }
         }
+        if let ifNoneMatch { headers = curl_slist_append(headers, "If-None-Match: \(ifNoneMatch)") }
+        if let ifModifiedSince { headers = curl_slist_append(headers, "If-Modified-Since: \(ifModifiedSince)") }
+        _ = CHaul_easy_setopt_slist(raw, CURLOPT_HTTPHEADER, headers)
     }
 
     func set(_ option: CURLoption, _ value: Int) {
