@@ -37,9 +37,6 @@ final class FileSink {
         if descriptor >= 0 { Glibc.close(descriptor) }
     }
 
-    /// Bytes received, buffered or not.
-    var length: Int64 { committedLength + Int64(buffered) }
-
     /// Adds bytes; writes the buffer out each time it fills.
     ///
     /// - Returns: whether bytes were handed to the kernel during this call.
@@ -86,13 +83,6 @@ final class FileSink {
             throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "ftruncate failed")
         }
         committedLength = 0
-    }
-
-    /// Gives the buffer's memory back while the download does not receive.
-    func releaseBuffer() {
-        precondition(buffered == 0, "releaseBuffer() with \(buffered) bytes not written")
-        buffer?.deallocate()
-        buffer = nil
     }
 
     /// Writes what is buffered and closes the file.

@@ -51,7 +51,7 @@ final class JournalHandoff: @unchecked Sendable {
 final class Reactor: @unchecked Sendable {
     // @unchecked Sendable: `base`, `multi`, the events and `delegate` are touched only on the loop
     // thread (after `start`, before `join`); cross-thread state is in `inbox` and `lifecycle`
-    // (Mutexes); `thread` is written once by `start` before any command can be submitted.
+    // (Mutexes).
 
     private let base: OpaquePointer
     /// The libcurl multi handle. Loop thread only.
@@ -59,7 +59,6 @@ final class Reactor: @unchecked Sendable {
     private let timerEvent: OpaquePointer
     private let wakeEvent: OpaquePointer
     private let wakeFD: Int32
-    private var thread: pthread_t?
 
     private struct Inbox {
         var commands: [ReactorCommand] = []
@@ -155,7 +154,6 @@ final class Reactor: @unchecked Sendable {
             Unmanaged<Reactor>.fromOpaque(box).release()
             throw DownloadError(code: .internalError, url: nil, errno: status, detail: "could not start the loop thread")
         }
-        self.thread = thread
         lifecycle.withLock { $0.joinable = thread }
     }
 
@@ -232,12 +230,6 @@ final class Reactor: @unchecked Sendable {
     /// Ends the loop after the current callback returns. Loop thread only.
     func stop() {
         event_base_loopbreak(base)
-    }
-
-    /// Whether the caller runs on the loop thread.
-    var isLoopThread: Bool {
-        guard let thread else { return false }
-        return pthread_equal(thread, pthread_self()) != 0
     }
 
     // MARK: commands
