@@ -199,9 +199,18 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// Syncs the partial file's first `bytes` off the loop thread, then records them as durable.
     private func requestSync(of transfer: Transfer, bytes: Int64, reactor: Reactor) {
         guard bytes > transfer.record.bytesSynced else { return }
-        pendingSyncs += 1
-        let path = transfer.partialPath
         let (id, directory, generation) = (transfer.id, transfer.store.directory, transfer.generation)
+        syncOffLoop(transfer.partialPath, reactor: reactor) { durable in
+            .synced(id, directory: directory, bytes: durable ? bytes : -1, generation: generation)
+        }
+    }
+
+    /// `fdatasync`s `path` on the background queue, then sends the loop `report(synced)`. Every call
+    /// is matched by one ``syncReported(reactor:)`` when its report is handled.
+    private func syncOffLoop(
+        _ path: String, reactor: Reactor, report: @escaping @Sendable (Bool) -> ReactorCommand
+    ) {
+        pendingSyncs += 1
         syncQueue.async {
             let descriptor = open(path, O_RDONLY | O_CLOEXEC)
             var durable = false
@@ -209,24 +218,27 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
                 durable = fdatasync(descriptor) == 0
                 close(descriptor)
             }
-            reactor.submit(.synced(id, directory: directory, bytes: durable ? bytes : -1, generation: generation))
+            reactor.submit(report(durable))
         }
     }
 
-    private func synced(_ id: DownloadID, directory: String, bytes: Int64, generation: Int, reactor: Reactor) {
+    /// One background sync was reported; a shutdown waiting for the last one finishes now.
+    private func syncReported(reactor: Reactor) {
         pendingSyncs -= 1
-        if bytes >= 0, let journal = journals[directory] {
-            if let transfer = transfers[id] {
-                if transfer.generation == generation, !transfer.record.completed {
-                    transfer.record.bytesSynced = max(transfer.record.bytesSynced, bytes)
-                    try? journal.recordSynced(id, bytes: transfer.record.bytesSynced)
-                }
-            }
-        }
         if stopWhenSynced && pendingSyncs == 0 {
             stopWhenSynced = false
             finishShutdown(reactor: reactor)
         }
+    }
+
+    private func synced(_ id: DownloadID, directory: String, bytes: Int64, generation: Int, reactor: Reactor) {
+        defer { syncReported(reactor: reactor) }
+        // Ignore a failed sync, a download gone or finished, and a sync older than a truncation.
+        guard bytes >= 0, let journal = journals[directory], let transfer = transfers[id],
+            transfer.generation == generation, !transfer.record.completed
+        else { return }
+        transfer.record.bytesSynced = max(transfer.record.bytesSynced, bytes)
+        try? journal.recordSynced(id, bytes: transfer.record.bytesSynced)
     }
 
     /// Every `checkpointInterval`: write buffered bytes of receiving downloads to the kernel, record
@@ -465,25 +477,13 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
         transfer.sink = nil
         if transfer.record.totalBytes == nil { transfer.record.totalBytes = sink.committedLength }
-        pendingSyncs += 1
-        let (path, id) = (transfer.partialPath, transfer.id)
-        syncQueue.async {
-            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-            if descriptor >= 0 {
-                _ = fdatasync(descriptor)
-                close(descriptor)
-            }
-            reactor.submit(.finalSynced(id))
-        }
+        let id = transfer.id
+        syncOffLoop(transfer.partialPath, reactor: reactor) { _ in .finalSynced(id) }
     }
 
     private func finalSynced(_ id: DownloadID, reactor: Reactor) {
-        pendingSyncs -= 1
+        defer { syncReported(reactor: reactor) }
         if let transfer = transfers[id] { place(transfer, reactor: reactor) }
-        if stopWhenSynced && pendingSyncs == 0 {
-            stopWhenSynced = false
-            finishShutdown(reactor: reactor)
-        }
     }
 
     /// Moves a whole partial file to its destination (unless it is already there), records the
