@@ -50,6 +50,8 @@ public final class DownloadManager: Sendable {
         public var revalidatesCompletedFiles = false
         /// Tests inject another boot's id to simulate a reboot.
         var bootIDOverride: String?
+        /// The boot id journals are stamped with: this boot's, unless a test injects another.
+        var bootID: String { bootIDOverride ?? Journal.currentBootID() }
         /// The longest wait for a connection. Default 30 s.
         public var connectTimeout: Duration = .seconds(30)
         /// How many redirects a download follows. Default 10.
@@ -103,7 +105,7 @@ public final class DownloadManager: Sendable {
 
     /// Opens the configured journal and creates a handle for each unfinished download in it.
     private func restore(from directory: URL, reactor: Reactor) throws(DownloadError) -> JournalHandoff {
-        let journal = try Journal(directory: directory.path, bootID: configuration.bootIDOverride ?? Journal.currentBootID())
+        let journal = try Journal(directory: directory.path, bootID: configuration.bootID)
         var restored: [(Download, Bool)] = []
         for (id, record) in try journal.allRecords() {
             guard record.state != .completed, record.state != .failed,

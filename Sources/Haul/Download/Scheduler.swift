@@ -283,7 +283,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
 
     private func journal(for directory: String) throws(DownloadError) -> Journal {
         if let journal = journals[directory] { return journal }
-        let journal = try Journal(directory: directory, bootID: configuration.bootIDOverride ?? Journal.currentBootID())
+        let journal = try Journal(directory: directory, bootID: configuration.bootID)
         journals[directory] = journal
         startCheckpointTimer(reactor: reactor)
         return journal
