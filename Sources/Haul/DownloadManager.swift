@@ -69,57 +69,38 @@ public final class DownloadManager: Sendable {
     public let configuration: Configuration
     private let reactor: Reactor
     private let scheduler: Scheduler
-
-    private struct Registry {
-        var downloads: [DownloadID: Download] = [:]
-        var isShutDown = false
-    }
-    /// Shared with the scheduler, which forgets finished downloads from the loop thread.
-    private final class SharedRegistry: Sendable {
-        let state = Mutex(Registry())
-    }
-    private let shared = SharedRegistry()
+    let catalog: Catalog
 
     /// Starts a manager and its loop thread.
     ///
-    /// - Throws: ``DownloadError`` with code `.internalError` when the loop cannot be created.
+    /// With a configured ``Configuration/stateDirectory``, its journal is opened now: downloads that
+    /// were queued or running when the last process stopped continue (see
+    /// ``Configuration/resumesUnfinishedDownloads``), paused ones stay paused.
+    ///
+    /// - Throws: ``DownloadError`` with code `.journalLocked` when another process uses the state
+    ///   directory, `.journal` when its journal is damaged, `.internalError` when the loop cannot be
+    ///   created.
     public init(configuration: Configuration = Configuration()) throws {
         var configuration = configuration
         configuration.maxConcurrentDownloads = max(1, configuration.maxConcurrentDownloads)
         configuration.bufferSize = max(4096, configuration.bufferSize)
         self.configuration = configuration
+        let catalog = Catalog(configuration: configuration)
+        self.catalog = catalog
         let reactor = try Reactor(
             logger: configuration.logger, idleConnections: max(16, configuration.maxConcurrentDownloads))
         self.reactor = reactor
-        self.scheduler = Scheduler(configuration: configuration, reactor: reactor) { [shared] id in
-            _ = shared.state.withLock { $0.downloads.removeValue(forKey: id) }
-        }
-        let handoff = try configuration.stateDirectory.map { directory throws(DownloadError) in
-            try restore(from: directory.standardizedFileURL, reactor: reactor)
+        self.scheduler = Scheduler(configuration: configuration, reactor: reactor, catalog: catalog)
+        var restored: String?
+        if let directory = configuration.stateDirectory?.standardizedFileURL.path {
+            let journal = try catalog.journal(for: directory)
+            if configuration.resumesUnfinishedDownloads { try journal.requeueInterrupted() }
+            restored = directory
         }
         // Set only now: the reactor holds its delegate strongly until its loop ends.
         reactor.delegate = scheduler
         try reactor.start()
-        if let handoff { reactor.submit(.adopt(handoff)) }
-    }
-
-    /// Opens the configured journal and creates a handle for each unfinished download in it.
-    private func restore(from directory: URL, reactor: Reactor) throws(DownloadError) -> JournalHandoff {
-        let journal = try Journal(directory: directory.path, bootID: configuration.bootID)
-        var restored: [(Download, Bool)] = []
-        for (id, record) in try journal.allRecords() {
-            guard record.state != .completed, record.state != .failed,
-                let url = URL(string: record.url)
-            else { continue }
-            let destination = URL(fileURLWithPath: record.destination)
-            let download = Download(id: id, url: url, destination: destination, stateDirectory: directory, reactor: reactor)
-            let startPaused = record.state == .paused || !configuration.resumesUnfinishedDownloads
-            restored.append((download, startPaused))
-        }
-        shared.state.withLock { registry in
-            for (download, _) in restored { registry.downloads[download.id] = download }
-        }
-        return JournalHandoff(journal: journal, downloads: restored)
+        if let restored { reactor.submit(.queueChanged(restored)) }
     }
 
     deinit {
@@ -131,79 +112,295 @@ public final class DownloadManager: Sendable {
 
     /// Starts (or joins) the download of `url` to `destination`.
     ///
-    /// If the same URL is already downloading to the same destination, that ``Download`` is returned
-    /// (and resumed, if it was paused: asking for a download again means wanting it).
-    /// If `destination` already holds the complete file from an earlier download, nothing is
-    /// transferred and the download completes at once.
+    /// If the same URL is already queued or downloading to the same destination, that download's
+    /// handle is returned; a paused, interrupted or failed one is queued again (asking for a download
+    /// again means wanting it). If `destination` already holds the complete file from an earlier
+    /// download, nothing is transferred and the download completes at once.
     ///
     /// - Parameters:
     ///   - url: an absolute `http` or `https` URL.
     ///   - destination: a file URL; the file appears there only when whole.
+    ///   - priority: downloads with a higher priority are admitted first; first in, first out within
+    ///     one priority. The latest request's priority wins. Default 0.
     /// - Throws: ``DownloadError`` with code `.invalidURL`, `.unsupportedScheme`, `.fileSystem` (the
-    ///   destination is a directory), or `.shutdown`.
-    public func download(from url: URL, to destination: URL) throws -> Download {
-        let checked = try Self.validate(url)
-        let destination = destination.standardizedFileURL
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: destination.path, isDirectory: &isDirectory), isDirectory.boolValue {
+    ///   destination is a directory), or `.shutdown`. A journal that cannot be used fails the returned
+    ///   download instead (code `.journal` or `.journalLocked`).
+    public func download(from url: URL, to destination: URL, priority: Int = 0) throws -> Download {
+        let request = try prepare(DownloadRequest(url: url, destination: destination, priority: priority))
+        guard !catalog.isShutDown else { throw DownloadError(code: .shutdown, url: request.url.redactedString) }
+        let journal: Journal
+        do {
+            journal = try catalog.journal(for: request.stateDirectory)
+        } catch {
+            var error = error
+            error.url = request.url.redactedString
+            let download = makeHandle(for: request, progress: DownloadProgress(bytesReceived: 0, totalBytes: nil))
+            download.hub.publish(.failed(error))
+            return download
+        }
+        let (download, outcome) = try journal.locked { () throws(DownloadError) -> (Download, QueueOutcome) in
+            let outcome = try enqueue(request, in: journal)
+            let download = publish(outcome, for: request, in: journal, creatingHandle: true)!
+            return (download, outcome)
+        }
+        if case .queued = outcome { reactor.submit(.queueChanged(request.stateDirectory)) }
+        return download
+    }
+
+    /// Starts the download of the URL written in `string`; see ``download(from:to:priority:)-(URL,_,_)``.
+    ///
+    /// - Throws: ``DownloadError`` with code `.invalidURL` when `string` is not a URL.
+    public func download(from string: String, to destination: URL, priority: Int = 0) throws -> Download {
+        guard let url = URL(string: string.trimmingCharacters(in: .whitespaces)) else {
+            throw DownloadError(code: .invalidURL, url: string, detail: "it could not be parsed")
+        }
+        return try download(from: url, to: destination, priority: priority)
+    }
+
+    /// Queues many downloads at once, writing only journal rows: a queued download holds no memory in
+    /// the manager, no connection and no file until it is admitted. Use ``download(id:)`` to follow
+    /// one (ids come from ``DownloadID/init(url:destination:)``).
+    ///
+    /// Each request is treated as ``download(from:to:priority:)-(URL,_,_)`` treats it, without
+    /// creating a handle. Rows are written in transactions of a few hundred, so the sequence may be
+    /// long (a million URLs) and lazily generated.
+    ///
+    /// - Returns: how many requests were queued, were already waiting or running, were already
+    ///   complete, and which were rejected (with their position in `requests` and why).
+    /// - Throws: ``DownloadError`` with code `.shutdown`, or a journal's error (`.journal`,
+    ///   `.journalLocked`, `.fileSystem`); requests before the failing one stay queued.
+    @discardableResult
+    public func enqueue(_ requests: some Sequence<DownloadRequest>) throws -> EnqueueSummary {
+        var summary = EnqueueSummary()
+        var iterator = requests.makeIterator()
+        var position = 0
+        /// The next request that passes the checks; the others are recorded as rejected.
+        func nextValid() -> PreparedRequest? {
+            while let candidate = iterator.next() {
+                defer { position += 1 }
+                do throws(DownloadError) {
+                    return try prepare(candidate)
+                } catch {
+                    summary.rejected.append(.init(index: position, error: error))
+                }
+            }
+            return nil
+        }
+        var current = nextValid()
+        while let first = current {
+            guard !catalog.isShutDown else { throw DownloadError(code: .shutdown, url: first.url.redactedString) }
+            let journal = try catalog.journal(for: first.stateDirectory)
+            var queuedAny = false
+            // One transaction for a run of requests into the same journal, at most 512 long.
+            try journal.transaction { () throws(DownloadError) in
+                var request = first
+                var count = 0
+                while true {
+                    let outcome = try enqueue(request, in: journal)
+                    _ = publish(outcome, for: request, in: journal, creatingHandle: false)
+                    switch outcome {
+                    case .queued: summary.queued += 1; queuedAny = true
+                    case .waiting: summary.alreadyQueued += 1
+                    case .complete: summary.alreadyComplete += 1
+                    }
+                    count += 1
+                    current = nextValid()
+                    guard count < 512, let following = current, following.stateDirectory == first.stateDirectory else { return }
+                    request = following
+                }
+            }
+            if queuedAny { reactor.submit(.queueChanged(first.stateDirectory)) }
+        }
+        return summary
+    }
+
+    /// The downloads that have not reached a final state: queued, running, paused or interrupted, in
+    /// every journal this manager has open. Each is a handle made on demand: for a very large queue,
+    /// prefer ``journalEntries(stateDirectory:)`` or ``download(id:)``.
+    public var downloads: [Download] {
+        catalog.openJournals.flatMap { journal in
+            ((try? journal.unfinishedRecords()) ?? []).compactMap { id, _ in download(id: id) }
+        }
+    }
+
+    /// The unfinished download with this id, in a journal this manager has open (its configured state
+    /// directory, or one a download of this manager used): to follow a download restored from the
+    /// journal or queued with ``enqueue(_:)``. `nil` when there is none, or it completed or failed.
+    public func download(id: DownloadID) -> Download? {
+        if let live = catalog.existingHandle(id), !live.hub.isClosed { return live }
+        for journal in catalog.openJournals {
+            let found = journal.locked { () -> Download? in
+                guard let record = try? journal.record(for: id), record.isUnfinished,
+                    let url = URL(string: record.url)
+                else { return nil }
+                let request = PreparedRequest(
+                    url: url, destination: record.destination, id: id, stateDirectory: journal.directory,
+                    priority: record.priority)
+                return publish(.waiting(record), for: request, in: journal, creatingHandle: true)
+            }
+            if let found { return found }
+        }
+        return nil
+    }
+
+    /// Waits until no download of this manager is queued or running: each one completed, failed,
+    /// was cancelled or is paused. Returns at once when the manager is shut down, and when it shuts
+    /// down while waiting.
+    public func waitUntilIdle() async {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            catalog.addIdleWaiter(waiter)
+            if !reactor.submit(.checkIdle) { catalog.resumeIdleWaiters() }
+        }
+    }
+
+    /// Pauses every unfinished download (writing what is buffered and keeping the partial files),
+    /// ends their event sequences, and stops the loop thread. Queued downloads stay in the journal.
+    /// Idempotent.
+    public func shutdown() async {
+        if catalog.markShutDown() { reactor.submit(.shutdown) }
+        await reactor.waitUntilStopped()
+        reactor.join()
+    }
+
+    // MARK: requests
+
+    /// A request checked and resolved to its id and state directory.
+    struct PreparedRequest {
+        var url: URL
+        var destination: String
+        var id: DownloadID
+        var stateDirectory: String
+        var priority: Int
+    }
+
+    /// What asking for a download did to its journal row.
+    enum QueueOutcome {
+        /// Queued now (new, or paused, interrupted or failed before, or to be fetched again).
+        case queued(DownloadRecord)
+        /// Already queued or running.
+        case waiting(DownloadRecord)
+        /// The destination holds the complete file.
+        case complete(DownloadRecord)
+    }
+
+    private func prepare(_ request: DownloadRequest) throws(DownloadError) -> PreparedRequest {
+        let url = try Self.validate(request.url)
+        let destination = request.destination.standardizedFileURL
+        var status = stat()
+        if stat(destination.path, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR {
             throw DownloadError(
-                code: .fileSystem, url: checked.redactedString, errno: EISDIR, path: destination.path,
+                code: .fileSystem, url: url.redactedString, errno: EISDIR, path: destination.path,
                 detail: "the destination is a directory; give a file path inside it")
         }
-        let id = DownloadID(url: checked.absoluteString, destinationPath: destination.path)
         let stateDirectory =
-            configuration.stateDirectory?.standardizedFileURL
-            ?? destination.deletingLastPathComponent().appendingPathComponent(".haul", isDirectory: true)
-        let (download, isNew) = try shared.state.withLock { registry throws(DownloadError) -> (Download, Bool) in
-            guard !registry.isShutDown else {
-                throw DownloadError(code: .shutdown, url: checked.redactedString)
-            }
-            if let existing = registry.downloads[id] { return (existing, false) }
-            let download = Download(
-                id: id, url: checked, destination: destination, stateDirectory: stateDirectory, reactor: reactor)
-            registry.downloads[id] = download
-            return (download, true)
+            configuration.stateDirectory?.standardizedFileURL.path
+            ?? destination.deletingLastPathComponent().appendingPathComponent(".haul", isDirectory: true).path
+        return PreparedRequest(
+            url: url, destination: destination.path,
+            id: DownloadID(url: url.absoluteString, destinationPath: destination.path),
+            stateDirectory: stateDirectory, priority: request.priority)
+    }
+
+    /// Writes the journal row a request asks for. Call with the journal locked.
+    private func enqueue(_ request: PreparedRequest, in journal: Journal) throws(DownloadError) -> QueueOutcome {
+        let urlText = request.url.absoluteString
+        var existing = try journal.record(for: request.id)
+        if let record = existing, record.url != urlText || record.destination != request.destination {
+            // A different download under the same id: its partial file is not this one's.
+            unlink(journal.partialPath(for: request.id))
+            existing = nil
         }
-        if isNew {
-            reactor.submit(.add(download))
+        guard var record = existing else {
+            // A partial file without a row (a lost journal) is resumed; its range is still checked.
+            return .queued(try requeue(fresh(request), id: request.id, in: journal))
+        }
+        record.priority = request.priority
+        switch record.state {
+        case .queued, .running:
+            try journal.save(record, for: request.id)
+            return .waiting(record)
+        case .paused, .interrupted, .failed:
+            record.lastError = nil
+            return .queued(try requeue(record, id: request.id, in: journal))
+        case .completed:
+            guard let total = record.totalBytes, Transfer.fileLength(request.destination) == total else {
+                // The file recorded as complete is gone or changed at its destination: fetch it anew.
+                unlink(journal.partialPath(for: request.id))
+                return .queued(try requeue(fresh(request), id: request.id, in: journal))
+            }
+            guard configuration.revalidatesCompletedFiles, record.entityTag != nil || record.lastModified != nil else {
+                return .complete(record)
+            }
+            record.revalidate = true
+            return .queued(try requeue(record, id: request.id, in: journal))
+        }
+    }
+
+    private func fresh(_ request: PreparedRequest) -> DownloadRecord {
+        var record = DownloadRecord(url: request.url.absoluteString, destination: request.destination)
+        record.priority = request.priority
+        record.host = Self.hostKey(of: request.url)
+        return record
+    }
+
+    /// Puts a row at the end of its priority's queue.
+    private func requeue(_ record: DownloadRecord, id: DownloadID, in journal: Journal) throws(DownloadError) -> DownloadRecord {
+        var record = record
+        record.state = .queued
+        record.queueSequence = catalog.nextQueueSequence()
+        try journal.save(record, for: id)
+        return record
+    }
+
+    /// Shows an outcome on the download's handle: the live one, or (when `creatingHandle`) a new
+    /// one. Call with the journal locked, so the loop's next event for it comes after.
+    private func publish(
+        _ outcome: QueueOutcome, for request: PreparedRequest, in journal: Journal, creatingHandle: Bool
+    ) -> Download? {
+        let record: DownloadRecord
+        switch outcome {
+        case .queued(let r), .waiting(let r), .complete(let r): record = r
+        }
+        let progress = DownloadProgress(bytesReceived: record.bytesCommitted, totalBytes: record.totalBytes)
+        let download: Download
+        let isNew: Bool
+        if creatingHandle {
+            (download, isNew) = catalog.handle(request.id, replacingFinished: true) {
+                makeHandle(for: request, progress: progress)
+            }
         } else {
-            // Queued after any earlier command (a restore included), so it finds the download in its
-            // real state; resuming is a no-op unless it is paused.
-            download.resume()
+            guard let live = catalog.existingHandle(request.id) else { return nil }
+            (download, isNew) = (live, false)
+        }
+        switch outcome {
+        case .queued:
+            download.hub.publish(.queued)
+        case .waiting(let record):
+            guard isNew else { break }
+            switch record.state {
+            case .paused, .interrupted: download.hub.publish(.paused(progress))
+            default: download.hub.publish(.queued)
+            }
+        case .complete(let record):
+            let total = record.totalBytes ?? 0
+            download.hub.publish(.progress(DownloadProgress(bytesReceived: total, totalBytes: total, estimatedTimeRemaining: .zero)))
+            download.hub.publish(.completed(URL(fileURLWithPath: request.destination)))
         }
         return download
     }
 
-    /// Starts the download of the URL written in `string`; see ``download(from:to:)-(URL,_)``.
-    ///
-    /// - Throws: ``DownloadError`` with code `.invalidURL` when `string` is not a URL.
-    public func download(from string: String, to destination: URL) throws -> Download {
-        guard let url = URL(string: string.trimmingCharacters(in: .whitespaces)) else {
-            throw DownloadError(code: .invalidURL, url: string, detail: "it could not be parsed")
-        }
-        return try download(from: url, to: destination)
+    private func makeHandle(for request: PreparedRequest, progress: DownloadProgress) -> Download {
+        Download(
+            id: request.id, url: request.url, destination: URL(fileURLWithPath: request.destination),
+            stateDirectory: URL(fileURLWithPath: request.stateDirectory, isDirectory: true), reactor: reactor,
+            census: catalog.census, progress: progress)
     }
 
-    /// The downloads that have not reached a final state, including those restored from the journal.
-    public var downloads: [Download] {
-        shared.state.withLock { Array($0.downloads.values) }
-    }
-
-    /// The unfinished download with this id (to re-attach to a download restored from the journal).
-    public func download(id: DownloadID) -> Download? {
-        shared.state.withLock { $0.downloads[id] }
-    }
-
-    /// Pauses every unfinished download (writing what is buffered and keeping the partial files),
-    /// ends their event sequences, and stops the loop thread. Idempotent.
-    public func shutdown() async {
-        let first = shared.state.withLock { registry in
-            defer { registry.isShutDown = true }
-            return !registry.isShutDown
-        }
-        if first { reactor.submit(.shutdown) }
-        await reactor.waitUntilStopped()
-        reactor.join()
+    /// The key of per-host limits: `host:port`.
+    static func hostKey(of url: URL) -> String {
+        let host = url.host?.lowercased() ?? ""
+        let port = url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80)
+        return "\(host):\(port)"
     }
 
     /// Checks that a URL is one Haul can download.

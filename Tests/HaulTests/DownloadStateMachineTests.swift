@@ -151,12 +151,6 @@ struct DownloadStateMachineTests {
         }
     }
 
-    @Test func foundCompleteFinishesWithoutATransfer() {
-        var machine = Machine(url: url)
-        #expect(machine.foundComplete() == .complete)
-        #expect(machine.state == .done(.completed))
-    }
-
     @Test func localFailureBeforeAnyRequest() {
         var machine = Machine(url: url)
         let error = DownloadError(code: .fileSystem, url: url, errno: 13, path: "/x")

@@ -150,7 +150,7 @@ struct HaulCLITests {
         let listedBefore = try haul(["--list", "--json", "--state", output.appendingPathComponent(".haul").path], in: work)
         let entry = try #require(
             try JSONSerialization.jsonObject(with: Data(listedBefore.stdout.utf8)) as? [String: Any])
-        #expect(entry["state"] as? String == "queued")  // interrupted: the next run continues it
+        #expect(entry["state"] as? String == "interrupted")  // the next run continues it
         #expect((entry["bytes"] as? Int ?? 0) > 0)
         #expect(entry["total"] as? Int == size)
 

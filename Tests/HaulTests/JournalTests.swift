@@ -133,7 +133,7 @@ struct JournalIntegrationTests {
         await manager.shutdown()
         let journal = try Journal(directory: download.stateDirectory.path)
         let paused = try #require(try journal.record(for: download.id))
-        #expect(paused.state == .queued, "interrupted by a shutdown, not paused by the user: the next manager continues it")
+        #expect(paused.state == .interrupted, "interrupted by a shutdown, not paused by the user: the next manager continues it")
         #expect(paused.bytesCommitted == download.progress.bytesReceived)
         #expect(paused.bytesCommitted == Transfer.fileLength(journal.partialPath(for: download.id)))
         #expect(paused.totalBytes == Int64(size))
@@ -218,9 +218,10 @@ struct JournalIntegrationTests {
             #expect(await events.next { if case .paused = $0 { true } else { false } } != nil)
             #expect(restored.state == .paused)
         }
-        // Restored paused by configuration, not by the user: it stays "queued" for the next manager.
+        // Held back by configuration, not paused by the user: it stays "interrupted", and a manager that
+        // resumes unfinished downloads continues it.
         let reopened = try Journal(directory: directory.path)
-        #expect(try reopened.record(for: id)?.state == .queued)
+        #expect(try reopened.record(for: id)?.state == .interrupted)
     }
 
     @Test("the remote file changing between two runs yields the new file, whole")

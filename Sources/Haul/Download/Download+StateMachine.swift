@@ -94,13 +94,6 @@ struct DownloadStateMachine: Sendable {
         return .startRequest(truncatingPartial: false)
     }
 
-    /// The destination already holds the complete file: done without a transfer.
-    mutating func foundComplete() -> Action {
-        guard case .idle = state else { preconditionFailure("foundComplete() in state \(state)") }
-        state = .done(.completed)
-        return .complete
-    }
-
     /// The final response's head arrived (or the transfer ended before any body byte).
     mutating func responseReceived(_ decision: ResponseDecision) -> Action {
         guard case .connecting = state else { preconditionFailure("responseReceived(\(decision)) in state \(state)") }

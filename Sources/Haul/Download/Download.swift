@@ -27,14 +27,23 @@ public final class Download: Sendable, Identifiable {
     let hub: EventHub
     private let reactor: Reactor
 
-    init(id: DownloadID, url: URL, destination: URL, stateDirectory: URL, reactor: Reactor) {
+    private let census: Census
+
+    init(
+        id: DownloadID, url: URL, destination: URL, stateDirectory: URL, reactor: Reactor, census: Census,
+        progress: DownloadProgress
+    ) {
+        census.downloads.add(1, ordering: .relaxed)
+        self.census = census
         self.id = id
         self.url = url
         self.destination = destination
         self.stateDirectory = stateDirectory
         self.reactor = reactor
-        self.hub = EventHub(progress: DownloadProgress(bytesReceived: 0, totalBytes: nil))
+        self.hub = EventHub(progress: progress)
     }
+
+    deinit { census.downloads.subtract(1, ordering: .relaxed) }
 
     /// The download's events: its current state first, then every change, ending after the final
     /// event. Each iteration is independent; see ``DownloadEvents``.
@@ -49,18 +58,18 @@ public final class Download: Sendable, Identifiable {
     /// Pauses: the connection is released and the bytes written so far are kept. No effect on a
     /// download that is paused or finished.
     public func pause() {
-        reactor.submit(.pause(id))
+        reactor.submit(.pause(self))
     }
 
     /// Resumes a paused download from the bytes on disk (it waits for a free slot first). No effect
     /// unless paused.
     public func resume() {
-        reactor.submit(.resume(id))
+        reactor.submit(.resume(self))
     }
 
     /// Cancels: the transfer stops and the partial file is deleted. No effect on a finished download.
     public func cancel() {
-        reactor.submit(.cancel(id))
+        reactor.submit(.cancel(self))
     }
 
     /// Waits for the end of the download.

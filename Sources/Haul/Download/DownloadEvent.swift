@@ -11,6 +11,11 @@ public struct DownloadID: Hashable, Sendable, CustomStringConvertible {
         self.rawValue = rawValue
     }
 
+    /// The id of the download of `url` to `destination` (as ``DownloadManager`` derives it).
+    public init(url: URL, destination: URL) {
+        self.init(url: url.absoluteString, destinationPath: destination.standardizedFileURL.path)
+    }
+
     /// The id of the download of `url` to `destination`.
     init(url: String, destinationPath: String) {
         let key = Array("\(url)\n\(destinationPath)".utf8)

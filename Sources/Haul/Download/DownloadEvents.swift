@@ -174,6 +174,9 @@ final class EventHub: Sendable {
         state.withLock { ($0.downloadState, $0.progress) }
     }
 
+    /// Whether the download ended (a final event) or its manager shut down.
+    var isClosed: Bool { state.withLock { $0.closed } }
+
     /// How many events subscriber `id` holds (for tests of bounded memory).
     func bufferedCount(_ id: Int) -> Int {
         state.withLock { $0.subscribers[id]?.buffer.count ?? 0 }

@@ -3,8 +3,8 @@ import Foundation
 import Glibc
 import Logging
 
-/// The loop thread's owner of every download: admits them up to the concurrency limit, feeds their
-/// state machines, and performs the actions the machines return.
+/// The loop thread's owner of every admitted download: takes the next row of the journals' queue
+/// when a slot frees, feeds the transfers' state machines, and performs the actions they return.
 ///
 /// Every method runs on the loop thread (reactor commands, curl callbacks, finished transfers).
 final class Scheduler: ReactorDelegate, @unchecked Sendable {
@@ -13,33 +13,31 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
 
     let configuration: DownloadManager.Configuration
     let reactor: Reactor
+    let catalog: Catalog
     private let logger: Logger
+    /// Admitted downloads (connecting, receiving, or finishing). Paused and queued ones are rows.
     private var transfers: [DownloadID: Transfer] = [:]
-    /// Downloads waiting for a slot, first in first out. Entries that left the idle state are skipped.
-    private var queue: [Transfer] = []
-    private var queueHead = 0
+    /// State directories whose journal may hold queued rows.
+    private var queuedDirectories: Set<String> = []
     private var active = 0
     private var shuttingDown = false
     /// Where partial files are `fdatasync`ed, away from the loop thread.
     private let syncQueue = DispatchQueue(label: "haul.checkpoint-sync")
     private var pendingSyncs = 0
+    /// Checkpoint syncs not yet reported, per download; `stale` once its partial was truncated
+    /// since (such a report must not be recorded).
+    private var checkpointSyncs: [DownloadID: (count: Int, stale: Bool)] = [:]
     private var stopWhenSynced = false
     private var checkpointTimerStarted = false
-    /// The journal of each state directory in use, opened on first use and closed at shutdown.
-    private var journals: [String: Journal] = [:]
-    /// Called on the loop thread when a download reaches a final state.
-    let onFinal: @Sendable (DownloadID) -> Void
+    /// A task waits (``DownloadManager/waitUntilIdle()``) for no download to be queued or running.
+    private var idleWaitersPending = false
     private let progressIntervalNanoseconds: UInt64
 
-    init(
-        configuration: DownloadManager.Configuration,
-        reactor: Reactor,
-        onFinal: @escaping @Sendable (DownloadID) -> Void
-    ) {
+    init(configuration: DownloadManager.Configuration, reactor: Reactor, catalog: Catalog) {
         self.configuration = configuration
         self.reactor = reactor
+        self.catalog = catalog
         self.logger = configuration.logger
-        self.onFinal = onFinal
         let (seconds, attoseconds) = configuration.progressInterval.components
         self.progressIntervalNanoseconds = UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
     }
@@ -49,22 +47,14 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     func reactor(_ reactor: Reactor, handle commands: [ReactorCommand]) {
         for command in commands {
             switch command {
-            case .add(let download): add(download, reactor: reactor)
-            case .pause(let id):
-                if let transfer = transfers[id] {
-                    if !transfer.machine.isDone { transfer.pausedByUser = true }
-                    perform(transfer.machine.pause(), for: transfer, reactor: reactor)
-                }
-            case .resume(let id):
-                if let transfer = transfers[id] {
-                    transfer.pausedByUser = false
-                    perform(transfer.machine.resume(), for: transfer, reactor: reactor)
-                }
-            case .adopt(let handoff): adopt(handoff, reactor: reactor)
+            case .queueChanged(let directory): queuedDirectories.insert(directory)
+            case .pause(let download): pause(download, reactor: reactor)
+            case .resume(let download): resume(download)
+            case .cancel(let download): cancel(download, reactor: reactor)
             case .finalSynced(let id): finalSynced(id, reactor: reactor)
-            case .synced(let id, let directory, let bytes, let generation):
-                synced(id, directory: directory, bytes: bytes, generation: generation, reactor: reactor)
-            case .cancel(let id): transfers[id].map { perform($0.machine.cancel(), for: $0, reactor: reactor) }
+            case .synced(let id, let directory, let bytes):
+                synced(id, directory: directory, bytes: bytes, reactor: reactor)
+            case .checkIdle: idleWaitersPending = true
             case .shutdown: shutdown(reactor: reactor)
             }
         }
@@ -123,51 +113,64 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
 
     // MARK: commands
 
-    private func add(_ download: Download, reactor: Reactor) {
-        if transfers[download.id] != nil { return }
-        let journal: Journal
-        do {
-            journal = try self.journal(for: download.stateDirectory.path)
-        } catch {
-            // No journal, no transfer: the download fails before it starts, touching no file.
-            var error = error
-            error.url = download.url.redactedString
-            download.hub.publish(.failed(error))
-            onFinal(download.id)
+    private func pause(_ download: Download, reactor: Reactor) {
+        if let transfer = transfers[download.id] {
+            if !transfer.machine.isDone { transfer.pausedByUser = true }
+            perform(transfer.machine.pause(), for: transfer, reactor: reactor)
             return
         }
-        let transfer = Transfer(download: download, store: journal, scheduler: self)
-        transfers[download.id] = transfer
-        if transfer.destinationIsComplete, configuration.revalidatesCompletedFiles,
-            transfer.record.entityTag != nil || transfer.record.lastModified != nil
-        {
-            transfer.revalidating = true
-            unlink(transfer.partialPath)
-        } else if transfer.destinationIsComplete {
-            logger.debug("already complete", metadata: ["url": "\(transfer.urlForErrors)"])
-            perform(transfer.machine.foundComplete(), for: transfer, reactor: reactor)
+        // Queued or interrupted: only its row changes.
+        updateRow(of: download, from: [.queued, .interrupted]) { record in
+            record.state = .paused
+            download.hub.publish(.paused(DownloadProgress(bytesReceived: record.bytesCommitted, totalBytes: record.totalBytes)))
+        }
+    }
+
+    private func resume(_ download: Download) {
+        if transfers[download.id] != nil { return }  // admitted: it is not paused
+        updateRow(of: download, from: [.paused, .interrupted]) { record in
+            record.state = .queued
+            record.queueSequence = catalog.nextQueueSequence()
+            download.hub.publish(.queued)
+        }
+        queuedDirectories.insert(download.stateDirectory.path)
+    }
+
+    private func cancel(_ download: Download, reactor: Reactor) {
+        if let transfer = transfers[download.id] {
+            perform(transfer.machine.cancel(), for: transfer, reactor: reactor)
             return
         }
-        if transfer.record.completed && !transfer.revalidating {
-            // The file recorded as complete is gone or changed at its destination: fetch it anew.
-            transfer.record = DownloadRecord(url: download.url.absoluteString, destination: download.destination.path)
-            unlink(transfer.partialPath)
+        guard let journal = catalog.openJournal(for: download.stateDirectory.path) else { return }
+        journal.locked {
+            guard let record = try? journal.record(for: download.id),
+                [.queued, .paused, .interrupted].contains(record.state)
+            else { return }
+            journal.remove(download.id)
+            download.hub.publish(.cancelled)
         }
-        transfer.record.state = .queued
-        transfer.pausedByUser = false
-        do {
-            try journal.save(transfer.record, for: transfer.id)
-        } catch {
-            finish(transfer, with: transfer.attributed(error), reactor: reactor)
-            return
+    }
+
+    /// Changes the row of a download that is not admitted, if it is in one of `states`; `change`
+    /// runs with the journal locked (so events it publishes come before the loop's next ones).
+    private func updateRow(
+        of download: Download, from states: Set<DownloadRecord.State>, _ change: (inout DownloadRecord) -> Void
+    ) {
+        guard let journal = catalog.openJournal(for: download.stateDirectory.path) else { return }
+        journal.locked {
+            guard var record = try? journal.record(for: download.id), states.contains(record.state) else { return }
+            change(&record)
+            do {
+                try journal.save(record, for: download.id)
+            } catch {
+                logger.warning("could not write the journal", metadata: ["url": "\(download.url.redactedString)", "error": "\(error)"])
+            }
         }
-        download.hub.publish(.queued)
-        enqueue(transfer)
     }
 
     private func shutdown(reactor: Reactor) {
         shuttingDown = true
-        for transfer in transfers.values where !transfer.machine.isDone {
+        for transfer in Array(transfers.values) where !transfer.machine.isDone {
             perform(transfer.machine.pause(), for: transfer, reactor: reactor)
             if !transfer.pausedByUser {
                 // Interrupted, not paused: the next manager on this journal continues it.
@@ -183,14 +186,14 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     }
 
     private func finishShutdown(reactor: Reactor) {
-        for transfer in transfers.values {
-            transfer.download.hub.close(
-                with: DownloadError(code: .shutdown, url: transfer.urlForErrors))
+        let handles = transfers.values.map(\.download) + catalog.liveHandles
+        for download in handles {
+            download.hub.close(with: DownloadError(code: .shutdown, url: download.url.redactedString))
         }
         transfers.removeAll()
-        queue.removeAll()
-        for journal in journals.values { journal.close() }
-        journals.removeAll()
+        queuedDirectories.removeAll()
+        catalog.closeJournals()
+        catalog.resumeIdleWaiters()
         reactor.stop()
     }
 
@@ -199,10 +202,17 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// Syncs the partial file's first `bytes` off the loop thread, then records them as durable.
     private func requestSync(of transfer: Transfer, bytes: Int64, reactor: Reactor) {
         guard bytes > transfer.record.bytesSynced else { return }
-        let (id, directory, generation) = (transfer.id, transfer.store.directory, transfer.generation)
+        let (id, directory) = (transfer.id, transfer.store.directory)
+        checkpointSyncs[id, default: (0, false)].count += 1
         syncOffLoop(transfer.partialPath, reactor: reactor) { durable in
-            .synced(id, directory: directory, bytes: durable ? bytes : -1, generation: generation)
+            .synced(id, directory: directory, bytes: durable ? bytes : -1)
         }
+    }
+
+    /// The partial file was emptied: syncs still running for it describe bytes that are gone.
+    private func partialTruncated(_ transfer: Transfer) {
+        transfer.record.bytesSynced = 0
+        checkpointSyncs[transfer.id]?.stale = true
     }
 
     /// `fdatasync`s `path` on the background queue, then sends the loop `report(synced)`. Every call
@@ -231,14 +241,16 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
     }
 
-    private func synced(_ id: DownloadID, directory: String, bytes: Int64, generation: Int, reactor: Reactor) {
+    private func synced(_ id: DownloadID, directory: String, bytes: Int64, reactor: Reactor) {
         defer { syncReported(reactor: reactor) }
-        // Ignore a failed sync, a download gone or finished, and a sync older than a truncation.
-        guard bytes >= 0, let journal = journals[directory], let transfer = transfers[id],
-            transfer.generation == generation, !transfer.record.completed
-        else { return }
-        transfer.record.bytesSynced = max(transfer.record.bytesSynced, bytes)
-        try? journal.recordSynced(id, bytes: transfer.record.bytesSynced)
+        guard let entry = checkpointSyncs[id] else { return }
+        checkpointSyncs[id] = entry.count > 1 ? (entry.count - 1, entry.stale) : nil
+        // Ignore a failed sync, and one older than a truncation of the partial file.
+        guard bytes >= 0, !entry.stale, let journal = catalog.openJournal(for: directory) else { return }
+        if let transfer = transfers[id] {
+            transfer.record.bytesSynced = max(transfer.record.bytesSynced, bytes)
+        }
+        try? journal.recordSynced(id, bytes: bytes)
     }
 
     /// Every `checkpointInterval`: write buffered bytes of receiving downloads to the kernel, record
@@ -264,46 +276,84 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
     }
 
-    /// Takes over a journal opened by the manager and the downloads it restored from it.
-    private func adopt(_ handoff: JournalHandoff, reactor: Reactor) {
-        journals[handoff.journal.directory] = handoff.journal
-        startCheckpointTimer(reactor: reactor)
-        for (download, startPaused) in handoff.downloads {
-            let transfer = Transfer(download: download, store: handoff.journal, scheduler: self)
-            transfers[download.id] = transfer
-            if startPaused {
-                perform(transfer.machine.pause(), for: transfer, reactor: reactor)
-            } else {
-                transfer.record.state = .queued
-                download.hub.publish(.queued)
-                enqueue(transfer)
-            }
-        }
-    }
-
-    private func journal(for directory: String) throws(DownloadError) -> Journal {
-        if let journal = journals[directory] { return journal }
-        let journal = try Journal(directory: directory, bootID: configuration.bootID)
-        journals[directory] = journal
-        startCheckpointTimer(reactor: reactor)
-        return journal
-    }
-
-    private func enqueue(_ transfer: Transfer) {
-        queue.append(transfer)
-    }
-
+    /// Admits queued downloads while slots are free: the highest priority first, then the oldest,
+    /// across every journal with queued rows.
     private func admitWaiting(reactor: Reactor) {
-        while !shuttingDown, active < configuration.maxConcurrentDownloads, queueHead < queue.count {
-            let transfer = queue[queueHead]
-            queueHead += 1
-            guard case .idle = transfer.machine.state, transfers[transfer.id] === transfer else { continue }
-            perform(transfer.machine.admit(), for: transfer, reactor: reactor)
+        while !shuttingDown, active < configuration.maxConcurrentDownloads {
+            guard let (journal, id) = nextQueued() else { break }
+            admit(id, from: journal, reactor: reactor)
         }
-        if queueHead > 1024 && queueHead * 2 > queue.count {
-            queue.removeFirst(queueHead)
-            queueHead = 0
+        if idleWaitersPending, transfers.isEmpty, queuedDirectories.isEmpty {
+            idleWaitersPending = false
+            catalog.resumeIdleWaiters()
         }
+    }
+
+    private func nextQueued() -> (Journal, DownloadID)? {
+        var best: (journal: Journal, id: DownloadID, record: DownloadRecord)?
+        for directory in queuedDirectories {
+            guard let journal = catalog.openJournal(for: directory) else {
+                queuedDirectories.remove(directory)
+                continue
+            }
+            let head: (DownloadID, DownloadRecord)?
+            do {
+                head = try journal.nextQueued()
+            } catch {
+                logger.error("could not read the queue", metadata: ["journal": "\(journal.path)", "error": "\(error)"])
+                head = nil
+            }
+            guard let (id, record) = head else {
+                queuedDirectories.remove(directory)
+                continue
+            }
+            if let current = best {
+                let first =
+                    record.priority != current.record.priority
+                    ? record.priority > current.record.priority
+                    : record.queueSequence < current.record.queueSequence
+                if !first { continue }
+            }
+            best = (journal, id, record)
+        }
+        return best.map { ($0.journal, $0.id) }
+    }
+
+    /// Takes a queued row (marking it running) and starts its transfer.
+    private func admit(_ id: DownloadID, from journal: Journal, reactor: Reactor) {
+        let claimed = journal.locked { () -> DownloadRecord? in
+            guard var record = try? journal.record(for: id), record.state == .queued else { return nil }
+            record.state = .running
+            do {
+                try journal.save(record, for: id)
+            } catch {
+                logger.error("could not write the journal", metadata: ["journal": "\(journal.path)", "error": "\(error)"])
+                queuedDirectories.remove(journal.directory)
+                return nil
+            }
+            return record
+        }
+        guard let record = claimed else { return }
+        startCheckpointTimer(reactor: reactor)
+        guard let url = URL(string: record.url) else {
+            journal.remove(id)
+            logger.error("a journal row has an unreadable URL", metadata: ["journal": "\(journal.path)", "url": "\(record.url)"])
+            return
+        }
+        let progress = DownloadProgress(bytesReceived: record.bytesCommitted, totalBytes: record.totalBytes)
+        let (download, _) = catalog.handle(id, replacingFinished: true) {
+            Download(
+                id: id, url: url, destination: URL(fileURLWithPath: record.destination),
+                stateDirectory: URL(fileURLWithPath: journal.directory, isDirectory: true), reactor: reactor,
+                census: catalog.census, progress: progress)
+        }
+        let transfer = Transfer(download: download, record: record, store: journal, scheduler: self)
+        transfers[id] = transfer
+        if record.revalidate {
+            transfer.revalidating = true
+            unlink(transfer.partialPath)
+        }
+        perform(transfer.machine.admit(), for: transfer, reactor: reactor)
     }
 
     // MARK: actions
@@ -329,9 +379,14 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             checkpoint(transfer, state: .paused, bytes: progress.bytesReceived)
             requestSync(of: transfer, bytes: progress.bytesReceived, reactor: reactor)
             transfer.download.hub.publish(.paused(progress))
+            // A paused download is a row again; resuming queues it.
+            forget(transfer)
         case .enqueue:
+            transfer.record.queueSequence = catalog.nextQueueSequence()
+            checkpoint(transfer, state: .queued, bytes: transfer.progress().bytesReceived)
             transfer.download.hub.publish(.queued)
-            enqueue(transfer)
+            queuedDirectories.insert(transfer.store.directory)
+            forget(transfer)
         case .cancel:
             stopRequest(of: transfer, reactor: reactor)
             transfer.sink = nil
@@ -370,8 +425,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             let partialIsLongerThanFile = transfer.record.totalBytes.map { sink.committedLength > $0 } ?? false
             if truncating || partialIsLongerThanFile {
                 try sink.truncate()
-                transfer.generation += 1
-                transfer.record.bytesSynced = 0
+                partialTruncated(transfer)
                 transfer.record.entityTag = nil
                 transfer.record.lastModified = nil
                 transfer.record.totalBytes = nil
@@ -431,8 +485,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         do {
             if truncating {
                 try sink.truncate()
-                transfer.generation += 1
-                transfer.record.bytesSynced = 0
+                partialTruncated(transfer)
             }
         } catch {
             transfer.writeError = transfer.attributed(error)
@@ -492,7 +545,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         let destination = transfer.download.destination
         if transfer.notModified {
             unlink(transfer.partialPath)  // the empty partial of the conditional request
-        } else if Transfer.fileLength(transfer.partialPath) != nil, !transfer.destinationIsComplete || transfer.revalidating {
+        } else if Transfer.fileLength(transfer.partialPath) != nil {
             do {
                 try moveIntoPlace(from: transfer.partialPath, to: destination.path)
             } catch {
@@ -502,6 +555,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
         let total = transfer.record.totalBytes ?? Transfer.fileLength(destination.path) ?? 0
         transfer.record.totalBytes = total
+        transfer.record.revalidate = false
         checkpoint(transfer, state: .completed, bytes: total)
         unlink(transfer.partialPath)
         transfer.download.hub.publish(.progress(transfer.progressOfCompleted()))
@@ -556,21 +610,22 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         perform(transfer.machine.fail(error), for: transfer, reactor: reactor)
     }
 
-    /// Takes the request out of curl (if any) and frees the download's slot.
+    /// Takes the request out of curl, if any.
     private func stopRequest(of transfer: Transfer, reactor: Reactor) {
         if let easy = transfer.easy {
             reactor.remove(easy.raw)
             transfer.easy = nil
         }
+    }
+
+    /// The download paused or ended: it frees its slot (a finishing download keeps it until its file
+    /// is in place, so that transfers never outnumber slots) and becomes a row again.
+    private func forget(_ transfer: Transfer) {
         if transfer.holdsSlot {
             transfer.holdsSlot = false
             active -= 1
         }
-    }
-
-    private func forget(_ transfer: Transfer) {
         transfers.removeValue(forKey: transfer.id)
-        onFinal(transfer.id)
     }
 
     // MARK: body

@@ -2,8 +2,9 @@ import CHaul
 import Foundation
 import Glibc
 
-/// The loop thread's side of one download: its state machine, its partial file, its curl request.
-/// Loop thread only; the public ``Download`` talks to it through commands.
+/// The loop thread's side of one admitted download: its state machine, its partial file, its curl
+/// request. Exists from admission until the download pauses or ends; a queued download is only a
+/// journal row. Loop thread only; the public ``Download`` talks to it through commands.
 final class Transfer {
     let download: Download
     let store: Journal
@@ -16,9 +17,7 @@ final class Transfer {
     var revalidating = false
     /// The server said the complete file did not change: keep the destination as it is.
     var notModified = false
-    /// Counts truncations: a sync that began before the partial was emptied must not be recorded.
-    var generation = 0
-    /// Paused by the user (kept paused across restarts), rather than by a shutdown or a restore.
+    /// Paused by the user, rather than by a shutdown.
     var pausedByUser = false
     /// Whether this download counts against `maxConcurrentDownloads`.
     var holdsSlot = false
@@ -30,18 +29,16 @@ final class Transfer {
     var speed = SpeedMeter()
     var lastProgressAt: UInt64 = 0
 
-    init(download: Download, store: Journal, scheduler: Scheduler) {
+    init(download: Download, record: DownloadRecord, store: Journal, scheduler: Scheduler) {
+        scheduler.catalog.census.transfers.add(1, ordering: .relaxed)
         self.download = download
         self.store = store
         self.scheduler = scheduler
         self.machine = DownloadStateMachine(url: download.url.redactedString)
-        self.record = (try? store.record(for: download.id))
-            ?? DownloadRecord(url: download.url.absoluteString, destination: download.destination.path)
-        if record.url != download.url.absoluteString || record.destination != download.destination.path {
-            record = DownloadRecord(url: download.url.absoluteString, destination: download.destination.path)
-        }
-        pausedByUser = record.state == .paused
+        self.record = record
     }
+
+    deinit { scheduler.catalog.census.transfers.subtract(1, ordering: .relaxed) }
 
     var id: DownloadID { download.id }
     var partialPath: String { store.partialPath(for: id) }
@@ -56,12 +53,6 @@ final class Transfer {
             bytesPerSecond: speed.bytesPerSecond,
             estimatedTimeRemaining: speed.estimatedTimeRemaining(received: received, total: record.totalBytes)
         )
-    }
-
-    /// Whether the destination already holds the file this record says was completed.
-    var destinationIsComplete: Bool {
-        guard record.completed, let total = record.totalBytes else { return false }
-        return Self.fileLength(download.destination.path) == total
     }
 
     /// The same error, attributed to this download's URL.

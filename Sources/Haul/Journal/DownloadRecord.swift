@@ -4,8 +4,13 @@
 struct DownloadRecord: Equatable, Sendable {
     /// How a download stands in the journal.
     enum State: String, Sendable {
+        /// Waiting in the queue for a slot.
         case queued
+        /// Admitted: a transfer holds it (or held it when its process stopped).
         case running
+        /// It was queued or running when the process that ran it stopped; it continues when a
+        /// manager resumes unfinished downloads, or when it is asked for again.
+        case interrupted
         case paused
         case completed
         case failed
@@ -26,8 +31,17 @@ struct DownloadRecord: Equatable, Sendable {
     var lastError: String?
     var priority = 0
     var expectedChecksum: String?
+    /// The queue's order within one priority (first in, first out): a manager-wide increasing value.
+    var queueSequence: Int64 = 0
+    /// `host:port`, for limits per host.
+    var host: String = ""
+    /// The complete file at the destination is to be revalidated by a conditional request.
+    var revalidate = false
 
     var completed: Bool { state == .completed }
+
+    /// Whether the download still has work to do (not completed, not failed).
+    var isUnfinished: Bool { state != .completed && state != .failed }
 
     /// The validator for `If-Range`: a strong ETag, else Last-Modified (RFC 9110 §13.1.5).
     var ifRangeValidator: String? {

@@ -7,16 +7,24 @@ import Glibc
 ///
 /// WAL mode, exclusive locking: one process at a time owns a state directory; a second one gets
 /// ``DownloadError/Code-swift.struct/journalLocked`` instead of a corrupted journal. The schema carries
-/// a version (`PRAGMA user_version`) and is migrated forward on open. Loop thread only.
-final class Journal {
+/// a version (`PRAGMA user_version`) and is migrated forward on open.
+///
+/// The journal is the queue: a queued download is a row and nothing else; the loop thread takes the
+/// next row (highest priority, then first in) when a slot frees. Callers' threads enqueue and the loop
+/// thread admits, so every method holds the journal's lock; ``locked(_:)`` groups several calls into
+/// one atomic step.
+final class Journal: @unchecked Sendable {
+    // @unchecked Sendable: every use of `database` and `statements` happens under `lock`.
+
     /// The schema this build writes.
-    static let schemaVersion: Int32 = 2
+    static let schemaVersion: Int32 = 3
     static let fileName = "journal.sqlite"
 
     let directory: String
     let path: String
     private var database: OpaquePointer?
     private var statements: [String: OpaquePointer] = [:]
+    private let lock = NSRecursiveLock()
 
     /// Whether opening found the journal written in another boot (and cut partial files back to their
     /// last synced checkpoint).
@@ -55,6 +63,8 @@ final class Journal {
         do {
             try prepareSchema()
             try recoverIfRebooted(bootID: bootID)
+            // Whatever was queued or running belonged to a process that is gone.
+            try execute("UPDATE downloads SET state = 'interrupted' WHERE state IN ('queued', 'running')")
         } catch {
             close()
             throw error
@@ -63,8 +73,32 @@ final class Journal {
 
     deinit { close() }
 
+    /// Runs `body` with the journal to itself: no other thread's call comes in between.
+    func locked<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    /// Runs `body` in one SQLite transaction (one commit for many rows), holding the lock.
+    func transaction<T>(_ body: () throws(DownloadError) -> T) throws(DownloadError) -> T {
+        try locked { () throws(DownloadError) -> T in
+            try execute("BEGIN IMMEDIATE")
+            do throws(DownloadError) {
+                let result = try body()
+                try execute("COMMIT")
+                return result
+            } catch {
+                try? execute("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
     /// Releases the database and its lock.
     func close() {
+        lock.lock()
+        defer { lock.unlock() }
         for statement in statements.values { sqlite3_finalize(statement) }
         statements = [:]
         if let database { sqlite3_close_v2(database) }
@@ -93,6 +127,7 @@ final class Journal {
             }
             if version < 1 { try migrateToVersion1() }
             if version < 2 { try migrateToVersion2() }
+            if version < 3 { try migrateToVersion3() }
             try execute("PRAGMA user_version = \(Self.schemaVersion)")
             try execute("COMMIT")
         } catch {
@@ -129,13 +164,24 @@ final class Journal {
         try execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)")
     }
 
+    /// Version 3: the journal is the queue (order, host, revalidation) and downloads can be
+    /// "interrupted".
+    private func migrateToVersion3() throws(DownloadError) {
+        try execute("ALTER TABLE downloads ADD COLUMN queue_seq INTEGER NOT NULL DEFAULT 0")
+        try execute("ALTER TABLE downloads ADD COLUMN host TEXT NOT NULL DEFAULT ''")
+        try execute("ALTER TABLE downloads ADD COLUMN revalidate INTEGER NOT NULL DEFAULT 0")
+        try execute("UPDATE downloads SET queue_seq = CAST(created_at * 1000000 AS INTEGER)")
+        try execute(
+            "CREATE INDEX IF NOT EXISTS downloads_queue ON downloads (priority DESC, queue_seq) WHERE state = 'queued'")
+    }
+
     /// After a reboot, bytes that were only in the page cache may be lost or garbage: cut every
     /// unfinished partial file back to its last synced checkpoint.
     private func recoverIfRebooted(bootID: String) throws(DownloadError) {
         let previous = try queryText("SELECT value FROM meta WHERE key = 'boot_id'")
         if let previous, previous != bootID {
             recoveredFromReboot = true
-            for (id, var record) in try allRecords() where record.state != .completed {
+            for (id, var record) in try records(where: Self.mayHavePartial) {
                 let path = partialPath(for: id)
                 var status = stat()
                 guard stat(path, &status) == 0 else { continue }
@@ -153,9 +199,16 @@ final class Journal {
         }
     }
 
+    /// Rows that may have a partial file: all but the completed ones and those queued that never ran.
+    private static let mayHavePartial =
+        "state != 'completed' AND NOT (state = 'queued' AND attempts = 0 AND bytes_committed = 0 AND bytes_synced = 0)"
+
     /// Records that the first `bytes` of a download's partial file are on stable storage.
     func recordSynced(_ id: DownloadID, bytes: Int64) throws(DownloadError) {
-        let statement = try prepared("UPDATE downloads SET bytes_synced = ?2 WHERE id = ?1 AND state != 'completed'")
+        lock.lock()
+        defer { lock.unlock() }
+        let statement = try prepared(
+            "UPDATE downloads SET bytes_synced = max(bytes_synced, ?2) WHERE id = ?1 AND state != 'completed'")
         defer { sqlite3_reset(statement) }
         CHaul_sqlite_bind_text(statement, 1, id.rawValue)
         sqlite3_bind_int64(statement, 2, bytes)
@@ -166,14 +219,16 @@ final class Journal {
 
     func partialPath(for id: DownloadID) -> String { "\(directory)/\(id.rawValue).part" }
 
+    private static let columns = """
+        url, destination, total_bytes, etag, last_modified, bytes_committed, state, attempts, last_error,
+        priority, expected_checksum, bytes_synced, queue_seq, host, revalidate, id
+        """
+
     /// The stored record, or `nil` when there is none.
     func record(for id: DownloadID) throws(DownloadError) -> DownloadRecord? {
-        let statement = try prepared(
-            """
-            SELECT url, destination, total_bytes, etag, last_modified, bytes_committed, state, attempts,
-                   last_error, priority, expected_checksum, bytes_synced
-            FROM downloads WHERE id = ?1
-            """)
+        lock.lock()
+        defer { lock.unlock() }
+        let statement = try prepared("SELECT \(Self.columns) FROM downloads WHERE id = ?1")
         defer { sqlite3_reset(statement) }
         CHaul_sqlite_bind_text(statement, 1, id.rawValue)
         switch sqlite3_step(statement) {
@@ -185,18 +240,24 @@ final class Journal {
 
     /// Every stored download, oldest first.
     func allRecords() throws(DownloadError) -> [(DownloadID, DownloadRecord)] {
-        let statement = try prepared(
-            """
-            SELECT url, destination, total_bytes, etag, last_modified, bytes_committed, state, attempts,
-                   last_error, priority, expected_checksum, bytes_synced, id
-            FROM downloads ORDER BY created_at, id
-            """)
+        try records(where: "1")
+    }
+
+    /// The downloads that still have work to do, oldest first.
+    func unfinishedRecords() throws(DownloadError) -> [(DownloadID, DownloadRecord)] {
+        try records(where: "state NOT IN ('completed', 'failed')")
+    }
+
+    private func records(where condition: String) throws(DownloadError) -> [(DownloadID, DownloadRecord)] {
+        lock.lock()
+        defer { lock.unlock() }
+        let statement = try prepared("SELECT \(Self.columns) FROM downloads WHERE \(condition) ORDER BY created_at, id")
         defer { sqlite3_reset(statement) }
         var rows: [(DownloadID, DownloadRecord)] = []
         while true {
             switch sqlite3_step(statement) {
             case SQLITE_ROW:
-                rows.append((DownloadID(rawValue: Self.text(statement, 12) ?? ""), Self.record(from: statement)))
+                rows.append((DownloadID(rawValue: Self.text(statement, 15) ?? ""), Self.record(from: statement)))
             case SQLITE_DONE:
                 return rows
             default:
@@ -205,18 +266,55 @@ final class Journal {
         }
     }
 
+    /// The queue's head: the queued download with the highest priority, first in within it, whose
+    /// host is not in `excludedHosts`.
+    func nextQueued(excludingHosts excludedHosts: Set<String> = []) throws(DownloadError) -> (DownloadID, DownloadRecord)? {
+        lock.lock()
+        defer { lock.unlock() }
+        let placeholders = (0..<excludedHosts.count).map { "?\($0 + 1)" }.joined(separator: ", ")
+        let hostCondition = excludedHosts.isEmpty ? "" : " AND host NOT IN (\(placeholders))"
+        let sql =
+            "SELECT \(Self.columns) FROM downloads WHERE state = 'queued'\(hostCondition) ORDER BY priority DESC, queue_seq LIMIT 1"
+        // Statements excluding hosts vary with the count; only the common one is kept prepared.
+        let statement: OpaquePointer
+        if excludedHosts.isEmpty {
+            statement = try prepared(sql)
+        } else {
+            var fresh: OpaquePointer?
+            guard sqlite3_prepare_v2(database, sql, -1, &fresh, nil) == SQLITE_OK, let fresh else { throw failure("read") }
+            statement = fresh
+        }
+        defer {
+            if excludedHosts.isEmpty { sqlite3_reset(statement) } else { sqlite3_finalize(statement) }
+        }
+        for (index, host) in excludedHosts.enumerated() { CHaul_sqlite_bind_text(statement, Int32(index + 1), host) }
+        switch sqlite3_step(statement) {
+        case SQLITE_ROW: return (DownloadID(rawValue: Self.text(statement, 15) ?? ""), Self.record(from: statement))
+        case SQLITE_DONE: return nil
+        default: throw failure("read")
+        }
+    }
+
+    /// Marks every interrupted download queued again (a manager that resumes unfinished downloads).
+    func requeueInterrupted() throws(DownloadError) {
+        try locked { () throws(DownloadError) in try execute("UPDATE downloads SET state = 'queued' WHERE state = 'interrupted'") }
+    }
+
     /// Inserts or replaces a download's row.
     func save(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) {
+        lock.lock()
+        defer { lock.unlock() }
         let statement = try prepared(
             """
             INSERT INTO downloads (id, url, destination, total_bytes, etag, last_modified, bytes_committed, state,
                                    attempts, last_error, priority, expected_checksum, created_at, updated_at,
-                                   bytes_synced)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, ?14)
+                                   bytes_synced, queue_seq, host, revalidate)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, ?14, ?15, ?16, ?17)
             ON CONFLICT(id) DO UPDATE SET
                 url = ?2, destination = ?3, total_bytes = ?4, etag = ?5, last_modified = ?6,
                 bytes_committed = ?7, state = ?8, attempts = ?9, last_error = ?10, priority = ?11,
-                expected_checksum = ?12, updated_at = ?13, bytes_synced = ?14
+                expected_checksum = ?12, updated_at = ?13, bytes_synced = ?14, queue_seq = ?15, host = ?16,
+                revalidate = ?17
             """)
         defer { sqlite3_reset(statement) }
         CHaul_sqlite_bind_text(statement, 1, id.rawValue)
@@ -233,11 +331,16 @@ final class Journal {
         CHaul_sqlite_bind_text(statement, 12, record.expectedChecksum)
         sqlite3_bind_double(statement, 13, Date().timeIntervalSince1970)
         sqlite3_bind_int64(statement, 14, record.bytesSynced)
+        sqlite3_bind_int64(statement, 15, record.queueSequence)
+        CHaul_sqlite_bind_text(statement, 16, record.host)
+        sqlite3_bind_int64(statement, 17, record.revalidate ? 1 : 0)
         guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
     }
 
     /// Forgets a download: its row and its partial file.
     func remove(_ id: DownloadID) {
+        lock.lock()
+        defer { lock.unlock() }
         if let statement = try? prepared("DELETE FROM downloads WHERE id = ?1") {
             CHaul_sqlite_bind_text(statement, 1, id.rawValue)
             _ = sqlite3_step(statement)
@@ -307,11 +410,14 @@ final class Journal {
             lastModified: text(statement, 4),
             bytesCommitted: sqlite3_column_int64(statement, 5),
             bytesSynced: sqlite3_column_int64(statement, 11),
-            state: DownloadRecord.State(rawValue: text(statement, 6) ?? "") ?? .queued,
+            state: DownloadRecord.State(rawValue: text(statement, 6) ?? "") ?? .interrupted,
             attempts: Int(sqlite3_column_int64(statement, 7)),
             lastError: text(statement, 8),
             priority: Int(sqlite3_column_int64(statement, 9)),
-            expectedChecksum: text(statement, 10)
+            expectedChecksum: text(statement, 10),
+            queueSequence: sqlite3_column_int64(statement, 12),
+            host: text(statement, 13) ?? "",
+            revalidate: sqlite3_column_int64(statement, 14) != 0
         )
     }
 

@@ -8,7 +8,9 @@ public struct JournalEntry: Sendable, Hashable {
     public var url: String
     /// Where the finished file goes.
     public var destination: String
-    /// `queued`, `running` (the process stopped while it ran), `paused`, `completed` or `failed`.
+    /// `queued`, `running`, `interrupted` (queued or running when its process stopped: it continues
+    /// when asked for again, or under a manager that resumes unfinished downloads), `paused`,
+    /// `completed` or `failed`.
     public var state: String
     /// Bytes on disk at the last checkpoint.
     public var bytesReceived: Int64

@@ -16,31 +16,19 @@ protocol ReactorDelegate: AnyObject {
 
 /// A command sent to the loop thread by a caller on another thread.
 enum ReactorCommand: Sendable {
-    case add(Download)
-    case pause(DownloadID)
-    case resume(DownloadID)
-    case cancel(DownloadID)
-    /// A journal the manager opened at start, with the downloads it restored from it.
-    case adopt(JournalHandoff)
-    /// A background `fdatasync` finished: the first `bytes` of the partial file are durable.
-    case synced(DownloadID, directory: String, bytes: Int64, generation: Int)
+    /// Rows were queued in the journal of this state directory.
+    case queueChanged(String)
+    case pause(Download)
+    case resume(Download)
+    case cancel(Download)
+    /// A background `fdatasync` finished: the first `bytes` of the partial file are durable (`bytes`
+    /// is negative when the sync failed).
+    case synced(DownloadID, directory: String, bytes: Int64)
     /// A finished partial file was synced: it can be renamed into place.
     case finalSynced(DownloadID)
+    /// A task waits until nothing is queued or running.
+    case checkIdle
     case shutdown
-}
-
-/// A journal opened on the caller's thread at start, handed to the loop thread.
-final class JournalHandoff: @unchecked Sendable {
-    // @unchecked Sendable: the manager's init opens and reads the journal, then hands it over in one
-    // command and never touches it again; from then on only the loop thread uses it.
-    let journal: Journal
-    /// Each restored download, and whether it starts paused.
-    let downloads: [(Download, Bool)]
-
-    init(journal: Journal, downloads: [(Download, Bool)]) {
-        self.journal = journal
-        self.downloads = downloads
-    }
 }
 
 /// One libevent `event_base` on its own thread, driving one libcurl multi handle through the multi

@@ -1,0 +1,159 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// What a manager's threads share: the open journals (which hold the queue), and the ``Download``
+/// handles that callers hold.
+///
+/// A queued download is a journal row and nothing more. A ``Download`` object exists only while a
+/// caller holds one or while the loop thread runs its transfer; the catalog keeps them weakly, so that
+/// everyone asking for one id gets the same handle and the same events.
+///
+/// Locks: a journal's lock may be held while taking the catalog's locks, never the other way round;
+/// the catalog's locks are leaves.
+final class Catalog: Sendable {
+    let configuration: DownloadManager.Configuration
+    /// How many handles and transfers exist.
+    let census = Census()
+
+    private final class WeakDownload: Sendable {
+        nonisolated(unsafe) weak var download: Download?
+        init(_ download: Download) { self.download = download }
+    }
+
+    private struct Handles {
+        var byID: [DownloadID: WeakDownload] = [:]
+        /// Entries at the last sweep of released handles.
+        var liveAtLastSweep = 64
+    }
+
+    private struct Journals {
+        var byDirectory: [String: Journal] = [:]
+        var lastSequence: Int64 = 0
+        var isShutDown = false
+    }
+
+    private let handles = Mutex(Handles())
+    private let idleWaiters = Mutex<[CheckedContinuation<Void, Never>]>([])
+    private let journals = Mutex(Journals())
+    private let opening = Mutex(())
+
+    init(configuration: DownloadManager.Configuration) {
+        self.configuration = configuration
+    }
+
+    // MARK: journals
+
+    /// The journal of `directory`, opened on first use (its interrupted downloads marked so).
+    ///
+    /// - Throws: `.shutdown` once the manager shut down; the journal's errors (`.journalLocked`…).
+    func journal(for directory: String) throws(DownloadError) -> Journal {
+        if let journal = openJournal(for: directory) { return journal }
+        // One opening at a time: a second connection to a journal being opened would find it locked.
+        return try opening.withLock { _ throws(DownloadError) -> Journal in
+            if let journal = openJournal(for: directory) { return journal }
+            guard !isShutDown else { throw DownloadError(code: .shutdown, url: nil) }
+            let opened = try Journal(directory: directory, bootID: configuration.bootID)
+            journals.withLock { $0.byDirectory[directory] = opened }
+            return opened
+        }
+    }
+
+    /// The journal of `directory` if it is open.
+    func openJournal(for directory: String) -> Journal? {
+        journals.withLock { $0.byDirectory[directory] }
+    }
+
+    /// Every open journal.
+    var openJournals: [Journal] {
+        journals.withLock { Array($0.byDirectory.values) }
+    }
+
+    /// Registers a journal the manager opened itself (its configured state directory).
+    func register(_ journal: Journal) {
+        journals.withLock { $0.byDirectory[journal.directory] = journal }
+    }
+
+    /// Closes every journal; later calls fail with `.shutdown`.
+    func closeJournals() {
+        let all = journals.withLock { state in
+            state.isShutDown = true
+            defer { state.byDirectory = [:] }
+            return Array(state.byDirectory.values)
+        }
+        for journal in all { journal.close() }
+    }
+
+    /// Marks the manager shut down: no new downloads.
+    func markShutDown() -> Bool {
+        journals.withLock { state in
+            defer { state.isShutDown = true }
+            return !state.isShutDown
+        }
+    }
+
+    var isShutDown: Bool { journals.withLock { $0.isShutDown } }
+
+    /// The next place in the queue: increasing within this process, and (being microseconds since
+    /// 1970 when the clock allows) after the entries of earlier processes.
+    func nextQueueSequence() -> Int64 {
+        let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
+        return journals.withLock { state in
+            state.lastSequence = max(state.lastSequence + 1, now)
+            return state.lastSequence
+        }
+    }
+
+    // MARK: handles
+
+    /// The handle callers and the loop share for `id`, if one is alive.
+    func existingHandle(_ id: DownloadID) -> Download? {
+        handles.withLock { $0.byID[id]?.download }
+    }
+
+    /// The live handle for `id`, or a new one from `make()`. A handle whose download ended is replaced
+    /// when `replacingFinished` (the download starts again).
+    func handle(_ id: DownloadID, replacingFinished: Bool, make: () -> Download) -> (Download, isNew: Bool) {
+        handles.withLock { state in
+            if let existing = state.byID[id]?.download, !(replacingFinished && existing.hub.isClosed) {
+                return (existing, false)
+            }
+            let download = make()
+            state.byID[id] = WeakDownload(download)
+            if state.byID.count > 2 * state.liveAtLastSweep {
+                state.byID = state.byID.filter { $0.value.download != nil }
+                state.liveAtLastSweep = max(64, state.byID.count)
+            }
+            return (download, true)
+        }
+    }
+
+    // MARK: idleness
+
+    /// Adds a task waiting for the queue to drain.
+    func addIdleWaiter(_ waiter: CheckedContinuation<Void, Never>) {
+        idleWaiters.withLock { $0.append(waiter) }
+    }
+
+    /// Resumes every task waiting for the queue to drain.
+    func resumeIdleWaiters() {
+        let waiters = idleWaiters.withLock { waiters in
+            defer { waiters = [] }
+            return waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Every live handle (for a shutdown, which ends their event sequences).
+    var liveHandles: [Download] {
+        handles.withLock { $0.byID.values.compactMap(\.download) }
+    }
+}
+
+/// Counts a manager's per-download objects: a queued download must have none.
+final class Census: Sendable {
+    /// ``Download`` handles alive.
+    let downloads = Atomic<Int>(0)
+    /// Admitted transfers alive.
+    let transfers = Atomic<Int>(0)
+}

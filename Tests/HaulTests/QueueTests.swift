@@ -1,0 +1,142 @@
+import Foundation
+import Testing
+
+@testable import Haul
+
+/// The journal is the queue: queued downloads are rows, admitted by priority, then first in.
+@Suite("The journal as the queue", .timeLimit(.minutes(2)))
+struct QueueTests {
+    func configuration(_ state: URL, concurrency: Int) -> DownloadManager.Configuration {
+        var configuration = DownloadManager.Configuration()
+        configuration.stateDirectory = state
+        configuration.maxConcurrentDownloads = concurrency
+        return configuration
+    }
+
+    @Test("2,000 enqueued downloads are rows, not objects; a new manager finishes what a shutdown left")
+    func queuedDownloadsAreRows() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let source = try server.makeFile("q.bin", size: 8 * 1024, seed: 11)
+        let state = directory.appendingPathComponent("state")
+        let files = directory.appendingPathComponent("files")
+        let count = 2_000
+        let requests = (0..<count).lazy.map { index in
+            DownloadRequest(url: server.url("q.bin"), destination: files.appendingPathComponent("\(index).bin"))
+        }
+
+        let first = try DownloadManager(configuration: configuration(state, concurrency: 2))
+        let summary = try first.enqueue(requests)
+        #expect(summary.queued == count)
+        #expect(summary.rejected.isEmpty)
+        // Only admitted downloads have a handle or a transfer; every request is a row.
+        #expect(first.catalog.census.transfers.load(ordering: .relaxed) <= 2)
+        #expect(first.catalog.census.downloads.load(ordering: .relaxed) <= 2)
+        let journal = try #require(first.catalog.openJournal(for: state.path))
+        #expect(try journal.allRecords().count == count)
+        // Follow the tenth by id; first in, first out means the nine before it are done too.
+        let tenth = try #require(first.download(id: DownloadID(url: server.url("q.bin"), destination: files.appendingPathComponent("9.bin"))))
+        #expect(try await tenth.finished() == files.appendingPathComponent("9.bin"))
+        await first.shutdown()
+
+        let afterShutdown = try Journal(directory: state.path)
+        let records = try afterShutdown.allRecords().map(\.1)
+        afterShutdown.close()
+        let done = records.filter { $0.state == .completed }.count
+        #expect(records.count == count)
+        #expect(done >= 10)
+        #expect(done < count, "the shutdown came long before 2,000 transfers could end")
+        #expect(records.allSatisfy { $0.state == .completed || $0.state == .interrupted })
+
+        let second = try DownloadManager(configuration: configuration(state, concurrency: 8))
+        #expect(second.catalog.census.downloads.load(ordering: .relaxed) <= 8)
+        await second.waitUntilIdle()
+        #expect(second.catalog.census.transfers.load(ordering: .relaxed) == 0)
+        await second.shutdown()
+
+        for index in 0..<count {
+            #expect(try Data(contentsOf: files.appendingPathComponent("\(index).bin")) == source)
+        }
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: state.path).filter { $0.hasSuffix(".part") }
+        #expect(leftovers.isEmpty)
+        let final = try Journal(directory: state.path)
+        #expect(try final.allRecords().allSatisfy { $0.1.state == .completed })
+        final.close()
+        // Each file was sent once, except those a shutdown interrupted (at most the two in flight).
+        let sent = server.accessLog().filter { $0.uri == "/q.bin" }.count
+        #expect(sent >= count && sent <= count + 2)
+    }
+
+    @Test("higher priority first, then first in; bad requests are rejected one by one")
+    func priorityThenOrder() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        for name in ["a", "b", "c", "d"] { try server.makeFile("\(name).bin", size: 1000) }
+        let state = directory.appendingPathComponent("state")
+        try await withDownloadManager(configuration: configuration(state, concurrency: 1)) { manager in
+            func request(_ name: String, _ priority: Int = 0) -> DownloadRequest {
+                DownloadRequest(url: server.url("\(name).bin"), destination: directory.appendingPathComponent("\(name).bin"), priority: priority)
+            }
+            let summary = try manager.enqueue([
+                request("a"), request("b"),
+                DownloadRequest(url: URL(string: "ftp://127.0.0.1/x")!, destination: directory.appendingPathComponent("x")),
+                request("c"),
+                DownloadRequest(url: server.url("a.bin"), destination: directory),
+                request("d", 5),
+            ])
+            #expect(summary.queued == 4)
+            #expect(summary.rejected.map(\.index) == [2, 4])
+            #expect(summary.rejected.map(\.error.code) == [.unsupportedScheme, .fileSystem])
+            await manager.waitUntilIdle()
+            #expect(server.accessLog().map(\.uri).filter { $0.hasSuffix(".bin") } == ["/d.bin", "/a.bin", "/b.bin", "/c.bin"])
+
+            let again = try manager.enqueue([request("a"), request("b", 3)])
+            #expect(again.alreadyComplete == 2)
+            #expect(again.queued == 0)
+        }
+        for name in ["a", "b", "c", "d"] {
+            #expect(try Data(contentsOf: directory.appendingPathComponent("\(name).bin")).count == 1000)
+        }
+    }
+
+    @Test("a queued download can be paused and cancelled before it runs, and resumed later")
+    func controlsOfQueuedDownloads() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let big = try server.makeFile("big.bin", size: 2 * 1024 * 1024, seed: 3)
+        let small = try server.makeFile("small.bin", size: 50_000, seed: 4)
+        try server.makeFile("gone.bin", size: 50_000, seed: 5)
+        let state = directory.appendingPathComponent("state")
+        try await withDownloadManager(configuration: configuration(state, concurrency: 1)) { manager in
+            let running = try manager.download(from: server.url("slow/big.bin"), to: directory.appendingPathComponent("big.bin"))
+            var runningEvents = running.events.makeAsyncIterator()
+            await runningEvents.next { if case .receiving = $0 { true } else { false } }
+            let waiting = try manager.download(from: server.url("small.bin"), to: directory.appendingPathComponent("small.bin"))
+            let doomed = try manager.download(from: server.url("gone.bin"), to: directory.appendingPathComponent("gone.bin"))
+            #expect(waiting.state == .idle)
+            waiting.pause()
+            doomed.cancel()
+            var waitingEvents = waiting.events.makeAsyncIterator()
+            #expect(await waitingEvents.next { if case .paused = $0 { true } else { false } } == .paused(waiting.progress))
+            await #expect { try await doomed.finished() } throws: { ($0 as? DownloadError)?.code == .cancelled }
+
+            // The slot frees; nothing queued is left to take it: paused stays paused, cancelled is gone.
+            running.pause()
+            await runningEvents.next { if case .paused = $0 { true } else { false } }
+            await manager.waitUntilIdle()
+            #expect(waiting.state == .paused)
+            let journal = try #require(manager.catalog.openJournal(for: state.path))
+            #expect(try journal.record(for: waiting.id)?.state == .paused)
+            #expect(try journal.record(for: doomed.id) == nil)
+            #expect(!server.accessLog().contains { $0.uri == "/small.bin" || $0.uri == "/gone.bin" })
+
+            waiting.resume()
+            running.resume()
+            #expect(try await waiting.finished() == directory.appendingPathComponent("small.bin"))
+            #expect(try await running.finished() == directory.appendingPathComponent("big.bin"))
+        }
+        #expect(try Data(contentsOf: directory.appendingPathComponent("small.bin")) == small)
+        #expect(try Data(contentsOf: directory.appendingPathComponent("big.bin")) == big)
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("gone.bin").path))
+    }
+}
