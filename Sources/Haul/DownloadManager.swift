@@ -21,8 +21,9 @@ import Synchronization
 public final class DownloadManager: Sendable {
     /// How a manager runs its downloads.
     public struct Configuration: Sendable {
-        /// How many downloads transfer at once; the others wait in a queue, holding no connection,
-        /// file descriptor or buffer. Default 16.
+        /// How many downloads transfer at once (a finishing one counts until its file is in place);
+        /// the others wait as rows of the journal, holding no object, connection, file descriptor or
+        /// buffer. Default 16.
         public var maxConcurrentDownloads: Int = 16
         /// How many bytes are collected before a write to the partial file (YYDownload's
         /// `kBufferSize`). Progress counts written bytes only. Default 128 KiB.
@@ -70,6 +71,8 @@ public final class DownloadManager: Sendable {
     private let reactor: Reactor
     private let scheduler: Scheduler
     let catalog: Catalog
+    /// The configured state directory's standardized path.
+    private let configuredStateDirectory: String?
 
     /// Starts a manager and its loop thread.
     ///
@@ -85,6 +88,7 @@ public final class DownloadManager: Sendable {
         configuration.maxConcurrentDownloads = max(1, configuration.maxConcurrentDownloads)
         configuration.bufferSize = max(4096, configuration.bufferSize)
         self.configuration = configuration
+        self.configuredStateDirectory = configuration.stateDirectory?.standardizedFileURL.path
         let catalog = Catalog(configuration: configuration)
         self.catalog = catalog
         let reactor = try Reactor(
@@ -92,7 +96,7 @@ public final class DownloadManager: Sendable {
         self.reactor = reactor
         self.scheduler = Scheduler(configuration: configuration, reactor: reactor, catalog: catalog)
         var restored: String?
-        if let directory = configuration.stateDirectory?.standardizedFileURL.path {
+        if let directory = configuredStateDirectory {
             let journal = try catalog.journal(for: directory)
             if configuration.resumesUnfinishedDownloads { try journal.requeueInterrupted() }
             restored = directory
@@ -162,7 +166,7 @@ public final class DownloadManager: Sendable {
     /// one (ids come from ``DownloadID/init(url:destination:)``).
     ///
     /// Each request is treated as ``download(from:to:priority:)-(URL,_,_)`` treats it, without
-    /// creating a handle. Rows are written in transactions of a few hundred, so the sequence may be
+    /// creating a handle. Rows are written in transactions of up to 2,048, so the sequence may be
     /// long (a million URLs) and lazily generated.
     ///
     /// - Returns: how many requests were queued, were already waiting or running, were already
@@ -191,7 +195,8 @@ public final class DownloadManager: Sendable {
             guard !catalog.isShutDown else { throw DownloadError(code: .shutdown, url: first.url.redactedString) }
             let journal = try catalog.journal(for: first.stateDirectory)
             var queuedAny = false
-            // One transaction for a run of requests into the same journal, at most 512 long.
+            // One transaction for a run of requests into the same journal, at most 2,048 long (a few
+            // tens of milliseconds: the loop thread waits for the journal meanwhile).
             try journal.transaction { () throws(DownloadError) in
                 var request = first
                 var count = 0
@@ -205,7 +210,7 @@ public final class DownloadManager: Sendable {
                     }
                     count += 1
                     current = nextValid()
-                    guard count < 512, let following = current, following.stateDirectory == first.stateDirectory else { return }
+                    guard count < 2048, let following = current, following.stateDirectory == first.stateDirectory else { return }
                     request = following
                 }
             }
@@ -285,25 +290,62 @@ public final class DownloadManager: Sendable {
 
     private func prepare(_ request: DownloadRequest) throws(DownloadError) -> PreparedRequest {
         let url = try Self.validate(request.url)
-        let destination = request.destination.standardizedFileURL
+        let destination = Self.standardizedPath(of: request.destination)
         var status = stat()
-        if stat(destination.path, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR {
+        if stat(destination, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR {
             throw DownloadError(
-                code: .fileSystem, url: url.redactedString, errno: EISDIR, path: destination.path,
+                code: .fileSystem, url: url.redactedString, errno: EISDIR, path: destination,
                 detail: "the destination is a directory; give a file path inside it")
         }
-        let stateDirectory =
-            configuration.stateDirectory?.standardizedFileURL.path
-            ?? destination.deletingLastPathComponent().appendingPathComponent(".haul", isDirectory: true).path
+        let stateDirectory: String
+        if let configured = configuredStateDirectory {
+            stateDirectory = configured
+        } else {
+            let parent = destination[..<(destination.lastIndex(of: "/") ?? destination.startIndex)]
+            stateDirectory = "\(parent)/.haul"
+        }
         return PreparedRequest(
-            url: url, destination: destination.path,
-            id: DownloadID(url: url.absoluteString, destinationPath: destination.path),
+            url: url, destination: destination,
+            id: DownloadID(url: url.absoluteString, destinationPath: destination),
             stateDirectory: stateDirectory, priority: request.priority)
+    }
+
+    /// `url.standardizedFileURL.path`, skipping Foundation's slow path for a path that is already
+    /// absolute and plain (no `.`, `..` or empty components).
+    static func standardizedPath(of url: URL) -> String {
+        let path = url.path
+        return isPlainAbsolutePath(path) ? path : url.standardizedFileURL.path
+    }
+
+    /// Whether `path` starts with `/` and has no empty, `.` or `..` component (nor a trailing `/`).
+    static func isPlainAbsolutePath(_ path: String) -> Bool {
+        let slash = UInt8(ascii: "/")
+        let dot = UInt8(ascii: ".")
+        var bytes = path.utf8.makeIterator()
+        guard bytes.next() == slash else { return false }
+        var length = 0
+        var onlyDots = true
+        while true {
+            let byte = bytes.next()
+            if byte == nil || byte == slash {
+                if length == 0 || (onlyDots && length <= 2) { return false }
+                if byte == nil { return true }
+                length = 0
+                onlyDots = true
+            } else {
+                length += 1
+                if byte != dot { onlyDots = false }
+            }
+        }
     }
 
     /// Writes the journal row a request asks for. Call with the journal locked.
     private func enqueue(_ request: PreparedRequest, in journal: Journal) throws(DownloadError) -> QueueOutcome {
         let urlText = request.url.absoluteString
+        // The common case, a download never seen: one insertion, no lookup.
+        var record = fresh(request)
+        record.queueSequence = catalog.nextQueueSequence()
+        if try journal.insertIfAbsent(record, for: request.id) { return .queued(record) }
         var existing = try journal.record(for: request.id)
         if let record = existing, record.url != urlText || record.destination != request.destination {
             // A different download under the same id: its partial file is not this one's.
@@ -405,15 +447,14 @@ public final class DownloadManager: Sendable {
 
     /// Checks that a URL is one Haul can download.
     static func validate(_ url: URL) throws(DownloadError) -> URL {
-        let text = url.redactedString
         guard let scheme = url.scheme?.lowercased() else {
-            throw DownloadError(code: .invalidURL, url: text, detail: "it has no scheme such as https://")
+            throw DownloadError(code: .invalidURL, url: url.redactedString, detail: "it has no scheme such as https://")
         }
         guard scheme == "http" || scheme == "https" else {
-            throw DownloadError(code: .unsupportedScheme, url: text, detail: "the scheme '\(scheme)'")
+            throw DownloadError(code: .unsupportedScheme, url: url.redactedString, detail: "the scheme '\(scheme)'")
         }
         guard let host = url.host, !host.isEmpty else {
-            throw DownloadError(code: .invalidURL, url: text, detail: "it has no host")
+            throw DownloadError(code: .invalidURL, url: url.redactedString, detail: "it has no host")
         }
         return url
     }

@@ -177,5 +177,20 @@ struct DownloadErrorTests {
         #expect(a != DownloadID(url: "http://h/a", destinationPath: "/tmp/b"))
         #expect(a != DownloadID(url: "http://h/b", destinationPath: "/tmp/a"))
         #expect(a.rawValue.count == 32)
+        // The public form standardizes the destination, as the manager does.
+        let url = URL(string: "http://h/a")!
+        #expect(DownloadID(url: url, destination: URL(fileURLWithPath: "/tmp/x/../a")) == a)
+        #expect(DownloadID(url: url, destination: URL(fileURLWithPath: "/tmp/./a")) == a)
+        #expect(DownloadID(url: url, destination: URL(fileURLWithPath: "/tmp//a")) == a)
+    }
+
+    @Test("paths that need no standardizing are recognised, and only those")
+    func plainPaths() {
+        for path in ["/a", "/a/b", "/a/.hidden", "/a/...", "/a/b.c/d", "/x..y"] {
+            #expect(DownloadManager.isPlainAbsolutePath(path), "\(path)")
+        }
+        for path in ["", "/", "a/b", "/a//b", "/a/./b", "/a/../b", "/a/b/", "/a/b/.", "/a/b/..", "/./a", "/../a"] {
+            #expect(!DownloadManager.isPlainAbsolutePath(path), "\(path)")
+        }
     }
 }

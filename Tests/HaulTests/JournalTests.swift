@@ -29,6 +29,40 @@ struct JournalTests {
         #expect(try reopened.record(for: id) == nil)
     }
 
+    @Test("a version-2 journal is migrated: its rows survive, interrupted ones in their old order")
+    func migratesFromVersion2() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent(Journal.fileName).path
+        let schema = """
+            CREATE TABLE downloads (id TEXT PRIMARY KEY NOT NULL, url TEXT NOT NULL, destination TEXT NOT NULL,
+                total_bytes INTEGER, etag TEXT, last_modified TEXT, bytes_committed INTEGER NOT NULL DEFAULT 0,
+                state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT,
+                priority INTEGER NOT NULL DEFAULT 0, expected_checksum TEXT, created_at REAL NOT NULL,
+                updated_at REAL NOT NULL, bytes_synced INTEGER NOT NULL DEFAULT 0);
+            CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);
+            INSERT INTO downloads VALUES ('b', 'http://h/b', '/tmp/b', 900, '"e"', NULL, 300, 'running', 1, NULL, 0, NULL, 20, 20, 256);
+            INSERT INTO downloads VALUES ('a', 'http://h/a', '/tmp/a', NULL, NULL, NULL, 0, 'queued', 0, NULL, 0, NULL, 10, 10, 0);
+            INSERT INTO downloads VALUES ('c', 'http://h/c', '/tmp/c', 5, NULL, NULL, 5, 'completed', 1, NULL, 0, NULL, 5, 5, 5);
+            PRAGMA user_version = 2;
+            """
+        let sqlite = try ChildProcess("/usr/bin/sqlite3", [path, schema])
+        guard sqlite.wait() == 0 else {
+            Issue.record("sqlite3 is needed for this test (installed by the README's test command)")
+            return
+        }
+        let journal = try Journal(directory: directory.path)
+        defer { journal.close() }
+        let b = try #require(try journal.record(for: DownloadID(rawValue: "b")))
+        #expect(b.state == .interrupted)
+        #expect(b.totalBytes == 900 && b.entityTag == "\"e\"" && b.bytesCommitted == 300 && b.bytesSynced == 256)
+        #expect(try journal.record(for: DownloadID(rawValue: "c"))?.state == .completed)
+        try journal.requeueInterrupted()
+        // First in, first out: "a" was created before "b".
+        #expect(try journal.nextQueued()?.0 == DownloadID(rawValue: "a"))
+        #expect(try journal.unfinishedRecords().map(\.0.rawValue) == ["a", "b"])
+    }
+
     @Test func aSecondOpenOfTheSameDirectoryIsLocked() throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

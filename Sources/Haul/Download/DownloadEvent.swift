@@ -13,7 +13,7 @@ public struct DownloadID: Hashable, Sendable, CustomStringConvertible {
 
     /// The id of the download of `url` to `destination` (as ``DownloadManager`` derives it).
     public init(url: URL, destination: URL) {
-        self.init(url: url.absoluteString, destinationPath: destination.standardizedFileURL.path)
+        self.init(url: url.absoluteString, destinationPath: DownloadManager.standardizedPath(of: destination))
     }
 
     /// The id of the download of `url` to `destination`.

@@ -111,11 +111,19 @@ final class Journal: @unchecked Sendable {
         sqlite3_busy_timeout(database, 0)
         // Take the lock now (a write transaction), so a second process fails here, clearly.
         try execute("PRAGMA locking_mode = EXCLUSIVE")
+
         let mode = try queryText("PRAGMA journal_mode = WAL")
         if mode?.lowercased() != "wal" {
             throw DownloadError(code: .journal, url: nil, path: path, detail: "the journal cannot use WAL mode (\(mode ?? "?"))")
         }
         try execute("PRAGMA synchronous = NORMAL")
+        // Ids are hashes, so queued rows land at random pages of the id index, and each commit and
+        // each checkpoint rewrites every page it touched. Measured on 200,000 queued rows: 512-row
+        // commits with the default 1,000-page checkpoints wrote 1.27 GB; 2,048-row commits
+        // (`enqueue`) with 4,000-page checkpoints, 0.56 GB. The WAL is cut back to 16 MiB after them.
+        try execute("PRAGMA cache_size = -8192")
+        try execute("PRAGMA wal_autocheckpoint = 4000")
+        try execute("PRAGMA journal_size_limit = 16777216")
         try execute("BEGIN IMMEDIATE")
         do throws(DownloadError) {
             let versionText = try queryText("PRAGMA user_version")
@@ -164,8 +172,7 @@ final class Journal: @unchecked Sendable {
         try execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)")
     }
 
-    /// Version 3: the journal is the queue (order, host, revalidation) and downloads can be
-    /// "interrupted".
+    /// Version 3: the journal is the queue (order, host, revalidation; "interrupted" downloads).
     private func migrateToVersion3() throws(DownloadError) {
         try execute("ALTER TABLE downloads ADD COLUMN queue_seq INTEGER NOT NULL DEFAULT 0")
         try execute("ALTER TABLE downloads ADD COLUMN host TEXT NOT NULL DEFAULT ''")
@@ -300,22 +307,39 @@ final class Journal: @unchecked Sendable {
         try locked { () throws(DownloadError) in try execute("UPDATE downloads SET state = 'queued' WHERE state = 'interrupted'") }
     }
 
+    private static let insertion = """
+        INSERT INTO downloads (id, url, destination, total_bytes, etag, last_modified, bytes_committed, state,
+                               attempts, last_error, priority, expected_checksum, created_at, updated_at,
+                               bytes_synced, queue_seq, host, revalidate)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, ?14, ?15, ?16, ?17)
+        """
+
     /// Inserts or replaces a download's row.
     func save(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) {
         lock.lock()
         defer { lock.unlock() }
         let statement = try prepared(
             """
-            INSERT INTO downloads (id, url, destination, total_bytes, etag, last_modified, bytes_committed, state,
-                                   attempts, last_error, priority, expected_checksum, created_at, updated_at,
-                                   bytes_synced, queue_seq, host, revalidate)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, ?14, ?15, ?16, ?17)
+            \(Self.insertion)
             ON CONFLICT(id) DO UPDATE SET
                 url = ?2, destination = ?3, total_bytes = ?4, etag = ?5, last_modified = ?6,
                 bytes_committed = ?7, state = ?8, attempts = ?9, last_error = ?10, priority = ?11,
                 expected_checksum = ?12, updated_at = ?13, bytes_synced = ?14, queue_seq = ?15, host = ?16,
                 revalidate = ?17
             """)
+        try write(record, for: id, with: statement)
+    }
+
+    /// Inserts a download's row unless one with its id exists: whether it did.
+    func insertIfAbsent(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        let statement = try prepared("\(Self.insertion) ON CONFLICT(id) DO NOTHING")
+        try write(record, for: id, with: statement)
+        return sqlite3_changes(database) == 1
+    }
+
+    private func write(_ record: DownloadRecord, for id: DownloadID, with statement: OpaquePointer) throws(DownloadError) {
         defer { sqlite3_reset(statement) }
         CHaul_sqlite_bind_text(statement, 1, id.rawValue)
         CHaul_sqlite_bind_text(statement, 2, record.url)
