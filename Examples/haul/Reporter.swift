@@ -65,6 +65,8 @@ final class Reporter: Sendable {
                 Self.write("haul: \(error)\n", to: STDERR_FILENO)
             case .restarted(let reason):
                 Self.write("restarted \(url): \(reason)\n", to: STDOUT_FILENO)
+            case .retrying(let error, let delay):
+                Self.write("retrying \(url) in \(Self.delay(delay)): \(Self.cause(of: error))\n", to: STDOUT_FILENO)
             default: break
             }
             count(event, index: index)
@@ -116,6 +118,9 @@ final class Reporter: Sendable {
             case .receiving(let progress), .progress(let progress): row.status = ""; row.progress = progress
             case .paused(let progress): row.status = "paused"; row.progress = progress
             case .restarted(let reason): message = "↻ \(row.name): \(reason)"
+            case .retrying(let error, let delay):
+                row.status = "retry in \(Self.delay(delay))"
+                message = "↻ \(row.name): \(Self.cause(of: error)); retrying in \(Self.delay(delay))"
             case .completed(let file):
                 state.completed += 1
                 let size = Self.completedSize(row.progress, file: file)
@@ -235,6 +240,12 @@ final class Reporter: Sendable {
         case .progress(let progress): object["event"] = "progress"; add(progress)
         case .paused(let progress): object["event"] = "paused"; add(progress)
         case .restarted(let reason): object["event"] = "restarted"; object["reason"] = reason.description
+        case .retrying(let error, let delay):
+            object["event"] = "retrying"
+            object["error"] = error.description
+            object["code"] = error.code.description
+            if let status = error.httpStatus { object["httpStatus"] = status }
+            object["delaySeconds"] = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
         case .completed(let file): object["event"] = "completed"; object["path"] = file.path
         case .failed(let error):
             object["event"] = "failed"
@@ -245,6 +256,18 @@ final class Reporter: Sendable {
         }
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return "{}" }
         return String(decoding: data, as: UTF8.self)
+    }
+
+    /// A short cause for a retry line: the status or curl's words.
+    static func cause(of error: DownloadError) -> String {
+        if let status = error.httpStatus { return "HTTP \(status)" }
+        return error.detail ?? error.code.description
+    }
+
+    /// A retry's delay: tenths under ten seconds.
+    static func delay(_ duration: Duration) -> String {
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        return seconds < 10 ? String(format: "%.1fs", seconds) : Self.duration(duration)
     }
 
     static func write(_ text: String, to descriptor: Int32) {

@@ -28,6 +28,8 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
             case cancelled
             case journal
             case journalLocked
+            case checksumMismatch
+            case fileTooLarge
             case internalError
         }
         fileprivate let base: Base
@@ -56,6 +58,12 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let journalLocked = Code(.journalLocked)
         /// The download was cancelled by ``Download/cancel()``; its partial file was deleted.
         public static let cancelled = Code(.cancelled)
+        /// The whole file's checksum or length is not the expected one (see ``DownloadError/detail``,
+        /// which gives both values). Nothing was placed at the destination; the partial was deleted.
+        public static let checksumMismatch = Code(.checksumMismatch)
+        /// The file is larger than the configured maximum
+        /// (``DownloadManager/Configuration/maximumFileSize``).
+        public static let fileTooLarge = Code(.fileTooLarge)
         /// A resource of the process (threads, file descriptors, libcurl handles) could not be had.
         public static let internalError = Code(.internalError)
 
@@ -138,9 +146,36 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         case .journalLocked:
             return "\(subject) failed: the state directory's journal \(path.map { "'\($0)'" } ?? "") is in use by another "
                 + "Haul process or manager. Wait for it to finish, or choose another state directory."
+        case .checksumMismatch:
+            return "\(subject) failed: \(detail ?? "the file is not the expected one"). Nothing was placed at the "
+                + "destination and the partial file was deleted; check the expected value, or the source."
+        case .fileTooLarge:
+            return "\(subject) failed: \(detail ?? "the file is larger than the configured maximum"). "
+                + "Raise the maximum size to fetch it."
         case .internalError:
             return "\(subject) failed: \(detail ?? "an internal resource was not available")"
                 + "\(errno.map { ": \(String(cString: strerror($0)))" } ?? "")."
+        }
+    }
+
+    /// Whether trying again later may succeed: connection failures, timeouts, bodies cut short, and
+    /// the HTTP statuses that say "not now" (408, 425, 429, and 5xx other than 501 and 505). Haul
+    /// retries these itself (see ``DownloadManager/Configuration/retryLimit``); other failures are
+    /// permanent for the request as made.
+    public var isTransient: Bool {
+        switch code.base {
+        case .sizeMismatch:
+            return true
+        case .httpStatus:
+            guard let httpStatus else { return false }
+            return [408, 425, 429].contains(httpStatus) || (500...599).contains(httpStatus) && ![501, 505].contains(httpStatus)
+        case .transport:
+            guard let curlCode else { return false }
+            // couldn't connect, partial file, timeout, SSL connect, got nothing, send, recv, HTTP/2
+            // framing and stream errors.
+            return [7, 16, 18, 28, 35, 52, 55, 56, 92].contains(curlCode)
+        default:
+            return false
         }
     }
 

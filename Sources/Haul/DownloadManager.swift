@@ -55,6 +55,26 @@ public final class DownloadManager: Sendable {
         var bootID: String { bootIDOverride ?? Journal.currentBootID() }
         /// The longest wait for a connection. Default 30 s.
         public var connectTimeout: Duration = .seconds(30)
+        /// How many consecutive attempts that fail transiently (connection refused or reset,
+        /// timeout, a body cut short, HTTP 408, 429 or 5xx) without writing a byte are retried
+        /// before the download fails; an attempt that wrote bytes resets the count. Every retry
+        /// resumes from the bytes on disk. 0 turns retries off. Default 5.
+        public var retryLimit = 5
+        /// The delay before the first retry; each next one doubles it, up to ``maximumRetryDelay``,
+        /// with a random part (between half and all of it). A server's `Retry-After` is honoured
+        /// instead (up to an hour). Default 1 s.
+        public var retryDelay: Duration = .seconds(1)
+        /// The longest backoff between two attempts. Default 60 s.
+        public var maximumRetryDelay: Duration = .seconds(60)
+        /// A transfer that receives nothing for this long (whole seconds, at least 1) is aborted and
+        /// retried. Time spent queued never counts. Default 30 s.
+        public var stallTimeout: Duration = .seconds(30)
+        /// The largest file a download accepts, in bytes: a larger announced length, or a body that
+        /// grows past it, fails the download with `.fileTooLarge`. `nil` (the default): no limit.
+        public var maximumFileSize: Int64?
+        /// A PEM file of certificate authorities to verify HTTPS servers with, instead of the
+        /// system's. Verification itself is never turned off.
+        public var certificateAuthorityFile: URL?
         /// How many redirects a download follows. Default 10.
         public var maximumRedirects: Int = 10
         /// The User-Agent header.

@@ -302,21 +302,37 @@ struct DownloadManagerTests {
         #expect(try Data(contentsOf: directory.appendingPathComponent("ok.bin")) == source)
     }
 
-    @Test("a nonexistent host fails with a transport error")
+    @Test("a refused connection is retried with backoff, then fails with a transport error")
     func unreachableHost() async throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        try await withDownloadManager(configuration: configuration()) { manager in
+        var configuration = configuration()
+        configuration.retryLimit = 2
+        configuration.retryDelay = .milliseconds(10)
+        try await withDownloadManager(configuration: configuration) { manager in
             // Port 1 on loopback: nothing listens there, the connection is refused at once.
             let download = try manager.download(
                 from: "http://127.0.0.1:1/file", to: directory.appendingPathComponent("file"))
-            await #expect {
-                try await download.finished()
-            } throws: { error in
-                guard let error = error as? DownloadError else { return false }
-                return error.code == .transport && error.curlCode == 7
+            var retries: [Duration] = []
+            var final: DownloadEvent?
+            for await event in download.events {
+                if case .retrying(let error, let delay) = event {
+                    #expect(error.curlCode == 7 && error.isTransient)
+                    retries.append(delay)
+                }
+                final = event
             }
+            // The first retry may come before this task subscribed (a new iteration starts with the
+            // current state): one or two are seen, each with a backoff of 5–10 or 10–20 ms.
+            #expect((1...2).contains(retries.count))
+            #expect(retries.allSatisfy { $0 >= .milliseconds(5) && $0 <= .milliseconds(20) })
+            guard case .failed(let error) = final else {
+                Issue.record("ended with \(String(describing: final))")
+                return
+            }
+            #expect(error.code == .transport && error.curlCode == 7)
         }
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("file").path))
     }
 
     @Test("a consumer that never reads does not stall the download or grow without bound")

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import Haul
@@ -163,5 +164,90 @@ struct DownloadStateMachineTests {
         let error = DownloadError(code: .fileSystem, url: url, errno: 28, path: "/x")
         #expect(machine.completionFailed(error) == .fail(error))
         #expect(machine.state == .done(.failed(error)))
+    }
+}
+
+@Suite("Retries")
+struct RetryTests {
+    let url = "http://example.com/file"
+    let transient = DownloadError(code: .transport, url: "http://example.com/file", curlCode: 7)
+
+    @Test("transient failures are retried until the budget is spent; progress refills it")
+    func budget() {
+        var machine = DownloadStateMachine(url: url, failures: 0, retryLimit: 2)
+        for expected in 1...2 {
+            #expect(machine.admit() == .startRequest(truncatingPartial: false))
+            #expect(machine.transferEnded(.failed(transient)) == .retry(transient))
+            #expect(machine.failures == expected)
+            #expect(machine.state == .idle)
+        }
+        // An attempt that wrote bytes resets the count: the third failure in a row is retried too.
+        #expect(machine.admit() == .startRequest(truncatingPartial: false))
+        #expect(machine.responseReceived(.append(total: 100)) == .acceptBody(total: 100, truncatingPartial: false, restart: nil))
+        #expect(machine.transferEnded(.failed(transient), progressed: true) == .retry(transient))
+        #expect(machine.failures == 1)
+        #expect(machine.admit() == .startRequest(truncatingPartial: false))
+        #expect(machine.transferEnded(.failed(transient)) == .retry(transient))
+        #expect(machine.admit() == .startRequest(truncatingPartial: false))
+        #expect(machine.transferEnded(.failed(transient)) == .fail(transient))
+        #expect(machine.state == .done(.failed(transient)))
+    }
+
+    @Test("permanent failures and refused statuses fail at once; retryable statuses are retried")
+    func permanentAndTransient() {
+        for status in [400, 401, 403, 404, 410, 416, 501, 505] {
+            var machine = DownloadStateMachine(url: url, failures: 0, retryLimit: 5)
+            _ = machine.admit()
+            #expect(machine.responseReceived(.fail(status: status)) == .rejectBody)
+            guard case .fail(let error) = machine.transferEnded(.finished) else {
+                Issue.record("\(status) must fail")
+                continue
+            }
+            #expect(error.httpStatus == status && !error.isTransient)
+        }
+        for status in [408, 425, 429, 500, 502, 503, 504] {
+            var machine = DownloadStateMachine(url: url, failures: 0, retryLimit: 5)
+            _ = machine.admit()
+            _ = machine.responseReceived(.fail(status: status))
+            guard case .retry(let error) = machine.transferEnded(.finished) else {
+                Issue.record("\(status) must be retried")
+                continue
+            }
+            #expect(error.httpStatus == status)
+        }
+        for (code, transient) in [(6, false), (7, true), (18, true), (28, true), (47, false), (52, true), (56, true), (60, false)] {
+            let error = DownloadError(code: .transport, url: url, curlCode: code)
+            #expect(error.isTransient == transient, "curl \(code)")
+        }
+        #expect(!DownloadError(code: .fileSystem, url: url, errno: 28, path: "/x").isTransient)
+        #expect(DownloadError(code: .sizeMismatch, url: url).isTransient)
+        #expect(!DownloadError(code: .checksumMismatch, url: url).isTransient)
+    }
+
+    @Test("backoff doubles with jitter between half and all, is capped, and yields to Retry-After")
+    func backoff() {
+        let policy = RetryPolicy(baseDelay: .seconds(1), maximumDelay: .seconds(10))
+        for failures in 1...8 {
+            let full = min(Duration.seconds(10), .seconds(1) * (1 << (failures - 1)))
+            #expect(policy.delay(afterFailures: failures, retryAfter: nil, random: 0) == full / 2)
+            #expect(policy.delay(afterFailures: failures, retryAfter: nil, random: 0.999_999_999) <= full)
+            #expect(policy.delay(afterFailures: failures, retryAfter: nil, random: 0.999_999_999) > full * 0.99)
+        }
+        #expect(policy.delay(afterFailures: 1000, retryAfter: nil, random: 1) == .seconds(10))
+        #expect(policy.delay(afterFailures: 3, retryAfter: .seconds(120), random: 0.3) == .seconds(120))
+        #expect(policy.delay(afterFailures: 3, retryAfter: .seconds(86_400), random: 0.3) == .seconds(3600))
+    }
+
+    @Test("Retry-After: seconds, an HTTP date, or nothing usable")
+    func retryAfterParsing() {
+        let now = Date(timeIntervalSince1970: 1_700_000_000)  // Tue, 14 Nov 2023 22:13:20 GMT
+        #expect(RetryPolicy.parseRetryAfter("120", now: now) == .seconds(120))
+        #expect(RetryPolicy.parseRetryAfter(" 0 ", now: now) == .seconds(0))
+        #expect(RetryPolicy.parseRetryAfter("Tue, 14 Nov 2023 22:14:20 GMT", now: now) == .seconds(60))
+        #expect(RetryPolicy.parseRetryAfter("Tue, 14 Nov 2023 22:00:00 GMT", now: now) == .zero)
+        #expect(RetryPolicy.parseRetryAfter("99999999999999999999", now: now) == RetryPolicy.longestRetryAfter)
+        for garbage in [nil, "", "soon", "-5", "1.5", "Tue, 99 Nov 2023 22:14:20 GMT"] {
+            #expect(RetryPolicy.parseRetryAfter(garbage, now: now) == nil, "\(garbage ?? "nil")")
+        }
     }
 }

@@ -59,7 +59,7 @@ struct JournalTests {
         #expect(try journal.record(for: DownloadID(rawValue: "c"))?.state == .completed)
         try journal.requeueInterrupted()
         // First in, first out: "a" was created before "b".
-        #expect(try journal.nextQueued()?.0 == DownloadID(rawValue: "a"))
+        #expect(try journal.nextQueued(at: Date().timeIntervalSince1970)?.0 == DownloadID(rawValue: "a"))
         #expect(try journal.unfinishedRecords().map(\.0.rawValue) == ["a", "b"])
     }
 

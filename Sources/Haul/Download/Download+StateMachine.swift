@@ -8,6 +8,7 @@
 ///    │ └──────────▶ paused ◀┴── closing ◀───────────┘
 ///    └──── resume ─────┘
 ///   cancel from any state but done → done(cancelled)
+///   a transient failure (connecting, receiving, closing) while the retry budget lasts → idle (retry)
 /// ```
 ///
 /// Inputs that a user may send at any moment (pause, resume, cancel) are ignored where they make no
@@ -65,6 +66,9 @@ struct DownloadStateMachine: Sendable {
         case complete
         /// Write what is buffered, keep the partial file, and report the error.
         case fail(DownloadError)
+        /// Stop the request, keep the partial file, and queue the download again after a delay:
+        /// the failure was transient and the budget allows another attempt.
+        case retry(DownloadError)
     }
 
     /// How a transfer that curl handed back ended.
@@ -78,11 +82,20 @@ struct DownloadStateMachine: Sendable {
 
     private(set) var state: State = .idle
     private(set) var restarts = 0
+    /// Consecutive attempts that failed transiently without writing a byte.
+    private(set) var failures: Int
+    /// How many such attempts are retried before the download fails.
+    let retryLimit: Int
     /// The URL for errors this machine creates, credentials removed.
     let url: String
 
-    init(url: String) {
+    /// - Parameters:
+    ///   - failures: consecutive failed attempts without progress so far (from the journal).
+    ///   - retryLimit: how many of them are retried.
+    init(url: String, failures: Int = 0, retryLimit: Int = 0) {
         self.url = url
+        self.failures = failures
+        self.retryLimit = retryLimit
     }
 
     // MARK: inputs from the scheduler
@@ -123,26 +136,38 @@ struct DownloadStateMachine: Sendable {
     }
 
     /// curl reported the transfer finished; its handle is removed by the owner.
-    mutating func transferEnded(_ result: TransferResult) -> Action {
+    ///
+    /// - Parameter progressed: whether this attempt wrote body bytes (which resets the count of
+    ///   failed attempts: a server that drops every few hundred kilobytes still gets the file).
+    mutating func transferEnded(_ result: TransferResult, progressed: Bool = false) -> Action {
+        if progressed { failures = 0 }
         switch (state, result) {
         case (.receiving, .finished):
             state = .done(.completed)
             return .complete
         case (.connecting, .failed(let error)), (.receiving, .failed(let error)):
-            state = .done(.failed(error))
-            return .fail(error)
+            return failOrRetry(error)
         case (.closing(.complete), _):
             state = .done(.completed)
             return .complete
         case (.closing(.fail(let error)), _):
-            state = .done(.failed(error))
-            return .fail(error)
+            return failOrRetry(error)
         case (.closing(.restartFromZero), _):
             state = .connecting
             return .startRequest(truncatingPartial: true)
         default:
             preconditionFailure("transferEnded(\(result)) in state \(state)")
         }
+    }
+
+    private mutating func failOrRetry(_ error: DownloadError) -> Action {
+        guard error.isTransient, failures < retryLimit else {
+            state = .done(.failed(error))
+            return .fail(error)
+        }
+        failures += 1
+        state = .idle
+        return .retry(error)
     }
 
     /// A local failure outside the transfer (the partial file cannot be opened, the state directory

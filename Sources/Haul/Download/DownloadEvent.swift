@@ -112,6 +112,9 @@ public enum DownloadEvent: Sendable, Hashable {
     case progress(DownloadProgress)
     /// The partial file was thrown away and the download starts again from zero, for this reason.
     case restarted(RestartReason)
+    /// The attempt failed transiently (the error says how); the download is queued again and may
+    /// start after this delay, from the bytes on disk.
+    case retrying(DownloadError, after: Duration)
     /// Paused; the partial file holds `progress.bytesReceived` bytes.
     case paused(DownloadProgress)
     /// Finished: the whole file is at this path.

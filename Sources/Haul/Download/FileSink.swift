@@ -13,6 +13,8 @@ final class FileSink {
     private var buffered = 0
     /// Bytes handed to the kernel; the file's length as far as Haul knows.
     private(set) var committedLength: Int64
+    /// Bytes collected and not yet written.
+    var bufferedCount: Int { buffered }
 
     /// Opens (creating if needed) the partial file at `path`, positioned after its current bytes.
     init(path: String, bufferSize: Int) throws(DownloadError) {

@@ -31,6 +31,11 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     private var checkpointTimerStarted = false
     /// A task waits (``DownloadManager/waitUntilIdle()``) for no download to be queued or running.
     private var idleWaitersPending = false
+    /// State directories whose journal holds downloads waiting to retry, with the earliest time one
+    /// may run (seconds since 1970).
+    private var retryWakes: [String: Double] = [:]
+    private var retryTimer: OpaquePointer?
+    private let retryPolicy: RetryPolicy
     private let progressIntervalNanoseconds: UInt64
 
     init(configuration: DownloadManager.Configuration, reactor: Reactor, catalog: Catalog) {
@@ -38,6 +43,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         self.reactor = reactor
         self.catalog = catalog
         self.logger = configuration.logger
+        self.retryPolicy = RetryPolicy(baseDelay: configuration.retryDelay, maximumDelay: configuration.maximumRetryDelay)
         let (seconds, attoseconds) = configuration.progressInterval.components
         self.progressIntervalNanoseconds = UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
     }
@@ -87,7 +93,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
         transfer.easy = nil
         if transfer.machine.isDone { return }
-        perform(transfer.machine.transferEnded(ended), for: transfer, reactor: reactor)
+        perform(transfer.machine.transferEnded(ended, progressed: transfer.attemptWroteBytes), for: transfer, reactor: reactor)
         admitWaiting(reactor: reactor)
     }
 
@@ -283,7 +289,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             guard let (journal, id) = nextQueued() else { break }
             admit(id, from: journal, reactor: reactor)
         }
-        if idleWaitersPending, transfers.isEmpty, queuedDirectories.isEmpty {
+        if idleWaitersPending, transfers.isEmpty, queuedDirectories.isEmpty, retryWakes.isEmpty {
             idleWaitersPending = false
             catalog.resumeIdleWaiters()
         }
@@ -296,9 +302,13 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
                 queuedDirectories.remove(directory)
                 continue
             }
-            let head: (DownloadID, DownloadRecord)?
+            let now = Date().timeIntervalSince1970
+            var head: (DownloadID, DownloadRecord)?
             do {
-                head = try journal.nextQueued()
+                head = try journal.nextQueued(at: now)
+                if head == nil, let retryAt = try journal.nextRetryTime(after: now) {
+                    wakeForRetry(in: directory, at: retryAt)
+                }
             } catch {
                 logger.error("could not read the queue", metadata: ["journal": "\(journal.path)", "error": "\(error)"])
                 head = nil
@@ -347,13 +357,40 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
                 stateDirectory: URL(fileURLWithPath: journal.directory, isDirectory: true), reactor: reactor,
                 census: catalog.census, progress: progress)
         }
-        let transfer = Transfer(download: download, record: record, store: journal, scheduler: self)
+        let transfer = Transfer(
+            download: download, record: record, store: journal, scheduler: self, retryLimit: max(0, configuration.retryLimit))
         transfers[id] = transfer
         if record.revalidate {
             transfer.revalidating = true
             unlink(transfer.partialPath)
         }
         perform(transfer.machine.admit(), for: transfer, reactor: reactor)
+    }
+
+    /// Looks at `directory`'s queue again at `time`, when a download there may retry.
+    private func wakeForRetry(in directory: String, at time: Double) {
+        retryWakes[directory] = min(retryWakes[directory] ?? time, time)
+        armRetryTimer()
+    }
+
+    private func armRetryTimer() {
+        guard let earliest = retryWakes.values.min() else { return }
+        if retryTimer == nil {
+            retryTimer = reactor.makeOneShotTimer { [unowned self] in retryTimerFired() }
+        }
+        guard let retryTimer else { return }
+        let seconds = max(0, earliest - Date().timeIntervalSince1970)
+        reactor.arm(retryTimer, after: .milliseconds(Int64((seconds * 1000).rounded(.up))))
+    }
+
+    private func retryTimerFired() {
+        let now = Date().timeIntervalSince1970
+        for (directory, time) in retryWakes where time <= now + 0.001 {
+            retryWakes[directory] = nil
+            queuedDirectories.insert(directory)
+        }
+        armRetryTimer()
+        admitWaiting(reactor: reactor)
     }
 
     // MARK: actions
@@ -395,6 +432,29 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             forget(transfer)
         case .complete:
             complete(transfer, reactor: reactor)
+        case .retry(let error):
+            stopRequest(of: transfer, reactor: reactor)
+            do {
+                try transfer.sink?.close()
+            } catch {
+                logger.warning("could not write buffered bytes before a retry", metadata: ["error": "\(error)"])
+            }
+            transfer.sink = nil
+            transfer.speed.reset()
+            let delay = retryPolicy.delay(
+                afterFailures: transfer.machine.failures, retryAfter: transfer.retryAfter, random: Double.random(in: 0..<1))
+            let progress = transfer.progress()
+            transfer.record.failures = transfer.machine.failures
+            transfer.record.retryAt = Date().timeIntervalSince1970 + Double(delay.components.seconds)
+                + Double(delay.components.attoseconds) / 1e18
+            transfer.record.lastError = error.description
+            checkpoint(transfer, state: .queued, bytes: progress.bytesReceived)
+            requestSync(of: transfer, bytes: progress.bytesReceived, reactor: reactor)
+            logger.info(
+                "retrying", metadata: ["url": "\(transfer.urlForErrors)", "after": "\(delay)", "error": "\(error)"])
+            transfer.download.hub.publish(.retrying(error, after: delay))
+            forget(transfer)
+            wakeForRetry(in: transfer.store.directory, at: transfer.record.retryAt)
         case .fail(let error):
             stopRequest(of: transfer, reactor: reactor)
             try? transfer.sink?.close()
@@ -443,9 +503,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
         easy.configure(
             url: transfer.download.url.absoluteString,
-            userAgent: configuration.userAgent,
-            connectTimeoutMilliseconds: Int(configuration.connectTimeout.components.seconds * 1000),
-            maximumRedirects: configuration.maximumRedirects,
+            configuration: configuration,
             write: Scheduler.writeCallback,
             context: Unmanaged.passUnretained(transfer).toOpaque()
         )
@@ -459,6 +517,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         transfer.easy = easy
         transfer.headSeen = false
         transfer.writeError = nil
+        transfer.attemptWroteBytes = false
+        transfer.retryAfter = nil
         let code = reactor.add(easy.raw)
         guard code == CURLM_OK else {
             transfer.easy = nil
@@ -643,10 +703,16 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     private func decideResponse(of transfer: Transfer, easy: EasyHandle) -> DownloadStateMachine.Action {
         let head = transfer.responseHead(of: easy)
         let decision = decision(for: transfer, head: head)
+        transfer.retryAfter = RetryPolicy.parseRetryAfter(easy.header("Retry-After"))
         if transfer.revalidating, case .alreadyComplete = decision { transfer.notModified = true }
         logger.debug(
             "response", metadata: ["url": "\(transfer.urlForErrors)", "status": "\(head.status)", "decision": "\(decision)"])
-        return transfer.machine.responseReceived(decision)
+        let action = transfer.machine.responseReceived(decision)
+        if case .retryFromZero(let reason) = decision, case .closing(.restartFromZero) = transfer.machine.state {
+            logger.info("restarting from zero", metadata: ["url": "\(transfer.urlForErrors)", "reason": "\(reason)"])
+            transfer.download.hub.publish(.restarted(reason))
+        }
+        return action
     }
 
     /// curl's write callback: the first call decides on the response; later calls append.
@@ -668,6 +734,13 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         guard transfer.writeError == nil, case .receiving = transfer.machine.state, let sink = transfer.sink else {
             return CURL_WRITEFUNC_ERROR
         }
+        if let maximum = configuration.maximumFileSize, sink.committedLength + Int64(sink.bufferedCount + bytes.count) > maximum {
+            transfer.writeError = DownloadError(
+                code: .fileTooLarge, url: transfer.urlForErrors,
+                detail: "the body grew past the maximum of \(maximum) bytes")
+            return CURL_WRITEFUNC_ERROR
+        }
+        transfer.attemptWroteBytes = transfer.attemptWroteBytes || !bytes.isEmpty
         do {
             if try sink.append(bytes) {
                 reportProgress(of: transfer)

@@ -26,15 +26,19 @@ final class Transfer {
     var headSeen = false
     /// A failure the write callback met (disk full…), reported when curl ends the transfer.
     var writeError: DownloadError?
+    /// Whether the current attempt wrote body bytes (a failure after progress resets the retry count).
+    var attemptWroteBytes = false
+    /// The current response's `Retry-After`, if it had one.
+    var retryAfter: Duration?
     var speed = SpeedMeter()
     var lastProgressAt: UInt64 = 0
 
-    init(download: Download, record: DownloadRecord, store: Journal, scheduler: Scheduler) {
+    init(download: Download, record: DownloadRecord, store: Journal, scheduler: Scheduler, retryLimit: Int) {
         scheduler.catalog.census.transfers.add(1, ordering: .relaxed)
         self.download = download
         self.store = store
         self.scheduler = scheduler
-        self.machine = DownloadStateMachine(url: download.url.redactedString)
+        self.machine = DownloadStateMachine(url: download.url.redactedString, failures: record.failures, retryLimit: retryLimit)
         self.record = record
     }
 

@@ -37,6 +37,12 @@ struct DownloadRecord: Equatable, Sendable {
     var host: String = ""
     /// The complete file at the destination is to be revalidated by a conditional request.
     var revalidate = false
+    /// Consecutive attempts that failed transiently without progress (the retry budget's count).
+    var failures = 0
+    /// When a queued download may be admitted (seconds since 1970; 0 = at once): a retry's backoff.
+    var retryAt: Double = 0
+    /// The file's length, when the requester knows it.
+    var expectedSize: Int64?
 
     var completed: Bool { state == .completed }
 

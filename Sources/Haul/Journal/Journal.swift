@@ -172,11 +172,15 @@ final class Journal: @unchecked Sendable {
         try execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)")
     }
 
-    /// Version 3: the journal is the queue (order, host, revalidation; "interrupted" downloads).
+    /// Version 3: the journal is the queue (order, host, revalidation, retries and their backoff;
+    /// "interrupted" downloads) and knows an expected size.
     private func migrateToVersion3() throws(DownloadError) {
         try execute("ALTER TABLE downloads ADD COLUMN queue_seq INTEGER NOT NULL DEFAULT 0")
         try execute("ALTER TABLE downloads ADD COLUMN host TEXT NOT NULL DEFAULT ''")
         try execute("ALTER TABLE downloads ADD COLUMN revalidate INTEGER NOT NULL DEFAULT 0")
+        try execute("ALTER TABLE downloads ADD COLUMN failures INTEGER NOT NULL DEFAULT 0")
+        try execute("ALTER TABLE downloads ADD COLUMN retry_at REAL NOT NULL DEFAULT 0")
+        try execute("ALTER TABLE downloads ADD COLUMN expected_size INTEGER")
         try execute("UPDATE downloads SET queue_seq = CAST(created_at * 1000000 AS INTEGER)")
         try execute(
             "CREATE INDEX IF NOT EXISTS downloads_queue ON downloads (priority DESC, queue_seq) WHERE state = 'queued'")
@@ -228,7 +232,8 @@ final class Journal: @unchecked Sendable {
 
     private static let columns = """
         url, destination, total_bytes, etag, last_modified, bytes_committed, state, attempts, last_error,
-        priority, expected_checksum, bytes_synced, queue_seq, host, revalidate, id
+        priority, expected_checksum, bytes_synced, queue_seq, host, revalidate, id, failures, retry_at,
+        expected_size
         """
 
     /// The stored record, or `nil` when there is none.
@@ -273,15 +278,18 @@ final class Journal: @unchecked Sendable {
         }
     }
 
-    /// The queue's head: the queued download with the highest priority, first in within it, whose
-    /// host is not in `excludedHosts`.
-    func nextQueued(excludingHosts excludedHosts: Set<String> = []) throws(DownloadError) -> (DownloadID, DownloadRecord)? {
+    /// The queue's head: the queued download with the highest priority, first in within it, that may
+    /// run at `now` (seconds since 1970; a retry waits for its time) and whose host is not in
+    /// `excludedHosts`.
+    func nextQueued(at now: Double, excludingHosts excludedHosts: Set<String> = []) throws(DownloadError) -> (DownloadID, DownloadRecord)? {
         lock.lock()
         defer { lock.unlock() }
-        let placeholders = (0..<excludedHosts.count).map { "?\($0 + 1)" }.joined(separator: ", ")
+        let placeholders = (0..<excludedHosts.count).map { "?\($0 + 2)" }.joined(separator: ", ")
         let hostCondition = excludedHosts.isEmpty ? "" : " AND host NOT IN (\(placeholders))"
-        let sql =
-            "SELECT \(Self.columns) FROM downloads WHERE state = 'queued'\(hostCondition) ORDER BY priority DESC, queue_seq LIMIT 1"
+        let sql = """
+            SELECT \(Self.columns) FROM downloads WHERE state = 'queued' AND retry_at <= ?1\(hostCondition)
+            ORDER BY priority DESC, queue_seq LIMIT 1
+            """
         // Statements excluding hosts vary with the count; only the common one is kept prepared.
         let statement: OpaquePointer
         if excludedHosts.isEmpty {
@@ -294,12 +302,24 @@ final class Journal: @unchecked Sendable {
         defer {
             if excludedHosts.isEmpty { sqlite3_reset(statement) } else { sqlite3_finalize(statement) }
         }
-        for (index, host) in excludedHosts.enumerated() { CHaul_sqlite_bind_text(statement, Int32(index + 1), host) }
+        sqlite3_bind_double(statement, 1, now)
+        for (index, host) in excludedHosts.enumerated() { CHaul_sqlite_bind_text(statement, Int32(index + 2), host) }
         switch sqlite3_step(statement) {
         case SQLITE_ROW: return (DownloadID(rawValue: Self.text(statement, 15) ?? ""), Self.record(from: statement))
         case SQLITE_DONE: return nil
         default: throw failure("read")
         }
+    }
+
+    /// The earliest time after `now` at which a queued download waiting for a retry may run.
+    func nextRetryTime(after now: Double) throws(DownloadError) -> Double? {
+        lock.lock()
+        defer { lock.unlock() }
+        let statement = try prepared("SELECT min(retry_at) FROM downloads WHERE state = 'queued' AND retry_at > ?1")
+        defer { sqlite3_reset(statement) }
+        sqlite3_bind_double(statement, 1, now)
+        guard sqlite3_step(statement) == SQLITE_ROW else { throw failure("read") }
+        return sqlite3_column_type(statement, 0) == SQLITE_NULL ? nil : sqlite3_column_double(statement, 0)
     }
 
     /// Marks every interrupted download queued again (a manager that resumes unfinished downloads).
@@ -310,8 +330,8 @@ final class Journal: @unchecked Sendable {
     private static let insertion = """
         INSERT INTO downloads (id, url, destination, total_bytes, etag, last_modified, bytes_committed, state,
                                attempts, last_error, priority, expected_checksum, created_at, updated_at,
-                               bytes_synced, queue_seq, host, revalidate)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, ?14, ?15, ?16, ?17)
+                               bytes_synced, queue_seq, host, revalidate, failures, retry_at, expected_size)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)
         """
 
     /// Inserts or replaces a download's row.
@@ -325,7 +345,7 @@ final class Journal: @unchecked Sendable {
                 url = ?2, destination = ?3, total_bytes = ?4, etag = ?5, last_modified = ?6,
                 bytes_committed = ?7, state = ?8, attempts = ?9, last_error = ?10, priority = ?11,
                 expected_checksum = ?12, updated_at = ?13, bytes_synced = ?14, queue_seq = ?15, host = ?16,
-                revalidate = ?17
+                revalidate = ?17, failures = ?18, retry_at = ?19, expected_size = ?20
             """)
         try write(record, for: id, with: statement)
     }
@@ -358,6 +378,9 @@ final class Journal: @unchecked Sendable {
         sqlite3_bind_int64(statement, 15, record.queueSequence)
         CHaul_sqlite_bind_text(statement, 16, record.host)
         sqlite3_bind_int64(statement, 17, record.revalidate ? 1 : 0)
+        sqlite3_bind_int64(statement, 18, Int64(record.failures))
+        sqlite3_bind_double(statement, 19, record.retryAt)
+        Self.bind(statement, 20, record.expectedSize)
         guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
     }
 
@@ -441,7 +464,10 @@ final class Journal: @unchecked Sendable {
             expectedChecksum: text(statement, 10),
             queueSequence: sqlite3_column_int64(statement, 12),
             host: text(statement, 13) ?? "",
-            revalidate: sqlite3_column_int64(statement, 14) != 0
+            revalidate: sqlite3_column_int64(statement, 14) != 0,
+            failures: Int(sqlite3_column_int64(statement, 16)),
+            retryAt: sqlite3_column_double(statement, 17),
+            expectedSize: sqlite3_column_type(statement, 18) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, 18)
         )
     }
 

@@ -23,9 +23,7 @@ final class EasyHandle {
     /// The request every Haul transfer makes, before its per-request options.
     func configure(
         url: String,
-        userAgent: String,
-        connectTimeoutMilliseconds: Int,
-        maximumRedirects: Int,
+        configuration: DownloadManager.Configuration,
         write: @escaping CHaul_data_callback,
         context: UnsafeMutableRawPointer
     ) {
@@ -33,11 +31,18 @@ final class EasyHandle {
         set(CURLOPT_URL, url)
         set(CURLOPT_NOSIGNAL, 1)
         set(CURLOPT_FOLLOWLOCATION, 1)
-        set(CURLOPT_MAXREDIRS, maximumRedirects)
+        set(CURLOPT_MAXREDIRS, configuration.maximumRedirects)
+        // Only HTTP(S), for the first request and for every redirect.
         set(CURLOPT_PROTOCOLS_STR, "http,https")
         set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-        set(CURLOPT_USERAGENT, userAgent)
-        set(CURLOPT_CONNECTTIMEOUT_MS, connectTimeoutMilliseconds)
+        set(CURLOPT_USERAGENT, configuration.userAgent)
+        set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(configuration.connectTimeout))
+        // A stall: less than 1 byte per second for `stallTimeout` aborts with CURLE_OPERATION_TIMEDOUT.
+        set(CURLOPT_LOW_SPEED_LIMIT, 1)
+        set(CURLOPT_LOW_SPEED_TIME, max(1, Int(configuration.stallTimeout.components.seconds)))
+        set(CURLOPT_SSL_VERIFYPEER, 1)
+        set(CURLOPT_SSL_VERIFYHOST, 2)
+        if let file = configuration.certificateAuthorityFile { set(CURLOPT_CAINFO, file.path) }
         set(CURLOPT_TCP_KEEPALIVE, 1)
         // Waiting for a connection that might multiplex pays only where HTTP/2 can be negotiated
         // (ALPN over TLS); over plain HTTP it would hold every request to a host behind the first.
@@ -62,6 +67,11 @@ final class EasyHandle {
         if let ifNoneMatch { headers = curl_slist_append(headers, "If-None-Match: \(ifNoneMatch)") }
         if let ifModifiedSince { headers = curl_slist_append(headers, "If-Modified-Since: \(ifModifiedSince)") }
         _ = CHaul_easy_setopt_slist(raw, CURLOPT_HTTPHEADER, headers)
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int {
+        let (seconds, attoseconds) = duration.components
+        return max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
     }
 
     func set(_ option: CURLoption, _ value: Int) {

@@ -187,23 +187,44 @@ final class Reactor: @unchecked Sendable {
 
     /// Calls `handler` on the loop thread every `interval` until the loop ends. Loop thread only.
     func repeatEvery(_ interval: Duration, _ handler: @escaping () -> Void) {
+        guard let event = makeTimerEvent(persistent: true, handler) else { return }
+        var delay = Self.interval(interval)
+        event_add(event, &delay)
+    }
+
+    /// A timer that fires `handler` once per ``arm(_:after:)``; arming again moves it. Loop thread only.
+    func makeOneShotTimer(_ handler: @escaping () -> Void) -> OpaquePointer? {
+        makeTimerEvent(persistent: false, handler)
+    }
+
+    /// Sets a one-shot timer to fire after `delay` (replacing an earlier setting). Loop thread only.
+    func arm(_ timer: OpaquePointer, after delay: Duration) {
+        var value = Self.interval(max(.zero, delay))
+        event_add(timer, &value)
+    }
+
+    private func makeTimerEvent(persistent: Bool, _ handler: @escaping () -> Void) -> OpaquePointer? {
         let box = Unmanaged.passRetained(TimerBox(handler)).toOpaque()
-        guard let event = event_new(base, -1, CHaul_EV_PERSIST(), { _, _, argument in
+        guard let event = event_new(base, -1, persistent ? CHaul_EV_PERSIST() : 0, { _, _, argument in
             Unmanaged<TimerBox>.fromOpaque(argument!).takeUnretainedValue().handler()
         }, box) else {
             Unmanaged<TimerBox>.fromOpaque(box).release()
-            return
+            return nil
         }
-        let (seconds, attoseconds) = interval.components
-        var delay = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
-        event_add(event, &delay)
         repeatingTimers.append((event, box))
+        return event
+    }
+
+    private static func interval(_ duration: Duration) -> Glibc.timeval {
+        let (seconds, attoseconds) = duration.components
+        return Glibc.timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
     }
 
     private final class TimerBox {
         let handler: () -> Void
         init(_ handler: @escaping () -> Void) { self.handler = handler }
     }
+    /// Every timer made, freed when the loop ends.
     private var repeatingTimers: [(OpaquePointer, UnsafeMutableRawPointer)] = []
 
     /// Lets the loop thread end on its own (for a manager dropped without `shutdown()`).

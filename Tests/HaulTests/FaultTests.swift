@@ -1,0 +1,233 @@
+import Foundation
+import Testing
+
+@testable import Haul
+
+/// Every misbehaviour of ``FaultServer``, with what Haul must make of it: the whole file,
+/// byte-identical, or a clear failure, never a wrong file at the destination.
+@Suite("Faults", .timeLimit(.minutes(2)))
+struct FaultTests {
+    func configuration(_ directory: URL, retryLimit: Int = 3) -> DownloadManager.Configuration {
+        var configuration = DownloadManager.Configuration()
+        configuration.stateDirectory = directory.appendingPathComponent("state")
+        configuration.bufferSize = 16 * 1024
+        configuration.retryLimit = retryLimit
+        configuration.retryDelay = .milliseconds(10)
+        configuration.maximumRetryDelay = .milliseconds(40)
+        configuration.stallTimeout = .seconds(1)
+        configuration.progressInterval = .milliseconds(20)
+        return configuration
+    }
+
+    /// Downloads `path` to `directory/out` and returns every event and the outcome.
+    func fetch(
+        _ path: String, from server: FaultServer, into directory: URL,
+        configuration: DownloadManager.Configuration
+    ) async throws -> (events: [DownloadEvent], result: Result<URL, DownloadError>) {
+        try await withDownloadManager(configuration: configuration) { manager in
+            let download = try manager.download(from: server.url(path), to: directory.appendingPathComponent("out"))
+            var events: [DownloadEvent] = []
+            for await event in download.events { events.append(event) }
+            do {
+                return (events, .success(try await download.finished()))
+            } catch let error as DownloadError {
+                return (events, .failure(error))
+            }
+        }
+    }
+
+    func retries(in events: [DownloadEvent]) -> [(DownloadError, Duration)] {
+        events.compactMap { if case .retrying(let error, let delay) = $0 { (error, delay) } else { nil } }
+    }
+
+    func restarts(in events: [DownloadEvent]) -> [RestartReason] {
+        events.compactMap { if case .restarted(let reason) = $0 { reason } else { nil } }
+    }
+
+    func withServer(_ body: (FaultServer, URL) async throws -> Void) async throws {
+        let server = try FaultServer.start()
+        let directory = try makeTemporaryDirectory()
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
+        try await body(server, directory)
+    }
+
+    @Test("a server that drops the connection every 50 KB: each retry resumes where the bytes end")
+    func droppedConnections() async throws {
+        try await withServer { server, directory in
+            // Eight attempts, far more than the budget of 2: each one makes progress, so none counts.
+            let (events, result) = try await fetch(
+                "drop/50000/400000", from: server, into: directory, configuration: configuration(directory, retryLimit: 2))
+            #expect(try result.get() == directory.appendingPathComponent("out"))
+            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 400_000))
+            let requests = server.requests(to: "/drop/50000/400000")
+            #expect(requests.map(\.range) == [nil] + (1..<8).map { "bytes=\($0 * 50_000)-" })
+            #expect(requests.dropFirst().allSatisfy { $0.ifRange == "\"v1-400000\"" })
+            #expect(requests.map(\.status) == [200] + Array(repeating: 206, count: 7))
+            // A reader that falls behind may miss state changes (never the final one): at most 7.
+            #expect((1...7).contains(retries(in: events).count))
+            #expect(retries(in: events).allSatisfy { $0.0.code == .sizeMismatch || $0.0.code == .transport })
+            #expect(restarts(in: events).isEmpty)
+        }
+    }
+
+    @Test("a server that goes silent mid-body: the stall is detected, and the retry resumes")
+    func stalledTransfer() async throws {
+        try await withServer { server, directory in
+            let (events, result) = try await fetch("stall/100000/300000", from: server, into: directory, configuration: configuration(directory))
+            #expect(throws: Never.self) { try result.get() }
+            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 300_000))
+            let stalls = retries(in: events)
+            #expect(stalls.count == 1)
+            #expect(stalls.first?.0.curlCode == 28)
+            #expect(server.requests(to: "/stall/100000/300000").map(\.range) == [nil, "bytes=100000-"])
+        }
+    }
+
+    @Test("503 and 429 with Retry-After: the delay asked for is honoured", arguments: [503, 429])
+    func retryAfter(status: Int) async throws {
+        try await withServer { server, directory in
+            let path = "busy/\(status)/2/1/200000"
+            let clock = ContinuousClock()
+            let start = clock.now
+            let (events, result) = try await fetch(path, from: server, into: directory, configuration: configuration(directory))
+            #expect(throws: Never.self) { try result.get() }
+            #expect(clock.now - start >= .seconds(2))
+            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 200_000))
+            #expect(retries(in: events).map(\.1) == [.seconds(1), .seconds(1)])
+            #expect(retries(in: events).allSatisfy { $0.0.httpStatus == status })
+            #expect(server.requests(to: "/\(path)").map(\.status) == [status, status, 200])
+        }
+    }
+
+    @Test("a body shorter than its Content-Length is detected and resumed")
+    func shortBody() async throws {
+        try await withServer { server, directory in
+            let (events, result) = try await fetch("short/300000", from: server, into: directory, configuration: configuration(directory))
+            #expect(throws: Never.self) { try result.get() }
+            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 300_000))
+            #expect(retries(in: events).map(\.0.code) == [.sizeMismatch])
+            #expect(server.requests(to: "/short/300000").map(\.range) == [nil, "bytes=150000-"])
+        }
+    }
+
+    @Test("statuses that will not change fail at once; 500 is retried until the budget is spent")
+    func statuses() async throws {
+        try await withServer { server, directory in
+            for status in [404, 410, 403] {
+                let (events, result) = try await fetch("status/\(status)", from: server, into: directory, configuration: configuration(directory))
+                #expect(throws: DownloadError.self) { try result.get() }
+                if case .failure(let error) = result { #expect(error.code == .httpStatus && error.httpStatus == status) }
+                #expect(retries(in: events).isEmpty)
+                #expect(server.requests(to: "/status/\(status)").count == 1)
+            }
+            let (events, result) = try await fetch("status/500", from: server, into: directory, configuration: configuration(directory, retryLimit: 2))
+            if case .failure(let error) = result {
+                #expect(error.httpStatus == 500)
+            } else {
+                Issue.record("a 500 every time must fail")
+            }
+            #expect(retries(in: events).count == 2)
+            #expect(server.requests(to: "/status/500").count == 3)
+            #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("out").path))
+        }
+    }
+
+    @Test("a redirect loop fails after the redirect limit, without retries")
+    func redirectLoop() async throws {
+        try await withServer { server, directory in
+            let (events, result) = try await fetch("loop", from: server, into: directory, configuration: configuration(directory))
+            if case .failure(let error) = result {
+                #expect(error.code == .transport && error.curlCode == 47)
+            } else {
+                Issue.record("a redirect loop must fail")
+            }
+            #expect(retries(in: events).isEmpty)
+            #expect(server.requests(to: "/loop").count == 11)  // the request and 10 redirects
+            #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("out").path))
+        }
+    }
+
+    @Test("a slow drip is slow, not stalled: it completes without a retry")
+    func slowDrip() async throws {
+        try await withServer { server, directory in
+            let (events, result) = try await fetch("drip/2048/100/20480", from: server, into: directory, configuration: configuration(directory))
+            #expect(throws: Never.self) { try result.get() }
+            #expect(retries(in: events).isEmpty)
+            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 20480))
+        }
+    }
+
+    /// Leaves a partial file of the route's first `count` bytes, as a run killed before it wrote its
+    /// journal would: no validator, so the resume is checked by Content-Range alone.
+    func seedPartial(_ path: String, server: FaultServer, directory: URL, bytes: Data) throws {
+        let state = directory.appendingPathComponent("state")
+        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+        let id = DownloadID(url: server.url(path), destination: directory.appendingPathComponent("out"))
+        try bytes.write(to: state.appendingPathComponent("\(id).part"))
+    }
+
+    @Test("a partial resumed against a server that ignores Range: restarted from zero, never appended")
+    func partialAgainstIgnoredRange() async throws {
+        try await withServer { server, directory in
+            let body = FaultServer.body(size: 200_000)
+            try seedPartial("norange/200000", server: server, directory: directory, bytes: body.prefix(70_000))
+            let (events, result) = try await fetch("norange/200000", from: server, into: directory, configuration: configuration(directory))
+            #expect(throws: Never.self) { try result.get() }
+            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == body)
+            #expect(restarts(in: events) == [.rangeIgnored])
+            #expect(server.requests(to: "/norange/200000").map(\.range) == ["bytes=70000-"])
+        }
+    }
+
+    @Test("a partial resumed against a 206 that starts elsewhere: restarted from zero, never spliced")
+    func partialAgainstWrongRange() async throws {
+        try await withServer { server, directory in
+            let body = FaultServer.body(size: 200_000)
+            try seedPartial("badrange/200000", server: server, directory: directory, bytes: body.prefix(70_000))
+            let (events, result) = try await fetch("badrange/200000", from: server, into: directory, configuration: configuration(directory))
+            #expect(throws: Never.self) { try result.get() }
+            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == body)
+            #expect(restarts(in: events).count == 1)
+            #expect(server.requests(to: "/badrange/200000").map(\.range) == ["bytes=70000-", nil])
+        }
+    }
+
+    @Test("a partial of one version resumed against a changed file: the new version, whole")
+    func partialAgainstChangedFile() async throws {
+        try await withServer { server, directory in
+            // The first run fails after 60 KB of version 1 (no retries), keeping the partial.
+            let (_, first) = try await fetch("changing/60000/250000", from: server, into: directory, configuration: configuration(directory, retryLimit: 0))
+            #expect(throws: DownloadError.self) { try first.get() }
+            #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("out").path))
+            // The next run asks for the rest of version 1 (If-Range), gets version 2 whole.
+            let (events, second) = try await fetch("changing/60000/250000", from: server, into: directory, configuration: configuration(directory))
+            #expect(throws: Never.self) { try second.get() }
+            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 250_000, version: 2))
+            #expect(restarts(in: events) == [.remoteChanged])
+            let requests = server.requests(to: "/changing/60000/250000")
+            #expect(requests.map(\.range) == [nil, "bytes=60000-"])
+            #expect(requests.last?.ifRange == "\"v1-250000\"")
+            #expect(requests.map(\.status) == [200, 200])
+        }
+    }
+
+    @Test("a partial from a run that failed on drops is resumed by the next run")
+    func partialFromAFailedRun() async throws {
+        try await withServer { server, directory in
+            let (_, first) = try await fetch("drop/80000/200000", from: server, into: directory, configuration: configuration(directory, retryLimit: 0))
+            if case .failure(let error) = first { #expect(error.isTransient) } else { Issue.record("the first run must fail") }
+            let journal = try Journal(directory: directory.appendingPathComponent("state").path)
+            let id = DownloadID(url: server.url("drop/80000/200000"), destination: directory.appendingPathComponent("out"))
+            #expect(try journal.record(for: id)?.state == .failed)
+            #expect(try journal.record(for: id)?.bytesCommitted == 80_000)
+            journal.close()
+            let (_, second) = try await fetch("drop/80000/200000", from: server, into: directory, configuration: configuration(directory))
+            #expect(throws: Never.self) { try second.get() }
+            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 200_000))
+            #expect(server.requests(to: "/drop/80000/200000").map(\.range) == [nil, "bytes=80000-", "bytes=160000-"])
+        }
+    }
+}

@@ -1,0 +1,269 @@
+import Foundation
+import Glibc
+
+/// An HTTP/1.1 server of our own, in the test process, that misbehaves on purpose. A thread accepts
+/// on a free loopback port and a thread serves each connection (one request, then `Connection:
+/// close`). Every route serves a file of pseudo-random bytes (``body(size:version:)``) and supports
+/// `Range: bytes=N-` with `If-Range`, unless misbehaving is its point:
+///
+/// - `/file/SIZE`: behaves.
+/// - `/drop/N/SIZE`: every response ends (connection closed) after N body bytes.
+/// - `/stall/N/SIZE`: the first response goes silent after N body bytes; later ones behave.
+/// - `/busy/STATUS/TIMES/SECONDS/SIZE`: the first TIMES requests get STATUS with `Retry-After: SECONDS`.
+/// - `/norange/SIZE`: ignores Range: always 200 with the whole file.
+/// - `/badrange/SIZE`: answers a range request with 206 and a Content-Range starting at 0.
+/// - `/short/SIZE`: the first response announces SIZE bytes and sends half, then closes.
+/// - `/changing/N/SIZE`: each request gets another version (ETag and bytes); the first ends after N.
+/// - `/loop`: redirects to itself.
+/// - `/drip/CHUNK/MILLISECONDS/SIZE`: CHUNK bytes every MILLISECONDS.
+/// - `/status/CODE`: that status, with a short body.
+final class FaultServer: @unchecked Sendable {
+    // @unchecked Sendable: mutable state is guarded by `lock`; `listener` and `port` are immutable.
+
+    /// A request as the server saw it.
+    struct Request: Equatable {
+        var path: String
+        var range: String?
+        var ifRange: String?
+        /// Status and body bytes actually sent.
+        var status: Int
+        var bytesSent: Int
+    }
+
+    let port: Int
+    private let listener: Int32
+    private let lock = NSLock()
+    private var counts: [String: Int] = [:]
+    private var served: [Request] = []
+    private var connections: Set<Int32> = []
+    private var stopped = false
+
+    private init(listener: Int32, port: Int) {
+        self.listener = listener
+        self.port = port
+    }
+
+    /// Starts listening on 127.0.0.1 on a free port.
+    static func start() throws -> FaultServer {
+        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socketFD >= 0 else { throw TestFailure("socket() failed") }
+        var yes: Int32 = 1
+        setsockopt(socketFD, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(socketFD, 512) == 0 else {
+            close(socketFD)
+            throw TestFailure("bind/listen failed: \(String(cString: strerror(errno)))")
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &length) }
+        }
+        let server = FaultServer(listener: socketFD, port: Int(UInt16(bigEndian: address.sin_port)))
+        let thread = Thread { server.acceptLoop() }
+        thread.start()
+        return server
+    }
+
+    func url(_ path: String) -> URL {
+        URL(string: "http://127.0.0.1:\(port)/\(path)")!
+    }
+
+    /// The bytes every route serves for a file of `size` (version 1; `/changing` serves 1, 2, 3…).
+    static func body(size: Int, version: Int = 1) -> Data {
+        NginxServer.bytes(count: size, seed: UInt64(1000 + version))
+    }
+
+    /// The requests served so far whose path is `path`, in order.
+    func requests(to path: String) -> [Request] {
+        lock.withLock { served.filter { $0.path == path } }
+    }
+
+    /// Stops accepting and closes every connection (a silent one included).
+    func stop() {
+        let open = lock.withLock { () -> Set<Int32> in
+            stopped = true
+            return connections
+        }
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+        for connection in open { shutdown(connection, Int32(SHUT_RDWR)) }
+    }
+
+    // MARK: serving
+
+    private func acceptLoop() {
+        while true {
+            let connection = accept(listener, nil, nil)
+            if connection < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            let accepted = lock.withLock { () -> Bool in
+                guard !stopped else { return false }
+                connections.insert(connection)
+                return true
+            }
+            guard accepted else {
+                close(connection)
+                return
+            }
+            let thread = Thread { [self] in
+                serve(connection)
+                lock.withLock { _ = connections.remove(connection) }
+                close(connection)
+            }
+            thread.start()
+        }
+    }
+
+    private func serve(_ connection: Int32) {
+        guard let head = readHead(connection) else { return }
+        let lines = head.split(separator: "\r\n", omittingEmptySubsequences: false)
+        let requestLine = lines.first?.split(separator: " ") ?? []
+        guard requestLine.count >= 2 else { return }
+        let path = String(requestLine[1])
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        var request = Request(path: path, range: headers["range"], ifRange: headers["if-range"], status: 0, bytesSent: 0)
+        // Logged in the order requests arrive (a silent response ends long after the next request).
+        let (count, index) = lock.withLock { () -> (Int, Int) in
+            counts[path, default: 0] += 1
+            served.append(request)
+            return (counts[path]!, served.count - 1)
+        }
+        respond(to: &request, number: count, on: connection)
+        lock.withLock { served[index] = request }
+    }
+
+    /// Routes one request; `number` counts the requests to this path, from 1.
+    private func respond(to request: inout Request, number: Int, on connection: Int32) {
+        let parts = request.path.split(separator: "/").map(String.init)
+        let numbers = parts.dropFirst().compactMap { Int($0) }
+        let size = numbers.last ?? 0
+        switch parts.first ?? "" {
+        case "file":
+            sendFile(size: size, request: &request, on: connection)
+        case "drop" where numbers.count == 2:
+            sendFile(size: size, request: &request, on: connection, limit: numbers[0])
+        case "stall" where numbers.count == 2:
+            sendFile(size: size, request: &request, on: connection, limit: number == 1 ? numbers[0] : nil)
+            if number == 1 { waitForClose(connection) }
+        case "busy" where numbers.count == 4:
+            if number <= numbers[1] {
+                sendStatus(numbers[0], extra: "Retry-After: \(numbers[2])\r\n", request: &request, on: connection)
+            } else {
+                sendFile(size: size, request: &request, on: connection)
+            }
+        case "norange":
+            sendFile(size: size, request: &request, on: connection, honorsRange: false)
+        case "badrange":
+            sendFile(size: size, request: &request, on: connection, rangeStartsAtZero: true)
+        case "short":
+            sendFile(size: size, request: &request, on: connection, limit: number == 1 ? size / 2 : nil)
+        case "changing" where numbers.count == 2:
+            sendFile(size: size, version: number, request: &request, on: connection, limit: number == 1 ? numbers[0] : nil)
+        case "loop":
+            sendStatus(302, extra: "Location: /loop\r\n", request: &request, on: connection)
+        case "drip" where numbers.count == 3:
+            sendFile(size: size, request: &request, on: connection, drip: (numbers[0], numbers[1]))
+        case "status" where numbers.count == 1:
+            sendStatus(numbers[0], extra: "", request: &request, on: connection)
+        default:
+            sendStatus(404, extra: "", request: &request, on: connection)
+        }
+    }
+
+    private func sendStatus(_ status: Int, extra: String, request: inout Request, on connection: Int32) {
+        let body = "status \(status)\n"
+        let head = "HTTP/1.1 \(status) Fault\r\nContent-Length: \(body.utf8.count)\r\n\(extra)Connection: close\r\n\r\n"
+        request.status = status
+        _ = write(Data(head.utf8), to: connection)
+        request.bytesSent = write(Data(body.utf8), to: connection)
+    }
+
+    private func sendFile(
+        size: Int, version: Int = 1, request: inout Request, on connection: Int32, limit: Int? = nil,
+        honorsRange: Bool = true, rangeStartsAtZero: Bool = false, drip: (Int, Int)? = nil
+    ) {
+        let body = Self.body(size: size, version: version)
+        let entityTag = "\"v\(version)-\(size)\""
+        var start = 0
+        if honorsRange, let range = request.range, range.hasPrefix("bytes="), range.hasSuffix("-"),
+            let from = Int(range.dropFirst(6).dropLast()), request.ifRange == nil || request.ifRange == entityTag
+        {
+            start = rangeStartsAtZero ? 0 : from
+        }
+        var head: String
+        if start >= size && size > 0 && request.range != nil && honorsRange && !rangeStartsAtZero {
+            head = "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */\(size)\r\nContent-Length: 0\r\n"
+            request.status = 416
+            _ = write(Data((head + "Connection: close\r\n\r\n").utf8), to: connection)
+            return
+        }
+        if request.range != nil && honorsRange && (request.ifRange == nil || request.ifRange == entityTag) {
+            head = "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes \(start)-\(size - 1)/\(size)\r\n"
+            request.status = 206
+        } else {
+            start = 0
+            head = "HTTP/1.1 200 OK\r\n"
+            request.status = 200
+        }
+        head += "Content-Length: \(size - start)\r\nETag: \(entityTag)\r\nAccept-Ranges: bytes\r\nConnection: close\r\n\r\n"
+        guard write(Data(head.utf8), to: connection) > 0 else { return }
+        var end = size
+        if let limit { end = min(size, start + limit) }
+        var offset = start
+        while offset < end {
+            let step = drip.map { min($0.0, end - offset) } ?? min(64 * 1024, end - offset)
+            let sent = write(body.subdata(in: offset..<(offset + step)), to: connection)
+            request.bytesSent += max(0, sent)
+            guard sent == step else { return }
+            offset += step
+            if let drip { usleep(useconds_t(drip.1 * 1000)) }
+        }
+    }
+
+    /// A silent server: waits (sending nothing) until the client closes or the server stops.
+    private func waitForClose(_ connection: Int32) {
+        var byte: UInt8 = 0
+        while recv(connection, &byte, 1, 0) > 0 {}
+    }
+
+    private func write(_ data: Data, to connection: Int32) -> Int {
+        data.withUnsafeBytes { buffer in
+            var written = 0
+            while written < buffer.count {
+                let result = send(connection, buffer.baseAddress! + written, buffer.count - written, Int32(MSG_NOSIGNAL))
+                if result < 0 {
+                    if errno == EINTR { continue }
+                    return written
+                }
+                written += result
+            }
+            return written
+        }
+    }
+
+    private func readHead(_ connection: Int32) -> String? {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while data.count < 65536 {
+            let count = recv(connection, &buffer, buffer.count, 0)
+            if count <= 0 { return nil }
+            data.append(contentsOf: buffer[0..<count])
+            if let end = data.range(of: Data("\r\n\r\n".utf8)) {
+                return String(decoding: data[..<end.lowerBound], as: UTF8.self)
+            }
+        }
+        return nil
+    }
+}
