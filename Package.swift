@@ -12,13 +12,14 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
-        // The one C module: libcurl, libevent and SQLite headers plus typed shims for curl's variadic functions.
+        // The one C module: libcurl, libevent, SQLite and OpenSSL digest headers plus typed shims for curl's variadic functions.
         .target(
             name: "CHaul",
             linkerSettings: [
                 .linkedLibrary("curl"),
                 .linkedLibrary("event_core"),
                 .linkedLibrary("sqlite3"),
+                .linkedLibrary("crypto"),
             ]
         ),
         .target(

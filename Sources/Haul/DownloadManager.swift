@@ -150,7 +150,13 @@ public final class DownloadManager: Sendable {
     ///   destination is a directory), or `.shutdown`. A journal that cannot be used fails the returned
     ///   download instead (code `.journal` or `.journalLocked`).
     public func download(from url: URL, to destination: URL, priority: Int = 0) throws -> Download {
-        let request = try prepare(DownloadRequest(url: url, destination: destination, priority: priority))
+        try download(DownloadRequest(url: url, destination: destination, priority: priority))
+    }
+
+    /// Starts (or joins) the download a request describes, with its priority, expected checksum and
+    /// size; see ``download(from:to:priority:)-(URL,_,_)``.
+    public func download(_ request: DownloadRequest) throws -> Download {
+        let request = try prepare(request)
         guard !catalog.isShutDown else { throw DownloadError(code: .shutdown, url: request.url.redactedString) }
         let journal: Journal
         do {
@@ -296,6 +302,8 @@ public final class DownloadManager: Sendable {
         var id: DownloadID
         var stateDirectory: String
         var priority: Int
+        var checksum: Checksum? = nil
+        var expectedSize: Int64? = nil
     }
 
     /// What asking for a download did to its journal row.
@@ -327,7 +335,8 @@ public final class DownloadManager: Sendable {
         return PreparedRequest(
             url: url, destination: destination,
             id: DownloadID(url: url.absoluteString, destinationPath: destination),
-            stateDirectory: stateDirectory, priority: request.priority)
+            stateDirectory: stateDirectory, priority: request.priority, checksum: request.checksum,
+            expectedSize: request.expectedSize)
     }
 
     /// `url.standardizedFileURL.path`, skipping Foundation's slow path for a path that is already
@@ -377,6 +386,10 @@ public final class DownloadManager: Sendable {
             return .queued(try requeue(fresh(request), id: request.id, in: journal))
         }
         record.priority = request.priority
+        if record.state != .completed {
+            record.expectedChecksum = request.checksum?.description
+            record.expectedSize = request.expectedSize
+        }
         switch record.state {
         case .queued, .running:
             try journal.save(record, for: request.id)
@@ -402,6 +415,8 @@ public final class DownloadManager: Sendable {
         var record = DownloadRecord(url: request.url.absoluteString, destination: request.destination)
         record.priority = request.priority
         record.host = Self.hostKey(of: request.url)
+        record.expectedChecksum = request.checksum?.description
+        record.expectedSize = request.expectedSize
         return record
     }
 

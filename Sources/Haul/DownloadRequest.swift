@@ -8,12 +8,20 @@ public struct DownloadRequest: Sendable, Hashable {
     public var destination: URL
     /// Higher priorities are admitted first; first in, first out within one priority.
     public var priority: Int
+    /// The whole file's expected digest, checked before it is moved into place: a mismatch fails
+    /// the download with `.checksumMismatch`, deletes the partial and leaves the destination alone.
+    public var checksum: Checksum?
+    /// The file's expected length: a server announcing another fails the download at once
+    /// (`.checksumMismatch`), and the finished file is checked against it.
+    public var expectedSize: Int64?
 
     /// A request for `url` to `destination`.
-    public init(url: URL, destination: URL, priority: Int = 0) {
+    public init(url: URL, destination: URL, priority: Int = 0, checksum: Checksum? = nil, expectedSize: Int64? = nil) {
         self.url = url
         self.destination = destination
         self.priority = priority
+        self.checksum = checksum
+        self.expectedSize = expectedSize
     }
 }
 

@@ -231,3 +231,175 @@ struct FaultTests {
         }
     }
 }
+
+/// Expected checksums and sizes, the maximum size, and local file-system failures.
+@Suite("Integrity and disk errors", .timeLimit(.minutes(2)))
+struct IntegrityTests {
+    /// The digest coreutils computes (`sha256sum`, `sha1sum`, `md5sum`): a reference independent of Haul.
+    func coreutilsDigest(_ algorithm: Checksum.Algorithm, of data: Data, in directory: URL) throws -> String {
+        let input = directory.appendingPathComponent("digest-input")
+        let output = directory.appendingPathComponent("digest-output")
+        try data.write(to: input)
+        let tool = try ChildProcess("/usr/bin/\(algorithm.rawValue)sum", [input.path], stdout: output.path)
+        #expect(tool.wait() == 0)
+        return String(try String(contentsOf: output, encoding: .utf8).prefix(algorithm.hexLength))
+    }
+
+    func configuration(_ directory: URL) -> DownloadManager.Configuration {
+        var configuration = DownloadManager.Configuration()
+        configuration.stateDirectory = directory.appendingPathComponent("state")
+        configuration.retryLimit = 1
+        configuration.retryDelay = .milliseconds(10)
+        return configuration
+    }
+
+    @Test("a matching checksum (SHA-256, SHA-1, MD5) completes; a wrong one fails with both values and places nothing")
+    func checksums() async throws {
+        let server = try FaultServer.start()
+        let directory = try makeTemporaryDirectory()
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
+        let body = FaultServer.body(size: 300_000)
+        try await withDownloadManager(configuration: configuration(directory)) { manager in
+            for algorithm in Checksum.Algorithm.allCases {
+                let hex = try coreutilsDigest(algorithm, of: body, in: directory)
+                let checksum = try #require(Checksum("\(algorithm.rawValue):\(hex.uppercased())"))
+                let destination = directory.appendingPathComponent("good-\(algorithm.rawValue)")
+                let download = try manager.download(
+                    DownloadRequest(url: server.url("file/300000"), destination: destination, checksum: checksum, expectedSize: 300_000))
+                #expect(try await download.finished() == destination)
+                #expect(try Data(contentsOf: destination) == body)
+            }
+            // A wrong digest: the user's file at the destination stays as it was.
+            let destination = directory.appendingPathComponent("bad")
+            try Data("the user's file".utf8).write(to: destination)
+            let wrong = try #require(Checksum(algorithm: .sha256, hex: String(repeating: "ab", count: 32)))
+            let actual = try coreutilsDigest(.sha256, of: body, in: directory)
+            let download = try manager.download(DownloadRequest(url: server.url("file/300000"), destination: destination, checksum: wrong))
+            await #expect { try await download.finished() } throws: { error in
+                guard let error = error as? DownloadError else { return false }
+                return error.code == .checksumMismatch && error.description.contains(wrong.hex)
+                    && error.description.contains(actual) && !error.isTransient
+            }
+            #expect(try Data(contentsOf: destination) == Data("the user's file".utf8))
+            let partial = directory.appendingPathComponent("state/\(download.id).part")
+            #expect(!FileManager.default.fileExists(atPath: partial.path))
+            #expect(server.requests(to: "/file/300000").count == 4)
+        }
+    }
+
+    @Test("an expected size the server contradicts, and a maximum size, fail at once and clearly")
+    func sizes() async throws {
+        let server = try FaultServer.start()
+        let directory = try makeTemporaryDirectory()
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
+        var configuration = configuration(directory)
+        configuration.maximumFileSize = 250_000
+        try await withDownloadManager(configuration: configuration) { manager in
+            let wrongSize = try manager.download(
+                DownloadRequest(url: server.url("file/200000"), destination: directory.appendingPathComponent("a"), expectedSize: 1234))
+            await #expect { try await wrongSize.finished() } throws: { error in
+                guard let error = error as? DownloadError else { return false }
+                return error.code == .checksumMismatch && error.description.contains("200000") && error.description.contains("1234")
+            }
+            let tooLarge = try manager.download(from: server.url("file/300000"), to: directory.appendingPathComponent("b"))
+            await #expect { try await tooLarge.finished() } throws: { error in
+                guard let error = error as? DownloadError else { return false }
+                return error.code == .fileTooLarge && error.description.contains("250000")
+            }
+            let small = try manager.download(from: server.url("file/250000"), to: directory.appendingPathComponent("c"))
+            #expect(try await small.finished() == directory.appendingPathComponent("c"))
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("a").path))
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("b").path))
+        // No retry for either: one request each.
+        #expect(server.requests(to: "/file/200000").count == 1)
+        #expect(server.requests(to: "/file/300000").count == 1)
+    }
+
+    @Test("a body of unknown length that grows past the maximum fails")
+    func unknownLengthPastTheMaximum() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        try server.makeFile("big.bin", size: 400_000)  // served chunked under /chunked/
+        var configuration = configuration(directory)
+        configuration.maximumFileSize = 100_000
+        try await withDownloadManager(configuration: configuration) { manager in
+            let download = try manager.download(from: server.url("chunked/big.bin"), to: directory.appendingPathComponent("big.bin"))
+            await #expect { try await download.finished() } throws: { ($0 as? DownloadError)?.code == .fileTooLarge }
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("big.bin").path))
+    }
+
+    @Test("a full disk fails that download naming the path and the cause; the others go on")
+    func fullDisk() async throws {
+        let server = try FaultServer.start()
+        let directory = try makeTemporaryDirectory()
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
+        let state = directory.appendingPathComponent("state")
+        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+        // The partial file is /dev/full: every write fails with ENOSPC, as on a full file system.
+        let full = directory.appendingPathComponent("full")
+        let id = DownloadID(url: server.url("file/200000"), destination: full)
+        try FileManager.default.createSymbolicLink(atPath: state.appendingPathComponent("\(id).part").path, withDestinationPath: "/dev/full")
+        try await withDownloadManager(configuration: configuration(directory)) { manager in
+            let failing = try manager.download(from: server.url("file/200000"), to: full)
+            let other = try manager.download(from: server.url("file/100000"), to: directory.appendingPathComponent("other"))
+            await #expect { try await failing.finished() } throws: { error in
+                guard let error = error as? DownloadError else { return false }
+                return error.code == .fileSystem && error.errno == ENOSPC && error.path?.hasSuffix("\(id).part") == true
+                    && error.description.contains("No space left on device")
+            }
+            #expect(try await other.finished() == directory.appendingPathComponent("other"))
+        }
+        #expect(try Data(contentsOf: directory.appendingPathComponent("other")) == FaultServer.body(size: 100_000))
+        #expect(!FileManager.default.fileExists(atPath: full.path))
+    }
+
+    @Test("an unwritable destination fails clearly, keeps the partial, and a later run places it without re-sending")
+    func unwritableDestination() async throws {
+        let server = try FaultServer.start()
+        let directory = try makeTemporaryDirectory()
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
+        // The destination's folder is a regular file: the rename into place fails (ENOTDIR), even for root.
+        let blocker = directory.appendingPathComponent("folder")
+        try Data("not a folder".utf8).write(to: blocker)
+        let destination = blocker.appendingPathComponent("file.bin")
+        try await withDownloadManager(configuration: configuration(directory)) { manager in
+            let download = try manager.download(from: server.url("file/150000"), to: destination)
+            await #expect { try await download.finished() } throws: { error in
+                guard let error = error as? DownloadError else { return false }
+                return error.code == .fileSystem && error.path == destination.path && !error.isTransient
+            }
+        }
+        try FileManager.default.removeItem(at: blocker)
+        try FileManager.default.createDirectory(at: blocker, withIntermediateDirectories: true)
+        try await withDownloadManager(configuration: configuration(directory)) { manager in
+            let download = try manager.download(from: server.url("file/150000"), to: destination)
+            #expect(try await download.finished() == destination)
+        }
+        #expect(try Data(contentsOf: destination) == FaultServer.body(size: 150_000))
+        #expect(server.requests(to: "/file/150000").map(\.status) == [200, 416])
+    }
+
+    @Test func checksumParsing() {
+        #expect(Checksum("sha256:" + String(repeating: "A", count: 64))?.hex == String(repeating: "a", count: 64))
+        #expect(Checksum("MD5:" + String(repeating: "0", count: 32))?.algorithm == .md5)
+        #expect(Checksum("sha1:" + String(repeating: "f", count: 40))?.description == "sha1:" + String(repeating: "f", count: 40))
+        for bad in ["", "sha256", "sha256:", "sha256:abc", "sha512:" + String(repeating: "a", count: 128),
+                    "md5:" + String(repeating: "g", count: 32), "sha1:" + String(repeating: "a", count: 41), ":::"] {
+            #expect(Checksum(bad) == nil, "\(bad)")
+        }
+    }
+}

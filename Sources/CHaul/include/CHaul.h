@@ -1,4 +1,4 @@
-// The one C module of Haul: every C header (libcurl, libevent, SQLite) comes in through here, so that
+// The one C module of Haul: every C header (libcurl, libevent, SQLite, OpenSSL's digests) comes in through here, so that
 // Swift sees one definition of shared system types such as `fd_set`.
 //
 // libcurl's setopt/getinfo functions are variadic and cannot be called from Swift; the typed
@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <openssl/evp.h>
 
 typedef size_t (*CHaul_data_callback)(char *ptr, size_t size, size_t nmemb, void *userdata);
 

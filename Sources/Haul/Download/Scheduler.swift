@@ -57,7 +57,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             case .pause(let download): pause(download, reactor: reactor)
             case .resume(let download): resume(download)
             case .cancel(let download): cancel(download, reactor: reactor)
-            case .finalSynced(let id): finalSynced(id, reactor: reactor)
+            case .finalSynced(let id, let digest): finalSynced(id, digest: digest, reactor: reactor)
             case .synced(let id, let directory, let bytes):
                 synced(id, directory: directory, bytes: bytes, reactor: reactor)
             case .checkIdle: idleWaitersPending = true
@@ -542,6 +542,18 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     private func acceptBody(for transfer: Transfer, total: Int64?, truncating: Bool, restart: RestartReason?) {
         guard let easy = transfer.easy, let sink = transfer.sink else { return }
         let head = transfer.responseHead(of: easy)
+        if let total, let expected = transfer.record.expectedSize, total != expected {
+            transfer.writeError = DownloadError(
+                code: .checksumMismatch, url: transfer.urlForErrors,
+                detail: "the server announced \(total) bytes where \(expected) were expected")
+            return
+        }
+        if let total, let maximum = configuration.maximumFileSize, total > maximum {
+            transfer.writeError = DownloadError(
+                code: .fileTooLarge, url: transfer.urlForErrors,
+                detail: "the file is \(total) bytes, more than the maximum of \(maximum)")
+            return
+        }
         do {
             if truncating {
                 try sink.truncate()
@@ -590,13 +602,50 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
         transfer.sink = nil
         if transfer.record.totalBytes == nil { transfer.record.totalBytes = sink.committedLength }
-        let id = transfer.id
-        syncOffLoop(transfer.partialPath, reactor: reactor) { _ in .finalSynced(id) }
+        let (id, path) = (transfer.id, transfer.partialPath)
+        // An expected checksum is computed on the sync queue too: the loop never reads the file.
+        let algorithm = transfer.record.expectedChecksum.flatMap(Checksum.init)?.algorithm
+        syncOffLoop(path, reactor: reactor) { _ in
+            guard let algorithm else { return .finalSynced(id, digest: nil) }
+            do throws(DownloadError) {
+                return .finalSynced(id, digest: .success(try Checksum.digest(ofFileAt: path, algorithm: algorithm)))
+            } catch {
+                return .finalSynced(id, digest: .failure(error))
+            }
+        }
     }
 
-    private func finalSynced(_ id: DownloadID, reactor: Reactor) {
+    private func finalSynced(_ id: DownloadID, digest: Result<String, DownloadError>?, reactor: Reactor) {
         defer { syncReported(reactor: reactor) }
-        if let transfer = transfers[id] { place(transfer, reactor: reactor) }
+        guard let transfer = transfers[id] else { return }
+        if let mismatch = integrityError(of: transfer, digest: digest) {
+            // A wrong file is worth nothing: it goes, and the destination keeps what it had.
+            unlink(transfer.partialPath)
+            perform(transfer.machine.completionFailed(mismatch), for: transfer, reactor: reactor)
+            return
+        }
+        place(transfer, reactor: reactor)
+    }
+
+    /// Why a finished partial file is not the expected one, if it is not.
+    private func integrityError(of transfer: Transfer, digest: Result<String, DownloadError>?) -> DownloadError? {
+        let length = Transfer.fileLength(transfer.partialPath) ?? 0
+        if let expected = transfer.record.expectedSize, length != expected {
+            return DownloadError(
+                code: .checksumMismatch, url: transfer.urlForErrors,
+                detail: "the file is \(length) bytes where \(expected) were expected")
+        }
+        guard let expected = transfer.record.expectedChecksum.flatMap(Checksum.init), let digest else { return nil }
+        switch digest {
+        case .failure(let error):
+            return transfer.attributed(error)
+        case .success(let actual) where actual != expected.hex:
+            return DownloadError(
+                code: .checksumMismatch, url: transfer.urlForErrors,
+                detail: "its \(expected.algorithm.rawValue) is \(actual) where \(expected.hex) was expected")
+        case .success:
+            return nil
+        }
     }
 
     /// Moves a whole partial file to its destination (unless it is already there), records the

@@ -24,8 +24,9 @@ enum ReactorCommand: Sendable {
     /// A background `fdatasync` finished: the first `bytes` of the partial file are durable (`bytes`
     /// is negative when the sync failed).
     case synced(DownloadID, directory: String, bytes: Int64)
-    /// A finished partial file was synced: it can be renamed into place.
-    case finalSynced(DownloadID)
+    /// A finished partial file was synced (and digested, when a checksum is expected): it can be
+    /// checked and renamed into place.
+    case finalSynced(DownloadID, digest: Result<String, DownloadError>?)
     /// A task waits until nothing is queued or running.
     case checkIdle
     case shutdown
