@@ -38,6 +38,21 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Seconds between syncs of partial files to disk (after a reboot a partial is cut back to its last sync).")
     var checkpointInterval: Double = 5
 
+    @Option(name: .long, help: "How many attempts in a row that fail transiently (connection, timeout, 408/429/5xx) without receiving a byte are retried; each retry resumes.")
+    var retries: Int = 5
+
+    @Option(name: .long, help: "Seconds without receiving anything before a transfer is aborted and retried.")
+    var stallTimeout: Double = 30
+
+    @Option(name: .long, help: "The expected digest of the file, as ALGO:HEX (sha256, sha1 or md5); one URL only.")
+    var checksum: String?
+
+    @Option(name: .long, help: "The largest file accepted, in bytes; a larger one fails.")
+    var maxSize: Int64?
+
+    @Option(name: .long, help: "A PEM file of certificate authorities for HTTPS (instead of the system's).")
+    var caFile: String?
+
     @Flag(name: .long, help: "List the downloads recorded in the state directory's journal, then exit.")
     var list = false
 
@@ -56,6 +71,19 @@ struct HaulCommand: AsyncParsableCommand {
         if !(checkpointInterval > 0) { throw ValidationError("--checkpoint-interval must be above 0.") }
         if bufferSize < 4096 { throw ValidationError("--buffer-size must be at least 4096.") }
         if quiet && json { throw ValidationError("--quiet and --json cannot be used together.") }
+        if retries < 0 { throw ValidationError("--retries must be 0 or more.") }
+        if !(stallTimeout >= 1) { throw ValidationError("--stall-timeout must be at least 1 second.") }
+        if let maxSize, maxSize < 0 { throw ValidationError("--max-size must be 0 or more.") }
+        if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
+            throw ValidationError("--ca-file '\(caFile)' cannot be read.")
+        }
+        if let checksum {
+            guard Checksum(checksum) != nil else {
+                throw ValidationError(
+                    "--checksum must be ALGO:HEX with ALGO sha256, sha1 or md5 and HEX of 64, 40 or 32 hexadecimal digits.")
+            }
+            if urls.count + (inputFile == nil ? 0 : 2) != 1 { throw ValidationError("--checksum applies to exactly one URL.") }
+        }
     }
 
     func run() async throws {
@@ -139,7 +167,7 @@ struct Runner {
                 var isDirectory: ObjCBool = false
                 return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
             }
-            try FileManager.default.createDirectory(atPath: plan.outputDirectory, withIntermediateDirectories: true)
+            try Self.makeDirectory(plan.outputDirectory)
         } catch {
             Reporter.write("haul: \(Self.describe(error))\n", to: STDERR_FILENO)
             return 1
@@ -148,6 +176,10 @@ struct Runner {
         var configuration = DownloadManager.Configuration()
         configuration.maxConcurrentDownloads = command.concurrency
         configuration.bufferSize = command.bufferSize
+        configuration.retryLimit = command.retries
+        configuration.stallTimeout = .milliseconds(Int64(command.stallTimeout * 1000))
+        configuration.maximumFileSize = command.maxSize
+        configuration.certificateAuthorityFile = command.caFile.map { URL(fileURLWithPath: $0) }
         configuration.checkpointInterval = .milliseconds(Int64(command.checkpointInterval * 1000))
         configuration.stateDirectory = URL(fileURLWithPath: command.state ?? "\(plan.outputDirectory)/.haul", isDirectory: true)
         configuration.progressInterval = .milliseconds(command.json ? 200 : 100)
@@ -169,7 +201,16 @@ struct Runner {
         var started: [(Int, Download, DownloadPlan.Item)] = []
         for (index, item) in plan.items.enumerated() {
             do {
-                let download = try manager.download(from: item.url, to: URL(fileURLWithPath: item.destination))
+                let download: Download
+                if let checksum = command.checksum.flatMap(Checksum.init) {
+                    guard let url = URL(string: item.url.trimmingCharacters(in: .whitespaces)) else {
+                        throw DownloadError(code: .invalidURL, url: item.url, detail: "it could not be parsed")
+                    }
+                    download = try manager.download(
+                        DownloadRequest(url: url, destination: URL(fileURLWithPath: item.destination), checksum: checksum))
+                } else {
+                    download = try manager.download(from: item.url, to: URL(fileURLWithPath: item.destination))
+                }
                 reporter.add(index: index, name: (item.destination as NSString).lastPathComponent)
                 started.append((index, download, item))
             } catch {
@@ -220,6 +261,21 @@ struct Runner {
         }
         reporter.finish(interrupted: false)
         return failures == 0 && completed == started.count ? 0 : 1
+    }
+
+    /// `mkdir -p`, with the failing folder and the system's reason in the error.
+    static func makeDirectory(_ path: String) throws {
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            prefix += "/\(component)"
+            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
+                throw CLIError("cannot create the output folder '\(prefix)': \(String(cString: strerror(errno)))")
+            }
+        }
+        var status = stat()
+        guard stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR else {
+            throw CLIError("cannot use '\(path)' as the output folder: \(String(cString: strerror(ENOTDIR)))")
+        }
     }
 
     static func describe(_ error: any Error) -> String {

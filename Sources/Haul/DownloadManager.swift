@@ -181,7 +181,11 @@ public final class DownloadManager: Sendable {
     ///
     /// - Throws: ``DownloadError`` with code `.invalidURL` when `string` is not a URL.
     public func download(from string: String, to destination: URL, priority: Int = 0) throws -> Download {
-        guard let url = URL(string: string.trimmingCharacters(in: .whitespaces)) else {
+        let trimmed = string.trimmingCharacters(in: .whitespaces)
+        // Foundation would percent-encode spaces and control characters; a URL has none.
+        guard !trimmed.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7f }),
+            let url = URL(string: trimmed)
+        else {
             throw DownloadError(code: .invalidURL, url: string, detail: "it could not be parsed")
         }
         return try download(from: url, to: destination, priority: priority)

@@ -403,3 +403,62 @@ struct IntegrityTests {
         }
     }
 }
+
+@Suite("Safe defaults", .timeLimit(.minutes(2)))
+struct SafeDefaultTests {
+    @Test("HTTPS is verified: a self-signed server fails without its CA, and downloads with it")
+    func tlsIsVerified() async throws {
+        let server = try NginxServer.start(tls: true)
+        let directory = try makeTemporaryDirectory()
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
+        let source = try server.makeFile("secure.bin", size: 700_000, seed: 9)
+        var configuration = DownloadManager.Configuration()
+        configuration.stateDirectory = directory.appendingPathComponent("state")
+        configuration.retryDelay = .milliseconds(10)
+        try await withDownloadManager(configuration: configuration) { manager in
+            let download = try manager.download(from: server.httpsURL("secure.bin"), to: directory.appendingPathComponent("a.bin"))
+            await #expect { try await download.finished() } throws: { error in
+                guard let error = error as? DownloadError else { return false }
+                return error.code == .transport && error.curlCode == 60 && !error.isTransient
+            }
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("a.bin").path))
+        configuration.certificateAuthorityFile = server.certificate
+        try await withDownloadManager(configuration: configuration) { manager in
+            let download = try manager.download(from: server.httpsURL("secure.bin"), to: directory.appendingPathComponent("b.bin"))
+            #expect(try await download.finished() == directory.appendingPathComponent("b.bin"))
+        }
+        #expect(try Data(contentsOf: directory.appendingPathComponent("b.bin")) == source)
+    }
+
+    @Test("credentials in a URL never appear in events or errors")
+    func credentialsStayHidden() async throws {
+        let server = try FaultServer.start()
+        let directory = try makeTemporaryDirectory()
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
+        var configuration = DownloadManager.Configuration()
+        configuration.stateDirectory = directory.appendingPathComponent("state")
+        configuration.retryLimit = 1
+        configuration.retryDelay = .milliseconds(10)
+        let url = URL(string: "http://alice:s3cr3t-pw@127.0.0.1:\(server.port)/status/503")!
+        try await withDownloadManager(configuration: configuration) { manager in
+            let download = try manager.download(from: url, to: directory.appendingPathComponent("x"))
+            var texts: [String] = []
+            for await event in download.events { texts.append(String(describing: event)) }
+            do {
+                _ = try await download.finished()
+            } catch {
+                texts.append(String(describing: error))
+            }
+            #expect(texts.count >= 2)
+            #expect(!texts.joined().contains("s3cr3t-pw"))
+            #expect(texts.joined().contains("127.0.0.1"))
+        }
+    }
+}

@@ -47,6 +47,34 @@ struct HaulCLITests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: output.path).sorted() == [".haul", "a.bin", "b.bin"])
     }
 
+    @Test("bad input is one line on stderr and a non-zero status, never a crash", arguments: [
+        ["not a url at all"], ["ftp://example.com/file"], ["http://"], ["-i", "/nonexistent/list.txt"],
+        ["-o", "/proc/version/sub", "http://127.0.0.1:1/a"], ["--checksum", "sha256:xyz", "http://h/a"], ["-j", "x", "http://h/a"],
+    ])
+    func badInput(_ arguments: [String]) throws {
+        let work = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: work) }
+        let run = try haul(arguments + ["--quiet", "--state", work.appendingPathComponent("state").path], in: work)
+        #expect(run.status != 0 && run.status < 128, "status \(run.status)")
+        #expect(!run.stderr.contains("Fatal error") && !run.stderr.contains("Stack dump") && !run.stderr.contains("backtrace"))
+        // One line says what is wrong ("haul: …", or the argument parser's "Error: …" with its usage).
+        let lines = run.stderr.split(separator: "\n").filter { $0.hasPrefix("haul: ") || $0.hasPrefix("Error: ") }
+        #expect(lines.count == 1, "\(run.stderr)")
+    }
+
+    @Test("--checksum: a wrong digest fails with both values, exit 1, nothing at the destination")
+    func wrongChecksum() throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        try server.makeFile("c.bin", size: 40_000)
+        let wrong = "sha1:" + String(repeating: "0", count: 40)
+        let run = try haul(["-o", work.appendingPathComponent("c.bin").path, "--checksum", wrong, server.url("c.bin").absoluteString], in: work)
+        #expect(run.status == 1)
+        let lines = run.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].contains(String(repeating: "0", count: 40)) && lines[0].contains("c.bin"), "\(run.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: work.appendingPathComponent("c.bin").path))
+    }
+
     @Test("a failure is one line naming the URL and the reason, and the exit status is not 0")
     func failureLine() throws {
         let (server, work) = try startServerAndDirectory()

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import HaulCLI
+import Haul
 
 @Suite("haul: arguments and file names")
 struct HaulArgumentTests {
@@ -67,11 +68,36 @@ struct HaulArgumentTests {
         #expect(quiet.reporterMode == .quiet)
         #expect(quiet.state == "/tmp/s")
         #expect(quiet.inputFile == "list.txt")
+        let faults = try HaulCommand.parse([
+            "--retries", "0", "--stall-timeout", "2.5", "--max-size", "1000", "--checksum",
+            "sha256:" + String(repeating: "0", count: 64), "http://h/a",
+        ])
+        #expect(faults.retries == 0 && faults.stallTimeout == 2.5 && faults.maxSize == 1000)
+        #expect(faults.checksum.flatMap(Checksum.init)?.algorithm == .sha256)
+    }
+
+    @Test("names from URLs never leave the output folder, whatever the URL (10,000 random ones)")
+    func randomNamesStayInside() {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("ab./\\%2e%2f%00%0a%5c..~ -_?#=&:@!$'()*+,;") + ["\u{7f}", "\u{1b}", "é", "\u{202e}"]
+        for _ in 0..<10_000 {
+            let length = Int.random(in: 0...24, using: &generator)
+            let path = String((0..<length).map { _ in alphabet.randomElement(using: &generator)! })
+            let name = DownloadPlan.fileName(for: "http://h/" + path)
+            #expect(!name.isEmpty && !name.contains("/") && name != "." && name != "..", "\(path) → \(name)")
+            #expect(!name.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7f }, "\(path) → \(name)")
+            let plan = DownloadPlan.make(urls: ["http://h/" + path], output: "/srv/out/", isDirectory: { _ in true })
+            let destination = URL(fileURLWithPath: plan.items[0].destination).standardizedFileURL.path
+            #expect(destination.hasPrefix("/srv/out/") && destination.count > "/srv/out/".count, "\(path) → \(destination)")
+        }
     }
 
     @Test(arguments: [
         [], ["-j", "0", "http://h/a"], ["--quiet", "--json", "http://h/a"], ["--buffer-size", "12", "http://h/a"],
-        ["-j", "many", "http://h/a"],
+        ["-j", "many", "http://h/a"], ["--retries", "-1", "http://h/a"], ["--stall-timeout", "0", "http://h/a"],
+        ["--checksum", "sha256:abc", "http://h/a"], ["--checksum", "crc32:00000000", "http://h/a"],
+        ["--checksum", "md5:" + String(repeating: "0", count: 32), "http://h/a", "http://h/b"],
+        ["--max-size", "-5", "http://h/a"], ["--ca-file", "/nonexistent/ca.pem", "https://h/a"],
     ])
     func badArgumentsAreRefused(_ arguments: [String]) {
         #expect(throws: (any Error).self) { try HaulCommand.parse(arguments) }

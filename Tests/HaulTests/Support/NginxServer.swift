@@ -24,15 +24,29 @@ final class NginxServer: @unchecked Sendable {
 
     static let nginxPath = "/usr/sbin/nginx"
 
-    private init(root: URL, prefix: URL, port: Int, process: ChildProcess) {
+    private init(root: URL, prefix: URL, port: Int, tlsPort: Int, certificate: URL?, process: ChildProcess) {
         self.root = root
         self.prefix = prefix
         self.port = port
+        self.tlsPort = tlsPort
+        self.certificate = certificate
         self.process = process
     }
 
+    /// The HTTPS port, when started with `tls`.
+    let tlsPort: Int
+    /// The self-signed certificate (PEM) of the HTTPS port, when started with `tls`.
+    let certificate: URL?
+
+    /// `https://127.0.0.1:TLSPORT/path`.
+    func httpsURL(_ path: String) -> URL {
+        URL(string: "https://127.0.0.1:\(tlsPort)/\(path)")!
+    }
+
     /// Starts nginx; throws (with nginx's error log) if it does not come up.
-    static func start() throws -> NginxServer {
+    /// With `tls`, the same site is also served over HTTPS (HTTP/2 offered) on ``tlsPort``, with a
+    /// self-signed certificate for 127.0.0.1 made by `openssl` (``certificate``).
+    static func start(tls: Bool = false) throws -> NginxServer {
         guard FileManager.default.isExecutableFile(atPath: nginxPath) else {
             throw TestFailure("nginx is not installed at \(nginxPath): run the README's test command, which installs it")
         }
@@ -44,8 +58,22 @@ final class NginxServer: @unchecked Sendable {
         // A file only this nginx serves: a port that answers without it belongs to another server.
         let marker = ".ready-\(UUID().uuidString)"
         try Data("ready".utf8).write(to: root.appendingPathComponent(marker))
+        let certificate = prefix.appendingPathComponent("cert.pem")
+        let key = prefix.appendingPathComponent("key.pem")
+        if tls {
+            let openssl = try ChildProcess(
+                "/usr/bin/openssl",
+                ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                 "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key.path, "-out", certificate.path])
+            guard openssl.wait() == 0 else { throw TestFailure("openssl could not make a certificate (run the README's test command)") }
+        }
         for _ in 0..<5 {
             let port = try freePort()
+            let tlsPort = tls ? try freePort() : 0
+            let tlsListener =
+                tls
+                ? "listen 127.0.0.1:\(tlsPort) ssl http2; ssl_certificate \(certificate.path); ssl_certificate_key \(key.path);"
+                : ""
             let config = """
                 daemon off;
                 master_process off;
@@ -62,6 +90,7 @@ final class NginxServer: @unchecked Sendable {
                     keepalive_requests 100000;
                     server {
                         listen 127.0.0.1:\(port);
+                        \(tlsListener)
                         root \(root.path);
                         location /slow/ { alias \(root.path)/; limit_rate 512k; }
                         location /slowest/ { alias \(root.path)/; limit_rate 256k; }
@@ -80,7 +109,8 @@ final class NginxServer: @unchecked Sendable {
             let process = try ChildProcess(
                 nginxPath, ["-p", prefix.path, "-c", configURL.path, "-e", "\(prefix.path)/logs/error.log"])
             if waitUntilListening(port: port, process: process, marker: marker) {
-                return NginxServer(root: root, prefix: prefix, port: port, process: process)
+                return NginxServer(
+                    root: root, prefix: prefix, port: port, tlsPort: tlsPort, certificate: tls ? certificate : nil, process: process)
             }
             process.signal(SIGKILL)
             process.wait()
