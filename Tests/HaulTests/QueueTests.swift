@@ -26,17 +26,21 @@ struct QueueTests {
         }
 
         let first = try DownloadManager(configuration: configuration(state, concurrency: 2))
+        // One handle, taken before the rest is queued so that the download cannot end unseen.
+        let tracked = try first.download(from: server.url("q.bin"), to: files.appendingPathComponent("9.bin"))
         let summary = try first.enqueue(requests)
-        #expect(summary.queued == count)
+        #expect(summary.queued == count - 1)
+        #expect(summary.alreadyQueued + summary.alreadyComplete == 1)
         #expect(summary.rejected.isEmpty)
         // Only admitted downloads have a handle or a transfer; every request is a row.
         #expect(first.catalog.census.transfers.load(ordering: .relaxed) <= 2)
-        #expect(first.catalog.census.downloads.load(ordering: .relaxed) <= 2)
+        #expect(first.catalog.census.downloads.load(ordering: .relaxed) <= 3)  // two admitted, one held here
         let journal = try #require(first.catalog.openJournal(for: state.path))
         #expect(try journal.allRecords().count == count)
-        // Follow the tenth by id; first in, first out means the nine before it are done too.
-        let tenth = try #require(first.download(id: DownloadID(url: server.url("q.bin"), destination: files.appendingPathComponent("9.bin"))))
-        #expect(try await tenth.finished() == files.appendingPathComponent("9.bin"))
+        // Re-attaching by id gives the same handle.
+        #expect(first.download(id: DownloadID(url: server.url("q.bin"), destination: files.appendingPathComponent("9.bin"))) === tracked
+            || tracked.state.isFinal)
+        #expect(try await tracked.finished() == files.appendingPathComponent("9.bin"))
         await first.shutdown()
 
         let afterShutdown = try Journal(directory: state.path)
@@ -44,7 +48,7 @@ struct QueueTests {
         afterShutdown.close()
         let done = records.filter { $0.state == .completed }.count
         #expect(records.count == count)
-        #expect(done >= 10)
+        #expect(done >= 1)
         #expect(done < count, "the shutdown came long before 2,000 transfers could end")
         #expect(records.allSatisfy { $0.state == .completed || $0.state == .interrupted })
 

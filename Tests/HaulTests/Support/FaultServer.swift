@@ -15,6 +15,8 @@ import Glibc
 /// - `/short/SIZE`: the first response announces SIZE bytes and sends half, then closes.
 /// - `/changing/N/SIZE`: each request gets another version (ETag and bytes); the first ends after N.
 /// - `/loop`: redirects to itself.
+/// - `/to-ftp`: redirects to an `ftp://` URL.
+/// - `/mute/SIZE`: the first request gets no answer at all (not even a status line); later ones behave.
 /// - `/drip/CHUNK/MILLISECONDS/SIZE`: CHUNK bytes every MILLISECONDS.
 /// - `/status/CODE`: that status, with a short body.
 final class FaultServer: @unchecked Sendable {
@@ -173,6 +175,10 @@ final class FaultServer: @unchecked Sendable {
             sendFile(size: size, version: number, request: &request, on: connection, limit: number == 1 ? numbers[0] : nil)
         case "loop":
             sendStatus(302, extra: "Location: /loop\r\n", request: &request, on: connection)
+        case "to-ftp":
+            sendStatus(302, extra: "Location: ftp://127.0.0.1:\(port)/file\r\n", request: &request, on: connection)
+        case "mute":
+            if number == 1 { waitForClose(connection) } else { sendFile(size: size, request: &request, on: connection) }
         case "drip" where numbers.count == 3:
             sendFile(size: size, request: &request, on: connection, drip: (numbers[0], numbers[1]))
         case "status" where numbers.count == 1:
