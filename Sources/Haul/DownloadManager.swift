@@ -25,6 +25,10 @@ public final class DownloadManager: Sendable {
         /// the others wait as rows of the journal, holding no object, connection, file descriptor or
         /// buffer. Default 16.
         public var maxConcurrentDownloads: Int = 16
+        /// How many downloads from one host (host and port) transfer at once, across all downloads;
+        /// the queue skips to other hosts' downloads meanwhile. `nil` (the default): no limit but
+        /// ``maxConcurrentDownloads``.
+        public var maxConcurrentDownloadsPerHost: Int?
         /// How many bytes are collected before a write to the partial file (YYDownload's
         /// `kBufferSize`). Progress counts written bytes only. Default 128 KiB.
         public var bufferSize: Int = 128 * 1024
@@ -106,6 +110,7 @@ public final class DownloadManager: Sendable {
     public init(configuration: Configuration = Configuration()) throws {
         var configuration = configuration
         configuration.maxConcurrentDownloads = max(1, configuration.maxConcurrentDownloads)
+        configuration.maxConcurrentDownloadsPerHost = configuration.maxConcurrentDownloadsPerHost.map { max(1, $0) }
         configuration.bufferSize = max(4096, configuration.bufferSize)
         self.configuration = configuration
         self.configuredStateDirectory = configuration.stateDirectory?.standardizedFileURL.path

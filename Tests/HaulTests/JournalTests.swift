@@ -55,11 +55,12 @@ struct JournalTests {
         defer { journal.close() }
         let b = try #require(try journal.record(for: DownloadID(rawValue: "b")))
         #expect(b.state == .interrupted)
+        #expect(b.host == "h:80")
         #expect(b.totalBytes == 900 && b.entityTag == "\"e\"" && b.bytesCommitted == 300 && b.bytesSynced == 256)
         #expect(try journal.record(for: DownloadID(rawValue: "c"))?.state == .completed)
         try journal.requeueInterrupted()
         // First in, first out: "a" was created before "b".
-        #expect(try journal.nextQueued(at: Date().timeIntervalSince1970)?.0 == DownloadID(rawValue: "a"))
+        #expect(try journal.nextQueued(at: Date().timeIntervalSince1970).head?.0 == DownloadID(rawValue: "a"))
         #expect(try journal.unfinishedRecords().map(\.0.rawValue) == ["a", "b"])
     }
 

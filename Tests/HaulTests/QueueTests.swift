@@ -143,4 +143,40 @@ struct QueueTests {
         #expect(try Data(contentsOf: directory.appendingPathComponent("big.bin")) == big)
         #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("gone.bin").path))
     }
+
+    @Test("a per-host limit spans downloads; the queue goes on with other hosts meanwhile")
+    func perHostLimit() async throws {
+        let (nginx, directory) = try startServerAndDirectory()
+        let faults = try FaultServer.start()
+        defer {
+            faults.stop()
+            stop(nginx, directory)
+        }
+        for index in 0..<3 { try nginx.makeFile("n\(index).bin", size: 20_000, seed: UInt64(index)) }
+        var configuration = configuration(directory.appendingPathComponent("state"), concurrency: 4)
+        configuration.maxConcurrentDownloadsPerHost = 1
+        try await withDownloadManager(configuration: configuration) { manager in
+            // Six slow downloads from one host first (each about 0.25 s), then three from another.
+            let slow = try (0..<6).map { index in
+                try manager.download(
+                    from: faults.url("drip/4096/50/20480?\(index)"), to: directory.appendingPathComponent("slow\(index)"))
+            }
+            let fast = try (0..<3).map { index in
+                try manager.download(from: nginx.url("n\(index).bin"), to: directory.appendingPathComponent("fast\(index)"))
+            }
+            for download in fast { _ = try await download.finished() }
+            // The other host's downloads did not wait for the six: most of those are still to come.
+            #expect(slow.filter { !$0.state.isFinal }.count >= 3)
+            for download in slow { _ = try await download.finished() }
+        }
+        // One at a time: each response drips for about 0.2 s, and the next request comes after it.
+        let arrivals = faults.allRequests.map(\.arrival)
+        #expect(arrivals.count == 6)
+        for (earlier, later) in zip(arrivals, arrivals.dropFirst()) {
+            #expect(later - earlier >= .milliseconds(150), "\(later - earlier)")
+        }
+        for index in 0..<6 {
+            #expect(try Data(contentsOf: directory.appendingPathComponent("slow\(index)")) == FaultServer.body(size: 20480))
+        }
+    }
 }

@@ -20,6 +20,11 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// State directories whose journal may hold queued rows.
     private var queuedDirectories: Set<String> = []
     private var active = 0
+    /// Slots held per host, and the hosts at their limit (``DownloadManager/Configuration/maxConcurrentDownloadsPerHost``).
+    private var activeByHost: [String: Int] = [:]
+    private var saturatedHosts: Set<String> = []
+    /// Directories whose queue had rows only for saturated hosts: looked at again when one frees.
+    private var directoriesWaitingForHosts: Set<String> = []
     private var shuttingDown = false
     /// Where partial files are `fdatasync`ed, away from the loop thread.
     private let syncQueue = DispatchQueue(label: "haul.checkpoint-sync")
@@ -289,7 +294,9 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             guard let (journal, id) = nextQueued() else { break }
             admit(id, from: journal, reactor: reactor)
         }
-        if idleWaitersPending, transfers.isEmpty, queuedDirectories.isEmpty, retryWakes.isEmpty {
+        if idleWaitersPending, transfers.isEmpty, queuedDirectories.isEmpty, retryWakes.isEmpty,
+            directoriesWaitingForHosts.isEmpty
+        {
             idleWaitersPending = false
             catalog.resumeIdleWaiters()
         }
@@ -305,7 +312,9 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             let now = Date().timeIntervalSince1970
             var head: (DownloadID, DownloadRecord)?
             do {
-                head = try journal.nextQueued(at: now)
+                let next = try journal.nextQueued(at: now, excludingHosts: saturatedHosts)
+                head = next.head
+                if head == nil, next.blocked { directoriesWaitingForHosts.insert(directory) }
                 if head == nil, let retryAt = try journal.nextRetryTime(after: now) {
                     wakeForRetry(in: directory, at: retryAt)
                 }
@@ -533,6 +542,11 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         if !transfer.holdsSlot {
             transfer.holdsSlot = true
             active += 1
+            let host = transfer.hostKey
+            activeByHost[host, default: 0] += 1
+            if let limit = configuration.maxConcurrentDownloadsPerHost, activeByHost[host]! >= limit {
+                saturatedHosts.insert(host)
+            }
         }
         logger.debug(
             "request", metadata: ["url": "\(transfer.urlForErrors)", "from": "\(transfer.requestedOffset)"])
@@ -733,6 +747,13 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         if transfer.holdsSlot {
             transfer.holdsSlot = false
             active -= 1
+            let host = transfer.hostKey
+            let remaining = (activeByHost[host] ?? 1) - 1
+            activeByHost[host] = remaining > 0 ? remaining : nil
+            if saturatedHosts.remove(host) != nil {
+                queuedDirectories.formUnion(directoriesWaitingForHosts)
+                directoriesWaitingForHosts.removeAll()
+            }
         }
         transfers.removeValue(forKey: transfer.id)
     }

@@ -45,6 +45,8 @@ final class Transfer {
     deinit { scheduler.catalog.census.transfers.subtract(1, ordering: .relaxed) }
 
     var id: DownloadID { download.id }
+    /// `host:port`, the key of per-host limits.
+    var hostKey: String { record.host.isEmpty ? DownloadManager.hostKey(of: download.url) : record.host }
     var partialPath: String { store.partialPath(for: id) }
     var urlForErrors: String { machine.url }
 

@@ -182,6 +182,11 @@ final class Journal: @unchecked Sendable {
         try execute("ALTER TABLE downloads ADD COLUMN retry_at REAL NOT NULL DEFAULT 0")
         try execute("ALTER TABLE downloads ADD COLUMN expected_size INTEGER")
         try execute("UPDATE downloads SET queue_seq = CAST(created_at * 1000000 AS INTEGER)")
+        for (id, var record) in try records(where: "host = ''") {
+            guard let url = URL(string: record.url) else { continue }
+            record.host = DownloadManager.hostKey(of: url)
+            try save(record, for: id)
+        }
         try execute(
             "CREATE INDEX IF NOT EXISTS downloads_queue ON downloads (priority DESC, queue_seq) WHERE state = 'queued'")
     }
@@ -278,36 +283,44 @@ final class Journal: @unchecked Sendable {
         }
     }
 
+    /// How far past saturated hosts the queue is searched for another host's download.
+    static let hostSearchWindow = 256
+
     /// The queue's head: the queued download with the highest priority, first in within it, that may
     /// run at `now` (seconds since 1970; a retry waits for its time) and whose host is not in
     /// `excludedHosts`.
-    func nextQueued(at now: Double, excludingHosts excludedHosts: Set<String> = []) throws(DownloadError) -> (DownloadID, DownloadRecord)? {
+    ///
+    /// With hosts excluded, only the first ``hostSearchWindow`` queued rows are searched (a bounded
+    /// cost per admission, whatever the queue's length); `blocked` then says that rows were passed
+    /// over for their host.
+    func nextQueued(
+        at now: Double, excludingHosts excludedHosts: Set<String> = []
+    ) throws(DownloadError) -> (head: (DownloadID, DownloadRecord)?, blocked: Bool) {
         lock.lock()
         defer { lock.unlock() }
-        let placeholders = (0..<excludedHosts.count).map { "?\($0 + 2)" }.joined(separator: ", ")
-        let hostCondition = excludedHosts.isEmpty ? "" : " AND host NOT IN (\(placeholders))"
-        let sql = """
-            SELECT \(Self.columns) FROM downloads WHERE state = 'queued' AND retry_at <= ?1\(hostCondition)
-            ORDER BY priority DESC, queue_seq LIMIT 1
+        let statement = try prepared(
             """
-        // Statements excluding hosts vary with the count; only the common one is kept prepared.
-        let statement: OpaquePointer
-        if excludedHosts.isEmpty {
-            statement = try prepared(sql)
-        } else {
-            var fresh: OpaquePointer?
-            guard sqlite3_prepare_v2(database, sql, -1, &fresh, nil) == SQLITE_OK, let fresh else { throw failure("read") }
-            statement = fresh
-        }
-        defer {
-            if excludedHosts.isEmpty { sqlite3_reset(statement) } else { sqlite3_finalize(statement) }
-        }
+            SELECT \(Self.columns) FROM downloads WHERE state = 'queued' AND retry_at <= ?1
+            ORDER BY priority DESC, queue_seq LIMIT ?2
+            """)
+        defer { sqlite3_reset(statement) }
         sqlite3_bind_double(statement, 1, now)
-        for (index, host) in excludedHosts.enumerated() { CHaul_sqlite_bind_text(statement, Int32(index + 2), host) }
-        switch sqlite3_step(statement) {
-        case SQLITE_ROW: return (DownloadID(rawValue: Self.text(statement, 15) ?? ""), Self.record(from: statement))
-        case SQLITE_DONE: return nil
-        default: throw failure("read")
+        sqlite3_bind_int64(statement, 2, excludedHosts.isEmpty ? 1 : Int64(Self.hostSearchWindow))
+        var blocked = false
+        while true {
+            switch sqlite3_step(statement) {
+            case SQLITE_ROW:
+                let record = Self.record(from: statement)
+                if excludedHosts.contains(record.host) {
+                    blocked = true
+                    continue
+                }
+                return ((DownloadID(rawValue: Self.text(statement, 15) ?? ""), record), blocked)
+            case SQLITE_DONE:
+                return (nil, blocked)
+            default:
+                throw failure("read")
+            }
         }
     }
 

@@ -30,7 +30,12 @@ final class FaultServer: @unchecked Sendable {
         /// Status and body bytes actually sent.
         var status: Int
         var bytesSent: Int
+        /// When its head was read.
+        var arrival = ContinuousClock.now
     }
+
+    /// Every request served so far, in order of arrival.
+    var allRequests: [Request] { lock.withLock { served } }
 
     let port: Int
     private let listener: Int32
@@ -39,6 +44,7 @@ final class FaultServer: @unchecked Sendable {
     private var served: [Request] = []
     private var connections: Set<Int32> = []
     private var stopped = false
+
 
     private init(listener: Int32, port: Int) {
         self.listener = listener
@@ -148,7 +154,9 @@ final class FaultServer: @unchecked Sendable {
 
     /// Routes one request; `number` counts the requests to this path, from 1.
     private func respond(to request: inout Request, number: Int, on connection: Int32) {
-        let parts = request.path.split(separator: "/").map(String.init)
+        // A query string only makes URLs distinct; routing ignores it.
+        let route = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? ""
+        let parts = route.split(separator: "/").map(String.init)
         let numbers = parts.dropFirst().compactMap { Int($0) }
         let size = numbers.last ?? 0
         switch parts.first ?? "" {
