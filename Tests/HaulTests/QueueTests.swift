@@ -184,4 +184,40 @@ struct QueueTests {
             #expect(try Data(contentsOf: directory.appendingPathComponent("fast\(index)")) == FaultServer.body(size: 20000))
         }
     }
+
+    @Test("load: 2,000 downloads at once through the public API, all byte-identical")
+    func twoThousandAtOnce() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let count = 2_000
+        // 40 sources at 24 KiB, served at 256 KB/s each: every transfer lasts long enough that all
+        // 2,000 are live together.
+        let sources = try (0..<40).map { try server.makeFile("load/\($0).bin", size: 24 * 1024, seed: UInt64(100 + $0)) }
+        var configuration = DownloadManager.Configuration()
+        configuration.stateDirectory = directory.appendingPathComponent("state")
+        configuration.maxConcurrentDownloads = count
+        configuration.bufferSize = 16 * 1024
+        configuration.checkpointInterval = .seconds(60)
+        let files = directory.appendingPathComponent("files")
+        let manager = try DownloadManager(configuration: configuration)
+        do {
+            let downloads = try (0..<count).map { index in
+                try manager.download(from: server.url("slowest/load/\(index % 40).bin?\(index)"), to: files.appendingPathComponent("\(index).bin"))
+            }
+            let results = try await withThrowingTaskGroup(of: URL.self) { group in
+                for download in downloads { group.addTask { try await download.finished() } }
+                var results: [URL] = []
+                for try await url in group { results.append(url) }
+                return results
+            }
+            #expect(results.count == count)
+        }
+        await manager.shutdown()
+        #expect(manager.catalog.census.transfers.load(ordering: .relaxed) == 0)
+        for index in 0..<count {
+            #expect(try Data(contentsOf: files.appendingPathComponent("\(index).bin")) == sources[index % 40], "\(index)")
+        }
+        // Each file was sent once.
+        #expect(server.accessLog().filter { $0.uri.hasPrefix("/slowest/load/") }.count == count)
+    }
 }

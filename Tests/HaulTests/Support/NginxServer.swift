@@ -78,6 +78,7 @@ final class NginxServer: @unchecked Sendable {
                 daemon off;
                 master_process off;
                 worker_processes 1;
+                worker_rlimit_nofile 16384;
                 user root;
                 error_log \(prefix.path)/logs/error.log;
                 pid \(prefix.path)/nginx.pid;
