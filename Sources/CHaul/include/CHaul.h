@@ -69,6 +69,12 @@ static inline const char *CHaul_easy_header_value(CURL *handle, const char *name
 
 // MARK: multi handle options
 
+// MARK: share handle
+
+static inline CURLSHcode CHaul_share_setopt_long(CURLSH *handle, CURLSHoption option, long value) {
+    return curl_share_setopt(handle, option, value);
+}
+
 static inline CURLMcode CHaul_multi_setopt_long(CURLM *handle, CURLMoption option, long value) {
     return curl_multi_setopt(handle, option, value);
 }

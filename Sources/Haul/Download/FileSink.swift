@@ -9,15 +9,17 @@ final class FileSink {
     let path: String
     private var descriptor: Int32
     private var buffer: UnsafeMutableRawBufferPointer?
-    private let bufferSize: Int
+    private let pool: BufferPool
+    private var bufferSize: Int { pool.bufferSize }
     private var buffered = 0
     /// Bytes handed to the kernel; the file's length as far as Haul knows.
     private(set) var committedLength: Int64
     /// Bytes collected and not yet written.
     var bufferedCount: Int { buffered }
 
-    /// Opens (creating if needed) the partial file at `path`, positioned after its current bytes.
-    init(path: String, bufferSize: Int) throws(DownloadError) {
+    /// Opens (creating if needed) the partial file at `path`, positioned after its current bytes;
+    /// its buffer comes from `pool` when bytes arrive.
+    init(path: String, pool: BufferPool) throws(DownloadError) {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
             throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "open failed")
@@ -30,12 +32,12 @@ final class FileSink {
         }
         self.path = path
         self.descriptor = descriptor
-        self.bufferSize = max(4096, bufferSize)
+        self.pool = pool
         self.committedLength = Int64(status.st_size)
     }
 
     deinit {
-        buffer?.deallocate()
+        if let buffer { pool.give(buffer) }
         if descriptor >= 0 { Glibc.close(descriptor) }
     }
 
@@ -53,7 +55,7 @@ final class FileSink {
         }
         while !remaining.isEmpty {
             let storage = buffer ?? {
-                let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferSize, alignment: 16)
+                let storage = pool.take()
                 buffer = storage
                 return storage
             }()
@@ -92,7 +94,7 @@ final class FileSink {
         defer {
             if descriptor >= 0 { Glibc.close(descriptor) }
             descriptor = -1
-            buffer?.deallocate()
+            if let buffer { pool.give(buffer) }
             buffer = nil
         }
         try flush()

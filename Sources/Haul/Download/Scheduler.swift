@@ -41,6 +41,12 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     private var retryWakes: [String: Double] = [:]
     private var retryTimer: OpaquePointer?
     private let retryPolicy: RetryPolicy
+    /// Write buffers, reused across transfers.
+    private let buffers: BufferPool
+    /// Easy handles of ended transfers, reset and kept for the next ones.
+    private var idleEasyHandles: [EasyHandle] = []
+    /// Shared by every easy handle: TLS sessions and DNS answers.
+    private let share: UnsafeMutableRawPointer?
     private let progressIntervalNanoseconds: UInt64
 
     init(configuration: DownloadManager.Configuration, reactor: Reactor, catalog: Catalog) {
@@ -49,6 +55,13 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         self.catalog = catalog
         self.logger = configuration.logger
         self.retryPolicy = RetryPolicy(baseDelay: configuration.retryDelay, maximumDelay: configuration.maximumRetryDelay)
+        self.buffers = BufferPool(bufferSize: configuration.bufferSize, idleLimit: min(32, configuration.maxConcurrentDownloads))
+        let share = curl_share_init()
+        if let share {
+            _ = CHaul_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_SSL_SESSION.rawValue))
+            _ = CHaul_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_DNS.rawValue))
+        }
+        self.share = share
         let (seconds, attoseconds) = configuration.progressInterval.components
         self.progressIntervalNanoseconds = UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
     }
@@ -96,6 +109,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             let kind: DownloadError.Code = result == CURLE_PARTIAL_FILE ? .sizeMismatch : .transport
             ended = .failed(DownloadError(code: kind, url: transfer.urlForErrors, curlCode: code, detail: message))
         }
+        recycle(easy)
         transfer.easy = nil
         if transfer.machine.isDone { return }
         perform(transfer.machine.transferEnded(ended, progressed: transfer.attemptWroteBytes), for: transfer, reactor: reactor)
@@ -205,6 +219,9 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         queuedDirectories.removeAll()
         catalog.closeJournals()
         catalog.resumeIdleWaiters()
+        // Every easy handle goes before the share they use.
+        idleEasyHandles.removeAll()
+        if let share { curl_share_cleanup(share) }
         reactor.stop()
     }
 
@@ -488,7 +505,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             if let existing = transfer.sink {
                 sink = existing
             } else {
-                sink = try FileSink(path: transfer.partialPath, bufferSize: configuration.bufferSize)
+                sink = try FileSink(path: transfer.partialPath, pool: buffers)
             }
             transfer.sink = sink
             let partialIsLongerThanFile = transfer.record.totalBytes.map { sink.committedLength > $0 } ?? false
@@ -504,7 +521,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             finish(transfer, with: transfer.attributed(error), reactor: reactor)
             return
         }
-        guard let easy = transfer.easy ?? EasyHandle() else {
+        guard let easy = transfer.easy ?? idleEasyHandles.popLast() ?? EasyHandle() else {
             finish(
                 transfer, with: DownloadError(code: .internalError, url: transfer.urlForErrors, detail: "curl_easy_init failed"),
                 reactor: reactor)
@@ -513,6 +530,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         easy.configure(
             url: transfer.download.url.absoluteString,
             configuration: configuration,
+            share: share,
             write: Scheduler.writeCallback,
             context: Unmanaged.passUnretained(transfer).toOpaque()
         )
@@ -530,6 +548,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         transfer.retryAfter = nil
         let code = reactor.add(easy.raw)
         guard code == CURLM_OK else {
+            recycle(easy)
             transfer.easy = nil
             finish(
                 transfer,
@@ -733,10 +752,18 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         perform(transfer.machine.fail(error), for: transfer, reactor: reactor)
     }
 
+    /// Keeps an easy handle that left the multi handle for the next transfer (up to 64 idle).
+    private func recycle(_ easy: EasyHandle) {
+        guard idleEasyHandles.count < 64 else { return }
+        easy.reset()
+        idleEasyHandles.append(easy)
+    }
+
     /// Takes the request out of curl, if any.
     private func stopRequest(of transfer: Transfer, reactor: Reactor) {
         if let easy = transfer.easy {
             reactor.remove(easy.raw)
+            recycle(easy)
             transfer.easy = nil
         }
     }

@@ -14,6 +14,15 @@ final class EasyHandle {
         errorBuffer.initialize(to: 0)
     }
 
+    /// Clears every option (curl keeps the handle's connection and caches), ready for another
+    /// transfer. Call only once the handle is out of the multi handle.
+    func reset() {
+        curl_easy_reset(raw)
+        curl_slist_free_all(headers)
+        headers = nil
+        errorBuffer[0] = 0
+    }
+
     deinit {
         curl_easy_cleanup(raw)
         curl_slist_free_all(headers)
@@ -24,10 +33,14 @@ final class EasyHandle {
     func configure(
         url: String,
         configuration: DownloadManager.Configuration,
+        share: UnsafeMutableRawPointer?,
         write: @escaping CHaul_data_callback,
         context: UnsafeMutableRawPointer
     ) {
         errorBuffer[0] = 0
+        // TLS sessions (and DNS answers) are shared by every transfer: a new connection to a host
+        // seen before resumes its TLS session instead of a full handshake.
+        if let share { _ = CHaul_easy_setopt_pointer(raw, CURLOPT_SHARE, share) }
         set(CURLOPT_URL, url)
         set(CURLOPT_NOSIGNAL, 1)
         set(CURLOPT_FOLLOWLOCATION, 1)
