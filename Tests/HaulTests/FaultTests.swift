@@ -45,19 +45,9 @@ struct FaultTests {
         events.compactMap { if case .restarted(let reason) = $0 { reason } else { nil } }
     }
 
-    func withServer(_ body: (FaultServer, URL) async throws -> Void) async throws {
-        let server = try FaultServer.start()
-        let directory = try makeTemporaryDirectory()
-        defer {
-            server.stop()
-            try? FileManager.default.removeItem(at: directory)
-        }
-        try await body(server, directory)
-    }
-
     @Test("a server that drops the connection every 50 KB: each retry resumes where the bytes end")
     func droppedConnections() async throws {
-        try await withServer { server, directory in
+        try await withFaultServer { server, directory in
             // Eight attempts, far more than the budget of 2: each one makes progress, so none counts.
             let (events, result) = try await fetch(
                 "drop/50000/400000", from: server, into: directory, configuration: configuration(directory, retryLimit: 2))
@@ -76,7 +66,7 @@ struct FaultTests {
 
     @Test("a server that goes silent mid-body: the stall is detected, and the retry resumes")
     func stalledTransfer() async throws {
-        try await withServer { server, directory in
+        try await withFaultServer { server, directory in
             let (events, result) = try await fetch("stall/100000/300000", from: server, into: directory, configuration: configuration(directory))
             #expect(throws: Never.self) { try result.get() }
             #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 300_000))
@@ -89,7 +79,7 @@ struct FaultTests {
 
     @Test("503 and 429 with Retry-After: the delay asked for is honoured", arguments: [503, 429])
     func retryAfter(status: Int) async throws {
-        try await withServer { server, directory in
+        try await withFaultServer { server, directory in
             let path = "busy/\(status)/2/1/200000"
             let clock = ContinuousClock()
             let start = clock.now
@@ -105,7 +95,7 @@ struct FaultTests {
 
     @Test("a body shorter than its Content-Length is detected and resumed")
     func shortBody() async throws {
-        try await withServer { server, directory in
+        try await withFaultServer { server, directory in
             let (events, result) = try await fetch("short/300000", from: server, into: directory, configuration: configuration(directory))
             #expect(throws: Never.self) { try result.get() }
             #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 300_000))
@@ -118,7 +108,7 @@ struct FaultTests {
 
     @Test("statuses that will not change fail at once; 500 is retried until the budget is spent")
     func statuses() async throws {
-        try await withServer { server, directory in
+        try await withFaultServer { server, directory in
             for status in [404, 410, 403] {
                 let (events, result) = try await fetch("status/\(status)", from: server, into: directory, configuration: configuration(directory))
                 #expect(throws: DownloadError.self) { try result.get() }
@@ -140,7 +130,7 @@ struct FaultTests {
 
     @Test("a redirect loop fails after the redirect limit, without retries")
     func redirectLoop() async throws {
-        try await withServer { server, directory in
+        try await withFaultServer { server, directory in
             let (events, result) = try await fetch("loop", from: server, into: directory, configuration: configuration(directory))
             if case .failure(let error) = result {
                 #expect(error.code == .transport && error.curlCode == 47)
@@ -155,7 +145,7 @@ struct FaultTests {
 
     @Test("a server that never answers is a stall too: aborted after the timeout and retried")
     func silentServer() async throws {
-        try await withServer { server, directory in
+        try await withFaultServer { server, directory in
             let (events, result) = try await fetch("mute/50000", from: server, into: directory, configuration: configuration(directory))
             #expect(throws: Never.self) { try result.get() }
             #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 50000))
@@ -166,7 +156,7 @@ struct FaultTests {
 
     @Test("time spent queued never counts toward the stall timeout")
     func queuedTimeIsNotStalled() async throws {
-        try await withServer { server, directory in
+        try await withFaultServer { server, directory in
             var configuration = configuration(directory)
             configuration.maxConcurrentDownloads = 1
             try await withDownloadManager(configuration: configuration) { manager in
@@ -185,7 +175,7 @@ struct FaultTests {
 
     @Test("a redirect to another scheme is refused, not followed")
     func redirectToAnotherScheme() async throws {
-        try await withServer { server, directory in
+        try await withFaultServer { server, directory in
             let (events, result) = try await fetch("to-ftp", from: server, into: directory, configuration: configuration(directory))
             guard case .failure(let error) = result else {
                 Issue.record("a redirect to ftp:// must fail")
@@ -198,7 +188,7 @@ struct FaultTests {
 
     @Test("a slow drip is slow, not stalled: it completes without a retry")
     func slowDrip() async throws {
-        try await withServer { server, directory in
+        try await withFaultServer { server, directory in
             let (events, result) = try await fetch("drip/2048/100/20480", from: server, into: directory, configuration: configuration(directory))
             #expect(throws: Never.self) { try result.get() }
             #expect(retries(in: events).isEmpty)
@@ -217,7 +207,7 @@ struct FaultTests {
 
     @Test("a partial resumed against a server that ignores Range: restarted from zero, never appended")
     func partialAgainstIgnoredRange() async throws {
-        try await withServer { server, directory in
+        try await withFaultServer { server, directory in
             let body = FaultServer.body(size: 200_000)
             try seedPartial("norange/200000", server: server, directory: directory, bytes: body.prefix(70_000))
             let (events, result) = try await fetch("norange/200000", from: server, into: directory, configuration: configuration(directory))
@@ -230,7 +220,7 @@ struct FaultTests {
 
     @Test("a partial resumed against a 206 that starts elsewhere: restarted from zero, never spliced")
     func partialAgainstWrongRange() async throws {
-        try await withServer { server, directory in
+        try await withFaultServer { server, directory in
             let body = FaultServer.body(size: 200_000)
             try seedPartial("badrange/200000", server: server, directory: directory, bytes: body.prefix(70_000))
             let (events, result) = try await fetch("badrange/200000", from: server, into: directory, configuration: configuration(directory))
@@ -243,7 +233,7 @@ struct FaultTests {
 
     @Test("a partial of one version resumed against a changed file: the new version, whole")
     func partialAgainstChangedFile() async throws {
-        try await withServer { server, directory in
+        try await withFaultServer { server, directory in
             // The first run fails after 60 KB of version 1 (no retries), keeping the partial.
             let (_, first) = try await fetch("changing/60000/250000", from: server, into: directory, configuration: configuration(directory, retryLimit: 0))
             #expect(throws: DownloadError.self) { try first.get() }
@@ -262,7 +252,7 @@ struct FaultTests {
 
     @Test("a partial from a run that failed on drops is resumed by the next run")
     func partialFromAFailedRun() async throws {
-        try await withServer { server, directory in
+        try await withFaultServer { server, directory in
             let (_, first) = try await fetch("drop/80000/200000", from: server, into: directory, configuration: configuration(directory, retryLimit: 0))
             if case .failure(let error) = first { #expect(error.isTransient) } else { Issue.record("the first run must fail") }
             let journal = try Journal(directory: directory.appendingPathComponent("state").path)
@@ -301,71 +291,63 @@ struct IntegrityTests {
 
     @Test("a matching checksum (SHA-256, SHA-1, MD5) completes; a wrong one fails with both values and places nothing")
     func checksums() async throws {
-        let server = try FaultServer.start()
-        let directory = try makeTemporaryDirectory()
-        defer {
-            server.stop()
-            try? FileManager.default.removeItem(at: directory)
-        }
-        let body = FaultServer.body(size: 300_000)
-        try await withDownloadManager(configuration: configuration(directory)) { manager in
-            for algorithm in Checksum.Algorithm.allCases {
-                let hex = try coreutilsDigest(algorithm, of: body, in: directory)
-                let checksum = try #require(Checksum("\(algorithm.rawValue):\(hex.uppercased())"))
-                let destination = directory.appendingPathComponent("good-\(algorithm.rawValue)")
-                let download = try manager.download(
-                    DownloadRequest(url: server.url("file/300000"), destination: destination, checksum: checksum, expectedSize: 300_000))
-                #expect(try await download.finished() == destination)
-                #expect(try Data(contentsOf: destination) == body)
+        try await withFaultServer { server, directory in
+            let body = FaultServer.body(size: 300_000)
+            try await withDownloadManager(configuration: configuration(directory)) { manager in
+                for algorithm in Checksum.Algorithm.allCases {
+                    let hex = try coreutilsDigest(algorithm, of: body, in: directory)
+                    let checksum = try #require(Checksum("\(algorithm.rawValue):\(hex.uppercased())"))
+                    let destination = directory.appendingPathComponent("good-\(algorithm.rawValue)")
+                    let download = try manager.download(
+                        DownloadRequest(url: server.url("file/300000"), destination: destination, checksum: checksum, expectedSize: 300_000))
+                    #expect(try await download.finished() == destination)
+                    #expect(try Data(contentsOf: destination) == body)
+                }
+                // A wrong digest: the user's file at the destination stays as it was.
+                let destination = directory.appendingPathComponent("bad")
+                try Data("the user's file".utf8).write(to: destination)
+                let wrong = try #require(Checksum(algorithm: .sha256, hex: String(repeating: "ab", count: 32)))
+                let actual = try coreutilsDigest(.sha256, of: body, in: directory)
+                let download = try manager.download(DownloadRequest(url: server.url("file/300000"), destination: destination, checksum: wrong))
+                await #expect { try await download.finished() } throws: { error in
+                    guard let error = error as? DownloadError else { return false }
+                    return error.code == .checksumMismatch && error.description.contains(wrong.hex)
+                        && error.description.contains(actual) && !error.isTransient
+                }
+                #expect(try Data(contentsOf: destination) == Data("the user's file".utf8))
+                let partial = directory.appendingPathComponent("state/\(download.id).part")
+                #expect(!FileManager.default.fileExists(atPath: partial.path))
+                #expect(server.requests(to: "/file/300000").count == 4)
             }
-            // A wrong digest: the user's file at the destination stays as it was.
-            let destination = directory.appendingPathComponent("bad")
-            try Data("the user's file".utf8).write(to: destination)
-            let wrong = try #require(Checksum(algorithm: .sha256, hex: String(repeating: "ab", count: 32)))
-            let actual = try coreutilsDigest(.sha256, of: body, in: directory)
-            let download = try manager.download(DownloadRequest(url: server.url("file/300000"), destination: destination, checksum: wrong))
-            await #expect { try await download.finished() } throws: { error in
-                guard let error = error as? DownloadError else { return false }
-                return error.code == .checksumMismatch && error.description.contains(wrong.hex)
-                    && error.description.contains(actual) && !error.isTransient
-            }
-            #expect(try Data(contentsOf: destination) == Data("the user's file".utf8))
-            let partial = directory.appendingPathComponent("state/\(download.id).part")
-            #expect(!FileManager.default.fileExists(atPath: partial.path))
-            #expect(server.requests(to: "/file/300000").count == 4)
         }
     }
 
     @Test("an expected size the server contradicts, and a maximum size, fail at once and clearly")
     func sizes() async throws {
-        let server = try FaultServer.start()
-        let directory = try makeTemporaryDirectory()
-        defer {
-            server.stop()
-            try? FileManager.default.removeItem(at: directory)
-        }
-        var configuration = configuration(directory)
-        configuration.maximumFileSize = 250_000
-        try await withDownloadManager(configuration: configuration) { manager in
-            let wrongSize = try manager.download(
-                DownloadRequest(url: server.url("file/200000"), destination: directory.appendingPathComponent("a"), expectedSize: 1234))
-            await #expect { try await wrongSize.finished() } throws: { error in
-                guard let error = error as? DownloadError else { return false }
-                return error.code == .checksumMismatch && error.description.contains("200000") && error.description.contains("1234")
+        try await withFaultServer { server, directory in
+            var configuration = configuration(directory)
+            configuration.maximumFileSize = 250_000
+            try await withDownloadManager(configuration: configuration) { manager in
+                let wrongSize = try manager.download(
+                    DownloadRequest(url: server.url("file/200000"), destination: directory.appendingPathComponent("a"), expectedSize: 1234))
+                await #expect { try await wrongSize.finished() } throws: { error in
+                    guard let error = error as? DownloadError else { return false }
+                    return error.code == .checksumMismatch && error.description.contains("200000") && error.description.contains("1234")
+                }
+                let tooLarge = try manager.download(from: server.url("file/300000"), to: directory.appendingPathComponent("b"))
+                await #expect { try await tooLarge.finished() } throws: { error in
+                    guard let error = error as? DownloadError else { return false }
+                    return error.code == .fileTooLarge && error.description.contains("250000")
+                }
+                let small = try manager.download(from: server.url("file/250000"), to: directory.appendingPathComponent("c"))
+                #expect(try await small.finished() == directory.appendingPathComponent("c"))
             }
-            let tooLarge = try manager.download(from: server.url("file/300000"), to: directory.appendingPathComponent("b"))
-            await #expect { try await tooLarge.finished() } throws: { error in
-                guard let error = error as? DownloadError else { return false }
-                return error.code == .fileTooLarge && error.description.contains("250000")
-            }
-            let small = try manager.download(from: server.url("file/250000"), to: directory.appendingPathComponent("c"))
-            #expect(try await small.finished() == directory.appendingPathComponent("c"))
+            #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("a").path))
+            #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("b").path))
+            // No retry for either: one request each.
+            #expect(server.requests(to: "/file/200000").count == 1)
+            #expect(server.requests(to: "/file/300000").count == 1)
         }
-        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("a").path))
-        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("b").path))
-        // No retry for either: one request each.
-        #expect(server.requests(to: "/file/200000").count == 1)
-        #expect(server.requests(to: "/file/300000").count == 1)
     }
 
     @Test("a body of unknown length that grows past the maximum fails")
@@ -382,86 +364,78 @@ struct IntegrityTests {
         #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("big.bin").path))
     }
 
-    @Test("a full disk fails that download naming the path and the cause; the others go on")
-    func fullDisk() async throws {
-        let server = try FaultServer.start()
-        let directory = try makeTemporaryDirectory()
-        defer {
-            server.stop()
-            try? FileManager.default.removeItem(at: directory)
-        }
+    /// Makes the partial file of `url` → `destination` a symbolic link to `target` (a real device or
+    /// file that fails writes); returns the download's id.
+    func linkPartial(of url: URL, to destination: URL, in directory: URL, at target: String) throws -> DownloadID {
         let state = directory.appendingPathComponent("state")
         try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
-        // The partial file is /dev/full: every write fails with ENOSPC, as on a full file system.
-        let full = directory.appendingPathComponent("full")
-        let id = DownloadID(url: server.url("file/200000"), destination: full)
-        try FileManager.default.createSymbolicLink(atPath: state.appendingPathComponent("\(id).part").path, withDestinationPath: "/dev/full")
-        try await withDownloadManager(configuration: configuration(directory)) { manager in
-            let failing = try manager.download(from: server.url("file/200000"), to: full)
-            let other = try manager.download(from: server.url("file/100000"), to: directory.appendingPathComponent("other"))
-            await #expect { try await failing.finished() } throws: { error in
-                guard let error = error as? DownloadError else { return false }
-                return error.code == .fileSystem && error.errno == ENOSPC && error.path?.hasSuffix("\(id).part") == true
-                    && error.description.contains("No space left on device")
+        let id = DownloadID(url: url, destination: destination)
+        try FileManager.default.createSymbolicLink(atPath: state.appendingPathComponent("\(id).part").path, withDestinationPath: target)
+        return id
+    }
+
+    @Test("a full disk fails that download naming the path and the cause; the others go on")
+    func fullDisk() async throws {
+        try await withFaultServer { server, directory in
+            // The partial file is /dev/full: every write fails with ENOSPC, as on a full file system.
+            let full = directory.appendingPathComponent("full")
+            let id = try linkPartial(of: server.url("file/200000"), to: full, in: directory, at: "/dev/full")
+            try await withDownloadManager(configuration: configuration(directory)) { manager in
+                let failing = try manager.download(from: server.url("file/200000"), to: full)
+                let other = try manager.download(from: server.url("file/100000"), to: directory.appendingPathComponent("other"))
+                await #expect { try await failing.finished() } throws: { error in
+                    guard let error = error as? DownloadError else { return false }
+                    return error.code == .fileSystem && error.errno == ENOSPC && error.path?.hasSuffix("\(id).part") == true
+                        && error.description.contains("No space left on device")
+                }
+                #expect(try await other.finished() == directory.appendingPathComponent("other"))
             }
-            #expect(try await other.finished() == directory.appendingPathComponent("other"))
+            #expect(try Data(contentsOf: directory.appendingPathComponent("other")) == FaultServer.body(size: 100_000))
+            #expect(!FileManager.default.fileExists(atPath: full.path))
         }
-        #expect(try Data(contentsOf: directory.appendingPathComponent("other")) == FaultServer.body(size: 100_000))
-        #expect(!FileManager.default.fileExists(atPath: full.path))
     }
 
     @Test("a partial file that refuses writes (as on a read-only file system) fails that download clearly")
     func readOnlyPartial() async throws {
-        let server = try FaultServer.start()
-        let directory = try makeTemporaryDirectory()
-        defer {
-            server.stop()
-            try? FileManager.default.removeItem(at: directory)
-        }
-        let state = directory.appendingPathComponent("state")
-        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
-        // /proc/version refuses writers, root included, as a read-only file system does.
-        let destination = directory.appendingPathComponent("ro")
-        let id = DownloadID(url: server.url("file/1000"), destination: destination)
-        try FileManager.default.createSymbolicLink(atPath: state.appendingPathComponent("\(id).part").path, withDestinationPath: "/proc/version")
-        try await withDownloadManager(configuration: configuration(directory)) { manager in
-            let download = try manager.download(from: server.url("file/1000"), to: destination)
-            await #expect { try await download.finished() } throws: { error in
-                guard let error = error as? DownloadError else { return false }
-                return error.code == .fileSystem && error.errno != nil && error.path?.hasSuffix("\(id).part") == true
-                    && error.url == server.url("file/1000").absoluteString
+        try await withFaultServer { server, directory in
+            // /proc/version refuses writers, root included, as a read-only file system does.
+            let destination = directory.appendingPathComponent("ro")
+            let id = try linkPartial(of: server.url("file/1000"), to: destination, in: directory, at: "/proc/version")
+            try await withDownloadManager(configuration: configuration(directory)) { manager in
+                let download = try manager.download(from: server.url("file/1000"), to: destination)
+                await #expect { try await download.finished() } throws: { error in
+                    guard let error = error as? DownloadError else { return false }
+                    return error.code == .fileSystem && error.errno != nil && error.path?.hasSuffix("\(id).part") == true
+                        && error.url == server.url("file/1000").absoluteString
+                }
             }
+            #expect(!FileManager.default.fileExists(atPath: destination.path))
         }
-        #expect(!FileManager.default.fileExists(atPath: destination.path))
     }
 
     @Test("an unwritable destination fails clearly, keeps the partial, and a later run places it without re-sending")
     func unwritableDestination() async throws {
-        let server = try FaultServer.start()
-        let directory = try makeTemporaryDirectory()
-        defer {
-            server.stop()
-            try? FileManager.default.removeItem(at: directory)
-        }
-        // The destination's folder is a regular file: the rename into place fails (ENOTDIR), even for root.
-        let blocker = directory.appendingPathComponent("folder")
-        try Data("not a folder".utf8).write(to: blocker)
-        let destination = blocker.appendingPathComponent("file.bin")
-        try await withDownloadManager(configuration: configuration(directory)) { manager in
-            let download = try manager.download(from: server.url("file/150000"), to: destination)
-            await #expect { try await download.finished() } throws: { error in
-                guard let error = error as? DownloadError else { return false }
-                return error.code == .fileSystem && error.path == destination.path && !error.isTransient
+        try await withFaultServer { server, directory in
+            // The destination's folder is a regular file: the rename into place fails (ENOTDIR), even for root.
+            let blocker = directory.appendingPathComponent("folder")
+            try Data("not a folder".utf8).write(to: blocker)
+            let destination = blocker.appendingPathComponent("file.bin")
+            try await withDownloadManager(configuration: configuration(directory)) { manager in
+                let download = try manager.download(from: server.url("file/150000"), to: destination)
+                await #expect { try await download.finished() } throws: { error in
+                    guard let error = error as? DownloadError else { return false }
+                    return error.code == .fileSystem && error.path == destination.path && !error.isTransient
+                }
             }
+            try FileManager.default.removeItem(at: blocker)
+            try FileManager.default.createDirectory(at: blocker, withIntermediateDirectories: true)
+            try await withDownloadManager(configuration: configuration(directory)) { manager in
+                let download = try manager.download(from: server.url("file/150000"), to: destination)
+                #expect(try await download.finished() == destination)
+            }
+            #expect(try Data(contentsOf: destination) == FaultServer.body(size: 150_000))
+            #expect(server.requests(to: "/file/150000").map(\.status) == [200, 416])
         }
-        try FileManager.default.removeItem(at: blocker)
-        try FileManager.default.createDirectory(at: blocker, withIntermediateDirectories: true)
-        try await withDownloadManager(configuration: configuration(directory)) { manager in
-            let download = try manager.download(from: server.url("file/150000"), to: destination)
-            #expect(try await download.finished() == destination)
-        }
-        #expect(try Data(contentsOf: destination) == FaultServer.body(size: 150_000))
-        #expect(server.requests(to: "/file/150000").map(\.status) == [200, 416])
     }
 
     @Test func checksumParsing() {
@@ -507,29 +481,25 @@ struct SafeDefaultTests {
 
     @Test("credentials in a URL never appear in events or errors")
     func credentialsStayHidden() async throws {
-        let server = try FaultServer.start()
-        let directory = try makeTemporaryDirectory()
-        defer {
-            server.stop()
-            try? FileManager.default.removeItem(at: directory)
-        }
-        var configuration = DownloadManager.Configuration()
-        configuration.stateDirectory = directory.appendingPathComponent("state")
-        configuration.retryLimit = 1
-        configuration.retryDelay = .milliseconds(10)
-        let url = URL(string: "http://alice:s3cr3t-pw@127.0.0.1:\(server.port)/status/503")!
-        try await withDownloadManager(configuration: configuration) { manager in
-            let download = try manager.download(from: url, to: directory.appendingPathComponent("x"))
-            var texts: [String] = []
-            for await event in download.events { texts.append(String(describing: event)) }
-            do {
-                _ = try await download.finished()
-            } catch {
-                texts.append(String(describing: error))
+        try await withFaultServer { server, directory in
+            var configuration = DownloadManager.Configuration()
+            configuration.stateDirectory = directory.appendingPathComponent("state")
+            configuration.retryLimit = 1
+            configuration.retryDelay = .milliseconds(10)
+            let url = URL(string: "http://alice:s3cr3t-pw@127.0.0.1:\(server.port)/status/503")!
+            try await withDownloadManager(configuration: configuration) { manager in
+                let download = try manager.download(from: url, to: directory.appendingPathComponent("x"))
+                var texts: [String] = []
+                for await event in download.events { texts.append(String(describing: event)) }
+                do {
+                    _ = try await download.finished()
+                } catch {
+                    texts.append(String(describing: error))
+                }
+                #expect(texts.count >= 2)
+                #expect(!texts.joined().contains("s3cr3t-pw"))
+                #expect(texts.joined().contains("127.0.0.1"))
             }
-            #expect(texts.count >= 2)
-            #expect(!texts.joined().contains("s3cr3t-pw"))
-            #expect(texts.joined().contains("127.0.0.1"))
         }
     }
 }

@@ -430,17 +430,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         case .acceptBody(let total, let truncating, let restart):
             acceptBody(for: transfer, total: total, truncating: truncating, restart: restart)
         case .pause:
-            stopRequest(of: transfer, reactor: reactor)
-            do {
-                try transfer.sink?.close()
-            } catch {
-                logger.warning("could not write buffered bytes on pause", metadata: ["error": "\(error)"])
-            }
-            transfer.sink = nil
-            transfer.speed.reset()
-            let progress = transfer.progress()
-            checkpoint(transfer, state: .paused, bytes: progress.bytesReceived)
-            requestSync(of: transfer, bytes: progress.bytesReceived, reactor: reactor)
+            let progress = setAside(transfer, state: .paused, reactor: reactor)
             transfer.download.hub.publish(.paused(progress))
             // A paused download is a row again; resuming queues it.
             forget(transfer)
@@ -459,23 +449,13 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         case .complete:
             complete(transfer, reactor: reactor)
         case .retry(let error):
-            stopRequest(of: transfer, reactor: reactor)
-            do {
-                try transfer.sink?.close()
-            } catch {
-                logger.warning("could not write buffered bytes before a retry", metadata: ["error": "\(error)"])
-            }
-            transfer.sink = nil
-            transfer.speed.reset()
             let delay = retryPolicy.delay(
                 afterFailures: transfer.machine.failures, retryAfter: transfer.retryAfter, random: Double.random(in: 0..<1))
-            let progress = transfer.progress()
             transfer.record.failures = transfer.machine.failures
             transfer.record.retryAt = Date().timeIntervalSince1970 + Double(delay.components.seconds)
                 + Double(delay.components.attoseconds) / 1e18
             transfer.record.lastError = error.description
-            checkpoint(transfer, state: .queued, bytes: progress.bytesReceived)
-            requestSync(of: transfer, bytes: progress.bytesReceived, reactor: reactor)
+            setAside(transfer, state: .queued, reactor: reactor)
             logger.info(
                 "retrying", metadata: ["url": "\(transfer.urlForErrors)", "after": "\(delay)", "error": "\(error)"])
             transfer.download.hub.publish(.retrying(error, after: delay))
@@ -750,6 +730,24 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// Fails a download for a local reason outside its transfer (set-up errors).
     private func finish(_ transfer: Transfer, with error: DownloadError, reactor: Reactor) {
         perform(transfer.machine.fail(error), for: transfer, reactor: reactor)
+    }
+
+    /// Stops a transfer that will continue later (paused, or waiting to retry): writes what is
+    /// buffered, records the row in `state` with the bytes on disk, and syncs them off the loop.
+    @discardableResult
+    private func setAside(_ transfer: Transfer, state: DownloadRecord.State, reactor: Reactor) -> DownloadProgress {
+        stopRequest(of: transfer, reactor: reactor)
+        do {
+            try transfer.sink?.close()
+        } catch {
+            logger.warning("could not write buffered bytes", metadata: ["url": "\(transfer.urlForErrors)", "error": "\(error)"])
+        }
+        transfer.sink = nil
+        transfer.speed.reset()
+        let progress = transfer.progress()
+        checkpoint(transfer, state: state, bytes: progress.bytesReceived)
+        requestSync(of: transfer, bytes: progress.bytesReceived, reactor: reactor)
+        return progress
     }
 
     /// Keeps an easy handle that left the multi handle for the next transfer (up to 64 idle).

@@ -281,3 +281,14 @@ final class FaultServer: @unchecked Sendable {
         return nil
     }
 }
+
+/// Runs `body` with a started ``FaultServer`` and a temporary directory, both gone afterwards.
+func withFaultServer(_ body: (FaultServer, URL) async throws -> Void) async throws {
+    let server = try FaultServer.start()
+    let directory = try makeTemporaryDirectory()
+    defer {
+        server.stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+    try await body(server, directory)
+}
