@@ -105,43 +105,41 @@ struct QueueTests {
 
     @Test("a queued download can be paused and cancelled before it runs, and resumed later")
     func controlsOfQueuedDownloads() async throws {
-        let (server, directory) = try startServerAndDirectory()
-        defer { stop(server, directory) }
-        let big = try server.makeFile("big.bin", size: 2 * 1024 * 1024, seed: 3)
-        let small = try server.makeFile("small.bin", size: 50_000, seed: 4)
-        try server.makeFile("gone.bin", size: 50_000, seed: 5)
-        let state = directory.appendingPathComponent("state")
-        try await withDownloadManager(configuration: configuration(state, concurrency: 1)) { manager in
-            let running = try manager.download(from: server.url("slow/big.bin"), to: directory.appendingPathComponent("big.bin"))
-            var runningEvents = running.events.makeAsyncIterator()
-            await runningEvents.next { if case .receiving = $0 { true } else { false } }
-            let waiting = try manager.download(from: server.url("small.bin"), to: directory.appendingPathComponent("small.bin"))
-            let doomed = try manager.download(from: server.url("gone.bin"), to: directory.appendingPathComponent("gone.bin"))
-            #expect(waiting.state == .idle)
-            waiting.pause()
-            doomed.cancel()
-            var waitingEvents = waiting.events.makeAsyncIterator()
-            #expect(await waitingEvents.next { if case .paused = $0 { true } else { false } } == .paused(waiting.progress))
-            await #expect { try await doomed.finished() } throws: { ($0 as? DownloadError)?.code == .cancelled }
+        try await withFaultServer { server, directory in
+            let state = directory.appendingPathComponent("state")
+            try await withDownloadManager(configuration: configuration(state, concurrency: 1)) { manager in
+                // 8 MiB dripped at 80 KB/s: it holds the only slot for as long as the test needs.
+                let running = try manager.download(from: server.url("drip/8192/100/8388608"), to: directory.appendingPathComponent("big"))
+                var runningEvents = running.events.makeAsyncIterator()
+                await runningEvents.next { if case .receiving = $0 { true } else { false } }
+                let waiting = try manager.download(from: server.url("file/50000"), to: directory.appendingPathComponent("small"))
+                let doomed = try manager.download(from: server.url("file/50001"), to: directory.appendingPathComponent("gone"))
+                #expect(waiting.state == .idle)
+                waiting.pause()
+                doomed.cancel()
+                var waitingEvents = waiting.events.makeAsyncIterator()
+                #expect(await waitingEvents.next { if case .paused = $0 { true } else { false } } == .paused(waiting.progress))
+                await #expect { try await doomed.finished() } throws: { ($0 as? DownloadError)?.code == .cancelled }
 
-            // The slot frees; nothing queued is left to take it: paused stays paused, cancelled is gone.
-            running.pause()
-            await runningEvents.next { if case .paused = $0 { true } else { false } }
-            await manager.waitUntilIdle()
-            #expect(waiting.state == .paused)
-            let journal = try #require(manager.catalog.openJournal(for: state.path))
-            #expect(try journal.record(for: waiting.id)?.state == .paused)
-            #expect(try journal.record(for: doomed.id) == nil)
-            #expect(!server.accessLog().contains { $0.uri == "/small.bin" || $0.uri == "/gone.bin" })
+                // The slot frees; nothing queued is left to take it: paused stays paused, cancelled is gone.
+                running.pause()
+                await runningEvents.next { if case .paused = $0 { true } else { false } }
+                await manager.waitUntilIdle()
+                #expect(waiting.state == .paused)
+                let journal = try #require(manager.catalog.openJournal(for: state.path))
+                #expect(try journal.record(for: waiting.id)?.state == .paused)
+                #expect(try journal.record(for: doomed.id) == nil)
+                #expect(server.requests(to: "/file/50000").isEmpty && server.requests(to: "/file/50001").isEmpty)
 
-            waiting.resume()
-            running.resume()
-            #expect(try await waiting.finished() == directory.appendingPathComponent("small.bin"))
-            #expect(try await running.finished() == directory.appendingPathComponent("big.bin"))
+                waiting.resume()
+                #expect(try await waiting.finished() == directory.appendingPathComponent("small"))
+                running.cancel()
+                await #expect { try await running.finished() } throws: { ($0 as? DownloadError)?.code == .cancelled }
+            }
+            #expect(try Data(contentsOf: directory.appendingPathComponent("small")) == FaultServer.body(size: 50000))
+            #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("gone").path))
+            #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("big").path))
         }
-        #expect(try Data(contentsOf: directory.appendingPathComponent("small.bin")) == small)
-        #expect(try Data(contentsOf: directory.appendingPathComponent("big.bin")) == big)
-        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("gone.bin").path))
     }
 
     @Test("a per-host limit spans downloads; the queue goes on with other hosts meanwhile")
