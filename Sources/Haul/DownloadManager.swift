@@ -225,17 +225,26 @@ public final class DownloadManager: Sendable {
             }
             return nil
         }
-        var current = nextValid()
-        while let first = current {
+        var carried = nextValid()
+        while let first = carried {
             guard !catalog.isShutDown else { throw DownloadError(code: .shutdown, url: first.url.redactedString) }
+            // A run of up to 2,048 requests into one journal, checked before the journal is locked:
+            // the lock is held only to write them (the loop thread, which also needs it to admit
+            // downloads, gets it between runs).
+            var batch = [first]
+            carried = nil
+            while batch.count < 2048, let next = nextValid() {
+                guard next.stateDirectory == first.stateDirectory else {
+                    carried = next
+                    break
+                }
+                batch.append(next)
+            }
+            if batch.count == 2048, carried == nil { carried = nextValid() }
             let journal = try catalog.journal(for: first.stateDirectory)
-            var queuedAny = false
-            // One transaction for a run of requests into the same journal, at most 2,048 long (a few
-            // tens of milliseconds: the loop thread waits for the journal meanwhile).
-            try journal.transaction { () throws(DownloadError) in
-                var request = first
-                var count = 0
-                while true {
+            let queuedAny = try journal.transaction { () throws(DownloadError) -> Bool in
+                var queuedAny = false
+                for request in batch {
                     let outcome = try enqueue(request, in: journal)
                     _ = publish(outcome, for: request, in: journal, creatingHandle: false)
                     switch outcome {
@@ -243,11 +252,8 @@ public final class DownloadManager: Sendable {
                     case .waiting: summary.alreadyQueued += 1
                     case .complete: summary.alreadyComplete += 1
                     }
-                    count += 1
-                    current = nextValid()
-                    guard count < 2048, let following = current, following.stateDirectory == first.stateDirectory else { return }
-                    request = following
                 }
+                return queuedAny
             }
             if queuedAny { reactor.submit(.queueChanged(first.stateDirectory)) }
         }

@@ -1,0 +1,119 @@
+"""Turns results.jsonl (one JSON object per run) into RESULTS.md: medians per scenario and client,
+and every peer's ratio to Haul."""
+import json
+import platform
+import statistics
+import subprocess
+import sys
+
+rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+
+
+def median(scenario, client, key):
+    values = [r[key] for r in rows if r["scenario"] == scenario and r["client"] == client and key in r]
+    return statistics.median(values) if values else None
+
+
+def cpu_model():
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+print("# Benchmarks: Haul side by side\n")
+print("Reproduce from a clone: `bash Benchmarks/run.sh` (as root on Debian 12; `REPEAT`, `COUNT`, `LIVE`,")
+print("`QUEUED` change the sizes). One local nginx serves every client; files and downloads live on tmpfs,")
+print("so the network path is measured, not a disk. Medians of the runs. In the last column of (a) and (b),")
+print("Haul's rate divided by the peer's: above 1, Haul is faster.\n")
+print(f"Machine: {cpu_model()}, {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores.\n")
+
+clients = ["haul", "ahc", "urlsession", "curl"]
+names = {"haul": "Haul", "ahc": "AsyncHTTPClient 1.37.0 (FileDownloadDelegate)", "urlsession": "URLSession (FoundationNetworking)",
+         "curl": "curl --parallel (process)"}
+
+count = next((r["files"] for r in rows if r["scenario"] == "many" and "files" in r), 10000)
+print(f"## (a) {count} files of 64 KiB, 100 in flight\n")
+print("| client | wall s | files/s | CPU s | peak RSS MB | Haul's files/s ÷ this |")
+print("|---|---|---|---|---|---|")
+haul_rate = None
+for client in clients:
+    wall = median("many", client, "wallSeconds")
+    if wall is None:
+        continue
+    rate = count / wall
+    if client == "haul":
+        haul_rate = rate
+    ratio = f"{haul_rate / rate:.2f}×" if haul_rate else ""
+    print(f"| {names[client]} | {wall:.2f} | {rate:.0f} | {median('many', client, 'cpuSeconds'):.2f} | "
+          f"{median('many', client, 'peakRSSKB') / 1024:.1f} | {ratio} |")
+
+print("\n## (b) one 1 GiB file\n")
+print("| client | wall s | MB/s | CPU s | peak RSS MB | Haul's MB/s ÷ this |")
+print("|---|---|---|---|---|---|")
+haul_speed = None
+for client in clients:
+    wall = median("one", client, "wallSeconds")
+    if wall is None:
+        continue
+    speed = 1024 / wall
+    if client == "haul":
+        haul_speed = speed
+    ratio = f"{haul_speed / speed:.2f}×" if haul_speed else ""
+    print(f"| {names[client]} | {wall:.2f} | {speed:.0f} | {median('one', client, 'cpuSeconds'):.2f} | "
+          f"{median('one', client, 'peakRSSKB') / 1024:.1f} | {ratio} |")
+
+live = [r for r in rows if r["scenario"] == "live"]
+if live:
+    print(f"\n## (c) {live[0]['transfers']} transfers live at once (rate-limited)\n")
+    print("Each live transfer holds a socket and an open partial file; with the hard RLIMIT_NOFILE of 20,000")
+    print("on the machine measured, 5,000 is the default (LIVE=10000 needs a higher limit). RSS is read once")
+    print("every transfer has received bytes; both programs write what they receive to a file.\n")
+    print("| program | RSS before MB | RSS with all live MB | bytes per live transfer | ÷ floor |")
+    print("|---|---|---|---|---|")
+    floor = next((r["bytesPerTransfer"] for r in live if r["client"] == "libcurl-multi"), None)
+    for r in live:
+        ratio = f"{r['bytesPerTransfer'] / floor:.2f}×" if floor else ""
+        name = "bare libcurl multi program (floor)" if r["client"] == "libcurl-multi" else "Haul"
+        print(f"| {name} | {r['rssBeforeKB'] / 1024:.1f} | {r['rssLiveKB'] / 1024:.1f} | {r['bytesPerTransfer']} | {ratio} |")
+
+queue = [r for r in rows if r["scenario"] == "queue"]
+for r in queue:
+    print(f"\n## (d) {r['queued']} URLs enqueued\n")
+    print("| enqueue s | time to first byte s | peak RSS MB |")
+    print("|---|---|---|")
+    print(f"| {r['enqueueSeconds']:.1f} | {r['timeToFirstByteSeconds']:.3f} | {r['peakRSSKB'] / 1024:.1f} |")
+
+# The targets of MISSION.md, checked against the medians above.
+print("\n## Against the targets\n")
+print("| target | measured | met |")
+print("|---|---|---|")
+
+
+def line(target, measured, met):
+    print(f"| {target} | {measured} | {'yes' if met else 'no'} |")
+
+
+def rate(scenario, client, amount):
+    wall = median(scenario, client, "wallSeconds")
+    return amount / wall if wall else None
+
+
+haul_files, ahc_files, curl_files = (rate("many", c, count) for c in ("haul", "ahc", "curl"))
+if haul_files and ahc_files:
+    line("(a) ≥ 1.25× AsyncHTTPClient's files/s", f"{haul_files / ahc_files:.2f}×", haul_files >= 1.25 * ahc_files)
+if haul_files and curl_files:
+    line("(a) ≥ 1.5× curl's files/s", f"{haul_files / curl_files:.2f}×", haul_files >= 1.5 * curl_files)
+haul_rss = median("many", "haul", "peakRSSKB")
+if haul_rss:
+    line("(a) peak RSS ≤ 32 MB", f"{haul_rss / 1024:.1f} MB", haul_rss <= 32 * 1024)
+haul_mb, curl_mb = rate("one", "haul", 1024), rate("one", "curl", 1024)
+if haul_mb and curl_mb:
+    line("(b) ≥ curl's MB/s", f"{haul_mb / curl_mb:.2f}×", haul_mb >= curl_mb)
+if live:
+    haul_live = next((r["bytesPerTransfer"] for r in live if r["client"] == "haul"), None)
+    floor_live = next((r["bytesPerTransfer"] for r in live if r["client"] == "libcurl-multi"), None)
+    if haul_live and floor_live:
+        line("(c) ≤ 1.3× the libcurl floor per live transfer", f"{haul_live / floor_live:.2f}×", haul_live <= 1.3 * floor_live)
+for r in queue:
+    line(f"(d) {r['queued']} queued: peak RSS ≤ 100 MB", f"{r['peakRSSKB'] / 1024:.1f} MB", r["peakRSSKB"] <= 100 * 1024)

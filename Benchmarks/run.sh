@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Haul side by side with AsyncHTTPClient, URLSession and curl, in one run against one local nginx.
+# Writes every measurement to Benchmarks/results.jsonl and the tables to Benchmarks/RESULTS.md.
+#
+#   bash Benchmarks/run.sh            (from a clone, as root on Debian 12; REPEAT=3 by default)
+set -euo pipefail
+cd "$(dirname "$0")"
+export PATH="$PATH:/opt/swift/usr/bin"
+bash ../scripts/install-deps.sh
+swift build -c release
+bench="$(swift build -c release --show-bin-path)/haul-bench"
+cc -O2 floor/multi.c -lcurl -o .build/multi
+repeat="${REPEAT:-3}"
+count="${COUNT:-10000}"
+live="${LIVE:-5000}"
+queued="${QUEUED:-1000000}"
+
+work="$(mktemp -d /dev/shm/haul-bench.XXXXXX)"   # files and downloads on tmpfs: the network path is measured, not a disk
+mkdir -p "$work/www" "$work/logs" "$work/tmp"
+for i in $(seq 0 999); do head -c 65536 /dev/urandom > "$work/www/f$i.bin"; done
+head -c $((1024 * 1024 * 1024)) /dev/urandom > "$work/www/big.bin"
+port=$((20000 + RANDOM % 40000))
+cat > "$work/nginx.conf" <<CONF
+daemon on;
+worker_processes 1;
+worker_rlimit_nofile 65536;
+user root;
+pid $work/nginx.pid;
+error_log $work/logs/error.log;
+events { worker_connections 60000; }
+http {
+    access_log off;
+    keepalive_requests 1000000;
+    client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
+    uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
+    server {
+        listen 127.0.0.1:$port backlog=65535;
+        root $work/www;
+        location /limited/ { alias $work/www/; limit_rate 2k; }
+    }
+}
+CONF
+nginx -p "$work" -c "$work/nginx.conf" -e "$work/logs/error.log"
+trap 'nginx -p "$work" -c "$work/nginx.conf" -e "$work/logs/error.log" -s stop 2>/dev/null || true; rm -rf "$work"' EXIT
+base="http://127.0.0.1:$port"
+results="$PWD/results.jsonl"
+: > "$results"
+
+timed() {  # timed SCENARIO CLIENT COMMAND…: runs a process and records wall, CPU and peak RSS
+    local scenario=$1 client=$2; shift 2
+    /usr/bin/time -o "$work/time.txt" -f '%e %U %S %M' "$@" > /dev/null 2>&1
+    awk -v s="$scenario" -v c="$client" '{ printf "{\"scenario\":\"%s\",\"client\":\"%s\",\"wallSeconds\":%s,\"cpuSeconds\":%.2f,\"peakRSSKB\":%s}\n", s, c, $1, $2 + $3, $4 }' "$work/time.txt" >> "$results"
+}
+
+check() {  # every file of (a) byte-identical to its source
+    local i
+    for i in $(seq 0 $((count - 1))); do
+        cmp -s "$work/out/$i.bin" "$work/www/f$((i % 1000)).bin" || { echo "$1: file $i is wrong"; exit 1; }
+    done
+}
+
+echo "== (a) $count files of 64 KiB, 100 in flight"
+seq 0 $((count - 1)) | awk -v base="$base" -v out="$work/out" '{ printf "url = \"%s/f%d.bin\"\noutput = \"%s/%d.bin\"\n", base, $1 % 1000, out, $1 }' > "$work/curl.config"
+for round in $(seq 1 "$repeat"); do
+    for client in haul ahc urlsession; do
+        rm -rf "$work/out"
+        "$bench" many "$client" "$base" "$count" 100 "$work/out" >> "$results"
+        check "$client"
+    done
+    rm -rf "$work/out"; mkdir -p "$work/out"
+    timed many curl curl -s --parallel --parallel-max 100 --create-dirs -K "$work/curl.config"
+    check curl
+done
+
+echo "== (b) one 1 GiB file"
+for round in $(seq 1 "$repeat"); do
+    for client in haul ahc urlsession; do
+        rm -rf "$work/one"; mkdir -p "$work/one"
+        "$bench" one "$client" "$base/big.bin" "$work/one/big.bin" >> "$results"
+    done
+    rm -rf "$work/one"; mkdir -p "$work/one"
+    timed one curl curl -s -o "$work/one/big.bin" "$base/big.bin"
+done
+rm -rf "$work/one"
+
+echo "== (c) $live transfers live at once (2 KB/s each)"
+rm -rf "$work/live"; mkdir -p "$work/live"
+"$bench" live haul "$base/limited" "$live" "$work/live" >> "$results"
+rm -rf "$work/live"; mkdir -p "$work/live"
+.build/multi "$base/limited" "$live" "$work/live" >> "$results"
+rm -rf "$work/live"
+
+echo "== (d) $queued URLs enqueued"
+rm -rf "$work/queue"; mkdir -p "$work/queue"
+"$bench" queue "$base/limited" "$queued" "$work/queue/state" >> "$results"
+rm -rf "$work/queue"
+
+python3 report.py "$results" > RESULTS.md
+cat RESULTS.md
