@@ -32,36 +32,28 @@ clients = ["haul", "ahc", "urlsession", "curl"]
 names = {"haul": "Haul", "ahc": "AsyncHTTPClient 1.37.0 (FileDownloadDelegate)", "urlsession": "URLSession (FoundationNetworking)",
          "curl": "curl --parallel (process)"}
 
+def throughput_table(scenario, amount, unit):
+    """One row per client: wall, rate (`amount` / wall, in `unit`), CPU, peak RSS, Haul's rate ÷ it."""
+    print(f"| client | wall s | {unit} | CPU s | peak RSS MB | Haul's {unit} ÷ this |")
+    print("|---|---|---|---|---|---|")
+    haul_rate = None
+    for client in clients:
+        wall = median(scenario, client, "wallSeconds")
+        if wall is None:
+            continue
+        rate = amount / wall
+        if client == "haul":
+            haul_rate = rate
+        ratio = f"{haul_rate / rate:.2f}×" if haul_rate else ""
+        print(f"| {names[client]} | {wall:.2f} | {rate:.0f} | {median(scenario, client, 'cpuSeconds'):.2f} | "
+              f"{median(scenario, client, 'peakRSSKB') / 1024:.1f} | {ratio} |")
+
+
 count = next((r["files"] for r in rows if r["scenario"] == "many" and "files" in r), 10000)
 print(f"## (a) {count} files of 64 KiB, 100 in flight\n")
-print("| client | wall s | files/s | CPU s | peak RSS MB | Haul's files/s ÷ this |")
-print("|---|---|---|---|---|---|")
-haul_rate = None
-for client in clients:
-    wall = median("many", client, "wallSeconds")
-    if wall is None:
-        continue
-    rate = count / wall
-    if client == "haul":
-        haul_rate = rate
-    ratio = f"{haul_rate / rate:.2f}×" if haul_rate else ""
-    print(f"| {names[client]} | {wall:.2f} | {rate:.0f} | {median('many', client, 'cpuSeconds'):.2f} | "
-          f"{median('many', client, 'peakRSSKB') / 1024:.1f} | {ratio} |")
-
+throughput_table("many", count, "files/s")
 print("\n## (b) one 1 GiB file\n")
-print("| client | wall s | MB/s | CPU s | peak RSS MB | Haul's MB/s ÷ this |")
-print("|---|---|---|---|---|---|")
-haul_speed = None
-for client in clients:
-    wall = median("one", client, "wallSeconds")
-    if wall is None:
-        continue
-    speed = 1024 / wall
-    if client == "haul":
-        haul_speed = speed
-    ratio = f"{haul_speed / speed:.2f}×" if haul_speed else ""
-    print(f"| {names[client]} | {wall:.2f} | {speed:.0f} | {median('one', client, 'cpuSeconds'):.2f} | "
-          f"{median('one', client, 'peakRSSKB') / 1024:.1f} | {ratio} |")
+throughput_table("one", 1024, "MB/s")
 
 live = [r for r in rows if r["scenario"] == "live"]
 if live:
