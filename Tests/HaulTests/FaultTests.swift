@@ -205,6 +205,37 @@ struct FaultTests {
         try bytes.write(to: state.appendingPathComponent("\(id).part"))
     }
 
+    @Test(
+        "a partial from an earlier run resumed against a misbehaving server still ends whole",
+        arguments: ["drop/50000/200000", "stall/30000/200000", "busy/503/1/0/200000", "busy/429/1/0/200000",
+                    "short/200000", "drip/20000/20/200000"])
+    func partialAgainstMisbehaviour(path: String) async throws {
+        try await withFaultServer { server, directory in
+            let body = FaultServer.body(size: 200_000)
+            try seedPartial(path, server: server, directory: directory, bytes: body.prefix(40_000))
+            let (_, result) = try await fetch(path, from: server, into: directory, configuration: configuration(directory))
+            #expect(throws: Never.self) { try result.get() }
+            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == body)
+            // The first request that could carry a body asked for the rest, not for everything.
+            let ranged = server.requests(to: "/\(path)").first { $0.status != 503 && $0.status != 429 }
+            #expect(ranged?.range == "bytes=40000-" && ranged?.status == 206)
+        }
+    }
+
+    @Test("a partial from an earlier run is kept when the server now fails permanently", arguments: ["status/404", "loop"])
+    func partialKeptOnPermanentFailure(path: String) async throws {
+        try await withFaultServer { server, directory in
+            try seedPartial(path, server: server, directory: directory, bytes: FaultServer.body(size: 200_000).prefix(40_000))
+            let (events, result) = try await fetch(path, from: server, into: directory, configuration: configuration(directory))
+            #expect(throws: DownloadError.self) { try result.get() }
+            #expect(retries(in: events).isEmpty)
+            let id = DownloadID(url: server.url(path), destination: directory.appendingPathComponent("out"))
+            let partial = directory.appendingPathComponent("state/\(id).part")
+            #expect(Transfer.fileLength(partial.path) == 40_000, "kept for a later resume")
+            #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("out").path))
+        }
+    }
+
     @Test("a partial resumed against a server that ignores Range: restarted from zero, never appended")
     func partialAgainstIgnoredRange() async throws {
         try await withFaultServer { server, directory in

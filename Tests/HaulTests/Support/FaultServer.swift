@@ -148,12 +148,12 @@ final class FaultServer: @unchecked Sendable {
             served.append(request)
             return (counts[path]!, served.count - 1)
         }
-        respond(to: &request, number: count, on: connection)
+        respond(to: &request, number: count, index: index, on: connection)
         lock.withLock { served[index] = request }
     }
 
     /// Routes one request; `number` counts the requests to this path, from 1.
-    private func respond(to request: inout Request, number: Int, on connection: Int32) {
+    private func respond(to request: inout Request, number: Int, index: Int, on connection: Int32) {
         // A query string only makes URLs distinct; routing ignores it.
         let route = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? ""
         let parts = route.split(separator: "/").map(String.init)
@@ -161,51 +161,57 @@ final class FaultServer: @unchecked Sendable {
         let size = numbers.last ?? 0
         switch parts.first ?? "" {
         case "file":
-            sendFile(size: size, request: &request, on: connection)
+            sendFile(size: size, request: &request, index: index, on: connection)
         case "drop" where numbers.count == 2:
-            sendFile(size: size, request: &request, on: connection, limit: numbers[0])
+            sendFile(size: size, request: &request, index: index, on: connection, limit: numbers[0])
         case "stall" where numbers.count == 2:
-            sendFile(size: size, request: &request, on: connection, limit: number == 1 ? numbers[0] : nil)
+            sendFile(size: size, request: &request, index: index, on: connection, limit: number == 1 ? numbers[0] : nil)
             if number == 1 { waitForClose(connection) }
         case "busy" where numbers.count == 4:
             if number <= numbers[1] {
-                sendStatus(numbers[0], extra: "Retry-After: \(numbers[2])\r\n", request: &request, on: connection)
+                sendStatus(numbers[0], extra: "Retry-After: \(numbers[2])\r\n", request: &request, index: index, on: connection)
             } else {
-                sendFile(size: size, request: &request, on: connection)
+                sendFile(size: size, request: &request, index: index, on: connection)
             }
         case "norange":
-            sendFile(size: size, request: &request, on: connection, honorsRange: false)
+            sendFile(size: size, request: &request, index: index, on: connection, honorsRange: false)
         case "badrange":
-            sendFile(size: size, request: &request, on: connection, rangeStartsAtZero: true)
+            sendFile(size: size, request: &request, index: index, on: connection, rangeStartsAtZero: true)
         case "short":
-            sendFile(size: size, request: &request, on: connection, limit: number == 1 ? size / 2 : nil)
+            sendFile(size: size, request: &request, index: index, on: connection, limit: number == 1 ? size / 2 : nil)
         case "changing" where numbers.count == 2:
-            sendFile(size: size, version: number, request: &request, on: connection, limit: number == 1 ? numbers[0] : nil)
+            sendFile(size: size, version: number, request: &request, index: index, on: connection, limit: number == 1 ? numbers[0] : nil)
         case "loop":
-            sendStatus(302, extra: "Location: /loop\r\n", request: &request, on: connection)
+            sendStatus(302, extra: "Location: /loop\r\n", request: &request, index: index, on: connection)
         case "to-ftp":
-            sendStatus(302, extra: "Location: ftp://127.0.0.1:\(port)/file\r\n", request: &request, on: connection)
+            sendStatus(302, extra: "Location: ftp://127.0.0.1:\(port)/file\r\n", request: &request, index: index, on: connection)
         case "mute":
-            if number == 1 { waitForClose(connection) } else { sendFile(size: size, request: &request, on: connection) }
+            if number == 1 { waitForClose(connection) } else { sendFile(size: size, request: &request, index: index, on: connection) }
         case "drip" where numbers.count == 3:
-            sendFile(size: size, request: &request, on: connection, drip: (numbers[0], numbers[1]))
+            sendFile(size: size, request: &request, index: index, on: connection, drip: (numbers[0], numbers[1]))
         case "status" where numbers.count == 1:
-            sendStatus(numbers[0], extra: "", request: &request, on: connection)
+            sendStatus(numbers[0], extra: "", request: &request, index: index, on: connection)
         default:
-            sendStatus(404, extra: "", request: &request, on: connection)
+            sendStatus(404, extra: "", request: &request, index: index, on: connection)
         }
     }
 
-    private func sendStatus(_ status: Int, extra: String, request: inout Request, on connection: Int32) {
+    /// Logs what a response's head said, as soon as it is sent (a body may take long after).
+    private func note(_ request: Request, at index: Int) {
+        lock.withLock { served[index] = request }
+    }
+
+    private func sendStatus(_ status: Int, extra: String, request: inout Request, index: Int, on connection: Int32) {
         let body = "status \(status)\n"
         let head = "HTTP/1.1 \(status) Fault\r\nContent-Length: \(body.utf8.count)\r\n\(extra)Connection: close\r\n\r\n"
         request.status = status
+        note(request, at: index)
         _ = write(Data(head.utf8), to: connection)
         request.bytesSent = write(Data(body.utf8), to: connection)
     }
 
     private func sendFile(
-        size: Int, version: Int = 1, request: inout Request, on connection: Int32, limit: Int? = nil,
+        size: Int, version: Int = 1, request: inout Request, index: Int, on connection: Int32, limit: Int? = nil,
         honorsRange: Bool = true, rangeStartsAtZero: Bool = false, drip: (Int, Int)? = nil
     ) {
         let body = Self.body(size: size, version: version)
@@ -220,6 +226,7 @@ final class FaultServer: @unchecked Sendable {
         if start >= size && size > 0 && request.range != nil && honorsRange && !rangeStartsAtZero {
             head = "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */\(size)\r\nContent-Length: 0\r\n"
             request.status = 416
+            note(request, at: index)
             _ = write(Data((head + "Connection: close\r\n\r\n").utf8), to: connection)
             return
         }
@@ -232,6 +239,7 @@ final class FaultServer: @unchecked Sendable {
             request.status = 200
         }
         head += "Content-Length: \(size - start)\r\nETag: \(entityTag)\r\nAccept-Ranges: bytes\r\nConnection: close\r\n\r\n"
+        note(request, at: index)
         guard write(Data(head.utf8), to: connection) > 0 else { return }
         var end = size
         if let limit { end = min(size, start + limit) }
