@@ -15,7 +15,7 @@ struct QueueTests {
 
     @Test("2,000 enqueued downloads are rows, not objects; a new manager finishes what a shutdown left")
     func queuedDownloadsAreRows() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try startServerAndDirectory(inMemory: true)
         defer { stop(server, directory) }
         let source = try server.makeFile("q.bin", size: 8 * 1024, seed: 11)
         let state = directory.appendingPathComponent("state")
@@ -185,7 +185,7 @@ struct QueueTests {
 
     @Test("load: 2,000 downloads at once through the public API, all byte-identical")
     func twoThousandAtOnce() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try startServerAndDirectory(inMemory: true)
         defer { stop(server, directory) }
         let count = 2_000
         // 40 sources at 24 KiB, served at 256 KB/s each: every transfer lasts long enough that all

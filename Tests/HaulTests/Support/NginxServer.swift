@@ -251,17 +251,23 @@ struct TestFailure: Error, CustomStringConvertible {
 }
 
 /// A fresh temporary directory, removed by the caller.
-func makeTemporaryDirectory() throws -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("haul-test-\(UUID().uuidString)")
+///
+/// `inMemory` puts it on tmpfs (`/dev/shm`, when there is one): for the load tests, whose thousands of
+/// files and syncs would otherwise contend with every other test for the disk.
+func makeTemporaryDirectory(inMemory: Bool = false) throws -> URL {
+    var isDirectory: ObjCBool = false
+    let memory = inMemory && FileManager.default.fileExists(atPath: "/dev/shm", isDirectory: &isDirectory) && isDirectory.boolValue
+    let base = memory ? URL(fileURLWithPath: "/dev/shm") : FileManager.default.temporaryDirectory
+    let url = base.appendingPathComponent("haul-test-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     return url
 }
 
 /// A test's nginx and scratch directory; pair with ``stop(_:_:)`` in a `defer`.
-func startServerAndDirectory() throws -> (NginxServer, URL) {
+func startServerAndDirectory(inMemory: Bool = false) throws -> (NginxServer, URL) {
     let server = try NginxServer.start()
     do {
-        return (server, try makeTemporaryDirectory())
+        return (server, try makeTemporaryDirectory(inMemory: inMemory))
     } catch {
         server.stop()
         throw error
