@@ -230,7 +230,7 @@ final class Reporter: Sendable {
             object["total"] = progress.totalBytes ?? NSNull()
             object["bytesPerSecond"] = Int64(progress.bytesPerSecond)
             if let eta = progress.estimatedTimeRemaining {
-                object["etaSeconds"] = Double(eta.components.seconds) + Double(eta.components.attoseconds) / 1e18
+                object["etaSeconds"] = Self.seconds(eta)
             }
         }
         switch event {
@@ -245,7 +245,7 @@ final class Reporter: Sendable {
             object["error"] = error.description
             object["code"] = error.code.description
             if let status = error.httpStatus { object["httpStatus"] = status }
-            object["delaySeconds"] = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
+            object["delaySeconds"] = Self.seconds(delay)
         case .completed(let file): object["event"] = "completed"; object["path"] = file.path
         case .failed(let error):
             object["event"] = "failed"
@@ -266,8 +266,12 @@ final class Reporter: Sendable {
 
     /// A retry's delay: tenths under ten seconds.
     static func delay(_ duration: Duration) -> String {
-        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        let seconds = Self.seconds(duration)
         return seconds < 10 ? String(format: "%.1fs", seconds) : Self.duration(duration)
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     static func write(_ text: String, to descriptor: Int32) {

@@ -265,7 +265,7 @@ public final class DownloadManager: Sendable {
     /// prefer ``journalEntries(stateDirectory:)`` or ``download(id:)``.
     public var downloads: [Download] {
         catalog.openJournals.flatMap { journal in
-            ((try? journal.unfinishedRecords()) ?? []).compactMap { id, _ in download(id: id) }
+            ((try? journal.unfinishedRecords()) ?? []).compactMap { id, _ in attach(id, in: journal) }
         }
     }
 
@@ -273,20 +273,25 @@ public final class DownloadManager: Sendable {
     /// directory, or one a download of this manager used): to follow a download restored from the
     /// journal or queued with ``enqueue(_:)``. `nil` when there is none, or it completed or failed.
     public func download(id: DownloadID) -> Download? {
-        if let live = catalog.existingHandle(id), !live.hub.isClosed { return live }
         for journal in catalog.openJournals {
-            let found = journal.locked { () -> Download? in
-                guard let record = try? journal.record(for: id), record.isUnfinished,
-                    let url = URL(string: record.url)
-                else { return nil }
-                let request = PreparedRequest(
-                    url: url, destination: record.destination, id: id, stateDirectory: journal.directory,
-                    priority: record.priority)
-                return publish(.waiting(record), for: request, in: journal, creatingHandle: true)
-            }
-            if let found { return found }
+            if let found = attach(id, in: journal) { return found }
         }
         return nil
+    }
+
+    /// The handle of `id` if it is unfinished in `journal`: the live one, or one made from its row.
+    private func attach(_ id: DownloadID, in journal: Journal) -> Download? {
+        if let live = catalog.existingHandle(id), !live.hub.isClosed { return live }
+        // Under the journal's lock: the loop's next event for it comes after the state shown here.
+        return journal.locked { () -> Download? in
+            guard let record = try? journal.record(for: id), record.isUnfinished,
+                let url = URL(string: record.url)
+            else { return nil }
+            let request = PreparedRequest(
+                url: url, destination: record.destination, id: id, stateDirectory: journal.directory,
+                priority: record.priority)
+            return publish(.waiting(record), for: request, in: journal, creatingHandle: true)
+        }
     }
 
     /// Waits until no download of this manager is queued or running: each one completed, failed,
@@ -453,7 +458,7 @@ public final class DownloadManager: Sendable {
         switch outcome {
         case .queued(let r), .waiting(let r), .complete(let r): record = r
         }
-        let progress = DownloadProgress(bytesReceived: record.bytesCommitted, totalBytes: record.totalBytes)
+        let progress = record.progress
         let download: Download
         let isNew: Bool
         if creatingHandle {

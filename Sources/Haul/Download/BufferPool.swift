@@ -28,7 +28,4 @@ final class BufferPool {
             buffer.deallocate()
         }
     }
-
-    /// Idle buffers held (for tests).
-    var idleCount: Int { idle.count }
 }

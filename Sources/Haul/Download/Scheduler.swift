@@ -147,7 +147,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         // Queued or interrupted: only its row changes.
         updateRow(of: download, from: [.queued, .interrupted]) { record in
             record.state = .paused
-            download.hub.publish(.paused(DownloadProgress(bytesReceived: record.bytesCommitted, totalBytes: record.totalBytes)))
+            download.hub.publish(.paused(record.progress))
         }
     }
 
@@ -376,12 +376,11 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             logger.error("a journal row has an unreadable URL", metadata: ["journal": "\(journal.path)", "url": "\(record.url)"])
             return
         }
-        let progress = DownloadProgress(bytesReceived: record.bytesCommitted, totalBytes: record.totalBytes)
         let (download, _) = catalog.handle(id, replacingFinished: true) {
             Download(
                 id: id, url: url, destination: URL(fileURLWithPath: record.destination),
                 stateDirectory: URL(fileURLWithPath: journal.directory, isDirectory: true), reactor: reactor,
-                census: catalog.census, progress: progress)
+                census: catalog.census, progress: record.progress)
         }
         let transfer = Transfer(
             download: download, record: record, store: journal, scheduler: self, retryLimit: max(0, configuration.retryLimit))

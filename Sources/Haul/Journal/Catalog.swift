@@ -69,11 +69,6 @@ final class Catalog: Sendable {
         journals.withLock { Array($0.byDirectory.values) }
     }
 
-    /// Registers a journal the manager opened itself (its configured state directory).
-    func register(_ journal: Journal) {
-        journals.withLock { $0.byDirectory[journal.directory] = journal }
-    }
-
     /// Closes every journal; later calls fail with `.shutdown`.
     func closeJournals() {
         let all = journals.withLock { state in

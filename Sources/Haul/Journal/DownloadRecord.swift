@@ -46,6 +46,9 @@ struct DownloadRecord: Equatable, Sendable {
 
     var completed: Bool { state == .completed }
 
+    /// The bytes on disk at the last checkpoint, as progress.
+    var progress: DownloadProgress { DownloadProgress(bytesReceived: bytesCommitted, totalBytes: totalBytes) }
+
     /// Whether the download still has work to do (not completed, not failed).
     var isUnfinished: Bool { state != .completed && state != .failed }
 

@@ -151,11 +151,11 @@ final class Reactor: @unchecked Sendable {
         // The loop was broken by `stop()`. Any transfer still in the multi handle was removed by the
         // delegate; clean up curl while still on this thread.
         curl_multi_cleanup(multi)
-        for (event, box) in repeatingTimers {
+        for (event, box) in timers {
             event_free(event)
             Unmanaged<TimerBox>.fromOpaque(box).release()
         }
-        repeatingTimers = []
+        timers = []
         delegate = nil
         let waiters = lifecycle.withLock { lifecycle in
             lifecycle.stopped = true
@@ -212,7 +212,7 @@ final class Reactor: @unchecked Sendable {
             Unmanaged<TimerBox>.fromOpaque(box).release()
             return nil
         }
-        repeatingTimers.append((event, box))
+        timers.append((event, box))
         return event
     }
 
@@ -226,7 +226,7 @@ final class Reactor: @unchecked Sendable {
         init(_ handler: @escaping () -> Void) { self.handler = handler }
     }
     /// Every timer made, freed when the loop ends.
-    private var repeatingTimers: [(OpaquePointer, UnsafeMutableRawPointer)] = []
+    private var timers: [(OpaquePointer, UnsafeMutableRawPointer)] = []
 
     /// Lets the loop thread end on its own (for a manager dropped without `shutdown()`).
     func detach() {
