@@ -110,6 +110,9 @@ func haulConfiguration(concurrency: Int, state: String) -> DownloadManager.Confi
     var configuration = DownloadManager.Configuration()
     configuration.maxConcurrentDownloads = concurrency
     configuration.stateDirectory = URL(fileURLWithPath: state)
+    if let size = ProcessInfo.processInfo.environment["HAUL_BUFFER_SIZE"].flatMap(Int.init) {
+        configuration.bufferSize = size
+    }
     return configuration
 }
 

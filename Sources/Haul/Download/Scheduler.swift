@@ -26,8 +26,11 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// Directories whose queue had rows only for saturated hosts: looked at again when one frees.
     private var directoriesWaitingForHosts: Set<String> = []
     private var shuttingDown = false
-    /// Where partial files are `fdatasync`ed, away from the loop thread.
-    private let syncQueue = DispatchQueue(label: "haul.checkpoint-sync")
+    /// Where partial files are synced, checked and renamed, away from the loop thread.
+    private let diskQueue = DispatchQueue(label: "haul.disk")
+    /// The current turn's disk jobs, sent together when it ends.
+    private var diskJobs: [DiskJob] = []
+    /// Disk jobs not yet reported.
     private var pendingSyncs = 0
     /// Checkpoint syncs not yet reported, per download; `stale` once its partial was truncated
     /// since (such a report must not be recorded).
@@ -68,6 +71,24 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
 
     // MARK: ReactorDelegate
 
+    func reactorWillRun(_ reactor: Reactor) {
+        catalog.writeBatch.attachCurrentThread()
+    }
+
+    func reactorTurnDidEnd(_ reactor: Reactor) {
+        for (journal, error) in catalog.writeBatch.commit() {
+            logger.error("could not write the journal", metadata: ["journal": "\(journal.path)", "error": "\(error)"])
+        }
+        // After the commit: a sync's report must not overtake the row that it completes.
+        if !diskJobs.isEmpty {
+            let jobs = diskJobs
+            diskJobs.removeAll(keepingCapacity: true)
+            diskQueue.async {
+                reactor.submit(.diskWorkDone(jobs.map { $0.perform() }))
+            }
+        }
+    }
+
     func reactor(_ reactor: Reactor, handle commands: [ReactorCommand]) {
         for command in commands {
             switch command {
@@ -75,9 +96,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             case .pause(let download): pause(download, reactor: reactor)
             case .resume(let download): resume(download)
             case .cancel(let download): cancel(download, reactor: reactor)
-            case .finalSynced(let id, let digest): finalSynced(id, digest: digest, reactor: reactor)
-            case .synced(let id, let directory, let bytes):
-                synced(id, directory: directory, bytes: bytes, reactor: reactor)
+            case .diskWorkDone(let results): diskWorkDone(results, reactor: reactor)
             case .checkIdle: idleWaitersPending = true
             case .shutdown: shutdown(reactor: reactor)
             }
@@ -217,6 +236,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
         transfers.removeAll()
         queuedDirectories.removeAll()
+        reactorTurnDidEnd(reactor)
         catalog.closeJournals()
         catalog.resumeIdleWaiters()
         // Every easy handle goes before the share they use.
@@ -230,11 +250,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// Syncs the partial file's first `bytes` off the loop thread, then records them as durable.
     private func requestSync(of transfer: Transfer, bytes: Int64, reactor: Reactor) {
         guard bytes > transfer.record.bytesSynced else { return }
-        let (id, directory) = (transfer.id, transfer.store.directory)
-        checkpointSyncs[id, default: (0, false)].count += 1
-        syncOffLoop(transfer.partialPath, reactor: reactor) { durable in
-            .synced(id, directory: directory, bytes: durable ? bytes : -1)
-        }
+        checkpointSyncs[transfer.id, default: (0, false)].count += 1
+        addDiskJob(.checkpoint(transfer.id, directory: transfer.store.directory, path: transfer.partialPath, bytes: bytes))
     }
 
     /// The partial file was emptied: syncs still running for it describe bytes that are gone.
@@ -243,34 +260,29 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         checkpointSyncs[transfer.id]?.stale = true
     }
 
-    /// `fdatasync`s `path` on the background queue, then sends the loop `report(synced)`. Every call
-    /// is matched by one ``syncReported(reactor:)`` when its report is handled.
-    private func syncOffLoop(
-        _ path: String, reactor: Reactor, report: @escaping @Sendable (Bool) -> ReactorCommand
-    ) {
+    /// Queues a job for the background disk thread; it leaves with the others at the end of the turn.
+    /// Every job is matched by one report in ``diskWorkDone(_:reactor:)``.
+    private func addDiskJob(_ job: DiskJob) {
         pendingSyncs += 1
-        syncQueue.async {
-            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-            var durable = false
-            if descriptor >= 0 {
-                durable = fdatasync(descriptor) == 0
-                close(descriptor)
-            }
-            reactor.submit(report(durable))
-        }
+        diskJobs.append(job)
     }
 
-    /// One background sync was reported; a shutdown waiting for the last one finishes now.
-    private func syncReported(reactor: Reactor) {
-        pendingSyncs -= 1
+    private func diskWorkDone(_ results: [DiskResult], reactor: Reactor) {
+        for result in results {
+            switch result {
+            case .synced(let id, let directory, let bytes): synced(id, directory: directory, bytes: bytes)
+            case .finished(let id, let outcome): finished(id, outcome: outcome, reactor: reactor)
+            }
+        }
+        pendingSyncs -= results.count
+        // A shutdown waiting for the last report finishes now.
         if stopWhenSynced && pendingSyncs == 0 {
             stopWhenSynced = false
             finishShutdown(reactor: reactor)
         }
     }
 
-    private func synced(_ id: DownloadID, directory: String, bytes: Int64, reactor: Reactor) {
-        defer { syncReported(reactor: reactor) }
+    private func synced(_ id: DownloadID, directory: String, bytes: Int64) {
         guard let entry = checkpointSyncs[id] else { return }
         checkpointSyncs[id] = entry.count > 1 ? (entry.count - 1, entry.stale) : nil
         // Ignore a failed sync, and one older than a truncation of the partial file.
@@ -599,88 +611,47 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
 
     private func complete(_ transfer: Transfer, reactor: Reactor) {
         stopRequest(of: transfer, reactor: reactor)
-        guard let sink = transfer.sink else {
-            place(transfer, reactor: reactor)
-            return
-        }
-        // The file came through this process: write what is buffered, make the bytes durable (off the
-        // loop thread), and only then rename them into place.
-        do {
-            try sink.close()
-        } catch {
+        if let sink = transfer.sink {
+            // The file came through this process: write what is buffered; the disk thread makes the
+            // bytes durable, checks them and only then renames them into place.
             transfer.sink = nil
-            perform(transfer.machine.completionFailed(transfer.attributed(error)), for: transfer, reactor: reactor)
-            return
-        }
-        transfer.sink = nil
-        if transfer.record.totalBytes == nil { transfer.record.totalBytes = sink.committedLength }
-        let (id, path) = (transfer.id, transfer.partialPath)
-        // An expected checksum is computed on the sync queue too: the loop never reads the file.
-        let algorithm = transfer.record.expectedChecksum.flatMap(Checksum.init)?.algorithm
-        syncOffLoop(path, reactor: reactor) { _ in
-            guard let algorithm else { return .finalSynced(id, digest: nil) }
-            do throws(DownloadError) {
-                return .finalSynced(id, digest: .success(try Checksum.digest(ofFileAt: path, algorithm: algorithm)))
-            } catch {
-                return .finalSynced(id, digest: .failure(error))
-            }
-        }
-    }
-
-    private func finalSynced(_ id: DownloadID, digest: Result<String, DownloadError>?, reactor: Reactor) {
-        defer { syncReported(reactor: reactor) }
-        guard let transfer = transfers[id] else { return }
-        if let mismatch = integrityError(of: transfer, digest: digest) {
-            // A wrong file is worth nothing: it goes, and the destination keeps what it had.
-            unlink(transfer.partialPath)
-            perform(transfer.machine.completionFailed(mismatch), for: transfer, reactor: reactor)
-            return
-        }
-        place(transfer, reactor: reactor)
-    }
-
-    /// Why a finished partial file is not the expected one, if it is not.
-    private func integrityError(of transfer: Transfer, digest: Result<String, DownloadError>?) -> DownloadError? {
-        let length = Transfer.fileLength(transfer.partialPath) ?? 0
-        if let expected = transfer.record.expectedSize, length != expected {
-            return DownloadError(
-                code: .checksumMismatch, url: transfer.urlForErrors,
-                detail: "the file is \(length) bytes where \(expected) were expected")
-        }
-        guard let expected = transfer.record.expectedChecksum.flatMap(Checksum.init), let digest else { return nil }
-        switch digest {
-        case .failure(let error):
-            return transfer.attributed(error)
-        case .success(let actual) where actual != expected.hex:
-            return DownloadError(
-                code: .checksumMismatch, url: transfer.urlForErrors,
-                detail: "its \(expected.algorithm.rawValue) is \(actual) where \(expected.hex) was expected")
-        case .success:
-            return nil
-        }
-    }
-
-    /// Moves a whole partial file to its destination (unless it is already there), records the
-    /// completion and reports it.
-    private func place(_ transfer: Transfer, reactor: Reactor) {
-        let destination = transfer.download.destination
-        if transfer.notModified {
-            unlink(transfer.partialPath)  // the empty partial of the conditional request
-        } else if Transfer.fileLength(transfer.partialPath) != nil {
             do {
-                try moveIntoPlace(from: transfer.partialPath, to: destination.path)
+                try sink.close()
             } catch {
                 perform(transfer.machine.completionFailed(transfer.attributed(error)), for: transfer, reactor: reactor)
                 return
             }
+            if transfer.record.totalBytes == nil { transfer.record.totalBytes = sink.committedLength }
         }
-        let total = transfer.record.totalBytes ?? Transfer.fileLength(destination.path) ?? 0
+        addDiskJob(
+            .finish(
+                FinishJob(
+                    id: transfer.id, partialPath: transfer.partialPath, destination: transfer.download.destination.path,
+                    keepDestination: transfer.notModified, expectedSize: transfer.record.expectedSize,
+                    expectedChecksum: transfer.record.expectedChecksum.flatMap(Checksum.init), url: transfer.urlForErrors)))
+    }
+
+    /// The disk thread finished a download's file: record and report the completion, or the failure.
+    private func finished(_ id: DownloadID, outcome: Result<Int64, DownloadError>, reactor: Reactor) {
+        guard let transfer = transfers[id] else { return }
+        let length: Int64
+        switch outcome {
+        case .failure(let error):
+            perform(transfer.machine.completionFailed(error), for: transfer, reactor: reactor)
+            return
+        case .success(let placed):
+            length = placed
+        }
+        let total = transfer.record.totalBytes ?? length
         transfer.record.totalBytes = total
         transfer.record.revalidate = false
         checkpoint(transfer, state: .completed, bytes: total)
-        unlink(transfer.partialPath)
-        transfer.download.hub.publish(.progress(transfer.progressOfCompleted()))
-        transfer.download.hub.publish(.completed(destination))
+        transfer.download.hub.publish(
+            .progress(
+                DownloadProgress(
+                    bytesReceived: total, totalBytes: total, bytesPerSecond: transfer.speed.bytesPerSecond,
+                    estimatedTimeRemaining: .zero)))
+        transfer.download.hub.publish(.completed(transfer.download.destination))
         forget(transfer)
     }
 
@@ -694,36 +665,6 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         } catch {
             logger.warning("could not write the journal", metadata: ["url": "\(transfer.urlForErrors)", "error": "\(error)"])
         }
-    }
-
-    /// Renames the finished partial file to its destination: the destination holds either its old
-    /// content or the whole new file, never a part.
-    private func moveIntoPlace(from source: String, to destination: String) throws(DownloadError) {
-        let directory = (destination as NSString).deletingLastPathComponent
-        if !directory.isEmpty {
-            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        }
-        if rename(source, destination) == 0 { return }
-        let renameError = errno
-        guard renameError == EXDEV else {
-            throw DownloadError(
-                code: .fileSystem, url: nil, errno: renameError, path: destination, detail: "rename into place failed")
-        }
-        // The state directory is on another file system: copy next to the destination, then rename.
-        let temporary = "\(directory.isEmpty ? "." : directory)/.\((destination as NSString).lastPathComponent).haul-tmp"
-        do {
-            unlink(temporary)
-            try FileManager.default.copyItem(atPath: source, toPath: temporary)
-        } catch {
-            unlink(temporary)
-            throw DownloadError(code: .fileSystem, url: nil, errno: EXDEV, path: destination, detail: "copy across file systems failed")
-        }
-        guard rename(temporary, destination) == 0 else {
-            let code = errno
-            unlink(temporary)
-            throw DownloadError(code: .fileSystem, url: nil, errno: code, path: destination, detail: "rename into place failed")
-        }
-        unlink(source)
     }
 
     /// Fails a download for a local reason outside its transfer (set-up errors).
@@ -853,15 +794,6 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         guard now &- transfer.lastProgressAt >= progressIntervalNanoseconds else { return }
         transfer.lastProgressAt = now
         transfer.download.hub.publish(.progress(transfer.progress()))
-    }
-}
-
-extension Transfer {
-    /// Progress of a download whose file is whole.
-    func progressOfCompleted() -> DownloadProgress {
-        let total = record.totalBytes ?? Transfer.fileLength(download.destination.path) ?? 0
-        return DownloadProgress(
-            bytesReceived: total, totalBytes: total, bytesPerSecond: speed.bytesPerSecond, estimatedTimeRemaining: .zero)
     }
 }
 

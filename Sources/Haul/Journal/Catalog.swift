@@ -15,6 +15,8 @@ final class Catalog: Sendable {
     let configuration: DownloadManager.Configuration
     /// How many handles and transfers exist.
     let census = Census()
+    /// The loop thread's writes, one transaction per turn in every journal.
+    let writeBatch = WriteBatch()
 
     private final class WeakDownload: Sendable {
         nonisolated(unsafe) weak var download: Download?
@@ -53,7 +55,7 @@ final class Catalog: Sendable {
         return try opening.withLock { _ throws(DownloadError) -> Journal in
             if let journal = openJournal(for: directory) { return journal }
             guard !isShutDown else { throw DownloadError(code: .shutdown, url: nil) }
-            let opened = try Journal(directory: directory, bootID: configuration.bootID)
+            let opened = try Journal(directory: directory, bootID: configuration.bootID, batch: writeBatch)
             journals.withLock { $0.byDirectory[directory] = opened }
             return opened
         }

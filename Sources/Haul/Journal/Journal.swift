@@ -25,6 +25,11 @@ final class Journal: @unchecked Sendable {
     private var database: OpaquePointer?
     private var statements: [String: OpaquePointer] = [:]
     private let lock = NSRecursiveLock()
+    /// The loop thread's per-turn transaction, if this journal takes part (see ``WriteBatch``).
+    private let batch: WriteBatch?
+    /// Whether the loop thread's transaction is open; the loop thread then holds `lock` until it
+    /// commits.
+    private var batchOpen = false
 
     /// Whether opening found the journal written in another boot (and cut partial files back to their
     /// last synced checkpoint).
@@ -41,8 +46,10 @@ final class Journal: @unchecked Sendable {
     ///
     /// - Parameter bootID: this boot's id; when the journal was last written in another boot, every
     ///   unfinished partial file is cut back to the bytes that were synced before the journal said so.
-    init(directory: String, bootID: String = Journal.currentBootID()) throws(DownloadError) {
+    ///   - batch: groups the writes of the loop thread into one transaction per loop turn.
+    init(directory: String, bootID: String = Journal.currentBootID(), batch: WriteBatch? = nil) throws(DownloadError) {
         self.directory = directory
+        self.batch = batch
         self.path = "\(directory)/\(Self.fileName)"
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -80,9 +87,23 @@ final class Journal: @unchecked Sendable {
         return try body()
     }
 
-    /// Runs `body` in one SQLite transaction (one commit for many rows), holding the lock.
+    /// Runs `body` in one SQLite transaction (one commit for many rows), holding the lock. Inside the
+    /// loop thread's open batch, `body` is a savepoint of it.
     func transaction<T>(_ body: () throws(DownloadError) -> T) throws(DownloadError) -> T {
         try locked { () throws(DownloadError) -> T in
+            try joinBatch()
+            if batchOpen {
+                try execute("SAVEPOINT haul_transaction")
+                do throws(DownloadError) {
+                    let result = try body()
+                    try execute("RELEASE haul_transaction")
+                    return result
+                } catch {
+                    try? execute("ROLLBACK TO haul_transaction")
+                    try? execute("RELEASE haul_transaction")
+                    throw error
+                }
+            }
             try execute("BEGIN IMMEDIATE")
             do throws(DownloadError) {
                 let result = try body()
@@ -95,10 +116,36 @@ final class Journal: @unchecked Sendable {
         }
     }
 
+    /// On the batching thread, opens the turn's transaction unless it is open. Call holding `lock`.
+    private func joinBatch() throws(DownloadError) {
+        guard !batchOpen, let batch, batch.isBatchingThread, database != nil else { return }
+        try execute("BEGIN IMMEDIATE")
+        batchOpen = true
+        lock.lock()  // held until commitBatch()
+        batch.opened(self)
+    }
+
+    /// Commits the loop thread's transaction and lets other threads in again. Loop thread only.
+    ///
+    /// - Throws: when the commit failed: the turn's rows are lost (the partial files they describe
+    ///   are not).
+    func commitBatch() throws(DownloadError) {
+        guard batchOpen else { return }
+        batchOpen = false
+        defer { lock.unlock() }
+        do throws(DownloadError) {
+            try execute("COMMIT")
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
     /// Releases the database and its lock.
     func close() {
         lock.lock()
         defer { lock.unlock() }
+        try? commitBatch()
         for statement in statements.values { sqlite3_finalize(statement) }
         statements = [:]
         if let database { sqlite3_close_v2(database) }
@@ -223,6 +270,7 @@ final class Journal: @unchecked Sendable {
     func recordSynced(_ id: DownloadID, bytes: Int64) throws(DownloadError) {
         lock.lock()
         defer { lock.unlock() }
+        try joinBatch()
         let statement = try prepared(
             "UPDATE downloads SET bytes_synced = max(bytes_synced, ?2) WHERE id = ?1 AND state != 'completed'")
         defer { sqlite3_reset(statement) }
@@ -351,6 +399,7 @@ final class Journal: @unchecked Sendable {
     func save(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) {
         lock.lock()
         defer { lock.unlock() }
+        try joinBatch()
         let statement = try prepared(
             """
             \(Self.insertion)
@@ -367,6 +416,7 @@ final class Journal: @unchecked Sendable {
     func insertIfAbsent(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) -> Bool {
         lock.lock()
         defer { lock.unlock() }
+        try joinBatch()
         let statement = try prepared("\(Self.insertion) ON CONFLICT(id) DO NOTHING")
         try write(record, for: id, with: statement)
         return sqlite3_changes(database) == 1
@@ -401,6 +451,7 @@ final class Journal: @unchecked Sendable {
     func remove(_ id: DownloadID) {
         lock.lock()
         defer { lock.unlock() }
+        try? joinBatch()
         if let statement = try? prepared("DELETE FROM downloads WHERE id = ?1") {
             CHaul_sqlite_bind_text(statement, 1, id.rawValue)
             _ = sqlite3_step(statement)

@@ -12,6 +12,11 @@ protocol ReactorDelegate: AnyObject {
     func reactor(_ reactor: Reactor, handle commands: [ReactorCommand])
     /// libcurl finished a transfer (successfully or not). The handle is still in the multi handle.
     func reactor(_ reactor: Reactor, transferDidFinish easy: UnsafeMutableRawPointer, result: CURLcode)
+    /// The loop thread starts; nothing else ran on it yet.
+    func reactorWillRun(_ reactor: Reactor)
+    /// The loop ran every event that was ready and is about to wait for more: the moment to write
+    /// out what the turn's callbacks collected (journal rows, background work) in one go.
+    func reactorTurnDidEnd(_ reactor: Reactor)
 }
 
 /// A command sent to the loop thread by a caller on another thread.
@@ -21,12 +26,8 @@ enum ReactorCommand: Sendable {
     case pause(Download)
     case resume(Download)
     case cancel(Download)
-    /// A background `fdatasync` finished: the first `bytes` of the partial file are durable (`bytes`
-    /// is negative when the sync failed).
-    case synced(DownloadID, directory: String, bytes: Int64)
-    /// A finished partial file was synced (and digested, when a checksum is expected): it can be
-    /// checked and renamed into place.
-    case finalSynced(DownloadID, digest: Result<String, DownloadError>?)
+    /// Background disk work finished (syncs, finished files moved into place).
+    case diskWorkDone([DiskResult])
     /// A task waits until nothing is queued or running.
     case checkIdle
     case shutdown
@@ -146,8 +147,19 @@ final class Reactor: @unchecked Sendable {
         lifecycle.withLock { $0.joinable = thread }
     }
 
+    /// Set by ``stop()`` on the loop thread.
+    private var stopRequested = false
+
     private func runLoop() {
-        event_base_loop(base, Int32(EVLOOP_NO_EXIT_ON_EMPTY))
+        delegate?.reactorWillRun(self)
+        // One turn at a time (every ready event, then the delegate's end of turn), until `stop()`.
+        while !stopRequested {
+            if event_base_loop(base, Int32(EVLOOP_ONCE)) < 0 {
+                logger.critical("the event loop failed")
+                break
+            }
+            delegate?.reactorTurnDidEnd(self)
+        }
         // The loop was broken by `stop()`. Any transfer still in the multi handle was removed by the
         // delegate; clean up curl while still on this thread.
         curl_multi_cleanup(multi)
@@ -239,6 +251,7 @@ final class Reactor: @unchecked Sendable {
 
     /// Ends the loop after the current callback returns. Loop thread only.
     func stop() {
+        stopRequested = true
         event_base_loopbreak(base)
     }
 
@@ -252,7 +265,7 @@ final class Reactor: @unchecked Sendable {
         let shouldWake: Bool? = inbox.withLock { inbox in
             // Sync reports are Haul's own and must reach a loop that is shutting down (it waits for them).
             switch command {
-            case .synced, .finalSynced: break
+            case .diskWorkDone: break
             default: guard inbox.accepting else { return nil }
             }
             if case .shutdown = command { inbox.accepting = false }

@@ -1,0 +1,140 @@
+import Foundation
+import Glibc
+
+/// File-system work the loop thread hands to a background thread, so that it never waits on a disk:
+/// syncing partial files, checking finished ones and renaming them into place.
+///
+/// The loop collects a turn's jobs and sends them in one batch (one thread wake-up for many
+/// downloads); the results come back as one reactor command.
+enum DiskJob: Sendable {
+    /// `fdatasync` the partial file: its first `bytes` become durable.
+    case checkpoint(DownloadID, directory: String, path: String, bytes: Int64)
+    /// A download's bytes are all in its partial file: make them durable, check them, move them into place.
+    case finish(FinishJob)
+
+    func perform() -> DiskResult {
+        switch self {
+        case .checkpoint(let id, let directory, let path, let bytes):
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            var durable = false
+            if descriptor >= 0 {
+                durable = fdatasync(descriptor) == 0
+                close(descriptor)
+            }
+            return .synced(id, directory: directory, bytes: durable ? bytes : -1)
+        case .finish(let job):
+            return .finished(job.id, job.perform())
+        }
+    }
+}
+
+/// What came of a ``DiskJob``.
+enum DiskResult: Sendable {
+    /// The partial file's first `bytes` are durable (`bytes` is negative when the sync failed).
+    case synced(DownloadID, directory: String, bytes: Int64)
+    /// The file is at its destination and is `length` bytes long, or why it is not.
+    case finished(DownloadID, Result<Int64, DownloadError>)
+}
+
+/// Ends a download whose bytes are all in its partial file.
+struct FinishJob: Sendable {
+    let id: DownloadID
+    let partialPath: String
+    let destination: String
+    /// The server said the destination is current (a revalidation's 304): keep it, drop the partial.
+    let keepDestination: Bool
+    let expectedSize: Int64?
+    let expectedChecksum: Checksum?
+    /// The URL for errors, credentials removed.
+    let url: String
+
+    /// Syncs, checks and renames; the partial file of a wrong download is deleted, and the destination
+    /// keeps what it had.
+    func perform() -> Result<Int64, DownloadError> {
+        if keepDestination {
+            unlink(partialPath)
+            return .success(Self.length(of: destination) ?? 0)
+        }
+        let descriptor = open(partialPath, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            // No partial file: an earlier run moved it into place before it could record that.
+            return .success(Self.length(of: destination) ?? 0)
+        }
+        _ = fdatasync(descriptor)
+        var status = stat()
+        let length: Int64 = fstat(descriptor, &status) == 0 ? Int64(status.st_size) : 0
+        close(descriptor)
+        if let mismatch = integrityError(length: length) {
+            unlink(partialPath)
+            return .failure(mismatch)
+        }
+        do throws(DownloadError) {
+            try Self.moveIntoPlace(from: partialPath, to: destination)
+        } catch {
+            var error = error
+            error.url = url
+            return .failure(error)
+        }
+        return .success(length)
+    }
+
+    /// Why the finished partial file is not the expected one, if it is not.
+    private func integrityError(length: Int64) -> DownloadError? {
+        if let expectedSize, length != expectedSize {
+            return DownloadError(
+                code: .checksumMismatch, url: url, detail: "the file is \(length) bytes where \(expectedSize) were expected")
+        }
+        guard let expectedChecksum else { return nil }
+        do throws(DownloadError) {
+            let actual = try Checksum.digest(ofFileAt: partialPath, algorithm: expectedChecksum.algorithm)
+            guard actual == expectedChecksum.hex else {
+                return DownloadError(
+                    code: .checksumMismatch, url: url,
+                    detail: "its \(expectedChecksum.algorithm.rawValue) is \(actual) where \(expectedChecksum.hex) was expected")
+            }
+            return nil
+        } catch {
+            var error = error
+            error.url = url
+            return error
+        }
+    }
+
+    /// Renames the finished partial file to its destination: the destination holds either its old
+    /// content or the whole new file, never a part. The destination's folder is created when missing.
+    static func moveIntoPlace(from source: String, to destination: String) throws(DownloadError) {
+        if rename(source, destination) == 0 { return }
+        var renameError = errno
+        let directory = (destination as NSString).deletingLastPathComponent
+        if renameError == ENOENT, !directory.isEmpty {
+            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            if rename(source, destination) == 0 { return }
+            renameError = errno
+        }
+        guard renameError == EXDEV else {
+            throw DownloadError(
+                code: .fileSystem, url: nil, errno: renameError, path: destination, detail: "rename into place failed")
+        }
+        // The state directory is on another file system: copy next to the destination, then rename.
+        let temporary = "\(directory.isEmpty ? "." : directory)/.\((destination as NSString).lastPathComponent).haul-tmp"
+        do {
+            unlink(temporary)
+            try FileManager.default.copyItem(atPath: source, toPath: temporary)
+        } catch {
+            unlink(temporary)
+            throw DownloadError(code: .fileSystem, url: nil, errno: EXDEV, path: destination, detail: "copy across file systems failed")
+        }
+        guard rename(temporary, destination) == 0 else {
+            let code = errno
+            unlink(temporary)
+            throw DownloadError(code: .fileSystem, url: nil, errno: code, path: destination, detail: "rename into place failed")
+        }
+        unlink(source)
+    }
+
+    private static func length(of path: String) -> Int64? {
+        var status = stat()
+        guard stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return Int64(status.st_size)
+    }
+}
