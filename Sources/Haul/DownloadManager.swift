@@ -481,14 +481,14 @@ public final class DownloadManager: Sendable {
         case .complete(let record):
             let total = record.totalBytes ?? 0
             download.hub.publish(.progress(DownloadProgress(bytesReceived: total, totalBytes: total, estimatedTimeRemaining: .zero)))
-            download.hub.publish(.completed(URL(fileURLWithPath: request.destination)))
+            download.hub.publish(.completed(URL(fileURLWithPath: request.destination, isDirectory: false)))
         }
         return download
     }
 
     private func makeHandle(for request: PreparedRequest, progress: DownloadProgress) -> Download {
         Download(
-            id: request.id, url: request.url, destination: URL(fileURLWithPath: request.destination),
+            id: request.id, url: request.url, destination: URL(fileURLWithPath: request.destination, isDirectory: false),
             stateDirectory: URL(fileURLWithPath: request.stateDirectory, isDirectory: true), reactor: reactor,
             census: catalog.census, progress: progress)
     }

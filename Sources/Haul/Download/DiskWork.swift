@@ -41,6 +41,8 @@ struct FinishJob: Sendable {
     let id: DownloadID
     let partialPath: String
     let destination: String
+    /// What the download's sink had not written yet (with its open file, if it opened one).
+    let remainder: FileSink.Remainder?
     /// The server said the destination is current (a revalidation's 304): keep it, drop the partial.
     let keepDestination: Bool
     let expectedSize: Int64?
@@ -52,13 +54,25 @@ struct FinishJob: Sendable {
     /// keeps what it had.
     func perform() -> Result<Int64, DownloadError> {
         if keepDestination {
+            remainder?.discard()
             unlink(partialPath)
             return .success(Self.length(of: destination) ?? 0)
         }
-        let descriptor = open(partialPath, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            // No partial file: an earlier run moved it into place before it could record that.
-            return .success(Self.length(of: destination) ?? 0)
+        let descriptor: Int32
+        if let remainder {
+            do throws(DownloadError) {
+                descriptor = try remainder.write(to: partialPath)
+            } catch {
+                var error = error
+                error.url = url
+                return .failure(error)
+            }
+        } else {
+            descriptor = open(partialPath, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else {
+                // No partial file: an earlier run moved it into place before it could record that.
+                return .success(Self.length(of: destination) ?? 0)
+            }
         }
         _ = fdatasync(descriptor)
         var status = stat()

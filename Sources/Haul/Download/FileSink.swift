@@ -3,11 +3,13 @@ import Glibc
 /// The partial file of one download, written in `bufferSize` chunks.
 ///
 /// Bytes are collected in a buffer (YYDownload's `kBufferSize`) and handed to the kernel when it
-/// fills, on ``flush()`` (pause, end) and before ``close()``. ``committedLength`` counts only bytes
-/// the kernel accepted: that is what progress reports. Loop thread only.
+/// fills, on ``flush()`` (pause, checkpoint) and before ``close()``. ``committedLength`` counts only
+/// bytes the kernel accepted: that is what progress reports. The file is opened when bytes are first
+/// written: a download that fits in its buffer is written by the disk thread only, once it is whole
+/// (``handOff()``), and its loop thread never touches the file. Loop thread only.
 final class FileSink {
     let path: String
-    private var descriptor: Int32
+    private var descriptor: Int32 = -1
     private var buffer: UnsafeMutableRawBufferPointer?
     private let pool: BufferPool
     private var bufferSize: Int { pool.bufferSize }
@@ -16,24 +18,22 @@ final class FileSink {
     private(set) var committedLength: Int64
     /// Bytes collected and not yet written.
     var bufferedCount: Int { buffered }
+    /// Every byte received: written or buffered.
+    var receivedLength: Int64 { committedLength + Int64(buffered) }
 
-    /// Opens (creating if needed) the partial file at `path`, positioned after its current bytes;
-    /// its buffer comes from `pool` when bytes arrive.
+    /// The partial file at `path` (which need not exist yet), continued after its current bytes; its
+    /// buffer comes from `pool` when bytes arrive.
     init(path: String, pool: BufferPool) throws(DownloadError) {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else {
-            throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "open failed")
-        }
         var status = stat()
-        guard fstat(descriptor, &status) == 0 else {
-            let code = errno
-            Glibc.close(descriptor)
-            throw DownloadError(code: .fileSystem, url: nil, errno: code, path: path, detail: "fstat failed")
+        if stat(path, &status) == 0 {
+            committedLength = Int64(status.st_size)
+        } else if errno == ENOENT {
+            committedLength = 0
+        } else {
+            throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "stat failed")
         }
         self.path = path
-        self.descriptor = descriptor
         self.pool = pool
-        self.committedLength = Int64(status.st_size)
     }
 
     deinit {
@@ -83,7 +83,8 @@ final class FileSink {
     /// Empties the file and the buffer: the download starts again from byte 0.
     func truncate() throws(DownloadError) {
         buffered = 0
-        guard ftruncate(descriptor, 0) == 0 else {
+        let status = descriptor >= 0 ? ftruncate(descriptor, 0) : Glibc.truncate(path, 0)
+        guard status == 0 || (descriptor < 0 && errno == ENOENT) else {
             throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "ftruncate failed")
         }
         committedLength = 0
@@ -100,7 +101,65 @@ final class FileSink {
         try flush()
     }
 
+    /// What a finished download still has to write, for the disk thread: the sink lets go of its
+    /// file and buffer.
+    func handOff() -> Remainder {
+        defer {
+            descriptor = -1
+            buffer = nil
+            buffered = 0
+        }
+        return Remainder(descriptor: descriptor, buffer: buffer, count: buffered, offset: committedLength, pool: pool)
+    }
+
+    /// The unwritten end of a finished partial file, owned by whoever holds it (the disk thread).
+    struct Remainder: @unchecked Sendable {
+        // @unchecked Sendable: the sink gave up the descriptor and the buffer; one thread uses them.
+        let descriptor: Int32
+        let buffer: UnsafeMutableRawBufferPointer?
+        let count: Int
+        let offset: Int64
+        let pool: BufferPool
+
+        /// Writes the bytes (opening, or creating, the file at `path` if the sink never did) and
+        /// returns the open descriptor; the buffer goes back to its pool either way.
+        func write(to path: String) throws(DownloadError) -> Int32 {
+            defer { if let buffer { pool.give(buffer) } }
+            let descriptor = self.descriptor >= 0 ? self.descriptor : open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+            guard descriptor >= 0 else {
+                throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "open failed")
+            }
+            guard let buffer, count > 0 else { return descriptor }
+            var written = 0
+            while written < count {
+                let result = pwrite(descriptor, buffer.baseAddress! + written, count - written, off_t(offset + Int64(written)))
+                if result < 0 {
+                    if errno == EINTR { continue }
+                    let code = errno
+                    Glibc.close(descriptor)
+                    throw DownloadError(code: .fileSystem, url: nil, errno: code, path: path, detail: "write failed")
+                }
+                written += result
+            }
+            return descriptor
+        }
+
+        /// Lets go of the descriptor and the buffer without writing.
+        func discard() {
+            if descriptor >= 0 { Glibc.close(descriptor) }
+            if let buffer { pool.give(buffer) }
+        }
+    }
+
+    private func openFile() throws(DownloadError) {
+        descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "open failed")
+        }
+    }
+
     private func writeFully(_ bytes: UnsafeRawBufferPointer) throws(DownloadError) {
+        if descriptor < 0 { try openFile() }
         var offset = 0
         while offset < bytes.count {
             let written = pwrite(descriptor, bytes.baseAddress! + offset, bytes.count - offset, off_t(committedLength))

@@ -135,22 +135,17 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         admitWaiting(reactor: reactor)
     }
 
-    /// A transfer curl finished without error: was every announced byte written?
+    /// A transfer curl finished without error: did every announced byte arrive?
     private func finishedResult(of transfer: Transfer) -> DownloadStateMachine.TransferResult {
         guard case .receiving = transfer.machine.state, let sink = transfer.sink else { return .finished }
-        do {
-            try sink.flush()
-        } catch {
-            return .failed(transfer.attributed(error))
-        }
-        if let total = transfer.record.totalBytes, sink.committedLength != total {
+        if let total = transfer.record.totalBytes, sink.receivedLength != total {
             return .failed(
                 DownloadError(
                     code: .sizeMismatch, url: transfer.urlForErrors,
-                    detail: "the body ended after \(sink.committedLength) of \(total) bytes"))
+                    detail: "the body ended after \(sink.receivedLength) of \(total) bytes"))
         }
         if transfer.record.totalBytes == nil {
-            transfer.record.totalBytes = sink.committedLength
+            transfer.record.totalBytes = sink.receivedLength
         }
         return .finished
     }
@@ -390,7 +385,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
         let (download, _) = catalog.handle(id, replacingFinished: true) {
             Download(
-                id: id, url: url, destination: URL(fileURLWithPath: record.destination),
+                id: id, url: url, destination: URL(fileURLWithPath: record.destination, isDirectory: false),
                 stateDirectory: URL(fileURLWithPath: journal.directory, isDirectory: true), reactor: reactor,
                 census: catalog.census, progress: record.progress)
         }
@@ -611,23 +606,20 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
 
     private func complete(_ transfer: Transfer, reactor: Reactor) {
         stopRequest(of: transfer, reactor: reactor)
+        // The disk thread writes what is still buffered, makes the bytes durable, checks them and only
+        // then renames them into place.
+        var remainder: FileSink.Remainder?
         if let sink = transfer.sink {
-            // The file came through this process: write what is buffered; the disk thread makes the
-            // bytes durable, checks them and only then renames them into place.
             transfer.sink = nil
-            do {
-                try sink.close()
-            } catch {
-                perform(transfer.machine.completionFailed(transfer.attributed(error)), for: transfer, reactor: reactor)
-                return
-            }
-            if transfer.record.totalBytes == nil { transfer.record.totalBytes = sink.committedLength }
+            if transfer.record.totalBytes == nil { transfer.record.totalBytes = sink.receivedLength }
+            remainder = sink.handOff()
         }
         addDiskJob(
             .finish(
                 FinishJob(
                     id: transfer.id, partialPath: transfer.partialPath, destination: transfer.download.destination.path,
-                    keepDestination: transfer.notModified, expectedSize: transfer.record.expectedSize,
+                    remainder: remainder, keepDestination: transfer.notModified,
+                    expectedSize: transfer.record.expectedSize,
                     expectedChecksum: transfer.record.expectedChecksum.flatMap(Checksum.init), url: transfer.urlForErrors)))
     }
 
@@ -769,7 +761,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         guard transfer.writeError == nil, case .receiving = transfer.machine.state, let sink = transfer.sink else {
             return CURL_WRITEFUNC_ERROR
         }
-        if let maximum = configuration.maximumFileSize, sink.committedLength + Int64(sink.bufferedCount + bytes.count) > maximum {
+        if let maximum = configuration.maximumFileSize, sink.receivedLength + Int64(bytes.count) > maximum {
             transfer.writeError = DownloadError(
                 code: .fileTooLarge, url: transfer.urlForErrors,
                 detail: "the body grew past the maximum of \(maximum) bytes")
