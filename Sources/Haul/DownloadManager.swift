@@ -488,8 +488,8 @@ public final class DownloadManager: Sendable {
 
     private func makeHandle(for request: PreparedRequest, progress: DownloadProgress) -> Download {
         Download(
-            id: request.id, url: request.url, destination: URL(fileURLWithPath: request.destination, isDirectory: false),
-            stateDirectory: URL(fileURLWithPath: request.stateDirectory, isDirectory: true), reactor: reactor,
+            id: request.id, url: request.url, destinationPath: request.destination,
+            stateDirectoryPath: request.stateDirectory, reactor: reactor,
             census: catalog.census, progress: progress)
     }
 

@@ -29,6 +29,36 @@ struct JournalTests {
         #expect(try reopened.record(for: id) == nil)
     }
 
+    @Test("the loop thread's writes share one transaction per turn; a failed transaction inside it rolls back alone")
+    func batchedWrites() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let batch = WriteBatch()
+        batch.attachCurrentThread()
+        let ids = (0..<3).map { DownloadID(url: "http://h/\($0)", destinationPath: "/tmp/\($0)") }
+        let record = DownloadRecord(url: "http://h/0", destination: "/tmp/0")
+        do {
+            let journal = try Journal(directory: directory.path, batch: batch)
+            try journal.save(record, for: ids[0])
+            #expect(try journal.record(for: ids[0]) == record)  // visible inside the turn
+            #expect {
+                try journal.transaction { () throws(DownloadError) in
+                    try journal.save(record, for: ids[1])
+                    throw DownloadError(code: .journal, url: nil, detail: "abandoned")
+                }
+            } throws: { ($0 as? DownloadError)?.detail == "abandoned" }
+            #expect(try journal.record(for: ids[1]) == nil)  // rolled back; the turn's first row stays
+            #expect(try journal.record(for: ids[0]) == record)
+            try journal.save(record, for: ids[2])
+            #expect(batch.commit().isEmpty)
+            #expect(batch.commit().isEmpty)  // nothing left open
+            try journal.save(record, for: ids[1])
+            journal.close()  // commits the open turn
+        }
+        let reopened = try Journal(directory: directory.path)
+        #expect(try Set(reopened.allRecords().map(\.0)) == Set(ids))
+    }
+
     @Test("a version-2 journal is migrated: its rows survive, interrupted ones in their old order")
     func migratesFromVersion2() throws {
         let directory = try makeTemporaryDirectory()

@@ -1,9 +1,15 @@
+import Glibc
 import Synchronization
 
 /// Write buffers of one size, reused across transfers: a transfer takes one when its first bytes
-/// arrive and gives it back when it stops (or the disk thread gives it back once it wrote the last
-/// bytes of a finished download). At 128 KiB, glibc serves each fresh allocation with its own mmap:
-/// a new buffer per download meant two system calls and a page fault per 4 KiB touched.
+/// arrive and gives it back when it stops or turns slow (or the disk thread gives it back once it
+/// wrote the last bytes of a finished download). A new buffer per download meant two system calls and
+/// a page fault per 4 KiB touched.
+///
+/// Buffers are mapped with `mmap` and unmapped when the pool has enough idle ones: from malloc, a
+/// freed 128 KiB block stays in the heap (glibc raises its mmap threshold after the first free), so
+/// thousands of slow transfers giving their buffers back left the process as large as when they all
+/// held one.
 final class BufferPool: Sendable {
     let bufferSize: Int
     /// How many idle buffers are kept; more are freed.
@@ -25,12 +31,16 @@ final class BufferPool: Sendable {
 
     deinit {
         idle.withLock { idle in
-            for buffer in idle.buffers { buffer.memory.deallocate() }
+            for buffer in idle.buffers { Self.unmap(buffer.memory) }
         }
     }
 
-    func take() -> UnsafeMutableRawBufferPointer {
-        idle.withLock { $0.buffers.popLast() }?.memory ?? .allocate(byteCount: bufferSize, alignment: 16)
+    /// An idle buffer, or a new one; `nil` when no memory can be mapped (the caller writes unbuffered).
+    func take() -> UnsafeMutableRawBufferPointer? {
+        if let buffer = idle.withLock({ $0.buffers.popLast() }) { return buffer.memory }
+        let address = mmap(nil, bufferSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        guard let address, address != MAP_FAILED else { return nil }
+        return UnsafeMutableRawBufferPointer(start: address, count: bufferSize)
     }
 
     func give(_ buffer: UnsafeMutableRawBufferPointer) {
@@ -40,6 +50,10 @@ final class BufferPool: Sendable {
             idle.buffers.append(returned)
             return true
         }
-        if !kept { buffer.deallocate() }
+        if !kept { Self.unmap(buffer) }
+    }
+
+    private static func unmap(_ buffer: UnsafeMutableRawBufferPointer) {
+        munmap(buffer.baseAddress, buffer.count)
     }
 }

@@ -20,9 +20,12 @@ public final class Download: Sendable, Identifiable {
     /// Where the file comes from.
     public let url: URL
     /// Where the finished file goes.
-    public let destination: URL
+    public var destination: URL { URL(fileURLWithPath: destinationPath, isDirectory: false) }
     /// Where the partial file and the record of this download live.
-    public let stateDirectory: URL
+    public var stateDirectory: URL { URL(fileURLWithPath: stateDirectoryPath, isDirectory: true) }
+    /// Paths rather than URLs: thousands of live downloads each kept two file URLs (~350 bytes each).
+    let destinationPath: String
+    let stateDirectoryPath: String
 
     let hub: EventHub
     private let reactor: Reactor
@@ -30,15 +33,15 @@ public final class Download: Sendable, Identifiable {
     private let census: Census
 
     init(
-        id: DownloadID, url: URL, destination: URL, stateDirectory: URL, reactor: Reactor, census: Census,
+        id: DownloadID, url: URL, destinationPath: String, stateDirectoryPath: String, reactor: Reactor, census: Census,
         progress: DownloadProgress
     ) {
         census.downloads.add(1, ordering: .relaxed)
         self.census = census
         self.id = id
         self.url = url
-        self.destination = destination
-        self.stateDirectory = stateDirectory
+        self.destinationPath = destinationPath
+        self.stateDirectoryPath = stateDirectoryPath
         self.reactor = reactor
         self.hub = EventHub(progress: progress)
     }

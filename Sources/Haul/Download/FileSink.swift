@@ -6,7 +6,12 @@ import Glibc
 /// fills, on ``flush()`` (pause, checkpoint) and before ``close()``. ``committedLength`` counts only
 /// bytes the kernel accepted: that is what progress reports. The file is opened when bytes are first
 /// written: a download that fits in its buffer is written by the disk thread only, once it is whole
-/// (``handOff()``), and its loop thread never touches the file. Loop thread only.
+/// (``handOff()``), and its loop thread never touches the file.
+///
+/// A slow download gains nothing from a buffer and would pin one per transfer (thousands of
+/// rate-limited transfers): a buffer left unfilled for ``idleAge`` is written out and given back
+/// (``releaseIfIdle(now:)``), and the sink then writes each chunk as it comes until a buffer's worth
+/// arrives within ``idleAge`` again. Loop thread only.
 final class FileSink {
     let path: String
     private var descriptor: Int32 = -1
@@ -20,6 +25,16 @@ final class FileSink {
     var bufferedCount: Int { buffered }
     /// Every byte received: written or buffered.
     var receivedLength: Int64 { committedLength + Int64(buffered) }
+
+    /// How long a buffer may wait for bytes before it is written out and given back.
+    static let idleAge: UInt64 = 250_000_000  // nanoseconds
+    /// When the buffer last received bytes (uptime nanoseconds).
+    private var lastAppendAt: UInt64 = 0
+    /// Writing each chunk straight to the file: the download is slow.
+    private(set) var writesThrough = false
+    /// Bytes written through since `windowStart`: a buffer's worth within ``idleAge`` means fast again.
+    private var windowStart: UInt64 = 0
+    private var windowBytes = 0
 
     /// The partial file at `path` (which need not exist yet), continued after its current bytes; its
     /// buffer comes from `pool` when bytes arrive.
@@ -45,7 +60,18 @@ final class FileSink {
     ///
     /// - Returns: whether bytes were handed to the kernel during this call.
     @discardableResult
-    func append(_ bytes: UnsafeRawBufferPointer) throws(DownloadError) -> Bool {
+    func append(_ bytes: UnsafeRawBufferPointer, now: UInt64) throws(DownloadError) -> Bool {
+        lastAppendAt = now
+        if writesThrough {
+            if now &- windowStart > Self.idleAge {
+                windowStart = now
+                windowBytes = 0
+            }
+            windowBytes += bytes.count
+            if windowBytes >= bufferSize { writesThrough = false }  // fast again: buffer from the next chunk
+            try writeFully(bytes)
+            return true
+        }
         var wrote = false
         var remaining = bytes
         // A chunk at least as large as the buffer, arriving with the buffer empty, skips the copy.
@@ -54,11 +80,13 @@ final class FileSink {
             return true
         }
         while !remaining.isEmpty {
-            let storage = buffer ?? {
-                let storage = pool.take()
-                buffer = storage
-                return storage
-            }()
+            guard let storage = buffer ?? pool.take() else {
+                // No memory for a buffer: this chunk goes straight to the file.
+                try flush()
+                try writeFully(remaining)
+                return true
+            }
+            buffer = storage
             let count = min(remaining.count, bufferSize - buffered)
             UnsafeMutableRawBufferPointer(rebasing: storage[buffered..<(buffered + count)])
                 .copyMemory(from: UnsafeRawBufferPointer(rebasing: remaining[0..<count]))
@@ -70,6 +98,20 @@ final class FileSink {
             }
         }
         return wrote
+    }
+
+    /// Writes out and gives back a buffer that received nothing for ``idleAge``; the sink then writes
+    /// through. Returns whether it let go of a buffer.
+    @discardableResult
+    func releaseIfIdle(now: UInt64) throws(DownloadError) -> Bool {
+        guard let buffer, now &- lastAppendAt >= Self.idleAge else { return false }
+        try flush()
+        pool.give(buffer)
+        self.buffer = nil
+        writesThrough = true
+        windowStart = now
+        windowBytes = 0
+        return true
     }
 
     /// Hands buffered bytes to the kernel.

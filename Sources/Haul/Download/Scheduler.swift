@@ -36,7 +36,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// since (such a report must not be recorded).
     private var checkpointSyncs: [DownloadID: (count: Int, stale: Bool)] = [:]
     private var stopWhenSynced = false
-    private var checkpointTimerStarted = false
+    private var timersStarted = false
     /// A task waits (``DownloadManager/waitUntilIdle()``) for no download to be queued or running.
     private var idleWaitersPending = false
     /// State directories whose journal holds downloads waiting to retry, with the earliest time one
@@ -172,7 +172,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             record.queueSequence = catalog.nextQueueSequence()
             download.hub.publish(.queued)
         }
-        queuedDirectories.insert(download.stateDirectory.path)
+        queuedDirectories.insert(download.stateDirectoryPath)
     }
 
     private func cancel(_ download: Download, reactor: Reactor) {
@@ -180,7 +180,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             perform(transfer.machine.cancel(), for: transfer, reactor: reactor)
             return
         }
-        guard let journal = catalog.openJournal(for: download.stateDirectory.path) else { return }
+        guard let journal = catalog.openJournal(for: download.stateDirectoryPath) else { return }
         journal.locked {
             guard let record = try? journal.record(for: download.id),
                 [.queued, .paused, .interrupted].contains(record.state)
@@ -195,7 +195,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     private func updateRow(
         of download: Download, from states: Set<DownloadRecord.State>, _ change: (inout DownloadRecord) -> Void
     ) {
-        guard let journal = catalog.openJournal(for: download.stateDirectory.path) else { return }
+        guard let journal = catalog.openJournal(for: download.stateDirectoryPath) else { return }
         journal.locked {
             guard var record = try? journal.record(for: download.id), states.contains(record.state) else { return }
             change(&record)
@@ -303,11 +303,31 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
     }
 
-    private func startCheckpointTimer(reactor: Reactor) {
-        guard !checkpointTimerStarted, configuration.checkpointInterval > .zero else { return }
-        checkpointTimerStarted = true
-        reactor.repeatEvery(configuration.checkpointInterval) { [unowned self] in
-            checkpointReceiving(reactor: reactor)
+    /// Starts the checkpoint and idle-buffer timers with the first admission.
+    private func startTimers(reactor: Reactor) {
+        guard !timersStarted else { return }
+        timersStarted = true
+        if configuration.checkpointInterval > .zero {
+            reactor.repeatEvery(configuration.checkpointInterval) { [unowned self] in
+                checkpointReceiving(reactor: reactor)
+            }
+        }
+        reactor.repeatEvery(.nanoseconds(Int64(FileSink.idleAge))) { [unowned self] in
+            releaseIdleBuffers()
+        }
+    }
+
+    /// Slow downloads give their buffers back (see ``FileSink``): memory follows the transfers that
+    /// are fast, not the ones that are live.
+    private func releaseIdleBuffers() {
+        let now = DispatchTime.now().uptimeNanoseconds
+        for transfer in transfers.values {
+            guard case .receiving = transfer.machine.state, transfer.writeError == nil, let sink = transfer.sink else { continue }
+            do {
+                if try sink.releaseIfIdle(now: now) { reportProgress(of: transfer) }
+            } catch {
+                transfer.writeError = transfer.attributed(error)  // the next chunk fails the transfer
+            }
         }
     }
 
@@ -377,7 +397,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             return record
         }
         guard let record = claimed else { return }
-        startCheckpointTimer(reactor: reactor)
+        startTimers(reactor: reactor)
         guard let url = URL(string: record.url) else {
             journal.remove(id)
             logger.error("a journal row has an unreadable URL", metadata: ["journal": "\(journal.path)", "url": "\(record.url)"])
@@ -385,8 +405,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
         let (download, _) = catalog.handle(id, replacingFinished: true) {
             Download(
-                id: id, url: url, destination: URL(fileURLWithPath: record.destination, isDirectory: false),
-                stateDirectory: URL(fileURLWithPath: journal.directory, isDirectory: true), reactor: reactor,
+                id: id, url: url, destinationPath: record.destination, stateDirectoryPath: journal.directory, reactor: reactor,
                 census: catalog.census, progress: record.progress)
         }
         let transfer = Transfer(
@@ -617,7 +636,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         addDiskJob(
             .finish(
                 FinishJob(
-                    id: transfer.id, partialPath: transfer.partialPath, destination: transfer.download.destination.path,
+                    id: transfer.id, partialPath: transfer.partialPath, destination: transfer.download.destinationPath,
                     remainder: remainder, keepDestination: transfer.notModified,
                     expectedSize: transfer.record.expectedSize,
                     expectedChecksum: transfer.record.expectedChecksum.flatMap(Checksum.init), url: transfer.urlForErrors)))
@@ -769,7 +788,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
         transfer.attemptWroteBytes = transfer.attemptWroteBytes || !bytes.isEmpty
         do {
-            if try sink.append(bytes) {
+            if try sink.append(bytes, now: DispatchTime.now().uptimeNanoseconds) {
                 reportProgress(of: transfer)
             }
         } catch {
