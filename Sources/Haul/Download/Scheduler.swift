@@ -347,14 +347,14 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     }
 
     private func nextQueued() -> (Journal, DownloadID)? {
-        var best: (journal: Journal, id: DownloadID, record: DownloadRecord)?
+        var best: (journal: Journal, id: DownloadID, place: Journal.QueuePlace)?
         for directory in queuedDirectories {
             guard let journal = catalog.openJournal(for: directory) else {
                 queuedDirectories.remove(directory)
                 continue
             }
             let now = Date().timeIntervalSince1970
-            var head: (DownloadID, DownloadRecord)?
+            var head: (DownloadID, Journal.QueuePlace)?
             do {
                 let next = try journal.nextQueued(at: now, excludingHosts: saturatedHosts)
                 head = next.head
@@ -366,37 +366,27 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
                 logger.error("could not read the queue", metadata: ["journal": "\(journal.path)", "error": "\(error)"])
                 head = nil
             }
-            guard let (id, record) = head else {
+            guard let (id, place) = head else {
                 queuedDirectories.remove(directory)
                 continue
             }
-            if let current = best {
-                let first =
-                    record.priority != current.record.priority
-                    ? record.priority > current.record.priority
-                    : record.queueSequence < current.record.queueSequence
-                if !first { continue }
-            }
-            best = (journal, id, record)
+            if let current = best, !place.isAhead(of: current.place) { continue }
+            best = (journal, id, place)
         }
         return best.map { ($0.journal, $0.id) }
     }
 
     /// Takes a queued row (marking it running) and starts its transfer.
     private func admit(_ id: DownloadID, from journal: Journal, reactor: Reactor) {
-        let claimed = journal.locked { () -> DownloadRecord? in
-            guard var record = try? journal.record(for: id), record.state == .queued else { return nil }
-            record.state = .running
-            do {
-                try journal.save(record, for: id)
-            } catch {
-                logger.error("could not write the journal", metadata: ["journal": "\(journal.path)", "error": "\(error)"])
-                queuedDirectories.remove(journal.directory)
-                return nil
-            }
-            return record
+        let record: DownloadRecord
+        do {
+            guard let claimed = try journal.claim(id) else { return }  // no longer queued
+            record = claimed
+        } catch {
+            logger.error("could not write the journal", metadata: ["journal": "\(journal.path)", "error": "\(error)"])
+            queuedDirectories.remove(journal.directory)
+            return
         }
-        guard let record = claimed else { return }
         startTimers(reactor: reactor)
         guard let url = URL(string: record.url) else {
             journal.remove(id)
@@ -615,7 +605,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             transfer.record.totalBytes = total
         }
         do {
-            try transfer.store.save(transfer.record, for: transfer.id)
+            try transfer.store.update(transfer.record, for: transfer.id)
         } catch {
             transfer.writeError = transfer.attributed(error)
             return
@@ -672,7 +662,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         transfer.record.state = state
         transfer.record.bytesCommitted = bytes
         do {
-            try transfer.store.save(transfer.record, for: transfer.id)
+            try transfer.store.update(transfer.record, for: transfer.id)
         } catch {
             logger.warning("could not write the journal", metadata: ["url": "\(transfer.urlForErrors)", "error": "\(error)"])
         }

@@ -343,12 +343,12 @@ final class Journal: @unchecked Sendable {
     /// over for their host.
     func nextQueued(
         at now: Double, excludingHosts excludedHosts: Set<String> = []
-    ) throws(DownloadError) -> (head: (DownloadID, DownloadRecord)?, blocked: Bool) {
+    ) throws(DownloadError) -> (head: (DownloadID, QueuePlace)?, blocked: Bool) {
         lock.lock()
         defer { lock.unlock() }
         let statement = try prepared(
             """
-            SELECT \(Self.columns) FROM downloads WHERE state = 'queued' AND retry_at <= ?1
+            SELECT id, priority, queue_seq, host FROM downloads WHERE state = 'queued' AND retry_at <= ?1
             ORDER BY priority DESC, queue_seq LIMIT ?2
             """)
         defer { sqlite3_reset(statement) }
@@ -358,17 +358,27 @@ final class Journal: @unchecked Sendable {
         while true {
             switch sqlite3_step(statement) {
             case SQLITE_ROW:
-                let record = Self.record(from: statement)
-                if excludedHosts.contains(record.host) {
+                if !excludedHosts.isEmpty, excludedHosts.contains(Self.text(statement, 3) ?? "") {
                     blocked = true
                     continue
                 }
-                return ((DownloadID(rawValue: Self.text(statement, 15) ?? ""), record), blocked)
+                let place = QueuePlace(priority: Int(sqlite3_column_int64(statement, 1)), sequence: sqlite3_column_int64(statement, 2))
+                return ((DownloadID(rawValue: Self.text(statement, 0) ?? ""), place), blocked)
             case SQLITE_DONE:
                 return (nil, blocked)
             default:
                 throw failure("read")
             }
+        }
+    }
+
+    /// Where a queued download stands: higher priorities first, then lower sequence numbers.
+    struct QueuePlace {
+        let priority: Int
+        let sequence: Int64
+
+        func isAhead(of other: QueuePlace) -> Bool {
+            priority != other.priority ? priority > other.priority : sequence < other.sequence
         }
     }
 
@@ -394,6 +404,44 @@ final class Journal: @unchecked Sendable {
                                bytes_synced, queue_seq, host, revalidate, failures, retry_at, expected_size)
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)
         """
+
+    /// Marks a queued download running, if it still is queued: its row as it is now, or `nil`.
+    func claim(_ id: DownloadID) throws(DownloadError) -> DownloadRecord? {
+        lock.lock()
+        defer { lock.unlock() }
+        try joinBatch()
+        let statement = try prepared(
+            "UPDATE downloads SET state = 'running', updated_at = ?2 WHERE id = ?1 AND state = 'queued' RETURNING \(Self.columns)")
+        defer { sqlite3_reset(statement) }
+        CHaul_sqlite_bind_text(statement, 1, id.rawValue)
+        sqlite3_bind_double(statement, 2, Date().timeIntervalSince1970)
+        switch sqlite3_step(statement) {
+        case SQLITE_ROW:
+            let record = Self.record(from: statement)
+            guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
+            return record
+        case SQLITE_DONE: return nil
+        default: throw failure("write")
+        }
+    }
+
+    /// Rewrites a download's row (inserting it if it is gone).
+    func update(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) {
+        lock.lock()
+        defer { lock.unlock() }
+        try joinBatch()
+        let statement = try prepared(
+            """
+            UPDATE downloads SET
+                url = ?2, destination = ?3, total_bytes = ?4, etag = ?5, last_modified = ?6,
+                bytes_committed = ?7, state = ?8, attempts = ?9, last_error = ?10, priority = ?11,
+                expected_checksum = ?12, updated_at = ?13, bytes_synced = ?14, queue_seq = ?15, host = ?16,
+                revalidate = ?17, failures = ?18, retry_at = ?19, expected_size = ?20
+            WHERE id = ?1
+            """)
+        try write(record, for: id, with: statement)
+        if sqlite3_changes(database) == 0 { try save(record, for: id) }
+    }
 
     /// Inserts or replaces a download's row.
     func save(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) {
