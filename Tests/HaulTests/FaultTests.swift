@@ -510,6 +510,36 @@ struct SafeDefaultTests {
         #expect(try Data(contentsOf: directory.appendingPathComponent("b.bin")) == source)
     }
 
+    @Test("over HTTPS, downloads from one host share one HTTP/2 connection")
+    func http2Multiplexes() async throws {
+        let server = try NginxServer.start(tls: true)
+        let directory = try makeTemporaryDirectory()
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
+        let sources = try (0..<24).map { try server.makeFile("h2/\($0).bin", size: 200_000, seed: UInt64($0) + 1) }
+        var configuration = DownloadManager.Configuration()
+        configuration.stateDirectory = directory.appendingPathComponent("state")
+        configuration.certificateAuthorityFile = server.certificate
+        configuration.maxConcurrentDownloads = 8
+        try await withDownloadManager(configuration: configuration) { manager in
+            let downloads = try (0..<24).map {
+                try manager.download(from: server.httpsURL("h2/\($0).bin"), to: directory.appendingPathComponent("\($0).bin"))
+            }
+            for download in downloads { _ = try await download.finished() }
+        }
+        for (index, source) in sources.enumerated() {
+            #expect(try Data(contentsOf: directory.appendingPathComponent("\(index).bin")) == source)
+        }
+        let requests = server.accessLog().filter { $0.uri.hasPrefix("/h2/") }
+        #expect(requests.count == 24)
+        #expect(requests.allSatisfy { $0.protocolName == "HTTP/2.0" })
+        // Eight at a time, all multiplexed: one connection (curl waits for the first to learn it
+        // can multiplex, CURLOPT_PIPEWAIT, rather than opening eight).
+        #expect(Set(requests.map(\.connection)).count == 1)
+    }
+
     @Test("credentials in a URL never appear in events or errors")
     func credentialsStayHidden() async throws {
         try await withFaultServer { server, directory in

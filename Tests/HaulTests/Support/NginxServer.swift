@@ -20,6 +20,10 @@ final class NginxServer: @unchecked Sendable {
         var bytesSent: Int64
         var range: String
         var ifRange: String
+        /// `HTTP/1.1` or `HTTP/2.0`.
+        var protocolName: String = ""
+        /// nginx's serial number of the connection that carried the request.
+        var connection: Int = 0
     }
 
     static let nginxPath = "/usr/sbin/nginx"
@@ -84,7 +88,7 @@ final class NginxServer: @unchecked Sendable {
                 pid \(prefix.path)/nginx.pid;
                 events { worker_connections 4096; }
                 http {
-                    log_format haul '$request_uri $status $body_bytes_sent "$http_range" "$http_if_range"';
+                    log_format haul '$request_uri $status $body_bytes_sent "$http_range" "$http_if_range" "$server_protocol" $connection';
                     access_log \(prefix.path)/logs/access.log haul;
                     client_body_temp_path \(prefix.path)/tmp; proxy_temp_path \(prefix.path)/tmp;
                     fastcgi_temp_path \(prefix.path)/tmp; uwsgi_temp_path \(prefix.path)/tmp; scgi_temp_path \(prefix.path)/tmp;
@@ -152,7 +156,9 @@ final class NginxServer: @unchecked Sendable {
             guard fields.count >= 3, let status = Int(fields[1]), let bytes = Int64(fields[2]) else { return nil }
             return LogEntry(
                 uri: String(fields[0]), status: status, bytesSent: bytes,
-                range: quoted.count > 1 ? String(quoted[1]) : "", ifRange: quoted.count > 3 ? String(quoted[3]) : "")
+                range: quoted.count > 1 ? String(quoted[1]) : "", ifRange: quoted.count > 3 ? String(quoted[3]) : "",
+                protocolName: quoted.count > 5 ? String(quoted[5]) : "",
+                connection: quoted.count > 6 ? Int(quoted[6].trimmingCharacters(in: .whitespaces)) ?? 0 : 0)
         }
     }
 
