@@ -10,13 +10,19 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", exact: "1.37.0"),
     ],
     targets: [
+        // Measuring helpers shared by the two programs.
+        .target(name: "BenchSupport", path: "Sources/BenchSupport"),
+        // Haul alone, so that its peak RSS holds no peer's code.
         .executableTarget(
             name: "haul-bench",
-            dependencies: [
-                .product(name: "Haul", package: "Haul"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-            ],
+            dependencies: ["BenchSupport", .product(name: "Haul", package: "Haul")],
             path: "Sources/HaulBench"
+        ),
+        // AsyncHTTPClient and URLSession.
+        .executableTarget(
+            name: "peer-bench",
+            dependencies: ["BenchSupport", .product(name: "AsyncHTTPClient", package: "async-http-client")],
+            path: "Sources/PeerBench"
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -8,7 +8,10 @@ cd "$(dirname "$0")"
 export PATH="$PATH:/opt/swift/usr/bin"
 bash ../scripts/install-deps.sh
 swift build -c release
-bench="$(swift build -c release --show-bin-path)/haul-bench"
+bin="$(swift build -c release --show-bin-path)"
+bench() {  # bench SCENARIO CLIENT ARGS…: Haul runs alone in haul-bench, the peers in peer-bench
+    if [ "$2" = haul ]; then "$bin/haul-bench" "$@"; else "$bin/peer-bench" "$@"; fi
+}
 cc -O2 floor/multi.c -lcurl -o .build/multi
 repeat="${REPEAT:-3}"
 count="${COUNT:-10000}"
@@ -20,6 +23,9 @@ mkdir -p "$work/www" "$work/logs" "$work/tmp"
 for i in $(seq 0 999); do head -c 65536 /dev/urandom > "$work/www/f$i.bin"; done
 head -c $((1024 * 1024 * 1024)) /dev/urandom > "$work/www/big.bin"
 port=$((20000 + RANDOM % 40000))
+tls_port=$((port + 1))
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+    -keyout "$work/key.pem" -out "$work/cert.pem" 2> /dev/null
 cat > "$work/nginx.conf" <<CONF
 daemon on;
 worker_processes 1;
@@ -35,6 +41,9 @@ http {
     uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
     server {
         listen 127.0.0.1:$port backlog=65535;
+        listen 127.0.0.1:$tls_port ssl http2 backlog=65535;
+        ssl_certificate $work/cert.pem;
+        ssl_certificate_key $work/key.pem;
         root $work/www;
         location /limited/ { alias $work/www/; limit_rate 2k; }
     }
@@ -43,6 +52,7 @@ CONF
 nginx -p "$work" -c "$work/nginx.conf" -e "$work/logs/error.log"
 trap 'nginx -p "$work" -c "$work/nginx.conf" -e "$work/logs/error.log" -s stop 2>/dev/null || true; rm -rf "$work"' EXIT
 base="http://127.0.0.1:$port"
+tls_base="https://127.0.0.1:$tls_port"
 results="$PWD/results.jsonl"
 : > "$results"
 
@@ -64,7 +74,7 @@ seq 0 $((count - 1)) | awk -v base="$base" -v out="$work/out" '{ printf "url = \
 for round in $(seq 1 "$repeat"); do
     for client in haul ahc urlsession; do
         rm -rf "$work/out"
-        "$bench" many "$client" "$base" "$count" 100 "$work/out" >> "$results"
+        bench many "$client" "$base" "$count" 100 "$work/out" >> "$results"
         check "$client"
     done
     rm -rf "$work/out"; mkdir -p "$work/out"
@@ -72,11 +82,22 @@ for round in $(seq 1 "$repeat"); do
     check curl
 done
 
+echo "== (e) $count files of 64 KiB over HTTPS (HTTP/2), 100 in flight"
+sed "s|$base|$tls_base|" "$work/curl.config" > "$work/curl-h2.config"
+for round in $(seq 1 "$repeat"); do
+    rm -rf "$work/out"
+    HAUL_CA_FILE="$work/cert.pem" bench many-h2 haul "$tls_base" "$count" 100 "$work/out" >> "$results"
+    check haul
+    rm -rf "$work/out"; mkdir -p "$work/out"
+    timed many-h2 curl curl -s --parallel --parallel-max 100 --cacert "$work/cert.pem" --create-dirs -K "$work/curl-h2.config"
+    check curl
+done
+
 echo "== (b) one 1 GiB file"
 for round in $(seq 1 "$repeat"); do
     for client in haul ahc urlsession; do
         rm -rf "$work/one"; mkdir -p "$work/one"
-        "$bench" one "$client" "$base/big.bin" "$work/one/big.bin" >> "$results"
+        bench one "$client" "$base/big.bin" "$work/one/big.bin" >> "$results"
     done
     rm -rf "$work/one"; mkdir -p "$work/one"
     timed one curl curl -s -o "$work/one/big.bin" "$base/big.bin"
@@ -85,14 +106,14 @@ rm -rf "$work/one"
 
 echo "== (c) $live transfers live at once (2 KB/s each)"
 rm -rf "$work/live"; mkdir -p "$work/live"
-"$bench" live haul "$base/limited" "$live" "$work/live" >> "$results"
+bench live haul "$base/limited" "$live" "$work/live" >> "$results"
 rm -rf "$work/live"; mkdir -p "$work/live"
 .build/multi "$base/limited" "$live" "$work/live" >> "$results"
 rm -rf "$work/live"
 
 echo "== (d) $queued URLs enqueued"
 rm -rf "$work/queue"; mkdir -p "$work/queue"
-"$bench" queue "$base/limited" "$queued" "$work/queue/state" >> "$results"
+"$bin/haul-bench" queue "$base/limited" "$queued" "$work/queue/state" >> "$results"
 rm -rf "$work/queue"
 
 python3 report.py "$results" > RESULTS.md

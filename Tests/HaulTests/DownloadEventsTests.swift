@@ -130,6 +130,16 @@ struct SpeedMeterTests {
         #expect(abs(meter.bytesPerSecond - 100_000) < 1)
     }
 
+    @Test("fed every millisecond for a minute, a meter holds about ten samples and the right rate")
+    func frequentSamplesAreMerged() {
+        var meter = SpeedMeter()
+        for millisecond in 0...60_000 {
+            meter.record(bytes: Int64(millisecond) * 2_000, at: UInt64(millisecond) * 1_000_000)  // 2 MB/s
+            #expect(meter.sampleCount <= 11)
+        }
+        #expect(abs(meter.bytesPerSecond - 2_000_000) < 1)
+    }
+
     @Test func restartAndResetForgetTheRate() {
         var meter = SpeedMeter()
         meter.record(bytes: 0, at: 0)

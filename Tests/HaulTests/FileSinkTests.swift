@@ -45,44 +45,69 @@ struct FileSinkTests {
         pool.give(reused)
     }
 
-    @Test("a buffer left unfilled is written out and given back; the sink writes through until a buffer's worth comes quickly")
-    func slowDownloadWritesThrough() throws {
+    @Test("small chunks go straight to the file; a large chunk or a quick buffer's worth starts buffering")
+    func slowChunksWriteThrough() throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("b.part").path
-        let size = 16 * 1024
-        let pool = BufferPool(bufferSize: size, idleLimit: 4)
-        let sink = try FileSink(path: path, pool: pool)
+        let size = 64 * 1024
+        let sink = try FileSink(path: path, pool: BufferPool(bufferSize: size, idleLimit: 4))
+        var expected: [UInt8] = []
+        let step = FileSink.idleAge / 4
+
+        // A trickle: every chunk is written at once, and no buffer is taken.
+        for index in 0..<8 {
+            let chunk = bytes(2000, seed: index)
+            expected += chunk
+            #expect(try append(chunk, to: sink, at: UInt64(index) * step) == true)
+            #expect(sink.writesThrough)
+        }
+        #expect(sink.committedLength == Int64(expected.count))
+        #expect(try sink.releaseIfIdle(now: 100 * step) == false)  // no buffer to give back
+
+        // Small chunks adding up to a buffer's worth within idleAge: the next ones are buffered.
+        let base = 200 * step
+        for index in 0..<(size / 4096) {
+            let chunk = bytes(4096, seed: 100 + index)
+            expected += chunk
+            #expect(try append(chunk, to: sink, at: base + UInt64(index)) == true)
+        }
+        #expect(!sink.writesThrough)
+        let tail = bytes(100, seed: 7)
+        expected += tail
+        #expect(try append(tail, to: sink, at: base + 100) == false)
+        #expect(sink.receivedLength == sink.committedLength + 100)
+        #expect(contents(path)?.count == expected.count - 100)
+
+        try sink.close()
+        #expect(contents(path) == expected)
+    }
+
+    @Test("a buffer left unfilled is written out and given back; the sink then writes through")
+    func idleBufferIsReleased() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("c.part").path
+        let size = 64 * 1024
+        let sink = try FileSink(path: path, pool: BufferPool(bufferSize: size, idleLimit: 4))
         let age = FileSink.idleAge
         var expected: [UInt8] = []
 
-        let first = bytes(1000, seed: 1)
-        expected += first
-        #expect(try append(first, to: sink, at: 0) == false)
+        let large = bytes(FileSink.largeChunk, seed: 1)  // fast: buffered
+        expected += large
+        #expect(try append(large, to: sink, at: 0) == false)
+        #expect(!sink.writesThrough)
         #expect(try sink.releaseIfIdle(now: age - 1) == false)  // not idle long enough
         #expect(sink.committedLength == 0)
         #expect(try sink.releaseIfIdle(now: age) == true)
         #expect(sink.writesThrough)
-        #expect(sink.committedLength == 1000)
+        #expect(sink.committedLength == Int64(large.count))
         #expect(contents(path) == expected)
 
-        // Slow: every chunk is written at once.
-        let second = bytes(500, seed: 2)
-        expected += second
-        #expect(try append(second, to: sink, at: age + 1) == true)
-        #expect(sink.committedLength == 1500)
-
-        // A buffer's worth within idleAge: fast again, the next chunk is buffered.
-        let burst = bytes(size, seed: 3)
-        expected += burst
-        #expect(try append(burst, to: sink, at: age + 2) == true)
-        #expect(!sink.writesThrough)
-        let tail = bytes(100, seed: 4)
-        expected += tail
-        #expect(try append(tail, to: sink, at: age + 3) == false)
-        #expect(sink.committedLength == Int64(1500 + size))
-        #expect(sink.receivedLength == Int64(expected.count))
-
+        let small = bytes(500, seed: 2)
+        expected += small
+        #expect(try append(small, to: sink, at: age + 1) == true)
+        #expect(sink.committedLength == Int64(expected.count))
         try sink.close()
         #expect(contents(path) == expected)
     }
@@ -91,10 +116,10 @@ struct FileSinkTests {
     func releaseToFullDiskFails() throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let path = directory.appendingPathComponent("c.part").path
+        let path = directory.appendingPathComponent("d.part").path
         try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: "/dev/full")
-        let sink = try FileSink(path: path, pool: BufferPool(bufferSize: 16 * 1024, idleLimit: 1))
-        #expect(try append(bytes(100, seed: 5), to: sink, at: 0) == false)
+        let sink = try FileSink(path: path, pool: BufferPool(bufferSize: 64 * 1024, idleLimit: 1))
+        #expect(try append(bytes(FileSink.largeChunk, seed: 5), to: sink, at: 0) == false)
         #expect { try sink.releaseIfIdle(now: FileSink.idleAge) } throws: { error in
             guard let error = error as? DownloadError else { return false }
             return error.code == .fileSystem && error.errno == ENOSPC && error.path == path

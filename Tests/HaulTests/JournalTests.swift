@@ -59,6 +59,38 @@ struct JournalTests {
         #expect(try Set(reopened.allRecords().map(\.0)) == Set(ids))
     }
 
+    @Test("a thread waiting for the journal gets it at the loop thread's next write, not at the end of its turn")
+    func batchYieldsToWaitingThreads() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let batch = WriteBatch()
+        batch.attachCurrentThread()
+        let journal = try Journal(directory: directory.path, batch: batch)
+        let loopRow = DownloadID(url: "http://h/loop", destinationPath: "/tmp/loop")
+        let callerRow = DownloadID(url: "http://h/caller", destinationPath: "/tmp/caller")
+        let record = DownloadRecord(url: "http://h/x", destination: "/tmp/x")
+        try journal.save(record, for: loopRow)  // the batch is open: the caller's write must wait
+
+        let callerDone = DispatchSemaphore(value: 0)
+        let caller = Thread {
+            try? journal.save(record, for: callerRow)
+            callerDone.signal()
+        }
+        caller.start()
+        // Bounded wait for the caller to be blocked on the journal (no sleep decides the outcome).
+        let deadline = Date().addingTimeInterval(10)
+        while journal.waitingThreads == 0 && Date() < deadline { sched_yield() }
+        #expect(journal.waitingThreads == 1)
+        #expect(callerDone.wait(timeout: .now()) == .timedOut)
+
+        try journal.save(record, for: loopRow)  // the next write commits and lets the caller in
+        #expect(callerDone.wait(timeout: .now() + 10) == .success)
+        #expect(batch.commit().isEmpty)
+        journal.close()
+        let reopened = try Journal(directory: directory.path)
+        #expect(try Set(reopened.allRecords().map(\.0)) == [loopRow, callerRow])
+    }
+
     @Test("a version-2 journal is migrated: its rows survive, interrupted ones in their old order")
     func migratesFromVersion2() throws {
         let directory = try makeTemporaryDirectory()

@@ -9,9 +9,10 @@ import Glibc
 /// (``handOff()``), and its loop thread never touches the file.
 ///
 /// A slow download gains nothing from a buffer and would pin one per transfer (thousands of
-/// rate-limited transfers): a buffer left unfilled for ``idleAge`` is written out and given back
-/// (``releaseIfIdle(now:)``), and the sink then writes each chunk as it comes until a buffer's worth
-/// arrives within ``idleAge`` again. Loop thread only.
+/// rate-limited transfers). So a sink starts by writing each chunk as it comes, and takes a buffer
+/// when the bytes come fast: a chunk of at least ``largeChunk`` bytes (the socket held more than a
+/// trickle), or a buffer's worth within ``idleAge``. A buffer left unfilled for ``idleAge`` is written
+/// out and given back (``releaseIfIdle(now:)``), and the sink writes through again. Loop thread only.
 final class FileSink {
     let path: String
     private var descriptor: Int32 = -1
@@ -30,8 +31,10 @@ final class FileSink {
     static let idleAge: UInt64 = 250_000_000  // nanoseconds
     /// When the buffer last received bytes (uptime nanoseconds).
     private var lastAppendAt: UInt64 = 0
-    /// Writing each chunk straight to the file: the download is slow.
-    private(set) var writesThrough = false
+    /// A chunk this large means the bytes come faster than they are read: buffer them.
+    static let largeChunk = 8 * 1024
+    /// Writing each chunk straight to the file: the download is slow (or has not shown it is fast).
+    private(set) var writesThrough = true
     /// Bytes written through since `windowStart`: a buffer's worth within ``idleAge`` means fast again.
     private var windowStart: UInt64 = 0
     private var windowBytes = 0
@@ -63,14 +66,18 @@ final class FileSink {
     func append(_ bytes: UnsafeRawBufferPointer, now: UInt64) throws(DownloadError) -> Bool {
         lastAppendAt = now
         if writesThrough {
-            if now &- windowStart > Self.idleAge {
-                windowStart = now
-                windowBytes = 0
+            if bytes.count >= Self.largeChunk {
+                writesThrough = false  // fast: this chunk goes to a buffer
+            } else {
+                if now &- windowStart > Self.idleAge {
+                    windowStart = now
+                    windowBytes = 0
+                }
+                windowBytes += bytes.count
+                if windowBytes >= bufferSize { writesThrough = false }  // fast: buffer from the next chunk
+                try writeFully(bytes)
+                return true
             }
-            windowBytes += bytes.count
-            if windowBytes >= bufferSize { writesThrough = false }  // fast again: buffer from the next chunk
-            try writeFully(bytes)
-            return true
         }
         var wrote = false
         var remaining = bytes

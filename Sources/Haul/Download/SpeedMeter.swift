@@ -6,17 +6,28 @@ struct SpeedMeter: Sendable {
     private var samples: [(time: UInt64, bytes: Int64)] = []
 
     /// Records that `bytes` had been written by `time`.
+    ///
+    /// Samples closer than an eighth of the window to the one before are merged into the newest, so a
+    /// meter holds about ten samples however often it is fed (thousands of slow transfers each report
+    /// every chunk).
     mutating func record(bytes: Int64, at time: UInt64) {
         if let last = samples.last, bytes < last.bytes {
             samples.removeAll()  // restarted from zero
         }
-        samples.append((time, bytes))
+        if samples.count >= 2, time &- samples[samples.count - 2].time < window / 8 {
+            samples[samples.count - 1] = (time, bytes)
+        } else {
+            if samples.isEmpty { samples.reserveCapacity(12) }
+            samples.append((time, bytes))
+        }
         // Keep one sample at or before the window's start so the rate covers the whole window.
         while samples.count > 2, time - samples[1].time >= window {
             samples.removeFirst()
         }
-        if samples.count > 64 { samples.removeFirst(samples.count - 64) }
     }
+
+    /// How many samples the meter holds (bounded by about ten).
+    var sampleCount: Int { samples.count }
 
     /// Forgets every sample (after a pause the old rate means nothing).
     mutating func reset() {

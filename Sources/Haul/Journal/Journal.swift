@@ -1,6 +1,7 @@
 import CHaul
 import Foundation
 import Glibc
+import Synchronization
 
 /// The embedded SQLite database of one state directory: a row per download (`journal.sqlite`), next
 /// to the partial files (`<id>.part`).
@@ -25,6 +26,9 @@ final class Journal: @unchecked Sendable {
     private var database: OpaquePointer?
     private var statements: [String: OpaquePointer] = [:]
     private let lock = NSRecursiveLock()
+    /// Threads waiting for `lock`: the loop thread then commits its open batch at its next write
+    /// instead of at the end of its turn, so that a caller waits for one statement, not a whole turn.
+    private let contenders = Atomic<Int>(0)
     /// The loop thread's per-turn transaction, if this journal takes part (see ``WriteBatch``).
     private let batch: WriteBatch?
     /// Whether the loop thread's transaction is open; the loop thread then holds `lock` until it
@@ -82,7 +86,7 @@ final class Journal: @unchecked Sendable {
 
     /// Runs `body` with the journal to itself: no other thread's call comes in between.
     func locked<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
-        lock.lock()
+        acquire()
         defer { lock.unlock() }
         return try body()
     }
@@ -94,6 +98,8 @@ final class Journal: @unchecked Sendable {
             try joinBatch()
             if batchOpen {
                 try execute("SAVEPOINT haul_transaction")
+                savepoints += 1
+                defer { savepoints -= 1 }
                 do throws(DownloadError) {
                     let result = try body()
                     try execute("RELEASE haul_transaction")
@@ -116,12 +122,39 @@ final class Journal: @unchecked Sendable {
         }
     }
 
+    /// Takes `lock`, counting this thread as a contender while it waits.
+    private func acquire() {
+        if lock.try() { return }
+        contenders.add(1, ordering: .relaxed)
+        lock.lock()
+        contenders.subtract(1, ordering: .relaxed)
+    }
+
+    /// After a write of the batching thread: when another thread waits for the journal, commit now.
+    /// Call holding `lock` (the caller's own hold is released after).
+    private func yieldIfContended() {
+        guard batchOpen, savepoints == 0, contenders.load(ordering: .relaxed) > 0 else { return }
+        do {
+            try commitBatch()
+        } catch {
+            deferredCommitError = error
+        }
+    }
+
+    /// How many threads wait for the journal now.
+    var waitingThreads: Int { contenders.load(ordering: .relaxed) }
+
+    /// ``transaction(_:)`` calls open inside the batch (which must not be committed under them).
+    private var savepoints = 0
+    /// A commit that failed in ``yieldIfContended()``, reported by the next ``commitBatch()``.
+    private var deferredCommitError: DownloadError?
+
     /// On the batching thread, opens the turn's transaction unless it is open. Call holding `lock`.
     private func joinBatch() throws(DownloadError) {
         guard !batchOpen, let batch, batch.isBatchingThread, database != nil else { return }
         try execute("BEGIN IMMEDIATE")
         batchOpen = true
-        lock.lock()  // held until commitBatch()
+        lock.lock()  // held until commitBatch(); already held by this thread, so never waits
         batch.opened(self)
     }
 
@@ -130,20 +163,24 @@ final class Journal: @unchecked Sendable {
     /// - Throws: when the commit failed: the turn's rows are lost (the partial files they describe
     ///   are not).
     func commitBatch() throws(DownloadError) {
-        guard batchOpen else { return }
-        batchOpen = false
-        defer { lock.unlock() }
-        do throws(DownloadError) {
-            try execute("COMMIT")
-        } catch {
-            try? execute("ROLLBACK")
-            throw error
+        let deferred = deferredCommitError
+        deferredCommitError = nil
+        if batchOpen {
+            batchOpen = false
+            defer { lock.unlock() }
+            do throws(DownloadError) {
+                try execute("COMMIT")
+            } catch {
+                try? execute("ROLLBACK")
+                throw error
+            }
         }
+        if let deferred { throw deferred }
     }
 
     /// Releases the database and its lock.
     func close() {
-        lock.lock()
+        acquire()
         defer { lock.unlock() }
         try? commitBatch()
         for statement in statements.values { sqlite3_finalize(statement) }
@@ -268,9 +305,10 @@ final class Journal: @unchecked Sendable {
 
     /// Records that the first `bytes` of a download's partial file are on stable storage.
     func recordSynced(_ id: DownloadID, bytes: Int64) throws(DownloadError) {
-        lock.lock()
+        acquire()
         defer { lock.unlock() }
         try joinBatch()
+        defer { yieldIfContended() }
         let statement = try prepared(
             "UPDATE downloads SET bytes_synced = max(bytes_synced, ?2) WHERE id = ?1 AND state != 'completed'")
         defer { sqlite3_reset(statement) }
@@ -291,7 +329,7 @@ final class Journal: @unchecked Sendable {
 
     /// The stored record, or `nil` when there is none.
     func record(for id: DownloadID) throws(DownloadError) -> DownloadRecord? {
-        lock.lock()
+        acquire()
         defer { lock.unlock() }
         let statement = try prepared("SELECT \(Self.columns) FROM downloads WHERE id = ?1")
         defer { sqlite3_reset(statement) }
@@ -314,7 +352,7 @@ final class Journal: @unchecked Sendable {
     }
 
     private func records(where condition: String) throws(DownloadError) -> [(DownloadID, DownloadRecord)] {
-        lock.lock()
+        acquire()
         defer { lock.unlock() }
         let statement = try prepared("SELECT \(Self.columns) FROM downloads WHERE \(condition) ORDER BY created_at, id")
         defer { sqlite3_reset(statement) }
@@ -344,7 +382,7 @@ final class Journal: @unchecked Sendable {
     func nextQueued(
         at now: Double, excludingHosts excludedHosts: Set<String> = []
     ) throws(DownloadError) -> (head: (DownloadID, QueuePlace)?, blocked: Bool) {
-        lock.lock()
+        acquire()
         defer { lock.unlock() }
         let statement = try prepared(
             """
@@ -384,7 +422,7 @@ final class Journal: @unchecked Sendable {
 
     /// The earliest time after `now` at which a queued download waiting for a retry may run.
     func nextRetryTime(after now: Double) throws(DownloadError) -> Double? {
-        lock.lock()
+        acquire()
         defer { lock.unlock() }
         let statement = try prepared("SELECT min(retry_at) FROM downloads WHERE state = 'queued' AND retry_at > ?1")
         defer { sqlite3_reset(statement) }
@@ -407,9 +445,10 @@ final class Journal: @unchecked Sendable {
 
     /// Marks a queued download running, if it still is queued: its row as it is now, or `nil`.
     func claim(_ id: DownloadID) throws(DownloadError) -> DownloadRecord? {
-        lock.lock()
+        acquire()
         defer { lock.unlock() }
         try joinBatch()
+        defer { yieldIfContended() }
         let statement = try prepared(
             "UPDATE downloads SET state = 'running', updated_at = ?2 WHERE id = ?1 AND state = 'queued' RETURNING \(Self.columns)")
         defer { sqlite3_reset(statement) }
@@ -427,9 +466,10 @@ final class Journal: @unchecked Sendable {
 
     /// Rewrites a download's row (inserting it if it is gone).
     func update(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) {
-        lock.lock()
+        acquire()
         defer { lock.unlock() }
         try joinBatch()
+        defer { yieldIfContended() }
         let statement = try prepared(
             """
             UPDATE downloads SET
@@ -445,9 +485,10 @@ final class Journal: @unchecked Sendable {
 
     /// Inserts or replaces a download's row.
     func save(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) {
-        lock.lock()
+        acquire()
         defer { lock.unlock() }
         try joinBatch()
+        defer { yieldIfContended() }
         let statement = try prepared(
             """
             \(Self.insertion)
@@ -462,9 +503,10 @@ final class Journal: @unchecked Sendable {
 
     /// Inserts a download's row unless one with its id exists: whether it did.
     func insertIfAbsent(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) -> Bool {
-        lock.lock()
+        acquire()
         defer { lock.unlock() }
         try joinBatch()
+        defer { yieldIfContended() }
         let statement = try prepared("\(Self.insertion) ON CONFLICT(id) DO NOTHING")
         try write(record, for: id, with: statement)
         return sqlite3_changes(database) == 1
@@ -497,9 +539,10 @@ final class Journal: @unchecked Sendable {
 
     /// Forgets a download: its row and its partial file.
     func remove(_ id: DownloadID) {
-        lock.lock()
+        acquire()
         defer { lock.unlock() }
         try? joinBatch()
+        defer { yieldIfContended() }
         if let statement = try? prepared("DELETE FROM downloads WHERE id = ?1") {
             CHaul_sqlite_bind_text(statement, 1, id.rawValue)
             _ = sqlite3_step(statement)
