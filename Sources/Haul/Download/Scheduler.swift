@@ -31,7 +31,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// The current turn's disk jobs, sent together when it ends.
     private var diskJobs: [DiskJob] = []
     /// Disk jobs not yet reported.
-    private var pendingSyncs = 0
+    private var pendingDiskJobs = 0
     /// Checkpoint syncs not yet reported, per download; `stale` once its partial was truncated
     /// since (such a report must not be recorded).
     private var checkpointSyncs: [DownloadID: (count: Int, stale: Bool)] = [:]
@@ -217,7 +217,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             }
         }
         // The pauses above asked for syncs; the journals close once those are recorded.
-        if pendingSyncs == 0 {
+        if pendingDiskJobs == 0 {
             finishShutdown(reactor: reactor)
         } else {
             stopWhenSynced = true
@@ -258,7 +258,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// Queues a job for the background disk thread; it leaves with the others at the end of the turn.
     /// Every job is matched by one report in ``diskWorkDone(_:reactor:)``.
     private func addDiskJob(_ job: DiskJob) {
-        pendingSyncs += 1
+        pendingDiskJobs += 1
         diskJobs.append(job)
     }
 
@@ -269,9 +269,9 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             case .finished(let id, let outcome): finished(id, outcome: outcome, reactor: reactor)
             }
         }
-        pendingSyncs -= results.count
+        pendingDiskJobs -= results.count
         // A shutdown waiting for the last report finishes now.
-        if stopWhenSynced && pendingSyncs == 0 {
+        if stopWhenSynced && pendingDiskJobs == 0 {
             stopWhenSynced = false
             finishShutdown(reactor: reactor)
         }
