@@ -81,6 +81,12 @@ public final class DownloadManager: Sendable {
         public var certificateAuthorityFile: URL?
         /// How many redirects a download follows. Default 10.
         public var maximumRedirects: Int = 10
+        /// How many downloads share one HTTP/2 connection; more downloads from the host open another
+        /// connection. Default 8: libcurl 7.88's multi-socket API runs every transfer of a connection
+        /// on each of its socket events, so the CPU spent per event grows with the streams on it
+        /// (10,000 files of 64 KiB at 100 in flight over HTTPS: 5.2-5.5 s on one connection,
+        /// 3.0-3.4 s on connections of 8 streams).
+        public var maxStreamsPerConnection: Int = 8
         /// The User-Agent header.
         public var userAgent: String = "Haul/0.1"
         /// Where the manager logs; by default nowhere.
@@ -112,12 +118,14 @@ public final class DownloadManager: Sendable {
         configuration.maxConcurrentDownloads = max(1, configuration.maxConcurrentDownloads)
         configuration.maxConcurrentDownloadsPerHost = configuration.maxConcurrentDownloadsPerHost.map { max(1, $0) }
         configuration.bufferSize = max(4096, configuration.bufferSize)
+        configuration.maxStreamsPerConnection = max(1, configuration.maxStreamsPerConnection)
         self.configuration = configuration
         self.configuredStateDirectory = configuration.stateDirectory?.standardizedFileURL.path
         let catalog = Catalog(configuration: configuration)
         self.catalog = catalog
         let reactor = try Reactor(
-            logger: configuration.logger, idleConnections: max(16, configuration.maxConcurrentDownloads))
+            logger: configuration.logger, idleConnections: max(16, configuration.maxConcurrentDownloads),
+            streamsPerConnection: configuration.maxStreamsPerConnection)
         self.reactor = reactor
         self.scheduler = Scheduler(configuration: configuration, reactor: reactor, catalog: catalog)
         var restored: String?

@@ -510,7 +510,7 @@ struct SafeDefaultTests {
         #expect(try Data(contentsOf: directory.appendingPathComponent("b.bin")) == source)
     }
 
-    @Test("over HTTPS, downloads from one host share one HTTP/2 connection")
+    @Test("over HTTPS, downloads from one host share HTTP/2 connections, up to maxStreamsPerConnection each")
     func http2Multiplexes() async throws {
         let server = try NginxServer.start(tls: true)
         let directory = try makeTemporaryDirectory()
@@ -538,6 +538,23 @@ struct SafeDefaultTests {
         // Eight at a time, all multiplexed: one connection (curl waits for the first to learn it
         // can multiplex, CURLOPT_PIPEWAIT, rather than opening eight).
         #expect(Set(requests.map(\.connection)).count == 1)
+
+        // Two streams per connection at most: eight at a time need at least four connections.
+        configuration.maxStreamsPerConnection = 2
+        configuration.stateDirectory = directory.appendingPathComponent("state2")
+        try await withDownloadManager(configuration: configuration) { manager in
+            let downloads = try (0..<24).map {
+                try manager.download(from: server.httpsURL("h2/\($0).bin"), to: directory.appendingPathComponent("second-\($0).bin"))
+            }
+            for download in downloads { _ = try await download.finished() }
+        }
+        for (index, source) in sources.enumerated() {
+            #expect(try Data(contentsOf: directory.appendingPathComponent("second-\(index).bin")) == source)
+        }
+        let second = server.accessLog().filter { $0.uri.hasPrefix("/h2/") }.dropFirst(24)
+        #expect(second.count == 24)
+        #expect(second.allSatisfy { $0.protocolName == "HTTP/2.0" })
+        #expect(Set(second.map(\.connection)).count >= 4)
     }
 
     @Test("credentials in a URL never appear in events or errors")

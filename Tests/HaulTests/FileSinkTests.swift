@@ -45,7 +45,7 @@ struct FileSinkTests {
         pool.give(reused)
     }
 
-    @Test("small chunks go straight to the file; a large chunk or a quick buffer's worth starts buffering")
+    @Test("small chunks go straight to the file; a large chunk or many bytes quickly start buffering")
     func slowChunksWriteThrough() throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -65,10 +65,10 @@ struct FileSinkTests {
         #expect(sink.committedLength == Int64(expected.count))
         #expect(try sink.releaseIfIdle(now: 100 * step) == false)  // no buffer to give back
 
-        // Small chunks adding up to a buffer's worth within idleAge: the next ones are buffered.
+        // Small chunks adding up to fastBytes within idleAge: the next ones are buffered.
         let base = 200 * step
-        for index in 0..<(size / 4096) {
-            let chunk = bytes(4096, seed: 100 + index)
+        for index in 0..<(sink.fastBytes / 2048) {
+            let chunk = bytes(2048, seed: 100 + index)
             expected += chunk
             #expect(try append(chunk, to: sink, at: base + UInt64(index)) == true)
         }

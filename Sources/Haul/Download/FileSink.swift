@@ -11,7 +11,7 @@ import Glibc
 /// A slow download gains nothing from a buffer and would pin one per transfer (thousands of
 /// rate-limited transfers). So a sink starts by writing each chunk as it comes, and takes a buffer
 /// when the bytes come fast: a chunk of at least ``largeChunk`` bytes (the socket held more than a
-/// trickle), or a buffer's worth within ``idleAge``. A buffer left unfilled for ``idleAge`` is written
+/// trickle), or ``fastBytes`` within ``idleAge``. A buffer left unfilled for ``idleAge`` is written
 /// out and given back (``releaseIfIdle(now:)``), and the sink writes through again. Loop thread only.
 final class FileSink {
     let path: String
@@ -31,8 +31,12 @@ final class FileSink {
     static let idleAge: UInt64 = 250_000_000  // nanoseconds
     /// When the buffer last received bytes (uptime nanoseconds).
     private var lastAppendAt: UInt64 = 0
-    /// A chunk this large means the bytes come faster than they are read: buffer them.
-    static let largeChunk = 8 * 1024
+    /// A chunk this large means the bytes come faster than they are read: buffer them. (HTTP/2 hands
+    /// over a DATA frame at a time, 8 KiB or less from nginx, often cut by TLS records.)
+    static let largeChunk = 4 * 1024
+    /// So many bytes written through within ``idleAge`` (128 KiB/s with the default buffer) mean
+    /// the download is fast: the next chunks are buffered.
+    var fastBytes: Int { bufferSize / 4 }
     /// Writing each chunk straight to the file: the download is slow (or has not shown it is fast).
     private(set) var writesThrough = true
     /// Bytes written through since `windowStart`: a buffer's worth within ``idleAge`` means fast again.
@@ -74,7 +78,7 @@ final class FileSink {
                     windowBytes = 0
                 }
                 windowBytes += bytes.count
-                if windowBytes >= bufferSize { writesThrough = false }  // fast: buffer from the next chunk
+                if windowBytes >= fastBytes { writesThrough = false }  // fast: buffer from the next chunk
                 try writeFully(bytes)
                 return true
             }

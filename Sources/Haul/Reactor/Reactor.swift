@@ -71,7 +71,7 @@ final class Reactor: @unchecked Sendable {
     private let logger: Logger
 
     /// Sets up the event base and the multi handle; the loop starts with ``start()``.
-    init(logger: Logger, idleConnections: Int) throws(DownloadError) {
+    init(logger: Logger, idleConnections: Int, streamsPerConnection: Int = 100) throws(DownloadError) {
         self.logger = logger
         Reactor.initializeProcessOnce
         guard let base = event_base_new() else {
@@ -108,6 +108,9 @@ final class Reactor: @unchecked Sendable {
         // The idle connection cache must hold one connection per admitted transfer, or connections
         // are closed and opened again between downloads to the same host.
         _ = CHaul_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, idleConnections)
+        // Past this many HTTP/2 streams on a connection, curl opens another one (see
+        // ``DownloadManager/Configuration/maxStreamsPerConnection``).
+        _ = CHaul_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, streamsPerConnection)
     }
 
     deinit {
