@@ -24,8 +24,11 @@ def cpu_model():
 print("# Benchmarks: Haul side by side\n")
 print("Reproduce from a clone: `bash Benchmarks/run.sh` (as root on Debian 12; `REPEAT`, `COUNT`, `LIVE`,")
 print("`QUEUED` change the sizes). One local nginx serves every client; files and downloads live on tmpfs,")
-print("so the network path is measured, not a disk. Medians of the runs. In the last column of (a) and (b),")
-print("Haul's rate divided by the peer's: above 1, Haul is faster.\n")
+print("so the network path is measured, not a disk. Each client runs in its own process (Haul in `haul-bench`,")
+print("which links only Haul; the Swift peers in `peer-bench`; curl as itself). Rounds rotate which client")
+print("goes first, and a gigabyte is written and dropped on the tmpfs before (a) and (b), so that no client")
+print("pays for fresh memory pages the others reuse. Medians of the runs. In the last column of (a), (b)")
+print("and (e), Haul's rate divided by the peer's: above 1, Haul is faster.\n")
 print(f"Machine: {cpu_model()}, {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores.\n")
 
 clients = ["haul", "ahc", "urlsession", "curl"]

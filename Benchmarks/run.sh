@@ -69,41 +69,62 @@ check() {  # every file of (a) byte-identical to its source
     done
 }
 
+# Whoever first writes a gigabyte to this tmpfs also pays for the memory behind it (on a VM, the
+# host backing the pages): write and drop one before each scenario that writes a lot, and start each
+# round with the next client, so that no client is always first.
+warm() { head -c $((1024 * 1024 * 1024)) /dev/zero > "$work/warm.bin"; rm -f "$work/warm.bin"; }
+rotated() {  # rotated ROUND ITEM…: the items, starting with the ROUND-th
+    local round=$1; shift
+    local items=("$@") i
+    for i in $(seq 0 $((${#items[@]} - 1))); do echo "${items[$(((i + round) % ${#items[@]}))]}"; done
+}
+
+run_many() {  # run_many CLIENT: one round of (a) for CLIENT, checked
+    rm -rf "$work/out"; mkdir -p "$work/out"
+    if [ "$1" = curl ]; then
+        timed many curl curl -s --parallel --parallel-max 100 --create-dirs -K "$work/curl.config"
+    else
+        bench many "$1" "$base" "$count" 100 "$work/out" >> "$results"
+    fi
+    check "$1"
+}
+
 echo "== (a) $count files of 64 KiB, 100 in flight"
 seq 0 $((count - 1)) | awk -v base="$base" -v out="$work/out" '{ printf "url = \"%s/f%d.bin\"\noutput = \"%s/%d.bin\"\n", base, $1 % 1000, out, $1 }' > "$work/curl.config"
+warm
 for round in $(seq 1 "$repeat"); do
-    for client in haul ahc urlsession; do
-        rm -rf "$work/out"
-        bench many "$client" "$base" "$count" 100 "$work/out" >> "$results"
-        check "$client"
-    done
-    rm -rf "$work/out"; mkdir -p "$work/out"
-    timed many curl curl -s --parallel --parallel-max 100 --create-dirs -K "$work/curl.config"
-    check curl
+    for client in $(rotated "$round" haul ahc urlsession curl); do run_many "$client"; done
 done
+
+run_many_h2() {  # run_many_h2 CLIENT: one round of (e) for CLIENT (haul or curl), checked
+    rm -rf "$work/out"; mkdir -p "$work/out"
+    if [ "$1" = curl ]; then
+        timed many-h2 curl curl -s --parallel --parallel-max 100 --cacert "$work/cert.pem" --create-dirs -K "$work/curl-h2.config"
+    else
+        HAUL_CA_FILE="$work/cert.pem" bench many-h2 haul "$tls_base" "$count" 100 "$work/out" >> "$results"
+    fi
+    check "$1"
+}
 
 echo "== (e) $count files of 64 KiB over HTTPS (HTTP/2), 100 in flight"
 sed "s|$base|$tls_base|" "$work/curl.config" > "$work/curl-h2.config"
 for round in $(seq 1 "$repeat"); do
-    rm -rf "$work/out"
-    HAUL_CA_FILE="$work/cert.pem" bench many-h2 haul "$tls_base" "$count" 100 "$work/out" >> "$results"
-    check haul
-    rm -rf "$work/out"; mkdir -p "$work/out"
-    timed many-h2 curl curl -s --parallel --parallel-max 100 --cacert "$work/cert.pem" --create-dirs -K "$work/curl-h2.config"
-    check curl
+    for client in $(rotated "$round" haul curl); do run_many_h2 "$client"; done
 done
 
-echo "== (b) one 1 GiB file"
-# Whoever first writes 1 GiB to this tmpfs also pays for the memory behind it (on a VM, the host
-# backing the pages): write and drop a gigabyte once so that no client pays for that.
-head -c $((1024 * 1024 * 1024)) /dev/zero > "$work/warm.bin"; rm -f "$work/warm.bin"
-for round in $(seq 1 "$repeat"); do
-    for client in haul ahc urlsession; do
-        rm -rf "$work/one"; mkdir -p "$work/one"
-        bench one "$client" "$base/big.bin" "$work/one/big.bin" >> "$results"
-    done
+run_one() {  # run_one CLIENT: one round of (b) for CLIENT
     rm -rf "$work/one"; mkdir -p "$work/one"
-    timed one curl curl -s -o "$work/one/big.bin" "$base/big.bin"
+    if [ "$1" = curl ]; then
+        timed one curl curl -s -o "$work/one/big.bin" "$base/big.bin"
+    else
+        bench one "$1" "$base/big.bin" "$work/one/big.bin" >> "$results"
+    fi
+}
+
+echo "== (b) one 1 GiB file"
+warm
+for round in $(seq 1 "$repeat"); do
+    for client in $(rotated "$round" haul ahc urlsession curl); do run_one "$client"; done
 done
 rm -rf "$work/one"
 
