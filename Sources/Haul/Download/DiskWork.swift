@@ -56,7 +56,7 @@ struct FinishJob: Sendable {
         if keepDestination {
             remainder?.discard()
             unlink(partialPath)
-            return .success(Self.length(of: destination) ?? 0)
+            return .success(Transfer.fileLength(destination) ?? 0)
         }
         let descriptor: Int32
         if let remainder {
@@ -71,7 +71,7 @@ struct FinishJob: Sendable {
             descriptor = open(partialPath, O_RDONLY | O_CLOEXEC)
             guard descriptor >= 0 else {
                 // No partial file: an earlier run moved it into place before it could record that.
-                return .success(Self.length(of: destination) ?? 0)
+                return .success(Transfer.fileLength(destination) ?? 0)
             }
         }
         _ = fdatasync(descriptor)
@@ -144,11 +144,5 @@ struct FinishJob: Sendable {
             throw DownloadError(code: .fileSystem, url: nil, errno: code, path: destination, detail: "rename into place failed")
         }
         unlink(source)
-    }
-
-    private static func length(of path: String) -> Int64? {
-        var status = stat()
-        guard stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
-        return Int64(status.st_size)
     }
 }

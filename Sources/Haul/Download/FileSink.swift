@@ -184,15 +184,12 @@ final class FileSink {
             }
             guard let buffer, count > 0 else { return descriptor }
             var written = 0
-            while written < count {
-                let result = pwrite(descriptor, buffer.baseAddress! + written, count - written, off_t(offset + Int64(written)))
-                if result < 0 {
-                    if errno == EINTR { continue }
-                    let code = errno
-                    Glibc.close(descriptor)
-                    throw DownloadError(code: .fileSystem, url: nil, errno: code, path: path, detail: "write failed")
-                }
-                written += result
+            do {
+                try FileSink.write(
+                    UnsafeRawBufferPointer(rebasing: buffer[0..<count]), to: descriptor, at: offset, path: path, written: &written)
+            } catch {
+                Glibc.close(descriptor)
+                throw error
             }
             return descriptor
         }
@@ -213,15 +210,23 @@ final class FileSink {
 
     private func writeFully(_ bytes: UnsafeRawBufferPointer) throws(DownloadError) {
         if descriptor < 0 { try openFile() }
-        var offset = 0
-        while offset < bytes.count {
-            let written = pwrite(descriptor, bytes.baseAddress! + offset, bytes.count - offset, off_t(committedLength))
-            if written < 0 {
+        var written = 0
+        defer { committedLength += Int64(written) }
+        try Self.write(bytes, to: descriptor, at: committedLength, path: path, written: &written)
+    }
+
+    /// Writes all of `bytes` at `offset`, going on after short writes; `written` counts what the kernel
+    /// took, also when a later write fails.
+    static func write(
+        _ bytes: UnsafeRawBufferPointer, to descriptor: Int32, at offset: Int64, path: String, written: inout Int
+    ) throws(DownloadError) {
+        while written < bytes.count {
+            let result = pwrite(descriptor, bytes.baseAddress! + written, bytes.count - written, off_t(offset + Int64(written)))
+            if result < 0 {
                 if errno == EINTR { continue }
                 throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "write failed")
             }
-            offset += written
-            committedLength += Int64(written)
+            written += result
         }
     }
 }

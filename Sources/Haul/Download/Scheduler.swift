@@ -324,7 +324,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         for transfer in transfers.values {
             guard case .receiving = transfer.machine.state, transfer.writeError == nil, let sink = transfer.sink else { continue }
             do {
-                if try sink.releaseIfIdle(now: now) { reportProgress(of: transfer) }
+                if try sink.releaseIfIdle(now: now) { reportProgress(of: transfer, now: now) }
             } catch {
                 transfer.writeError = transfer.attributed(error)  // the next chunk fails the transfer
             }
@@ -778,8 +778,9 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
         transfer.attemptWroteBytes = transfer.attemptWroteBytes || !bytes.isEmpty
         do {
-            if try sink.append(bytes, now: DispatchTime.now().uptimeNanoseconds) {
-                reportProgress(of: transfer)
+            let now = DispatchTime.now().uptimeNanoseconds
+            if try sink.append(bytes, now: now) {
+                reportProgress(of: transfer, now: now)
             }
         } catch {
             transfer.writeError = transfer.attributed(error)
@@ -788,8 +789,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         return bytes.count
     }
 
-    private func reportProgress(of transfer: Transfer) {
-        let now = DispatchTime.now().uptimeNanoseconds
+    private func reportProgress(of transfer: Transfer, now: UInt64) {
         guard let sink = transfer.sink else { return }
         transfer.speed.record(bytes: sink.committedLength, at: now)
         guard now &- transfer.lastProgressAt >= progressIntervalNanoseconds else { return }

@@ -149,6 +149,16 @@ final class Journal: @unchecked Sendable {
     /// A commit that failed in ``yieldIfContended()``, reported by the next ``commitBatch()``.
     private var deferredCommitError: DownloadError?
 
+    /// Runs a write with the lock held: on the batching thread it joins the turn's transaction, and
+    /// lets a waiting thread in afterwards (see ``yieldIfContended()``).
+    private func writing<T>(_ body: () throws(DownloadError) -> T) throws(DownloadError) -> T {
+        acquire()
+        defer { lock.unlock() }
+        try joinBatch()
+        defer { yieldIfContended() }
+        return try body()
+    }
+
     /// On the batching thread, opens the turn's transaction unless it is open. Call holding `lock`.
     private func joinBatch() throws(DownloadError) {
         guard !batchOpen, let batch, batch.isBatchingThread, database != nil else { return }
@@ -305,16 +315,14 @@ final class Journal: @unchecked Sendable {
 
     /// Records that the first `bytes` of a download's partial file are on stable storage.
     func recordSynced(_ id: DownloadID, bytes: Int64) throws(DownloadError) {
-        acquire()
-        defer { lock.unlock() }
-        try joinBatch()
-        defer { yieldIfContended() }
-        let statement = try prepared(
-            "UPDATE downloads SET bytes_synced = max(bytes_synced, ?2) WHERE id = ?1 AND state != 'completed'")
-        defer { sqlite3_reset(statement) }
-        CHaul_sqlite_bind_text(statement, 1, id.rawValue)
-        sqlite3_bind_int64(statement, 2, bytes)
-        guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
+        try writing { () throws(DownloadError) in
+            let statement = try prepared(
+                "UPDATE downloads SET bytes_synced = max(bytes_synced, ?2) WHERE id = ?1 AND state != 'completed'")
+            defer { sqlite3_reset(statement) }
+            CHaul_sqlite_bind_text(statement, 1, id.rawValue)
+            sqlite3_bind_int64(statement, 2, bytes)
+            guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
+        }
     }
 
     // MARK: rows
@@ -443,73 +451,58 @@ final class Journal: @unchecked Sendable {
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)
         """
 
+    /// Every column but the id set from the parameters of ``insertion`` (an update writes the whole row).
+    private static let assignments = """
+        url = ?2, destination = ?3, total_bytes = ?4, etag = ?5, last_modified = ?6, bytes_committed = ?7,
+        state = ?8, attempts = ?9, last_error = ?10, priority = ?11, expected_checksum = ?12, updated_at = ?13,
+        bytes_synced = ?14, queue_seq = ?15, host = ?16, revalidate = ?17, failures = ?18, retry_at = ?19,
+        expected_size = ?20
+        """
+    // Built once: `prepared(_:)` looks its statements up by their text.
+    private static let updateRow = "UPDATE downloads SET \(assignments) WHERE id = ?1"
+    private static let upsertRow = "\(insertion) ON CONFLICT(id) DO UPDATE SET \(assignments)"
+    private static let insertRowIfAbsent = "\(insertion) ON CONFLICT(id) DO NOTHING"
+
     /// Marks a queued download running, if it still is queued: its row as it is now, or `nil`.
     func claim(_ id: DownloadID) throws(DownloadError) -> DownloadRecord? {
-        acquire()
-        defer { lock.unlock() }
-        try joinBatch()
-        defer { yieldIfContended() }
-        let statement = try prepared(
-            "UPDATE downloads SET state = 'running', updated_at = ?2 WHERE id = ?1 AND state = 'queued' RETURNING \(Self.columns)")
-        defer { sqlite3_reset(statement) }
-        CHaul_sqlite_bind_text(statement, 1, id.rawValue)
-        sqlite3_bind_double(statement, 2, Date().timeIntervalSince1970)
-        switch sqlite3_step(statement) {
-        case SQLITE_ROW:
-            let record = Self.record(from: statement)
-            guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
-            return record
-        case SQLITE_DONE: return nil
-        default: throw failure("write")
+        try writing { () throws(DownloadError) -> DownloadRecord? in
+            let statement = try prepared(
+                "UPDATE downloads SET state = 'running', updated_at = ?2 WHERE id = ?1 AND state = 'queued' RETURNING \(Self.columns)")
+            defer { sqlite3_reset(statement) }
+            CHaul_sqlite_bind_text(statement, 1, id.rawValue)
+            sqlite3_bind_double(statement, 2, Date().timeIntervalSince1970)
+            switch sqlite3_step(statement) {
+            case SQLITE_ROW:
+                let record = Self.record(from: statement)
+                guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
+                return record
+            case SQLITE_DONE: return nil
+            default: throw failure("write")
+            }
         }
     }
 
     /// Rewrites a download's row (inserting it if it is gone).
     func update(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) {
-        acquire()
-        defer { lock.unlock() }
-        try joinBatch()
-        defer { yieldIfContended() }
-        let statement = try prepared(
-            """
-            UPDATE downloads SET
-                url = ?2, destination = ?3, total_bytes = ?4, etag = ?5, last_modified = ?6,
-                bytes_committed = ?7, state = ?8, attempts = ?9, last_error = ?10, priority = ?11,
-                expected_checksum = ?12, updated_at = ?13, bytes_synced = ?14, queue_seq = ?15, host = ?16,
-                revalidate = ?17, failures = ?18, retry_at = ?19, expected_size = ?20
-            WHERE id = ?1
-            """)
-        try write(record, for: id, with: statement)
-        if sqlite3_changes(database) == 0 { try save(record, for: id) }
+        try writing { () throws(DownloadError) in
+            try write(record, for: id, with: try prepared(Self.updateRow))
+            if sqlite3_changes(database) == 0 { try save(record, for: id) }
+        }
     }
 
     /// Inserts or replaces a download's row.
     func save(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) {
-        acquire()
-        defer { lock.unlock() }
-        try joinBatch()
-        defer { yieldIfContended() }
-        let statement = try prepared(
-            """
-            \(Self.insertion)
-            ON CONFLICT(id) DO UPDATE SET
-                url = ?2, destination = ?3, total_bytes = ?4, etag = ?5, last_modified = ?6,
-                bytes_committed = ?7, state = ?8, attempts = ?9, last_error = ?10, priority = ?11,
-                expected_checksum = ?12, updated_at = ?13, bytes_synced = ?14, queue_seq = ?15, host = ?16,
-                revalidate = ?17, failures = ?18, retry_at = ?19, expected_size = ?20
-            """)
-        try write(record, for: id, with: statement)
+        try writing { () throws(DownloadError) in
+            try write(record, for: id, with: try prepared(Self.upsertRow))
+        }
     }
 
     /// Inserts a download's row unless one with its id exists: whether it did.
     func insertIfAbsent(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) -> Bool {
-        acquire()
-        defer { lock.unlock() }
-        try joinBatch()
-        defer { yieldIfContended() }
-        let statement = try prepared("\(Self.insertion) ON CONFLICT(id) DO NOTHING")
-        try write(record, for: id, with: statement)
-        return sqlite3_changes(database) == 1
+        try writing { () throws(DownloadError) -> Bool in
+            try write(record, for: id, with: try prepared(Self.insertRowIfAbsent))
+            return sqlite3_changes(database) == 1
+        }
     }
 
     private func write(_ record: DownloadRecord, for id: DownloadID, with statement: OpaquePointer) throws(DownloadError) {
