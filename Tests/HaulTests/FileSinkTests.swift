@@ -45,6 +45,36 @@ struct FileSinkTests {
         pool.give(reused)
     }
 
+    @Test("the pool keeps buffers given back and frees only those idle for a whole trim period")
+    func poolFreesBuffersIdleForAPeriod() throws {
+        let pool = BufferPool(bufferSize: 64 * 1024, idleLimit: 8)
+        let burst = try (0..<5).map { _ in try #require(pool.take()) }
+        for buffer in burst { pool.give(buffer) }
+        #expect(pool.idleCount == 5)
+        // Given back during this period: none was idle all along.
+        #expect(pool.trim() == 0)
+        #expect(pool.idleCount == 5)
+        // Two were taken (and given back) in the next period: three were never needed.
+        let first = try #require(pool.take())
+        let second = try #require(pool.take())
+        #expect(burst.contains { $0.baseAddress == first.baseAddress })  // reused, not mapped
+        pool.give(second)
+        pool.give(first)
+        #expect(pool.trim() == 3)
+        #expect(pool.idleCount == 2)
+        // The two kept are the ones just used; then a period without takes frees them too.
+        let again = try #require(pool.take())
+        #expect(again.baseAddress == first.baseAddress)
+        pool.give(again)
+        #expect(pool.trim() == 1)
+        #expect(pool.trim() == 1)
+        #expect(pool.idleCount == 0)
+        // Beyond the idle limit, a buffer given back is freed at once.
+        let many = try (0..<10).map { _ in try #require(pool.take()) }
+        for buffer in many { pool.give(buffer) }
+        #expect(pool.idleCount == 8)
+    }
+
     @Test("small chunks go straight to the file; a large chunk or many bytes quickly start buffering")
     func slowChunksWriteThrough() throws {
         let directory = try makeTemporaryDirectory()

@@ -6,13 +6,15 @@ import Synchronization
 /// wrote the last bytes of a finished download). A new buffer per download meant two system calls and
 /// a page fault per 4 KiB touched.
 ///
-/// Buffers are mapped with `mmap` and unmapped when the pool has enough idle ones: from malloc, a
-/// freed 128 KiB block stays in the heap (glibc raises its mmap threshold after the first free), so
-/// thousands of slow transfers giving their buffers back left the process as large as when they all
-/// held one.
+/// Buffers are mapped with `mmap` and unmapped once they sat idle for a whole period between two
+/// ``trim()`` calls (the scheduler trims every 250 ms): from malloc, a freed 128 KiB block stays in the
+/// heap (glibc raises its mmap threshold after the first free), so thousands of slow transfers giving
+/// their buffers back left the process as large as when they all held one. Unmapping as soon as more
+/// than a few were idle instead cost an `munmap`, an `mmap` and a page fault per 4 KiB for every
+/// download of a busy manager, whose finished downloads give buffers back in bursts.
 final class BufferPool: Sendable {
     let bufferSize: Int
-    /// How many idle buffers are kept; more are freed.
+    /// How many idle buffers are kept at most; more are freed at once.
     let idleLimit: Int
 
     /// A buffer no one uses, which may move to another thread.
@@ -21,6 +23,8 @@ final class BufferPool: Sendable {
     }
     private struct Idle: ~Copyable {
         var buffers: [IdleBuffer] = []
+        /// The fewest idle buffers since the last trim: that many were not needed all along.
+        var fewest = 0
     }
     private let idle = Mutex(Idle())
 
@@ -35,9 +39,17 @@ final class BufferPool: Sendable {
         }
     }
 
+    /// How many buffers are idle now.
+    var idleCount: Int { idle.withLock { $0.buffers.count } }
+
     /// An idle buffer, or a new one; `nil` when no memory can be mapped (the caller writes unbuffered).
     func take() -> UnsafeMutableRawBufferPointer? {
-        if let buffer = idle.withLock({ $0.buffers.popLast() }) { return buffer.memory }
+        let reused = idle.withLock { idle -> IdleBuffer? in
+            guard let buffer = idle.buffers.popLast() else { return nil }
+            idle.fewest = min(idle.fewest, idle.buffers.count)
+            return buffer
+        }
+        if let reused { return reused.memory }
         let address = mmap(nil, bufferSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
         guard let address, address != MAP_FAILED else { return nil }
         return UnsafeMutableRawBufferPointer(start: address, count: bufferSize)
@@ -51,6 +63,19 @@ final class BufferPool: Sendable {
             return true
         }
         if !kept { Self.unmap(buffer) }
+    }
+
+    /// Frees the buffers that stayed idle since the last trim: how many.
+    @discardableResult
+    func trim() -> Int {
+        let unused = idle.withLock { idle -> [IdleBuffer] in
+            let unused = idle.buffers.prefix(idle.fewest)  // the oldest idle ones
+            idle.buffers.removeFirst(unused.count)
+            idle.fewest = idle.buffers.count
+            return Array(unused)
+        }
+        for buffer in unused { Self.unmap(buffer.memory) }
+        return unused.count
     }
 
     private static func unmap(_ buffer: UnsafeMutableRawBufferPointer) {

@@ -58,7 +58,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         self.catalog = catalog
         self.logger = configuration.logger
         self.retryPolicy = RetryPolicy(baseDelay: configuration.retryDelay, maximumDelay: configuration.maximumRetryDelay)
-        self.buffers = BufferPool(bufferSize: configuration.bufferSize, idleLimit: min(32, configuration.maxConcurrentDownloads))
+        self.buffers = BufferPool(bufferSize: configuration.bufferSize, idleLimit: configuration.maxConcurrentDownloads)
         let share = curl_share_init()
         if let share {
             _ = CHaul_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_SSL_SESSION.rawValue))
@@ -329,6 +329,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
                 transfer.writeError = transfer.attributed(error)  // the next chunk fails the transfer
             }
         }
+        buffers.trim()
     }
 
     /// Admits queued downloads while slots are free: the highest priority first, then the oldest,
