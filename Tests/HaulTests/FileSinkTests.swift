@@ -45,6 +45,29 @@ struct FileSinkTests {
         pool.give(reused)
     }
 
+    @Test("a whole remainder appears at its path only complete, replacing a partial file nobody knew of")
+    func wholeRemainderAppearsComplete() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("w.part").path
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(repeating: 0xEE, count: 100_000)))
+        let pool = BufferPool(bufferSize: 64 * 1024, idleLimit: 4)
+        let sink = try FileSink(path: "\(path).unused", pool: pool)
+        let chunk = bytes(40 * 1024, seed: 9)
+        #expect(try append(chunk, to: sink, at: 1) == false)
+        let remainder = sink.handOff()
+        let descriptor = try remainder.writeWhole(to: path)
+        close(descriptor)
+        #expect(contents(path) == chunk)  // the stale 100,000 bytes are gone, not overwritten in part
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["w.part"])
+        #expect(pool.idleCount == 1)
+        // A folder that is not there: a typed error naming the path, and the buffer still goes back.
+        let other = try FileSink(path: "\(path).other", pool: pool)
+        #expect(try append(chunk, to: other, at: 1) == false)
+        #expect(throws: DownloadError.self) { try other.handOff().writeWhole(to: directory.appendingPathComponent("missing/x.part").path) }
+        #expect(pool.idleCount == 1)
+    }
+
     @Test("the pool keeps buffers given back and frees only those idle for a whole trim period")
     func poolFreesBuffersIdleForAPeriod() throws {
         let pool = BufferPool(bufferSize: 64 * 1024, idleLimit: 8)

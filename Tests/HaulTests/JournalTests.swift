@@ -249,6 +249,35 @@ struct JournalIntegrationTests {
         #expect(completed.attempts == 2)
     }
 
+    @Test("a row has its response's validators before the first bytes reach the partial file; a small file writes it once, whole")
+    func rowPrecedesBytes() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let size = 2 * 1024 * 1024
+        try server.makeFile("v.bin", size: size)
+        let small = try server.makeFile("s.bin", size: 60 * 1024, seed: 3)
+        let manager = try DownloadManager()
+        // Slow: its first bytes go to the partial file as they come.
+        let slow = try manager.download(from: server.url("slow/v.bin"), to: directory.appendingPathComponent("v.bin"))
+        var events = slow.events.makeAsyncIterator()
+        await events.next { if case .progress(let p) = $0 { p.bytesReceived > 0 } else { false } }
+        let journal = try #require(manager.catalog.openJournal(for: slow.stateDirectory.path))
+        let row = try #require(try journal.record(for: slow.id))
+        #expect(row.attempts == 1)
+        #expect(row.entityTag?.isEmpty == false)
+        #expect(row.totalBytes == Int64(size))
+        // Fast and within one buffer: the finish job writes the file whole, and its row at the end.
+        let fast = try manager.download(from: server.url("s.bin"), to: directory.appendingPathComponent("s.bin"))
+        #expect(try await fast.finished() == directory.appendingPathComponent("s.bin"))
+        #expect(try Data(contentsOf: directory.appendingPathComponent("s.bin")) == small)
+        let completed = try #require(try journal.record(for: fast.id))
+        #expect(completed.state == .completed && completed.attempts == 1 && completed.entityTag?.isEmpty == false)
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: fast.stateDirectory.path)
+            .filter { $0.hasPrefix(fast.id.rawValue) }
+        #expect(leftovers.isEmpty)
+        await manager.shutdown()
+    }
+
     @Test("a new manager on the journal continues interrupted downloads, keeps paused ones paused, re-attaches by id")
     func restartRecovery() async throws {
         let (server, directory) = try startServerAndDirectory()

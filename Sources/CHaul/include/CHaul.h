@@ -14,6 +14,10 @@
 #include <signal.h>
 #include <sqlite3.h>
 #include <openssl/evp.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
 
 typedef size_t (*CHaul_data_callback)(char *ptr, size_t size, size_t nmemb, void *userdata);
 
@@ -120,6 +124,27 @@ static inline short CHaul_EV_TIMEOUT(void) { return EV_TIMEOUT; }
 static inline int CHaul_sqlite_bind_text(sqlite3_stmt *statement, int index, const char *text) {
     if (text == NULL) { return sqlite3_bind_null(statement, index); }
     return sqlite3_bind_text(statement, index, text, -1, SQLITE_TRANSIENT);
+}
+
+// MARK: files
+
+/// A nameless file in `directory`, open for writing (`O_TMPFILE`, whose name glibc shows only to
+/// _GNU_SOURCE), or -1 with errno (EOPNOTSUPP where the file system has none).
+static inline int CHaul_open_nameless(const char *directory) {
+#ifdef __O_TMPFILE
+    return open(directory, __O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+#else
+    errno = EOPNOTSUPP;
+    return -1;
+#endif
+}
+
+/// Names the nameless file `descriptor` `path` (which must not exist), through /proc: linking the
+/// descriptor itself (AT_EMPTY_PATH) needs a privilege.
+static inline int CHaul_link_nameless(int descriptor, const char *path) {
+    char source[32];
+    snprintf(source, sizeof source, "/proc/self/fd/%d", descriptor);
+    return linkat(AT_FDCWD, source, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
 }
 
 #endif

@@ -43,6 +43,9 @@ struct FinishJob: Sendable {
     let destination: String
     /// What the download's sink had not written yet (with its open file, if it opened one).
     let remainder: FileSink.Remainder?
+    /// The remainder is the whole file and the journal does not describe it yet: the partial file
+    /// must appear only whole (``FileSink/Remainder/writeWhole(to:)``).
+    let writeWhole: Bool
     /// The server said the destination is current (a revalidation's 304): keep it, drop the partial.
     let keepDestination: Bool
     let expectedSize: Int64?
@@ -61,7 +64,7 @@ struct FinishJob: Sendable {
         let descriptor: Int32
         if let remainder {
             do throws(DownloadError) {
-                descriptor = try remainder.write(to: partialPath)
+                descriptor = try writeWhole ? remainder.writeWhole(to: partialPath) : remainder.write(to: partialPath)
             } catch {
                 var error = error
                 error.url = url

@@ -1,3 +1,4 @@
+import CHaul
 import Glibc
 
 /// The partial file of one download, written in `bufferSize` chunks.
@@ -194,6 +195,52 @@ final class FileSink {
             return descriptor
         }
 
+        /// Writes the bytes of a sink that never wrote any so that `path` appears only once it holds
+        /// all of them, durably: a nameless file in `path`'s folder, synced, then named (or, where the
+        /// file system has no nameless files, a file beside `path` renamed onto it). A crash leaves
+        /// either no file or the whole one, never a start that a resume would continue. Returns the
+        /// open descriptor; the buffer goes back to its pool either way.
+        func writeWhole(to path: String) throws(DownloadError) -> Int32 {
+            defer { if let buffer { pool.give(buffer) } }
+            let folder = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+            var descriptor = CHaul_open_nameless(folder)
+            let nameless = descriptor >= 0
+            let staging = "\(path).whole"
+            if !nameless {
+                descriptor = open(staging, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+                guard descriptor >= 0 else {
+                    throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: staging, detail: "open failed")
+                }
+            }
+            do throws(DownloadError) {
+                if let buffer, count > 0 {
+                    var written = 0
+                    try FileSink.write(
+                        UnsafeRawBufferPointer(rebasing: buffer[0..<count]), to: descriptor, at: 0, path: path, written: &written)
+                }
+                _ = fdatasync(descriptor)
+                if nameless {
+                    var linked = CHaul_link_nameless(descriptor, path)
+                    if linked != 0, errno == EEXIST {  // a partial file the sink did not know of: replaced
+                        unlink(path)
+                        linked = CHaul_link_nameless(descriptor, path)
+                    }
+                    guard linked == 0 else {
+                        throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "naming the file failed")
+                    }
+                } else {
+                    guard rename(staging, path) == 0 else {
+                        throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "rename failed")
+                    }
+                }
+            } catch {
+                Glibc.close(descriptor)
+                if !nameless { unlink(staging) }
+                throw error
+            }
+            return descriptor
+        }
+
         /// Lets go of the descriptor and the buffer without writing.
         func discard() {
             if descriptor >= 0 { Glibc.close(descriptor) }
@@ -208,7 +255,15 @@ final class FileSink {
         }
     }
 
+    /// Runs once, before the next bytes are handed to the kernel (the scheduler writes the journal
+    /// row that must describe them first).
+    var beforeFirstWrite: (() throws(DownloadError) -> Void)?
+
     private func writeFully(_ bytes: UnsafeRawBufferPointer) throws(DownloadError) {
+        if let hook = beforeFirstWrite {
+            beforeFirstWrite = nil
+            try hook()
+        }
         if descriptor < 0 { try openFile() }
         var written = 0
         defer { committedLength += Int64(written) }

@@ -605,11 +605,18 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         if total != nil || truncating {
             transfer.record.totalBytes = total
         }
-        do {
-            try transfer.store.update(transfer.record, for: transfer.id)
-        } catch {
-            transfer.writeError = transfer.attributed(error)
-            return
+        // A resume trusts the row's validators for the bytes in the partial file, so the row must have
+        // this response's before any of its bytes is written there. Until then it can wait: a download
+        // that ends inside its buffer writes its row once, at completion, instead of twice.
+        transfer.rowBehind = true
+        if sink.committedLength > 0 {
+            catchUpRow(of: transfer)
+            if transfer.writeError != nil { return }
+        } else {
+            sink.beforeFirstWrite = { [unowned self, unowned transfer] () throws(DownloadError) in
+                catchUpRow(of: transfer)
+                if let error = transfer.writeError { throw error }
+            }
         }
         transfer.download.hub.publish(.receiving(transfer.progress()))
     }
@@ -628,7 +635,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             .finish(
                 FinishJob(
                     id: transfer.id, partialPath: transfer.partialPath, destination: transfer.download.destinationPath,
-                    remainder: remainder, keepDestination: transfer.notModified,
+                    remainder: remainder, writeWhole: transfer.rowBehind, keepDestination: transfer.notModified,
                     expectedSize: transfer.record.expectedSize,
                     expectedChecksum: transfer.record.expectedChecksum.flatMap(Checksum.init), url: transfer.urlForErrors)))
     }
@@ -662,10 +669,23 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     private func checkpoint(_ transfer: Transfer, state: DownloadRecord.State, bytes: Int64) {
         transfer.record.state = state
         transfer.record.bytesCommitted = bytes
+        transfer.rowBehind = false
+        transfer.sink?.beforeFirstWrite = nil
         do {
             try transfer.store.update(transfer.record, for: transfer.id)
         } catch {
             logger.warning("could not write the journal", metadata: ["url": "\(transfer.urlForErrors)", "error": "\(error)"])
+        }
+    }
+
+    /// Writes the row that ``acceptBody`` left for later; a failure fails the transfer.
+    private func catchUpRow(of transfer: Transfer) {
+        guard transfer.rowBehind else { return }
+        transfer.rowBehind = false
+        do {
+            try transfer.store.update(transfer.record, for: transfer.id)
+        } catch {
+            transfer.writeError = transfer.attributed(error)
         }
     }
 

@@ -28,6 +28,10 @@ final class Transfer {
     var writeError: DownloadError?
     /// Whether the current attempt wrote body bytes (a failure after progress resets the retry count).
     var attemptWroteBytes = false
+    /// The record holds a response's validators and attempt that the journal lacks yet: they are
+    /// written before the first bytes of that response reach the partial file (see
+    /// `Scheduler.acceptBody`), or with the next row written for another reason.
+    var rowBehind = false
     /// The current response's `Retry-After`, if it had one.
     var retryAfter: Duration?
     var speed = SpeedMeter()
