@@ -29,6 +29,37 @@ struct JournalTests {
         #expect(try reopened.record(for: id) == nil)
     }
 
+    @Test("a claim returns the queue head's row as it is at the claim, and nothing once it left the queue")
+    func claimSeesChangesSinceThePeek() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let journal = try Journal(directory: directory.path)
+        defer { journal.close() }
+        let ids = (0..<2).map { DownloadID(url: "http://h/\($0)", destinationPath: "/tmp/\($0)") }
+        for (index, id) in ids.enumerated() {
+            var record = DownloadRecord(url: "http://h/\(index)", destination: "/tmp/\(index)")
+            record.state = .queued
+            record.queueSequence = Int64(index)
+            try journal.save(record, for: id)
+        }
+        let now = Date().timeIntervalSince1970
+        // Unchanged since the peek: the peeked row, now running.
+        let first = try #require(try journal.nextQueued(at: now).head)
+        #expect(first.id == ids[0])
+        let claimed = try #require(try journal.claim(first))
+        #expect(claimed.state == .running && claimed.url == "http://h/0")
+        #expect(try journal.record(for: ids[0])?.state == .running)
+        #expect(try journal.claim(first) == nil)  // not queued any more
+        // Changed after the peek (a caller asked for a checksum): the claim returns the row as stored.
+        let second = try #require(try journal.nextQueued(at: now).head)
+        var changed = try #require(try journal.record(for: ids[1]))
+        changed.expectedChecksum = "sha256:" + String(repeating: "ab", count: 32)
+        try journal.save(changed, for: ids[1])
+        let fresh = try #require(try journal.claim(second))
+        #expect(fresh.expectedChecksum == changed.expectedChecksum)
+        #expect(fresh.state == .running)
+    }
+
     @Test("the loop thread's writes share one transaction per turn; a failed transaction inside it rolls back alone")
     func batchedWrites() throws {
         let directory = try makeTemporaryDirectory()
@@ -122,7 +153,7 @@ struct JournalTests {
         #expect(try journal.record(for: DownloadID(rawValue: "c"))?.state == .completed)
         try journal.requeueInterrupted()
         // First in, first out: "a" was created before "b".
-        #expect(try journal.nextQueued(at: Date().timeIntervalSince1970).head?.0 == DownloadID(rawValue: "a"))
+        #expect(try journal.nextQueued(at: Date().timeIntervalSince1970).head?.id == DownloadID(rawValue: "a"))
         #expect(try journal.unfinishedRecords().map(\.0.rawValue) == ["a", "b"])
     }
 

@@ -336,8 +336,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// across every journal with queued rows.
     private func admitWaiting(reactor: Reactor) {
         while !shuttingDown, active < configuration.maxConcurrentDownloads {
-            guard let (journal, id) = nextQueued() else { break }
-            admit(id, from: journal, reactor: reactor)
+            guard let (journal, head) = nextQueued() else { break }
+            admit(head, from: journal, reactor: reactor)
         }
         if idleWaitersPending, transfers.isEmpty, queuedDirectories.isEmpty, retryWakes.isEmpty,
             directoriesWaitingForHosts.isEmpty
@@ -347,15 +347,15 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
     }
 
-    private func nextQueued() -> (Journal, DownloadID)? {
-        var best: (journal: Journal, id: DownloadID, place: Journal.QueuePlace)?
+    private func nextQueued() -> (Journal, Journal.QueueHead)? {
+        var best: (journal: Journal, head: Journal.QueueHead)?
         for directory in queuedDirectories {
             guard let journal = catalog.openJournal(for: directory) else {
                 queuedDirectories.remove(directory)
                 continue
             }
             let now = Date().timeIntervalSince1970
-            var head: (DownloadID, Journal.QueuePlace)?
+            var head: Journal.QueueHead?
             do {
                 let next = try journal.nextQueued(at: now, excludingHosts: saturatedHosts)
                 head = next.head
@@ -367,21 +367,22 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
                 logger.error("could not read the queue", metadata: ["journal": "\(journal.path)", "error": "\(error)"])
                 head = nil
             }
-            guard let (id, place) = head else {
+            guard let head else {
                 queuedDirectories.remove(directory)
                 continue
             }
-            if let current = best, !place.isAhead(of: current.place) { continue }
-            best = (journal, id, place)
+            if let current = best, !head.place.isAhead(of: current.head.place) { continue }
+            best = (journal, head)
         }
-        return best.map { ($0.journal, $0.id) }
+        return best.map { ($0.journal, $0.head) }
     }
 
     /// Takes a queued row (marking it running) and starts its transfer.
-    private func admit(_ id: DownloadID, from journal: Journal, reactor: Reactor) {
+    private func admit(_ head: Journal.QueueHead, from journal: Journal, reactor: Reactor) {
+        let id = head.id
         let record: DownloadRecord
         do {
-            guard let claimed = try journal.claim(id) else { return }  // no longer queued
+            guard let claimed = try journal.claim(head) else { return }  // no longer queued
             record = claimed
         } catch {
             logger.error("could not write the journal", metadata: ["journal": "\(journal.path)", "error": "\(error)"])
