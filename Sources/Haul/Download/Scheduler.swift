@@ -540,6 +540,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
         transfer.easy = easy
         transfer.headSeen = false
+        transfer.head = nil
         transfer.writeError = nil
         transfer.attemptWroteBytes = false
         transfer.retryAfter = nil
@@ -570,8 +571,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     }
 
     private func acceptBody(for transfer: Transfer, total: Int64?, truncating: Bool, restart: RestartReason?) {
-        guard let easy = transfer.easy, let sink = transfer.sink else { return }
-        let head = transfer.responseHead(of: easy)
+        guard let sink = transfer.sink, let head = transfer.head else { return }
         if let total, let expected = transfer.record.expectedSize, total != expected {
             transfer.writeError = DownloadError(
                 code: .checksumMismatch, url: transfer.urlForErrors,
@@ -760,8 +760,12 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
 
     private func decideResponse(of transfer: Transfer, easy: EasyHandle) -> DownloadStateMachine.Action {
         let head = transfer.responseHead(of: easy)
+        transfer.head = head
         let decision = decision(for: transfer, head: head)
-        transfer.retryAfter = RetryPolicy.parseRetryAfter(easy.header("Retry-After"))
+        // Retry-After only matters for a response that is retried (each header lookup walks them all).
+        if !(200..<300).contains(head.status) {
+            transfer.retryAfter = RetryPolicy.parseRetryAfter(easy.header("Retry-After"))
+        }
         if transfer.revalidating, case .alreadyComplete = decision { transfer.notModified = true }
         logger.debug(
             "response", metadata: ["url": "\(transfer.urlForErrors)", "status": "\(head.status)", "decision": "\(decision)"])

@@ -24,6 +24,8 @@ final class Transfer {
     /// The partial file's length when the current request was made.
     var requestedOffset: Int64 = 0
     var headSeen = false
+    /// The response head of the current attempt, once ``headSeen``.
+    var head: ResponseHead?
     /// A failure the write callback met (disk full…), reported when curl ends the transfer.
     var writeError: DownloadError?
     /// Whether the current attempt wrote body bytes (a failure after progress resets the retry count).
