@@ -14,14 +14,21 @@ final class EasyHandle {
         errorBuffer.initialize(to: 0)
     }
 
-    /// Clears every option (curl keeps the handle's connection and caches), ready for another
-    /// transfer. Call only once the handle is out of the multi handle.
+    /// Clears the options of one transfer (its range and headers, its context), ready for another;
+    /// the options every transfer shares stay set. Call only once the handle is out of the multi handle.
     func reset() {
-        curl_easy_reset(raw)
+        _ = CHaul_easy_setopt_string(raw, CURLOPT_RANGE, nil)
+        _ = CHaul_easy_setopt_slist(raw, CURLOPT_HTTPHEADER, nil)
+        _ = CHaul_easy_setopt_pointer(raw, CURLOPT_WRITEDATA, nil)
+        _ = CHaul_easy_setopt_pointer(raw, CURLOPT_PRIVATE, nil)
         curl_slist_free_all(headers)
         headers = nil
         errorBuffer[0] = 0
     }
+
+    /// Whether the options every transfer shares are set (they are set once per handle: a
+    /// `curl_easy_reset` and twenty options again cost every download a few microseconds).
+    private var sharedOptionsSet = false
 
     deinit {
         curl_easy_cleanup(raw)
@@ -38,10 +45,17 @@ final class EasyHandle {
         context: UnsafeMutableRawPointer
     ) {
         errorBuffer[0] = 0
+        set(CURLOPT_URL, url)
+        // Waiting for a connection that might multiplex pays only where HTTP/2 can be negotiated
+        // (ALPN over TLS); over plain HTTP it would hold every request to a host behind the first.
+        set(CURLOPT_PIPEWAIT, Self.isHTTPS(url) ? 1 : 0)
+        _ = CHaul_easy_setopt_pointer(raw, CURLOPT_WRITEDATA, context)
+        _ = CHaul_easy_setopt_pointer(raw, CURLOPT_PRIVATE, context)
+        guard !sharedOptionsSet else { return }
+        sharedOptionsSet = true
         // TLS sessions (and DNS answers) are shared by every transfer: a new connection to a host
         // seen before resumes its TLS session instead of a full handshake.
         if let share { _ = CHaul_easy_setopt_pointer(raw, CURLOPT_SHARE, share) }
-        set(CURLOPT_URL, url)
         set(CURLOPT_NOSIGNAL, 1)
         set(CURLOPT_FOLLOWLOCATION, 1)
         set(CURLOPT_MAXREDIRS, configuration.maximumRedirects)
@@ -57,13 +71,17 @@ final class EasyHandle {
         set(CURLOPT_SSL_VERIFYHOST, 2)
         if let file = configuration.certificateAuthorityFile { set(CURLOPT_CAINFO, file.path) }
         set(CURLOPT_TCP_KEEPALIVE, 1)
-        // Waiting for a connection that might multiplex pays only where HTTP/2 can be negotiated
-        // (ALPN over TLS); over plain HTTP it would hold every request to a host behind the first.
-        set(CURLOPT_PIPEWAIT, url.lowercased().hasPrefix("https:") ? 1 : 0)
         _ = CHaul_easy_setopt_pointer(raw, CURLOPT_ERRORBUFFER, errorBuffer)
         _ = CHaul_easy_setopt_data_callback(raw, CURLOPT_WRITEFUNCTION, write)
-        _ = CHaul_easy_setopt_pointer(raw, CURLOPT_WRITEDATA, context)
-        _ = CHaul_easy_setopt_pointer(raw, CURLOPT_PRIVATE, context)
+    }
+
+    /// Whether `url` starts with `https:`, in any case.
+    static func isHTTPS(_ url: String) -> Bool {
+        var scheme = url.utf8.prefix(6).makeIterator()
+        for expected in "https:".utf8 {
+            guard let byte = scheme.next(), byte | 0x20 == expected | 0x20 else { return false }
+        }
+        return true
     }
 
     /// Asks for the bytes from `offset` on, pinned to `validator` with If-Range when there is one;
