@@ -572,6 +572,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
 
     private func acceptBody(for transfer: Transfer, total: Int64?, truncating: Bool, restart: RestartReason?) {
         guard let sink = transfer.sink, let head = transfer.head else { return }
+        transfer.head = nil  // read once; thousands of live transfers need not keep their heads
         if let total, let expected = transfer.record.expectedSize, total != expected {
             transfer.writeError = DownloadError(
                 code: .checksumMismatch, url: transfer.urlForErrors,
