@@ -402,6 +402,7 @@ public final class DownloadManager: Sendable {
         // The common case, a download never seen: one insertion, no lookup.
         var record = fresh(request)
         record.queueSequence = catalog.nextQueueSequence()
+        if let length = journal.adoptOrphanPartial(for: request.id) { record.bytesCommitted = length }
         if try journal.insertIfAbsent(record, for: request.id) { return .queued(record) }
         var existing = try journal.record(for: request.id)
         if let record = existing, record.url != urlText || record.destination != request.destination {
@@ -410,7 +411,6 @@ public final class DownloadManager: Sendable {
             existing = nil
         }
         guard var record = existing else {
-            // A partial file without a row (a lost journal) is resumed; its range is still checked.
             return .queued(try requeue(fresh(request), id: request.id, in: journal))
         }
         record.priority = request.priority

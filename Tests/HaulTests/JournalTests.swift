@@ -280,6 +280,60 @@ struct JournalIntegrationTests {
         #expect(completed.attempts == 2)
     }
 
+    @Test("a partial file whose journal was deleted is resumed from its length")
+    func partialWithoutJournalIsResumed() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let source = try server.makeFile("o.bin", size: 600_000, seed: 11)
+        let state = directory.appendingPathComponent("state")
+        let destination = directory.appendingPathComponent("o.bin")
+        let url = server.url("o.bin")
+        let id = DownloadID(url: url, destination: destination)
+        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+        try source.prefix(250_000).write(to: state.appendingPathComponent("\(id.rawValue).part"))
+        var configuration = DownloadManager.Configuration()
+        configuration.stateDirectory = state
+        let placed = try await withDownloadManager(configuration: configuration) { manager in
+            try await manager.download(from: url, to: destination).finished()
+        }
+        #expect(placed == destination)
+        #expect(try Data(contentsOf: destination) == source)
+        let requests = await server.requests(to: "/o.bin", atLeast: 1)
+        #expect(requests.map(\.range) == ["bytes=250000-"])
+        #expect(requests.map(\.status) == [206])
+    }
+
+    @Test("bytes in a partial file that no recorded response vouches for are replaced, not continued")
+    func unvouchedPartialIsReplaced() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let source = try server.makeFile("u.bin", size: 600_000, seed: 12)
+        let state = directory.appendingPathComponent("state")
+        let destination = directory.appendingPathComponent("u.bin")
+        let url = server.url("u.bin")
+        let id = DownloadID(url: url, destination: destination)
+        // A crash after the loop wrote bytes but before its turn's journal commit: the row says the
+        // download was running and never accepted a response; the partial holds bytes of another file.
+        do {
+            let journal = try Journal(directory: state.path)
+            var record = DownloadRecord(url: url.absoluteString, destination: destination.path)
+            record.host = DownloadManager.hostKey(of: url)
+            record.state = .running
+            try journal.save(record, for: id)
+            journal.close()
+        }
+        try Data(repeating: 0x5A, count: 300_000).write(to: state.appendingPathComponent("\(id.rawValue).part"))
+        var configuration = DownloadManager.Configuration()
+        configuration.stateDirectory = state
+        let placed = try await withDownloadManager(configuration: configuration) { manager in
+            try await #require(manager.download(id: id)).finished()
+        }
+        #expect(placed == destination)
+        #expect(try Data(contentsOf: destination) == source)
+        let requests = await server.requests(to: "/u.bin", atLeast: 1)
+        #expect(requests.map(\.range) == ["-"])
+    }
+
     @Test("a row has its response's validators before the first bytes reach the partial file; a small file writes it once, whole")
     func rowPrecedesBytes() async throws {
         let (server, directory) = try startServerAndDirectory()

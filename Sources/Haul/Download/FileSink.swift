@@ -44,9 +44,20 @@ final class FileSink {
     private var windowStart: UInt64 = 0
     private var windowBytes = 0
 
+    /// Whether the file is emptied when first opened: its bytes, if any, are not this download's.
+    private var replacesFile = false
+
     /// The partial file at `path` (which need not exist yet), continued after its current bytes; its
-    /// buffer comes from `pool` when bytes arrive.
-    init(path: String, pool: BufferPool) throws(DownloadError) {
+    /// buffer comes from `pool` when bytes arrive. With `startsEmpty`, the file is not looked at and
+    /// whatever it holds is replaced when bytes are first written.
+    init(path: String, pool: BufferPool, startsEmpty: Bool = false) throws(DownloadError) {
+        self.path = path
+        self.pool = pool
+        if startsEmpty {
+            committedLength = 0
+            replacesFile = true
+            return
+        }
         var status = stat()
         if stat(path, &status) == 0 {
             committedLength = Int64(status.st_size)
@@ -55,8 +66,6 @@ final class FileSink {
         } else {
             throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "stat failed")
         }
-        self.path = path
-        self.pool = pool
     }
 
     deinit {
@@ -163,7 +172,9 @@ final class FileSink {
             buffer = nil
             buffered = 0
         }
-        return Remainder(descriptor: descriptor, buffer: buffer, count: buffered, offset: committedLength, pool: pool)
+        return Remainder(
+            descriptor: descriptor, buffer: buffer, count: buffered, offset: committedLength, pool: pool,
+            replacesFile: replacesFile && descriptor < 0)
     }
 
     /// The unwritten end of a finished partial file, owned by whoever holds it (the disk thread).
@@ -174,12 +185,16 @@ final class FileSink {
         let count: Int
         let offset: Int64
         let pool: BufferPool
+        /// Whether the file, when it must be opened, is emptied first (see `FileSink.init`).
+        var replacesFile = false
 
         /// Writes the bytes (opening, or creating, the file at `path` if the sink never did) and
         /// returns the open descriptor; the buffer goes back to its pool either way.
         func write(to path: String) throws(DownloadError) -> Int32 {
             defer { if let buffer { pool.give(buffer) } }
-            let descriptor = self.descriptor >= 0 ? self.descriptor : open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+            let descriptor =
+                self.descriptor >= 0
+                ? self.descriptor : open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (replacesFile ? O_TRUNC : 0), 0o644)
             guard descriptor >= 0 else {
                 throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "open failed")
             }
@@ -249,10 +264,11 @@ final class FileSink {
     }
 
     private func openFile() throws(DownloadError) {
-        descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (replacesFile ? O_TRUNC : 0), 0o644)
         guard descriptor >= 0 else {
             throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "open failed")
         }
+        replacesFile = false
     }
 
     /// Runs once, before the next bytes are handed to the kernel (the scheduler writes the journal

@@ -502,7 +502,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             if let existing = transfer.sink {
                 sink = existing
             } else {
-                sink = try FileSink(path: transfer.partialPath, pool: buffers)
+                sink = try FileSink(path: transfer.partialPath, pool: buffers, startsEmpty: !transfer.record.mayHaveStarted)
             }
             transfer.sink = sink
             let partialIsLongerThanFile = transfer.record.totalBytes.map { sink.committedLength > $0 } ?? false

@@ -39,6 +39,10 @@ final class Journal: @unchecked Sendable {
     /// last synced checkpoint).
     private(set) var recoveredFromReboot = false
 
+    /// Partial files found beside a journal that did not exist yet (a journal deleted, its partial
+    /// files kept), by id: their length. See ``adoptOrphanPartial(for:)``.
+    private var orphanPartials: [String: Int64] = [:]
+
     /// This boot's id (`/proc/sys/kernel/random/boot_id`), or "unknown".
     static func currentBootID() -> String {
         let text = (try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)) ?? ""
@@ -62,6 +66,7 @@ final class Journal: @unchecked Sendable {
                 code: .fileSystem, url: nil, errno: Self.errno(of: error) ?? EACCES, path: directory,
                 detail: "could not create the state directory")
         }
+        if access(path, F_OK) != 0 { orphanPartials = Self.partialFiles(in: directory) }
         var database: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let status = sqlite3_open_v2(path, &database, flags, nil)
@@ -83,6 +88,25 @@ final class Journal: @unchecked Sendable {
     }
 
     deinit { close() }
+
+    /// The `*.part` files of `directory` and their lengths.
+    private static func partialFiles(in directory: String) -> [String: Int64] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        var found: [String: Int64] = [:]
+        for name in names where name.hasSuffix(".part") {
+            guard let length = Transfer.fileLength("\(directory)/\(name)") else { continue }
+            found[String(name.dropLast(5))] = length
+        }
+        return found
+    }
+
+    /// The length of a partial file this journal found without a row when it was created, once: a new
+    /// row for `id` records it, so that the download resumes it (its range still checked; with no
+    /// validator known, a changed file can only be told by its length). Call holding the lock.
+    func adoptOrphanPartial(for id: DownloadID) -> Int64? {
+        guard !orphanPartials.isEmpty else { return nil }
+        return orphanPartials.removeValue(forKey: id.rawValue)
+    }
 
     /// Runs `body` with the journal to itself: no other thread's call comes in between.
     func locked<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
