@@ -61,6 +61,14 @@ struct FileSinkTests {
         #expect(contents(path) == chunk)  // the stale 100,000 bytes are gone, not overwritten in part
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["w.part"])
         #expect(pool.idleCount == 1)
+        // Without nameless files: a file beside the path, renamed onto it.
+        let named = try FileSink(path: "\(path).named", pool: pool)
+        let second = bytes(30 * 1024, seed: 10)
+        #expect(try append(second, to: named, at: 1) == false)
+        close(try named.handOff().writeWhole(to: path, tryNameless: false))
+        #expect(contents(path) == second)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["w.part"])
+        #expect(pool.idleCount == 1)
         // A folder that is not there: a typed error naming the path, and the buffer still goes back.
         let other = try FileSink(path: "\(path).other", pool: pool)
         #expect(try append(chunk, to: other, at: 1) == false)

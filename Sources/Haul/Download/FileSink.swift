@@ -212,48 +212,54 @@ final class FileSink {
 
         /// Writes the bytes of a sink that never wrote any so that `path` appears only once it holds
         /// all of them, durably: a nameless file in `path`'s folder, synced, then named (or, where the
-        /// file system has no nameless files, a file beside `path` renamed onto it). A crash leaves
-        /// either no file or the whole one, never a start that a resume would continue. Returns the
-        /// open descriptor; the buffer goes back to its pool either way.
-        func writeWhole(to path: String) throws(DownloadError) -> Int32 {
+        /// file system has no nameless files or /proc cannot name one, a file beside `path` renamed
+        /// onto it). A crash leaves either no file or the whole one, never a start that a resume would
+        /// continue. Returns the open descriptor; the buffer goes back to its pool either way.
+        /// (`tryNameless: false` goes straight to the named file, for tests.)
+        func writeWhole(to path: String, tryNameless: Bool = true) throws(DownloadError) -> Int32 {
             defer { if let buffer { pool.give(buffer) } }
             let folder = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
-            var descriptor = CHaul_open_nameless(folder)
-            let nameless = descriptor >= 0
-            let staging = "\(path).whole"
-            if !nameless {
-                descriptor = open(staging, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-                guard descriptor >= 0 else {
-                    throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: staging, detail: "open failed")
+            let nameless = tryNameless ? CHaul_open_nameless(folder) : -1
+            if nameless >= 0 {
+                do throws(DownloadError) {
+                    try writeAndSync(to: nameless, path: path)
+                } catch {
+                    Glibc.close(nameless)
+                    throw error
                 }
+                var linked = CHaul_link_nameless(nameless, path)
+                if linked != 0, errno == EEXIST {  // a partial file the sink did not know of: replaced
+                    unlink(path)
+                    linked = CHaul_link_nameless(nameless, path)
+                }
+                if linked == 0 { return nameless }
+                Glibc.close(nameless)  // no /proc, or not allowed: write a named file instead
+            }
+            let staging = "\(path).whole"
+            let descriptor = open(staging, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard descriptor >= 0 else {
+                throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: staging, detail: "open failed")
             }
             do throws(DownloadError) {
-                if let buffer, count > 0 {
-                    var written = 0
-                    try FileSink.write(
-                        UnsafeRawBufferPointer(rebasing: buffer[0..<count]), to: descriptor, at: 0, path: path, written: &written)
-                }
-                _ = fdatasync(descriptor)
-                if nameless {
-                    var linked = CHaul_link_nameless(descriptor, path)
-                    if linked != 0, errno == EEXIST {  // a partial file the sink did not know of: replaced
-                        unlink(path)
-                        linked = CHaul_link_nameless(descriptor, path)
-                    }
-                    guard linked == 0 else {
-                        throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "naming the file failed")
-                    }
-                } else {
-                    guard rename(staging, path) == 0 else {
-                        throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "rename failed")
-                    }
+                try writeAndSync(to: descriptor, path: path)
+                guard rename(staging, path) == 0 else {
+                    throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "rename failed")
                 }
             } catch {
                 Glibc.close(descriptor)
-                if !nameless { unlink(staging) }
+                unlink(staging)
                 throw error
             }
             return descriptor
+        }
+
+        private func writeAndSync(to descriptor: Int32, path: String) throws(DownloadError) {
+            if let buffer, count > 0 {
+                var written = 0
+                try FileSink.write(
+                    UnsafeRawBufferPointer(rebasing: buffer[0..<count]), to: descriptor, at: 0, path: path, written: &written)
+            }
+            _ = fdatasync(descriptor)
         }
 
         /// Lets go of the descriptor and the buffer without writing.
