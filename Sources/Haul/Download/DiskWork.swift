@@ -62,9 +62,11 @@ struct FinishJob: Sendable {
             return .success(Transfer.fileLength(destination) ?? 0)
         }
         let descriptor: Int32
+        var synced = false
         if let remainder {
             do throws(DownloadError) {
                 descriptor = try writeWhole ? remainder.writeWhole(to: partialPath) : remainder.write(to: partialPath)
+                synced = writeWhole  // synced before it was named
             } catch {
                 var error = error
                 error.url = url
@@ -77,7 +79,7 @@ struct FinishJob: Sendable {
                 return .success(Transfer.fileLength(destination) ?? 0)
             }
         }
-        _ = fdatasync(descriptor)
+        if !synced { _ = fdatasync(descriptor) }
         var status = stat()
         let length: Int64 = fstat(descriptor, &status) == 0 ? Int64(status.st_size) : 0
         close(descriptor)
