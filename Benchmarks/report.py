@@ -28,7 +28,9 @@ print("so the network path is measured, not a disk. Each client runs in its own 
 print("which links only Haul; the Swift peers in `peer-bench`; curl as itself). Rounds rotate which client")
 print("goes first, and a gigabyte is written and dropped on the tmpfs before (a) and (b), so that no client")
 print("pays for fresh memory pages the others reuse. Medians of the runs. In the last column of (a), (b)")
-print("and (e), Haul's rate divided by the peer's: above 1, Haul is faster.\n")
+print("and (e), Haul's rate divided by the peer's: above 1, Haul is faster. On the 2-core VM these")
+print("numbers come from, whole runs of the same build differ by up to a third (the host's load; the")
+print("tmpfs's page cost): compare clients within one run, and runs with care.\n")
 print(f"Machine: {cpu_model()}, {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores.\n")
 
 clients = ["haul", "ahc", "urlsession", "curl"]
