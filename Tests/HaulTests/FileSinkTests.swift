@@ -76,6 +76,32 @@ struct FileSinkTests {
         #expect(pool.idleCount == 1)
     }
 
+    @Test("moving into place across file systems copies beside the destination, one temporary file per partial")
+    func moveAcrossFileSystems() throws {
+        let memory = try makeTemporaryDirectory(inMemory: true)
+        let disk = try makeTemporaryDirectory()
+        defer {
+            try? FileManager.default.removeItem(at: memory)
+            try? FileManager.default.removeItem(at: disk)
+        }
+        var memoryStatus = stat()
+        var diskStatus = stat()
+        #expect(stat(memory.path, &memoryStatus) == 0 && stat(disk.path, &diskStatus) == 0)
+        try #require(memoryStatus.st_dev != diskStatus.st_dev, "/dev/shm and the temporary directory share a file system")
+        let destination = disk.appendingPathComponent("x.bin").path
+        let first = bytes(70_000, seed: 1)
+        let second = bytes(50_000, seed: 2)
+        for (name, content) in [("a.part", first), ("b.part", second)] {
+            #expect(FileManager.default.createFile(atPath: memory.appendingPathComponent(name).path, contents: Data(content)))
+        }
+        try FinishJob.moveIntoPlace(from: memory.appendingPathComponent("a.part").path, to: destination)
+        #expect(contents(destination) == first)
+        try FinishJob.moveIntoPlace(from: memory.appendingPathComponent("b.part").path, to: destination)
+        #expect(contents(destination) == second)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: disk.path) == ["x.bin"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: memory.path).isEmpty)
+    }
+
     @Test("the pool keeps buffers given back and frees only those idle for a whole trim period")
     func poolFreesBuffersIdleForAPeriod() throws {
         let pool = BufferPool(bufferSize: 64 * 1024, idleLimit: 8)

@@ -12,6 +12,14 @@ enum DiskJob: Sendable {
     /// A download's bytes are all in its partial file: make them durable, check them, move them into place.
     case finish(FinishJob)
 
+    /// The download the job is for.
+    var id: DownloadID {
+        switch self {
+        case .checkpoint(let id, _, _, _): id
+        case .finish(let job): job.id
+        }
+    }
+
     func perform() -> DiskResult {
         switch self {
         case .checkpoint(let id, let directory, let path, let bytes):
@@ -135,7 +143,11 @@ struct FinishJob: Sendable {
                 code: .fileSystem, url: nil, errno: renameError, path: destination, detail: "rename into place failed")
         }
         // The state directory is on another file system: copy next to the destination, then rename.
-        let temporary = "\(directory.isEmpty ? "." : directory)/.\((destination as NSString).lastPathComponent).haul-tmp"
+        // Named after the partial file too: two downloads to one destination may finish at once (in
+        // different disk lanes) and must not write one temporary file.
+        let temporary =
+            "\(directory.isEmpty ? "." : directory)/.\((destination as NSString).lastPathComponent)."
+            + "\((source as NSString).lastPathComponent).haul-tmp"
         do {
             unlink(temporary)
             try FileManager.default.copyItem(atPath: source, toPath: temporary)
