@@ -102,6 +102,18 @@ struct FileSinkTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: memory.path).isEmpty)
     }
 
+    @Test("disk jobs use one lane while they are fast and every lane once they wait on a disk")
+    func diskLanesFollowJobTime() {
+        let timing = DiskTiming()
+        #expect(timing.lanes(of: 8) == 1)
+        timing.record(nanoseconds: 10 * 30_000, jobs: 10)  // tmpfs: 30 µs a job
+        #expect(timing.lanes(of: 8) == 1)
+        for _ in 0..<4 { timing.record(nanoseconds: 600_000, jobs: 1) }  // a disk's sync: 0.6 ms
+        #expect(timing.lanes(of: 8) == 8)
+        for _ in 0..<8 { timing.record(nanoseconds: 20_000, jobs: 1) }  // fast again
+        #expect(timing.lanes(of: 8) == 1)
+    }
+
     @Test("the pool keeps buffers given back and frees only those idle for a whole trim period")
     func poolFreesBuffersIdleForAPeriod() throws {
         let pool = BufferPool(bufferSize: 64 * 1024, idleLimit: 8)
