@@ -1,5 +1,5 @@
 import CHaul
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// An expected digest of a whole file: checked before the file is moved to its destination.
@@ -43,7 +43,7 @@ public struct Checksum: Sendable, Hashable, CustomStringConvertible {
     public init?(_ text: String) {
         let parts = text.split(separator: ":", maxSplits: 1)
         guard parts.count == 2, let algorithm = Algorithm(rawValue: parts[0].lowercased()) else { return nil }
-        self.init(algorithm: algorithm, hex: String(parts[1]).trimmingCharacters(in: .whitespaces))
+        self.init(algorithm: algorithm, hex: parts[1].trimmingWhitespace)
     }
 
     /// `ALGORITHM:HEX`.

@@ -1,5 +1,6 @@
 import CHaul
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Why a download failed: a code you can match on, the URL (with any credentials removed), and the
 /// underlying cause: an HTTP status, a libcurl code, or an `errno` with the file's path.

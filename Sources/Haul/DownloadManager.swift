@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import Logging
 import Synchronization
@@ -194,7 +194,7 @@ public final class DownloadManager: Sendable {
     ///
     /// - Throws: ``DownloadError`` with code `.invalidURL` when `string` is not a URL.
     public func download(from string: String, to destination: URL, priority: Int = 0) throws -> Download {
-        let trimmed = string.trimmingCharacters(in: .whitespaces)
+        let trimmed = string.trimmingWhitespace
         // Foundation would percent-encode spaces and control characters; a URL has none.
         guard !trimmed.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7f }),
             let url = URL(string: trimmed)

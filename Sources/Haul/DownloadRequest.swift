@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// One download to queue with ``DownloadManager/enqueue(_:)``.
 public struct DownloadRequest: Sendable, Hashable {

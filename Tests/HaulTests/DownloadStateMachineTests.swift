@@ -250,4 +250,47 @@ struct RetryTests {
             #expect(RetryPolicy.parseRetryAfter(garbage, now: now) == nil, "\(garbage ?? "nil")")
         }
     }
+
+    @Test("HTTP dates: IMF-fixdate, RFC 850 and asctime name one instant; anything else is no date")
+    func httpDates() {
+        let instant = Date(timeIntervalSince1970: 784_111_777)  // RFC 9110's example: Sun, 06 Nov 1994 08:49:37 GMT
+        #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT") == instant)
+        #expect(HTTPDate.parse("Sunday, 06-Nov-94 08:49:37 GMT") == instant)
+        #expect(HTTPDate.parse("Sun Nov  6 08:49:37 1994") == instant)
+        #expect(HTTPDate.parse(" Sun, 06 Nov 1994 08:49:37 GMT\r\n") == instant)
+        #expect(HTTPDate.parse("Thu, 01 Jan 1970 00:00:00 GMT") == Date(timeIntervalSince1970: 0))
+        #expect(HTTPDate.parse("Wednesday, 01-Mar-23 00:00:00 GMT") == Date(timeIntervalSince1970: 1_677_628_800))
+        #expect(HTTPDate.parse("Thu, 29 Feb 2024 12:00:00 GMT") == Date(timeIntervalSince1970: 1_709_208_000))
+        for garbage in [
+            "", "Sun, 06 Nov 1994 08:49:37", "Sun, 06 Nov 1994 08:49:37 PST", "Sun, 31 Feb 1994 08:49:37 GMT",
+            "Sun, 06 Foo 1994 08:49:37 GMT", "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Nov 1994 8:49:37 GMT",
+            "Sun, +6 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 19945 08:49:37 GMT", "Sunday, 06-Nov-1994 08:49:37 GMT",
+            "Sun Nov  6 08:49 1994", "1994-11-06T08:49:37Z",
+        ] {
+            #expect(HTTPDate.parse(garbage) == nil, "\(garbage)")
+        }
+    }
+
+    @Test("path pieces and creating folders")
+    func filePaths() throws {
+        #expect(FilePath.directory(of: "/a/b/c.bin") == "/a/b")
+        #expect(FilePath.directory(of: "c.bin") == "")
+        #expect(FilePath.directory(of: "/c.bin") == "/")
+        #expect(FilePath.directory(of: "/a/b/") == "/a")
+        #expect(FilePath.lastComponent(of: "/a/b/c.bin") == "c.bin")
+        #expect(FilePath.lastComponent(of: "c.bin") == "c.bin")
+        #expect(FilePath.lastComponent(of: "/a/b/") == "b")
+        #expect("  a b \t\r\n".trimmingWhitespace == "a b")
+        #expect(" \n ".trimmingWhitespace == "")
+
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("haul-paths-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        #expect(FilePath.makeDirectories("\(root)/x/y/z") == nil)
+        #expect(FilePath.makeDirectories("\(root)/x/y/z") == nil)  // already there
+        var status = stat()
+        #expect(stat("\(root)/x/y/z", &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR)
+        #expect(FileManager.default.createFile(atPath: "\(root)/file", contents: Data("x".utf8)))
+        #expect(FilePath.makeDirectories("\(root)/file") == ENOTDIR)
+        #expect(FilePath.makeDirectories("\(root)/file/below") == ENOTDIR)
+    }
 }

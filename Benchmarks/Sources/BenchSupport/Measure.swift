@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 
 // What every benchmark process reports: one JSON line with its wall time, CPU time and peak RSS.
@@ -28,8 +28,16 @@ public func report(_ fields: [String: Any], started: ContinuousClock.Instant) {
     object["wallSeconds"] = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     object["cpuSeconds"] = usage.user + usage.system
     object["peakRSSKB"] = usage.peakKB
-    let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
-    print(String(decoding: data, as: UTF8.self))
+    // One flat object of numbers and strings, keys sorted (FoundationEssentials has no JSONSerialization,
+    // and linking the whole of Foundation would add its memory to Haul's peak RSS).
+    let fields = object.keys.sorted().map { key -> String in
+        switch object[key]! {
+        case let number as Int: "\"\(key)\":\(number)"
+        case let number as Double: "\"\(key)\":\(number)"
+        case let text: "\"\(key)\":\"\(String(describing: text))\""
+        }
+    }
+    print("{\(fields.joined(separator: ","))}")
 }
 
 /// Runs `work(i)` for i in 0..<count with at most `width` at once.
@@ -52,6 +60,7 @@ public func bounded(_ count: Int, width: Int, _ work: @escaping @Sendable (Int) 
 }
 
 public func usageError() -> Never {
-    FileHandle.standardError.write(Data("usage: see the comment at the top of main.swift\n".utf8))
+    let message = "usage: see the comment at the top of main.swift\n"
+    _ = write(2, message, message.utf8.count)
     exit(2)
 }

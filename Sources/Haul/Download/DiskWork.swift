@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Dispatch
 import Glibc
 import Synchronization
 
@@ -157,9 +158,9 @@ struct FinishJob: Sendable {
     static func moveIntoPlace(from source: String, to destination: String) throws(DownloadError) {
         if rename(source, destination) == 0 { return }
         var renameError = errno
-        let directory = (destination as NSString).deletingLastPathComponent
+        let directory = FilePath.directory(of: destination)
         if renameError == ENOENT, !directory.isEmpty {
-            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            _ = FilePath.makeDirectories(directory)
             if rename(source, destination) == 0 { return }
             renameError = errno
         }
@@ -171,8 +172,8 @@ struct FinishJob: Sendable {
         // Named after the partial file too: two downloads to one destination may finish at once (in
         // different disk lanes) and must not write one temporary file.
         let temporary =
-            "\(directory.isEmpty ? "." : directory)/.\((destination as NSString).lastPathComponent)."
-            + "\((source as NSString).lastPathComponent).haul-tmp"
+            "\(directory.isEmpty ? "." : directory)/.\(FilePath.lastComponent(of: destination))."
+            + "\(FilePath.lastComponent(of: source)).haul-tmp"
         do {
             unlink(temporary)
             try FileManager.default.copyItem(atPath: source, toPath: temporary)

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// One download managed by a ``DownloadManager``: its events, its controls, and its result.
 ///

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Identifies a download: derived from its URL and destination, so the same pair always maps to the
 /// same partial file and the same id, in this process and the next.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// When a transiently failed download tries again: exponential backoff with jitter, or the server's
 /// `Retry-After`. Pure; the caller supplies the random number.
@@ -25,18 +25,14 @@ struct RetryPolicy: Sendable {
         return backoff * (0.5 + 0.5 * min(max(random, 0), 1))
     }
 
-    /// Parses `Retry-After`: delay-seconds, or an HTTP date (IMF-fixdate) relative to `now`.
+    /// Parses `Retry-After`: delay-seconds, or an HTTP date (any of the three forms) relative to `now`.
     static func parseRetryAfter(_ value: String?, now: Date = Date()) -> Duration? {
-        guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+        guard let value = value?.trimmingWhitespace, !value.isEmpty else { return nil }
         if value.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
             guard value.utf8.count <= 9, let seconds = Int(value) else { return longestRetryAfter }
             return .seconds(seconds)
         }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        guard let date = formatter.date(from: value) else { return nil }
+        guard let date = HTTPDate.parse(value) else { return nil }
         return .milliseconds(max(0, Int64(date.timeIntervalSince(now) * 1000)))
     }
 }

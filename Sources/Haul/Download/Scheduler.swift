@@ -1,5 +1,6 @@
 import CHaul
-import Foundation
+import FoundationEssentials
+import Dispatch
 import Glibc
 import Logging
 

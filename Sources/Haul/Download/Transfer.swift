@@ -1,5 +1,5 @@
 import CHaul
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// The loop thread's side of one admitted download: its state machine, its partial file, its curl

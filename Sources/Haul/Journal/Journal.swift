@@ -1,5 +1,5 @@
 import CHaul
-import Foundation
+import FoundationEssentials
 import Glibc
 import Synchronization
 
@@ -25,7 +25,7 @@ final class Journal: @unchecked Sendable {
     let path: String
     private var database: OpaquePointer?
     private var statements: [String: OpaquePointer] = [:]
-    private let lock = NSRecursiveLock()
+    private let lock = RecursiveLock()
     /// Threads waiting for `lock`: the loop thread then commits its open batch at its next write
     /// instead of at the end of its turn, so that a caller waits for one statement, not a whole turn.
     private let contenders = Atomic<Int>(0)
@@ -46,7 +46,7 @@ final class Journal: @unchecked Sendable {
     /// This boot's id (`/proc/sys/kernel/random/boot_id`), or "unknown".
     static func currentBootID() -> String {
         let text = (try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)) ?? ""
-        let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let id = text.trimmingWhitespace
         return id.isEmpty ? "unknown" : id
     }
 
@@ -59,12 +59,9 @@ final class Journal: @unchecked Sendable {
         self.directory = directory
         self.batch = batch
         self.path = "\(directory)/\(Self.fileName)"
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        } catch {
+        if let error = FilePath.makeDirectories(directory) {
             throw DownloadError(
-                code: .fileSystem, url: nil, errno: Self.errno(of: error) ?? EACCES, path: directory,
-                detail: "could not create the state directory")
+                code: .fileSystem, url: nil, errno: error, path: directory, detail: "could not create the state directory")
         }
         if access(path, F_OK) != 0 { orphanPartials = Self.partialFiles(in: directory) }
         var database: OpaquePointer?
@@ -330,7 +327,7 @@ final class Journal: @unchecked Sendable {
             }
         }
         if previous != bootID {
-            try execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('boot_id', '\(bootID.replacingOccurrences(of: "'", with: "''"))')")
+            try execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('boot_id', '\(bootID.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "''"))')")
         }
     }
 
@@ -694,9 +691,5 @@ final class Journal: @unchecked Sendable {
 
     private static func bind(_ statement: OpaquePointer, _ index: Int32, _ value: Int64?) {
         if let value { sqlite3_bind_int64(statement, index, value) } else { sqlite3_bind_null(statement, index) }
-    }
-
-    private static func errno(of error: any Error) -> Int32? {
-        ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError).map { Int32($0.code) }
     }
 }

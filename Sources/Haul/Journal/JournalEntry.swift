@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// One download as a state directory's journal records it (for listings such as `haul --list`).
 public struct JournalEntry: Sendable, Hashable {

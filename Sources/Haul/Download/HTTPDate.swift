@@ -1,0 +1,55 @@
+import FoundationEssentials
+import Glibc
+
+/// HTTP dates (RFC 9110 §5.6.7): the IMF-fixdate every server sends now, and the obsolete RFC 850 and
+/// asctime forms a recipient must still accept.
+enum HTTPDate {
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    /// The date `text` names, or `nil` when it is none of the three forms.
+    static func parse(_ text: String) -> Date? {
+        let value = text.trimmingWhitespace
+        let fields: (day: Substring, month: Substring, year: Substring, time: Substring)
+        if let comma = value.firstIndex(of: ",") {
+            let parts = value[value.index(after: comma)...].split(separator: " ")
+            if parts.count == 5, parts[4] == "GMT" {  // Sun, 06 Nov 1994 08:49:37 GMT
+                fields = (parts[0], parts[1], parts[2], parts[3])
+            } else if parts.count == 3, parts[2] == "GMT" {  // Sunday, 06-Nov-94 08:49:37 GMT
+                let date = parts[0].split(separator: "-", omittingEmptySubsequences: false)
+                guard date.count == 3, date[2].count == 2 else { return nil }
+                fields = (date[0], date[1], date[2], parts[1])
+            } else {
+                return nil
+            }
+        } else {  // Sun Nov  6 08:49:37 1994
+            let parts = value.split(separator: " ")
+            guard parts.count == 5 else { return nil }
+            fields = (parts[2], parts[1], parts[4], parts[3])
+        }
+        let clock = fields.time.split(separator: ":", omittingEmptySubsequences: false)
+        guard fields.day.count <= 2, let day = number(fields.day), (1...31).contains(day),
+            let month = months.firstIndex(where: { $0 == fields.month }),
+            fields.year.count == 2 || fields.year.count == 4, var year = number(fields.year),
+            clock.count == 3, clock.allSatisfy({ $0.count == 2 }),
+            let hour = number(clock[0]), let minute = number(clock[1]), let second = number(clock[2]),
+            hour < 24, minute < 60, second <= 60
+        else { return nil }
+        if fields.year.count == 2 { year += year < 70 ? 2000 : 1900 }
+        var parts = tm()
+        parts.tm_year = Int32(year - 1900)
+        parts.tm_mon = Int32(month)
+        parts.tm_mday = Int32(day)
+        parts.tm_hour = Int32(hour)
+        parts.tm_min = Int32(minute)
+        parts.tm_sec = Int32(second)
+        let seconds = timegm(&parts)
+        guard parts.tm_mday == Int32(day) else { return nil }  // 31 Feb rolled over into March
+        return Date(timeIntervalSince1970: Double(seconds))
+    }
+
+    /// A decimal number of ASCII digits only.
+    private static func number(_ text: Substring) -> Int? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        return Int(text)
+    }
+}
