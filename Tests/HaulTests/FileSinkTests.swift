@@ -76,6 +76,33 @@ struct FileSinkTests {
         #expect(pool.idleCount == 1)
     }
 
+    @Test("idle stacks hand out the newest and trim only what stayed idle a whole period")
+    func idleStack() {
+        var stack = IdleStack<Int>(limit: 3)
+        let kept = [1, 2, 3, 4].map { stack.push($0) }
+        #expect(kept == [true, true, true, false])  // full: the caller frees the fourth
+        var trimmed = stack.trim()
+        #expect(trimmed.isEmpty)  // nothing was idle a whole period yet
+        var taken = stack.pop()
+        #expect(taken == 3)
+        trimmed = stack.trim()
+        #expect(trimmed == [1, 2])  // never taken since the last trim
+        #expect(stack.items.isEmpty)
+        _ = stack.push(5)
+        _ = stack.push(6)
+        trimmed = stack.trim()
+        #expect(trimmed.isEmpty)  // new since the last trim
+        taken = stack.pop()
+        #expect(taken == 6)
+        _ = stack.push(7)
+        trimmed = stack.trim()
+        #expect(trimmed == [5])  // 5 stayed; 7 came back after 6 was taken
+        let rest = stack.removeAll()
+        #expect(rest == [7])
+        taken = stack.pop()
+        #expect(taken == nil)
+    }
+
     @Test("moving into place across file systems copies beside the destination, one temporary file per partial")
     func moveAcrossFileSystems() throws {
         let memory = try makeTemporaryDirectory(inMemory: true)

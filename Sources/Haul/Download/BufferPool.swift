@@ -21,34 +21,24 @@ final class BufferPool: Sendable {
     private struct IdleBuffer: @unchecked Sendable {
         let memory: UnsafeMutableRawBufferPointer
     }
-    private struct Idle: ~Copyable {
-        var buffers: [IdleBuffer] = []
-        /// The fewest idle buffers since the last trim: that many were not needed all along.
-        var fewest = 0
-    }
-    private let idle = Mutex(Idle())
+    private let idle: Mutex<IdleStack<IdleBuffer>>
 
     init(bufferSize: Int, idleLimit: Int) {
         self.bufferSize = bufferSize
         self.idleLimit = idleLimit
+        idle = Mutex(IdleStack(limit: idleLimit))
     }
 
     deinit {
-        idle.withLock { idle in
-            for buffer in idle.buffers { Self.unmap(buffer.memory) }
-        }
+        for buffer in idle.withLock({ $0.removeAll() }) { Self.unmap(buffer.memory) }
     }
 
     /// How many buffers are idle now.
-    var idleCount: Int { idle.withLock { $0.buffers.count } }
+    var idleCount: Int { idle.withLock { $0.items.count } }
 
     /// An idle buffer, or a new one; `nil` when no memory can be mapped (the caller writes unbuffered).
     func take() -> UnsafeMutableRawBufferPointer? {
-        let reused = idle.withLock { idle -> IdleBuffer? in
-            guard let buffer = idle.buffers.popLast() else { return nil }
-            idle.fewest = min(idle.fewest, idle.buffers.count)
-            return buffer
-        }
+        let reused = idle.withLock { $0.pop() }
         if let reused { return reused.memory }
         let address = mmap(nil, bufferSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
         guard let address, address != MAP_FAILED else { return nil }
@@ -56,24 +46,14 @@ final class BufferPool: Sendable {
     }
 
     func give(_ buffer: UnsafeMutableRawBufferPointer) {
-        let returned = IdleBuffer(memory: buffer)
-        let kept = idle.withLock { idle in
-            guard idle.buffers.count < idleLimit else { return false }
-            idle.buffers.append(returned)
-            return true
-        }
+        let kept = idle.withLock { $0.push(IdleBuffer(memory: buffer)) }
         if !kept { Self.unmap(buffer) }
     }
 
     /// Frees the buffers that stayed idle since the last trim: how many.
     @discardableResult
     func trim() -> Int {
-        let unused = idle.withLock { idle -> [IdleBuffer] in
-            let unused = idle.buffers.prefix(idle.fewest)  // the oldest idle ones
-            idle.buffers.removeFirst(unused.count)
-            idle.fewest = idle.buffers.count
-            return Array(unused)
-        }
+        let unused = idle.withLock { $0.trim() }
         for buffer in unused { Self.unmap(buffer.memory) }
         return unused.count
     }

@@ -52,8 +52,11 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     private let retryPolicy: RetryPolicy
     /// Write buffers, reused across transfers.
     private let buffers: BufferPool
-    /// Easy handles of ended transfers, reset and kept for the next ones.
-    private var idleEasyHandles: [EasyHandle] = []
+    /// Easy handles of ended transfers, reset and kept for the next ones (as many as may run at once),
+    /// and freed after a whole idle period (see ``releaseIdleBuffers()``). Kept only up to 64, a
+    /// burst of finished transfers freed its handles and the next ones created new: 2,552 new
+    /// handles for 10,000 downloads at 100 at once.
+    private var idleEasyHandles: IdleStack<EasyHandle>
     /// Shared by every easy handle: TLS sessions and DNS answers.
     private let share: UnsafeMutableRawPointer?
     private let progressIntervalNanoseconds: UInt64
@@ -65,6 +68,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         self.logger = configuration.logger
         self.retryPolicy = RetryPolicy(baseDelay: configuration.retryDelay, maximumDelay: configuration.maximumRetryDelay)
         self.buffers = BufferPool(bufferSize: configuration.bufferSize, idleLimit: configuration.maxConcurrentDownloads)
+        self.idleEasyHandles = IdleStack(limit: max(64, configuration.maxConcurrentDownloads))
         let share = curl_share_init()
         if let share {
             _ = CHaul_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_SSL_SESSION.rawValue))
@@ -250,7 +254,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         catalog.closeJournals()
         catalog.resumeIdleWaiters()
         // Every easy handle goes before the share they use.
-        idleEasyHandles.removeAll()
+        _ = idleEasyHandles.removeAll()
         if let share { curl_share_cleanup(share) }
         reactor.stop()
     }
@@ -345,6 +349,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             }
         }
         buffers.trim()
+        _ = idleEasyHandles.trim()  // freed here, on the loop thread, as their deinit cleans up
     }
 
     /// Admits queued downloads while slots are free: the highest priority first, then the oldest,
@@ -533,7 +538,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             finish(transfer, with: transfer.attributed(error), reactor: reactor)
             return
         }
-        guard let easy = transfer.easy ?? idleEasyHandles.popLast() ?? EasyHandle() else {
+        guard let easy = transfer.easy ?? idleEasyHandles.pop() ?? EasyHandle() else {
             finish(
                 transfer, with: DownloadError(code: .internalError, url: transfer.urlForErrors, detail: "curl_easy_init failed"),
                 reactor: reactor)
@@ -729,11 +734,11 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         return progress
     }
 
-    /// Keeps an easy handle that left the multi handle for the next transfer (up to 64 idle).
+    /// Keeps an easy handle that left the multi handle for the next transfer.
     private func recycle(_ easy: EasyHandle) {
-        guard idleEasyHandles.count < 64 else { return }
+        guard idleEasyHandles.items.count < idleEasyHandles.limit else { return }
         easy.reset()
-        idleEasyHandles.append(easy)
+        _ = idleEasyHandles.push(easy)
     }
 
     /// Takes the request out of curl, if any.
