@@ -234,6 +234,11 @@ public final class DownloadManager: Sendable {
             return nil
         }
         var carried = nextValid()
+        // After 8 full runs into one journal (16,384 rows) this call is a bulk enqueue: that journal
+        // gets a larger page cache until the call returns.
+        var fullRuns: [ObjectIdentifier: Int] = [:]
+        var bulkJournals: [Journal] = []
+        defer { for journal in bulkJournals { journal.endBulkWrite() } }
         while let first = carried {
             guard !catalog.isShutDown else { throw DownloadError(code: .shutdown, url: first.url.redactedString) }
             // A run of up to 2,048 requests into one journal, checked before the journal is locked:
@@ -250,6 +255,13 @@ public final class DownloadManager: Sendable {
             }
             if batch.count == 2048, carried == nil { carried = nextValid() }
             let journal = try catalog.journal(for: first.stateDirectory)
+            if batch.count == 2048 {
+                fullRuns[ObjectIdentifier(journal), default: 0] += 1
+                if fullRuns[ObjectIdentifier(journal)] == 8 {
+                    journal.beginBulkWrite()
+                    bulkJournals.append(journal)
+                }
+            }
             let queuedAny = try journal.transaction { () throws(DownloadError) -> Bool in
                 var queuedAny = false
                 for request in batch {

@@ -13,6 +13,40 @@ struct QueueTests {
         return configuration
     }
 
+    @Test("a bulk enqueue gets a larger page cache until it returns; short ones keep the small one")
+    func bulkEnqueueCache() async throws {
+        let (server, directory) = try startServerAndDirectory(inMemory: true)
+        defer { stop(server, directory) }
+        let state = directory.appendingPathComponent("state")
+        let manager = try DownloadManager(configuration: configuration(state, concurrency: 1))
+        let journal = try #require(manager.catalog.openJournal(for: state.path))
+        #expect(journal.pageCacheKiB == 1024)
+        journal.beginBulkWrite()
+        journal.beginBulkWrite()
+        #expect(journal.pageCacheKiB == 8192)
+        journal.endBulkWrite()
+        #expect(journal.pageCacheKiB == 8192)  // one still runs
+        journal.endBulkWrite()
+        #expect(journal.pageCacheKiB == 1024)
+
+        // Through enqueue: the requests note the cache's size as they are taken, one per run of 2,048.
+        var seen: [Int] = []
+        func requests(_ range: Range<Int>) -> some Sequence<DownloadRequest> {
+            range.lazy.map { index in
+                if index % 2048 == 0 { seen.append(journal.pageCacheKiB) }
+                return DownloadRequest(url: server.url("missing"), destination: directory.appendingPathComponent("out/\(index)"))
+            }
+        }
+        #expect(try manager.enqueue(requests(0..<10_000)).queued == 10_000)
+        #expect(seen == Array(repeating: 1024, count: 5))
+        seen = []
+        #expect(try manager.enqueue(requests(10_000..<50_000)).queued == 40_000)
+        // The first 8 runs (16,384 rows) go in with the small cache, every later one with the large.
+        #expect(seen == Array(repeating: 1024, count: 8) + Array(repeating: 8192, count: 12))
+        #expect(journal.pageCacheKiB == 1024)
+        await manager.shutdown()
+    }
+
     @Test("2,000 enqueued downloads are rows, not objects; a new manager finishes what a shutdown left")
     func queuedDownloadsAreRows() async throws {
         let (server, directory) = try startServerAndDirectory(inMemory: true)

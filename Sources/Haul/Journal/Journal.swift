@@ -112,6 +112,34 @@ final class Journal: @unchecked Sendable {
         return try body()
     }
 
+    /// SQLite's page cache, in KiB (as `PRAGMA cache_size` takes it, negated). Measured: 200,000 rows
+    /// enqueued in 3.8 s with 8 MiB, 4.8 s with 1 MiB; 10,000 downloads at 100 at once peaked at 1.9 MB
+    /// more RSS with 8 MiB held all along.
+    private static let cacheKiB = (normal: -1024, bulk: -8192)
+    /// ``beginBulkWrite()`` calls not yet ended.
+    private var bulkWriters = 0
+
+    /// A bulk enqueue starts: the page cache grows until the last one ends (``endBulkWrite()``).
+    func beginBulkWrite() {
+        locked {
+            bulkWriters += 1
+            if bulkWriters == 1, database != nil { try? execute("PRAGMA cache_size = \(Self.cacheKiB.bulk)") }
+        }
+    }
+
+    /// A bulk enqueue ended: the last one shrinks the page cache again.
+    func endBulkWrite() {
+        locked {
+            bulkWriters -= 1
+            if bulkWriters == 0, database != nil { try? execute("PRAGMA cache_size = \(Self.cacheKiB.normal)") }
+        }
+    }
+
+    /// The page cache's size now, in KiB.
+    var pageCacheKiB: Int {
+        locked { -(Int((try? queryText("PRAGMA cache_size")) ?? "") ?? 0) }
+    }
+
     /// Runs `body` in one SQLite transaction (one commit for many rows), holding the lock. Inside the
     /// loop thread's open batch, `body` is a savepoint of it.
     func transaction<T>(_ body: () throws(DownloadError) -> T) throws(DownloadError) -> T {
@@ -237,7 +265,8 @@ final class Journal: @unchecked Sendable {
         // each checkpoint rewrites every page it touched. Measured on 200,000 queued rows: 512-row
         // commits with the default 1,000-page checkpoints wrote 1.27 GB; 2,048-row commits
         // (`enqueue`) with 4,000-page checkpoints, 0.56 GB. The WAL is cut back to 16 MiB after them.
-        try execute("PRAGMA cache_size = -8192")
+        // The page cache is small but while a bulk enqueue runs (see ``beginBulkWrite()``).
+        try execute("PRAGMA cache_size = \(Self.cacheKiB.normal)")
         try execute("PRAGMA wal_autocheckpoint = 4000")
         try execute("PRAGMA journal_size_limit = 16777216")
         try execute("BEGIN IMMEDIATE")
