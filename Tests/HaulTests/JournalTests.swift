@@ -249,13 +249,18 @@ struct JournalIntegrationTests {
 
     @Test("the journal records a paused download's bytes and validators, and its completion")
     func journalCheckpoints() async throws {
-        let (server, directory) = try startServerAndDirectory()
-        defer { stop(server, directory) }
+        // The first response goes silent after 300,000 bytes: the shutdown always comes first.
+        let server = try FaultServer.start()
+        let directory = try makeTemporaryDirectory()
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
         let size = 2 * 1024 * 1024
-        try server.makeFile("j.bin", size: size)
+        let url = server.url("stall/300000/\(size)")
         let destination = directory.appendingPathComponent("j.bin")
         let manager = try DownloadManager()
-        let download = try manager.download(from: server.url("slow/j.bin"), to: destination)
+        let download = try manager.download(from: url, to: destination)
         var events = download.events.makeAsyncIterator()
         await events.next { if case .progress(let p) = $0 { p.bytesReceived > 0 } else { false } }
         await manager.shutdown()
@@ -271,8 +276,9 @@ struct JournalIntegrationTests {
         journal.close()
 
         try await withDownloadManager { manager in
-            _ = try await manager.download(from: server.url("slow/j.bin"), to: destination).finished()
+            _ = try await manager.download(from: url, to: destination).finished()
         }
+        #expect(try Data(contentsOf: destination) == FaultServer.body(size: size))
         let after = try Journal(directory: download.stateDirectory.path)
         let completed = try #require(try after.record(for: download.id))
         #expect(completed.state == .completed)
@@ -365,18 +371,20 @@ struct JournalIntegrationTests {
 
     @Test("a new manager on the journal continues interrupted downloads, keeps paused ones paused, re-attaches by id")
     func restartRecovery() async throws {
-        let (server, directory) = try startServerAndDirectory()
-        defer { stop(server, directory) }
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
         let size = 2 * 1024 * 1024
-        // At 256 KB/s the running download cannot finish before the shutdown, even on a loaded machine.
-        let running = try server.makeFile("running.bin", size: 1024 * 1024, seed: 5)
-        let paused = try server.makeFile("paused.bin", size: size, seed: 6)
+        // Both first responses go silent part-way (300,000 and 200,000 bytes), so neither download can
+        // finish before the test pauses or shuts it down, however slow the machine is (nginx's rate
+        // limit could not promise that under a loaded CI run); every later request is answered in full.
+        let faults = try FaultServer.start()
+        defer { faults.stop() }
         var configuration = DownloadManager.Configuration()
         configuration.stateDirectory = directory.appendingPathComponent("state")
 
         let first = try DownloadManager(configuration: configuration)
-        let a = try first.download(from: server.url("slowest/running.bin"), to: directory.appendingPathComponent("running.bin"))
-        let b = try first.download(from: server.url("slow/paused.bin"), to: directory.appendingPathComponent("paused.bin"))
+        let a = try first.download(from: faults.url("stall/300000/1048576"), to: directory.appendingPathComponent("running.bin"))
+        let b = try first.download(from: faults.url("stall/200000/\(size)"), to: directory.appendingPathComponent("paused.bin"))
         var aEvents = a.events.makeAsyncIterator()
         var bEvents = b.events.makeAsyncIterator()
         await aEvents.next { if case .progress = $0 { true } else { false } }
@@ -399,11 +407,14 @@ struct JournalIntegrationTests {
         #expect(try await restoredB.finished() == directory.appendingPathComponent("paused.bin"))
         await second.shutdown()
 
-        #expect(try Data(contentsOf: directory.appendingPathComponent("running.bin")) == running)
-        #expect(try Data(contentsOf: directory.appendingPathComponent("paused.bin")) == paused)
-        for uri in ["/slowest/running.bin", "/slow/paused.bin"] {
-            let requests = await server.requests(to: uri, atLeast: 2)
-            #expect(requests.filter { $0.range.hasPrefix("bytes=") }.count == 1, "\(uri) resumed once with a range")
+        #expect(try Data(contentsOf: directory.appendingPathComponent("running.bin")) == FaultServer.body(size: 1_048_576))
+        #expect(try Data(contentsOf: directory.appendingPathComponent("paused.bin")) == FaultServer.body(size: size))
+        // Each resumed once, from bytes its first response sent, pinned to its validator.
+        for (path, sent) in [("/stall/300000/1048576", 300_000), ("/stall/200000/\(size)", 200_000)] {
+            let requests = faults.requests(to: path)
+            #expect(requests.count == 2 && requests[0].range == nil && requests[1].ifRange != nil, "\(path)")
+            let offset = requests.last?.range.flatMap { Int($0.dropFirst("bytes=".count).dropLast()) }
+            #expect(offset.map { $0 > 0 && $0 <= sent } == true, "\(path): \(requests.map(\.range))")
         }
     }
 
@@ -437,25 +448,26 @@ struct JournalIntegrationTests {
 
     @Test("the remote file changing between two runs yields the new file, whole")
     func remoteChangedBetweenRuns() async throws {
-        let (server, directory) = try startServerAndDirectory()
-        defer { stop(server, directory) }
+        // Each request gets another version (bytes, ETag, Last-Modified); the first goes silent after
+        // 300,000 bytes, so the shutdown always comes first.
+        let server = try FaultServer.start()
+        let directory = try makeTemporaryDirectory()
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
         let size = 2 * 1024 * 1024
-        try server.makeFile("v.bin", size: size, seed: 10)
         let destination = directory.appendingPathComponent("v.bin")
         var configuration = DownloadManager.Configuration()
         configuration.stateDirectory = directory.appendingPathComponent("state")
 
         let first = try DownloadManager(configuration: configuration)
-        let download = try first.download(from: server.url("slow/v.bin"), to: destination)
+        let download = try first.download(from: server.url("changing-stall/300000/\(size)"), to: destination)
         var events = download.events.makeAsyncIterator()
         await events.next { if case .progress(let p) = $0 { p.bytesReceived > 0 } else { false } }
         await first.shutdown()
         #expect(download.progress.bytesReceived > 0)
 
-        // A new version: other bytes, another length, a later modification time (a new ETag).
-        let newer = try server.makeFile("v.bin", size: size + 4096, seed: 11)
-        try FileManager.default.setAttributes(
-            [.modificationDate: Date().addingTimeInterval(300)], ofItemAtPath: server.root.appendingPathComponent("v.bin").path)
 
         let second = try DownloadManager(configuration: configuration)
         let restored = try #require(second.download(id: download.id))
@@ -464,22 +476,31 @@ struct JournalIntegrationTests {
         #expect(restarted == .restarted(.remoteChanged))
         #expect(try await restored.finished() == destination)
         await second.shutdown()
-        #expect(try Data(contentsOf: destination) == newer)
+        #expect(try Data(contentsOf: destination) == FaultServer.body(size: size, version: 2))
+        // The resume asked for the rest of version 1 only (If-Range), and got version 2 whole.
+        let requests = server.requests(to: "/changing-stall/300000/\(size)")
+        #expect(requests.map(\.status) == [200, 200])
+        #expect(requests.last?.ifRange == "\"v1-\(size)\"" && requests.last?.range?.hasPrefix("bytes=") == true)
     }
 
     @Test("after a reboot a partial is cut back to its last synced checkpoint and still ends byte-identical")
     func simulatedReboot() async throws {
-        let (server, directory) = try startServerAndDirectory()
-        defer { stop(server, directory) }
+        // The first response goes silent after 300,000 bytes: the pause always comes first.
+        let server = try FaultServer.start()
+        let directory = try makeTemporaryDirectory()
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
         let size = 2 * 1024 * 1024
-        let data = try server.makeFile("r.bin", size: size)
+        let data = FaultServer.body(size: size)
         let destination = directory.appendingPathComponent("r.bin")
         var configuration = DownloadManager.Configuration()
         configuration.stateDirectory = directory.appendingPathComponent("state")
         configuration.bootIDOverride = "boot-one"
 
         let first = try DownloadManager(configuration: configuration)
-        let download = try first.download(from: server.url("slow/r.bin"), to: destination)
+        let download = try first.download(from: server.url("stall/300000/\(size)"), to: destination)
         var events = download.events.makeAsyncIterator()
         await events.next { if case .progress(let p) = $0 { p.bytesReceived > 0 } else { false } }
         download.pause()
@@ -510,7 +531,7 @@ struct JournalIntegrationTests {
             #expect(try await restored.finished() == destination)
         }
         #expect(try Data(contentsOf: destination) == data)
-        let requests = await server.requests(to: "/slow/r.bin", atLeast: 2)
+        let requests = server.requests(to: "/stall/300000/\(size)")
         #expect(requests.contains { $0.range == "bytes=\(synced)-" }, "resumed from the synced checkpoint")
 
         // Without a reboot the same journal is trusted as it is: a process crash keeps what the

@@ -4,7 +4,8 @@ import Glibc
 /// An HTTP/1.1 server of our own, in the test process, that misbehaves on purpose. A thread accepts
 /// on a free loopback port and a thread serves each connection (one request, then `Connection:
 /// close`). Every route serves a file of pseudo-random bytes (``body(size:version:)``) and supports
-/// `Range: bytes=N-` with `If-Range`, unless misbehaving is its point:
+/// `Range: bytes=N-` with `If-Range` (every version has its own strong ETag and Last-Modified), unless
+/// misbehaving is its point:
 ///
 /// - `/file/SIZE`: behaves.
 /// - `/drop/N/SIZE`: every response ends (connection closed) after N body bytes.
@@ -14,6 +15,7 @@ import Glibc
 /// - `/badrange/SIZE`: answers a range request with 206 and a Content-Range starting at 0.
 /// - `/short/SIZE`: the first response announces SIZE bytes and sends half, then closes.
 /// - `/changing/N/SIZE`: each request gets another version (ETag and bytes); the first ends after N.
+/// - `/changing-stall/N/SIZE`: each request gets another version; the first goes silent after N.
 /// - `/loop`: redirects to itself.
 /// - `/to-ftp`: redirects to an `ftp://` URL.
 /// - `/mute/SIZE`: the first request gets no answer at all (not even a status line); later ones behave.
@@ -181,6 +183,9 @@ final class FaultServer: @unchecked Sendable {
             sendFile(size: size, request: &request, index: index, on: connection, limit: number == 1 ? size / 2 : nil)
         case "changing" where numbers.count == 2:
             sendFile(size: size, version: number, request: &request, index: index, on: connection, limit: number == 1 ? numbers[0] : nil)
+        case "changing-stall" where numbers.count == 2:
+            sendFile(size: size, version: number, request: &request, index: index, on: connection, limit: number == 1 ? numbers[0] : nil)
+            if number == 1 { waitForClose(connection) }
         case "loop":
             sendStatus(302, extra: "Location: /loop\r\n", request: &request, index: index, on: connection)
         case "to-ftp":
@@ -238,7 +243,10 @@ final class FaultServer: @unchecked Sendable {
             head = "HTTP/1.1 200 OK\r\n"
             request.status = 200
         }
-        head += "Content-Length: \(size - start)\r\nETag: \(entityTag)\r\nAccept-Ranges: bytes\r\nConnection: close\r\n\r\n"
+        // Version 1 was last modified on RFC 9110's example date; each later version a day after.
+        let lastModified = Self.httpDate(784_111_777 + 86_400 * (version - 1))
+        head += "Content-Length: \(size - start)\r\nETag: \(entityTag)\r\nLast-Modified: \(lastModified)\r\n"
+        head += "Accept-Ranges: bytes\r\nConnection: close\r\n\r\n"
         note(request, at: index)
         guard write(Data(head.utf8), to: connection) > 0 else { return }
         var end = size
@@ -252,6 +260,16 @@ final class FaultServer: @unchecked Sendable {
             offset += step
             if let drip { usleep(useconds_t(drip.1 * 1000)) }
         }
+    }
+
+    /// `seconds` since 1970 as an IMF-fixdate.
+    static func httpDate(_ seconds: Int) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        var text = [CChar](repeating: 0, count: 64)
+        let count = strftime(&text, text.count, "%a, %d %b %Y %H:%M:%S GMT", &parts)
+        return String(decoding: text.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// A silent server: waits (sending nothing) until the client closes or the server stops.
