@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Where each URL of a `haul` command goes: pure functions of the arguments, unit-tested.
 struct DownloadPlan: Equatable {
@@ -22,7 +22,8 @@ struct DownloadPlan: Equatable {
     static func make(urls: [String], output: String?, isDirectory: (String) -> Bool) -> DownloadPlan {
         let output = output.map { $0.isEmpty ? "." : $0 }
         if urls.count == 1, let output, !output.hasSuffix("/"), !isDirectory(output) {
-            let directory = (output as NSString).deletingLastPathComponent
+            let slash = output.lastIndex(of: "/")
+            let directory = slash.map { $0 == output.startIndex ? "/" : String(output[..<$0]) } ?? ""
             return DownloadPlan(
                 items: [Item(url: urls[0], destination: output)],
                 outputDirectory: directory.isEmpty ? "." : directory)
@@ -54,13 +55,13 @@ struct DownloadPlan: Equatable {
             if let query = path.firstIndex(where: { $0 == "?" || $0 == "#" }) { path = String(path[..<query]) }
         }
         let last = path.split(separator: "/", omittingEmptySubsequences: true).last.map(String.init) ?? ""
-        let decoded = last.removingPercentEncoding ?? last
+        let decoded = last.percentDecoded ?? last
         var name = String(
             decoded.unicodeScalars.map { scalar -> Character in
                 if scalar.value < 0x20 || scalar.value == 0x7F || scalar == "/" || scalar == "\\" { return "_" }
                 return Character(scalar)
             })
-        name = name.trimmingCharacters(in: .whitespaces)
+        name = name.trimmingSpaces
         if name.isEmpty { return "index.html" }
         if name == "." || name == ".." || name == ".haul" { name = "_" + name }
         while name.utf8.count > 255 { name.removeFirst() }
@@ -70,7 +71,7 @@ struct DownloadPlan: Equatable {
     /// The URLs in an input file: one per line; blank lines and lines starting with `#` are ignored.
     static func urls(inInputFile contents: String) -> [String] {
         contents.split(whereSeparator: \.isNewline)
-            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .map(\.trimmingSpaces)
             .filter { !$0.isEmpty && !$0.hasPrefix("#") }
     }
 }

@@ -1,8 +1,9 @@
 import ArgumentParser
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Glibc
 import Haul
+import Synchronization
 
 /// `haul`: download files over HTTP(S), resumably.
 @main
@@ -105,18 +106,17 @@ struct HaulCommand: AsyncParsableCommand {
                 for entry in entries {
                     var object: [String: Any] = [
                         "id": entry.id.rawValue, "url": entry.url, "path": entry.destination, "state": entry.state,
-                        "bytes": entry.bytesReceived, "total": entry.totalBytes ?? NSNull(),
+                        "bytes": entry.bytesReceived, "total": entry.totalBytes ?? JSONNull(),
                     ]
                     if let error = entry.lastError { object["error"] = error }
-                    let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-                    Reporter.write(String(decoding: data, as: UTF8.self) + "\n", to: STDOUT_FILENO)
+                    Reporter.write(JSONLine.encode(object) + "\n", to: STDOUT_FILENO)
                 }
                 return 0
             }
             for entry in entries {
                 let total = entry.totalBytes.map { Reporter.size($0) } ?? "?"
                 let percent = entry.totalBytes.flatMap { $0 > 0 ? " \(entry.bytesReceived * 100 / $0)%" : nil } ?? ""
-                var line = "\(entry.state.padding(toLength: 9, withPad: " ", startingAt: 0)) "
+                var line = "\(entry.state.padded(to: 9)) "
                 line += "\(Reporter.size(entry.bytesReceived))/\(total)\(percent)  \(entry.url) -> \(entry.destination)"
                 if let error = entry.lastError, entry.state == "failed" { line += "\n          \(error)" }
                 Reporter.write(line + "\n", to: STDOUT_FILENO)
@@ -164,8 +164,8 @@ struct Runner {
             let urls = try command.allURLs()
             guard !urls.isEmpty else { throw CLIError("the input file has no URLs") }
             plan = DownloadPlan.make(urls: urls, output: command.output) { path in
-                var isDirectory: ObjCBool = false
-                return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+                var status = stat()
+                return stat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
             }
             try Self.makeDirectory(plan.outputDirectory)
         } catch {
@@ -203,7 +203,7 @@ struct Runner {
             do {
                 let download: Download
                 if let checksum = command.checksum.flatMap(Checksum.init) {
-                    guard let url = URL(string: item.url.trimmingCharacters(in: .whitespaces)) else {
+                    guard let url = URL(string: item.url.trimmingSpaces) else {
                         throw DownloadError(code: .invalidURL, url: item.url, detail: "it could not be parsed")
                     }
                     download = try manager.download(
@@ -211,7 +211,7 @@ struct Runner {
                 } else {
                     download = try manager.download(from: item.url, to: URL(fileURLWithPath: item.destination))
                 }
-                reporter.add(index: index, name: (item.destination as NSString).lastPathComponent)
+                reporter.add(index: index, name: String(item.destination.split(separator: "/").last ?? ""))
                 started.append((index, download, item))
             } catch {
                 failures += 1
@@ -281,7 +281,11 @@ struct Runner {
     static func describe(_ error: any Error) -> String {
         if let error = error as? DownloadError { return error.description }
         if let error = error as? CLIError { return error.description }
-        return (error as NSError).localizedDescription
+        if let error = error as? CocoaError {
+            let cause = (error.underlying as? POSIXError).map { String(cString: strerror($0.code.rawValue)) } ?? "\(error.code)"
+            return error.filePath.map { "'\($0)': \(cause)" } ?? cause
+        }
+        return String(describing: error)
     }
 }
 
@@ -293,22 +297,21 @@ final class Interruption: @unchecked Sendable {
     private let manager: DownloadManager
     private let reporter: Reporter
     private var sources: [DispatchSourceSignal] = []
-    private let lock = NSLock()
-    private var signal: Int32?
+    private let signal = Mutex<Int32?>(nil)
 
     init(manager: DownloadManager, reporter: Reporter) {
         self.manager = manager
         self.reporter = reporter
     }
 
-    var received: Int32? { lock.withLock { signal } }
+    var received: Int32? { signal.withLock { $0 } }
 
     func install() {
         for number in [SIGINT, SIGTERM] {
             Glibc.signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { [self] in
-                let first = lock.withLock { () -> Bool in
+                let first = signal.withLock { signal -> Bool in
                     defer { if signal == nil { signal = number } }
                     return signal == nil
                 }

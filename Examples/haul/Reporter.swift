@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import Glibc
 import Haul
 import Synchronization
@@ -84,7 +85,7 @@ final class Reporter: Sendable {
         case .bars: redraw(force: true)
         case .lines: break
         }
-        var summary = "\(completed) completed, \(failed) failed, \(Self.size(bytes)) in \(String(format: "%.1f", seconds)) s"
+        var summary = "\(completed) completed, \(failed) failed, \(Self.size(bytes)) in \(Format.tenths(seconds)) s"
         if interrupted { summary += "; interrupted: run the same command again to resume" }
         Self.write(summary + "\n", to: STDOUT_FILENO)
     }
@@ -178,7 +179,7 @@ final class Reporter: Sendable {
 
     private static func bar(for row: Row, width: Int) -> String {
         let progress = row.progress
-        let name = row.name.count > 24 ? String(row.name.prefix(23)) + "…" : row.name.padding(toLength: 24, withPad: " ", startingAt: 0)
+        let name = row.name.count > 24 ? String(row.name.prefix(23)) + "…" : row.name.padded(to: 24)
         var right = "\(size(progress.bytesReceived))"
         if let total = progress.totalBytes { right += "/\(size(total))" }
         if !row.status.isEmpty {
@@ -187,7 +188,7 @@ final class Reporter: Sendable {
             right += " \(size(Int64(progress.bytesPerSecond)))/s"
             if let eta = progress.estimatedTimeRemaining { right += " ETA \(duration(eta))" }
         }
-        let percent = progress.fractionCompleted.map { String(format: "%3d%%", Int($0 * 100)) } ?? "  ?%"
+        let percent = progress.fractionCompleted.map { Format.rightAligned(Int($0 * 100), width: 3) + "%" } ?? "  ?%"
         let barWidth = max(10, min(40, width - name.count - right.count - 10))
         let filled = Int((progress.fractionCompleted ?? 0) * Double(barWidth))
         let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: barWidth - filled)
@@ -212,13 +213,13 @@ final class Reporter: Sendable {
             value /= 1024
             unit += 1
         }
-        return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
+        return unit == 0 ? "\(bytes) B" : "\(Format.tenths(value)) \(units[unit])"
     }
 
     static func duration(_ duration: Duration) -> String {
         let seconds = Int(duration.components.seconds)
-        if seconds >= 3600 { return "\(seconds / 3600)h\(String(format: "%02d", seconds % 3600 / 60))m" }
-        if seconds >= 60 { return "\(seconds / 60)m\(String(format: "%02d", seconds % 60))s" }
+        if seconds >= 3600 { return "\(seconds / 3600)h\(Format.zeroPadded(seconds % 3600 / 60, width: 2))m" }
+        if seconds >= 60 { return "\(seconds / 60)m\(Format.zeroPadded(seconds % 60, width: 2))s" }
         return "\(seconds)s"
     }
 
@@ -227,7 +228,7 @@ final class Reporter: Sendable {
         var object: [String: Any] = ["url": url, "path": path]
         func add(_ progress: DownloadProgress) {
             object["bytes"] = progress.bytesReceived
-            object["total"] = progress.totalBytes ?? NSNull()
+            object["total"] = progress.totalBytes ?? JSONNull()
             object["bytesPerSecond"] = Int64(progress.bytesPerSecond)
             if let eta = progress.estimatedTimeRemaining {
                 object["etaSeconds"] = Self.seconds(eta)
@@ -254,8 +255,7 @@ final class Reporter: Sendable {
             if let status = error.httpStatus { object["httpStatus"] = status }
         case .cancelled: object["event"] = "cancelled"
         }
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return "{}" }
-        return String(decoding: data, as: UTF8.self)
+        return JSONLine.encode(object)
     }
 
     /// A short cause for a retry line: the status or curl's words.
@@ -267,7 +267,7 @@ final class Reporter: Sendable {
     /// A retry's delay: tenths under ten seconds.
     static func delay(_ duration: Duration) -> String {
         let seconds = Self.seconds(duration)
-        return seconds < 10 ? String(format: "%.1fs", seconds) : Self.duration(duration)
+        return seconds < 10 ? "\(Format.tenths(seconds))s" : Self.duration(duration)
     }
 
     static func seconds(_ duration: Duration) -> Double {

@@ -103,3 +103,53 @@ struct HaulArgumentTests {
         #expect(throws: (any Error).self) { try HaulCommand.parse(arguments) }
     }
 }
+
+/// The CLI's text helpers that replace Foundation's: checked against Foundation itself, which the
+/// tests may link.
+@Suite("haul: text and JSON output")
+struct HaulTextTests {
+    @Test("JSON lines parse back to the same values, whatever the strings hold")
+    func jsonLinesRoundTrip() throws {
+        let strings = ["", "plain", "quote \" and back\\slash", "http://h/a/b?c=d&e", "line\nbreak\r\ttab",
+                       "\u{1}\u{1f}\u{7f}", "é ü 日本 \u{202e} 🧪"]
+        for text in strings {
+            let object: [String: Any] = ["text": text, "bytes": Int64(1) << 40, "count": 7, "seconds": 0.1,
+                                         "tiny": 1e-7, "total": JSONNull(), "eta": Double.infinity]
+            let line = JSONLine.encode(object)
+            #expect(!line.contains("\n"))
+            let parsed = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(parsed["text"] as? String == text)
+            #expect((parsed["bytes"] as? NSNumber)?.int64Value == Int64(1) << 40)
+            #expect((parsed["count"] as? NSNumber)?.intValue == 7)
+            #expect((parsed["seconds"] as? NSNumber)?.doubleValue == 0.1)
+            #expect((parsed["tiny"] as? NSNumber)?.doubleValue == 1e-7)
+            #expect(parsed["total"] is NSNull && parsed["eta"] is NSNull)
+            // Keys sorted, slashes as they are: the form `--json` always printed.
+            #expect(line.hasPrefix("{\"bytes\":1099511627776,\"count\":7,\"eta\":null,\"seconds\":0.1,"))
+        }
+        #expect(JSONLine.encode(["url": "http://h/a"]) == "{\"url\":\"http://h/a\"}")
+    }
+
+    @Test("percent decoding as Foundation's removingPercentEncoding does it")
+    func percentDecoding() {
+        let cases = ["a%20b", "%2e%2E", "%C3%A9t%C3%A9", "no-escapes", "", "%", "%2", "%zz", "%C3", "100%25", "a+b"]
+        for text in cases {
+            #expect(text.percentDecoded == text.removingPercentEncoding, "\(text)")
+        }
+    }
+
+    @Test("numbers formatted as String(format:) printed them")
+    func formatting() {
+        for value in [0, 0.04, 0.05, 0.15, 0.96, 1, 9.99, 12.345, 1023.95, 123_456.7] {
+            #expect(Format.tenths(value) == String(format: "%.1f", value), "\(value)")
+        }
+        for value in [0, 5, 9, 10, 59, 123] {
+            #expect(Format.zeroPadded(value, width: 2) == String(format: "%02d", value))
+            #expect(Format.rightAligned(value, width: 3) == String(format: "%3d", value))
+        }
+        #expect("ab".padded(to: 4) == "ab  " && "abcdef".padded(to: 4) == "abcd")
+        #expect(" \t a b \r\n".trimmingSpaces == "a b" && "\u{3000}x\u{a0}".trimmingSpaces == "x")
+        #expect(Reporter.size(1536) == "1.5 KiB" && Reporter.size(1000) == "1000 B")
+        #expect(Reporter.duration(.seconds(3725)) == "1h02m" && Reporter.duration(.seconds(65)) == "1m05s")
+    }
+}
