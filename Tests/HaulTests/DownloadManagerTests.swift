@@ -97,7 +97,7 @@ struct DownloadManagerTests {
         var pausedAt: Int64 = 0
 
         try await withDownloadManager(configuration: configuration()) { manager in
-            let download = try manager.download(from: server.url("slow/pause.bin"), to: destination)
+            let download = try manager.download(from: server.url("gated/pause.bin"), to: destination)
             var events = download.events.makeAsyncIterator()
             await events.next { if case .progress(let p) = $0 { p.bytesReceived >= 512 * 1024 } else { false } }
             download.pause()
@@ -120,7 +120,7 @@ struct DownloadManagerTests {
             #expect(try await download.finished() == destination)
         }
         #expect(try Data(contentsOf: destination) == source)
-        let requests = await server.requests(to: "/slow/pause.bin", atLeast: 2)
+        let requests = await server.requests(to: "/gated/pause.bin", atLeast: 2)
         #expect(requests.count == 2)
         // The resume asked for exactly the bytes after the partial file and got exactly those.
         let resumed = requests.first { $0.range != "-" }
@@ -143,7 +143,7 @@ struct DownloadManagerTests {
         let destination = directory.appendingPathComponent("cancel.bin")
 
         try await withDownloadManager(configuration: configuration()) { manager in
-            let download = try manager.download(from: server.url("slowest/cancel.bin"), to: destination)
+            let download = try manager.download(from: server.url("gated/cancel.bin"), to: destination)
             await firstEvent(of: download) { if case .progress(let p) = $0 { p.bytesReceived > 0 } else { false } }
             var events = download.events.makeAsyncIterator()
             download.cancel()
@@ -172,7 +172,7 @@ struct DownloadManagerTests {
         let destination = directory.appendingPathComponent("across.bin")
 
         let first = try DownloadManager(configuration: configuration())
-        let download = try first.download(from: server.url("slow/across.bin"), to: destination)
+        let download = try first.download(from: server.url("gated/across.bin"), to: destination)
         await firstEvent(of: download) { if case .progress(let p) = $0 { p.bytesReceived >= 256 * 1024 } else { false } }
         await first.shutdown()
         await #expect {
@@ -185,12 +185,12 @@ struct DownloadManagerTests {
         #expect(progress.bytesReceived > 0)
 
         try await withDownloadManager(configuration: configuration()) { manager in
-            let again = try manager.download(from: server.url("slow/across.bin"), to: destination)
+            let again = try manager.download(from: server.url("gated/across.bin"), to: destination)
             #expect(again.id == download.id)
             #expect(try await again.finished() == destination)
         }
         #expect(try Data(contentsOf: destination) == source)
-        let requests = await server.requests(to: "/slow/across.bin", atLeast: 2)
+        let requests = await server.requests(to: "/gated/across.bin", atLeast: 2)
         #expect(requests.count == 2)
         let resumed = requests.first { $0.range != "-" }
         #expect(resumed?.range == "bytes=\(progress.bytesReceived)-")
@@ -206,7 +206,7 @@ struct DownloadManagerTests {
         let destination = directory.appendingPathComponent("norange.bin")
 
         try await withDownloadManager(configuration: configuration()) { manager in
-            let download = try manager.download(from: server.url("norange/norange.bin"), to: destination)
+            let download = try manager.download(from: server.url("gated-norange/norange.bin"), to: destination)
             var events = download.events.makeAsyncIterator()
             await events.next { if case .progress(let p) = $0 { p.bytesReceived >= 256 * 1024 } else { false } }
             download.pause()
@@ -217,7 +217,7 @@ struct DownloadManagerTests {
             #expect(try await download.finished() == destination)
         }
         #expect(try Data(contentsOf: destination) == source)
-        let requests = await server.requests(to: "/norange/norange.bin", atLeast: 2)
+        let requests = await server.requests(to: "/gated-norange/norange.bin", atLeast: 2)
         #expect(requests.map(\.status) == [200, 200])
     }
 
@@ -229,7 +229,7 @@ struct DownloadManagerTests {
         let destination = directory.appendingPathComponent("changing.bin")
 
         try await withDownloadManager(configuration: configuration()) { manager in
-            let download = try manager.download(from: server.url("slow/changing.bin"), to: destination)
+            let download = try manager.download(from: server.url("gated/changing.bin"), to: destination)
             var events = download.events.makeAsyncIterator()
             await events.next { if case .progress(let p) = $0 { p.bytesReceived >= 256 * 1024 } else { false } }
             download.pause()
@@ -245,7 +245,7 @@ struct DownloadManagerTests {
             #expect(try await download.finished() == destination)
             #expect(try Data(contentsOf: destination) == newer)
         }
-        let requests = await server.requests(to: "/slow/changing.bin", atLeast: 2)
+        let requests = await server.requests(to: "/gated/changing.bin", atLeast: 2)
         #expect(requests.count == 2)
         let resumed = requests.first { $0.range != "-" }
         #expect(resumed.map { $0.ifRange != "-" } == true, "the resume must send If-Range")
@@ -420,7 +420,7 @@ struct DownloadManagerTests {
         defer { stop(server, directory) }
         try server.makeFile("dropped.bin", size: 3 * 1024 * 1024)
         var manager: DownloadManager? = try DownloadManager(configuration: configuration())
-        let download = try manager!.download(from: server.url("slow/dropped.bin"), to: directory.appendingPathComponent("d.bin"))
+        let download = try manager!.download(from: server.url("gated/dropped.bin"), to: directory.appendingPathComponent("d.bin"))
         var events = download.events.makeAsyncIterator()
         await events.next { if case .progress = $0 { true } else { false } }
         manager = nil

@@ -151,7 +151,7 @@ struct HaulCLITests {
         defer { stop(server, work) }
         let size = 3 * 1024 * 1024
         let data = try server.makeFile("int.bin", size: size)
-        let url = server.url("slow/int.bin").absoluteString
+        let url = server.url("gated/int.bin").absoluteString
         let output = work.appendingPathComponent("out")
         let events = work.appendingPathComponent("events.jsonl").path
 
@@ -191,7 +191,7 @@ struct HaulCLITests {
         #expect(listed.stdout.hasPrefix("completed "))
         #expect(listed.stdout.contains(url))
 
-        let requests = await server.requests(to: "/slow/int.bin", atLeast: 2)
+        let requests = await server.requests(to: "/gated/int.bin", atLeast: 2)
         let resumed = requests.first { $0.range != "-" }
         #expect(resumed?.status == 206)
         #expect(requests.count == 2)

@@ -93,6 +93,10 @@ final class NginxServer: @unchecked Sendable {
                     client_body_temp_path \(prefix.path)/tmp; proxy_temp_path \(prefix.path)/tmp;
                     fastcgi_temp_path \(prefix.path)/tmp; uwsgi_temp_path \(prefix.path)/tmp; scgi_temp_path \(prefix.path)/tmp;
                     keepalive_requests 100000;
+                    # /gated/: a first request (no Range) gets 1 MiB at once, then 16 KB/s, so a test's
+                    # pause, cancel or shutdown always lands before it ends, however loaded the machine;
+                    # a resume (with Range) is not limited, so the test does not wait for it.
+                    map $http_range $haul_gated_rate { "" 16k; default 0; }
                     server {
                         listen 127.0.0.1:\(port);
                         \(tlsListener)
@@ -100,6 +104,10 @@ final class NginxServer: @unchecked Sendable {
                         location /slow/ { alias \(root.path)/; limit_rate 512k; }
                         location /slowest/ { alias \(root.path)/; limit_rate 256k; }
                         location /norange/ { alias \(root.path)/; max_ranges 0; limit_rate 512k; }
+                        location /gated/ { alias \(root.path)/; limit_rate_after 1m; limit_rate $haul_gated_rate; }
+                        location /gated-norange/ {
+                            alias \(root.path)/; max_ranges 0; limit_rate_after 1m; limit_rate $haul_gated_rate;
+                        }
                         location /redirect/ { rewrite ^/redirect/(.*)$ /$1 redirect; }
                         location = /loop { return 302 /loop; }
                         location /chunked/ {
