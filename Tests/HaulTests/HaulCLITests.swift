@@ -201,7 +201,10 @@ struct HaulCLITests {
     func killedRepeatedly() async throws {
         let (server, work) = try startServerAndDirectory()
         defer { stop(server, work) }
-        let size = 2 * 1024 * 1024
+        // 4 MiB at 256 KB/s: each run gets nginx's first-second burst (256 KB) before it can be killed,
+        // and a loaded machine kills late; 2 MiB was seen running out before the fifth kill (under
+        // AddressSanitizer, with the whole suite on two cores).
+        let size = 4 * 1024 * 1024
         let bufferSize = 64 * 1024
         let data = try server.makeFile("kill.bin", size: size)
         let url = server.url("slowest/kill.bin").absoluteString
