@@ -27,6 +27,9 @@ func haulConfiguration(concurrency: Int, state: String) -> DownloadManager.Confi
     return configuration
 }
 
+/// The folder `path` is in.
+func parent(of path: String) -> String { String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)]) }
+
 let arguments = Array(CommandLine.arguments.dropFirst())
 let started = ContinuousClock.now
 switch (arguments.first, arguments.count) {
@@ -43,7 +46,7 @@ case ("many", 6) where arguments[1] == "haul", ("many-h2", 6) where arguments[1]
     report(["scenario": arguments[0], "client": "haul", "files": count], started: started)
 case ("one", 4) where arguments[1] == "haul":
     let (url, out) = (arguments[2], arguments[3])
-    let state = String(out[..<(out.lastIndex(of: "/") ?? out.startIndex)]) + "/.haul"
+    let state = parent(of: out) + "/.haul"
     try await withDownloadManager(configuration: haulConfiguration(concurrency: 1, state: state)) { manager in
         _ = try await manager.download(from: URL(string: url)!, to: URL(fileURLWithPath: out)).finished()
     }
@@ -69,7 +72,7 @@ case ("live", 5) where arguments[1] == "haul":
 case ("queue", 4):
     let (base, count, state) = (arguments[1], Int(arguments[2])!, arguments[3])
     let manager = try DownloadManager(configuration: haulConfiguration(concurrency: 100, state: state))
-    let out = String(state[..<(state.lastIndex(of: "/") ?? state.startIndex)])
+    let out = parent(of: state)
     let request = { (index: Int) in
         DownloadRequest(url: URL(string: "\(base)/f\(index % 1000).bin?\(index)")!, destination: URL(fileURLWithPath: "\(out)/q/\(index / 1000)/\(index).bin"))
     }

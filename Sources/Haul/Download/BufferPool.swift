@@ -14,8 +14,6 @@ import Synchronization
 /// download of a busy manager, whose finished downloads give buffers back in bursts.
 final class BufferPool: Sendable {
     let bufferSize: Int
-    /// How many idle buffers are kept at most; more are freed at once.
-    let idleLimit: Int
 
     /// A buffer no one uses, which may move to another thread.
     private struct IdleBuffer: @unchecked Sendable {
@@ -23,9 +21,9 @@ final class BufferPool: Sendable {
     }
     private let idle: Mutex<IdleStack<IdleBuffer>>
 
+    /// - Parameter idleLimit: how many idle buffers are kept at most; more are freed at once.
     init(bufferSize: Int, idleLimit: Int) {
         self.bufferSize = bufferSize
-        self.idleLimit = idleLimit
         idle = Mutex(IdleStack(limit: idleLimit))
     }
 

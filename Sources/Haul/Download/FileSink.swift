@@ -218,8 +218,8 @@ final class FileSink {
         /// (`tryNameless: false` goes straight to the named file, for tests.)
         func writeWhole(to path: String, tryNameless: Bool = true) throws(DownloadError) -> Int32 {
             defer { if let buffer { pool.give(buffer) } }
-            let folder = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
-            let nameless = tryNameless ? CHaul_open_nameless(folder) : -1
+            let folder = FilePath.directory(of: path)
+            let nameless = tryNameless ? CHaul_open_nameless(folder.isEmpty ? "." : folder) : -1
             if nameless >= 0 {
                 do throws(DownloadError) {
                     try writeAndSync(to: nameless, path: path)

@@ -53,7 +53,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// Write buffers, reused across transfers.
     private let buffers: BufferPool
     /// Easy handles of ended transfers, reset and kept for the next ones (as many as may run at once),
-    /// and freed after a whole idle period (see ``releaseIdleBuffers()``). Kept only up to 64, a
+    /// and freed after a whole idle period (see ``releaseIdleBuffers()``). When only 64 were kept, a
     /// burst of finished transfers freed its handles and the next ones created new: 2,552 new
     /// handles for 10,000 downloads at 100 at once.
     private var idleEasyHandles: IdleStack<EasyHandle>

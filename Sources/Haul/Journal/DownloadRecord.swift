@@ -52,13 +52,13 @@ struct DownloadRecord: Equatable, Sendable {
     /// Whether the download still has work to do (not completed, not failed).
     var isUnfinished: Bool { state != .completed && state != .failed }
 
-    /// The validator for `If-Range`: a strong ETag, else Last-Modified (RFC 9110 §13.1.5).
     /// Whether a response was accepted or bytes recorded for this download: only then may its
     /// partial file hold bytes worth resuming. Bytes in the partial file of any other row were written
     /// in a loop turn whose journal commit was lost (a crash), with no validator recorded: they are
     /// not continued, and the file is not even looked at.
     var mayHaveStarted: Bool { attempts > 0 || bytesCommitted > 0 || bytesSynced > 0 }
 
+    /// The validator for `If-Range`: a strong ETag, else Last-Modified (RFC 9110 §13.1.5).
     var ifRangeValidator: String? {
         if let entityTag, !entityTag.hasPrefix("W/") { return entityTag }
         return lastModified
