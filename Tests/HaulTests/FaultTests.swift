@@ -77,6 +77,39 @@ struct FaultTests {
         }
     }
 
+    @Test("connections are closed on exec: a child process started meanwhile cannot keep one open")
+    func socketsCloseOnExec() async throws {
+        try await withFaultServer { server, directory in
+            var configuration = configuration(directory)
+            configuration.stallTimeout = .seconds(60)
+            try await withDownloadManager(configuration: configuration) { manager in
+                // Connected, and held there: the response goes silent after 100,000 bytes.
+                let download = try manager.download(from: server.url("stall/100000/300000"), to: directory.appendingPathComponent("out"))
+                var events = download.events.makeAsyncIterator()
+                await events.next { if case .progress(let p) = $0 { p.bytesReceived > 0 } else { false } }
+                let sockets = Self.descriptorsConnected(toPort: server.port)
+                #expect(!sockets.isEmpty, "the transfer's socket was not found")
+                for descriptor in sockets {
+                    #expect(fcntl(descriptor, F_GETFD) & FD_CLOEXEC != 0, "descriptor \(descriptor) would outlive an exec")
+                }
+                download.cancel()
+            }
+        }
+    }
+
+    /// This process's TCP sockets whose peer is 127.0.0.1:`port`.
+    static func descriptorsConnected(toPort port: Int) -> [Int32] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return names.compactMap(Int32.init).filter { descriptor in
+            var address = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let found = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(descriptor, $0, &length) == 0 }
+            }
+            return found && address.sin_family == sa_family_t(AF_INET) && Int(UInt16(bigEndian: address.sin_port)) == port
+        }
+    }
+
     @Test("503 and 429 with Retry-After: the delay asked for is honoured", arguments: [503, 429])
     func retryAfter(status: Int) async throws {
         try await withFaultServer { server, directory in

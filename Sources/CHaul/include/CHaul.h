@@ -11,6 +11,7 @@
 #include <event2/event.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <openssl/evp.h>
@@ -45,6 +46,20 @@ static inline CURLcode CHaul_easy_setopt_slist(CURL *handle, CURLoption option, 
 
 static inline CURLcode CHaul_easy_setopt_data_callback(CURL *handle, CURLoption option, CHaul_data_callback value) {
     return curl_easy_setopt(handle, option, value);
+}
+
+/// libcurl 7.88 opens its sockets without close-on-exec: a child process started while a transfer
+/// was connected (by the application, from any thread) kept the socket open, so a transfer Haul
+/// stopped stayed open to the server for as long as the child lived. Sockets are opened with
+/// SOCK_CLOEXEC instead, atomically (an fcntl after the fact would race a fork on another thread).
+static curl_socket_t CHaul_open_socket(void *context, curlsocktype purpose, struct curl_sockaddr *address) {
+    (void)context;
+    (void)purpose;
+    return socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
+}
+
+static inline CURLcode CHaul_easy_open_sockets_close_on_exec(CURL *handle) {
+    return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, CHaul_open_socket);
 }
 
 // MARK: easy handle information

@@ -71,6 +71,7 @@ final class EasyHandle {
         set(CURLOPT_SSL_VERIFYHOST, 2)
         if let file = configuration.certificateAuthorityFile { set(CURLOPT_CAINFO, file.path) }
         set(CURLOPT_TCP_KEEPALIVE, 1)
+        _ = CHaul_easy_open_sockets_close_on_exec(raw)
         _ = CHaul_easy_setopt_pointer(raw, CURLOPT_ERRORBUFFER, errorBuffer)
         _ = CHaul_easy_setopt_data_callback(raw, CURLOPT_WRITEFUNCTION, write)
     }
