@@ -15,7 +15,7 @@ bench() {  # bench SCENARIO CLIENT ARGS…: Haul runs alone in haul-bench, the p
 cc -O2 floor/multi.c -lcurl -o .build/multi
 repeat="${REPEAT:-3}"
 count="${COUNT:-10000}"
-live="${LIVE:-5000}"
+live="${LIVE:-10000}"
 queued="${QUEUED:-1000000}"
 
 work="$(mktemp -d /dev/shm/haul-bench.XXXXXX)"   # files and downloads on tmpfs: the network path is measured, not a disk

@@ -126,9 +126,13 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
                 + "Check the address and the network, then resume the download; the bytes already received are kept."
         case .fileSystem:
             let cause = errno.map { String(cString: strerror($0)) } ?? detail ?? "an I/O error"
+            let advice =
+                isOutOfDescriptors
+                ? "The process has no file descriptor left: raise its open-files limit (ulimit -n) or lower "
+                    + "maxConcurrentDownloads. Haul retries the download; the partial file is kept."
+                : "Free space or fix permissions, then resume; the partial file is kept."
             return "\(subject) failed writing \(path.map { "'\($0)'" } ?? "a local file"): \(cause)"
-                + "\(detail.map { " (\($0))" } ?? ""). Free space or fix permissions, then resume; "
-                + "the partial file is kept."
+                + "\(detail.map { " (\($0))" } ?? ""). \(advice)"
         case .rangeNotHonored:
             return "\(subject) failed: the server did not answer the byte range that was asked for "
                 + "\(detail.map { "(\($0)) " } ?? "")even after restarting from zero; nothing was spliced. "
@@ -159,14 +163,17 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         }
     }
 
-    /// Whether trying again later may succeed: connection failures, timeouts, bodies cut short, and
-    /// the HTTP statuses that say "not now" (408, 425, 429, and 5xx other than 501 and 505). Haul
-    /// retries these itself (see ``DownloadManager/Configuration/retryLimit``); other failures are
-    /// permanent for the request as made.
+    /// Whether trying again later may succeed: connection failures, timeouts, bodies cut short, the
+    /// HTTP statuses that say "not now" (408, 425, 429, and 5xx other than 501 and 505), and a file
+    /// that could not be opened because the process or the system had no file descriptor left
+    /// (`EMFILE`, `ENFILE`: other transfers free theirs). Haul retries these itself (see
+    /// ``DownloadManager/Configuration/retryLimit``); other failures are permanent for the request as made.
     public var isTransient: Bool {
         switch code.base {
         case .sizeMismatch:
             return true
+        case .fileSystem:
+            return isOutOfDescriptors
         case .httpStatus:
             guard let httpStatus else { return false }
             return [408, 425, 429].contains(httpStatus) || (500...599).contains(httpStatus) && ![501, 505].contains(httpStatus)
@@ -178,6 +185,11 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         default:
             return false
         }
+    }
+
+    /// A file-system failure for want of a file descriptor.
+    private var isOutOfDescriptors: Bool {
+        code == .fileSystem && (errno == EMFILE || errno == ENFILE)
     }
 
     private static func reason(forStatus status: Int?) -> String {

@@ -24,6 +24,11 @@ public final class DownloadManager: Sendable {
         /// How many downloads transfer at once (a finishing one counts until its file is in place);
         /// the others wait as rows of the journal, holding no object, connection, file descriptor or
         /// buffer. Default 16.
+        ///
+        /// At most half of the process's open-files limit (`RLIMIT_NOFILE`, raised to its hard limit
+        /// when the first manager starts) runs at once, whatever is set here: each transfer holds a
+        /// socket. With the common hard limit of 1,048,576 that is never reached; where the limit is
+        /// lower, the manager logs the number it runs at.
         public var maxConcurrentDownloads: Int = 16
         /// How many downloads from one host (host and port) transfer at once, across all downloads;
         /// the queue skips to other hosts' downloads meanwhile. `nil` (the default): no limit but
@@ -55,6 +60,8 @@ public final class DownloadManager: Sendable {
         public var revalidatesCompletedFiles = false
         /// Tests inject another boot's id to simulate a reboot.
         var bootIDOverride: String?
+        /// Tests inject a smaller open-files limit than the process's (see ``DescriptorBudget``).
+        var openFilesLimitOverride: Int?
         /// The boot id journals are stamped with: this boot's, unless a test injects another.
         var bootID: String { bootIDOverride ?? Journal.currentBootID() }
         /// The longest wait for a connection. Default 30 s.
@@ -123,11 +130,14 @@ public final class DownloadManager: Sendable {
         self.configuredStateDirectory = configuration.stateDirectory?.standardizedFileURL.path
         let catalog = Catalog(configuration: configuration)
         self.catalog = catalog
+        Reactor.prepareProcess()  // raises the open-files limit, which the budget is taken from
+        let budget = DescriptorBudget(openFilesLimit: configuration.openFilesLimitOverride ?? DescriptorBudget.currentLimit())
         let reactor = try Reactor(
-            logger: configuration.logger, idleConnections: max(16, configuration.maxConcurrentDownloads),
+            logger: configuration.logger,
+            idleConnections: min(max(16, configuration.maxConcurrentDownloads), budget.transfers),
             streamsPerConnection: configuration.maxStreamsPerConnection)
         self.reactor = reactor
-        self.scheduler = Scheduler(configuration: configuration, reactor: reactor, catalog: catalog)
+        self.scheduler = Scheduler(configuration: configuration, budget: budget, reactor: reactor, catalog: catalog)
         var restored: String?
         if let directory = configuredStateDirectory {
             let journal = try catalog.journal(for: directory)

@@ -220,6 +220,13 @@ struct RetryTests {
             #expect(error.isTransient == transient, "curl \(code)")
         }
         #expect(!DownloadError(code: .fileSystem, url: url, errno: 28, path: "/x").isTransient)
+        // Out of descriptors: other transfers free theirs, so it is retried, and the advice says what to raise.
+        for code in [EMFILE, ENFILE] {
+            let error = DownloadError(code: .fileSystem, url: url, errno: code, path: "/x.part", detail: "open failed")
+            #expect(error.isTransient)
+            #expect(error.description.contains("ulimit -n"))
+        }
+        #expect(!DownloadError(code: .fileSystem, url: url, errno: EACCES, path: "/x").description.contains("ulimit"))
         #expect(DownloadError(code: .sizeMismatch, url: url).isTransient)
         #expect(!DownloadError(code: .checksumMismatch, url: url).isTransient)
     }

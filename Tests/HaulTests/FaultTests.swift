@@ -110,6 +110,59 @@ struct FaultTests {
         }
     }
 
+    @Test("a low open-files limit: half of it transfers at once, a quarter stays open as partial files, every file arrives")
+    func openFilesLimit() async throws {
+        try await withFaultServer { server, directory in
+            var configuration = configuration(directory)
+            configuration.maxConcurrentDownloads = 24
+            configuration.openFilesLimitOverride = 24  // 12 transfers at once, 6 partial files open between writes
+            configuration.bufferSize = 128 * 1024  // 2,048 bytes are slow for it: written through
+            configuration.stallTimeout = .seconds(60)
+            configuration.checkpointInterval = .seconds(3600)  // no sync opens a partial file meanwhile
+            configuration.progressInterval = .zero
+            let partials = configuration.stateDirectory!.path
+            func openPartialFiles() -> Int { FileSinkTests.openFiles(in: partials).filter { $0.hasSuffix(".part") }.count }
+            // Each first request gets 2,048 bytes, then silence until the client lets go.
+            let paths = (0..<24).map { "stall/2048/6144?\($0)" }
+            try await withDownloadManager(configuration: configuration) { manager in
+                let downloads = try paths.indices.map {
+                    try manager.download(from: server.url(paths[$0]), to: directory.appendingPathComponent("\($0).bin"))
+                }
+                func waitForBytes(_ batch: ArraySlice<Download>) async {
+                    for download in batch {
+                        var events = download.events.makeAsyncIterator()
+                        _ = await events.next {
+                            switch $0 {
+                            case .progress(let progress), .receiving(let progress): progress.bytesReceived == 2048
+                            default: false
+                            }
+                        }
+                    }
+                }
+                // The first twelve (first in, first out) hold every slot; the others wait, unrequested.
+                await waitForBytes(downloads[0..<12])
+                #expect(server.allRequests.count == 12)
+                #expect(Self.descriptorsConnected(toPort: server.port).count == 12)
+                #expect(downloads[12...].allSatisfy { $0.state == .idle })
+                // Twelve partial files hold bytes; six stay open, the others were closed after their write.
+                #expect(openPartialFiles() == 6)
+                // Pausing frees the slots (and the files): the next twelve run.
+                for download in downloads[0..<12] { download.pause() }
+                await waitForBytes(downloads[12...])
+                #expect(server.allRequests.count == 24)
+                for download in downloads[12...] { download.pause() }
+                // Resumed, each asks for the rest and gets it (a second request to a path behaves).
+                for download in downloads { download.resume() }
+                for download in downloads { _ = try await download.finished() }
+            }
+            for (index, path) in paths.enumerated() {
+                #expect(try Data(contentsOf: directory.appendingPathComponent("\(index).bin")) == FaultServer.body(size: 6144))
+                #expect(server.requests(to: "/\(path)").map(\.range) == [nil, "bytes=2048-"])
+            }
+            #expect(openPartialFiles() == 0)
+        }
+    }
+
     @Test("503 and 429 with Retry-After: the delay asked for is honoured", arguments: [503, 429])
     func retryAfter(status: Int) async throws {
         try await withFaultServer { server, directory in

@@ -76,6 +76,54 @@ struct FileSinkTests {
         #expect(pool.idleCount == 1)
     }
 
+    /// The descriptors this process holds open on files in `directory` (from /proc/self/fd).
+    static func openFiles(in directory: String) -> [String] {
+        let prefix = directory.hasSuffix("/") ? directory : directory + "/"
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return [] }
+        return entries.compactMap { entry in
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(entry)") else { return nil }
+            return target.hasPrefix(prefix) ? target : nil
+        }
+    }
+
+    @Test("past their share of descriptors, sinks close their file after each write and reopen it for the next")
+    func openFilesLimit() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let pool = BufferPool(bufferSize: 64 * 1024, idleLimit: 4)
+        let openFiles = OpenPartialFiles(limit: 2)
+        let paths = (0..<5).map { directory.appendingPathComponent("\($0).part").path }
+        let sinks = try paths.map { try FileSink(path: $0, pool: pool, openFiles: openFiles) }
+        var expected = [[UInt8]](repeating: [], count: sinks.count)
+        // Slow chunks (written through), interleaved: every sink writes ten times.
+        for round in 0..<10 {
+            for (index, sink) in sinks.enumerated() {
+                let chunk = bytes(100 + index, seed: round * 7 + index)
+                #expect(try append(chunk, to: sink, at: UInt64(round) * 1_000_000_000) == true)
+                expected[index] += chunk
+                #expect(openFiles.count <= 2)
+                #expect(Self.openFiles(in: directory.path).count == openFiles.count)
+            }
+        }
+        // The first two kept theirs; the others opened and closed theirs for each write.
+        #expect(sinks.map(\.holdsDescriptor) == [true, true, false, false, false])
+        for (index, sink) in sinks.enumerated() {
+            #expect(sink.committedLength == Int64(expected[index].count))
+            #expect(contents(paths[index]) == expected[index])
+        }
+        // A sink that gives its file to the disk thread, or closes it, no longer counts.
+        let remainder = sinks[0].handOff()
+        #expect(openFiles.count == 1)
+        remainder.discard()
+        try sinks[1].close()
+        #expect(openFiles.count == 0)
+        #expect(Self.openFiles(in: directory.path).isEmpty)
+        // Without a limit (the default), every sink keeps its file.
+        let unlimited = try paths.map { try FileSink(path: $0, pool: pool) }
+        for sink in unlimited { #expect(try append(bytes(10, seed: 1), to: sink, at: 20_000_000_000) == true) }
+        #expect(Self.openFiles(in: directory.path).count == paths.count)
+    }
+
     @Test("idle stacks hand out the newest and trim only what stayed idle a whole period")
     func idleStack() {
         var stack = IdleStack<Int>(limit: 3)

@@ -62,8 +62,14 @@ case ("live", 5) where arguments[1] == "haul":
     let downloads = try (0..<count).map { index in
         try manager.download(from: URL(string: "\(base)/f\(index % 1000).bin?\(index)")!, to: URL(fileURLWithPath: "\(out)/\(index).bin"))
     }
-    while downloads.contains(where: { if case .receiving = $0.state { false } else { true } }) {
+    while downloads.contains(where: { if case .receiving = $0.state { false } else { !$0.state.isFinal } }) {
         try await Task.sleep(for: .milliseconds(50))
+    }
+    if let failed = downloads.first(where: { $0.state.isFinal }) {
+        let count = downloads.count(where: { $0.state.isFinal })
+        let message = "haul-bench live: \(count) of \(downloads.count) downloads ended early; the first: \(failed.state)\n"
+        _ = message.withCString { write(2, $0, strlen($0)) }
+        exit(1)
     }
     let during = Usage.currentRSSKB()
     await manager.shutdown()

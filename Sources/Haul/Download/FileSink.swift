@@ -13,12 +13,18 @@ import Glibc
 /// rate-limited transfers). So a sink starts by writing each chunk as it comes, and takes a buffer
 /// when the bytes come fast: a chunk of at least ``largeChunk`` bytes (the socket held more than a
 /// trickle), or ``fastBytes`` within ``idleAge``. A buffer left unfilled for ``idleAge`` is written
-/// out and given back (``releaseIfIdle(now:)``), and the sink writes through again. Loop thread only.
+/// out and given back (``releaseIfIdle(now:)``), and the sink writes through again.
+///
+/// The file stays open between writes while the manager's share of descriptors for partial files
+/// (``OpenPartialFiles``) allows; past it, a sink closes its file after each write and opens it again
+/// for the next: thousands of slow transfers then hold a socket each, not a socket and a file.
+/// Loop thread only.
 final class FileSink {
     let path: String
     private var descriptor: Int32 = -1
     private var buffer: UnsafeMutableRawBufferPointer?
     private let pool: BufferPool
+    private let openFiles: OpenPartialFiles
     private var bufferSize: Int { pool.bufferSize }
     private var buffered = 0
     /// Bytes handed to the kernel; the file's length as far as Haul knows.
@@ -49,10 +55,14 @@ final class FileSink {
 
     /// The partial file at `path` (which need not exist yet), continued after its current bytes; its
     /// buffer comes from `pool` when bytes arrive. With `startsEmpty`, the file is not looked at and
-    /// whatever it holds is replaced when bytes are first written.
-    init(path: String, pool: BufferPool, startsEmpty: Bool = false) throws(DownloadError) {
+    /// whatever it holds is replaced when bytes are first written. `openFiles` counts the descriptor
+    /// while the sink holds it (by default a count of its own, with no practical limit).
+    init(
+        path: String, pool: BufferPool, openFiles: OpenPartialFiles = OpenPartialFiles(limit: .max), startsEmpty: Bool = false
+    ) throws(DownloadError) {
         self.path = path
         self.pool = pool
+        self.openFiles = openFiles
         if startsEmpty {
             committedLength = 0
             replacesFile = true
@@ -70,8 +80,11 @@ final class FileSink {
 
     deinit {
         if let buffer { pool.give(buffer) }
-        if descriptor >= 0 { Glibc.close(descriptor) }
+        closeDescriptor()
     }
+
+    /// Whether the partial file is open now.
+    var holdsDescriptor: Bool { descriptor >= 0 }
 
     /// Adds bytes; writes the buffer out each time it fills.
     ///
@@ -156,8 +169,7 @@ final class FileSink {
     /// Writes what is buffered and closes the file.
     func close() throws(DownloadError) {
         defer {
-            if descriptor >= 0 { Glibc.close(descriptor) }
-            descriptor = -1
+            closeDescriptor()
             if let buffer { pool.give(buffer) }
             buffer = nil
         }
@@ -168,6 +180,7 @@ final class FileSink {
     /// file and buffer.
     func handOff() -> Remainder {
         defer {
+            if descriptor >= 0 { openFiles.closed() }  // the disk thread closes it
             descriptor = -1
             buffer = nil
             buffered = 0
@@ -274,7 +287,15 @@ final class FileSink {
         guard descriptor >= 0 else {
             throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "open failed")
         }
+        openFiles.opened()
         replacesFile = false
+    }
+
+    private func closeDescriptor() {
+        guard descriptor >= 0 else { return }
+        Glibc.close(descriptor)
+        descriptor = -1
+        openFiles.closed()
     }
 
     /// Runs once, before the next bytes are handed to the kernel (the scheduler writes the journal
@@ -288,7 +309,10 @@ final class FileSink {
         }
         if descriptor < 0 { try openFile() }
         var written = 0
-        defer { committedLength += Int64(written) }
+        defer {
+            committedLength += Int64(written)
+            if openFiles.isOverLimit { closeDescriptor() }
+        }
         try Self.write(bytes, to: descriptor, at: committedLength, path: path, written: &written)
     }
 

@@ -21,6 +21,11 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// State directories whose journal may hold queued rows.
     private var queuedDirectories: Set<String> = []
     private var active = 0
+    /// How many downloads may hold a slot: ``DownloadManager/Configuration/maxConcurrentDownloads``,
+    /// or fewer where the open-files limit is low (``DescriptorBudget``).
+    private let slots: Int
+    /// Partial files held open between writes, against the budget's share for them.
+    private let openPartialFiles: OpenPartialFiles
     /// Slots held per host, and the hosts at their limit (``DownloadManager/Configuration/maxConcurrentDownloadsPerHost``).
     private var activeByHost: [String: Int] = [:]
     private var saturatedHosts: Set<String> = []
@@ -61,14 +66,22 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     private let share: UnsafeMutableRawPointer?
     private let progressIntervalNanoseconds: UInt64
 
-    init(configuration: DownloadManager.Configuration, reactor: Reactor, catalog: Catalog) {
+    init(configuration: DownloadManager.Configuration, budget: DescriptorBudget, reactor: Reactor, catalog: Catalog) {
         self.configuration = configuration
         self.reactor = reactor
         self.catalog = catalog
         self.logger = configuration.logger
         self.retryPolicy = RetryPolicy(baseDelay: configuration.retryDelay, maximumDelay: configuration.maximumRetryDelay)
-        self.buffers = BufferPool(bufferSize: configuration.bufferSize, idleLimit: configuration.maxConcurrentDownloads)
-        self.idleEasyHandles = IdleStack(limit: max(64, configuration.maxConcurrentDownloads))
+        let slots = min(configuration.maxConcurrentDownloads, budget.transfers)
+        self.slots = slots
+        self.openPartialFiles = OpenPartialFiles(limit: budget.openPartialFiles)
+        if slots < configuration.maxConcurrentDownloads {
+            configuration.logger.notice(
+                "the open-files limit allows fewer downloads at once than configured",
+                metadata: ["configured": "\(configuration.maxConcurrentDownloads)", "running at most": "\(slots)"])
+        }
+        self.buffers = BufferPool(bufferSize: configuration.bufferSize, idleLimit: slots)
+        self.idleEasyHandles = IdleStack(limit: max(64, slots))
         let share = curl_share_init()
         if let share {
             _ = CHaul_share_setopt_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_SSL_SESSION.rawValue))
@@ -355,7 +368,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// Admits queued downloads while slots are free: the highest priority first, then the oldest,
     /// across every journal with queued rows.
     private func admitWaiting(reactor: Reactor) {
-        while !shuttingDown, active < configuration.maxConcurrentDownloads {
+        while !shuttingDown, active < slots {
             guard let (journal, head) = nextQueued() else { break }
             admit(head, from: journal, reactor: reactor)
         }
@@ -522,7 +535,9 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             if let existing = transfer.sink {
                 sink = existing
             } else {
-                sink = try FileSink(path: transfer.partialPath, pool: buffers, startsEmpty: !transfer.record.mayHaveStarted)
+                sink = try FileSink(
+                    path: transfer.partialPath, pool: buffers, openFiles: openPartialFiles,
+                    startsEmpty: !transfer.record.mayHaveStarted)
             }
             transfer.sink = sink
             let partialIsLongerThanFile = transfer.record.totalBytes.map { sink.committedLength > $0 } ?? false

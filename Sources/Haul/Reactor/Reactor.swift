@@ -73,7 +73,7 @@ final class Reactor: @unchecked Sendable {
     /// Sets up the event base and the multi handle; the loop starts with ``start()``.
     init(logger: Logger, idleConnections: Int, streamsPerConnection: Int = 100) throws(DownloadError) {
         self.logger = logger
-        Reactor.initializeProcessOnce
+        Reactor.prepareProcess()
         guard let base = event_base_new() else {
             throw DownloadError(code: .internalError, url: nil, detail: "libevent could not create an event base")
         }
@@ -122,6 +122,11 @@ final class Reactor: @unchecked Sendable {
 
     /// Process-wide set-up, run once: curl's global state, SIGPIPE ignored (curl is told
     /// `CURLOPT_NOSIGNAL`), and the open-files limit raised to its hard limit.
+    /// Runs the process-wide set-up, once (every later call returns at once).
+    static func prepareProcess() {
+        initializeProcessOnce
+    }
+
     private static let initializeProcessOnce: Void = {
         curl_global_init(Int(CURL_GLOBAL_DEFAULT))
         signal(SIGPIPE, SIG_IGN)

@@ -1,0 +1,48 @@
+import Glibc
+
+/// How many file descriptors a manager's transfers may hold, from the process's open-files limit
+/// (which the manager raises to its hard limit at start). A live transfer holds a socket and, between
+/// its writes, its partial file; thousands of slow transfers would hold twice as many descriptors as
+/// transfers, and the one that found none left would fail with `EMFILE`.
+///
+/// So at most half of the limit is spent on transfers (sockets: admission stops there, the rest wait
+/// in the queue) and a quarter on partial files kept open between writes (past it, a partial file
+/// is opened for each write and closed after it). The last quarter stays with the application, the
+/// journals and the files being finished.
+struct DescriptorBudget: Equatable {
+    /// How many downloads may transfer at once.
+    let transfers: Int
+    /// How many partial files may stay open between writes.
+    let openPartialFiles: Int
+
+    init(openFilesLimit limit: Int) {
+        transfers = max(1, limit / 2)
+        openPartialFiles = max(1, limit / 4)
+    }
+
+    /// The process's current (soft) open-files limit.
+    static func currentLimit() -> Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
+        return Int(min(limit.rlim_cur, UInt(Int32.max)))  // RLIM_INFINITY is the largest value
+    }
+}
+
+/// Counts the partial files sinks hold open between writes, against their share of the budget.
+/// Loop thread only (as the sinks).
+final class OpenPartialFiles {
+    /// The most that stay open between writes.
+    let limit: Int
+    /// How many are open now.
+    private(set) var count = 0
+
+    init(limit: Int) {
+        self.limit = max(1, limit)
+    }
+
+    func opened() { count += 1 }
+    func closed() { count -= 1 }
+
+    /// Whether a sink that has just written should close its file again.
+    var isOverLimit: Bool { count > limit }
+}
