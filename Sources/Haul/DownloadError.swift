@@ -122,8 +122,14 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
                 + Self.advice(forStatus: httpStatus)
         case .transport:
             let cause = detail ?? curlCode.map { String(cString: curl_easy_strerror(CURLcode(UInt32($0)))) } ?? "unknown"
-            return "\(subject) failed: \(cause)\(curlCode.map { " (curl error \($0))" } ?? ""). "
-                + "Check the address and the network, then resume the download; the bytes already received are kept."
+            // 60: the peer's certificate failed verification; 77: the CA file could not be read.
+            let advice =
+                [60, 77].contains(curlCode)
+                ? "If the server's certificate is signed by an authority of your own, give its PEM file "
+                    + "(certificateAuthorityFile; haul --ca-file); verification is never turned off. "
+                    + "The bytes already received are kept."
+                : "Check the address and the network, then resume the download; the bytes already received are kept."
+            return "\(subject) failed: \(cause)\(curlCode.map { " (curl error \($0))" } ?? ""). \(advice)"
         case .fileSystem:
             let cause = errno.map { String(cString: strerror($0)) } ?? detail ?? "an I/O error"
             let advice =

@@ -137,8 +137,10 @@ struct DownloadStateMachine: Sendable {
 
     /// curl reported the transfer finished; its handle is removed by the owner.
     ///
-    /// - Parameter progressed: whether this attempt wrote body bytes (which resets the count of
-    ///   failed attempts: a server that drops every few hundred kilobytes still gets the file).
+    /// - Parameter progressed: whether this attempt took the partial file past the length it had when
+    ///   the attempt started (which resets the count of failed attempts: a server that drops every few
+    ///   hundred kilobytes still gets the file). Bytes that only replaced earlier ones (a restart
+    ///   from zero) are no progress: a server that cuts every whole answer short is not retried forever.
     mutating func transferEnded(_ result: TransferResult, progressed: Bool = false) -> Action {
         if progressed { failures = 0 }
         switch (state, result) {

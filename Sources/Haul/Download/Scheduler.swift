@@ -163,7 +163,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         recycle(easy)
         transfer.easy = nil
         if transfer.machine.isDone { return }
-        perform(transfer.machine.transferEnded(ended, progressed: transfer.attemptWroteBytes), for: transfer, reactor: reactor)
+        let advanced = (transfer.sink?.receivedLength ?? 0) > transfer.requestedOffset
+        perform(transfer.machine.transferEnded(ended, progressed: advanced), for: transfer, reactor: reactor)
         admitWaiting(reactor: reactor)
     }
 
@@ -577,7 +578,6 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         transfer.headSeen = false
         transfer.head = nil
         transfer.writeError = nil
-        transfer.attemptWroteBytes = false
         transfer.retryAfter = nil
         let code = reactor.add(easy.raw)
         guard code == CURLM_OK else {
@@ -838,7 +838,6 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
                 detail: "the body grew past the maximum of \(maximum) bytes")
             return CURL_WRITEFUNC_ERROR
         }
-        transfer.attemptWroteBytes = transfer.attemptWroteBytes || !bytes.isEmpty
         do {
             let now = DispatchTime.now().uptimeNanoseconds
             if try sink.append(bytes, now: now) {

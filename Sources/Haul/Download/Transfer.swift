@@ -28,8 +28,6 @@ final class Transfer {
     var head: ResponseHead?
     /// A failure the write callback met (disk full…), reported when curl ends the transfer.
     var writeError: DownloadError?
-    /// Whether the current attempt wrote body bytes (a failure after progress resets the retry count).
-    var attemptWroteBytes = false
     /// The record holds a response's validators and attempt that the journal lacks yet: they are
     /// written before the first bytes of that response reach the partial file (see
     /// `Scheduler.acceptBody`), or with the next row written for another reason.

@@ -14,6 +14,7 @@ import Glibc
 /// - `/norange/SIZE`: ignores Range: always 200 with the whole file.
 /// - `/badrange/SIZE`: answers a range request with 206 and a Content-Range starting at 0.
 /// - `/short/SIZE`: the first response announces SIZE bytes and sends half, then closes.
+/// - `/lying/SIZE`: ignores Range, and every response announces 10 bytes more than the SIZE it sends.
 /// - `/changing/N/SIZE`: each request gets another version (ETag and bytes); the first ends after N.
 /// - `/changing-stall/N/SIZE`: each request gets another version; the first goes silent after N.
 /// - `/loop`: redirects to itself.
@@ -179,6 +180,8 @@ final class FaultServer: @unchecked Sendable {
             sendFile(size: size, request: &request, index: index, on: connection, honorsRange: false)
         case "badrange":
             sendFile(size: size, request: &request, index: index, on: connection, rangeStartsAtZero: true)
+        case "lying":
+            sendFile(size: size, request: &request, index: index, on: connection, honorsRange: false, extraLength: 10)
         case "short":
             sendFile(size: size, request: &request, index: index, on: connection, limit: number == 1 ? size / 2 : nil)
         case "changing" where numbers.count == 2:
@@ -217,7 +220,7 @@ final class FaultServer: @unchecked Sendable {
 
     private func sendFile(
         size: Int, version: Int = 1, request: inout Request, index: Int, on connection: Int32, limit: Int? = nil,
-        honorsRange: Bool = true, rangeStartsAtZero: Bool = false, drip: (Int, Int)? = nil
+        honorsRange: Bool = true, rangeStartsAtZero: Bool = false, drip: (Int, Int)? = nil, extraLength: Int = 0
     ) {
         let body = Self.body(size: size, version: version)
         let entityTag = "\"v\(version)-\(size)\""
@@ -245,7 +248,7 @@ final class FaultServer: @unchecked Sendable {
         }
         // Version 1 was last modified on RFC 9110's example date; each later version a day after.
         let lastModified = Self.httpDate(784_111_777 + 86_400 * (version - 1))
-        head += "Content-Length: \(size - start)\r\nETag: \(entityTag)\r\nLast-Modified: \(lastModified)\r\n"
+        head += "Content-Length: \(size - start + extraLength)\r\nETag: \(entityTag)\r\nLast-Modified: \(lastModified)\r\n"
         head += "Accept-Ranges: bytes\r\nConnection: close\r\n\r\n"
         note(request, at: index)
         guard write(Data(head.utf8), to: connection) > 0 else { return }
