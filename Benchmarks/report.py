@@ -69,9 +69,10 @@ throughput_table("one", 1024, "MB/s")
 live = [r for r in rows if r["scenario"] == "live"]
 if live:
     print(f"\n## (c) {live[0]['transfers']} transfers live at once (rate-limited)\n")
-    print("Each live transfer holds a socket and an open partial file; with the hard RLIMIT_NOFILE of 20,000")
-    print("on the machine measured, 5,000 is the default (LIVE=10000 needs a higher limit). RSS is read once")
-    print("every transfer has received bytes; both programs write what they receive to a file.\n")
+    print("Each live transfer holds a socket; its partial file stays open between writes only while the process")
+    print("has descriptors to spare (Haul keeps at most a quarter of RLIMIT_NOFILE open, 5,000 of the 20,000 on")
+    print("the machine measured; the floor opens its file for each write). RSS is read once every transfer has")
+    print("received bytes; both programs write what they receive to a file. One run of each.\n")
     print("| program | RSS before MB | RSS with all live MB | bytes per live transfer | ÷ floor |")
     print("|---|---|---|---|---|")
     floor = next((r["bytesPerTransfer"] for r in live if r["client"] == "libcurl-multi"), None)
