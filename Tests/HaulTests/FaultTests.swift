@@ -163,6 +163,57 @@ struct FaultTests {
         }
     }
 
+    @Test(
+        "a storm of pauses, resumes and cancels on 40 downloads, few slots and fewer open files: each ends whole or cancelled",
+        arguments: [40, 8])  // open-files limits: 20 slots and 10 open partials; 4 slots and 2 open partials
+    func pauseResumeCancelStorm(openFilesLimit: Int) async throws {
+        let seed = UInt64(Date().timeIntervalSince1970)
+        var random = RandomizedParserTests.Generator(seed: seed)
+        try await withFaultServer { server, directory in
+            var configuration = configuration(directory)
+            configuration.maxConcurrentDownloads = 8
+            configuration.openFilesLimitOverride = openFilesLimit
+            configuration.stallTimeout = .seconds(30)
+            let downloads = try await withDownloadManager(configuration: configuration) { manager in
+                let downloads = try (0..<40).map {
+                    try manager.download(from: server.url("drip/4096/2/200000?\($0)"), to: directory.appendingPathComponent("\($0).bin"))
+                }
+                var cancelled = Set<Int>()
+                for _ in 0..<3000 {
+                    let index = Int.random(in: 0..<40, using: &random)
+                    switch Int.random(in: 0..<400, using: &random) {
+                    case 0:
+                        downloads[index].cancel()
+                        cancelled.insert(index)
+                    case 1...180: downloads[index].pause()
+                    default: downloads[index].resume()
+                    }
+                    if Int.random(in: 0..<10, using: &random) == 0 { await Task.yield() }
+                }
+                for download in downloads { download.resume() }
+                for (index, download) in downloads.enumerated() {
+                    do {
+                        _ = try await download.finished()  // (a cancel after completion changes nothing)
+                    } catch let error as DownloadError {
+                        #expect(error.code == .cancelled && cancelled.contains(index), "seed \(seed): \(index): \(error)")
+                    }
+                }
+                return downloads
+            }
+            for (index, download) in downloads.enumerated() {
+                let path = directory.appendingPathComponent("\(index).bin").path
+                if case .cancelled = download.state {
+                    #expect(!FileManager.default.fileExists(atPath: path), "seed \(seed)")
+                } else {
+                    #expect(FileManager.default.contents(atPath: path) == FaultServer.body(size: 200_000), "seed \(seed): \(index)")
+                }
+            }
+            // A cancelled download leaves no partial file; the others were renamed away.
+            let left = try FileManager.default.contentsOfDirectory(atPath: configuration.stateDirectory!.path)
+            #expect(left.filter { $0.hasSuffix(".part") }.isEmpty, "seed \(seed): \(left)")
+        }
+    }
+
     @Test("503 and 429 with Retry-After: the delay asked for is honoured", arguments: [503, 429])
     func retryAfter(status: Int) async throws {
         try await withFaultServer { server, directory in
