@@ -132,11 +132,14 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
             return "\(subject) failed: \(cause)\(curlCode.map { " (curl error \($0))" } ?? ""). \(advice)"
         case .fileSystem:
             let cause = errno.map { String(cString: strerror($0)) } ?? detail ?? "an I/O error"
+            // Only a partial file's own failure says it is kept: before one exists (the state
+            // directory, the journal) there is nothing to keep.
+            let kept = path?.hasSuffix(".part") == true ? "; the partial file is kept" : ""
             let advice =
                 isOutOfDescriptors
                 ? "The process has no file descriptor left: raise its open-files limit (ulimit -n) or lower "
-                    + "maxConcurrentDownloads. Haul retries the download; the partial file is kept."
-                : "Free space or fix permissions, then resume; the partial file is kept."
+                    + "maxConcurrentDownloads. Haul retries the download\(kept)."
+                : "Free space or fix permissions, then resume\(kept)."
             return "\(subject) failed writing \(path.map { "'\($0)'" } ?? "a local file"): \(cause)"
                 + "\(detail.map { " (\($0))" } ?? ""). \(advice)"
         case .rangeNotHonored:

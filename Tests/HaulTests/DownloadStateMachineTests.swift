@@ -227,6 +227,9 @@ struct RetryTests {
             #expect(error.description.contains("ulimit -n"))
         }
         #expect(!DownloadError(code: .fileSystem, url: url, errno: EACCES, path: "/x").description.contains("ulimit"))
+        // "Kept" only where there is a partial file to keep.
+        #expect(DownloadError(code: .fileSystem, url: url, errno: ENOSPC, path: "/s/a.part").description.hasSuffix("the partial file is kept."))
+        #expect(!DownloadError(code: .fileSystem, url: nil, errno: EACCES, path: "/s/.haul").description.contains("kept"))
         #expect(DownloadError(code: .sizeMismatch, url: url).isTransient)
         #expect(!DownloadError(code: .checksumMismatch, url: url).isTransient)
     }
