@@ -42,7 +42,8 @@ for attempt in $(seq 1 20); do
     if nginx -p "$work" -c "$work/nginx.conf" -e "$work/logs/error.log" 2>/dev/null; then break; fi
     if ((attempt == 20)); then echo "nginx could not start:"; cat "$work/logs/error.log"; exit 1; fi
 done
-trap 'nginx -p "$work" -c "$work/nginx.conf" -e "$work/logs/error.log" -s stop 2>/dev/null || true' EXIT
+# Stop nginx before its folder (and pid file) goes: removing the folder first left nginx running.
+trap 'nginx -p "$work" -c "$work/nginx.conf" -e "$work/logs/error.log" -s stop 2>/dev/null || true; rm -rf "$work"' EXIT
 
 urls=("http://127.0.0.1:$port/big.bin" "http://127.0.0.1:$port/medium.bin")
 for i in 1 2 3 4 5 6; do urls+=("http://127.0.0.1:$port/small-$i.bin"); done
@@ -68,4 +69,3 @@ echo "all $((2 + 6)) files are byte-identical to the served ones"
 echo "requests that resumed with a Range header:"
 grep -v '"-"' "$work/logs/access.log" || echo "(none: the interruption came before any partial file)"
 echo "output directory: $(ls -A "$out" | tr '\n' ' ')"
-rm -rf "$work"
