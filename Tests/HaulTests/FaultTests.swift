@@ -87,26 +87,13 @@ struct FaultTests {
                 let download = try manager.download(from: server.url("stall/100000/300000"), to: directory.appendingPathComponent("out"))
                 var events = download.events.makeAsyncIterator()
                 await events.next { if case .progress(let p) = $0 { p.bytesReceived > 0 } else { false } }
-                let sockets = Self.descriptorsConnected(toPort: server.port)
+                let sockets = Descriptors.connected(toPort: server.port)
                 #expect(!sockets.isEmpty, "the transfer's socket was not found")
                 for descriptor in sockets {
                     #expect(fcntl(descriptor, F_GETFD) & FD_CLOEXEC != 0, "descriptor \(descriptor) would outlive an exec")
                 }
                 download.cancel()
             }
-        }
-    }
-
-    /// This process's TCP sockets whose peer is 127.0.0.1:`port`.
-    static func descriptorsConnected(toPort port: Int) -> [Int32] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-        return names.compactMap(Int32.init).filter { descriptor in
-            var address = sockaddr_in()
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let found = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(descriptor, $0, &length) == 0 }
-            }
-            return found && address.sin_family == sa_family_t(AF_INET) && Int(UInt16(bigEndian: address.sin_port)) == port
         }
     }
 
@@ -121,7 +108,7 @@ struct FaultTests {
             configuration.checkpointInterval = .seconds(3600)  // no sync opens a partial file meanwhile
             configuration.progressInterval = .zero
             let partials = configuration.stateDirectory!.path
-            func openPartialFiles() -> Int { FileSinkTests.openFiles(in: partials).filter { $0.hasSuffix(".part") }.count }
+            func openPartialFiles() -> Int { Descriptors.files(in: partials).filter { $0.hasSuffix(".part") }.count }
             // Each first request gets 2,048 bytes, then silence until the client lets go.
             let paths = (0..<24).map { "stall/2048/6144?\($0)" }
             try await withDownloadManager(configuration: configuration) { manager in
@@ -142,7 +129,7 @@ struct FaultTests {
                 // The first twelve (first in, first out) hold every slot; the others wait, unrequested.
                 await waitForBytes(downloads[0..<12])
                 #expect(server.allRequests.count == 12)
-                #expect(Self.descriptorsConnected(toPort: server.port).count == 12)
+                #expect(Descriptors.connected(toPort: server.port).count == 12)
                 #expect(downloads[12...].allSatisfy { $0.state == .idle })
                 // Twelve partial files hold bytes; six stay open, the others were closed after their write.
                 #expect(openPartialFiles() == 6)

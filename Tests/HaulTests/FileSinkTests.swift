@@ -76,16 +76,6 @@ struct FileSinkTests {
         #expect(pool.idleCount == 1)
     }
 
-    /// The descriptors this process holds open on files in `directory` (from /proc/self/fd).
-    static func openFiles(in directory: String) -> [String] {
-        let prefix = directory.hasSuffix("/") ? directory : directory + "/"
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return [] }
-        return entries.compactMap { entry in
-            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(entry)") else { return nil }
-            return target.hasPrefix(prefix) ? target : nil
-        }
-    }
-
     @Test("past their share of descriptors, sinks close their file after each write and reopen it for the next")
     func openFilesLimit() throws {
         let directory = try makeTemporaryDirectory()
@@ -102,7 +92,7 @@ struct FileSinkTests {
                 #expect(try append(chunk, to: sink, at: UInt64(round) * 1_000_000_000) == true)
                 expected[index] += chunk
                 #expect(openFiles.count <= 2)
-                #expect(Self.openFiles(in: directory.path).count == openFiles.count)
+                #expect(Descriptors.files(in: directory.path).count == openFiles.count)
             }
         }
         // The first two kept theirs; the others opened and closed theirs for each write.
@@ -117,11 +107,11 @@ struct FileSinkTests {
         remainder.discard()
         try sinks[1].close()
         #expect(openFiles.count == 0)
-        #expect(Self.openFiles(in: directory.path).isEmpty)
+        #expect(Descriptors.files(in: directory.path).isEmpty)
         // Without a limit (the default), every sink keeps its file.
         let unlimited = try paths.map { try FileSink(path: $0, pool: pool) }
         for sink in unlimited { #expect(try append(bytes(10, seed: 1), to: sink, at: 20_000_000_000) == true) }
-        #expect(Self.openFiles(in: directory.path).count == paths.count)
+        #expect(Descriptors.files(in: directory.path).count == paths.count)
     }
 
     @Test("idle stacks hand out the newest and trim only what stayed idle a whole period")

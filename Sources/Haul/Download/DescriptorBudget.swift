@@ -9,7 +9,7 @@ import Glibc
 /// in the queue) and a quarter on partial files kept open between writes (past it, a partial file
 /// is opened for each write and closed after it). The last quarter stays with the application, the
 /// journals and the files being finished.
-struct DescriptorBudget: Equatable {
+struct DescriptorBudget {
     /// How many downloads may transfer at once.
     let transfers: Int
     /// How many partial files may stay open between writes.

@@ -120,9 +120,8 @@ final class Reactor: @unchecked Sendable {
         event_base_free(base)
     }
 
-    /// Process-wide set-up, run once: curl's global state, SIGPIPE ignored (curl is told
-    /// `CURLOPT_NOSIGNAL`), and the open-files limit raised to its hard limit.
-    /// Runs the process-wide set-up, once (every later call returns at once).
+    /// Process-wide set-up, run by the first call only: curl's global state, SIGPIPE ignored (curl is
+    /// told `CURLOPT_NOSIGNAL`), and the open-files limit raised to its hard limit.
     static func prepareProcess() {
         initializeProcessOnce
     }

@@ -1,0 +1,32 @@
+import Foundation
+import Glibc
+
+/// What this process has open, read from /proc/self/fd: for tests that check which files and
+/// connections Haul holds.
+enum Descriptors {
+    /// Every open descriptor's number.
+    static func all() -> [Int32] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).compactMap(Int32.init)
+    }
+
+    /// The paths of the descriptors open on files in `directory`.
+    static func files(in directory: String) -> [String] {
+        let prefix = directory.hasSuffix("/") ? directory : directory + "/"
+        return all().compactMap { descriptor in
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor)") else { return nil }
+            return target.hasPrefix(prefix) ? target : nil
+        }
+    }
+
+    /// The TCP sockets whose peer is 127.0.0.1:`port`.
+    static func connected(toPort port: Int) -> [Int32] {
+        all().filter { descriptor in
+            var address = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let found = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(descriptor, $0, &length) == 0 }
+            }
+            return found && address.sin_family == sa_family_t(AF_INET) && Int(UInt16(bigEndian: address.sin_port)) == port
+        }
+    }
+}
