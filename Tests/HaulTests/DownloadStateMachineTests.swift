@@ -104,6 +104,39 @@ struct DownloadStateMachineTests {
         #expect(error.code == .rangeNotHonored)
     }
 
+    @Test func restartsCountAcrossRetriesUntilProgress() {
+        let error = DownloadError(code: .transport, url: url, curlCode: 18)
+        // Restarts carried in from earlier attempts of the same download.
+        var machine = Machine(url: url, failures: 1, restarts: Machine.maximumRestarts - 1, retryLimit: 5)
+        #expect(machine.admit() == .startRequest(truncatingPartial: false))
+        #expect(machine.responseReceived(.retryFromZero(reason: .rangeMismatch)) == .rejectBody)
+        #expect(machine.transferEnded(.finished) == .startRequest(truncatingPartial: true))
+        #expect(machine.restarts == Machine.maximumRestarts)
+        // The restarted request got no further than before: the count stays.
+        #expect(machine.responseReceived(.append(total: 10)) == .acceptBody(total: 10, truncatingPartial: false, restart: nil))
+        #expect(machine.transferEnded(.failed(error), progressed: false) == .retry(error))
+        #expect(machine.restarts == Machine.maximumRestarts)
+        #expect(machine.failures == 2)
+
+        // An attempt that gets further than ever before clears both counts.
+        var next = Machine(url: url, failures: 2, restarts: Machine.maximumRestarts, retryLimit: 5)
+        _ = next.admit()
+        _ = next.responseReceived(.append(total: 10))
+        #expect(next.transferEnded(.failed(error), progressed: true) == .retry(error))
+        #expect(next.restarts == 0)
+        #expect(next.failures == 1)
+
+        // With no restart left, the next wrong range fails the download.
+        var last = Machine(url: url, restarts: Machine.maximumRestarts, retryLimit: 5)
+        _ = last.admit()
+        #expect(last.responseReceived(.retryFromZero(reason: .rangeMismatch)) == .rejectBody)
+        guard case .fail(let failure) = last.transferEnded(.finished) else {
+            Issue.record("expected a failure with no restart left")
+            return
+        }
+        #expect(failure.code == .rangeNotHonored)
+    }
+
     @Test func pauseFromEveryActiveState() {
         for start in ["idle", "connecting", "receiving"] {
             var machine = machine(in: start)

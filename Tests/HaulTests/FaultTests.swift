@@ -246,6 +246,39 @@ struct FaultTests {
         }
     }
 
+    @Test("a server that answers every resume from byte 0 and drops every answer: rangeNotHonored, not endless restarts")
+    func wrongRangeAndDrops() async throws {
+        try await withFaultServer { server, directory in
+            let (events, result) = try await fetch(
+                "badrange-drop/40000/100000", from: server, into: directory, configuration: configuration(directory, retryLimit: 5))
+            guard case .failure(let error) = result else {
+                Issue.record("a server that can neither resume nor finish must fail")
+                return
+            }
+            #expect(error.code == .rangeNotHonored)
+            // Attempt 1 got 40,000 bytes (progress). Each later attempt asked to resume, was answered from
+            // byte 0, restarted and got the same 40,000 bytes again: no progress, and its restart counts
+            // with the earlier attempts' until the limit. (Without that, every attempt looked like
+            // progress and the download restarted forever.)
+            let ranges: [String?] = server.requests(to: "/badrange-drop/40000/100000").map(\.range)
+            let limit = DownloadStateMachine.maximumRestarts
+            var expected: [String?] = [nil]
+            for _ in 0..<limit { expected += ["bytes=40000-", nil] }
+            expected.append("bytes=40000-")
+            #expect(ranges == expected)
+            // (The server's log counts the attempts: the events may begin after the first retry, as
+            // the iteration starts at the download's state when it subscribes.)
+            let reasons: [RestartReason] = restarts(in: events)
+            #expect(reasons.allSatisfy { $0 == .rangeMismatch } && reasons.count >= limit - 1)
+            guard case .failed(let last) = events.last else {
+                Issue.record("the events end with .failed, not \(String(describing: events.last))")
+                return
+            }
+            #expect(last.code == .rangeNotHonored)
+            #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("out").path))
+        }
+    }
+
     @Test("statuses that will not change fail at once; 500 is retried until the budget is spent")
     func statuses() async throws {
         try await withFaultServer { server, directory in

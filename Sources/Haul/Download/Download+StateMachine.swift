@@ -77,11 +77,13 @@ struct DownloadStateMachine: Sendable {
         case failed(DownloadError)
     }
 
-    /// How many times one download may throw its partial away and ask again without a range.
+    /// How many times one download may throw its partial away and ask again without a range, across
+    /// its retries, before it makes progress again.
     static let maximumRestarts = 3
 
     private(set) var state: State = .idle
-    private(set) var restarts = 0
+    /// Restarts from zero since the download last made progress (see ``transferEnded(_:progressed:)``).
+    private(set) var restarts: Int
     /// Consecutive attempts that failed transiently without writing a byte.
     private(set) var failures: Int
     /// How many such attempts are retried before the download fails.
@@ -91,10 +93,12 @@ struct DownloadStateMachine: Sendable {
 
     /// - Parameters:
     ///   - failures: consecutive failed attempts without progress so far (from the journal).
+    ///   - restarts: restarts from zero in those attempts.
     ///   - retryLimit: how many of them are retried.
-    init(url: String, failures: Int = 0, retryLimit: Int = 0) {
+    init(url: String, failures: Int = 0, restarts: Int = 0, retryLimit: Int = 0) {
         self.url = url
         self.failures = failures
+        self.restarts = restarts
         self.retryLimit = retryLimit
     }
 
@@ -138,11 +142,16 @@ struct DownloadStateMachine: Sendable {
     /// curl reported the transfer finished; its handle is removed by the owner.
     ///
     /// - Parameter progressed: whether this attempt took the partial file past the length it had when
-    ///   the attempt started (which resets the count of failed attempts: a server that drops every few
-    ///   hundred kilobytes still gets the file). Bytes that only replaced earlier ones (a restart
-    ///   from zero) are no progress: a server that cuts every whole answer short is not retried forever.
+    ///   the attempt started (which resets the counts of failed attempts and of restarts: a server that
+    ///   drops every few hundred kilobytes still gets the file). Bytes that only replaced earlier ones
+    ///   (a restart from zero, in the same response or a new request) are no progress: a server that
+    ///   cuts every whole answer short, or answers every resume from the wrong byte, is not retried
+    ///   forever.
     mutating func transferEnded(_ result: TransferResult, progressed: Bool = false) -> Action {
-        if progressed { failures = 0 }
+        if progressed {
+            failures = 0
+            restarts = 0
+        }
         switch (state, result) {
         case (.receiving, .finished):
             state = .done(.completed)

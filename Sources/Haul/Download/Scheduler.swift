@@ -18,6 +18,9 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     private let logger: Logger
     /// Admitted downloads (connecting, receiving, or finishing). Paused and queued ones are rows.
     private var transfers: [DownloadID: Transfer] = [:]
+    /// Restarts from zero of downloads queued for a retry, carried to their next attempt: a server
+    /// that answers every resume from the wrong byte ends in `rangeNotHonored`, not endless restarts.
+    private var restartsBeforeRetry: [DownloadID: Int] = [:]
     /// State directories whose journal may hold queued rows.
     private var queuedDirectories: Set<String> = []
     private var active = 0
@@ -163,7 +166,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         recycle(easy)
         transfer.easy = nil
         if transfer.machine.isDone { return }
-        let advanced = (transfer.sink?.receivedLength ?? 0) > transfer.requestedOffset
+        let advanced = (transfer.sink?.receivedLength ?? 0) > (transfer.lengthAtAttemptStart ?? transfer.requestedOffset)
         perform(transfer.machine.transferEnded(ended, progressed: advanced), for: transfer, reactor: reactor)
         admitWaiting(reactor: reactor)
     }
@@ -219,6 +222,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
                 [.queued, .paused, .interrupted].contains(record.state)
             else { return }
             journal.remove(download.id)
+            restartsBeforeRetry[download.id] = nil
             download.hub.publish(.cancelled)
         }
     }
@@ -435,7 +439,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
                 census: catalog.census, progress: record.progress)
         }
         let transfer = Transfer(
-            download: download, record: record, store: journal, scheduler: self, retryLimit: max(0, configuration.retryLimit))
+            download: download, record: record, store: journal, scheduler: self,
+            restarts: restartsBeforeRetry.removeValue(forKey: id) ?? 0, retryLimit: max(0, configuration.retryLimit))
         transfers[id] = transfer
         if record.revalidate {
             transfer.revalidating = true
@@ -506,6 +511,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             transfer.record.retryAt = Date().timeIntervalSince1970 + Double(delay.components.seconds)
                 + Double(delay.components.attoseconds) / 1e18
             transfer.record.lastError = error.description
+            if transfer.machine.restarts > 0 { restartsBeforeRetry[transfer.id] = transfer.machine.restarts }
             setAside(transfer, state: .queued, reactor: reactor)
             logger.info(
                 "retrying", metadata: ["url": "\(transfer.urlForErrors)", "after": "\(delay)", "error": "\(error)"])
@@ -541,6 +547,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
                     startsEmpty: !transfer.record.mayHaveStarted)
             }
             transfer.sink = sink
+            if transfer.lengthAtAttemptStart == nil { transfer.lengthAtAttemptStart = sink.committedLength }
             let partialIsLongerThanFile = transfer.record.totalBytes.map { sink.committedLength > $0 } ?? false
             if truncating || partialIsLongerThanFile {
                 try sink.truncate()

@@ -23,6 +23,9 @@ final class Transfer {
     var holdsSlot = false
     /// The partial file's length when the current request was made.
     var requestedOffset: Int64 = 0
+    /// The partial file's length when this attempt's first request was made: an attempt progressed
+    /// only if it took the file past it (a restart from zero within the attempt does not count).
+    var lengthAtAttemptStart: Int64?
     var headSeen = false
     /// The response head of the current attempt, once ``headSeen``.
     var head: ResponseHead?
@@ -37,12 +40,13 @@ final class Transfer {
     var speed = SpeedMeter()
     var lastProgressAt: UInt64 = 0
 
-    init(download: Download, record: DownloadRecord, store: Journal, scheduler: Scheduler, retryLimit: Int) {
+    init(download: Download, record: DownloadRecord, store: Journal, scheduler: Scheduler, restarts: Int, retryLimit: Int) {
         scheduler.catalog.census.transfers.add(1, ordering: .relaxed)
         self.download = download
         self.store = store
         self.scheduler = scheduler
-        self.machine = DownloadStateMachine(url: download.url.redactedString, failures: record.failures, retryLimit: retryLimit)
+        self.machine = DownloadStateMachine(
+            url: download.url.redactedString, failures: record.failures, restarts: restarts, retryLimit: retryLimit)
         self.record = record
     }
 

@@ -13,6 +13,7 @@ import Glibc
 /// - `/busy/STATUS/TIMES/SECONDS/SIZE`: the first TIMES requests get STATUS with `Retry-After: SECONDS`.
 /// - `/norange/SIZE`: ignores Range: always 200 with the whole file.
 /// - `/badrange/SIZE`: answers a range request with 206 and a Content-Range starting at 0.
+/// - `/badrange-drop/N/SIZE`: the same, and every response ends (connection closed) after N body bytes.
 /// - `/short/SIZE`: the first response announces SIZE bytes and sends half, then closes.
 /// - `/lying/SIZE`: ignores Range, and every response announces 10 bytes more than the SIZE it sends.
 /// - `/changing/N/SIZE`: each request gets another version (ETag and bytes); the first ends after N.
@@ -180,6 +181,8 @@ final class FaultServer: @unchecked Sendable {
             sendFile(size: size, request: &request, index: index, on: connection, honorsRange: false)
         case "badrange":
             sendFile(size: size, request: &request, index: index, on: connection, rangeStartsAtZero: true)
+        case "badrange-drop" where numbers.count == 2:
+            sendFile(size: size, request: &request, index: index, on: connection, limit: numbers[0], rangeStartsAtZero: true)
         case "lying":
             sendFile(size: size, request: &request, index: index, on: connection, honorsRange: false, extraLength: 10)
         case "short":
