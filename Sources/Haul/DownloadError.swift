@@ -122,14 +122,8 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
                 + Self.advice(forStatus: httpStatus)
         case .transport:
             let cause = detail ?? curlCode.map { String(cString: curl_easy_strerror(CURLcode(UInt32($0)))) } ?? "unknown"
-            // 60: the peer's certificate failed verification; 77: the CA file could not be read.
-            let advice =
-                [60, 77].contains(curlCode)
-                ? "If the server's certificate is signed by an authority of your own, give its PEM file "
-                    + "(certificateAuthorityFile; haul --ca-file); verification is never turned off. "
-                    + "The bytes already received are kept."
-                : "Check the address and the network, then resume the download; the bytes already received are kept."
-            return "\(subject) failed: \(cause)\(curlCode.map { " (curl error \($0))" } ?? ""). \(advice)"
+            return "\(subject) failed: \(cause)\(curlCode.map { " (curl error \($0))" } ?? ""). "
+                + Self.advice(forCurlCode: curlCode)
         case .fileSystem:
             let cause = errno.map { String(cString: strerror($0)) } ?? detail ?? "an I/O error"
             // Only a partial file's own failure says it is kept: before one exists (the state
@@ -199,6 +193,34 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
     /// A file-system failure for want of a file descriptor.
     private var isOutOfDescriptors: Bool {
         code == .fileSystem && (errno == EMFILE || errno == ENFILE)
+    }
+
+    /// What the user can do about a failed transfer, by curl's error code.
+    private static func advice(forCurlCode code: Int?) -> String {
+        let kept = "the bytes already received are kept"
+        switch code {
+        case 5, 6:  // could not resolve the proxy, the host
+            return "Check the host name and the DNS (or proxy) settings, then resume the download; \(kept)."
+        case 7:  // could not connect
+            return "Check that the server is up and reachable at that address and port, then resume the download; \(kept)."
+        case 8:  // the answer was not valid HTTP
+            return "The server's answer is not valid HTTP and was not used; try again later or tell the "
+                + "server's operator. The bytes already received are kept."
+        case 28:  // connect timeout, or no byte for the stall timeout
+            return "The server or the network went silent: resume the download later (\(kept)), or raise "
+                + "connectTimeout or stallTimeout (haul --stall-timeout) for a slow server."
+        case 35, 58, 59, 83, 90, 91:  // TLS handshake, client certificate, ciphers, issuer, pinning, status
+            return "The TLS handshake failed: check that the address serves HTTPS on that port and that its "
+                + "TLS set-up is current; \(kept)."
+        case 47:  // too many redirects
+            return "The server redirects in a loop or more often than maximumRedirects allows; check the URL."
+        case 60, 77:  // the certificate failed verification; the CA file could not be read
+            return "If the server's certificate is signed by an authority of your own, give its PEM file "
+                + "(certificateAuthorityFile; haul --ca-file); verification is never turned off. "
+                + "The bytes already received are kept."
+        default:
+            return "Check the address and the network, then resume the download; \(kept)."
+        }
     }
 
     private static func reason(forStatus status: Int?) -> String {

@@ -163,6 +163,17 @@ struct DownloadErrorTests {
         let refused = DownloadError(code: .transport, url: "http://host/a", curlCode: 7, detail: "Failed to connect")
         #expect(refused.description.contains("Failed to connect"))
         #expect(refused.description.contains("curl error 7"))
+        #expect(refused.description.contains("Check that the server is up and reachable"))
+        // The advice follows curl's cause.
+        let advice: [(Int, String)] = [
+            (6, "Check the host name"), (8, "not valid HTTP"), (28, "stallTimeout"), (35, "TLS handshake"),
+            (47, "redirects in a loop"), (60, "--ca-file"), (56, "Check the address and the network"),
+        ]
+        for (code, text) in advice {
+            let error = DownloadError(code: .transport, url: "http://host/a", curlCode: code)
+            #expect(error.description.contains(text), "curl error \(code): \(error.description)")
+            #expect(error.description.hasPrefix("Downloading http://host/a failed: "))
+        }
         let disk = DownloadError(code: .fileSystem, url: "http://host/a", errno: 28, path: "/full/x.part")
         #expect(disk.description.contains("/full/x.part"))
         #expect(disk.description.contains("No space left on device"))

@@ -135,7 +135,8 @@ final class EasyHandle {
 
     /// What curl wrote into the error buffer for the last failure, if anything.
     var errorMessage: String? {
-        errorBuffer[0] == 0 ? nil : String(cString: errorBuffer)
+        // curl leaves a trailing space or newline in some messages (OpenSSL's among them).
+        errorBuffer[0] == 0 ? nil : String(cString: errorBuffer).trimmingWhitespace
     }
 
     /// The context pointer set with `CURLOPT_PRIVATE`.
