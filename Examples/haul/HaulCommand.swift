@@ -68,6 +68,10 @@ struct HaulCommand: AsyncParsableCommand {
         if urls.isEmpty && inputFile == nil {
             throw ValidationError("Give at least one URL, or --input-file FILE.")
         }
+        if output == "-" {
+            // curl and wget read "-" as standard output; a stream cannot be resumed or renamed into place.
+            throw ValidationError("-o - (standard output) is not supported: haul writes files it can resume. Give a file or directory name.")
+        }
         if concurrency < 1 { throw ValidationError("--concurrency must be at least 1.") }
         if !(checkpointInterval > 0) { throw ValidationError("--checkpoint-interval must be above 0.") }
         if bufferSize < 4096 { throw ValidationError("--buffer-size must be at least 4096.") }

@@ -62,6 +62,21 @@ struct HaulCLITests {
         #expect(lines.count == 1, "\(run.stderr)")
     }
 
+    @Test("-o - is refused before anything is fetched: no file named '-'")
+    func outputToStandardOutput() throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        try server.makeFile("s.bin", size: 1_000)
+        // haul runs in this process's working directory, where "-" (and its .haul) would be written.
+        let dash = FileManager.default.currentDirectoryPath + "/-"
+        defer { unlink(dash) }
+        let run = try haul(["-o", "-", server.url("s.bin").absoluteString], in: work)
+        #expect(run.status == 64, "status \(run.status)")
+        #expect(run.stderr.contains("standard output"), "\(run.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dash))
+        #expect(server.accessLog().filter { $0.uri == "/s.bin" }.isEmpty)
+    }
+
     @Test("--checksum: a wrong digest fails with both values, exit 1, nothing at the destination")
     func wrongChecksum() throws {
         let (server, work) = try startServerAndDirectory()
