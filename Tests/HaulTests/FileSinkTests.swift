@@ -45,6 +45,41 @@ struct FileSinkTests {
         pool.give(reused)
     }
 
+    @Test("a chunk larger than the buffer tops the buffer up, and its rest goes to the file uncopied")
+    func largeChunksSkipTheBuffer() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("l.part").path
+        let sink = try FileSink(path: path, pool: BufferPool(bufferSize: 64 * 1024, idleLimit: 4))
+        let first = bytes(10 * 1024, seed: 11)  // buffered (a chunk of 4 KiB or more means fast)
+        #expect(try append(first, to: sink, at: 1) == false)
+        #expect(sink.bufferedCount == first.count)
+        // 300 KiB at once: one write of the topped-up buffer, one of the remaining 246 KiB, nothing
+        // left buffered.
+        let large = bytes(300 * 1024, seed: 12)
+        #expect(try append(large, to: sink, at: 2) == true)
+        #expect(sink.bufferedCount == 0)
+        #expect(sink.committedLength == Int64(first.count + large.count))
+        let small = bytes(5 * 1024, seed: 13)
+        #expect(try append(small, to: sink, at: 3) == false)
+        try sink.close()
+        #expect(contents(path) == first + large + small)
+    }
+
+    @Test("curl's receive buffer: large for a manager of a few transfers, 16 KiB for one of many")
+    func receiveBufferShare() {
+        #expect(Scheduler.receiveBufferSize(slots: 0) == 512 * 1024)
+        #expect(Scheduler.receiveBufferSize(slots: 1) == 512 * 1024)
+        #expect(Scheduler.receiveBufferSize(slots: 2) == 512 * 1024)
+        #expect(Scheduler.receiveBufferSize(slots: 3) == 336 * 1024)
+        #expect(Scheduler.receiveBufferSize(slots: 8) == 128 * 1024)
+        #expect(Scheduler.receiveBufferSize(slots: 64) == 16 * 1024)
+        #expect(Scheduler.receiveBufferSize(slots: 10_000) == 16 * 1024)
+        let sizes = (1...200).map { Scheduler.receiveBufferSize(slots: $0) }
+        #expect(sizes.allSatisfy { $0 % (16 * 1024) == 0 })
+        #expect(zip(sizes, sizes.dropFirst()).allSatisfy { $0 >= $1 })
+    }
+
     @Test("a whole remainder appears at its path only complete, replacing a partial file nobody knew of")
     func wholeRemainderAppearsComplete() throws {
         let directory = try makeTemporaryDirectory()

@@ -108,12 +108,12 @@ final class FileSink {
         }
         var wrote = false
         var remaining = bytes
-        // A chunk at least as large as the buffer, arriving with the buffer empty, skips the copy.
-        if buffered == 0 && remaining.count >= bufferSize {
-            try writeFully(remaining)
-            return true
-        }
         while !remaining.isEmpty {
+            // With the buffer empty, the rest of a chunk at least as large as the buffer skips the copy.
+            if buffered == 0 && remaining.count >= bufferSize {
+                try writeFully(remaining)
+                return true
+            }
             guard let storage = buffer ?? pool.take() else {
                 // No memory for a buffer: this chunk goes straight to the file.
                 try flush()

@@ -21,6 +21,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// Restarts from zero of downloads queued for a retry, carried to their next attempt: a server
     /// that answers every resume from the wrong byte ends in `rangeNotHonored`, not endless restarts.
     private var restartsBeforeRetry: [DownloadID: Int] = [:]
+    /// curl's receive buffer per transfer (``receiveBufferSize(slots:)``).
+    private let receiveBufferSize: Int
     /// State directories whose journal may hold queued rows.
     private var queuedDirectories: Set<String> = []
     private var active = 0
@@ -83,6 +85,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
                 "the open-files limit allows fewer downloads at once than configured",
                 metadata: ["configured": "\(configuration.maxConcurrentDownloads)", "running at most": "\(slots)"])
         }
+        self.receiveBufferSize = Self.receiveBufferSize(slots: slots)
         self.buffers = BufferPool(bufferSize: configuration.bufferSize, idleLimit: slots)
         self.idleEasyHandles = IdleStack(limit: max(64, slots))
         let share = curl_share_init()
@@ -567,6 +570,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
                 reactor: reactor)
             return
         }
+        easy.setReceiveBufferSize(receiveBufferSize)
         easy.configure(
             url: transfer.download.url.absoluteString,
             configuration: configuration,
@@ -611,6 +615,19 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             "request", metadata: ["url": "\(transfer.urlForErrors)", "from": "\(transfer.requestedOffset)"])
         transfer.download.hub.publish(.connecting(transfer.progress()))
     }
+
+    /// curl's receive buffer for each transfer when `slots` may run at once: a share of
+    /// ``receiveBufferBudget``, between curl's default 16 KiB and 512 KiB. A manager of a few
+    /// transfers reads in large chunks, as the curl tool does with its 100 KiB (each read of 16 KiB
+    /// costs a `recvfrom` and a zero-timeout `poll`: 131,000 system calls per GiB, 4,100 at 512 KiB);
+    /// one of many transfers keeps curl's 16 KiB each. By the slots, not by the transfers running
+    /// now: the first transfers of a busy manager would otherwise all start with large buffers.
+    static func receiveBufferSize(slots: Int) -> Int {
+        let share = receiveBufferBudget / max(1, slots)
+        let size = share / EasyHandle.defaultReceiveBufferSize * EasyHandle.defaultReceiveBufferSize
+        return min(512 * 1024, max(EasyHandle.defaultReceiveBufferSize, size))
+    }
+    static let receiveBufferBudget = 1024 * 1024
 
     private func acceptBody(for transfer: Transfer, total: Int64?, truncating: Bool, restart: RestartReason?) {
         guard let sink = transfer.sink, let head = transfer.head else { return }

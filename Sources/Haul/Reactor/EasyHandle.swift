@@ -26,6 +26,17 @@ final class EasyHandle {
         errorBuffer[0] = 0
     }
 
+    /// curl's receive buffer (`CURLOPT_BUFFERSIZE`) as last set; curl's default until then.
+    private(set) var receiveBufferSize = EasyHandle.defaultReceiveBufferSize
+    static let defaultReceiveBufferSize = 16 * 1024
+
+    /// Sets the receive buffer of the next transfer (never during one).
+    func setReceiveBufferSize(_ size: Int) {
+        guard size != receiveBufferSize else { return }
+        set(CURLOPT_BUFFERSIZE, size)
+        receiveBufferSize = size
+    }
+
     /// Whether the options every transfer shares are set (they are set once per handle: a
     /// `curl_easy_reset` and twenty options again cost every download a few microseconds).
     private var sharedOptionsSet = false
