@@ -266,10 +266,11 @@ struct FaultTests {
             for _ in 0..<limit { expected += ["bytes=40000-", nil] }
             expected.append("bytes=40000-")
             #expect(ranges == expected)
-            // (The server's log counts the attempts: the events may begin after the first retry, as
-            // the iteration starts at the download's state when it subscribes.)
+            // The server's log counts the attempts exactly. The events of this download outnumber what
+            // a subscriber holds (`EventHub.subscriberBufferLimit`): a reader slowed by a busy machine
+            // loses the oldest, but never the final one.
             let reasons: [RestartReason] = restarts(in: events)
-            #expect(reasons.allSatisfy { $0 == .rangeMismatch } && reasons.count >= limit - 1)
+            #expect(reasons.allSatisfy { $0 == .rangeMismatch } && reasons.count <= limit)
             guard case .failed(let last) = events.last else {
                 Issue.record("the events end with .failed, not \(String(describing: events.last))")
                 return
