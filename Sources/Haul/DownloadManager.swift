@@ -35,7 +35,9 @@ public final class DownloadManager: Sendable {
         /// ``maxConcurrentDownloads``.
         public var maxConcurrentDownloadsPerHost: Int?
         /// How many bytes are collected before a write to the partial file (YYDownload's
-        /// `kBufferSize`). Progress counts written bytes only. Default 128 KiB.
+        /// `kBufferSize`). Progress counts written bytes only. Default 128 KiB. Buffers take at most
+        /// 2 MiB at once (at least 4 buffers): more fast transfers than that write each chunk
+        /// straight to their file, and slow ones always do.
         public var bufferSize: Int = 128 * 1024
         /// The shortest time between two `.progress` events of one download. Default 200 ms.
         public var progressInterval: Duration = .milliseconds(200)
@@ -106,7 +108,7 @@ public final class DownloadManager: Sendable {
     /// The configuration the manager was created with.
     public let configuration: Configuration
     private let reactor: Reactor
-    private let scheduler: Scheduler
+    let scheduler: Scheduler
     let catalog: Catalog
     /// The configured state directory's standardized path.
     private let configuredStateDirectory: String?

@@ -69,7 +69,7 @@ struct DownloadManagerTests {
         }
         var configuration = configuration()
         configuration.maxConcurrentDownloads = 200
-        try await withDownloadManager(configuration: configuration) { manager in
+        let peakBuffers = try await withDownloadManager(configuration: configuration) { manager in
             let downloads = try (0..<200).map { index in
                 try manager.download(
                     from: server.url("many/\(index).bin"), to: directory.appendingPathComponent("\(index).bin"))
@@ -80,11 +80,15 @@ struct DownloadManagerTests {
                 }
                 try await group.waitForAll()
             }
+            return manager.scheduler.buffers.peakInUseCount
         }
         for index in 0..<200 {
             #expect(try Data(contentsOf: directory.appendingPathComponent("\(index).bin")) == sources[index])
         }
         #expect(server.accessLog().filter { $0.uri.hasPrefix("/many/") }.count == 200)
+        // 200 fast transfers shared at most 2 MiB of 64 KiB write buffers; the others wrote through.
+        #expect(Scheduler.writeBufferLimit(bufferSize: 64 * 1024) == 32)
+        #expect((1...32).contains(peakBuffers))
     }
 
     @Test("pause in the middle, then resume: identical, and about one file's worth sent")

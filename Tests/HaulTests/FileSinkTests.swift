@@ -45,6 +45,65 @@ struct FileSinkTests {
         pool.give(reused)
     }
 
+    @Test("the pool lends at most its limit; past it a fast sink writes each chunk straight to its file")
+    func bufferLimit() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let pool = BufferPool(bufferSize: 64 * 1024, idleLimit: 4, limit: 1)
+        let paths = ["a", "b"].map { directory.appendingPathComponent("\($0).part").path }
+        let first = try FileSink(path: paths[0], pool: pool)
+        let second = try FileSink(path: paths[1], pool: pool)
+        let chunks = (0..<4).map { bytes(16 * 1024, seed: 20 + $0) }
+        // The first sink holds the only buffer; the second finds none and writes through.
+        #expect(try append(chunks[0], to: first, at: 1) == false)
+        #expect(pool.inUseCount == 1)
+        #expect(try append(chunks[1], to: second, at: 1) == true)
+        #expect(second.committedLength == Int64(chunks[1].count) && second.bufferedCount == 0)
+        #expect(try append(chunks[2], to: second, at: 2) == true)
+        #expect(pool.inUseCount == 1 && pool.peakInUseCount == 1)
+        // Once the first gives its buffer back, the second buffers again.
+        try first.close()
+        #expect(pool.inUseCount == 0)
+        #expect(try append(chunks[3], to: second, at: 3) == false)
+        try second.close()
+        #expect(contents(paths[0]) == chunks[0])
+        #expect(contents(paths[1]) == chunks[1] + chunks[2] + chunks[3])
+        #expect(pool.inUseCount == 0)
+        // A copy that cannot wait may go past the limit.
+        let held = try #require(pool.take())
+        #expect(pool.take() == nil)
+        let extra = try #require(pool.take(beyondLimit: true))
+        #expect(pool.peakInUseCount == 2)
+        pool.give(extra)
+        pool.give(held)
+        #expect(pool.inUseCount == 0)
+    }
+
+    @Test("a whole remainder written nameless early frees its buffer, and is named whole later")
+    func namelessRemainder() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("n.part").path
+        let pool = BufferPool(bufferSize: 64 * 1024, idleLimit: 4)
+        let sink = try FileSink(path: path, pool: pool)
+        let chunk = bytes(40 * 1024, seed: 30)
+        #expect(try append(chunk, to: sink, at: 1) == false)
+        let written = try #require(sink.handOff().writtenNameless(in: directory.path))
+        // The bytes are in a file with no name, the buffer is back, nothing is visible yet.
+        #expect(pool.inUseCount == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
+        close(try written.writeWhole(to: path))
+        #expect(contents(path) == chunk)
+        // Where it cannot be named (here: a missing folder), the bytes are read back for a named
+        // file, which fails the same way: a typed error naming the path, and no buffer kept.
+        let other = try FileSink(path: "\(path).other", pool: pool)
+        #expect(try append(chunk, to: other, at: 1) == false)
+        let unnamed = try #require(other.handOff().writtenNameless(in: directory.path))
+        #expect(throws: DownloadError.self) { try unnamed.writeWhole(to: directory.appendingPathComponent("missing/x.part").path) }
+        #expect(pool.inUseCount == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["n.part"])
+    }
+
     @Test("a chunk larger than the buffer tops the buffer up, and its rest goes to the file uncopied")
     func largeChunksSkipTheBuffer() throws {
         let directory = try makeTemporaryDirectory()

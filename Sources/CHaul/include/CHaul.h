@@ -143,11 +143,11 @@ static inline int CHaul_sqlite_bind_text(sqlite3_stmt *statement, int index, con
 
 // MARK: files
 
-/// A nameless file in `directory`, open for writing (`O_TMPFILE`, whose name glibc shows only to
-/// _GNU_SOURCE), or -1 with errno (EOPNOTSUPP where the file system has none).
+/// A nameless file in `directory`, open for reading and writing (`O_TMPFILE`, whose name glibc shows
+/// only to _GNU_SOURCE), or -1 with errno (EOPNOTSUPP where the file system has none).
 static inline int CHaul_open_nameless(const char *directory) {
 #ifdef __O_TMPFILE
-    return open(directory, __O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+    return open(directory, __O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
 #else
     errno = EOPNOTSUPP;
     return -1;

@@ -61,7 +61,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     private var retryTimer: OpaquePointer?
     private let retryPolicy: RetryPolicy
     /// Write buffers, reused across transfers.
-    private let buffers: BufferPool
+    let buffers: BufferPool
     /// Easy handles of ended transfers, reset and kept for the next ones (as many as may run at once),
     /// and freed after a whole idle period (see ``releaseIdleBuffers()``). When only 64 were kept, a
     /// burst of finished transfers freed its handles and the next ones created new: 2,552 new
@@ -86,7 +86,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
                 metadata: ["configured": "\(configuration.maxConcurrentDownloads)", "running at most": "\(slots)"])
         }
         self.receiveBufferSize = Self.receiveBufferSize(slots: slots)
-        self.buffers = BufferPool(bufferSize: configuration.bufferSize, idleLimit: slots)
+        self.buffers = BufferPool(
+            bufferSize: configuration.bufferSize, idleLimit: slots, limit: Self.writeBufferLimit(bufferSize: configuration.bufferSize))
         self.idleEasyHandles = IdleStack(limit: max(64, slots))
         let share = curl_share_init()
         if let share {
@@ -629,6 +630,14 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     }
     static let receiveBufferBudget = 1024 * 1024
 
+    /// How many write buffers may be in use at once: ``writeBufferBudget`` worth, at least 4.
+    static func writeBufferLimit(bufferSize: Int) -> Int {
+        max(4, writeBufferBudget / max(1, bufferSize))
+    }
+    /// The memory write buffers may take at once (2 MiB: 16 of the default 128 KiB). Transfers that
+    /// receive while all are in use write each chunk straight to their partial file instead.
+    static let writeBufferBudget = 2 * 1024 * 1024
+
     private func acceptBody(for transfer: Transfer, total: Int64?, truncating: Bool, restart: RestartReason?) {
         guard let sink = transfer.sink, let head = transfer.head else { return }
         transfer.head = nil  // read once; thousands of live transfers need not keep their heads
@@ -691,6 +700,14 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             transfer.sink = nil
             if transfer.record.totalBytes == nil { transfer.record.totalBytes = sink.receivedLength }
             remainder = sink.handOff()
+            // A whole file in its buffer is the disk thread's to write, unless half of the buffers
+            // are in use (mostly waiting on the disk thread): then the loop writes it and frees its
+            // buffer now, so that receiving transfers still find one.
+            if transfer.rowBehind, buffers.inUseCount > buffers.limit / 2,
+                let written = remainder?.writtenNameless(in: FilePath.directory(of: transfer.partialPath))
+            {
+                remainder = written
+            }
         }
         addDiskJob(
             .finish(
