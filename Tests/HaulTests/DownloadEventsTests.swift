@@ -9,15 +9,47 @@ struct DownloadEventsTests {
         DownloadProgress(bytesReceived: bytes, totalBytes: 1000)
     }
 
-    @Test func aNewIterationStartsWithTheCurrentState() async {
+    @Test func theFirstIterationGetsTheEarlierEventsLaterOnesTheCurrentState() async {
         let hub = EventHub(progress: progress(0))
+        let error = DownloadError(code: .httpStatus, url: "http://x/", httpStatus: 503)
+        hub.publish(.queued)
+        hub.publish(.connecting(progress(0)))
+        hub.publish(.retrying(error, after: .seconds(1)))
         hub.publish(.connecting(progress(0)))
         hub.publish(.receiving(progress(10)))
+        hub.publish(.progress(progress(15)))
         hub.publish(.progress(progress(20)))
-        var iterator = DownloadEvents(hub: hub).makeAsyncIterator()
-        #expect(await iterator.next() == .receiving(progress(20)))
+        // The first subscriber (typically whoever called download(…)) missed nothing but coalesced progress.
+        var first = DownloadEvents(hub: hub).makeAsyncIterator()
+        let expected: [DownloadEvent] = [
+            .queued, .connecting(progress(0)), .retrying(error, after: .seconds(1)), .connecting(progress(0)),
+            .receiving(progress(10)), .progress(progress(20)),
+        ]
+        for event in expected {
+            #expect(await first.next() == event)
+        }
+        // Later ones start at the current state.
+        var second = DownloadEvents(hub: hub).makeAsyncIterator()
+        #expect(await second.next() == .receiving(progress(20)))
         hub.publish(.paused(progress(30)))
-        #expect(await iterator.next() == .paused(progress(30)))
+        #expect(await first.next() == .paused(progress(30)))
+        #expect(await second.next() == .paused(progress(30)))
+        // A first subscriber after more events than a subscriber holds gets the newest ones.
+        let busy = EventHub(progress: progress(0))
+        for round in 0..<100 { busy.publish(.paused(progress(Int64(round)))) }
+        var late = DownloadEvents(hub: busy).makeAsyncIterator()
+        #expect(busy.bufferedCount(late.subscription.id) == EventHub.subscriberBufferLimit)
+        #expect(await late.next() == .paused(progress(Int64(100 - EventHub.subscriberBufferLimit))))
+        // With nothing published yet, the first subscriber starts at the current state, as any other.
+        var fresh = DownloadEvents(hub: EventHub(progress: progress(0))).makeAsyncIterator()
+        #expect(await fresh.next() == .queued)
+        // Past the early window, events are no longer kept for a first subscriber.
+        let old = EventHub(progress: progress(0), earlyWindow: 0)
+        old.publish(.connecting(progress(0)))
+        old.publish(.receiving(progress(5)))
+        var after = DownloadEvents(hub: old).makeAsyncIterator()
+        #expect(old.bufferedCount(after.subscription.id) == 1)
+        #expect(await after.next() == .receiving(progress(5)))
     }
 
     @Test func progressIsCoalescedAndTheBufferIsBounded() async {

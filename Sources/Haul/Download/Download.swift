@@ -48,8 +48,9 @@ public final class Download: Sendable, Identifiable {
 
     deinit { census.downloads.subtract(1, ordering: .relaxed) }
 
-    /// The download's events: its current state first, then every change, ending after the final
-    /// event. Each iteration is independent; see ``DownloadEvents``.
+    /// The download's events: its current state first (for the first iteration, soon after the
+    /// download was created: every event since), then every change, ending after the final event.
+    /// Each iteration is independent; see ``DownloadEvents``.
     public var events: DownloadEvents { DownloadEvents(hub: hub) }
 
     /// The current state.

@@ -1,3 +1,4 @@
+import Dispatch
 import FoundationEssentials
 import Synchronization
 
@@ -5,6 +6,10 @@ import Synchronization
 ///
 /// Each iteration is an independent subscriber: it starts with the download's current state, then
 /// follows every change, and ends after the final event. Any number of tasks may iterate at once.
+/// The first iteration of a download's events starts earlier, with the events published since its
+/// handle was created (as many as a subscriber holds, within ``EventHub/earlyWindow``): a caller
+/// that iterates right after `download(…)` returned misses nothing, not even a retry that happened
+/// in between.
 /// A subscriber that reads slowly, or not at all, holds at most a small fixed number of events:
 /// progress is coalesced to the newest value and the oldest state changes are dropped first, but the
 /// final event is always delivered.
@@ -42,6 +47,10 @@ public struct DownloadEvents: AsyncSequence, Sendable {
 final class EventHub: Sendable {
     /// Events one subscriber may hold before the oldest are dropped (progress is coalesced first).
     static let subscriberBufferLimit = 16
+    /// How long after its creation a download keeps its events for a first subscriber: long enough
+    /// for the caller of `download(…)` to start iterating on a busy machine; after it, thousands of
+    /// downloads nobody follows hold no list of old events (about 600 bytes each).
+    static let earlyWindow: UInt64 = 2_000_000_000  // nanoseconds
 
     /// Unsubscribes when the iterator that owns it goes away.
     final class Subscription: Sendable {
@@ -67,6 +76,10 @@ final class EventHub: Sendable {
         var progress: DownloadProgress
         var subscribers: [Int: Subscriber] = [:]
         var nextID = 0
+        /// The events published before anyone subscribed, for the first subscriber (then `nil`), kept
+        /// until `earlyUntil` (uptime nanoseconds).
+        var early: [DownloadEvent]? = []
+        var earlyUntil: UInt64
         /// Set once: no event follows.
         var closed = false
         var result: Result<URL, DownloadError>?
@@ -76,8 +89,9 @@ final class EventHub: Sendable {
 
     private let state: Mutex<State>
 
-    init(progress: DownloadProgress) {
-        state = Mutex(State(progress: progress))
+    /// - Parameter earlyWindow: how long events are kept for a first subscriber (tests shorten it).
+    init(progress: DownloadProgress, earlyWindow: UInt64 = EventHub.earlyWindow) {
+        state = Mutex(State(progress: progress, earlyUntil: DispatchTime.now().uptimeNanoseconds + earlyWindow))
     }
 
     // MARK: publishing (loop thread)
@@ -90,6 +104,13 @@ final class EventHub: Sendable {
         state.withLock { state in
             guard !state.closed else { return }
             Self.apply(event, to: &state)
+            if state.early != nil {
+                if DispatchTime.now().uptimeNanoseconds >= state.earlyUntil {
+                    state.early = nil
+                } else {
+                    Self.enqueue(event, into: &state.early!)
+                }
+            }
             for id in state.subscribers.keys {
                 if let waiter = state.subscribers[id]!.waiter {
                     state.subscribers[id]!.waiter = nil
@@ -197,7 +218,12 @@ final class EventHub: Sendable {
                 case .failed(let error): .failed(error)
                 case .cancelled: .cancelled
                 }
-            state.subscribers[id] = Subscriber(buffer: [replay])
+            if let early = state.early, !early.isEmpty {
+                state.subscribers[id] = Subscriber(buffer: early)
+            } else {
+                state.subscribers[id] = Subscriber(buffer: [replay])
+            }
+            state.early = nil
             return id
         }
     }
