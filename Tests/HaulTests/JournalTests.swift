@@ -234,6 +234,12 @@ struct JournalIntegrationTests {
             guard let error = error as? DownloadError else { return false }
             return error.code == .journalLocked && error.description.contains("in use by another")
         }
+        // A manager that failed to start leaves nothing open: 200 attempts would otherwise leave 200
+        // multi handles' wake-up socket pairs (400 descriptors). Other tests' managers come and go
+        // meanwhile, a few pairs each.
+        let unixSocketsBefore = Descriptors.unixSockets().count
+        for _ in 0..<200 { _ = try? DownloadManager(configuration: configuration) }
+        #expect(Descriptors.unixSockets().count < unixSocketsBefore + 100)
         // Without a configured state directory (the default `.haul` beside b.bin is the same folder)
         // the lock is met on the first download instead.
         try await withDownloadManager { second in

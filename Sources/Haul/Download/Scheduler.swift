@@ -69,6 +69,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     private var idleEasyHandles: IdleStack<EasyHandle>
     /// Shared by every easy handle: TLS sessions and DNS answers.
     private let share: UnsafeMutableRawPointer?
+    /// Set once the loop's shutdown freed `share`; a scheduler whose loop never ran frees it in deinit.
+    private var shareCleanedUp = false
     private let progressIntervalNanoseconds: UInt64
 
     init(configuration: DownloadManager.Configuration, budget: DescriptorBudget, reactor: Reactor, catalog: Catalog) {
@@ -265,6 +267,11 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
     }
 
+    deinit {
+        // Only a scheduler whose loop never ran gets here with its share (no easy handle uses it).
+        if !shareCleanedUp, let share { curl_share_cleanup(share) }
+    }
+
     private func finishShutdown(reactor: Reactor) {
         let handles = transfers.values.map(\.download) + catalog.liveHandles
         for download in handles {
@@ -278,6 +285,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         // Every easy handle goes before the share they use.
         _ = idleEasyHandles.removeAll()
         if let share { curl_share_cleanup(share) }
+        shareCleanedUp = true
         reactor.stop()
     }
 

@@ -58,6 +58,8 @@ final class Reactor: @unchecked Sendable {
     private let inbox = Mutex(Inbox())
 
     private struct Lifecycle {
+        /// The loop thread was started (it cleans up the multi handle when it ends).
+        var started = false
         var stopped = false
         var waiters: [CheckedContinuation<Void, Never>] = []
         /// Taken by the one caller that joins the thread.
@@ -114,6 +116,9 @@ final class Reactor: @unchecked Sendable {
     }
 
     deinit {
+        // A reactor whose loop never ran (its manager failed to start: a locked journal) still owns
+        // its multi handle, and with it curl's wake-up socket pair.
+        if !lifecycle.withLock({ $0.started }) { curl_multi_cleanup(multi) }
         event_free(timerEvent)
         event_free(wakeEvent)
         close(wakeFD)
@@ -151,7 +156,10 @@ final class Reactor: @unchecked Sendable {
             Unmanaged<Reactor>.fromOpaque(box).release()
             throw DownloadError(code: .internalError, url: nil, errno: status, detail: "could not start the loop thread")
         }
-        lifecycle.withLock { $0.joinable = thread }
+        lifecycle.withLock {
+            $0.joinable = thread
+            $0.started = true
+        }
     }
 
     /// Set by ``stop()`` on the loop thread.

@@ -18,6 +18,15 @@ enum Descriptors {
         }
     }
 
+    /// The Unix-domain sockets (curl's wake-up pair for each multi handle among them).
+    static func unixSockets() -> [Int32] {
+        all().filter { descriptor in
+            var domain: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            return getsockopt(descriptor, SOL_SOCKET, SO_DOMAIN, &domain, &length) == 0 && domain == AF_UNIX
+        }
+    }
+
     /// The TCP sockets whose peer is 127.0.0.1:`port`.
     static func connected(toPort port: Int) -> [Int32] {
         all().filter { descriptor in
