@@ -115,7 +115,8 @@ final class FileSink {
                 return true
             }
             guard let storage = buffer ?? pool.take() else {
-                // No memory for a buffer: this chunk goes straight to the file.
+                // No buffer free (the pool's limit is reached, or no memory): this chunk goes
+                // straight to the file.
                 try flush()
                 try writeFully(remaining)
                 return true
@@ -265,12 +266,7 @@ final class FileSink {
                     Glibc.close(nameless)
                     throw error
                 }
-                var linked = CHaul_link_nameless(nameless, path)
-                if linked != 0, errno == EEXIST {  // a partial file the sink did not know of: replaced
-                    unlink(path)
-                    linked = CHaul_link_nameless(nameless, path)
-                }
-                if linked == 0 { return nameless }
+                if Self.name(nameless, path) { return nameless }
                 Glibc.close(nameless)  // no /proc, or not allowed: write a named file instead
             }
             let staging = "\(path).whole"
@@ -295,12 +291,7 @@ final class FileSink {
         /// then named; where it cannot be named, its bytes are read back and written to a named file.
         private func nameWritten(to path: String) throws(DownloadError) -> Int32 {
             _ = fdatasync(descriptor)
-            var linked = CHaul_link_nameless(descriptor, path)
-            if linked != 0, errno == EEXIST {
-                unlink(path)
-                linked = CHaul_link_nameless(descriptor, path)
-            }
-            if linked == 0 { return descriptor }
+            if Self.name(descriptor, path) { return descriptor }
             // No /proc, or not allowed: the bytes (at most a buffer's worth) go to a named file.
             defer { Glibc.close(descriptor) }
             let length = Int(offset)
@@ -320,6 +311,15 @@ final class FileSink {
             }
             let named = Remainder(descriptor: -1, buffer: buffer, count: length, offset: 0, pool: pool)
             return try named.writeWhole(to: path, tryNameless: false)
+        }
+
+        /// Links the nameless file `descriptor` at `path`, replacing a file already there (a partial
+        /// file the sink did not know of): whether it could.
+        private static func name(_ descriptor: Int32, _ path: String) -> Bool {
+            if CHaul_link_nameless(descriptor, path) == 0 { return true }
+            guard errno == EEXIST else { return false }
+            unlink(path)
+            return CHaul_link_nameless(descriptor, path) == 0
         }
 
         private func writeAndSync(to descriptor: Int32, path: String) throws(DownloadError) {
