@@ -13,13 +13,20 @@ struct DownloadPlan: Equatable {
 
     /// Resolves `-o`: a file when there is one URL and the path is not a directory (and does not end
     /// with `/`); otherwise a directory. File names come from each URL's last path component,
-    /// sanitised, with `.1`, `.2`… added when two URLs would share a name.
+    /// sanitised, with `.1`, `.2`… added when two URLs would share a name, or when the name is taken by
+    /// something this URL's download did not write (as wget does; curl -O would replace it). A path
+    /// given with `-o` is the user's choice and is used as it is.
     ///
     /// - Parameters:
     ///   - urls: the URLs in the order given.
     ///   - output: the `-o` value, or `nil` for the current directory.
     ///   - isDirectory: whether a path is an existing directory.
-    static func make(urls: [String], output: String?, isDirectory: (String) -> Bool) -> DownloadPlan {
+    ///   - isOccupied: whether something exists at a path that is not the download of that URL there
+    ///     (a file the user made, or another URL's).
+    static func make(
+        urls: [String], output: String?, isDirectory: (String) -> Bool,
+        isOccupied: (_ url: String, _ path: String) -> Bool = { _, _ in false }
+    ) -> DownloadPlan {
         let output = output.map { $0.isEmpty ? "." : $0 }
         if urls.count == 1, let output, !output.hasSuffix("/"), !isDirectory(output) {
             let slash = output.lastIndex(of: "/")
@@ -33,16 +40,25 @@ struct DownloadPlan: Equatable {
         var taken: Set<String> = []
         let items = urls.map { url -> Item in
             let base = fileName(for: url)
+            func path(_ name: String) -> String { directory == "/" ? "/\(name)" : "\(directory)/\(name)" }
             var name = base
             var counter = 1
-            while taken.contains(name) {
-                name = "\(base).\(counter)"
+            while taken.contains(name) || isOccupied(url, path(name)) {
+                name = suffixed(base, counter)
                 counter += 1
             }
             taken.insert(name)
-            return Item(url: url, destination: directory == "/" ? "/\(name)" : "\(directory)/\(name)")
+            return Item(url: url, destination: path(name))
         }
         return DownloadPlan(items: items, outputDirectory: directory)
+    }
+
+    /// `base.counter`, with `base` shortened from the front so that the name still fits in 255 bytes.
+    static func suffixed(_ base: String, _ counter: Int) -> String {
+        let suffix = ".\(counter)"
+        var base = base
+        while base.utf8.count + suffix.utf8.count > 255 { base.removeFirst() }
+        return base + suffix
     }
 
     /// A safe local file name for a URL: its last path component, percent-decoded, with path

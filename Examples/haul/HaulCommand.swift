@@ -167,9 +167,19 @@ struct Runner {
         do {
             let urls = try command.allURLs()
             guard !urls.isEmpty else { throw CLIError("the input file has no URLs") }
-            plan = DownloadPlan.make(urls: urls, output: command.output) { path in
+            let isDirectory = { (path: String) -> Bool in
                 var status = stat()
                 return stat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
+            }
+            // Names are chosen once the journal is known: a file it recorded for the same URL is
+            // this download's (complete, or to be revalidated); anything else there is not replaced.
+            let directory = DownloadPlan.make(urls: urls, output: command.output, isDirectory: isDirectory).outputDirectory
+            let recorded = Self.recordedDownloads(stateDirectory: command.state ?? "\(directory)/.haul")
+            plan = DownloadPlan.make(urls: urls, output: command.output, isDirectory: isDirectory) { url, path in
+                var status = stat()
+                guard lstat(path, &status) == 0 else { return false }
+                guard let parsed = URL(string: url.trimmingSpaces) else { return false }
+                return !recorded.contains(DownloadID(url: parsed, destination: URL(fileURLWithPath: path)))
             }
             try Self.makeDirectory(plan.outputDirectory)
         } catch {
@@ -265,6 +275,15 @@ struct Runner {
         }
         reporter.finish(interrupted: false)
         return failures == 0 && completed == started.count ? 0 : 1
+    }
+
+    /// The downloads a state directory's journal records; none when it has no journal yet (or one
+    /// that cannot be read now: the manager then reports why).
+    static func recordedDownloads(stateDirectory: String) -> Set<DownloadID> {
+        guard FileManager.default.fileExists(atPath: "\(stateDirectory)/journal.sqlite"),
+            let entries = try? DownloadManager.journalEntries(stateDirectory: URL(fileURLWithPath: stateDirectory, isDirectory: true))
+        else { return [] }
+        return Set(entries.map(\.id))
     }
 
     /// `mkdir -p`, with the failing folder and the system's reason in the error.

@@ -47,6 +47,31 @@ struct HaulCLITests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: output.path).sorted() == [".haul", "a.bin", "b.bin"])
     }
 
+    @Test("a file already there that haul did not download is kept: the download gets a.bin.1, and running again changes nothing")
+    func existingFileIsKept() throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let a = try server.makeFile("a.bin", size: 300_000, seed: 5)
+        let output = work.appendingPathComponent("out")
+        try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
+        let mine = Data("the user's own a.bin\n".utf8)
+        try mine.write(to: output.appendingPathComponent("a.bin"))
+        let arguments = ["-o", output.path, server.url("a.bin").absoluteString]
+        let first = try haul(arguments, in: work)
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stdout.contains("-> \(output.path)/a.bin.1"), "\(first.stdout)")
+        #expect(try Data(contentsOf: output.appendingPathComponent("a.bin")) == mine)
+        #expect(try Data(contentsOf: output.appendingPathComponent("a.bin.1")) == a)
+        #expect(server.accessLog().filter { $0.uri == "/a.bin" }.count == 1)
+        // Again: a.bin.1 is this URL's download in the journal, so it is the one kept (no a.bin.2, no transfer).
+        let second = try haul(arguments, in: work)
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(second.stdout.contains("-> \(output.path)/a.bin.1"), "\(second.stdout)")
+        #expect(server.accessLog().filter { $0.uri == "/a.bin" }.count == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: output.path).sorted() == [".haul", "a.bin", "a.bin.1"])
+        #expect(try Data(contentsOf: output.appendingPathComponent("a.bin")) == mine)
+    }
+
     @Test("bad input is one line on stderr and a non-zero status, never a crash", arguments: [
         ["not a url at all"], ["ftp://example.com/file"], ["http://"], ["-i", "/nonexistent/list.txt"],
         ["-o", "/proc/version/sub", "http://127.0.0.1:1/a"], ["--checksum", "sha256:xyz", "http://h/a"], ["-j", "x", "http://h/a"],

@@ -31,6 +31,32 @@ struct HaulArgumentTests {
         #expect(plan.outputDirectory == ".")
     }
 
+    @Test func aNameTakenBySomethingElseGetsASuffixButAGivenPathIsKept() {
+        // ./a.bin is the user's, ./a.bin.1 another URL's; ./b.bin is this URL's own earlier download.
+        let occupied = [("http://h/x/a.bin", "./a.bin"), ("http://h/x/a.bin", "./a.bin.1"), ("http://h/b.bin", "./a.bin")]
+        let isOccupied = { (url: String, path: String) in occupied.contains { $0 == (url, path) } }
+        let plan = DownloadPlan.make(
+            urls: ["http://h/x/a.bin", "http://h/b.bin"], output: nil, isDirectory: noDirectories, isOccupied: isOccupied)
+        #expect(plan.items.map(\.destination) == ["./a.bin.2", "./b.bin"])
+        // Two URLs sharing a name still get distinct names when nothing exists.
+        let same = DownloadPlan.make(urls: ["http://h/a.bin", "http://g/a.bin"], output: "/o", isDirectory: { _ in true }) { _, _ in false }
+        #expect(same.items.map(\.destination) == ["/o/a.bin", "/o/a.bin.1"])
+        // -o FILE is what the user asked for: never renamed.
+        let given = DownloadPlan.make(urls: ["http://h/x/a.bin"], output: "a.bin", isDirectory: noDirectories) { _, _ in true }
+        #expect(given.items.map(\.destination) == ["a.bin"])
+    }
+
+    @Test func aSuffixedNameStillFitsInAFileName() {
+        let long = String(repeating: "é", count: 127) + ".b"  // 256 bytes before trimming
+        let base = DownloadPlan.fileName(for: "http://h/" + long.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed)!)
+        #expect(base.utf8.count <= 255)
+        let plan = DownloadPlan.make(urls: ["http://h/a", "http://g/a"].map { $0.replacingOccurrences(of: "a", with: base) }, output: nil,
+                                     isDirectory: noDirectories)
+        let second = String(plan.items[1].destination.dropFirst(2))
+        #expect(second.hasSuffix(".b.1") && second.utf8.count <= 255 && second.unicodeScalars.allSatisfy { $0 == "é" || $0 == "." || $0 == "b" || $0 == "1" })
+        #expect(DownloadPlan.suffixed(String(repeating: "x", count: 255), 12) == String(repeating: "x", count: 252) + ".12")
+    }
+
     @Test(arguments: [
         ("http://h/dir/file.txt", "file.txt"),
         ("http://h/dir/file.txt?x=1#frag", "file.txt"),
