@@ -86,6 +86,9 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
     public var path: String?
     /// What libcurl or the system said, in its words.
     public var detail: String?
+    /// A file-system failure while writing a download that fits in its buffer as a whole file: no
+    /// partial file was ever there, so the description does not say one is kept.
+    var nothingKept = false
 
     /// Creates an error. Prefer matching the errors Haul throws over creating your own.
     public init(
@@ -128,7 +131,7 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
             let cause = errno.map { String(cString: strerror($0)) } ?? detail ?? "an I/O error"
             // Only a partial file's own failure says it is kept: before one exists (the state
             // directory, the journal) there is nothing to keep.
-            let kept = path?.hasSuffix(".part") == true ? "; the partial file is kept" : ""
+            let kept = !nothingKept && path?.hasSuffix(".part") == true ? "; the partial file is kept" : ""
             let advice =
                 isOutOfDescriptors
                 ? "The process has no file descriptor left: raise its open-files limit (ulimit -n) or lower "

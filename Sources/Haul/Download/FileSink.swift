@@ -255,6 +255,16 @@ final class FileSink {
         /// continue. Returns the open descriptor; the buffer goes back to its pool either way.
         /// (`tryNameless: false` goes straight to the named file, for tests.)
         func writeWhole(to path: String, tryNameless: Bool = true) throws(DownloadError) -> Int32 {
+            do {
+                return try writeWholeOrThrow(to: path, tryNameless: tryNameless)
+            } catch {
+                var error = error
+                error.nothingKept = true  // nothing at `path`: the download starts again from zero
+                throw error
+            }
+        }
+
+        private func writeWholeOrThrow(to path: String, tryNameless: Bool) throws(DownloadError) -> Int32 {
             if isNameless { return try nameWritten(to: path) }
             defer { if let buffer { pool.give(buffer) } }
             let folder = FilePath.directory(of: path)
