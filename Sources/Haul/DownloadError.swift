@@ -31,6 +31,7 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
             case journalLocked
             case checksumMismatch
             case fileTooLarge
+            case destinationInUse
             case internalError
         }
         fileprivate let base: Base
@@ -65,6 +66,10 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         /// The file is larger than the configured maximum
         /// (``DownloadManager/Configuration/maximumFileSize``).
         public static let fileTooLarge = Code(.fileTooLarge)
+        /// Another download of the same manager (from another URL) was writing to the same destination
+        /// when this one was to start (see ``DownloadError/path`` and ``DownloadError/detail``).
+        /// Nothing was sent; the destination holds what the other download puts there.
+        public static let destinationInUse = Code(.destinationInUse)
         /// A resource of the process (threads, file descriptors, libcurl handles) could not be had.
         public static let internalError = Code(.internalError)
 
@@ -163,6 +168,10 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         case .fileTooLarge:
             return "\(subject) failed: \(detail ?? "the file is larger than the configured maximum"). "
                 + "Raise the maximum size to fetch it."
+        case .destinationInUse:
+            return "\(subject) failed: \(detail ?? "another download") is already writing to "
+                + "\(path.map { "'\($0)'" } ?? "the same destination"); nothing was sent. Wait for that download to "
+                + "end, cancel it, or choose another destination."
         case .internalError:
             return "\(subject) failed: \(detail ?? "an internal resource was not available")"
                 + "\(errno.map { ": \(String(cString: strerror($0)))" } ?? "")."

@@ -34,6 +34,10 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// Slots held per host, and the hosts at their limit (``DownloadManager/Configuration/maxConcurrentDownloadsPerHost``).
     private var activeByHost: [String: Int] = [:]
     private var saturatedHosts: Set<String> = []
+    /// The destination of every admitted download, until its file is in place or it stops: two
+    /// downloads (of different URLs) renaming onto one path would each report a file the other
+    /// replaced, so the second to be admitted fails with ``DownloadError/Code/destinationInUse``.
+    private var writers: [String: DownloadID] = [:]
     /// Directories whose queue had rows only for saturated hosts: looked at again when one frees.
     private var directoriesWaitingForHosts: Set<String> = []
     private var shuttingDown = false
@@ -454,6 +458,14 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             download: download, record: record, store: journal, scheduler: self,
             restarts: restartsBeforeRetry.removeValue(forKey: id) ?? 0, retryLimit: max(0, configuration.retryLimit))
         transfers[id] = transfer
+        if let writer = writers[record.destination].flatMap({ transfers[$0] }) {
+            let error = DownloadError(
+                code: .destinationInUse, url: url.redactedString, path: record.destination,
+                detail: "another download (of \(writer.urlForErrors))")
+            perform(transfer.machine.fail(error), for: transfer, reactor: reactor)
+            return
+        }
+        writers[record.destination] = id
         if record.revalidate {
             transfer.revalidating = true
             unlink(transfer.partialPath)
@@ -829,6 +841,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             }
         }
         transfers.removeValue(forKey: transfer.id)
+        if writers[transfer.record.destination] == transfer.id { writers[transfer.record.destination] = nil }
     }
 
     // MARK: body
