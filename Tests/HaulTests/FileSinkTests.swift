@@ -280,6 +280,34 @@ struct FileSinkTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: memory.path).isEmpty)
     }
 
+    @Test("a partial file deleted before it is moved into place fails the download; it is never reported complete")
+    func partialDeletedBeforeFinish() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let partial = directory.appendingPathComponent("gone.part").path
+        let destination = directory.appendingPathComponent("x.bin").path
+        let job = FinishJob(
+            id: DownloadID(rawValue: "gone"), partialPath: partial, destination: destination, remainder: nil, writeWhole: false,
+            keepDestination: false, expectedSize: nil, expectedChecksum: nil, url: "http://h/x.bin")
+        guard case .failure(let error) = job.perform() else {
+            Issue.record("a missing partial file and no destination were reported complete")
+            return
+        }
+        #expect(error.code == .fileSystem && error.errno == ENOENT && error.path == partial && error.url == "http://h/x.bin")
+        #expect(error.description.contains("deleted before it could be moved into place") && !error.description.contains("is kept"))
+        // An earlier run that moved the file into place before it could record that: the file counts.
+        #expect(FileManager.default.createFile(atPath: destination, contents: Data(bytes(1234, seed: 3))))
+        guard case .success(let length) = job.perform() else {
+            Issue.record("a file already in place was not accepted")
+            return
+        }
+        #expect(length == 1234)
+        // Renaming a partial that vanished names the partial, not the destination.
+        #expect { try FinishJob.moveIntoPlace(from: partial, to: directory.appendingPathComponent("y.bin").path) } throws: { error in
+            (error as? DownloadError)?.path == partial && (error as? DownloadError)?.errno == ENOENT
+        }
+    }
+
     @Test("disk jobs use one lane while they are fast and every lane once they wait on a disk")
     func diskLanesFollowJobTime() {
         let timing = DiskTiming()

@@ -109,8 +109,10 @@ struct FinishJob: Sendable {
         } else {
             descriptor = open(partialPath, O_RDONLY | O_CLOEXEC)
             guard descriptor >= 0 else {
-                // No partial file: an earlier run moved it into place before it could record that.
-                return .success(Transfer.fileLength(destination) ?? 0)
+                // No partial file: an earlier run moved it into place before it could record that,
+                // or someone deleted it (with the state directory) while it downloaded.
+                if let length = Transfer.fileLength(destination) { return .success(length) }
+                return .failure(Self.partialDeleted(partialPath, url: url))
             }
         }
         if !synced { _ = fdatasync(descriptor) }
@@ -153,6 +155,16 @@ struct FinishJob: Sendable {
         }
     }
 
+    /// The partial file of a finished transfer is gone (deleted, with its state directory perhaps,
+    /// while the bytes were arriving): the download must start again.
+    static func partialDeleted(_ path: String, url: String?) -> DownloadError {
+        var error = DownloadError(
+            code: .fileSystem, url: url, errno: ENOENT, path: path,
+            detail: "the partial file was deleted before it could be moved into place; download it again")
+        error.nothingKept = true
+        return error
+    }
+
     /// Renames the finished partial file to its destination: the destination holds either its old
     /// content or the whole new file, never a part. The destination's folder is created when missing.
     static func moveIntoPlace(from source: String, to destination: String) throws(DownloadError) {
@@ -164,6 +176,7 @@ struct FinishJob: Sendable {
             if rename(source, destination) == 0 { return }
             renameError = errno
         }
+        if renameError == ENOENT, access(source, F_OK) != 0 { throw partialDeleted(source, url: nil) }
         guard renameError == EXDEV else {
             throw DownloadError(
                 code: .fileSystem, url: nil, errno: renameError, path: destination, detail: "rename into place failed")
