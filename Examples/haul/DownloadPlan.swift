@@ -38,17 +38,29 @@ struct DownloadPlan: Equatable {
         var directory = output ?? "."
         while directory.count > 1 && directory.hasSuffix("/") { directory.removeLast() }
         var taken: Set<String> = []
+        // Per name, the suffixes tried so far: every one below `next` is taken, or in `holes` (skipped
+        // because something else was there for an earlier URL; it may be this URL's own file). The
+        // same as trying every suffix from the name itself, without 100,000 URLs of one name each
+        // trying every name before theirs.
+        var next: [String: Int] = [:]
+        var holes: [String: [Int]] = [:]
         let items = urls.map { url -> Item in
             let base = fileName(for: url)
             func path(_ name: String) -> String { directory == "/" ? "/\(name)" : "\(directory)/\(name)" }
-            var name = base
-            var counter = 1
-            while taken.contains(name) || isOccupied(url, path(name)) {
-                name = suffixed(base, counter)
+            func name(_ counter: Int) -> String { counter == 0 ? base : suffixed(base, counter) }
+            if let index = holes[base]?.firstIndex(where: { !isOccupied(url, path(name($0))) }) {
+                let counter = holes[base]!.remove(at: index)
+                taken.insert(name(counter))
+                return Item(url: url, destination: path(name(counter)))
+            }
+            var counter = next[base] ?? 0
+            while taken.contains(name(counter)) || isOccupied(url, path(name(counter))) {
+                if !taken.contains(name(counter)) { holes[base, default: []].append(counter) }
                 counter += 1
             }
-            taken.insert(name)
-            return Item(url: url, destination: path(name))
+            next[base] = counter + 1
+            taken.insert(name(counter))
+            return Item(url: url, destination: path(name(counter)))
         }
         return DownloadPlan(items: items, outputDirectory: directory)
     }

@@ -211,61 +211,32 @@ struct Runner {
         let interruption = Interruption(manager: manager, reporter: reporter)
         interruption.install()
 
+        // A window of downloads at a time, the next one started as one ends: a list of a million
+        // URLs holds a window's objects and tasks, not a million (about 7 KB each).
+        let window = max(64, command.concurrency * 4)
+        reporter.expect(plan.items.count)
         var failures = 0
-        var started: [(Int, Download, DownloadPlan.Item)] = []
-        for (index, item) in plan.items.enumerated() {
-            do {
-                let download: Download
-                if let checksum = command.checksum.flatMap(Checksum.init) {
-                    guard let url = URL(string: item.url.trimmingSpaces) else {
-                        throw DownloadError(code: .invalidURL, url: item.url, detail: "it could not be parsed")
-                    }
-                    download = try manager.download(
-                        DownloadRequest(url: url, destination: URL(fileURLWithPath: item.destination), checksum: checksum))
-                } else {
-                    download = try manager.download(from: item.url, to: URL(fileURLWithPath: item.destination))
+        var pending = plan.items.enumerated().makeIterator()
+        /// Starts downloads until `window` run or the list ends; a URL refused at once is a failure.
+        func fill(_ group: inout TaskGroup<Bool>, running: inout Int) {
+            while running < window, interruption.received == nil, let (index, item) = pending.next() {
+                guard let download = start(item, index: index, manager: manager, reporter: reporter) else {
+                    failures += 1
+                    continue
                 }
-                reporter.add(index: index, name: String(item.destination.split(separator: "/").last ?? ""))
-                started.append((index, download, item))
-            } catch {
-                failures += 1
-                if command.json {
-                    Reporter.write(
-                        Reporter.json(.failed(error as? DownloadError ?? DownloadError(code: .invalidURL, url: item.url)),
-                                      url: item.url, path: item.destination) + "\n",
-                        to: STDOUT_FILENO)
-                }
-                Reporter.write("haul: \(Self.describe(error))\n", to: STDERR_FILENO)
+                running += 1
+                group.addTask { await Self.follow(download, index: index, item: item, reporter: reporter) }
             }
         }
-
         let completed = await withTaskGroup(of: Bool.self) { group in
-            for (index, download, item) in started {
-                group.addTask {
-                    guard reporter.wantsEveryEvent else {
-                        // Only the outcome is shown: wait for it without following every event.
-                        do {
-                            let file = try await download.finished()
-                            reporter.report(.completed(file), index: index, url: item.url, path: item.destination)
-                            return true
-                        } catch let error as DownloadError where error.code != .shutdown {
-                            reporter.report(.failed(error), index: index, url: item.url, path: item.destination)
-                            return false
-                        } catch {
-                            return false
-                        }
-                    }
-                    var last: DownloadEvent?
-                    for await event in download.events {
-                        reporter.report(event, index: index, url: item.url, path: item.destination)
-                        last = event
-                    }
-                    if case .completed = last { return true }
-                    return false
-                }
-            }
+            var running = 0
             var completed = 0
-            for await ok in group where ok { completed += 1 }
+            fill(&group, running: &running)
+            while let ok = await group.next() {
+                running -= 1
+                if ok { completed += 1 }
+                fill(&group, running: &running)
+            }
             return completed
         }
         await manager.shutdown()
@@ -274,7 +245,59 @@ struct Runner {
             return 128 + signal
         }
         reporter.finish(interrupted: false)
-        return failures == 0 && completed == started.count ? 0 : 1
+        return failures == 0 && completed == plan.items.count ? 0 : 1
+    }
+
+    /// Creates the download of `item`, or reports why it cannot be (`nil`).
+    func start(_ item: DownloadPlan.Item, index: Int, manager: DownloadManager, reporter: Reporter) -> Download? {
+        do {
+            let download: Download
+            if let checksum = command.checksum.flatMap(Checksum.init) {
+                guard let url = URL(string: item.url.trimmingSpaces) else {
+                    throw DownloadError(code: .invalidURL, url: item.url, detail: "it could not be parsed")
+                }
+                download = try manager.download(
+                    DownloadRequest(url: url, destination: URL(fileURLWithPath: item.destination), checksum: checksum))
+            } else {
+                download = try manager.download(from: item.url, to: URL(fileURLWithPath: item.destination))
+            }
+            reporter.add(index: index, name: String(item.destination.split(separator: "/").last ?? ""))
+            return download
+        } catch {
+            reporter.refused()
+            if command.json {
+                Reporter.write(
+                    Reporter.json(.failed(error as? DownloadError ?? DownloadError(code: .invalidURL, url: item.url)),
+                                  url: item.url, path: item.destination) + "\n",
+                    to: STDOUT_FILENO)
+            }
+            Reporter.write("haul: \(Self.describe(error))\n", to: STDERR_FILENO)
+            return nil
+        }
+    }
+
+    /// Reports `download` until it ends: whether it completed.
+    static func follow(_ download: Download, index: Int, item: DownloadPlan.Item, reporter: Reporter) async -> Bool {
+        guard reporter.wantsEveryEvent else {
+            // Only the outcome is shown: wait for it without following every event.
+            do {
+                let file = try await download.finished()
+                reporter.report(.completed(file), index: index, url: item.url, path: item.destination)
+                return true
+            } catch let error as DownloadError where error.code != .shutdown {
+                reporter.report(.failed(error), index: index, url: item.url, path: item.destination)
+                return false
+            } catch {
+                return false
+            }
+        }
+        var last: DownloadEvent?
+        for await event in download.events {
+            reporter.report(event, index: index, url: item.url, path: item.destination)
+            last = event
+        }
+        if case .completed = last { return true }
+        return false
     }
 
     /// The downloads a state directory's journal records; none when it has no journal yet (or one

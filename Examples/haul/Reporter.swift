@@ -28,6 +28,8 @@ final class Reporter: Sendable {
         var completed = 0
         var failed = 0
         var bytes: Int64 = 0
+        /// Downloads of the command not started yet (see ``expect(_:)``).
+        var waiting = 0
     }
 
     let mode: Mode
@@ -41,11 +43,26 @@ final class Reporter: Sendable {
     /// Whether this mode shows more than each download's outcome.
     var wantsEveryEvent: Bool { mode == .bars || mode == .json }
 
+    /// The number of downloads the command will start, shown as "more" until they start.
+    func expect(_ count: Int) {
+        state.withLock { $0.waiting = count }
+    }
+
+    /// A download of the command that could not be started (its error is printed already): failed,
+    /// no longer waiting.
+    func refused() {
+        state.withLock {
+            $0.waiting = max(0, $0.waiting - 1)
+            $0.failed += 1
+        }
+    }
+
     /// Registers a download before its events arrive.
     func add(index: Int, name: String) {
         state.withLock {
             $0.rows[index] = Row(name: name)
             $0.order.append(index)
+            $0.waiting = max(0, $0.waiting - 1)
         }
     }
 
@@ -162,8 +179,9 @@ final class Reporter: Sendable {
                 text += "\r\u{1B}[2K" + Self.bar(for: row, width: width) + "\n"
                 lines += 1
             }
-            if state.order.count > shown.count {
-                text += "\r\u{1B}[2K… and \(state.order.count - shown.count) more\n"
+            let more = state.order.count - shown.count + state.waiting
+            if more > 0 {
+                text += "\r\u{1B}[2K… and \(more) more\n"
                 lines += 1
             }
             // Clear lines left over from a taller previous frame.

@@ -185,6 +185,29 @@ struct HaulCLITests {
         #expect(try Data(contentsOf: work.appendingPathComponent("out")) == data)
     }
 
+    @Test("a list longer than the window of started downloads: every file arrives, a bad line is one failure")
+    func longInputFile() throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let files = try (0..<10).map { try server.makeFile("l\($0).bin", size: 5_000 + $0 * 1_000, seed: UInt64(50 + $0)) }
+        // 300 URLs with -j 2: haul starts 64 at a time, the next as one ends.
+        var lines = (0..<300).map { server.url("l\($0 % 10).bin").absoluteString + "?n=\($0)" }
+        lines.insert("not a url", at: 150)
+        let list = work.appendingPathComponent("urls.txt")
+        try lines.joined(separator: "\n").write(to: list, atomically: true, encoding: .utf8)
+        let output = work.appendingPathComponent("out")
+        let run = try haul(["-j", "2", "-i", list.path, "-o", output.path], in: work)
+        #expect(run.status == 1)
+        #expect(run.stdout.contains("300 completed, 1 failed"), "\(run.stdout.suffix(300))")
+        #expect(run.stderr.split(separator: "\n").filter { $0.hasPrefix("haul: ") } == ["haul: 'not a url' is not a valid URL: it could not be parsed. Check the spelling; Haul needs an absolute http:// or https:// URL with a host."])
+        // Names in list order: l3.bin, l3.bin.1, … l3.bin.29 for the 30 URLs of l3.bin.
+        for n in 0..<300 {
+            let name = "l\(n % 10).bin" + (n < 10 ? "" : ".\(n / 10)")
+            #expect(try Data(contentsOf: output.appendingPathComponent(name)) == files[n % 10], "\(name)")
+        }
+        #expect(server.accessLog().filter { $0.uri.hasPrefix("/l") }.count == 300)  // each fetched once
+    }
+
     @Test("SIGINT pauses and exits 130; the same command again resumes and finishes")
     func interruptAndResume() async throws {
         let (server, work) = try startServerAndDirectory()

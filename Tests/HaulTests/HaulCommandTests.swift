@@ -46,6 +46,22 @@ struct HaulArgumentTests {
         #expect(given.items.map(\.destination) == ["a.bin"])
     }
 
+    @Test(.timeLimit(.minutes(1)))  // trying every earlier name for each URL took 85 s here
+    func manyURLsOfOneNameAreNumberedInOrder() {
+        // 20,000 URLs named a.bin, and a user's file at ./a.bin.7: every name distinct, in list order.
+        let urls = (0..<20_000).map { "http://h/a.bin?\($0)" }
+        let plan = DownloadPlan.make(urls: urls, output: nil, isDirectory: noDirectories) { _, path in path == "./a.bin.7" }
+        let expected = ["./a.bin"] + (1..<20_001).filter { $0 != 7 }.map { "./a.bin.\($0)" }
+        let same = plan.items.map(\.destination) == expected  // (a comparison inside #expect would describe both arrays)
+        #expect(same)
+        // A file of this URL's own at a name skipped for an earlier URL is still found: ./a.bin is the
+        // user's, ./a.bin.1 was the second URL's in an earlier run.
+        let own = DownloadPlan.make(urls: ["http://h/x/a.bin", "http://h/y/a.bin"], output: nil, isDirectory: noDirectories) { url, path in
+            path == "./a.bin" || (path == "./a.bin.1" && url != "http://h/y/a.bin")
+        }
+        #expect(own.items.map(\.destination) == ["./a.bin.2", "./a.bin.1"])
+    }
+
     @Test func aSuffixedNameStillFitsInAFileName() {
         let long = String(repeating: "é", count: 127) + ".b"  // 256 bytes before trimming
         let base = DownloadPlan.fileName(for: "http://h/" + long.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed)!)
