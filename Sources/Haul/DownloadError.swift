@@ -91,8 +91,9 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
     public var path: String?
     /// What libcurl or the system said, in its words.
     public var detail: String?
-    /// A file-system failure while writing a download that fits in its buffer as a whole file: no
-    /// partial file was ever there, so the description does not say one is kept.
+    /// A file-system failure that leaves no partial file (a download that fits in its buffer could
+    /// not be written as a whole file; a partial file was deleted by someone else): the description
+    /// does not say one is kept.
     var nothingKept = false
 
     /// Creates an error. Prefer matching the errors Haul throws over creating your own.
