@@ -61,6 +61,24 @@ struct ResponseDecisionTests {
         #expect(ResponseDecision.decide(head: head(200), requestedOffset: 0, knownTotal: nil) == .append(total: nil))
     }
 
+    @Test func differingContentLengthsAreInvalid() {
+        var twice = head(200, length: 500)
+        twice.conflictingContentLengths = ["1000", "500"]
+        #expect(
+            ResponseDecision.decide(head: twice, requestedOffset: 0, knownTotal: nil)
+                == .invalid("the server announced different lengths (Content-Length: 1000, 500)"))
+        var resumed = head(206, range: "bytes 40-99/100", length: 60)
+        resumed.conflictingContentLengths = ["60", "10"]
+        guard case .invalid = ResponseDecision.decide(head: resumed, requestedOffset: 40, knownTotal: 100) else {
+            Issue.record("a 206 with two lengths was used")
+            return
+        }
+        // An error status stays that status: its body is never used.
+        var missing = head(404, length: 0)
+        missing.conflictingContentLengths = ["0", "9"]
+        #expect(ResponseDecision.decide(head: missing, requestedOffset: 0, knownTotal: nil) == .fail(status: 404))
+    }
+
     @Test func resumeAcceptedOnlyFromTheOffset() {
         #expect(
             ResponseDecision.decide(head: head(206, range: "bytes 40-99/100", length: 60), requestedOffset: 40, knownTotal: 100)

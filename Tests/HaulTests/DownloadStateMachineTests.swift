@@ -88,6 +88,18 @@ struct DownloadStateMachineTests {
         #expect(error.url == url)
     }
 
+    @Test func invalidResponseFailsWithoutRetry() {
+        var machine = DownloadStateMachine(url: url, failures: 0, retryLimit: 5)
+        _ = machine.admit()
+        #expect(machine.responseReceived(.invalid("two lengths")) == .rejectBody)
+        guard case .fail(let error) = machine.transferEnded(.finished) else {
+            Issue.record("an invalid response must fail, not retry")
+            return
+        }
+        #expect(error.code == .transport && error.curlCode == 8 && error.detail == "two lengths" && !error.isTransient)
+        #expect(error.description.contains("not valid HTTP"))
+    }
+
     @Test func unusableRangeRetriesFromZeroABoundedNumberOfTimes() {
         var machine = machine(in: "connecting")
         for _ in 0..<Machine.maximumRestarts {

@@ -107,12 +107,20 @@ struct RandomizedParserTests {
                 contentRange: contentRange,
                 contentLength: Bool.random(using: &random) ? nil : Int64.random(in: 0...4_000_000, using: &random),
                 entityTag: ["\"a\"", "\"b\"", nil].randomElement(using: &random)!,
-                lastModified: nil)
+                lastModified: nil,
+                conflictingContentLengths: Int.random(in: 0..<10, using: &random) == 0 ? ["10", "20"] : nil)
             let knownTag = ["\"a\"", nil].randomElement(using: &random)!
             let decision = ResponseDecision.decide(
                 head: head, requestedOffset: offset, knownTotal: knownTotal, knownEntityTag: knownTag)
             let context = "seed \(Self.seed): \(head) from \(offset), known \(String(describing: knownTotal)) → \(decision)"
+            // A success whose length is ambiguous is never used, whatever else it says.
+            if (200...299).contains(head.status) && head.conflictingContentLengths != nil {
+                #expect(decision == .invalid("the server announced different lengths (Content-Length: 10, 20)"), "\(context)")
+                continue
+            }
             switch decision {
+            case .invalid:
+                Issue.record("invalid without a reason: \(context)")
             case .append(let total):
                 if offset > 0 {
                     // Only a 206 whose range starts at the offset, from the same version, is appended.

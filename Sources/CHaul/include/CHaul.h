@@ -86,6 +86,18 @@ static inline const char *CHaul_easy_header_value(CURL *handle, const char *name
     return header->value;
 }
 
+/// The value of the `index`th header `name` of the last response (NULL when there is none), and in
+/// `amount` how many headers of that name it has. Owned by curl, overwritten by the next call.
+static inline const char *CHaul_easy_header_at(CURL *handle, const char *name, size_t index, size_t *amount) {
+    struct curl_header *header = NULL;
+    *amount = 0;
+    if (curl_easy_header(handle, name, index, CURLH_HEADER, -1, &header) != CURLHE_OK || header == NULL) {
+        return NULL;
+    }
+    *amount = header->amount;
+    return header->value;
+}
+
 // MARK: multi handle options
 
 // MARK: share handle

@@ -136,6 +136,10 @@ struct DownloadStateMachine: Sendable {
         case .fail(let status):
             state = .closing(.fail(DownloadError(code: .httpStatus, url: url, httpStatus: status)))
             return .rejectBody
+        case .invalid(let detail):
+            // curl's own code for an answer that is not valid HTTP (CURLE_WEIRD_SERVER_REPLY): not retried.
+            state = .closing(.fail(DownloadError(code: .transport, url: url, curlCode: 8, detail: detail)))
+            return .rejectBody
         }
     }
 

@@ -6,6 +6,9 @@ struct ResponseHead: Equatable, Sendable {
     var contentLength: Int64?
     var entityTag: String?
     var lastModified: String?
+    /// Every Content-Length value, when the response announced differing ones: its body cannot be
+    /// framed (RFC 9112, 6.3), whichever length curl used.
+    var conflictingContentLengths: [String]? = nil
 }
 
 /// Why a download threw its partial bytes away and started again from zero.
@@ -42,6 +45,8 @@ enum ResponseDecision: Equatable, Sendable {
     case retryFromZero(reason: RestartReason)
     /// The download fails with this HTTP status.
     case fail(status: Int)
+    /// The response is not valid HTTP (what is wrong with it): the download fails, keeping its partial.
+    case invalid(String)
 
     /// Decides what to do with `head`, the answer to a request for bytes from `requestedOffset` on.
     ///
@@ -63,6 +68,9 @@ enum ResponseDecision: Equatable, Sendable {
             if let knownEntityTag, let tag = head.entityTag, tag != knownEntityTag { return true }
             return false
         }()
+        if (200...299).contains(head.status), let lengths = head.conflictingContentLengths {
+            return .invalid("the server announced different lengths (Content-Length: \(lengths.joined(separator: ", ")))")
+        }
         switch head.status {
         case 206:
             guard let value = head.contentRange, case .range(let first, let last, let total)? = ContentRange(value) else {

@@ -83,7 +83,8 @@ final class Transfer {
             contentRange: easy.header("Content-Range"),
             contentLength: easy.contentLength,
             entityTag: easy.header("ETag"),
-            lastModified: easy.header("Last-Modified")
+            lastModified: easy.header("Last-Modified"),
+            conflictingContentLengths: easy.conflictingValues(of: "Content-Length")
         )
     }
 

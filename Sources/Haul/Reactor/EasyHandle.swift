@@ -144,6 +144,19 @@ final class EasyHandle {
         CHaul_easy_header_value(raw, name).map { String(cString: $0) }
     }
 
+    /// The values of header `name` when the final response has it more than once and they differ
+    /// (two Content-Length headers: curl 7.88 believes the last); `nil` otherwise.
+    func conflictingValues(of name: String) -> [String]? {
+        var amount = 0
+        guard let first = CHaul_easy_header_at(raw, name, 0, &amount), amount > 1 else { return nil }
+        var values = [String(cString: first).trimmingWhitespace]
+        for index in 1..<amount {
+            var ignored = 0
+            if let value = CHaul_easy_header_at(raw, name, index, &ignored) { values.append(String(cString: value).trimmingWhitespace) }
+        }
+        return Set(values).count > 1 ? values : nil
+    }
+
     /// What curl wrote into the error buffer for the last failure, if anything.
     var errorMessage: String? {
         // curl leaves a trailing space or newline in some messages (OpenSSL's among them).
