@@ -225,6 +225,9 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         case 35, 58, 59, 83, 90, 91:  // TLS handshake, client certificate, ciphers, issuer, pinning, status
             return "The TLS handshake failed: check that the address serves HTTPS on that port and that its "
                 + "TLS set-up is current; \(kept)."
+        case 27:  // out of memory: in practice, response headers past curl's 100 KB limit
+            return "curl could not hold the server's answer: its headers are larger than the 100 KB curl accepts, "
+                + "or the process is out of memory. Tell the server's operator, or try again later; \(kept)."
         case 47:  // too many redirects
             return "The server redirects in a loop or more often than maximumRedirects allows; check the URL."
         case 60, 77:  // the certificate failed verification; the CA file could not be read

@@ -200,6 +200,7 @@ struct DownloadErrorTests {
         let advice: [(Int, String)] = [
             (6, "Check the host name"), (8, "not valid HTTP"), (28, "stallTimeout"), (35, "TLS handshake"),
             (47, "redirects in a loop"), (60, "--ca-file"), (56, "Check the address and the network"),
+            (27, "headers are larger than the 100 KB curl accepts"),
         ]
         for (code, text) in advice {
             let error = DownloadError(code: .transport, url: "http://host/a", curlCode: code)

@@ -250,6 +250,37 @@ struct FaultTests {
         }
     }
 
+    @Test("two different Content-Length headers: the answer cannot be framed, the download fails at once with nothing placed")
+    func conflictingLengths() async throws {
+        try await withFaultServer { server, directory in
+            // curl 7.88 believes the last header (50,000 of 100,000 bytes): without the check the
+            // first half of the file was placed at the destination as if complete.
+            let (events, result) = try await fetch("twolengths/100000", from: server, into: directory, configuration: configuration(directory))
+            guard case .failure(let error) = result else {
+                Issue.record("a response with two lengths was accepted")
+                return
+            }
+            #expect(error.code == .transport && error.curlCode == 8 && !error.isTransient)
+            #expect(error.description.contains("different lengths (Content-Length: 100000, 50000)"), "\(error)")
+            #expect(retries(in: events).isEmpty)
+            #expect(server.requests(to: "/twolengths/100000").count == 1)
+            #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("out").path))
+        }
+    }
+
+    @Test("a header past curl's 100 KB limit fails with curl's code 27 and advice that names the headers")
+    func oversizedHeader() async throws {
+        try await withFaultServer { server, directory in
+            let (_, result) = try await fetch("bighead", from: server, into: directory, configuration: configuration(directory))
+            guard case .failure(let error) = result else {
+                Issue.record("a 200 KB header was accepted")
+                return
+            }
+            #expect(error.code == .transport && error.curlCode == 27 && !error.isTransient, "\(error)")
+            #expect(error.description.contains("headers are larger than the 100 KB curl accepts"), "\(error)")
+        }
+    }
+
     @Test("a server that answers every resume from byte 0 and drops every answer: rangeNotHonored, not endless restarts")
     func wrongRangeAndDrops() async throws {
         try await withFaultServer { server, directory in

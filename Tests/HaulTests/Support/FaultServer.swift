@@ -185,6 +185,10 @@ final class FaultServer: @unchecked Sendable {
             sendFile(size: size, request: &request, index: index, on: connection, limit: numbers[0], rangeStartsAtZero: true)
         case "lying":
             sendFile(size: size, request: &request, index: index, on: connection, honorsRange: false, extraLength: 10)
+        case "bighead":
+            sendStatus(200, extra: "X-Padding: \(String(repeating: "a", count: 200_000))\r\n", request: &request, index: index, on: connection)
+        case "twolengths":
+            sendFile(size: size, request: &request, index: index, on: connection, secondLength: size / 2)
         case "short":
             sendFile(size: size, request: &request, index: index, on: connection, limit: number == 1 ? size / 2 : nil)
         case "changing" where numbers.count == 2:
@@ -223,7 +227,8 @@ final class FaultServer: @unchecked Sendable {
 
     private func sendFile(
         size: Int, version: Int = 1, request: inout Request, index: Int, on connection: Int32, limit: Int? = nil,
-        honorsRange: Bool = true, rangeStartsAtZero: Bool = false, drip: (Int, Int)? = nil, extraLength: Int = 0
+        honorsRange: Bool = true, rangeStartsAtZero: Bool = false, drip: (Int, Int)? = nil, extraLength: Int = 0,
+        secondLength: Int? = nil
     ) {
         let body = Self.body(size: size, version: version)
         let entityTag = "\"v\(version)-\(size)\""
@@ -252,6 +257,7 @@ final class FaultServer: @unchecked Sendable {
         // Version 1 was last modified on RFC 9110's example date; each later version a day after.
         let lastModified = Self.httpDate(784_111_777 + 86_400 * (version - 1))
         head += "Content-Length: \(size - start + extraLength)\r\nETag: \(entityTag)\r\nLast-Modified: \(lastModified)\r\n"
+        if let secondLength { head += "Content-Length: \(secondLength)\r\n" }
         head += "Accept-Ranges: bytes\r\nConnection: close\r\n\r\n"
         note(request, at: index)
         guard write(Data(head.utf8), to: connection) > 0 else { return }
