@@ -61,6 +61,26 @@ struct ResponseDecisionTests {
         #expect(ResponseDecision.decide(head: head(200), requestedOffset: 0, knownTotal: nil) == .append(total: nil))
     }
 
+    @Test func aRangeThatEndsBeforeTheFileIsAppendedWhenItsLengthAgrees() {
+        let capped = head(206, range: "bytes 40-59/100", length: 20)
+        #expect(ResponseDecision.decide(head: capped, requestedOffset: 40, knownTotal: 100) == .append(total: 100))
+        #expect(ResponseDecision.rangeEnd(of: capped) == 60)
+        // From byte 0, even unasked (no Range header is sent for the first request).
+        let first = head(206, range: "bytes 0-29/100", length: 30)
+        #expect(ResponseDecision.decide(head: first, requestedOffset: 0, knownTotal: nil) == .append(total: 100))
+        #expect(ResponseDecision.rangeEnd(of: first) == 30)
+        // A length that disagrees with the range, or none: the body could run past the range.
+        for length: Int64? in [21, nil] {
+            #expect(
+                ResponseDecision.decide(head: head(206, range: "bytes 40-59/100", length: length), requestedOffset: 40, knownTotal: 100)
+                    == .retryFromZero(reason: .rangeMismatch))
+        }
+        // Ranges to the end, or of an unknown total, have no end of their own.
+        #expect(ResponseDecision.rangeEnd(of: head(206, range: "bytes 40-99/100", length: 60)) == nil)
+        #expect(ResponseDecision.rangeEnd(of: head(206, range: "bytes 40-59/*", length: 20)) == nil)
+        #expect(ResponseDecision.rangeEnd(of: head(200, range: "bytes 40-59/100", length: 20)) == nil)
+    }
+
     @Test func differingContentLengthsAreInvalid() {
         var twice = head(200, length: 500)
         twice.conflictingContentLengths = ["1000", "500"]

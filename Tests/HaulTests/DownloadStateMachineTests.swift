@@ -88,6 +88,17 @@ struct DownloadStateMachineTests {
         #expect(error.url == url)
     }
 
+    @Test func aRangeThatEndedAsksForTheNextAtOnce() {
+        var machine = DownloadStateMachine(url: url, failures: 2, retryLimit: 5)
+        _ = machine.admit()
+        #expect(machine.responseReceived(.append(total: 100)) == .acceptBody(total: 100, truncatingPartial: false, restart: nil))
+        #expect(machine.transferEnded(.rangeEnded, progressed: true) == .startRequest(truncatingPartial: false))
+        #expect(machine.state == .connecting)
+        #expect(machine.failures == 0)  // the range was progress
+        #expect(machine.responseReceived(.append(total: 100)) == .acceptBody(total: 100, truncatingPartial: false, restart: nil))
+        #expect(machine.transferEnded(.finished, progressed: true) == .complete)
+    }
+
     @Test func invalidResponseFailsWithoutRetry() {
         var machine = DownloadStateMachine(url: url, failures: 0, retryLimit: 5)
         _ = machine.admit()

@@ -268,6 +268,20 @@ struct FaultTests {
         }
     }
 
+    @Test("a server that answers every request with at most 30,000 bytes: each range continues at once, no retry, identical")
+    func cappedRanges() async throws {
+        try await withFaultServer { server, directory in
+            let (events, result) = try await fetch("capped/30000/100000", from: server, into: directory, configuration: configuration(directory))
+            #expect(try result.get() == directory.appendingPathComponent("out"))
+            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 100_000, version: 1))
+            // Every answer starts where the file ends, so nothing is retried, restarted or fetched twice.
+            #expect(server.requests(to: "/capped/30000/100000").map(\.range) == [nil, "bytes=30000-", "bytes=60000-", "bytes=90000-"])
+            #expect(server.requests(to: "/capped/30000/100000").map(\.bytesSent) == [30_000, 30_000, 30_000, 10_000])
+            #expect(retries(in: events).isEmpty)
+            #expect(!events.contains { if case .restarted = $0 { true } else { false } })
+        }
+    }
+
     @Test("a header past curl's 100 KB limit fails with curl's code 27 and advice that names the headers")
     func oversizedHeader() async throws {
         try await withFaultServer { server, directory in

@@ -3,7 +3,8 @@
 /// ```
 ///            admit              head accepted          transfer ended
 ///   idle ───────────▶ connecting ───────────▶ receiving ───────────▶ done(completed | failed)
-///    ▲ │                 │  ▲ head refused          │
+///    ▲ │                 │  ▲ ◀─────────────────────┤ a 206 whose range ended before the file
+///    │ │                 │  │ head refused          │ (next range)
 ///    │ │ pause           ▼  │ (restart)             │ pause
 ///    │ └──────────▶ paused ◀┴── closing ◀───────────┘
 ///    └──── resume ─────┘
@@ -35,7 +36,8 @@ struct DownloadStateMachine: Sendable {
         /// A request is out and no response was accepted yet.
         /// → receiving (head accepted), closing (head refused), paused, done (transfer failed, cancel).
         case connecting
-        /// Body bytes flow into the partial file. → done (transfer ended, cancel), paused.
+        /// Body bytes flow into the partial file. → done (transfer ended, cancel), paused, connecting
+        /// (the server's range ended before the file: the rest is asked for).
         case receiving
         /// The response head decided the end, but curl still holds the transfer until it reports it
         /// finished. Shown to users as connecting. → connecting (restart), done, paused.
@@ -74,6 +76,9 @@ struct DownloadStateMachine: Sendable {
     /// How a transfer that curl handed back ended.
     enum TransferResult: Equatable, Sendable {
         case finished
+        /// A 206 ended where its Content-Range said, before the end of the file (a server that
+        /// serves ranges of a limited size): every byte it announced arrived.
+        case rangeEnded
         case failed(DownloadError)
     }
 
@@ -160,6 +165,10 @@ struct DownloadStateMachine: Sendable {
         case (.receiving, .finished):
             state = .done(.completed)
             return .complete
+        case (.receiving, .rangeEnded):
+            // Not a failure and no delay: the next request asks for the bytes after this range.
+            state = .connecting
+            return .startRequest(truncatingPartial: false)
         case (.connecting, .failed(let error)), (.receiving, .failed(let error)):
             return failOrRetry(error)
         case (.closing(.complete), _):

@@ -48,6 +48,15 @@ enum ResponseDecision: Equatable, Sendable {
     /// The response is not valid HTTP (what is wrong with it): the download fails, keeping its partial.
     case invalid(String)
 
+    /// Where the body of `head` ends when it is a 206 for a range that stops before the end of a
+    /// file of known length (`last + 1`); `nil` for an answer that runs to the end.
+    static func rangeEnd(of head: ResponseHead) -> Int64? {
+        guard head.status == 206, let value = head.contentRange,
+            case .range(_, let last, let total?)? = ContentRange(value), last < total - 1
+        else { return nil }
+        return last + 1
+    }
+
     /// Decides what to do with `head`, the answer to a request for bytes from `requestedOffset` on.
     ///
     /// - Parameters:
@@ -81,8 +90,12 @@ enum ResponseDecision: Equatable, Sendable {
                 return .retryFromZero(reason: .remoteChanged)
             }
             guard first == requestedOffset else { return .retryFromZero(reason: .rangeMismatch) }
-            // A 206 for `bytes=N-` must run to the end of the file when the total is known.
-            if let total, last != total - 1 { return .retryFromZero(reason: .rangeMismatch) }
+            // A range that ends before the file (a server that limits the size of its answers) is
+            // appended too, and the rest asked for when it ends (see ``rangeEnd(of:)``), if its
+            // Content-Length says the same: curl stops the body there, never past the range.
+            if rangeEnd(of: head) != nil, head.contentLength != last - first + 1 {
+                return .retryFromZero(reason: .rangeMismatch)
+            }
             return .append(total: total ?? head.contentLength.map { requestedOffset + $0 })
         case 200...299:
             if requestedOffset == 0 { return .append(total: head.contentLength) }

@@ -184,6 +184,9 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// A transfer curl finished without error: did every announced byte arrive?
     private func finishedResult(of transfer: Transfer) -> DownloadStateMachine.TransferResult {
         guard case .receiving = transfer.machine.state, let sink = transfer.sink else { return .finished }
+        if let end = transfer.rangeEnd, sink.receivedLength == end {
+            return .rangeEnded
+        }
         if let total = transfer.record.totalBytes, sink.receivedLength != total {
             return .failed(
                 DownloadError(
@@ -580,7 +583,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
                 transfer.record.lastModified = nil
                 transfer.record.totalBytes = nil
             }
-            transfer.requestedOffset = sink.committedLength
+            // Bytes still in the buffer are the file's too: they are written before the next ones.
+            transfer.requestedOffset = sink.receivedLength
         } catch {
             finish(transfer, with: transfer.attributed(error), reactor: reactor)
             return
@@ -859,6 +863,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     private func decideResponse(of transfer: Transfer, easy: EasyHandle) -> DownloadStateMachine.Action {
         let head = transfer.responseHead(of: easy)
         transfer.head = head
+        transfer.rangeEnd = ResponseDecision.rangeEnd(of: head)
         let decision = decision(for: transfer, head: head)
         // Retry-After only matters for a response that is retried (each header lookup walks them all).
         if !(200..<300).contains(head.status) {

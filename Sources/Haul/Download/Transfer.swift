@@ -27,6 +27,9 @@ final class Transfer {
     /// only if it took the file past it (a restart from zero within the attempt does not count).
     var lengthAtAttemptStart: Int64?
     var headSeen = false
+    /// Where the accepted response's body ends, when it is a range that stops before the end of the
+    /// file (``ResponseDecision/rangeEnd(of:)``): reaching it asks for the next range.
+    var rangeEnd: Int64?
     /// The response head of the current attempt, once ``headSeen``.
     var head: ResponseHead?
     /// A failure the write callback met (disk full…), reported when curl ends the transfer.

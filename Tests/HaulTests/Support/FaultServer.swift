@@ -187,6 +187,8 @@ final class FaultServer: @unchecked Sendable {
             sendFile(size: size, request: &request, index: index, on: connection, honorsRange: false, extraLength: 10)
         case "bighead":
             sendStatus(200, extra: "X-Padding: \(String(repeating: "a", count: 200_000))\r\n", request: &request, index: index, on: connection)
+        case "capped" where numbers.count == 2:
+            sendFile(size: size, request: &request, index: index, on: connection, cap: numbers[0])
         case "twolengths":
             sendFile(size: size, request: &request, index: index, on: connection, secondLength: size / 2)
         case "short":
@@ -228,7 +230,7 @@ final class FaultServer: @unchecked Sendable {
     private func sendFile(
         size: Int, version: Int = 1, request: inout Request, index: Int, on connection: Int32, limit: Int? = nil,
         honorsRange: Bool = true, rangeStartsAtZero: Bool = false, drip: (Int, Int)? = nil, extraLength: Int = 0,
-        secondLength: Int? = nil
+        secondLength: Int? = nil, cap: Int? = nil
     ) {
         let body = Self.body(size: size, version: version)
         let entityTag = "\"v\(version)-\(size)\""
@@ -246,7 +248,13 @@ final class FaultServer: @unchecked Sendable {
             _ = write(Data((head + "Connection: close\r\n\r\n").utf8), to: connection)
             return
         }
-        if request.range != nil && honorsRange && (request.ifRange == nil || request.ifRange == entityTag) {
+        var end = size
+        if let cap {
+            // A server that answers every request, with a range or without, with at most `cap` bytes.
+            end = min(size, start + cap)
+            head = "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes \(start)-\(end - 1)/\(size)\r\n"
+            request.status = 206
+        } else if request.range != nil && honorsRange && (request.ifRange == nil || request.ifRange == entityTag) {
             head = "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes \(start)-\(size - 1)/\(size)\r\n"
             request.status = 206
         } else {
@@ -256,13 +264,12 @@ final class FaultServer: @unchecked Sendable {
         }
         // Version 1 was last modified on RFC 9110's example date; each later version a day after.
         let lastModified = Self.httpDate(784_111_777 + 86_400 * (version - 1))
-        head += "Content-Length: \(size - start + extraLength)\r\nETag: \(entityTag)\r\nLast-Modified: \(lastModified)\r\n"
+        head += "Content-Length: \(end - start + extraLength)\r\nETag: \(entityTag)\r\nLast-Modified: \(lastModified)\r\n"
         if let secondLength { head += "Content-Length: \(secondLength)\r\n" }
         head += "Accept-Ranges: bytes\r\nConnection: close\r\n\r\n"
         note(request, at: index)
         guard write(Data(head.utf8), to: connection) > 0 else { return }
-        var end = size
-        if let limit { end = min(size, start + limit) }
+        if let limit { end = min(end, start + limit) }
         var offset = start
         while offset < end {
             let step = drip.map { min($0.0, end - offset) } ?? min(64 * 1024, end - offset)
