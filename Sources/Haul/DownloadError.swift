@@ -142,7 +142,9 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
                 isOutOfDescriptors
                 ? "The process has no file descriptor left: raise its open-files limit (ulimit -n) or lower "
                     + "maxConcurrentDownloads. Haul retries the download\(kept)."
-                : "Free space or fix permissions, then resume\(kept)."
+                : nothingKept && errno == ENOENT
+                    ? "Keep the state directory while downloads run; the download starts again from zero."
+                    : "Free space or fix permissions, then resume\(kept)."
             return "\(subject) failed writing \(path.map { "'\($0)'" } ?? "a local file"): \(cause)"
                 + "\(detail.map { " (\($0))" } ?? ""). \(advice)"
         case .rangeNotHonored:

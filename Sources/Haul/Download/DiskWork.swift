@@ -160,7 +160,7 @@ struct FinishJob: Sendable {
     static func partialDeleted(_ path: String, url: String?) -> DownloadError {
         var error = DownloadError(
             code: .fileSystem, url: url, errno: ENOENT, path: path,
-            detail: "the partial file was deleted before it could be moved into place; download it again")
+            detail: "the partial file was deleted before it could be moved into place")
         error.nothingKept = true
         return error
     }
