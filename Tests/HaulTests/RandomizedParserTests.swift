@@ -93,7 +93,8 @@ struct RandomizedParserTests {
         var random = Generator(seed: Self.seed &+ 2)
         let statuses = [200, 204, 206, 206, 206, 304, 404, 416, 416, 500, 503]
         var shortRangesAppended = 0
-        defer { #expect(shortRangesAppended > 100, "the generator must reach ranges that stop before the file") }
+        // About 120 in 50,000 (107–139 over 6 seeds): far above 40 whatever the seed, and 0 if never reached.
+        defer { #expect(shortRangesAppended > 40, "the generator must reach ranges that stop before the file") }
         for _ in 0..<50_000 {
             let offset: Int64 = Bool.random(using: &random) ? 0 : Int64.random(in: 0...2_000_000, using: &random)
             let knownTotal: Int64? = Bool.random(using: &random) ? nil : Int64.random(in: 0...4_000_000, using: &random)
