@@ -75,6 +75,10 @@ struct ResponseDecisionTests {
                 ResponseDecision.decide(head: head(206, range: "bytes 40-59/100", length: length), requestedOffset: 40, knownTotal: 100)
                     == .retryFromZero(reason: .rangeMismatch))
         }
+        // Extreme values never trap.
+        let huge = head(206, range: "bytes 0-9223372036854775805/9223372036854775807", length: Int64.max)
+        #expect(ResponseDecision.decide(head: huge, requestedOffset: 0, knownTotal: nil) == .retryFromZero(reason: .rangeMismatch))
+        #expect(ResponseDecision.rangeEnd(of: huge) == Int64.max - 1)
         // Ranges to the end, or of an unknown total, have no end of their own.
         #expect(ResponseDecision.rangeEnd(of: head(206, range: "bytes 40-99/100", length: 60)) == nil)
         #expect(ResponseDecision.rangeEnd(of: head(206, range: "bytes 40-59/*", length: 20)) == nil)
