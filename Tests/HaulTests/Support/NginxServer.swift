@@ -54,7 +54,8 @@ final class NginxServer: @unchecked Sendable {
         guard FileManager.default.isExecutableFile(atPath: nginxPath) else {
             throw TestFailure("nginx is not installed at \(nginxPath): run the README's test command, which installs it")
         }
-        let prefix = FileManager.default.temporaryDirectory.appendingPathComponent("haul-nginx-\(UUID().uuidString)")
+        precondition(sweptOnce)
+        let prefix = FileManager.default.temporaryDirectory.appendingPathComponent("haul-nginx-\(getpid())-\(UUID().uuidString)")
         let root = prefix.appendingPathComponent("www")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(at: prefix.appendingPathComponent("logs"), withIntermediateDirectories: true)
@@ -131,6 +132,27 @@ final class NginxServer: @unchecked Sendable {
         }
         throw TestFailure("nginx did not start: \(lastError)")
     }
+
+    /// Stops the nginx instances, and removes the folders, of test processes that died without
+    /// stopping theirs (a crash, a kill): each folder is named after the process that made it. Once
+    /// per test process.
+    private static let sweptOnce: Bool = {
+        let temporary = FileManager.default.temporaryDirectory
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: temporary.path)) ?? [] where name.hasPrefix("haul-nginx-") {
+            let parts = name.dropFirst("haul-nginx-".count).split(separator: "-", maxSplits: 1)
+            guard parts.count == 2, let owner = pid_t(parts[0]), kill(owner, 0) != 0, errno == ESRCH else { continue }
+            let folder = temporary.appendingPathComponent(name)
+            if let text = try? String(contentsOf: folder.appendingPathComponent("nginx.pid"), encoding: .utf8),
+                let server = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)),
+                let commandLine = try? String(contentsOfFile: "/proc/\(server)/cmdline", encoding: .utf8),
+                commandLine.contains(folder.path)  // that process is this folder's nginx, not a reused pid
+            {
+                kill(server, SIGKILL)
+            }
+            try? FileManager.default.removeItem(at: folder)
+        }
+        return true
+    }()
 
     /// Stops nginx and removes its files.
     func stop() {
