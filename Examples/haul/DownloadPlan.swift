@@ -27,16 +27,8 @@ struct DownloadPlan: Equatable {
         urls: [String], output: String?, isDirectory: (String) -> Bool,
         isOccupied: (_ url: String, _ path: String) -> Bool = { _, _ in false }
     ) -> DownloadPlan {
-        let output = output.map { $0.isEmpty ? "." : $0 }
-        if urls.count == 1, let output, !output.hasSuffix("/"), !isDirectory(output) {
-            let slash = output.lastIndex(of: "/")
-            let directory = slash.map { $0 == output.startIndex ? "/" : String(output[..<$0]) } ?? ""
-            return DownloadPlan(
-                items: [Item(url: urls[0], destination: output)],
-                outputDirectory: directory.isEmpty ? "." : directory)
-        }
-        var directory = output ?? "."
-        while directory.count > 1 && directory.hasSuffix("/") { directory.removeLast() }
+        let (file, directory) = resolve(output: output, urlCount: urls.count, isDirectory: isDirectory)
+        if let file { return DownloadPlan(items: [Item(url: urls[0], destination: file)], outputDirectory: directory) }
         var taken: Set<String> = []
         // Per name, the suffixes tried so far: every one below `next` is taken, or in `holes` (skipped
         // because something else was there for an earlier URL; it may be this URL's own file). The
@@ -63,6 +55,20 @@ struct DownloadPlan: Equatable {
             return Item(url: url, destination: path(name(counter)))
         }
         return DownloadPlan(items: items, outputDirectory: directory)
+    }
+
+    /// What `-o` names for `urlCount` URLs: the one file (when there is one URL and the path is not
+    /// a directory and does not end with `/`), and the folder that receives the files.
+    static func resolve(output: String?, urlCount: Int, isDirectory: (String) -> Bool) -> (file: String?, directory: String) {
+        let output = output.map { $0.isEmpty ? "." : $0 }
+        if urlCount == 1, let output, !output.hasSuffix("/"), !isDirectory(output) {
+            let slash = output.lastIndex(of: "/")
+            let directory = slash.map { $0 == output.startIndex ? "/" : String(output[..<$0]) } ?? ""
+            return (output, directory.isEmpty ? "." : directory)
+        }
+        var directory = output ?? "."
+        while directory.count > 1 && directory.hasSuffix("/") { directory.removeLast() }
+        return (nil, directory)
     }
 
     /// `base.counter`, with `base` shortened from the front so that the name still fits in 255 bytes.

@@ -173,7 +173,7 @@ struct Runner {
             }
             // Names are chosen once the journal is known: a file it recorded for the same URL is
             // this download's (complete, or to be revalidated); anything else there is not replaced.
-            let directory = DownloadPlan.make(urls: urls, output: command.output, isDirectory: isDirectory).outputDirectory
+            let directory = DownloadPlan.resolve(output: command.output, urlCount: urls.count, isDirectory: isDirectory).directory
             let recorded = Self.recordedDownloads(stateDirectory: command.state ?? "\(directory)/.haul")
             plan = DownloadPlan.make(urls: urls, output: command.output, isDirectory: isDirectory) { url, path in
                 var status = stat()

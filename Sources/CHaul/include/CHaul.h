@@ -76,18 +76,9 @@ static inline CURLcode CHaul_easy_getinfo_pointer(CURL *handle, CURLINFO info, v
     return curl_easy_getinfo(handle, info, value);
 }
 
-/// The value of the last response's header `name`, or NULL. The string is owned by curl and is
-/// overwritten by the next call: copy it at once.
-static inline const char *CHaul_easy_header_value(CURL *handle, const char *name) {
-    struct curl_header *header = NULL;
-    if (curl_easy_header(handle, name, 0, CURLH_HEADER, -1, &header) != CURLHE_OK || header == NULL) {
-        return NULL;
-    }
-    return header->value;
-}
-
 /// The value of the `index`th header `name` of the last response (NULL when there is none), and in
-/// `amount` how many headers of that name it has. Owned by curl, overwritten by the next call.
+/// `amount` how many headers of that name it has. The string is owned by curl and is overwritten by
+/// the next call: copy it at once.
 static inline const char *CHaul_easy_header_at(CURL *handle, const char *name, size_t index, size_t *amount) {
     struct curl_header *header = NULL;
     *amount = 0;

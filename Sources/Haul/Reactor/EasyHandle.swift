@@ -141,7 +141,8 @@ final class EasyHandle {
 
     /// A header of the final response, copied.
     func header(_ name: String) -> String? {
-        CHaul_easy_header_value(raw, name).map { String(cString: $0) }
+        var amount = 0
+        return CHaul_easy_header_at(raw, name, 0, &amount).map { String(cString: $0) }
     }
 
     /// The values of header `name` when the final response has it more than once and they differ
