@@ -163,25 +163,17 @@ struct Runner {
     let command: HaulCommand
 
     func run() async -> Int32 {
-        let plan: DownloadPlan
+        let urls: [String]
+        let directory: String
+        let isDirectory = { (path: String) -> Bool in
+            var status = stat()
+            return stat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
+        }
         do {
-            let urls = try command.allURLs()
+            urls = try command.allURLs()
             guard !urls.isEmpty else { throw CLIError("the input file has no URLs") }
-            let isDirectory = { (path: String) -> Bool in
-                var status = stat()
-                return stat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
-            }
-            // Names are chosen once the journal is known: a file it recorded for the same URL is
-            // this download's (complete, or to be revalidated); anything else there is not replaced.
-            let directory = DownloadPlan.resolve(output: command.output, urlCount: urls.count, isDirectory: isDirectory).directory
-            let recorded = Self.recordedDownloads(stateDirectory: command.state ?? "\(directory)/.haul")
-            plan = DownloadPlan.make(urls: urls, output: command.output, isDirectory: isDirectory) { url, path in
-                var status = stat()
-                guard lstat(path, &status) == 0 else { return false }
-                guard let parsed = URL(string: url.trimmingSpaces) else { return false }
-                return !recorded.contains(DownloadID(url: parsed, destination: URL(fileURLWithPath: path)))
-            }
-            try Self.makeDirectory(plan.outputDirectory)
+            directory = DownloadPlan.resolve(output: command.output, urlCount: urls.count, isDirectory: isDirectory).directory
+            try Self.makeDirectory(directory)
         } catch {
             Reporter.write("haul: \(Self.describe(error))\n", to: STDERR_FILENO)
             return 1
@@ -195,7 +187,7 @@ struct Runner {
         configuration.maximumFileSize = command.maxSize
         configuration.certificateAuthorityFile = command.caFile.map { URL(fileURLWithPath: $0) }
         configuration.checkpointInterval = .milliseconds(Int64(command.checkpointInterval * 1000))
-        configuration.stateDirectory = URL(fileURLWithPath: command.state ?? "\(plan.outputDirectory)/.haul", isDirectory: true)
+        configuration.stateDirectory = URL(fileURLWithPath: command.state ?? "\(directory)/.haul", isDirectory: true)
         configuration.progressInterval = .milliseconds(command.json ? 200 : 100)
         // Only this command's URLs run; others in the journal stay as they are.
         configuration.resumesUnfinishedDownloads = false
@@ -206,6 +198,15 @@ struct Runner {
         } catch {
             Reporter.write("haul: \(error)\n", to: STDERR_FILENO)
             return 1
+        }
+        // Names are chosen once the journal is open: a file it records for the same URL is this
+        // download's (complete, or to be revalidated); anything else there is not replaced. One
+        // lookup per name that exists, not the whole journal in memory.
+        let plan = DownloadPlan.make(urls: urls, output: command.output, isDirectory: isDirectory) { url, path in
+            var status = stat()
+            guard lstat(path, &status) == 0 else { return false }
+            guard let parsed = URL(string: url.trimmingSpaces) else { return false }
+            return manager.journalEntry(id: DownloadID(url: parsed, destination: URL(fileURLWithPath: path, isDirectory: false))) == nil
         }
         let reporter = Reporter(mode: command.reporterMode)
         let interruption = Interruption(manager: manager, reporter: reporter)
@@ -257,9 +258,9 @@ struct Runner {
                     throw DownloadError(code: .invalidURL, url: item.url, detail: "it could not be parsed")
                 }
                 download = try manager.download(
-                    DownloadRequest(url: url, destination: URL(fileURLWithPath: item.destination), checksum: checksum))
+                    DownloadRequest(url: url, destination: URL(fileURLWithPath: item.destination, isDirectory: false), checksum: checksum))
             } else {
-                download = try manager.download(from: item.url, to: URL(fileURLWithPath: item.destination))
+                download = try manager.download(from: item.url, to: URL(fileURLWithPath: item.destination, isDirectory: false))
             }
             reporter.add(index: index, name: String(item.destination.split(separator: "/").last ?? ""))
             return download
@@ -298,15 +299,6 @@ struct Runner {
         }
         if case .completed = last { return true }
         return false
-    }
-
-    /// The downloads a state directory's journal records; none when it has no journal yet (or one
-    /// that cannot be read now: the manager then reports why).
-    static func recordedDownloads(stateDirectory: String) -> Set<DownloadID> {
-        guard FileManager.default.fileExists(atPath: "\(stateDirectory)/journal.sqlite"),
-            let entries = try? DownloadManager.journalEntries(stateDirectory: URL(fileURLWithPath: stateDirectory, isDirectory: true))
-        else { return [] }
-        return Set(entries.map(\.id))
     }
 
     /// `mkdir -p`, with the failing folder and the system's reason in the error.

@@ -283,6 +283,13 @@ struct JournalIntegrationTests {
 
         try await withDownloadManager { manager in
             _ = try await manager.download(from: url, to: destination).finished()
+            // A finished download is no longer a `Download`, but its journal entry is one lookup away.
+            #expect(manager.download(id: download.id) == nil)
+            let entry = try #require(manager.journalEntry(id: download.id))
+            #expect(entry.state == "completed")
+            #expect(entry.destination == destination.path)
+            #expect(entry.bytesReceived == Int64(size) && entry.totalBytes == Int64(size))
+            #expect(manager.journalEntry(id: DownloadID(url: url, destination: directory.appendingPathComponent("other.bin"))) == nil)
         }
         #expect(try Data(contentsOf: destination) == FaultServer.body(size: size))
         let after = try Journal(directory: download.stateDirectory.path)

@@ -32,15 +32,30 @@ extension DownloadManager {
         }
         let journal = try Journal(directory: stateDirectory.path)
         defer { journal.close() }
-        return try journal.allRecords().map { id, record in
-            JournalEntry(
-                id: id,
-                url: URL(string: record.url)?.redactedString ?? record.url,
-                destination: record.destination,
-                state: record.state.rawValue,
-                bytesReceived: record.bytesCommitted,
-                totalBytes: record.totalBytes,
-                lastError: record.lastError)
+        return try journal.allRecords().map { JournalEntry(id: $0, record: $1) }
+    }
+
+    /// What a journal this manager has open records for `id`, whatever its state (a completed or
+    /// failed download included); `nil` when none records it. One lookup by id: to ask about a few
+    /// downloads of a large journal without reading all of it, as ``journalEntries(stateDirectory:)``
+    /// does (and cannot while a manager uses the journal).
+    public func journalEntry(id: DownloadID) -> JournalEntry? {
+        for journal in catalog.openJournals {
+            if let record = try? journal.record(for: id) { return JournalEntry(id: id, record: record) }
         }
+        return nil
+    }
+}
+
+extension JournalEntry {
+    init(id: DownloadID, record: DownloadRecord) {
+        self.init(
+            id: id,
+            url: URL(string: record.url)?.redactedString ?? record.url,
+            destination: record.destination,
+            state: record.state.rawValue,
+            bytesReceived: record.bytesCommitted,
+            totalBytes: record.totalBytes,
+            lastError: record.lastError)
     }
 }
