@@ -33,9 +33,9 @@ print("numbers come from, whole runs of the same build differ by up to a third (
 print("tmpfs's page cost): compare clients within one run, and runs with care.\n")
 print(f"Machine: {cpu_model()}, {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores.\n")
 
-clients = ["haul", "ahc", "urlsession", "curl"]
+clients = ["haul", "ahc", "urlsession", "curl", "libcurl-multi"]
 names = {"haul": "Haul", "ahc": "AsyncHTTPClient 1.37.0 (FileDownloadDelegate)", "urlsession": "URLSession (FoundationNetworking)",
-         "curl": "curl --parallel (process)"}
+         "curl": "curl --parallel (process)", "libcurl-multi": "bare libcurl multi program (floor/many.c)"}
 
 def throughput_table(scenario, amount, unit):
     """One row per client: wall, rate (`amount` / wall, in `unit`), CPU, peak RSS, Haul's rate ÷ it."""
@@ -57,6 +57,10 @@ def throughput_table(scenario, amount, unit):
 count = next((r["files"] for r in rows if r["scenario"] == "many" and "files" in r), 10000)
 print(f"## (a) {count} files of 64 KiB, 100 in flight\n")
 throughput_table("many", count, "files/s")
+if median("many", "libcurl-multi", "wallSeconds"):
+    print("\nThe bare libcurl multi program is not a peer but a bound: the same libcurl, easy handles reused,")
+    print("each response written straight to its file, and nothing else (no journal, no sync, no rename, no")
+    print("events). No client built on libcurl's multi interface does less work per file on this machine.")
 if any(r["scenario"] == "many-h2" for r in rows):
     print(f"\n## (e) {count} files of 64 KiB over HTTPS with HTTP/2, 100 in flight\n")
     print("The same files from the same nginx over TLS (self-signed, trusted through a CA file) with HTTP/2")
@@ -108,6 +112,9 @@ if haul_files and ahc_files:
     line("(a) ≥ 1.25× AsyncHTTPClient's files/s", f"{haul_files / ahc_files:.2f}×", haul_files >= 1.25 * ahc_files)
 if haul_files and curl_files:
     line("(a) ≥ 1.5× curl's files/s", f"{haul_files / curl_files:.2f}×", haul_files >= 1.5 * curl_files)
+floor_files = rate("many", "libcurl-multi", count)
+if floor_files and curl_files:
+    print(f"| (context) the bare libcurl floor's files/s ÷ curl's | {floor_files / curl_files:.2f}× | |")
 haul_rss = median("many", "haul", "peakRSSKB")
 if haul_rss:
     line("(a) peak RSS ≤ 32 MB", f"{haul_rss / 1024:.1f} MB", haul_rss <= 32 * 1024)

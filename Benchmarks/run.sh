@@ -13,6 +13,7 @@ bench() {  # bench SCENARIO CLIENT ARGS…: Haul runs alone in haul-bench, the p
     if [ "$2" = haul ]; then "$bin/haul-bench" "$@"; else "$bin/peer-bench" "$@"; fi
 }
 cc -O2 floor/multi.c -lcurl -o .build/multi
+cc -O2 floor/many.c -lcurl -o .build/many
 repeat="${REPEAT:-3}"
 count="${COUNT:-10000}"
 live="${LIVE:-10000}"
@@ -85,6 +86,8 @@ run_many() {  # run_many CLIENT: one round of (a) for CLIENT, checked
     rm -rf "$work/out"; mkdir -p "$work/out"
     if [ "$1" = curl ]; then
         timed many curl curl -s --parallel --parallel-max 100 --create-dirs -K "$work/curl.config"
+    elif [ "$1" = libcurl-multi ]; then
+        timed many libcurl-multi .build/many "$base" "$count" 100 "$work/out"
     else
         bench many "$1" "$base" "$count" 100 "$work/out" >> "$results"
     fi
@@ -95,7 +98,7 @@ echo "== (a) $count files of 64 KiB, 100 in flight"
 seq 0 $((count - 1)) | awk -v base="$base" -v out="$work/out" '{ printf "url = \"%s/f%d.bin\"\noutput = \"%s/%d.bin\"\n", base, $1 % 1000, out, $1 }' > "$work/curl.config"
 warm
 for round in $(seq 1 "$repeat"); do
-    for client in $(rotated "$round" haul ahc urlsession curl); do run_many "$client"; done
+    for client in $(rotated "$round" haul ahc urlsession curl libcurl-multi); do run_many "$client"; done
 done
 
 run_many_h2() {  # run_many_h2 CLIENT: one round of (e) for CLIENT (haul or curl), checked
