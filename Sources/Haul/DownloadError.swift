@@ -141,8 +141,8 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
             let advice =
                 isOutOfDescriptors
                 ? "The process has no file descriptor left: raise its open-files limit (ulimit -n) or lower "
-                    + "maxConcurrentDownloads. Haul retries the download\(kept)."
-                : nothingKept && errno == ENOENT
+                    + "maxConcurrentDownloads.\(url == nil ? "" : " Haul retries the download\(kept).")"
+                : nothingKept && errno == ENOENT && url != nil
                     ? "Keep the state directory while downloads run; the download starts again from zero."
                     : "Free space or fix permissions, then resume\(kept)."
             return "\(subject) failed writing \(path.map { "'\($0)'" } ?? "a local file"): \(cause)"

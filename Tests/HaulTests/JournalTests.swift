@@ -179,6 +179,24 @@ struct JournalTests {
         #expect(try Data(contentsOf: path) == garbage)
     }
 
+    @Test("a journal that cannot be opened names the system's reason, not SQLite's \"unable to open\"")
+    func unopenableJournalNamesTheCause() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent(Journal.fileName)
+        try FileManager.default.createDirectory(at: path, withIntermediateDirectories: false)
+        #expect { try Journal(directory: directory.path) } throws: { error in
+            guard let error = error as? DownloadError else { return false }
+            return error.code == .fileSystem && error.errno == EISDIR && error.path == path.path
+                && error.description.contains("Is a directory") && !error.description.contains("kept")
+        }
+        var configuration = DownloadManager.Configuration()
+        configuration.stateDirectory = directory
+        #expect { try DownloadManager(configuration: configuration) } throws: { ($0 as? DownloadError)?.errno == EISDIR }
+        var isDirectory: ObjCBool = false
+        #expect(FileManager.default.fileExists(atPath: path.path, isDirectory: &isDirectory) && isDirectory.boolValue)
+    }
+
     @Test func aJournalFromANewerHaulIsRefused() throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

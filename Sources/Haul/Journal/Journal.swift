@@ -70,7 +70,16 @@ final class Journal: @unchecked Sendable {
         self.database = database
         guard status == SQLITE_OK else {
             let message = database.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            let systemError = database.map { sqlite3_system_errno($0) } ?? 0
             close()
+            // "unable to open database file" alone hides the cause (no descriptor left, a folder
+            // where the file should be, no permission): the system's error says it.
+            if status & 0xff == SQLITE_CANTOPEN, systemError != 0 {
+                var error = DownloadError(
+                    code: .fileSystem, url: nil, errno: systemError, path: path, detail: "could not open the journal")
+                error.nothingKept = true
+                throw error
+            }
             throw DownloadError(code: .journal, url: nil, path: path, detail: message)
         }
         do {
