@@ -19,12 +19,12 @@ struct HaulCLITests {
         var stderr: String
     }
 
-    func haul(_ arguments: [String], in directory: URL) throws -> Run {
+    func haul(_ arguments: [String], in directory: URL) async throws -> Run {
         let out = directory.appendingPathComponent("stdout-\(UUID().uuidString)").path
         let err = directory.appendingPathComponent("stderr-\(UUID().uuidString)").path
         defer { unlink(out); unlink(err) }
         let process = try ChildProcess(Self.haulPath, arguments, stdout: out, stderr: err)
-        let status = process.wait()
+        let status = await process.exited()
         return Run(
             status: status,
             stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
@@ -32,13 +32,13 @@ struct HaulCLITests {
     }
 
     @Test("downloads several URLs into a directory that then holds only the files and .haul")
-    func severalURLs() throws {
+    func severalURLs() async throws {
         let (server, work) = try startServerAndDirectory()
         defer { stop(server, work) }
         let a = try server.makeFile("a.bin", size: 700_000, seed: 3)
         let b = try server.makeFile("sub/b.bin", size: 1_234, seed: 4)
         let output = work.appendingPathComponent("out")
-        let run = try haul(["-o", output.path, server.url("a.bin").absoluteString, server.url("sub/b.bin").absoluteString], in: work)
+        let run = try await haul(["-o", output.path, server.url("a.bin").absoluteString, server.url("sub/b.bin").absoluteString], in: work)
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stderr.isEmpty)
         #expect(run.stdout.contains("2 completed, 0 failed"))
@@ -48,7 +48,7 @@ struct HaulCLITests {
     }
 
     @Test("a file already there that haul did not download is kept: the download gets a.bin.1, and running again changes nothing")
-    func existingFileIsKept() throws {
+    func existingFileIsKept() async throws {
         let (server, work) = try startServerAndDirectory()
         defer { stop(server, work) }
         let a = try server.makeFile("a.bin", size: 300_000, seed: 5)
@@ -57,14 +57,14 @@ struct HaulCLITests {
         let mine = Data("the user's own a.bin\n".utf8)
         try mine.write(to: output.appendingPathComponent("a.bin"))
         let arguments = ["-o", output.path, server.url("a.bin").absoluteString]
-        let first = try haul(arguments, in: work)
+        let first = try await haul(arguments, in: work)
         #expect(first.status == 0, "\(first.stderr)")
         #expect(first.stdout.contains("-> \(output.path)/a.bin.1"), "\(first.stdout)")
         #expect(try Data(contentsOf: output.appendingPathComponent("a.bin")) == mine)
         #expect(try Data(contentsOf: output.appendingPathComponent("a.bin.1")) == a)
         #expect(server.accessLog().filter { $0.uri == "/a.bin" }.count == 1)
         // Again: a.bin.1 is this URL's download in the journal, so it is the one kept (no a.bin.2, no transfer).
-        let second = try haul(arguments, in: work)
+        let second = try await haul(arguments, in: work)
         #expect(second.status == 0, "\(second.stderr)")
         #expect(second.stdout.contains("-> \(output.path)/a.bin.1"), "\(second.stdout)")
         #expect(server.accessLog().filter { $0.uri == "/a.bin" }.count == 1)
@@ -76,10 +76,10 @@ struct HaulCLITests {
         ["not a url at all"], ["ftp://example.com/file"], ["http://"], ["-i", "/nonexistent/list.txt"],
         ["-o", "/proc/version/sub", "http://127.0.0.1:1/a"], ["--checksum", "sha256:xyz", "http://h/a"], ["-j", "x", "http://h/a"],
     ])
-    func badInput(_ arguments: [String]) throws {
+    func badInput(_ arguments: [String]) async throws {
         let work = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: work) }
-        let run = try haul(arguments + ["--quiet", "--state", work.appendingPathComponent("state").path], in: work)
+        let run = try await haul(arguments + ["--quiet", "--state", work.appendingPathComponent("state").path], in: work)
         #expect(run.status != 0 && run.status < 128, "status \(run.status)")
         #expect(!run.stderr.contains("Fatal error") && !run.stderr.contains("Stack dump") && !run.stderr.contains("backtrace"))
         // One line says what is wrong ("haul: …", or the argument parser's "Error: …" with its usage).
@@ -88,14 +88,14 @@ struct HaulCLITests {
     }
 
     @Test("-o - is refused before anything is fetched: no file named '-'")
-    func outputToStandardOutput() throws {
+    func outputToStandardOutput() async throws {
         let (server, work) = try startServerAndDirectory()
         defer { stop(server, work) }
         try server.makeFile("s.bin", size: 1_000)
         // haul runs in this process's working directory, where "-" (and its .haul) would be written.
         let dash = FileManager.default.currentDirectoryPath + "/-"
         defer { unlink(dash) }
-        let run = try haul(["-o", "-", server.url("s.bin").absoluteString], in: work)
+        let run = try await haul(["-o", "-", server.url("s.bin").absoluteString], in: work)
         #expect(run.status == 64, "status \(run.status)")
         #expect(run.stderr.contains("standard output"), "\(run.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dash))
@@ -103,12 +103,12 @@ struct HaulCLITests {
     }
 
     @Test("--checksum: a wrong digest fails with both values, exit 1, nothing at the destination")
-    func wrongChecksum() throws {
+    func wrongChecksum() async throws {
         let (server, work) = try startServerAndDirectory()
         defer { stop(server, work) }
         try server.makeFile("c.bin", size: 40_000)
         let wrong = "sha1:" + String(repeating: "0", count: 40)
-        let run = try haul(["-o", work.appendingPathComponent("c.bin").path, "--checksum", wrong, server.url("c.bin").absoluteString], in: work)
+        let run = try await haul(["-o", work.appendingPathComponent("c.bin").path, "--checksum", wrong, server.url("c.bin").absoluteString], in: work)
         #expect(run.status == 1)
         let lines = run.stderr.split(separator: "\n")
         #expect(lines.count == 1 && lines[0].contains(String(repeating: "0", count: 40)) && lines[0].contains("c.bin"), "\(run.stderr)")
@@ -116,12 +116,12 @@ struct HaulCLITests {
     }
 
     @Test("a failure is one line naming the URL and the reason, and the exit status is not 0")
-    func failureLine() throws {
+    func failureLine() async throws {
         let (server, work) = try startServerAndDirectory()
         defer { stop(server, work) }
         let good = try server.makeFile("good.bin", size: 5_000)
         let missing = server.url("missing.bin").absoluteString
-        let run = try haul(["-o", work.path, "--quiet", missing, server.url("good.bin").absoluteString, "ftp://h/x"], in: work)
+        let run = try await haul(["-o", work.path, "--quiet", missing, server.url("good.bin").absoluteString, "ftp://h/x"], in: work)
         #expect(run.status == 1)
         let lines = run.stderr.split(separator: "\n")
         #expect(lines.count == 2, "\(run.stderr)")
@@ -135,25 +135,25 @@ struct HaulCLITests {
     }
 
     @Test("bad input gives a clear error, never a crash")
-    func badInput() throws {
+    func badInput() async throws {
         let work = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: work) }
-        let missingList = try haul(["-i", work.appendingPathComponent("nope.txt").path], in: work)
+        let missingList = try await haul(["-i", work.appendingPathComponent("nope.txt").path], in: work)
         #expect(missingList.status == 1)
         #expect(missingList.stderr.contains("cannot read the input file"))
-        let garbage = try haul(["-o", work.path, "http://", "not a url", "::::"], in: work)
+        let garbage = try await haul(["-o", work.path, "http://", "not a url", "::::"], in: work)
         #expect(garbage.status == 1)
         #expect(garbage.stderr.split(separator: "\n").count == 3, "\(garbage.stderr)")
-        let noJournal = try haul(["--list", "--state", work.appendingPathComponent("none").path], in: work)
+        let noJournal = try await haul(["--list", "--state", work.appendingPathComponent("none").path], in: work)
         #expect(noJournal.status == 1)
         #expect(noJournal.stderr.contains("no journal"))
-        let noArguments = try haul([], in: work)
+        let noArguments = try await haul([], in: work)
         #expect(noArguments.status != 0)
         #expect(noArguments.stderr.contains("Give at least one URL"))
         // An output path below a regular file cannot be created.
         let file = work.appendingPathComponent("plain")
         try Data("x".utf8).write(to: file)
-        let unwritable = try haul(["-o", file.appendingPathComponent("dir/").path, "http://127.0.0.1:1/a", "http://127.0.0.1:1/b"], in: work)
+        let unwritable = try await haul(["-o", file.appendingPathComponent("dir/").path, "http://127.0.0.1:1/a", "http://127.0.0.1:1/b"], in: work)
         #expect(unwritable.status == 1)
         #expect(unwritable.stderr.hasPrefix("haul: "))
         for run in [missingList, garbage, noArguments, unwritable] {
@@ -164,13 +164,13 @@ struct HaulCLITests {
     }
 
     @Test("--json prints one event object per line; an input file is read")
-    func jsonAndInputFile() throws {
+    func jsonAndInputFile() async throws {
         let (server, work) = try startServerAndDirectory()
         defer { stop(server, work) }
         let data = try server.makeFile("j.bin", size: 300_000)
         let list = work.appendingPathComponent("urls.txt")
         try "# one file\n\n\(server.url("j.bin").absoluteString)\n".write(to: list, atomically: true, encoding: .utf8)
-        let run = try haul(["--json", "-i", list.path, "-o", work.appendingPathComponent("out").path], in: work)
+        let run = try await haul(["--json", "-i", list.path, "-o", work.appendingPathComponent("out").path], in: work)
         #expect(run.status == 0, "\(run.stderr)")
         let objects = try run.stdout.split(separator: "\n").map {
             try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
@@ -186,7 +186,7 @@ struct HaulCLITests {
     }
 
     @Test("a list longer than the window of started downloads: every file arrives, a bad line is one failure")
-    func longInputFile() throws {
+    func longInputFile() async throws {
         let (server, work) = try startServerAndDirectory()
         defer { stop(server, work) }
         let files = try (0..<10).map { try server.makeFile("l\($0).bin", size: 5_000 + $0 * 1_000, seed: UInt64(50 + $0)) }
@@ -196,7 +196,7 @@ struct HaulCLITests {
         let list = work.appendingPathComponent("urls.txt")
         try lines.joined(separator: "\n").write(to: list, atomically: true, encoding: .utf8)
         let output = work.appendingPathComponent("out")
-        let run = try haul(["-j", "2", "-i", list.path, "-o", output.path], in: work)
+        let run = try await haul(["-j", "2", "-i", list.path, "-o", output.path], in: work)
         #expect(run.status == 1)
         #expect(run.stdout.contains("300 completed, 1 failed"), "\(run.stdout.suffix(300))")
         #expect(run.stderr.split(separator: "\n").filter { $0.hasPrefix("haul: ") } == ["haul: 'not a url' is not a valid URL: it could not be parsed. Check the spelling; Haul needs an absolute http:// or https:// URL with a host."])
@@ -233,23 +233,23 @@ struct HaulCLITests {
         }
         #expect(sawProgress)
         first.signal(SIGINT)
-        #expect(first.wait() == 130)
+        #expect(await first.exited() == 130)
         let lines = try String(contentsOfFile: events, encoding: .utf8).split(separator: "\n")
         #expect(lines.last?.contains("\"event\":\"paused\"") == true)
         #expect(!FileManager.default.fileExists(atPath: output.appendingPathComponent("int.bin").path))
 
-        let listedBefore = try haul(["--list", "--json", "--state", output.appendingPathComponent(".haul").path], in: work)
+        let listedBefore = try await haul(["--list", "--json", "--state", output.appendingPathComponent(".haul").path], in: work)
         let entry = try #require(
             try JSONSerialization.jsonObject(with: Data(listedBefore.stdout.utf8)) as? [String: Any])
         #expect(entry["state"] as? String == "interrupted")  // the next run continues it
         #expect((entry["bytes"] as? Int ?? 0) > 0)
         #expect(entry["total"] as? Int == size)
 
-        let second = try haul(["-o", output.path + "/", url], in: work)
+        let second = try await haul(["-o", output.path + "/", url], in: work)
         #expect(second.status == 0, "\(second.stderr)")
         #expect(try Data(contentsOf: output.appendingPathComponent("int.bin")) == data)
         // Between the runs, --list shows the paused download from the journal.
-        let listed = try haul(["--list", "-o", output.path], in: work)
+        let listed = try await haul(["--list", "-o", output.path], in: work)
         #expect(listed.status == 0, "\(listed.stderr)")
         #expect(listed.stdout.hasPrefix("completed "))
         #expect(listed.stdout.contains(url))
@@ -293,7 +293,7 @@ struct HaulCLITests {
             try await Task.sleep(for: .milliseconds(Int.random(in: 0...150, using: &generator)))
             guard run.isRunning else { break }
             run.signal(SIGKILL)
-            #expect(run.wait() == 128 + SIGKILL)
+            #expect(await run.exited() == 128 + SIGKILL)
             kills += 1
         }
         #expect(kills == 5, "the download finished before it could be killed five times")
@@ -303,7 +303,7 @@ struct HaulCLITests {
         #expect(record.bytesSynced > 0)
         #expect(record.bytesSynced <= partial())
         journal.close()
-        let last = try haul(["-o", output.path + "/", url], in: work)
+        let last = try await haul(["-o", output.path + "/", url], in: work)
         #expect(last.status == 0, "\(last.stderr)")
         #expect(try Data(contentsOf: output.appendingPathComponent("kill.bin")) == data)
 

@@ -57,7 +57,18 @@ final class ChildProcess: @unchecked Sendable {
         }
     }
 
-    /// Waits for the exit; returns the exit status, or 128 + the signal that ended it.
+    /// ``wait()`` on a thread of its own. Swift concurrency has as many shared threads as cores (two
+    /// here): two tests blocked in `waitpid` on them stalled every other test of the run, by up to
+    /// 14 s, which broke the timing bounds of tests that had nothing to do with child processes.
+    @discardableResult
+    func exited() async -> Int32 {
+        await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: self.wait()) }.start()
+        }
+    }
+
+    /// Waits for the exit; returns the exit status, or 128 + the signal that ended it. Blocks the
+    /// calling thread: from an async test, use ``exited()``.
     @discardableResult
     func wait() -> Int32 {
         lock.withLock {
