@@ -24,7 +24,9 @@ struct DownloadPlan: Equatable {
     ///   - isOccupied: whether something exists at a path that is not the download of that URL there
     ///     (a file the user made, or another URL's).
     static func make(
-        urls: [String], output: String?, isDirectory: (String) -> Bool,
+        urls: [String],
+        output: String?,
+        isDirectory: (String) -> Bool,
         isOccupied: (_ url: String, _ path: String) -> Bool = { _, _ in false }
     ) -> DownloadPlan {
         let (file, directory) = resolve(output: output, urlCount: urls.count, isDirectory: isDirectory)
@@ -59,7 +61,9 @@ struct DownloadPlan: Equatable {
 
     /// What `-o` names for `urlCount` URLs: the one file (when there is one URL and the path is not
     /// a directory and does not end with `/`), and the folder that receives the files.
-    static func resolve(output: String?, urlCount: Int, isDirectory: (String) -> Bool) -> (file: String?, directory: String) {
+    static func resolve(output: String?, urlCount: Int, isDirectory: (String) -> Bool) -> (
+        file: String?, directory: String
+    ) {
         let output = output.map { $0.isEmpty ? "." : $0 }
         if urlCount == 1, let output, !output.hasSuffix("/"), !isDirectory(output) {
             let slash = output.lastIndex(of: "/")
@@ -94,7 +98,8 @@ struct DownloadPlan: Equatable {
             decoded.unicodeScalars.map { scalar -> Character in
                 if scalar.value < 0x20 || scalar.value == 0x7F || scalar == "/" || scalar == "\\" { return "_" }
                 return Character(scalar)
-            })
+            }
+        )
         name = name.trimmingSpaces
         if name.isEmpty { return "index.html" }
         if name == "." || name == ".." || name == ".haul" { name = "_" + name }

@@ -21,10 +21,16 @@ struct HaulCommand: AsyncParsableCommand {
     @Argument(help: "The URLs to download (http:// or https://).")
     var urls: [String] = []
 
-    @Option(name: [.short, .long], help: "A file (one URL, not a directory) or a directory for the files (default: .).")
+    @Option(
+        name: [.short, .long],
+        help: "A file (one URL, not a directory) or a directory for the files (default: .)."
+    )
     var output: String?
 
-    @Option(name: [.customShort("i"), .long], help: "Read URLs from FILE, one per line (# comments and blank lines ignored).")
+    @Option(
+        name: [.customShort("i"), .long],
+        help: "Read URLs from FILE, one per line (# comments and blank lines ignored)."
+    )
     var inputFile: String?
 
     @Option(name: [.customShort("j"), .long], help: "How many downloads transfer at once.")
@@ -36,10 +42,17 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Bytes collected before each write to disk.")
     var bufferSize: Int = 128 * 1024
 
-    @Option(name: .long, help: "Seconds between syncs of partial files to disk (after a reboot a partial is cut back to its last sync).")
+    @Option(
+        name: .long,
+        help: "Seconds between syncs of partial files to disk (after a reboot a partial is cut back to its last sync)."
+    )
     var checkpointInterval: Double = 5
 
-    @Option(name: .long, help: "How many attempts in a row that fail transiently (connection, timeout, 408/429/5xx) without receiving a byte are retried; each retry resumes.")
+    @Option(
+        name: .long,
+        help:
+            "How many attempts in a row that fail transiently (connection, timeout, 408/429/5xx) without receiving a byte are retried; each retry resumes."
+    )
     var retries: Int = 5
 
     @Option(name: .long, help: "Seconds without receiving anything before a transfer is aborted and retried.")
@@ -70,7 +83,9 @@ struct HaulCommand: AsyncParsableCommand {
         }
         if output == "-" {
             // curl and wget read "-" as standard output; a stream cannot be resumed or renamed into place.
-            throw ValidationError("-o - (standard output) is not supported: haul writes files it can resume. Give a file or directory name.")
+            throw ValidationError(
+                "-o - (standard output) is not supported: haul writes files it can resume. Give a file or directory name."
+            )
         }
         if concurrency < 1 { throw ValidationError("--concurrency must be at least 1.") }
         if !(checkpointInterval > 0) { throw ValidationError("--checkpoint-interval must be above 0.") }
@@ -85,9 +100,12 @@ struct HaulCommand: AsyncParsableCommand {
         if let checksum {
             guard Checksum(checksum) != nil else {
                 throw ValidationError(
-                    "--checksum must be ALGO:HEX with ALGO sha256, sha1 or md5 and HEX of 64, 40 or 32 hexadecimal digits.")
+                    "--checksum must be ALGO:HEX with ALGO sha256, sha1 or md5 and HEX of 64, 40 or 32 hexadecimal digits."
+                )
             }
-            if urls.count + (inputFile == nil ? 0 : 2) != 1 { throw ValidationError("--checksum applies to exactly one URL.") }
+            if urls.count + (inputFile == nil ? 0 : 2) != 1 {
+                throw ValidationError("--checksum applies to exactly one URL.")
+            }
         }
     }
 
@@ -101,11 +119,16 @@ struct HaulCommand: AsyncParsableCommand {
     func listJournal() -> Int32 {
         let directory = state ?? "\(output ?? ".")/.haul"
         guard FileManager.default.fileExists(atPath: "\(directory)/journal.sqlite") else {
-            Reporter.write("haul: no journal in '\(directory)': nothing was downloaded with this state directory\n", to: STDERR_FILENO)
+            Reporter.write(
+                "haul: no journal in '\(directory)': nothing was downloaded with this state directory\n",
+                to: STDERR_FILENO
+            )
             return 1
         }
         do {
-            let entries = try DownloadManager.journalEntries(stateDirectory: URL(fileURLWithPath: directory, isDirectory: true))
+            let entries = try DownloadManager.journalEntries(
+                stateDirectory: URL(fileURLWithPath: directory, isDirectory: true)
+            )
             if json {
                 for entry in entries {
                     var object: [String: Any] = [
@@ -172,7 +195,8 @@ struct Runner {
         do {
             urls = try command.allURLs()
             guard !urls.isEmpty else { throw CLIError("the input file has no URLs") }
-            directory = DownloadPlan.resolve(output: command.output, urlCount: urls.count, isDirectory: isDirectory).directory
+            directory =
+                DownloadPlan.resolve(output: command.output, urlCount: urls.count, isDirectory: isDirectory).directory
             try Self.makeDirectory(directory)
         } catch {
             Reporter.write("haul: \(Self.describe(error))\n", to: STDERR_FILENO)
@@ -206,7 +230,9 @@ struct Runner {
             var status = stat()
             guard lstat(path, &status) == 0 else { return false }
             guard let parsed = URL(string: url.trimmingSpaces) else { return false }
-            return manager.journalEntry(id: DownloadID(url: parsed, destination: URL(fileURLWithPath: path, isDirectory: false))) == nil
+            return manager.journalEntry(
+                id: DownloadID(url: parsed, destination: URL(fileURLWithPath: path, isDirectory: false))
+            ) == nil
         }
         let reporter = Reporter(mode: command.reporterMode)
         let interruption = Interruption(manager: manager, reporter: reporter)
@@ -258,9 +284,17 @@ struct Runner {
                     throw DownloadError(code: .invalidURL, url: item.url, detail: "it could not be parsed")
                 }
                 download = try manager.download(
-                    DownloadRequest(url: url, destination: URL(fileURLWithPath: item.destination, isDirectory: false), checksum: checksum))
+                    DownloadRequest(
+                        url: url,
+                        destination: URL(fileURLWithPath: item.destination, isDirectory: false),
+                        checksum: checksum
+                    )
+                )
             } else {
-                download = try manager.download(from: item.url, to: URL(fileURLWithPath: item.destination, isDirectory: false))
+                download = try manager.download(
+                    from: item.url,
+                    to: URL(fileURLWithPath: item.destination, isDirectory: false)
+                )
             }
             reporter.add(index: index, name: String(item.destination.split(separator: "/").last ?? ""))
             return download
@@ -268,9 +302,13 @@ struct Runner {
             reporter.refused()
             if command.json {
                 Reporter.write(
-                    Reporter.json(.failed(error as? DownloadError ?? DownloadError(code: .invalidURL, url: item.url)),
-                                  url: item.url, path: item.destination) + "\n",
-                    to: STDOUT_FILENO)
+                    Reporter.json(
+                        .failed(error as? DownloadError ?? DownloadError(code: .invalidURL, url: item.url)),
+                        url: item.url,
+                        path: item.destination
+                    ) + "\n",
+                    to: STDOUT_FILENO
+                )
             }
             Reporter.write("haul: \(Self.describe(error))\n", to: STDERR_FILENO)
             return nil
@@ -320,7 +358,8 @@ struct Runner {
         if let error = error as? DownloadError { return error.description }
         if let error = error as? CLIError { return error.description }
         if let error = error as? CocoaError {
-            let cause = (error.underlying as? POSIXError).map { String(cString: strerror($0.code.rawValue)) } ?? "\(error.code)"
+            let cause =
+                (error.underlying as? POSIXError).map { String(cString: strerror($0.code.rawValue)) } ?? "\(error.code)"
             return error.filePath.map { "'\($0)': \(cause)" } ?? cause
         }
         return String(describing: error)

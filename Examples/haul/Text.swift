@@ -20,8 +20,10 @@ extension StringProtocol {
         func hex(_ byte: UInt8?) -> UInt8? {
             switch byte {
             case let digit? where digit >= UInt8(ascii: "0") && digit <= UInt8(ascii: "9"): digit - UInt8(ascii: "0")
-            case let letter? where letter >= UInt8(ascii: "a") && letter <= UInt8(ascii: "f"): letter - UInt8(ascii: "a") + 10
-            case let letter? where letter >= UInt8(ascii: "A") && letter <= UInt8(ascii: "F"): letter - UInt8(ascii: "A") + 10
+            case let letter? where letter >= UInt8(ascii: "a") && letter <= UInt8(ascii: "f"):
+                letter - UInt8(ascii: "a") + 10
+            case let letter? where letter >= UInt8(ascii: "A") && letter <= UInt8(ascii: "F"):
+                letter - UInt8(ascii: "A") + 10
             default: nil
             }
         }
@@ -57,7 +59,10 @@ enum Format {
         withVaList(arguments) { list in
             var text = [CChar](repeating: 0, count: 400)
             let count = Int(vsnprintf(&text, text.count, format, list))
-            return String(decoding: text.prefix(max(0, min(count, text.count - 1))).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            return String(
+                decoding: text.prefix(max(0, min(count, text.count - 1))).map { UInt8(bitPattern: $0) },
+                as: UTF8.self
+            )
         }
     }
 }

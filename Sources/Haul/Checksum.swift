@@ -53,7 +53,13 @@ public struct Checksum: Sendable, Hashable, CustomStringConvertible {
     static func digest(ofFileAt path: String, algorithm: Algorithm) throws(DownloadError) -> String {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
-            throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "open for the checksum failed")
+            throw DownloadError(
+                code: .fileSystem,
+                url: nil,
+                errno: errno,
+                path: path,
+                detail: "open for the checksum failed"
+            )
         }
         defer { close(descriptor) }
         guard let context = EVP_MD_CTX_new() else {
@@ -76,7 +82,13 @@ public struct Checksum: Sendable, Hashable, CustomStringConvertible {
             let count = read(descriptor, buffer, chunk)
             if count < 0 {
                 if errno == EINTR { continue }
-                throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "read for the checksum failed")
+                throw DownloadError(
+                    code: .fileSystem,
+                    url: nil,
+                    errno: errno,
+                    path: path,
+                    detail: "read for the checksum failed"
+                )
             }
             if count == 0 { break }
             EVP_DigestUpdate(context, buffer, count)

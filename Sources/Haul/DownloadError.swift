@@ -130,7 +130,8 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
             return "\(subject) failed: the server answered HTTP \(status)\(Self.reason(forStatus: httpStatus)). "
                 + Self.advice(forStatus: httpStatus)
         case .transport:
-            let cause = detail ?? curlCode.map { String(cString: curl_easy_strerror(CURLcode(UInt32($0)))) } ?? "unknown"
+            let cause =
+                detail ?? curlCode.map { String(cString: curl_easy_strerror(CURLcode(UInt32($0)))) } ?? "unknown"
             return "\(subject) failed: \(cause)\(curlCode.map { " (curl error \($0))" } ?? ""). "
                 + Self.advice(forCurlCode: curlCode)
         case .fileSystem:
@@ -160,10 +161,12 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         case .cancelled:
             return "\(subject) was cancelled; its partial file was deleted."
         case .journal:
-            return "\(subject) failed: the journal \(path.map { "'\($0)'" } ?? "") cannot be used: \(detail ?? "unknown error"). "
+            return
+                "\(subject) failed: the journal \(path.map { "'\($0)'" } ?? "") cannot be used: \(detail ?? "unknown error"). "
                 + "Move it away or choose another state directory; no downloaded file was touched."
         case .journalLocked:
-            return "\(subject) failed: the state directory's journal \(path.map { "'\($0)'" } ?? "") is in use by another "
+            return
+                "\(subject) failed: the state directory's journal \(path.map { "'\($0)'" } ?? "") is in use by another "
                 + "Haul process or manager. Wait for it to finish, or choose another state directory."
         case .checksumMismatch:
             return "\(subject) failed: \(detail ?? "the file is not the expected one"). Nothing was placed at the "
@@ -194,7 +197,8 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
             return isOutOfDescriptors
         case .httpStatus:
             guard let httpStatus else { return false }
-            return [408, 425, 429].contains(httpStatus) || (500...599).contains(httpStatus) && ![501, 505].contains(httpStatus)
+            return [408, 425, 429].contains(httpStatus)
+                || (500...599).contains(httpStatus) && ![501, 505].contains(httpStatus)
         case .transport:
             guard let curlCode else { return false }
             // couldn't connect, partial file, timeout, SSL connect, got nothing, send, recv, HTTP/2
@@ -217,7 +221,8 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         case 5, 6:  // could not resolve the proxy, the host
             return "Check the host name and the DNS (or proxy) settings, then resume the download; \(kept)."
         case 7:  // could not connect
-            return "Check that the server is up and reachable at that address and port, then resume the download; \(kept)."
+            return
+                "Check that the server is up and reachable at that address and port, then resume the download; \(kept)."
         case 8:  // the answer was not valid HTTP
             return "The server's answer is not valid HTTP and was not used; try again later or tell the "
                 + "server's operator. The bytes already received are kept."

@@ -133,11 +133,14 @@ public final class DownloadManager: Sendable {
         let catalog = Catalog(configuration: configuration)
         self.catalog = catalog
         Reactor.prepareProcess()  // raises the open-files limit, which the budget is taken from
-        let budget = DescriptorBudget(openFilesLimit: configuration.openFilesLimitOverride ?? DescriptorBudget.currentLimit())
+        let budget = DescriptorBudget(
+            openFilesLimit: configuration.openFilesLimitOverride ?? DescriptorBudget.currentLimit()
+        )
         let reactor = try Reactor(
             logger: configuration.logger,
             idleConnections: min(max(16, configuration.maxConcurrentDownloads), budget.transfers),
-            streamsPerConnection: configuration.maxStreamsPerConnection)
+            streamsPerConnection: configuration.maxStreamsPerConnection
+        )
         self.reactor = reactor
         self.scheduler = Scheduler(configuration: configuration, budget: budget, reactor: reactor, catalog: catalog)
         var restored: String?
@@ -208,7 +211,10 @@ public final class DownloadManager: Sendable {
     public func download(from string: String, to destination: URL, priority: Int = 0) throws -> Download {
         let trimmed = string.trimmingWhitespace
         // Foundation would percent-encode spaces and control characters; a URL has none.
-        guard !trimmed.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7f }),
+        guard
+            !trimmed.unicodeScalars.contains(where: {
+                $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7f
+            }),
             let url = URL(string: trimmed)
         else {
             throw DownloadError(code: .invalidURL, url: string, detail: "it could not be parsed")
@@ -320,8 +326,12 @@ public final class DownloadManager: Sendable {
                 let url = URL(string: record.url)
             else { return nil }
             let request = PreparedRequest(
-                url: url, destination: record.destination, id: id, stateDirectory: journal.directory,
-                priority: record.priority)
+                url: url,
+                destination: record.destination,
+                id: id,
+                stateDirectory: journal.directory,
+                priority: record.priority
+            )
             return publish(.waiting(record), for: request, in: journal, creatingHandle: true)
         }
     }
@@ -374,8 +384,12 @@ public final class DownloadManager: Sendable {
         var status = stat()
         if stat(destination, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR {
             throw DownloadError(
-                code: .fileSystem, url: url.redactedString, errno: EISDIR, path: destination,
-                detail: "the destination is a directory; give a file path inside it")
+                code: .fileSystem,
+                url: url.redactedString,
+                errno: EISDIR,
+                path: destination,
+                detail: "the destination is a directory; give a file path inside it"
+            )
         }
         let stateDirectory: String
         if let configured = configuredStateDirectory {
@@ -385,10 +399,14 @@ public final class DownloadManager: Sendable {
             stateDirectory = "\(parent)/.haul"
         }
         return PreparedRequest(
-            url: url, destination: destination,
+            url: url,
+            destination: destination,
             id: DownloadID(url: url.absoluteString, destinationPath: destination),
-            stateDirectory: stateDirectory, priority: request.priority, checksum: request.checksum,
-            expectedSize: request.expectedSize)
+            stateDirectory: stateDirectory,
+            priority: request.priority,
+            checksum: request.checksum,
+            expectedSize: request.expectedSize
+        )
     }
 
     /// `url.standardizedFileURL.path`, skipping Foundation's slow path for a path that is already
@@ -473,7 +491,9 @@ public final class DownloadManager: Sendable {
     }
 
     /// Puts a row at the end of its priority's queue.
-    private func requeue(_ record: DownloadRecord, id: DownloadID, in journal: Journal) throws(DownloadError) -> DownloadRecord {
+    private func requeue(_ record: DownloadRecord, id: DownloadID, in journal: Journal) throws(DownloadError)
+        -> DownloadRecord
+    {
         var record = record
         record.state = .queued
         record.queueSequence = catalog.nextQueueSequence()
@@ -484,7 +504,10 @@ public final class DownloadManager: Sendable {
     /// Shows an outcome on the download's handle: the live one, or (when `creatingHandle`) a new
     /// one. Call with the journal locked, so the loop's next event for it comes after.
     private func publish(
-        _ outcome: QueueOutcome, for request: PreparedRequest, in journal: Journal, creatingHandle: Bool
+        _ outcome: QueueOutcome,
+        for request: PreparedRequest,
+        in journal: Journal,
+        creatingHandle: Bool
     ) -> Download? {
         let record: DownloadRecord
         switch outcome {
@@ -512,7 +535,9 @@ public final class DownloadManager: Sendable {
             }
         case .complete(let record):
             let total = record.totalBytes ?? 0
-            download.hub.publish(.progress(DownloadProgress(bytesReceived: total, totalBytes: total, estimatedTimeRemaining: .zero)))
+            download.hub.publish(
+                .progress(DownloadProgress(bytesReceived: total, totalBytes: total, estimatedTimeRemaining: .zero))
+            )
             download.hub.publish(.completed(URL(fileURLWithPath: request.destination, isDirectory: false)))
         }
         return download
@@ -520,9 +545,14 @@ public final class DownloadManager: Sendable {
 
     private func makeHandle(for request: PreparedRequest, progress: DownloadProgress) -> Download {
         Download(
-            id: request.id, url: request.url, destinationPath: request.destination,
-            stateDirectoryPath: request.stateDirectory, reactor: reactor,
-            census: catalog.census, progress: progress)
+            id: request.id,
+            url: request.url,
+            destinationPath: request.destination,
+            stateDirectoryPath: request.stateDirectory,
+            reactor: reactor,
+            census: catalog.census,
+            progress: progress
+        )
     }
 
     /// The key of per-host limits: `host:port`.

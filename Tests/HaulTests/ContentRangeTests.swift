@@ -12,8 +12,10 @@ struct ContentRangeTests {
         ("bytes */1234", .unsatisfied(total: 1234)),
         ("Bytes 1-2/3", .range(first: 1, last: 2, total: 3)),
         ("  bytes 1-2/3\r\n", .range(first: 1, last: 2, total: 3)),
-        ("bytes 9223372036854775806-9223372036854775806/9223372036854775807",
-         .range(first: 9_223_372_036_854_775_806, last: 9_223_372_036_854_775_806, total: 9_223_372_036_854_775_807)),
+        (
+            "bytes 9223372036854775806-9223372036854775806/9223372036854775807",
+            .range(first: 9_223_372_036_854_775_806, last: 9_223_372_036_854_775_806, total: 9_223_372_036_854_775_807)
+        ),
     ])
     func valid(_ text: String, _ expected: ContentRange) {
         #expect(ContentRange(text) == expected)
@@ -57,7 +59,10 @@ struct ResponseDecisionTests {
     }
 
     @Test func freshDownload() {
-        #expect(ResponseDecision.decide(head: head(200, length: 100), requestedOffset: 0, knownTotal: nil) == .append(total: 100))
+        #expect(
+            ResponseDecision.decide(head: head(200, length: 100), requestedOffset: 0, knownTotal: nil)
+                == .append(total: 100)
+        )
         #expect(ResponseDecision.decide(head: head(200), requestedOffset: 0, knownTotal: nil) == .append(total: nil))
     }
 
@@ -72,12 +77,20 @@ struct ResponseDecisionTests {
         // A length that disagrees with the range, or none: the body could run past the range.
         for length: Int64? in [21, nil] {
             #expect(
-                ResponseDecision.decide(head: head(206, range: "bytes 40-59/100", length: length), requestedOffset: 40, knownTotal: 100)
-                    == .retryFromZero(reason: .rangeMismatch))
+                ResponseDecision.decide(
+                    head: head(206, range: "bytes 40-59/100", length: length),
+                    requestedOffset: 40,
+                    knownTotal: 100
+                )
+                    == .retryFromZero(reason: .rangeMismatch)
+            )
         }
         // Extreme values never trap.
         let huge = head(206, range: "bytes 0-9223372036854775805/9223372036854775807", length: Int64.max)
-        #expect(ResponseDecision.decide(head: huge, requestedOffset: 0, knownTotal: nil) == .retryFromZero(reason: .rangeMismatch))
+        #expect(
+            ResponseDecision.decide(head: huge, requestedOffset: 0, knownTotal: nil)
+                == .retryFromZero(reason: .rangeMismatch)
+        )
         #expect(ResponseDecision.rangeEnd(of: huge) == Int64.max - 1)
         // Ranges to the end, or of an unknown total, have no end of their own.
         #expect(ResponseDecision.rangeEnd(of: head(206, range: "bytes 40-99/100", length: 60)) == nil)
@@ -90,7 +103,8 @@ struct ResponseDecisionTests {
         twice.conflictingContentLengths = ["1000", "500"]
         #expect(
             ResponseDecision.decide(head: twice, requestedOffset: 0, knownTotal: nil)
-                == .invalid("the server announced different lengths (Content-Length: 1000, 500)"))
+                == .invalid("the server announced different lengths (Content-Length: 1000, 500)")
+        )
         var resumed = head(206, range: "bytes 40-99/100", length: 60)
         resumed.conflictingContentLengths = ["60", "10"]
         guard case .invalid = ResponseDecision.decide(head: resumed, requestedOffset: 40, knownTotal: 100) else {
@@ -105,72 +119,117 @@ struct ResponseDecisionTests {
 
     @Test func resumeAcceptedOnlyFromTheOffset() {
         #expect(
-            ResponseDecision.decide(head: head(206, range: "bytes 40-99/100", length: 60), requestedOffset: 40, knownTotal: 100)
-                == .append(total: 100))
+            ResponseDecision.decide(
+                head: head(206, range: "bytes 40-99/100", length: 60),
+                requestedOffset: 40,
+                knownTotal: 100
+            )
+                == .append(total: 100)
+        )
         #expect(
-            ResponseDecision.decide(head: head(206, range: "bytes 0-99/100", length: 100), requestedOffset: 40, knownTotal: 100)
-                == .retryFromZero(reason: .rangeMismatch))
+            ResponseDecision.decide(
+                head: head(206, range: "bytes 0-99/100", length: 100),
+                requestedOffset: 40,
+                knownTotal: 100
+            )
+                == .retryFromZero(reason: .rangeMismatch)
+        )
         #expect(
             ResponseDecision.decide(head: head(206, range: "bytes 41-99/100"), requestedOffset: 40, knownTotal: nil)
-                == .retryFromZero(reason: .rangeMismatch))
+                == .retryFromZero(reason: .rangeMismatch)
+        )
         // A range that stops short of the end when we asked for everything from 40 on.
         #expect(
             ResponseDecision.decide(head: head(206, range: "bytes 40-49/100"), requestedOffset: 40, knownTotal: 100)
-                == .retryFromZero(reason: .rangeMismatch))
+                == .retryFromZero(reason: .rangeMismatch)
+        )
         #expect(
             ResponseDecision.decide(head: head(206, range: "garbage"), requestedOffset: 40, knownTotal: 100)
-                == .retryFromZero(reason: .rangeMismatch))
+                == .retryFromZero(reason: .rangeMismatch)
+        )
         #expect(
             ResponseDecision.decide(head: head(206), requestedOffset: 40, knownTotal: 100)
-                == .retryFromZero(reason: .rangeMismatch))
+                == .retryFromZero(reason: .rangeMismatch)
+        )
     }
 
     @Test func unknownTotalComesFromTheLength() {
         #expect(
-            ResponseDecision.decide(head: head(206, range: "bytes 40-99/*", length: 60), requestedOffset: 40, knownTotal: nil)
-                == .append(total: 100))
+            ResponseDecision.decide(
+                head: head(206, range: "bytes 40-99/*", length: 60),
+                requestedOffset: 40,
+                knownTotal: nil
+            )
+                == .append(total: 100)
+        )
     }
 
     @Test func changedRemoteFileIsDetected() {
         #expect(
             ResponseDecision.decide(head: head(206, range: "bytes 40-199/200"), requestedOffset: 40, knownTotal: 100)
-                == .retryFromZero(reason: .remoteChanged))
+                == .retryFromZero(reason: .remoteChanged)
+        )
         #expect(
             ResponseDecision.decide(
-                head: head(206, range: "bytes 40-99/100", etag: "\"b\""), requestedOffset: 40, knownTotal: 100,
-                knownEntityTag: "\"a\"") == .retryFromZero(reason: .remoteChanged))
+                head: head(206, range: "bytes 40-99/100", etag: "\"b\""),
+                requestedOffset: 40,
+                knownTotal: 100,
+                knownEntityTag: "\"a\""
+            ) == .retryFromZero(reason: .remoteChanged)
+        )
         #expect(
-            ResponseDecision.decide(head: head(200, length: 100, etag: "\"b\""), requestedOffset: 40, knownTotal: 100, knownEntityTag: "\"a\"")
-                == .replace(total: 100, reason: .remoteChanged))
+            ResponseDecision.decide(
+                head: head(200, length: 100, etag: "\"b\""),
+                requestedOffset: 40,
+                knownTotal: 100,
+                knownEntityTag: "\"a\""
+            )
+                == .replace(total: 100, reason: .remoteChanged)
+        )
         #expect(
             ResponseDecision.decide(head: head(200, length: 120), requestedOffset: 40, knownTotal: 100)
-                == .replace(total: 120, reason: .remoteChanged))
+                == .replace(total: 120, reason: .remoteChanged)
+        )
     }
 
     @Test func ignoredRangeReplacesThePartial() {
         #expect(
             ResponseDecision.decide(head: head(200, length: 100), requestedOffset: 40, knownTotal: 100)
-                == .replace(total: 100, reason: .rangeIgnored))
+                == .replace(total: 100, reason: .rangeIgnored)
+        )
     }
 
     @Test func rangeNotSatisfiable() {
         #expect(
             ResponseDecision.decide(head: head(416, range: "bytes */100"), requestedOffset: 100, knownTotal: nil)
-                == .alreadyComplete(total: 100))
-        #expect(ResponseDecision.decide(head: head(416), requestedOffset: 100, knownTotal: 100) == .alreadyComplete(total: 100))
+                == .alreadyComplete(total: 100)
+        )
+        #expect(
+            ResponseDecision.decide(head: head(416), requestedOffset: 100, knownTotal: 100)
+                == .alreadyComplete(total: 100)
+        )
         #expect(
             ResponseDecision.decide(head: head(416, range: "bytes */80"), requestedOffset: 100, knownTotal: nil)
-                == .retryFromZero(reason: .rangeNotSatisfiable))
+                == .retryFromZero(reason: .rangeNotSatisfiable)
+        )
         #expect(
             ResponseDecision.decide(head: head(416, range: "bytes */80"), requestedOffset: 100, knownTotal: 100)
-                == .retryFromZero(reason: .remoteChanged))
-        #expect(ResponseDecision.decide(head: head(416), requestedOffset: 50, knownTotal: nil) == .retryFromZero(reason: .rangeNotSatisfiable))
+                == .retryFromZero(reason: .remoteChanged)
+        )
+        #expect(
+            ResponseDecision.decide(head: head(416), requestedOffset: 50, knownTotal: nil)
+                == .retryFromZero(reason: .rangeNotSatisfiable)
+        )
         #expect(ResponseDecision.decide(head: head(416), requestedOffset: 0, knownTotal: nil) == .fail(status: 416))
     }
 
     @Test(arguments: [301, 304, 400, 401, 403, 404, 410, 429, 500, 502, 503])
     func errorStatusesFail(_ status: Int) {
-        #expect(ResponseDecision.decide(head: head(status), requestedOffset: 0, knownTotal: nil) == .fail(status: status))
-        #expect(ResponseDecision.decide(head: head(status), requestedOffset: 10, knownTotal: 20) == .fail(status: status))
+        #expect(
+            ResponseDecision.decide(head: head(status), requestedOffset: 0, knownTotal: nil) == .fail(status: status)
+        )
+        #expect(
+            ResponseDecision.decide(head: head(status), requestedOffset: 10, knownTotal: 20) == .fail(status: status)
+        )
     }
 }

@@ -72,7 +72,9 @@ struct DownloadManagerTests {
         let peakBuffers = try await withDownloadManager(configuration: configuration) { manager in
             let downloads = try (0..<200).map { index in
                 try manager.download(
-                    from: server.url("many/\(index).bin"), to: directory.appendingPathComponent("\(index).bin"))
+                    from: server.url("many/\(index).bin"),
+                    to: directory.appendingPathComponent("\(index).bin")
+                )
             }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for download in downloads {
@@ -120,7 +122,10 @@ struct DownloadManagerTests {
 
             download.resume()
             let connecting = await events.next { if case .connecting = $0 { true } else { false } }
-            #expect(connecting == .connecting(DownloadProgress(bytesReceived: progress.bytesReceived, totalBytes: Int64(size))))
+            #expect(
+                connecting
+                    == .connecting(DownloadProgress(bytesReceived: progress.bytesReceived, totalBytes: Int64(size)))
+            )
             #expect(try await download.finished() == destination)
         }
         #expect(try Data(contentsOf: destination) == source)
@@ -177,7 +182,9 @@ struct DownloadManagerTests {
 
         let first = try DownloadManager(configuration: configuration())
         let download = try first.download(from: server.url("gated/across.bin"), to: destination)
-        await firstEvent(of: download) { if case .progress(let p) = $0 { p.bytesReceived >= 256 * 1024 } else { false } }
+        await firstEvent(of: download) {
+            if case .progress(let p) = $0 { p.bytesReceived >= 256 * 1024 } else { false }
+        }
         await first.shutdown()
         await #expect {
             try await download.finished()
@@ -242,7 +249,9 @@ struct DownloadManagerTests {
             let newer = try server.makeFile("changing.bin", size: 2 * 1024 * 1024, seed: 2)
             let future = Date().addingTimeInterval(120)
             try FileManager.default.setAttributes(
-                [.modificationDate: future], ofItemAtPath: server.root.appendingPathComponent("changing.bin").path)
+                [.modificationDate: future],
+                ofItemAtPath: server.root.appendingPathComponent("changing.bin").path
+            )
             download.resume()
             let restarted = await events.next { if case .restarted = $0 { true } else { false } }
             #expect(restarted == .restarted(.remoteChanged))
@@ -316,7 +325,9 @@ struct DownloadManagerTests {
         try await withDownloadManager(configuration: configuration) { manager in
             // Port 1 on loopback: nothing listens there, the connection is refused at once.
             let download = try manager.download(
-                from: "http://127.0.0.1:1/file", to: directory.appendingPathComponent("file"))
+                from: "http://127.0.0.1:1/file",
+                to: directory.appendingPathComponent("file")
+            )
             var retries: [Duration] = []
             var final: DownloadEvent?
             for await event in download.events {
@@ -403,7 +414,10 @@ struct DownloadManagerTests {
         defer { stop(server, directory) }
         let source = try server.makeFile("target.bin", size: 123_456)
         try await withDownloadManager(configuration: configuration()) { manager in
-            let moved = try manager.download(from: server.url("redirect/target.bin"), to: directory.appendingPathComponent("t.bin"))
+            let moved = try manager.download(
+                from: server.url("redirect/target.bin"),
+                to: directory.appendingPathComponent("t.bin")
+            )
             #expect(try await moved.finished() == directory.appendingPathComponent("t.bin"))
             let loop = try manager.download(from: server.url("loop"), to: directory.appendingPathComponent("loop"))
             await #expect {
@@ -424,7 +438,10 @@ struct DownloadManagerTests {
         defer { stop(server, directory) }
         try server.makeFile("dropped.bin", size: 3 * 1024 * 1024)
         var manager: DownloadManager? = try DownloadManager(configuration: configuration())
-        let download = try manager!.download(from: server.url("gated/dropped.bin"), to: directory.appendingPathComponent("d.bin"))
+        let download = try manager!.download(
+            from: server.url("gated/dropped.bin"),
+            to: directory.appendingPathComponent("d.bin")
+        )
         var events = download.events.makeAsyncIterator()
         await events.next { if case .progress = $0 { true } else { false } }
         manager = nil
@@ -441,7 +458,10 @@ struct DownloadManagerTests {
         let source = try server.makeFile("stream.bin", size: 1_500_000)
         try server.makeFile("empty.bin", size: 0)
         try await withDownloadManager(configuration: configuration()) { manager in
-            let stream = try manager.download(from: server.url("chunked/stream.bin"), to: directory.appendingPathComponent("s.bin"))
+            let stream = try manager.download(
+                from: server.url("chunked/stream.bin"),
+                to: directory.appendingPathComponent("s.bin")
+            )
             var totals: Set<Int64?> = []
             for await event in stream.events {
                 if case .progress(let progress) = event, progress.bytesReceived < 1_500_000 {
@@ -451,7 +471,10 @@ struct DownloadManagerTests {
             #expect(totals.allSatisfy { $0 == nil }, "no total was announced, none may be invented")
             #expect(stream.progress.totalBytes == 1_500_000)
             #expect(try await stream.finished() == directory.appendingPathComponent("s.bin"))
-            let empty = try manager.download(from: server.url("empty.bin"), to: directory.appendingPathComponent("e.bin"))
+            let empty = try manager.download(
+                from: server.url("empty.bin"),
+                to: directory.appendingPathComponent("e.bin")
+            )
             #expect(try await empty.finished() == directory.appendingPathComponent("e.bin"))
         }
         #expect(try Data(contentsOf: directory.appendingPathComponent("s.bin")) == source)
@@ -522,7 +545,9 @@ struct DownloadManagerTests {
 
         let second = try server.makeFile("rv.bin", size: 200_000, seed: 2)
         try FileManager.default.setAttributes(
-            [.modificationDate: Date().addingTimeInterval(300)], ofItemAtPath: server.root.appendingPathComponent("rv.bin").path)
+            [.modificationDate: Date().addingTimeInterval(300)],
+            ofItemAtPath: server.root.appendingPathComponent("rv.bin").path
+        )
         try await withDownloadManager(configuration: configuration) { manager in
             let download = try manager.download(from: server.url("rv.bin"), to: destination)
             #expect(try await download.finished() == destination)
@@ -534,7 +559,6 @@ struct DownloadManagerTests {
         #expect(!state.contains { $0.hasSuffix(".part") })
     }
 }
-
 
 extension DownloadEvents.AsyncIterator {
     /// The next event that satisfies `predicate`, or nil when the sequence ends first.

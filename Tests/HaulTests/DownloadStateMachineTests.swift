@@ -38,7 +38,10 @@ struct DownloadStateMachineTests {
 
     @Test func acceptedHeadStartsReceiving() {
         var machine = machine(in: "connecting")
-        #expect(machine.responseReceived(.append(total: 42)) == .acceptBody(total: 42, truncatingPartial: false, restart: nil))
+        #expect(
+            machine.responseReceived(.append(total: 42))
+                == .acceptBody(total: 42, truncatingPartial: false, restart: nil)
+        )
         #expect(machine.state == .receiving)
     }
 
@@ -46,7 +49,8 @@ struct DownloadStateMachineTests {
         var machine = machine(in: "connecting")
         #expect(
             machine.responseReceived(.replace(total: 9, reason: .rangeIgnored))
-                == .acceptBody(total: 9, truncatingPartial: true, restart: .rangeIgnored))
+                == .acceptBody(total: 9, truncatingPartial: true, restart: .rangeIgnored)
+        )
         #expect(machine.state == .receiving)
     }
 
@@ -91,11 +95,17 @@ struct DownloadStateMachineTests {
     @Test func aRangeThatEndedAsksForTheNextAtOnce() {
         var machine = DownloadStateMachine(url: url, failures: 2, retryLimit: 5)
         _ = machine.admit()
-        #expect(machine.responseReceived(.append(total: 100)) == .acceptBody(total: 100, truncatingPartial: false, restart: nil))
+        #expect(
+            machine.responseReceived(.append(total: 100))
+                == .acceptBody(total: 100, truncatingPartial: false, restart: nil)
+        )
         #expect(machine.transferEnded(.rangeEnded, progressed: true) == .startRequest(truncatingPartial: false))
         #expect(machine.state == .connecting)
         #expect(machine.failures == 0)  // the range was progress
-        #expect(machine.responseReceived(.append(total: 100)) == .acceptBody(total: 100, truncatingPartial: false, restart: nil))
+        #expect(
+            machine.responseReceived(.append(total: 100))
+                == .acceptBody(total: 100, truncatingPartial: false, restart: nil)
+        )
         #expect(machine.transferEnded(.finished, progressed: true) == .complete)
     }
 
@@ -136,7 +146,10 @@ struct DownloadStateMachineTests {
         #expect(machine.transferEnded(.finished) == .startRequest(truncatingPartial: true))
         #expect(machine.restarts == Machine.maximumRestarts)
         // The restarted request got no further than before: the count stays.
-        #expect(machine.responseReceived(.append(total: 10)) == .acceptBody(total: 10, truncatingPartial: false, restart: nil))
+        #expect(
+            machine.responseReceived(.append(total: 10))
+                == .acceptBody(total: 10, truncatingPartial: false, restart: nil)
+        )
         #expect(machine.transferEnded(.failed(error), progressed: false) == .retry(error))
         #expect(machine.restarts == Machine.maximumRestarts)
         #expect(machine.failures == 2)
@@ -239,7 +252,10 @@ struct RetryTests {
         }
         // An attempt that wrote bytes resets the count: the third failure in a row is retried too.
         #expect(machine.admit() == .startRequest(truncatingPartial: false))
-        #expect(machine.responseReceived(.append(total: 100)) == .acceptBody(total: 100, truncatingPartial: false, restart: nil))
+        #expect(
+            machine.responseReceived(.append(total: 100))
+                == .acceptBody(total: 100, truncatingPartial: false, restart: nil)
+        )
         #expect(machine.transferEnded(.failed(transient), progressed: true) == .retry(transient))
         #expect(machine.failures == 1)
         #expect(machine.admit() == .startRequest(truncatingPartial: false))
@@ -271,7 +287,9 @@ struct RetryTests {
             }
             #expect(error.httpStatus == status)
         }
-        for (code, transient) in [(6, false), (7, true), (18, true), (28, true), (47, false), (52, true), (56, true), (60, false)] {
+        for (code, transient) in [
+            (6, false), (7, true), (18, true), (28, true), (47, false), (52, true), (56, true), (60, false),
+        ] {
             let error = DownloadError(code: .transport, url: url, curlCode: code)
             #expect(error.isTransient == transient, "curl \(code)")
         }
@@ -284,8 +302,14 @@ struct RetryTests {
         }
         #expect(!DownloadError(code: .fileSystem, url: url, errno: EACCES, path: "/x").description.contains("ulimit"))
         // "Kept" only where there is a partial file to keep.
-        #expect(DownloadError(code: .fileSystem, url: url, errno: ENOSPC, path: "/s/a.part").description.hasSuffix("the partial file is kept."))
-        #expect(!DownloadError(code: .fileSystem, url: nil, errno: EACCES, path: "/s/.haul").description.contains("kept"))
+        #expect(
+            DownloadError(code: .fileSystem, url: url, errno: ENOSPC, path: "/s/a.part").description.hasSuffix(
+                "the partial file is kept."
+            )
+        )
+        #expect(
+            !DownloadError(code: .fileSystem, url: nil, errno: EACCES, path: "/s/.haul").description.contains("kept")
+        )
         #expect(DownloadError(code: .sizeMismatch, url: url).isTransient)
         #expect(!DownloadError(code: .checksumMismatch, url: url).isTransient)
     }

@@ -31,7 +31,9 @@ struct FaultTests {
 
     /// Downloads `path` to `directory/out` and returns every event and the outcome.
     func fetch(
-        _ path: String, from server: FaultServer, into directory: URL,
+        _ path: String,
+        from server: FaultServer,
+        into directory: URL,
         configuration: DownloadManager.Configuration
     ) async throws -> (events: [DownloadEvent], result: Result<URL, DownloadError>) {
         try await withDownloadManager(configuration: configuration) { manager in
@@ -59,7 +61,11 @@ struct FaultTests {
         try await withFaultServer { server, directory in
             // Eight attempts, far more than the budget of 2: each one makes progress, so none counts.
             let (events, result) = try await fetch(
-                "drop/50000/400000", from: server, into: directory, configuration: configuration(directory, retryLimit: 2))
+                "drop/50000/400000",
+                from: server,
+                into: directory,
+                configuration: configuration(directory, retryLimit: 2)
+            )
             #expect(try result.get() == directory.appendingPathComponent("out"))
             #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 400_000))
             let requests = server.requests(to: "/drop/50000/400000")
@@ -76,7 +82,12 @@ struct FaultTests {
     @Test("a server that goes silent mid-body: the stall is detected, and the retry resumes")
     func stalledTransfer() async throws {
         try await withFaultServer { server, directory in
-            let (events, result) = try await fetch("stall/100000/300000", from: server, into: directory, configuration: configuration(directory))
+            let (events, result) = try await fetch(
+                "stall/100000/300000",
+                from: server,
+                into: directory,
+                configuration: configuration(directory)
+            )
             #expect(throws: Never.self) { try result.get() }
             #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 300_000))
             let stalls = retries(in: events)
@@ -93,20 +104,28 @@ struct FaultTests {
             configuration.stallTimeout = .seconds(60)
             try await withDownloadManager(configuration: configuration) { manager in
                 // Connected, and held there: the response goes silent after 100,000 bytes.
-                let download = try manager.download(from: server.url("stall/100000/300000"), to: directory.appendingPathComponent("out"))
+                let download = try manager.download(
+                    from: server.url("stall/100000/300000"),
+                    to: directory.appendingPathComponent("out")
+                )
                 var events = download.events.makeAsyncIterator()
                 await events.next { if case .progress(let p) = $0 { p.bytesReceived > 0 } else { false } }
                 let sockets = Descriptors.connected(toPort: server.port)
                 #expect(!sockets.isEmpty, "the transfer's socket was not found")
                 for descriptor in sockets {
-                    #expect(fcntl(descriptor, F_GETFD) & FD_CLOEXEC != 0, "descriptor \(descriptor) would outlive an exec")
+                    #expect(
+                        fcntl(descriptor, F_GETFD) & FD_CLOEXEC != 0,
+                        "descriptor \(descriptor) would outlive an exec"
+                    )
                 }
                 download.cancel()
             }
         }
     }
 
-    @Test("a low open-files limit: half of it transfers at once, a quarter stays open as partial files, every file arrives")
+    @Test(
+        "a low open-files limit: half of it transfers at once, a quarter stays open as partial files, every file arrives"
+    )
     func openFilesLimit() async throws {
         try await withFaultServer { server, directory in
             var configuration = configuration(directory)
@@ -152,7 +171,10 @@ struct FaultTests {
                 for download in downloads { _ = try await download.finished() }
             }
             for (index, path) in paths.enumerated() {
-                #expect(try Data(contentsOf: directory.appendingPathComponent("\(index).bin")) == FaultServer.body(size: 6144))
+                #expect(
+                    try Data(contentsOf: directory.appendingPathComponent("\(index).bin"))
+                        == FaultServer.body(size: 6144)
+                )
                 #expect(server.requests(to: "/\(path)").map(\.range) == [nil, "bytes=2048-"])
             }
             #expect(openPartialFiles() == 0)
@@ -164,7 +186,8 @@ struct FaultTests {
         // Open-files limits: 20 slots and 10 open partials; 4 slots and 2 open partials. With 1 MiB
         // buffers only 4 may be in use: the other transfers write through, and whole files are
         // written by the loop (more than half of the buffers in use).
-        arguments: [(40, 16 * 1024), (8, 16 * 1024), (40, 1024 * 1024)])
+        arguments: [(40, 16 * 1024), (8, 16 * 1024), (40, 1024 * 1024)]
+    )
     func pauseResumeCancelStorm(openFilesLimit: Int, bufferSize: Int) async throws {
         let seed = UInt64(Date().timeIntervalSince1970)
         var random = RandomizedParserTests.Generator(seed: seed)
@@ -176,7 +199,10 @@ struct FaultTests {
             configuration.stallTimeout = .seconds(30)
             let downloads = try await withDownloadManager(configuration: configuration) { manager in
                 let downloads = try (0..<40).map {
-                    try manager.download(from: server.url("drip/4096/2/200000?\($0)"), to: directory.appendingPathComponent("\($0).bin"))
+                    try manager.download(
+                        from: server.url("drip/4096/2/200000?\($0)"),
+                        to: directory.appendingPathComponent("\($0).bin")
+                    )
                 }
                 var cancelled = Set<Int>()
                 for _ in 0..<3000 {
@@ -195,7 +221,10 @@ struct FaultTests {
                     do {
                         _ = try await download.finished()  // (a cancel after completion changes nothing)
                     } catch let error as DownloadError {
-                        #expect(error.code == .cancelled && cancelled.contains(index), "seed \(seed): \(index): \(error)")
+                        #expect(
+                            error.code == .cancelled && cancelled.contains(index),
+                            "seed \(seed): \(index): \(error)"
+                        )
                     }
                 }
                 return downloads
@@ -205,7 +234,10 @@ struct FaultTests {
                 if case .cancelled = download.state {
                     #expect(!FileManager.default.fileExists(atPath: path), "seed \(seed)")
                 } else {
-                    #expect(FileManager.default.contents(atPath: path) == FaultServer.body(size: 200_000), "seed \(seed): \(index)")
+                    #expect(
+                        FileManager.default.contents(atPath: path) == FaultServer.body(size: 200_000),
+                        "seed \(seed): \(index)"
+                    )
                 }
             }
             // A cancelled download leaves no partial file; the others were renamed away.
@@ -220,7 +252,12 @@ struct FaultTests {
             let path = "busy/\(status)/2/1/200000"
             let clock = ContinuousClock()
             let start = clock.now
-            let (events, result) = try await fetch(path, from: server, into: directory, configuration: configuration(directory))
+            let (events, result) = try await fetch(
+                path,
+                from: server,
+                into: directory,
+                configuration: configuration(directory)
+            )
             #expect(throws: Never.self) { try result.get() }
             #expect(clock.now - start >= .seconds(2))
             #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 200_000))
@@ -233,12 +270,19 @@ struct FaultTests {
     @Test("a body shorter than its Content-Length is detected and resumed")
     func shortBody() async throws {
         try await withFaultServer { server, directory in
-            let (events, result) = try await fetch("short/300000", from: server, into: directory, configuration: patient(directory))
+            let (events, result) = try await fetch(
+                "short/300000",
+                from: server,
+                into: directory,
+                configuration: patient(directory)
+            )
             #expect(throws: Never.self) { try result.get() }
             #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 300_000))
             // curl reports the early close as a short body (18) or, by TCP timing, a receive error (56).
             #expect(retries(in: events).count == 1)
-            #expect(retries(in: events).allSatisfy { $0.0.code == .sizeMismatch || [18, 56].contains($0.0.curlCode ?? 0) })
+            #expect(
+                retries(in: events).allSatisfy { $0.0.code == .sizeMismatch || [18, 56].contains($0.0.curlCode ?? 0) }
+            )
             #expect(server.requests(to: "/short/300000").map(\.range) == [nil, "bytes=150000-"])
         }
     }
@@ -246,25 +290,41 @@ struct FaultTests {
     @Test("a server that cuts every whole answer short and ignores Range: retried a few times, not forever")
     func shortAndRangeless() async throws {
         try await withFaultServer { server, directory in
-            let (events, result) = try await fetch("lying/100000", from: server, into: directory, configuration: patient(directory))
+            let (events, result) = try await fetch(
+                "lying/100000",
+                from: server,
+                into: directory,
+                configuration: patient(directory)
+            )
             #expect(throws: DownloadError.self) { try result.get() }
             if case .failure(let error) = result {
                 #expect(error.code == .sizeMismatch || [18, 56].contains(error.curlCode ?? 0), "\(error)")
             }
             // The first attempt got bytes; each retry only fetched the same bytes again from zero,
             // which is no progress: the retry budget (3) runs out.
-            #expect(server.requests(to: "/lying/100000").map(\.range) == [nil, "bytes=100000-", "bytes=100000-", "bytes=100000-"])
+            #expect(
+                server.requests(to: "/lying/100000").map(\.range) == [
+                    nil, "bytes=100000-", "bytes=100000-", "bytes=100000-",
+                ]
+            )
             #expect(retries(in: events).count == 3)
             #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("out").path))
         }
     }
 
-    @Test("two different Content-Length headers: the answer cannot be framed, the download fails at once with nothing placed")
+    @Test(
+        "two different Content-Length headers: the answer cannot be framed, the download fails at once with nothing placed"
+    )
     func conflictingLengths() async throws {
         try await withFaultServer { server, directory in
             // curl 7.88 believes the last header (50,000 of 100,000 bytes): without the check the
             // first half of the file was placed at the destination as if complete.
-            let (events, result) = try await fetch("twolengths/100000", from: server, into: directory, configuration: configuration(directory))
+            let (events, result) = try await fetch(
+                "twolengths/100000",
+                from: server,
+                into: directory,
+                configuration: configuration(directory)
+            )
             guard case .failure(let error) = result else {
                 Issue.record("a response with two lengths was accepted")
                 return
@@ -277,14 +337,28 @@ struct FaultTests {
         }
     }
 
-    @Test("a server that answers every request with at most 30,000 bytes: each range continues at once, no retry, identical")
+    @Test(
+        "a server that answers every request with at most 30,000 bytes: each range continues at once, no retry, identical"
+    )
     func cappedRanges() async throws {
         try await withFaultServer { server, directory in
-            let (events, result) = try await fetch("capped/30000/100000", from: server, into: directory, configuration: configuration(directory))
+            let (events, result) = try await fetch(
+                "capped/30000/100000",
+                from: server,
+                into: directory,
+                configuration: configuration(directory)
+            )
             #expect(try result.get() == directory.appendingPathComponent("out"))
-            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 100_000, version: 1))
+            #expect(
+                try Data(contentsOf: directory.appendingPathComponent("out"))
+                    == FaultServer.body(size: 100_000, version: 1)
+            )
             // Every answer starts where the file ends, so nothing is retried, restarted or fetched twice.
-            #expect(server.requests(to: "/capped/30000/100000").map(\.range) == [nil, "bytes=30000-", "bytes=60000-", "bytes=90000-"])
+            #expect(
+                server.requests(to: "/capped/30000/100000").map(\.range) == [
+                    nil, "bytes=30000-", "bytes=60000-", "bytes=90000-",
+                ]
+            )
             #expect(server.requests(to: "/capped/30000/100000").map(\.bytesSent) == [30_000, 30_000, 30_000, 10_000])
             #expect(retries(in: events).isEmpty)
             #expect(!events.contains { if case .restarted = $0 { true } else { false } })
@@ -294,7 +368,12 @@ struct FaultTests {
     @Test("a header past curl's 100 KB limit fails with curl's code 27 and advice that names the headers")
     func oversizedHeader() async throws {
         try await withFaultServer { server, directory in
-            let (_, result) = try await fetch("bighead", from: server, into: directory, configuration: configuration(directory))
+            let (_, result) = try await fetch(
+                "bighead",
+                from: server,
+                into: directory,
+                configuration: configuration(directory)
+            )
             guard case .failure(let error) = result else {
                 Issue.record("a 200 KB header was accepted")
                 return
@@ -304,11 +383,17 @@ struct FaultTests {
         }
     }
 
-    @Test("a server that answers every resume from byte 0 and drops every answer: rangeNotHonored, not endless restarts")
+    @Test(
+        "a server that answers every resume from byte 0 and drops every answer: rangeNotHonored, not endless restarts"
+    )
     func wrongRangeAndDrops() async throws {
         try await withFaultServer { server, directory in
             let (events, result) = try await fetch(
-                "badrange-drop/40000/100000", from: server, into: directory, configuration: configuration(directory, retryLimit: 5))
+                "badrange-drop/40000/100000",
+                from: server,
+                into: directory,
+                configuration: configuration(directory, retryLimit: 5)
+            )
             guard case .failure(let error) = result else {
                 Issue.record("a server that can neither resume nor finish must fail")
                 return
@@ -342,13 +427,25 @@ struct FaultTests {
     func statuses() async throws {
         try await withFaultServer { server, directory in
             for status in [404, 410, 403] {
-                let (events, result) = try await fetch("status/\(status)", from: server, into: directory, configuration: configuration(directory))
+                let (events, result) = try await fetch(
+                    "status/\(status)",
+                    from: server,
+                    into: directory,
+                    configuration: configuration(directory)
+                )
                 #expect(throws: DownloadError.self) { try result.get() }
-                if case .failure(let error) = result { #expect(error.code == .httpStatus && error.httpStatus == status) }
+                if case .failure(let error) = result {
+                    #expect(error.code == .httpStatus && error.httpStatus == status)
+                }
                 #expect(retries(in: events).isEmpty)
                 #expect(server.requests(to: "/status/\(status)").count == 1)
             }
-            let (events, result) = try await fetch("status/500", from: server, into: directory, configuration: configuration(directory, retryLimit: 2))
+            let (events, result) = try await fetch(
+                "status/500",
+                from: server,
+                into: directory,
+                configuration: configuration(directory, retryLimit: 2)
+            )
             if case .failure(let error) = result {
                 #expect(error.httpStatus == 500)
             } else {
@@ -363,7 +460,12 @@ struct FaultTests {
     @Test("a redirect loop fails after the redirect limit, without retries")
     func redirectLoop() async throws {
         try await withFaultServer { server, directory in
-            let (events, result) = try await fetch("loop", from: server, into: directory, configuration: configuration(directory))
+            let (events, result) = try await fetch(
+                "loop",
+                from: server,
+                into: directory,
+                configuration: configuration(directory)
+            )
             if case .failure(let error) = result {
                 #expect(error.code == .transport && error.curlCode == 47)
             } else {
@@ -378,7 +480,12 @@ struct FaultTests {
     @Test("a server that never answers is a stall too: aborted after the timeout and retried")
     func silentServer() async throws {
         try await withFaultServer { server, directory in
-            let (events, result) = try await fetch("mute/50000", from: server, into: directory, configuration: configuration(directory))
+            let (events, result) = try await fetch(
+                "mute/50000",
+                from: server,
+                into: directory,
+                configuration: configuration(directory)
+            )
             #expect(throws: Never.self) { try result.get() }
             #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 50000))
             #expect(retries(in: events).map(\.0.curlCode) == [28])
@@ -393,8 +500,14 @@ struct FaultTests {
             configuration.maxConcurrentDownloads = 1
             try await withDownloadManager(configuration: configuration) { manager in
                 // 2.5 s of drip (longer than the 1 s stall timeout) holds the only slot.
-                let first = try manager.download(from: server.url("drip/1024/100/25600"), to: directory.appendingPathComponent("a"))
-                let second = try manager.download(from: server.url("file/30000"), to: directory.appendingPathComponent("b"))
+                let first = try manager.download(
+                    from: server.url("drip/1024/100/25600"),
+                    to: directory.appendingPathComponent("a")
+                )
+                let second = try manager.download(
+                    from: server.url("file/30000"),
+                    to: directory.appendingPathComponent("b")
+                )
                 var events: [DownloadEvent] = []
                 for await event in second.events { events.append(event) }
                 #expect(try await first.finished() == directory.appendingPathComponent("a"))
@@ -408,7 +521,12 @@ struct FaultTests {
     @Test("a redirect to another scheme is refused, not followed")
     func redirectToAnotherScheme() async throws {
         try await withFaultServer { server, directory in
-            let (events, result) = try await fetch("to-ftp", from: server, into: directory, configuration: configuration(directory))
+            let (events, result) = try await fetch(
+                "to-ftp",
+                from: server,
+                into: directory,
+                configuration: configuration(directory)
+            )
             guard case .failure(let error) = result else {
                 Issue.record("a redirect to ftp:// must fail")
                 return
@@ -421,7 +539,12 @@ struct FaultTests {
     @Test("a slow drip is slow, not stalled: it completes without a retry")
     func slowDrip() async throws {
         try await withFaultServer { server, directory in
-            let (events, result) = try await fetch("drip/2048/100/20480", from: server, into: directory, configuration: configuration(directory))
+            let (events, result) = try await fetch(
+                "drip/2048/100/20480",
+                from: server,
+                into: directory,
+                configuration: configuration(directory)
+            )
             #expect(throws: Never.self) { try result.get() }
             #expect(retries(in: events).isEmpty)
             #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 20480))
@@ -439,13 +562,21 @@ struct FaultTests {
 
     @Test(
         "a partial from an earlier run resumed against a misbehaving server still ends whole",
-        arguments: ["drop/50000/200000", "stall/30000/200000", "busy/503/1/0/200000", "busy/429/1/0/200000",
-                    "short/200000", "drip/20000/20/200000"])
+        arguments: [
+            "drop/50000/200000", "stall/30000/200000", "busy/503/1/0/200000", "busy/429/1/0/200000",
+            "short/200000", "drip/20000/20/200000",
+        ]
+    )
     func partialAgainstMisbehaviour(path: String) async throws {
         try await withFaultServer { server, directory in
             let body = FaultServer.body(size: 200_000)
             try seedPartial(path, server: server, directory: directory, bytes: body.prefix(40_000))
-            let (_, result) = try await fetch(path, from: server, into: directory, configuration: configuration(directory))
+            let (_, result) = try await fetch(
+                path,
+                from: server,
+                into: directory,
+                configuration: configuration(directory)
+            )
             #expect(throws: Never.self) { try result.get() }
             #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == body)
             // The first request that could carry a body asked for the rest, not for everything.
@@ -454,11 +585,24 @@ struct FaultTests {
         }
     }
 
-    @Test("a partial from an earlier run is kept when the server now fails permanently", arguments: ["status/404", "loop"])
+    @Test(
+        "a partial from an earlier run is kept when the server now fails permanently",
+        arguments: ["status/404", "loop"]
+    )
     func partialKeptOnPermanentFailure(path: String) async throws {
         try await withFaultServer { server, directory in
-            try seedPartial(path, server: server, directory: directory, bytes: FaultServer.body(size: 200_000).prefix(40_000))
-            let (events, result) = try await fetch(path, from: server, into: directory, configuration: configuration(directory))
+            try seedPartial(
+                path,
+                server: server,
+                directory: directory,
+                bytes: FaultServer.body(size: 200_000).prefix(40_000)
+            )
+            let (events, result) = try await fetch(
+                path,
+                from: server,
+                into: directory,
+                configuration: configuration(directory)
+            )
             #expect(throws: DownloadError.self) { try result.get() }
             #expect(retries(in: events).isEmpty)
             let id = DownloadID(url: server.url(path), destination: directory.appendingPathComponent("out"))
@@ -473,7 +617,12 @@ struct FaultTests {
         try await withFaultServer { server, directory in
             let body = FaultServer.body(size: 200_000)
             try seedPartial("norange/200000", server: server, directory: directory, bytes: body.prefix(70_000))
-            let (events, result) = try await fetch("norange/200000", from: server, into: directory, configuration: configuration(directory))
+            let (events, result) = try await fetch(
+                "norange/200000",
+                from: server,
+                into: directory,
+                configuration: configuration(directory)
+            )
             #expect(throws: Never.self) { try result.get() }
             #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == body)
             #expect(restarts(in: events) == [.rangeIgnored])
@@ -486,7 +635,12 @@ struct FaultTests {
         try await withFaultServer { server, directory in
             let body = FaultServer.body(size: 200_000)
             try seedPartial("badrange/200000", server: server, directory: directory, bytes: body.prefix(70_000))
-            let (events, result) = try await fetch("badrange/200000", from: server, into: directory, configuration: configuration(directory))
+            let (events, result) = try await fetch(
+                "badrange/200000",
+                from: server,
+                into: directory,
+                configuration: configuration(directory)
+            )
             #expect(throws: Never.self) { try result.get() }
             #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == body)
             #expect(restarts(in: events).count == 1)
@@ -498,13 +652,26 @@ struct FaultTests {
     func partialAgainstChangedFile() async throws {
         try await withFaultServer { server, directory in
             // The first run fails after 60 KB of version 1 (no retries), keeping the partial.
-            let (_, first) = try await fetch("changing/60000/250000", from: server, into: directory, configuration: configuration(directory, retryLimit: 0))
+            let (_, first) = try await fetch(
+                "changing/60000/250000",
+                from: server,
+                into: directory,
+                configuration: configuration(directory, retryLimit: 0)
+            )
             #expect(throws: DownloadError.self) { try first.get() }
             #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("out").path))
             // The next run asks for the rest of version 1 (If-Range), gets version 2 whole.
-            let (events, second) = try await fetch("changing/60000/250000", from: server, into: directory, configuration: configuration(directory))
+            let (events, second) = try await fetch(
+                "changing/60000/250000",
+                from: server,
+                into: directory,
+                configuration: configuration(directory)
+            )
             #expect(throws: Never.self) { try second.get() }
-            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 250_000, version: 2))
+            #expect(
+                try Data(contentsOf: directory.appendingPathComponent("out"))
+                    == FaultServer.body(size: 250_000, version: 2)
+            )
             #expect(restarts(in: events) == [.remoteChanged])
             let requests = server.requests(to: "/changing/60000/250000")
             #expect(requests.map(\.range) == [nil, "bytes=60000-"])
@@ -516,14 +683,31 @@ struct FaultTests {
     @Test("a partial from a run that failed on drops is resumed by the next run")
     func partialFromAFailedRun() async throws {
         try await withFaultServer { server, directory in
-            let (_, first) = try await fetch("drop/80000/200000", from: server, into: directory, configuration: configuration(directory, retryLimit: 0))
-            if case .failure(let error) = first { #expect(error.isTransient) } else { Issue.record("the first run must fail") }
+            let (_, first) = try await fetch(
+                "drop/80000/200000",
+                from: server,
+                into: directory,
+                configuration: configuration(directory, retryLimit: 0)
+            )
+            if case .failure(let error) = first {
+                #expect(error.isTransient)
+            } else {
+                Issue.record("the first run must fail")
+            }
             let journal = try Journal(directory: directory.appendingPathComponent("state").path)
-            let id = DownloadID(url: server.url("drop/80000/200000"), destination: directory.appendingPathComponent("out"))
+            let id = DownloadID(
+                url: server.url("drop/80000/200000"),
+                destination: directory.appendingPathComponent("out")
+            )
             #expect(try journal.record(for: id)?.state == .failed)
             #expect(try journal.record(for: id)?.bytesCommitted == 80_000)
             journal.close()
-            let (_, second) = try await fetch("drop/80000/200000", from: server, into: directory, configuration: configuration(directory))
+            let (_, second) = try await fetch(
+                "drop/80000/200000",
+                from: server,
+                into: directory,
+                configuration: configuration(directory)
+            )
             #expect(throws: Never.self) { try second.get() }
             #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 200_000))
             #expect(server.requests(to: "/drop/80000/200000").map(\.range) == [nil, "bytes=80000-", "bytes=160000-"])
@@ -562,7 +746,13 @@ struct IntegrityTests {
                     let checksum = try #require(Checksum("\(algorithm.rawValue):\(hex.uppercased())"))
                     let destination = directory.appendingPathComponent("good-\(algorithm.rawValue)")
                     let download = try manager.download(
-                        DownloadRequest(url: server.url("file/300000"), destination: destination, checksum: checksum, expectedSize: 300_000))
+                        DownloadRequest(
+                            url: server.url("file/300000"),
+                            destination: destination,
+                            checksum: checksum,
+                            expectedSize: 300_000
+                        )
+                    )
                     #expect(try await download.finished() == destination)
                     #expect(try Data(contentsOf: destination) == body)
                 }
@@ -571,7 +761,9 @@ struct IntegrityTests {
                 try Data("the user's file".utf8).write(to: destination)
                 let wrong = try #require(Checksum(algorithm: .sha256, hex: String(repeating: "ab", count: 32)))
                 let actual = try coreutilsDigest(.sha256, of: body, in: directory)
-                let download = try manager.download(DownloadRequest(url: server.url("file/300000"), destination: destination, checksum: wrong))
+                let download = try manager.download(
+                    DownloadRequest(url: server.url("file/300000"), destination: destination, checksum: wrong)
+                )
                 await #expect { try await download.finished() } throws: { error in
                     guard let error = error as? DownloadError else { return false }
                     return error.code == .checksumMismatch && error.description.contains(wrong.hex)
@@ -592,17 +784,29 @@ struct IntegrityTests {
             configuration.maximumFileSize = 250_000
             try await withDownloadManager(configuration: configuration) { manager in
                 let wrongSize = try manager.download(
-                    DownloadRequest(url: server.url("file/200000"), destination: directory.appendingPathComponent("a"), expectedSize: 1234))
+                    DownloadRequest(
+                        url: server.url("file/200000"),
+                        destination: directory.appendingPathComponent("a"),
+                        expectedSize: 1234
+                    )
+                )
                 await #expect { try await wrongSize.finished() } throws: { error in
                     guard let error = error as? DownloadError else { return false }
-                    return error.code == .checksumMismatch && error.description.contains("200000") && error.description.contains("1234")
+                    return error.code == .checksumMismatch && error.description.contains("200000")
+                        && error.description.contains("1234")
                 }
-                let tooLarge = try manager.download(from: server.url("file/300000"), to: directory.appendingPathComponent("b"))
+                let tooLarge = try manager.download(
+                    from: server.url("file/300000"),
+                    to: directory.appendingPathComponent("b")
+                )
                 await #expect { try await tooLarge.finished() } throws: { error in
                     guard let error = error as? DownloadError else { return false }
                     return error.code == .fileTooLarge && error.description.contains("250000")
                 }
-                let small = try manager.download(from: server.url("file/250000"), to: directory.appendingPathComponent("c"))
+                let small = try manager.download(
+                    from: server.url("file/250000"),
+                    to: directory.appendingPathComponent("c")
+                )
                 #expect(try await small.finished() == directory.appendingPathComponent("c"))
             }
             #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("a").path))
@@ -621,7 +825,10 @@ struct IntegrityTests {
         var configuration = configuration(directory)
         configuration.maximumFileSize = 100_000
         try await withDownloadManager(configuration: configuration) { manager in
-            let download = try manager.download(from: server.url("chunked/big.bin"), to: directory.appendingPathComponent("big.bin"))
+            let download = try manager.download(
+                from: server.url("chunked/big.bin"),
+                to: directory.appendingPathComponent("big.bin")
+            )
             await #expect { try await download.finished() } throws: { ($0 as? DownloadError)?.code == .fileTooLarge }
         }
         #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("big.bin").path))
@@ -633,7 +840,10 @@ struct IntegrityTests {
         let state = directory.appendingPathComponent("state")
         try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
         let id = DownloadID(url: url, destination: destination)
-        try FileManager.default.createSymbolicLink(atPath: state.appendingPathComponent("\(id).part").path, withDestinationPath: target)
+        try FileManager.default.createSymbolicLink(
+            atPath: state.appendingPathComponent("\(id).part").path,
+            withDestinationPath: target
+        )
         return id
     }
 
@@ -645,10 +855,14 @@ struct IntegrityTests {
             let id = try linkPartial(of: server.url("file/200000"), to: full, in: directory, at: "/dev/full")
             try await withDownloadManager(configuration: configuration(directory)) { manager in
                 let failing = try manager.download(from: server.url("file/200000"), to: full)
-                let other = try manager.download(from: server.url("file/100000"), to: directory.appendingPathComponent("other"))
+                let other = try manager.download(
+                    from: server.url("file/100000"),
+                    to: directory.appendingPathComponent("other")
+                )
                 await #expect { try await failing.finished() } throws: { error in
                     guard let error = error as? DownloadError else { return false }
-                    return error.code == .fileSystem && error.errno == ENOSPC && error.path?.hasSuffix("\(id).part") == true
+                    return error.code == .fileSystem && error.errno == ENOSPC
+                        && error.path?.hasSuffix("\(id).part") == true
                         && error.description.contains("No space left on device")
                 }
                 #expect(try await other.finished() == directory.appendingPathComponent("other"))
@@ -668,7 +882,8 @@ struct IntegrityTests {
                 let download = try manager.download(from: server.url("file/1000"), to: destination)
                 await #expect { try await download.finished() } throws: { error in
                     guard let error = error as? DownloadError else { return false }
-                    return error.code == .fileSystem && error.errno != nil && error.path?.hasSuffix("\(id).part") == true
+                    return error.code == .fileSystem && error.errno != nil
+                        && error.path?.hasSuffix("\(id).part") == true
                         && error.url == server.url("file/1000").absoluteString
                 }
             }
@@ -704,9 +919,14 @@ struct IntegrityTests {
     @Test func checksumParsing() {
         #expect(Checksum("sha256:" + String(repeating: "A", count: 64))?.hex == String(repeating: "a", count: 64))
         #expect(Checksum("MD5:" + String(repeating: "0", count: 32))?.algorithm == .md5)
-        #expect(Checksum("sha1:" + String(repeating: "f", count: 40))?.description == "sha1:" + String(repeating: "f", count: 40))
-        for bad in ["", "sha256", "sha256:", "sha256:abc", "sha512:" + String(repeating: "a", count: 128),
-                    "md5:" + String(repeating: "g", count: 32), "sha1:" + String(repeating: "a", count: 41), ":::"] {
+        #expect(
+            Checksum("sha1:" + String(repeating: "f", count: 40))?.description == "sha1:"
+                + String(repeating: "f", count: 40)
+        )
+        for bad in [
+            "", "sha256", "sha256:", "sha256:abc", "sha512:" + String(repeating: "a", count: 128),
+            "md5:" + String(repeating: "g", count: 32), "sha1:" + String(repeating: "a", count: 41), ":::",
+        ] {
             #expect(Checksum(bad) == nil, "\(bad)")
         }
     }
@@ -727,7 +947,10 @@ struct SafeDefaultTests {
         configuration.stateDirectory = directory.appendingPathComponent("state")
         configuration.retryDelay = .milliseconds(10)
         try await withDownloadManager(configuration: configuration) { manager in
-            let download = try manager.download(from: server.httpsURL("secure.bin"), to: directory.appendingPathComponent("a.bin"))
+            let download = try manager.download(
+                from: server.httpsURL("secure.bin"),
+                to: directory.appendingPathComponent("a.bin")
+            )
             await #expect { try await download.finished() } throws: { error in
                 guard let error = error as? DownloadError else { return false }
                 return error.code == .transport && error.curlCode == 60 && !error.isTransient
@@ -737,7 +960,10 @@ struct SafeDefaultTests {
         #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("a.bin").path))
         configuration.certificateAuthorityFile = server.certificate
         try await withDownloadManager(configuration: configuration) { manager in
-            let download = try manager.download(from: server.httpsURL("secure.bin"), to: directory.appendingPathComponent("b.bin"))
+            let download = try manager.download(
+                from: server.httpsURL("secure.bin"),
+                to: directory.appendingPathComponent("b.bin")
+            )
             #expect(try await download.finished() == directory.appendingPathComponent("b.bin"))
         }
         #expect(try Data(contentsOf: directory.appendingPathComponent("b.bin")) == source)
@@ -758,7 +984,10 @@ struct SafeDefaultTests {
         configuration.maxConcurrentDownloads = 8
         try await withDownloadManager(configuration: configuration) { manager in
             let downloads = try (0..<24).map {
-                try manager.download(from: server.httpsURL("h2/\($0).bin"), to: directory.appendingPathComponent("\($0).bin"))
+                try manager.download(
+                    from: server.httpsURL("h2/\($0).bin"),
+                    to: directory.appendingPathComponent("\($0).bin")
+                )
             }
             for download in downloads { _ = try await download.finished() }
         }
@@ -777,7 +1006,10 @@ struct SafeDefaultTests {
         configuration.stateDirectory = directory.appendingPathComponent("state2")
         try await withDownloadManager(configuration: configuration) { manager in
             let downloads = try (0..<24).map {
-                try manager.download(from: server.httpsURL("h2/\($0).bin"), to: directory.appendingPathComponent("second-\($0).bin"))
+                try manager.download(
+                    from: server.httpsURL("h2/\($0).bin"),
+                    to: directory.appendingPathComponent("second-\($0).bin")
+                )
             }
             for download in downloads { _ = try await download.finished() }
         }
@@ -828,7 +1060,8 @@ struct ConnectTimeoutTests {
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(listener, pointer, length) == 0 && listen(listener, 0) == 0 && getsockname(listener, pointer, &length) == 0
+                bind(listener, pointer, length) == 0 && listen(listener, 0) == 0
+                    && getsockname(listener, pointer, &length) == 0
             }
         }
         try #require(bound)
@@ -851,7 +1084,10 @@ struct ConnectTimeoutTests {
         let clock = ContinuousClock()
         let start = clock.now
         try await withDownloadManager(configuration: configuration) { manager in
-            let download = try manager.download(from: "http://127.0.0.1:\(port)/x", to: directory.appendingPathComponent("x"))
+            let download = try manager.download(
+                from: "http://127.0.0.1:\(port)/x",
+                to: directory.appendingPathComponent("x")
+            )
             await #expect { try await download.finished() } throws: { error in
                 guard let error = error as? DownloadError else { return false }
                 return error.code == .transport && error.curlCode == 28 && error.isTransient

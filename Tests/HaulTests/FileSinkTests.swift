@@ -99,7 +99,9 @@ struct FileSinkTests {
         let other = try FileSink(path: "\(path).other", pool: pool)
         #expect(try append(chunk, to: other, at: 1) == false)
         let unnamed = try #require(other.handOff().writtenNameless(in: directory.path))
-        #expect(throws: DownloadError.self) { try unnamed.writeWhole(to: directory.appendingPathComponent("missing/x.part").path) }
+        #expect(throws: DownloadError.self) {
+            try unnamed.writeWhole(to: directory.appendingPathComponent("missing/x.part").path)
+        }
         #expect(pool.inUseCount == 0)
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["n.part"])
     }
@@ -185,7 +187,9 @@ struct FileSinkTests {
         // A folder that is not there: a typed error naming the path, and the buffer still goes back.
         let other = try FileSink(path: "\(path).other", pool: pool)
         #expect(try append(chunk, to: other, at: 1) == false)
-        #expect(throws: DownloadError.self) { try other.handOff().writeWhole(to: directory.appendingPathComponent("missing/x.part").path) }
+        #expect(throws: DownloadError.self) {
+            try other.handOff().writeWhole(to: directory.appendingPathComponent("missing/x.part").path)
+        }
         #expect(pool.idleCount == 1)
     }
 
@@ -265,12 +269,20 @@ struct FileSinkTests {
         var memoryStatus = stat()
         var diskStatus = stat()
         #expect(stat(memory.path, &memoryStatus) == 0 && stat(disk.path, &diskStatus) == 0)
-        try #require(memoryStatus.st_dev != diskStatus.st_dev, "/dev/shm and the temporary directory share a file system")
+        try #require(
+            memoryStatus.st_dev != diskStatus.st_dev,
+            "/dev/shm and the temporary directory share a file system"
+        )
         let destination = disk.appendingPathComponent("x.bin").path
         let first = bytes(70_000, seed: 1)
         let second = bytes(50_000, seed: 2)
         for (name, content) in [("a.part", first), ("b.part", second)] {
-            #expect(FileManager.default.createFile(atPath: memory.appendingPathComponent(name).path, contents: Data(content)))
+            #expect(
+                FileManager.default.createFile(
+                    atPath: memory.appendingPathComponent(name).path,
+                    contents: Data(content)
+                )
+            )
         }
         try FinishJob.moveIntoPlace(from: memory.appendingPathComponent("a.part").path, to: destination)
         #expect(contents(destination) == first)
@@ -287,15 +299,32 @@ struct FileSinkTests {
         let partial = directory.appendingPathComponent("gone.part").path
         let destination = directory.appendingPathComponent("x.bin").path
         let job = FinishJob(
-            id: DownloadID(rawValue: "gone"), partialPath: partial, destination: destination, remainder: nil, writeWhole: false,
-            keepDestination: false, expectedSize: nil, expectedChecksum: nil, url: "http://h/x.bin")
+            id: DownloadID(rawValue: "gone"),
+            partialPath: partial,
+            destination: destination,
+            remainder: nil,
+            writeWhole: false,
+            keepDestination: false,
+            expectedSize: nil,
+            expectedChecksum: nil,
+            url: "http://h/x.bin"
+        )
         guard case .failure(let error) = job.perform() else {
             Issue.record("a missing partial file and no destination were reported complete")
             return
         }
-        #expect(error.code == .fileSystem && error.errno == ENOENT && error.path == partial && error.url == "http://h/x.bin")
-        #expect(error.description.contains("deleted before it could be moved into place") && !error.description.contains("is kept"))
-        #expect(error.description.hasSuffix("Keep the state directory while downloads run; the download starts again from zero."))
+        #expect(
+            error.code == .fileSystem && error.errno == ENOENT && error.path == partial && error.url == "http://h/x.bin"
+        )
+        #expect(
+            error.description.contains("deleted before it could be moved into place")
+                && !error.description.contains("is kept")
+        )
+        #expect(
+            error.description.hasSuffix(
+                "Keep the state directory while downloads run; the download starts again from zero."
+            )
+        )
         // An earlier run that moved the file into place before it could record that: the file counts.
         #expect(FileManager.default.createFile(atPath: destination, contents: Data(bytes(1234, seed: 3))))
         guard case .success(let length) = job.perform() else {
@@ -304,7 +333,9 @@ struct FileSinkTests {
         }
         #expect(length == 1234)
         // Renaming a partial that vanished names the partial, not the destination.
-        #expect { try FinishJob.moveIntoPlace(from: partial, to: directory.appendingPathComponent("y.bin").path) } throws: { error in
+        #expect {
+            try FinishJob.moveIntoPlace(from: partial, to: directory.appendingPathComponent("y.bin").path)
+        } throws: { error in
             (error as? DownloadError)?.path == partial && (error as? DownloadError)?.errno == ENOENT
         }
     }

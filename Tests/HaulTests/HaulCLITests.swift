@@ -9,7 +9,8 @@ import Testing
 struct HaulCLITests {
     /// The `haul` binary built next to this test bundle.
     static var haulPath: String {
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let executable =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         return URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("haul").path
     }
 
@@ -28,7 +29,8 @@ struct HaulCLITests {
         return Run(
             status: status,
             stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
-            stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+            stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
+        )
     }
 
     @Test("downloads several URLs into a directory that then holds only the files and .haul")
@@ -38,16 +40,23 @@ struct HaulCLITests {
         let a = try server.makeFile("a.bin", size: 700_000, seed: 3)
         let b = try server.makeFile("sub/b.bin", size: 1_234, seed: 4)
         let output = work.appendingPathComponent("out")
-        let run = try await haul(["-o", output.path, server.url("a.bin").absoluteString, server.url("sub/b.bin").absoluteString], in: work)
+        let run = try await haul(
+            ["-o", output.path, server.url("a.bin").absoluteString, server.url("sub/b.bin").absoluteString],
+            in: work
+        )
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stderr.isEmpty)
         #expect(run.stdout.contains("2 completed, 0 failed"))
         #expect(try Data(contentsOf: output.appendingPathComponent("a.bin")) == a)
         #expect(try Data(contentsOf: output.appendingPathComponent("b.bin")) == b)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: output.path).sorted() == [".haul", "a.bin", "b.bin"])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: output.path).sorted() == [".haul", "a.bin", "b.bin"]
+        )
     }
 
-    @Test("a file already there that haul did not download is kept: the download gets a.bin.1, and running again changes nothing")
+    @Test(
+        "a file already there that haul did not download is kept: the download gets a.bin.1, and running again changes nothing"
+    )
     func existingFileIsKept() async throws {
         let (server, work) = try startServerAndDirectory()
         defer { stop(server, work) }
@@ -68,20 +77,32 @@ struct HaulCLITests {
         #expect(second.status == 0, "\(second.stderr)")
         #expect(second.stdout.contains("-> \(output.path)/a.bin.1"), "\(second.stdout)")
         #expect(server.accessLog().filter { $0.uri == "/a.bin" }.count == 1)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: output.path).sorted() == [".haul", "a.bin", "a.bin.1"])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: output.path).sorted() == [".haul", "a.bin", "a.bin.1"]
+        )
         #expect(try Data(contentsOf: output.appendingPathComponent("a.bin")) == mine)
     }
 
-    @Test("bad input is one line on stderr and a non-zero status, never a crash", arguments: [
-        ["not a url at all"], ["ftp://example.com/file"], ["http://"], ["-i", "/nonexistent/list.txt"],
-        ["-o", "/proc/version/sub", "http://127.0.0.1:1/a"], ["--checksum", "sha256:xyz", "http://h/a"], ["-j", "x", "http://h/a"],
-    ])
+    @Test(
+        "bad input is one line on stderr and a non-zero status, never a crash",
+        arguments: [
+            ["not a url at all"], ["ftp://example.com/file"], ["http://"], ["-i", "/nonexistent/list.txt"],
+            ["-o", "/proc/version/sub", "http://127.0.0.1:1/a"], ["--checksum", "sha256:xyz", "http://h/a"],
+            ["-j", "x", "http://h/a"],
+        ]
+    )
     func badInput(_ arguments: [String]) async throws {
         let work = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: work) }
-        let run = try await haul(arguments + ["--quiet", "--state", work.appendingPathComponent("state").path], in: work)
+        let run = try await haul(
+            arguments + ["--quiet", "--state", work.appendingPathComponent("state").path],
+            in: work
+        )
         #expect(run.status != 0 && run.status < 128, "status \(run.status)")
-        #expect(!run.stderr.contains("Fatal error") && !run.stderr.contains("Stack dump") && !run.stderr.contains("backtrace"))
+        #expect(
+            !run.stderr.contains("Fatal error") && !run.stderr.contains("Stack dump")
+                && !run.stderr.contains("backtrace")
+        )
         // One line says what is wrong ("haul: …", or the argument parser's "Error: …" with its usage).
         let lines = run.stderr.split(separator: "\n").filter { $0.hasPrefix("haul: ") || $0.hasPrefix("Error: ") }
         #expect(lines.count == 1, "\(run.stderr)")
@@ -108,10 +129,16 @@ struct HaulCLITests {
         defer { stop(server, work) }
         try server.makeFile("c.bin", size: 40_000)
         let wrong = "sha1:" + String(repeating: "0", count: 40)
-        let run = try await haul(["-o", work.appendingPathComponent("c.bin").path, "--checksum", wrong, server.url("c.bin").absoluteString], in: work)
+        let run = try await haul(
+            ["-o", work.appendingPathComponent("c.bin").path, "--checksum", wrong, server.url("c.bin").absoluteString],
+            in: work
+        )
         #expect(run.status == 1)
         let lines = run.stderr.split(separator: "\n")
-        #expect(lines.count == 1 && lines[0].contains(String(repeating: "0", count: 40)) && lines[0].contains("c.bin"), "\(run.stderr)")
+        #expect(
+            lines.count == 1 && lines[0].contains(String(repeating: "0", count: 40)) && lines[0].contains("c.bin"),
+            "\(run.stderr)"
+        )
         #expect(!FileManager.default.fileExists(atPath: work.appendingPathComponent("c.bin").path))
     }
 
@@ -121,7 +148,10 @@ struct HaulCLITests {
         defer { stop(server, work) }
         let good = try server.makeFile("good.bin", size: 5_000)
         let missing = server.url("missing.bin").absoluteString
-        let run = try await haul(["-o", work.path, "--quiet", missing, server.url("good.bin").absoluteString, "ftp://h/x"], in: work)
+        let run = try await haul(
+            ["-o", work.path, "--quiet", missing, server.url("good.bin").absoluteString, "ftp://h/x"],
+            in: work
+        )
         #expect(run.status == 1)
         let lines = run.stderr.split(separator: "\n")
         #expect(lines.count == 2, "\(run.stderr)")
@@ -131,7 +161,9 @@ struct HaulCLITests {
         #expect(try Data(contentsOf: work.appendingPathComponent("good.bin")) == good)
         #expect(!FileManager.default.fileExists(atPath: work.appendingPathComponent("missing.bin").path))
         // Nothing to resume from a 404: no partial file or record is left behind.
-        #expect(try FileManager.default.contentsOfDirectory(atPath: work.appendingPathComponent(".haul").path).count == 1)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: work.appendingPathComponent(".haul").path).count == 1
+        )
     }
 
     @Test("bad input gives a clear error, never a crash")
@@ -153,7 +185,10 @@ struct HaulCLITests {
         // An output path below a regular file cannot be created.
         let file = work.appendingPathComponent("plain")
         try Data("x".utf8).write(to: file)
-        let unwritable = try await haul(["-o", file.appendingPathComponent("dir/").path, "http://127.0.0.1:1/a", "http://127.0.0.1:1/b"], in: work)
+        let unwritable = try await haul(
+            ["-o", file.appendingPathComponent("dir/").path, "http://127.0.0.1:1/a", "http://127.0.0.1:1/b"],
+            in: work
+        )
         #expect(unwritable.status == 1)
         #expect(unwritable.stderr.hasPrefix("haul: "))
         for run in [missingList, garbage, noArguments, unwritable] {
@@ -189,7 +224,9 @@ struct HaulCLITests {
     func longInputFile() async throws {
         let (server, work) = try startServerAndDirectory()
         defer { stop(server, work) }
-        let files = try (0..<10).map { try server.makeFile("l\($0).bin", size: 5_000 + $0 * 1_000, seed: UInt64(50 + $0)) }
+        let files = try (0..<10).map {
+            try server.makeFile("l\($0).bin", size: 5_000 + $0 * 1_000, seed: UInt64(50 + $0))
+        }
         // 300 URLs with -j 2: haul starts 64 at a time, the next as one ends.
         var lines = (0..<300).map { server.url("l\($0 % 10).bin").absoluteString + "?n=\($0)" }
         lines.insert("not a url", at: 150)
@@ -199,7 +236,11 @@ struct HaulCLITests {
         let run = try await haul(["-j", "2", "-i", list.path, "-o", output.path], in: work)
         #expect(run.status == 1)
         #expect(run.stdout.contains("300 completed, 1 failed"), "\(run.stdout.suffix(300))")
-        #expect(run.stderr.split(separator: "\n").filter { $0.hasPrefix("haul: ") } == ["haul: 'not a url' is not a valid URL: it could not be parsed. Check the spelling; Haul needs an absolute http:// or https:// URL with a host."])
+        #expect(
+            run.stderr.split(separator: "\n").filter { $0.hasPrefix("haul: ") } == [
+                "haul: 'not a url' is not a valid URL: it could not be parsed. Check the spelling; Haul needs an absolute http:// or https:// URL with a host."
+            ]
+        )
         // Names in list order: l3.bin, l3.bin.1, … l3.bin.29 for the 30 URLs of l3.bin.
         for n in 0..<300 {
             let name = "l\(n % 10).bin" + (n < 10 ? "" : ".\(n / 10)")
@@ -238,9 +279,13 @@ struct HaulCLITests {
         #expect(lines.last?.contains("\"event\":\"paused\"") == true)
         #expect(!FileManager.default.fileExists(atPath: output.appendingPathComponent("int.bin").path))
 
-        let listedBefore = try await haul(["--list", "--json", "--state", output.appendingPathComponent(".haul").path], in: work)
+        let listedBefore = try await haul(
+            ["--list", "--json", "--state", output.appendingPathComponent(".haul").path],
+            in: work
+        )
         let entry = try #require(
-            try JSONSerialization.jsonObject(with: Data(listedBefore.stdout.utf8)) as? [String: Any])
+            try JSONSerialization.jsonObject(with: Data(listedBefore.stdout.utf8)) as? [String: Any]
+        )
         #expect(entry["state"] as? String == "interrupted")  // the next run continues it
         #expect((entry["bytes"] as? Int ?? 0) > 0)
         #expect(entry["total"] as? Int == size)
@@ -272,11 +317,15 @@ struct HaulCLITests {
         let data = try server.makeFile("kill.bin", size: size)
         let url = server.url("slowest/kill.bin").absoluteString
         let output = work.appendingPathComponent("out")
-        let arguments = ["--json", "--buffer-size", "\(bufferSize)", "--checkpoint-interval", "0.05", "-o", output.path + "/", url]
+        let arguments = [
+            "--json", "--buffer-size", "\(bufferSize)", "--checkpoint-interval", "0.05", "-o", output.path + "/", url,
+        ]
         let partial = { () -> Int64 in
             let state = output.appendingPathComponent(".haul")
             let names = (try? FileManager.default.contentsOfDirectory(atPath: state.path)) ?? []
-            return names.first { $0.hasSuffix(".part") }.flatMap { Self.fileSize(state.appendingPathComponent($0).path) } ?? 0
+            return names.first { $0.hasSuffix(".part") }.flatMap {
+                Self.fileSize(state.appendingPathComponent($0).path)
+            } ?? 0
         }
         var kills = 0
         var generator = SystemRandomNumberGenerator()
@@ -324,4 +373,3 @@ struct HaulCLITests {
         return stat(path, &status) == 0 ? Int64(status.st_size) : nil
     }
 }
-

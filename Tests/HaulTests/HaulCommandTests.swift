@@ -1,9 +1,9 @@
 import ArgumentParser
 import Foundation
+import Haul
 import Testing
 
 @testable import HaulCLI
-import Haul
 
 @Suite("haul: arguments and file names")
 struct HaulArgumentTests {
@@ -25,24 +25,38 @@ struct HaulArgumentTests {
 
     @Test func severalURLsGoToADirectoryWithDistinctNames() {
         let plan = DownloadPlan.make(
-            urls: ["http://h/x/a.bin", "http://g/y/a.bin", "http://h/a.bin?v=2", "http://h/"], output: nil,
-            isDirectory: noDirectories)
+            urls: ["http://h/x/a.bin", "http://g/y/a.bin", "http://h/a.bin?v=2", "http://h/"],
+            output: nil,
+            isDirectory: noDirectories
+        )
         #expect(plan.items.map(\.destination) == ["./a.bin", "./a.bin.1", "./a.bin.2", "./index.html"])
         #expect(plan.outputDirectory == ".")
     }
 
     @Test func aNameTakenBySomethingElseGetsASuffixButAGivenPathIsKept() {
         // ./a.bin is the user's, ./a.bin.1 another URL's; ./b.bin is this URL's own earlier download.
-        let occupied = [("http://h/x/a.bin", "./a.bin"), ("http://h/x/a.bin", "./a.bin.1"), ("http://h/b.bin", "./a.bin")]
+        let occupied = [
+            ("http://h/x/a.bin", "./a.bin"), ("http://h/x/a.bin", "./a.bin.1"), ("http://h/b.bin", "./a.bin"),
+        ]
         let isOccupied = { (url: String, path: String) in occupied.contains { $0 == (url, path) } }
         let plan = DownloadPlan.make(
-            urls: ["http://h/x/a.bin", "http://h/b.bin"], output: nil, isDirectory: noDirectories, isOccupied: isOccupied)
+            urls: ["http://h/x/a.bin", "http://h/b.bin"],
+            output: nil,
+            isDirectory: noDirectories,
+            isOccupied: isOccupied
+        )
         #expect(plan.items.map(\.destination) == ["./a.bin.2", "./b.bin"])
         // Two URLs sharing a name still get distinct names when nothing exists.
-        let same = DownloadPlan.make(urls: ["http://h/a.bin", "http://g/a.bin"], output: "/o", isDirectory: { _ in true }) { _, _ in false }
+        let same = DownloadPlan.make(
+            urls: ["http://h/a.bin", "http://g/a.bin"],
+            output: "/o",
+            isDirectory: { _ in true }
+        ) { _, _ in false }
         #expect(same.items.map(\.destination) == ["/o/a.bin", "/o/a.bin.1"])
         // -o FILE is what the user asked for: never renamed.
-        let given = DownloadPlan.make(urls: ["http://h/x/a.bin"], output: "a.bin", isDirectory: noDirectories) { _, _ in true }
+        let given = DownloadPlan.make(urls: ["http://h/x/a.bin"], output: "a.bin", isDirectory: noDirectories) { _, _ in
+            true
+        }
         #expect(given.items.map(\.destination) == ["a.bin"])
     }
 
@@ -50,13 +64,20 @@ struct HaulArgumentTests {
     func manyURLsOfOneNameAreNumberedInOrder() {
         // 20,000 URLs named a.bin, and a user's file at ./a.bin.7: every name distinct, in list order.
         let urls = (0..<20_000).map { "http://h/a.bin?\($0)" }
-        let plan = DownloadPlan.make(urls: urls, output: nil, isDirectory: noDirectories) { _, path in path == "./a.bin.7" }
+        let plan = DownloadPlan.make(urls: urls, output: nil, isDirectory: noDirectories) { _, path in
+            path == "./a.bin.7"
+        }
         let expected = ["./a.bin"] + (1..<20_001).filter { $0 != 7 }.map { "./a.bin.\($0)" }
-        let same = plan.items.map(\.destination) == expected  // (a comparison inside #expect would describe both arrays)
+        // (a comparison inside #expect would describe both arrays)
+        let same = plan.items.map(\.destination) == expected
         #expect(same)
         // A file of this URL's own at a name skipped for an earlier URL is still found: ./a.bin is the
         // user's, ./a.bin.1 was the second URL's in an earlier run.
-        let own = DownloadPlan.make(urls: ["http://h/x/a.bin", "http://h/y/a.bin"], output: nil, isDirectory: noDirectories) { url, path in
+        let own = DownloadPlan.make(
+            urls: ["http://h/x/a.bin", "http://h/y/a.bin"],
+            output: nil,
+            isDirectory: noDirectories
+        ) { url, path in
             path == "./a.bin" || (path == "./a.bin.1" && url != "http://h/y/a.bin")
         }
         #expect(own.items.map(\.destination) == ["./a.bin.2", "./a.bin.1"])
@@ -64,13 +85,23 @@ struct HaulArgumentTests {
 
     @Test func aSuffixedNameStillFitsInAFileName() {
         let long = String(repeating: "é", count: 127) + ".b"  // 256 bytes before trimming
-        let base = DownloadPlan.fileName(for: "http://h/" + long.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed)!)
+        let base = DownloadPlan.fileName(
+            for: "http://h/" + long.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed)!
+        )
         #expect(base.utf8.count <= 255)
-        let plan = DownloadPlan.make(urls: ["http://h/a", "http://g/a"].map { $0.replacingOccurrences(of: "a", with: base) }, output: nil,
-                                     isDirectory: noDirectories)
+        let plan = DownloadPlan.make(
+            urls: ["http://h/a", "http://g/a"].map { $0.replacingOccurrences(of: "a", with: base) },
+            output: nil,
+            isDirectory: noDirectories
+        )
         let second = String(plan.items[1].destination.dropFirst(2))
-        #expect(second.hasSuffix(".b.1") && second.utf8.count <= 255 && second.unicodeScalars.allSatisfy { $0 == "é" || $0 == "." || $0 == "b" || $0 == "1" })
-        #expect(DownloadPlan.suffixed(String(repeating: "x", count: 255), 12) == String(repeating: "x", count: 252) + ".12")
+        #expect(
+            second.hasSuffix(".b.1") && second.utf8.count <= 255
+                && second.unicodeScalars.allSatisfy { $0 == "é" || $0 == "." || $0 == "b" || $0 == "1" }
+        )
+        #expect(
+            DownloadPlan.suffixed(String(repeating: "x", count: 255), 12) == String(repeating: "x", count: 252) + ".12"
+        )
     }
 
     @Test(arguments: [
@@ -130,7 +161,10 @@ struct HaulArgumentTests {
             #expect(!name.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7f }, "\(path) → \(name)")
             let plan = DownloadPlan.make(urls: ["http://h/" + path], output: "/srv/out/", isDirectory: { _ in true })
             let destination = URL(fileURLWithPath: plan.items[0].destination).standardizedFileURL.path
-            #expect(destination.hasPrefix("/srv/out/") && destination.count > "/srv/out/".count, "\(path) → \(destination)")
+            #expect(
+                destination.hasPrefix("/srv/out/") && destination.count > "/srv/out/".count,
+                "\(path) → \(destination)"
+            )
         }
     }
 
@@ -152,11 +186,15 @@ struct HaulArgumentTests {
 struct HaulTextTests {
     @Test("JSON lines parse back to the same values, whatever the strings hold")
     func jsonLinesRoundTrip() throws {
-        let strings = ["", "plain", "quote \" and back\\slash", "http://h/a/b?c=d&e", "line\nbreak\r\ttab",
-                       "\u{1}\u{1f}\u{7f}", "é ü 日本 \u{202e} 🧪"]
+        let strings = [
+            "", "plain", "quote \" and back\\slash", "http://h/a/b?c=d&e", "line\nbreak\r\ttab",
+            "\u{1}\u{1f}\u{7f}", "é ü 日本 \u{202e} 🧪",
+        ]
         for text in strings {
-            let object: [String: Any] = ["text": text, "bytes": Int64(1) << 40, "count": 7, "seconds": 0.1,
-                                         "tiny": 1e-7, "total": JSONNull(), "eta": Double.infinity]
+            let object: [String: Any] = [
+                "text": text, "bytes": Int64(1) << 40, "count": 7, "seconds": 0.1,
+                "tiny": 1e-7, "total": JSONNull(), "eta": Double.infinity,
+            ]
             let line = JSONLine.encode(object)
             #expect(!line.contains("\n"))
             let parsed = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])

@@ -192,7 +192,9 @@ struct JournalTests {
         }
         var configuration = DownloadManager.Configuration()
         configuration.stateDirectory = directory
-        #expect { try DownloadManager(configuration: configuration) } throws: { ($0 as? DownloadError)?.errno == EISDIR }
+        #expect { try DownloadManager(configuration: configuration) } throws: {
+            ($0 as? DownloadError)?.errno == EISDIR
+        }
         var isDirectory: ObjCBool = false
         #expect(FileManager.default.fileExists(atPath: path.path, isDirectory: &isDirectory) && isDirectory.boolValue)
     }
@@ -245,7 +247,10 @@ struct JournalIntegrationTests {
         var configuration = DownloadManager.Configuration()
         configuration.stateDirectory = directory.appendingPathComponent(".haul")
         let first = try DownloadManager(configuration: configuration)
-        let owner = try first.download(from: server.url("slow/locked.bin"), to: directory.appendingPathComponent("a.bin"))
+        let owner = try first.download(
+            from: server.url("slow/locked.bin"),
+            to: directory.appendingPathComponent("a.bin")
+        )
         var events = owner.events.makeAsyncIterator()
         await events.next { if case .receiving = $0 { true } else { false } }
         #expect { try DownloadManager(configuration: configuration) } throws: { error in
@@ -262,7 +267,9 @@ struct JournalIntegrationTests {
         // the lock is met on the first download instead.
         try await withDownloadManager { second in
             let other = try second.download(
-                from: server.url("locked.bin"), to: directory.appendingPathComponent("b.bin"))
+                from: server.url("locked.bin"),
+                to: directory.appendingPathComponent("b.bin")
+            )
             await #expect { try await other.finished() } throws: { ($0 as? DownloadError)?.code == .journalLocked }
         }
         #expect(try await owner.finished() == directory.appendingPathComponent("a.bin"))
@@ -290,7 +297,10 @@ struct JournalIntegrationTests {
         await manager.shutdown()
         let journal = try Journal(directory: download.stateDirectory.path)
         let paused = try #require(try journal.record(for: download.id))
-        #expect(paused.state == .interrupted, "interrupted by a shutdown, not paused by the user: the next manager continues it")
+        #expect(
+            paused.state == .interrupted,
+            "interrupted by a shutdown, not paused by the user: the next manager continues it"
+        )
         #expect(paused.bytesCommitted == download.progress.bytesReceived)
         #expect(paused.bytesCommitted == Transfer.fileLength(journal.partialPath(for: download.id)))
         #expect(paused.totalBytes == Int64(size))
@@ -307,7 +317,11 @@ struct JournalIntegrationTests {
             #expect(entry.state == "completed")
             #expect(entry.destination == destination.path)
             #expect(entry.bytesReceived == Int64(size) && entry.totalBytes == Int64(size))
-            #expect(manager.journalEntry(id: DownloadID(url: url, destination: directory.appendingPathComponent("other.bin"))) == nil)
+            #expect(
+                manager.journalEntry(
+                    id: DownloadID(url: url, destination: directory.appendingPathComponent("other.bin"))
+                ) == nil
+            )
         }
         #expect(try Data(contentsOf: destination) == FaultServer.body(size: size))
         let after = try Journal(directory: download.stateDirectory.path)
@@ -371,7 +385,9 @@ struct JournalIntegrationTests {
         #expect(requests.map(\.range) == ["-"])
     }
 
-    @Test("a row has its response's validators before the first bytes reach the partial file; a small file writes it once, whole")
+    @Test(
+        "a row has its response's validators before the first bytes reach the partial file; a small file writes it once, whole"
+    )
     func rowPrecedesBytes() async throws {
         let (server, directory) = try startServerAndDirectory()
         defer { stop(server, directory) }
@@ -414,8 +430,14 @@ struct JournalIntegrationTests {
         configuration.stateDirectory = directory.appendingPathComponent("state")
 
         let first = try DownloadManager(configuration: configuration)
-        let a = try first.download(from: faults.url("stall/300000/1048576"), to: directory.appendingPathComponent("running.bin"))
-        let b = try first.download(from: faults.url("stall/200000/\(size)"), to: directory.appendingPathComponent("paused.bin"))
+        let a = try first.download(
+            from: faults.url("stall/300000/1048576"),
+            to: directory.appendingPathComponent("running.bin")
+        )
+        let b = try first.download(
+            from: faults.url("stall/200000/\(size)"),
+            to: directory.appendingPathComponent("paused.bin")
+        )
         var aEvents = a.events.makeAsyncIterator()
         var bEvents = b.events.makeAsyncIterator()
         await aEvents.next { if case .progress = $0 { true } else { false } }
@@ -438,7 +460,9 @@ struct JournalIntegrationTests {
         #expect(try await restoredB.finished() == directory.appendingPathComponent("paused.bin"))
         await second.shutdown()
 
-        #expect(try Data(contentsOf: directory.appendingPathComponent("running.bin")) == FaultServer.body(size: 1_048_576))
+        #expect(
+            try Data(contentsOf: directory.appendingPathComponent("running.bin")) == FaultServer.body(size: 1_048_576)
+        )
         #expect(try Data(contentsOf: directory.appendingPathComponent("paused.bin")) == FaultServer.body(size: size))
         // Each resumed once, from bytes its first response sent, pinned to its validator.
         for (path, sent) in [("/stall/300000/1048576", 300_000), ("/stall/200000/\(size)", 200_000)] {
@@ -459,8 +483,13 @@ struct JournalIntegrationTests {
         let journal = try Journal(directory: directory.path)
         let id = DownloadID(url: "http://127.0.0.1:1/x", destinationPath: directory.appendingPathComponent("x").path)
         try journal.save(
-            DownloadRecord(url: "http://127.0.0.1:1/x", destination: directory.appendingPathComponent("x").path, state: .running),
-            for: id)
+            DownloadRecord(
+                url: "http://127.0.0.1:1/x",
+                destination: directory.appendingPathComponent("x").path,
+                state: .running
+            ),
+            for: id
+        )
         #expect { try DownloadManager(configuration: configuration) } throws: {
             ($0 as? DownloadError)?.code == .journalLocked
         }
@@ -498,7 +527,6 @@ struct JournalIntegrationTests {
         await events.next { if case .progress(let p) = $0 { p.bytesReceived > 0 } else { false } }
         await first.shutdown()
         #expect(download.progress.bytesReceived > 0)
-
 
         let second = try DownloadManager(configuration: configuration)
         let restored = try #require(second.download(id: download.id))

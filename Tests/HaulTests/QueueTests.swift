@@ -41,7 +41,10 @@ struct QueueTests {
         func requests(_ range: Range<Int>) -> some Sequence<DownloadRequest> {
             range.lazy.map { index in
                 if index % 2048 == 0 { seen.append(journal.pageCacheKiB) }
-                return DownloadRequest(url: server.url("mute/1000"), destination: directory.appendingPathComponent("out/\(index)"))
+                return DownloadRequest(
+                    url: server.url("mute/1000"),
+                    destination: directory.appendingPathComponent("out/\(index)")
+                )
             }
         }
         #expect(try manager.enqueue(requests(0..<4096)).queued == 4096)
@@ -80,8 +83,11 @@ struct QueueTests {
         let journal = try #require(first.catalog.openJournal(for: state.path))
         #expect(try journal.allRecords().count == count)
         // Re-attaching by id gives the same handle.
-        #expect(first.download(id: DownloadID(url: server.url("q.bin"), destination: files.appendingPathComponent("9.bin"))) === tracked
-            || tracked.state.isFinal)
+        #expect(
+            first.download(id: DownloadID(url: server.url("q.bin"), destination: files.appendingPathComponent("9.bin")))
+                === tracked
+                || tracked.state.isFinal
+        )
         #expect(try await tracked.finished() == files.appendingPathComponent("9.bin"))
         await first.shutdown()
 
@@ -121,11 +127,18 @@ struct QueueTests {
         let state = directory.appendingPathComponent("state")
         try await withDownloadManager(configuration: configuration(state, concurrency: 1)) { manager in
             func request(_ name: String, _ priority: Int = 0) -> DownloadRequest {
-                DownloadRequest(url: server.url("\(name).bin"), destination: directory.appendingPathComponent("\(name).bin"), priority: priority)
+                DownloadRequest(
+                    url: server.url("\(name).bin"),
+                    destination: directory.appendingPathComponent("\(name).bin"),
+                    priority: priority
+                )
             }
             let summary = try manager.enqueue([
                 request("a"), request("b"),
-                DownloadRequest(url: URL(string: "ftp://127.0.0.1/x")!, destination: directory.appendingPathComponent("x")),
+                DownloadRequest(
+                    url: URL(string: "ftp://127.0.0.1/x")!,
+                    destination: directory.appendingPathComponent("x")
+                ),
                 request("c"),
                 DownloadRequest(url: server.url("a.bin"), destination: directory),
                 request("d", 5),
@@ -134,7 +147,11 @@ struct QueueTests {
             #expect(summary.rejected.map(\.index) == [2, 4])
             #expect(summary.rejected.map(\.error.code) == [.unsupportedScheme, .fileSystem])
             await manager.waitUntilIdle()
-            #expect(server.accessLog().map(\.uri).filter { $0.hasSuffix(".bin") } == ["/d.bin", "/a.bin", "/b.bin", "/c.bin"])
+            #expect(
+                server.accessLog().map(\.uri).filter { $0.hasSuffix(".bin") } == [
+                    "/d.bin", "/a.bin", "/b.bin", "/c.bin",
+                ]
+            )
 
             let again = try manager.enqueue([request("a"), request("b", 3)])
             #expect(again.alreadyComplete == 2)
@@ -151,16 +168,28 @@ struct QueueTests {
             let state = directory.appendingPathComponent("state")
             try await withDownloadManager(configuration: configuration(state, concurrency: 1)) { manager in
                 // 8 MiB dripped at 80 KB/s: it holds the only slot for as long as the test needs.
-                let running = try manager.download(from: server.url("drip/8192/100/8388608"), to: directory.appendingPathComponent("big"))
+                let running = try manager.download(
+                    from: server.url("drip/8192/100/8388608"),
+                    to: directory.appendingPathComponent("big")
+                )
                 var runningEvents = running.events.makeAsyncIterator()
                 await runningEvents.next { if case .receiving = $0 { true } else { false } }
-                let waiting = try manager.download(from: server.url("file/50000"), to: directory.appendingPathComponent("small"))
-                let doomed = try manager.download(from: server.url("file/50001"), to: directory.appendingPathComponent("gone"))
+                let waiting = try manager.download(
+                    from: server.url("file/50000"),
+                    to: directory.appendingPathComponent("small")
+                )
+                let doomed = try manager.download(
+                    from: server.url("file/50001"),
+                    to: directory.appendingPathComponent("gone")
+                )
                 #expect(waiting.state == .idle)
                 waiting.pause()
                 doomed.cancel()
                 var waitingEvents = waiting.events.makeAsyncIterator()
-                #expect(await waitingEvents.next { if case .paused = $0 { true } else { false } } == .paused(waiting.progress))
+                #expect(
+                    await waitingEvents.next { if case .paused = $0 { true } else { false } }
+                        == .paused(waiting.progress)
+                )
                 await #expect { try await doomed.finished() } throws: { ($0 as? DownloadError)?.code == .cancelled }
 
                 // The slot frees; nothing queued is left to take it: paused stays paused, cancelled is gone.
@@ -201,10 +230,15 @@ struct QueueTests {
             // Six slow downloads from one host first (each about 0.25 s), then three from another.
             var downloads = try (0..<6).map { index in
                 try manager.download(
-                    from: slowHost.url("drip/4096/50/20480?\(index)"), to: directory.appendingPathComponent("slow\(index)"))
+                    from: slowHost.url("drip/4096/50/20480?\(index)"),
+                    to: directory.appendingPathComponent("slow\(index)")
+                )
             }
             downloads += try (0..<3).map { index in
-                try manager.download(from: fastHost.url("file/20000?\(index)"), to: directory.appendingPathComponent("fast\(index)"))
+                try manager.download(
+                    from: fastHost.url("file/20000?\(index)"),
+                    to: directory.appendingPathComponent("fast\(index)")
+                )
             }
             for download in downloads { _ = try await download.finished() }
         }
@@ -218,10 +252,14 @@ struct QueueTests {
         // The other host was not held behind the six: its requests came before the last of them.
         if let last = slow.last { #expect(fast.allSatisfy { $0 < last }) }
         for index in 0..<6 {
-            #expect(try Data(contentsOf: directory.appendingPathComponent("slow\(index)")) == FaultServer.body(size: 20480))
+            #expect(
+                try Data(contentsOf: directory.appendingPathComponent("slow\(index)")) == FaultServer.body(size: 20480)
+            )
         }
         for index in 0..<3 {
-            #expect(try Data(contentsOf: directory.appendingPathComponent("fast\(index)")) == FaultServer.body(size: 20000))
+            #expect(
+                try Data(contentsOf: directory.appendingPathComponent("fast\(index)")) == FaultServer.body(size: 20000)
+            )
         }
     }
 
@@ -232,7 +270,9 @@ struct QueueTests {
         let count = 2_000
         // 40 sources at 24 KiB, served at 256 KB/s each: every transfer lasts long enough that all
         // 2,000 are live together.
-        let sources = try (0..<40).map { try server.makeFile("load/\($0).bin", size: 24 * 1024, seed: UInt64(100 + $0)) }
+        let sources = try (0..<40).map {
+            try server.makeFile("load/\($0).bin", size: 24 * 1024, seed: UInt64(100 + $0))
+        }
         var configuration = DownloadManager.Configuration()
         configuration.stateDirectory = directory.appendingPathComponent("state")
         configuration.maxConcurrentDownloads = count
@@ -242,7 +282,10 @@ struct QueueTests {
         let manager = try DownloadManager(configuration: configuration)
         do {
             let downloads = try (0..<count).map { index in
-                try manager.download(from: server.url("slowest/load/\(index % 40).bin?\(index)"), to: files.appendingPathComponent("\(index).bin"))
+                try manager.download(
+                    from: server.url("slowest/load/\(index % 40).bin?\(index)"),
+                    to: files.appendingPathComponent("\(index).bin")
+                )
             }
             let results = try await withThrowingTaskGroup(of: URL.self) { group in
                 for download in downloads { group.addTask { try await download.finished() } }
@@ -255,7 +298,10 @@ struct QueueTests {
         await manager.shutdown()
         #expect(manager.catalog.census.transfers.load(ordering: .relaxed) == 0)
         for index in 0..<count {
-            #expect(try Data(contentsOf: files.appendingPathComponent("\(index).bin")) == sources[index % 40], "\(index)")
+            #expect(
+                try Data(contentsOf: files.appendingPathComponent("\(index).bin")) == sources[index % 40],
+                "\(index)"
+            )
         }
         // Each file was sent once.
         #expect(server.accessLog().filter { $0.uri.hasPrefix("/slowest/load/") }.count == count)

@@ -43,7 +43,9 @@ struct RandomizedParserTests {
         } else {
             text += number(&random) + ["-", "--", "", " - "].randomElement(using: &random)! + number(&random)
         }
-        text += ["/", "", "//", " / "].randomElement(using: &random)! + (Bool.random(using: &random) ? "*" : number(&random))
+        text +=
+            ["/", "", "//", " / "].randomElement(using: &random)!
+            + (Bool.random(using: &random) ? "*" : number(&random))
         // Sometimes a stray character anywhere.
         if Int.random(in: 0..<4, using: &random) == 0, !text.isEmpty {
             var scalars = Array(text.unicodeScalars)
@@ -102,7 +104,8 @@ struct RandomizedParserTests {
                 switch Int.random(in: 0..<4, using: &random) {
                 case 0: nil
                 case 1: self.contentRange(&random)
-                case 2: "bytes \(offset)-\(Int64.random(in: offset...(offset + 3_000_000), using: &random))/\(knownTotal.map(String.init) ?? "*")"
+                case 2:
+                    "bytes \(offset)-\(Int64.random(in: offset...(offset + 3_000_000), using: &random))/\(knownTotal.map(String.init) ?? "*")"
                 default: "bytes */\(knownTotal ?? offset)"
                 }
             // Half the time the length a range announces (a server that caps its answers), else any.
@@ -121,14 +124,23 @@ struct RandomizedParserTests {
                 contentLength: contentLength,
                 entityTag: ["\"a\"", "\"b\"", nil].randomElement(using: &random)!,
                 lastModified: nil,
-                conflictingContentLengths: Int.random(in: 0..<10, using: &random) == 0 ? ["10", "20"] : nil)
+                conflictingContentLengths: Int.random(in: 0..<10, using: &random) == 0 ? ["10", "20"] : nil
+            )
             let knownTag = ["\"a\"", nil].randomElement(using: &random)!
             let decision = ResponseDecision.decide(
-                head: head, requestedOffset: offset, knownTotal: knownTotal, knownEntityTag: knownTag)
-            let context = "seed \(Self.seed): \(head) from \(offset), known \(String(describing: knownTotal)) → \(decision)"
+                head: head,
+                requestedOffset: offset,
+                knownTotal: knownTotal,
+                knownEntityTag: knownTag
+            )
+            let context =
+                "seed \(Self.seed): \(head) from \(offset), known \(String(describing: knownTotal)) → \(decision)"
             // A success whose length is ambiguous is never used, whatever else it says.
             if (200...299).contains(head.status) && head.conflictingContentLengths != nil {
-                #expect(decision == .invalid("the server announced different lengths (Content-Length: 10, 20)"), "\(context)")
+                #expect(
+                    decision == .invalid("the server announced different lengths (Content-Length: 10, 20)"),
+                    "\(context)"
+                )
                 continue
             }
             switch decision {
@@ -138,7 +150,11 @@ struct RandomizedParserTests {
                 if offset > 0 {
                     // Only a 206 whose range starts at the offset, from the same version, is appended.
                     #expect(head.status == 206, "\(context)")
-                    guard case .range(let first, let last, let rangeTotal)? = head.contentRange.flatMap({ ContentRange($0) }) else {
+                    guard
+                        case .range(let first, let last, let rangeTotal)? = head.contentRange.flatMap({
+                            ContentRange($0)
+                        })
+                    else {
                         Issue.record("appended without a readable Content-Range: \(context)")
                         continue
                     }
@@ -165,17 +181,22 @@ struct RandomizedParserTests {
         var random = Generator(seed: Self.seed &+ 3)
         let now = Date()
         for _ in 0..<10_000 {
-            let text = Bool.random(using: &random)
+            let text =
+                Bool.random(using: &random)
                 ? number(&random)
-                : ["Tue, 14 Nov 2023 22:14:20 GMT", "Mon, 32 Jan 2024 00:00:00 GMT", "yesterday", "",
-                   "Wed, 01 Jan 3000 00:00:00 GMT"].randomElement(using: &random)!
+                : [
+                    "Tue, 14 Nov 2023 22:14:20 GMT", "Mon, 32 Jan 2024 00:00:00 GMT", "yesterday", "",
+                    "Wed, 01 Jan 3000 00:00:00 GMT",
+                ].randomElement(using: &random)!
             if let delay = RetryPolicy.parseRetryAfter(text, now: now) {
                 #expect(delay >= .zero, "seed \(Self.seed): \(text.debugDescription)")
             }
             let hexDigits = Array("0123456789abcdefABCDEFgz:")
             let candidate =
                 ["sha256:", "sha1:", "md5:", "SHA256:", "crc:", ""].randomElement(using: &random)!
-                + String((0..<Int.random(in: 0...70, using: &random)).map { _ in hexDigits.randomElement(using: &random)! })
+                + String(
+                    (0..<Int.random(in: 0...70, using: &random)).map { _ in hexDigits.randomElement(using: &random)! }
+                )
             if let checksum = Checksum(candidate) {
                 #expect(checksum.hex.count == checksum.algorithm.hexLength, "\(candidate)")
                 #expect(checksum.hex.allSatisfy { $0.isHexDigit && !$0.isUppercase }, "\(candidate)")

@@ -1,5 +1,5 @@
-import FoundationEssentials
 import Dispatch
+import FoundationEssentials
 import Glibc
 import Synchronization
 
@@ -137,15 +137,21 @@ struct FinishJob: Sendable {
     private func integrityError(length: Int64) -> DownloadError? {
         if let expectedSize, length != expectedSize {
             return DownloadError(
-                code: .checksumMismatch, url: url, detail: "the file is \(length) bytes where \(expectedSize) were expected")
+                code: .checksumMismatch,
+                url: url,
+                detail: "the file is \(length) bytes where \(expectedSize) were expected"
+            )
         }
         guard let expectedChecksum else { return nil }
         do throws(DownloadError) {
             let actual = try Checksum.digest(ofFileAt: partialPath, algorithm: expectedChecksum.algorithm)
             guard actual == expectedChecksum.hex else {
                 return DownloadError(
-                    code: .checksumMismatch, url: url,
-                    detail: "its \(expectedChecksum.algorithm.rawValue) is \(actual) where \(expectedChecksum.hex) was expected")
+                    code: .checksumMismatch,
+                    url: url,
+                    detail:
+                        "its \(expectedChecksum.algorithm.rawValue) is \(actual) where \(expectedChecksum.hex) was expected"
+                )
             }
             return nil
         } catch {
@@ -159,8 +165,12 @@ struct FinishJob: Sendable {
     /// while the bytes were arriving): the download must start again.
     static func partialDeleted(_ path: String, url: String?) -> DownloadError {
         var error = DownloadError(
-            code: .fileSystem, url: url, errno: ENOENT, path: path,
-            detail: "the partial file was deleted before it could be moved into place")
+            code: .fileSystem,
+            url: url,
+            errno: ENOENT,
+            path: path,
+            detail: "the partial file was deleted before it could be moved into place"
+        )
         error.nothingKept = true
         return error
     }
@@ -179,7 +189,12 @@ struct FinishJob: Sendable {
         if renameError == ENOENT, access(source, F_OK) != 0 { throw partialDeleted(source, url: nil) }
         guard renameError == EXDEV else {
             throw DownloadError(
-                code: .fileSystem, url: nil, errno: renameError, path: destination, detail: "rename into place failed")
+                code: .fileSystem,
+                url: nil,
+                errno: renameError,
+                path: destination,
+                detail: "rename into place failed"
+            )
         }
         // The state directory is on another file system: copy next to the destination, then rename.
         // Named after the partial file too: two downloads to one destination may finish at once (in
@@ -192,12 +207,24 @@ struct FinishJob: Sendable {
             try FileManager.default.copyItem(atPath: source, toPath: temporary)
         } catch {
             unlink(temporary)
-            throw DownloadError(code: .fileSystem, url: nil, errno: EXDEV, path: destination, detail: "copy across file systems failed")
+            throw DownloadError(
+                code: .fileSystem,
+                url: nil,
+                errno: EXDEV,
+                path: destination,
+                detail: "copy across file systems failed"
+            )
         }
         guard rename(temporary, destination) == 0 else {
             let code = errno
             unlink(temporary)
-            throw DownloadError(code: .fileSystem, url: nil, errno: code, path: destination, detail: "rename into place failed")
+            throw DownloadError(
+                code: .fileSystem,
+                url: nil,
+                errno: code,
+                path: destination,
+                detail: "rename into place failed"
+            )
         }
         unlink(source)
     }

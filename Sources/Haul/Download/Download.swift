@@ -33,7 +33,12 @@ public final class Download: Sendable, Identifiable {
     private let census: Census
 
     init(
-        id: DownloadID, url: URL, destinationPath: String, stateDirectoryPath: String, reactor: Reactor, census: Census,
+        id: DownloadID,
+        url: URL,
+        destinationPath: String,
+        stateDirectoryPath: String,
+        reactor: Reactor,
+        census: Census,
         progress: DownloadProgress
     ) {
         census.downloads.add(1, ordering: .relaxed)

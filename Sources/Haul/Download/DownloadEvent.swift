@@ -54,7 +54,12 @@ public struct DownloadProgress: Sendable, Hashable {
     public var estimatedTimeRemaining: Duration?
 
     /// Creates a progress value.
-    public init(bytesReceived: Int64, totalBytes: Int64?, bytesPerSecond: Double = 0, estimatedTimeRemaining: Duration? = nil) {
+    public init(
+        bytesReceived: Int64,
+        totalBytes: Int64?,
+        bytesPerSecond: Double = 0,
+        estimatedTimeRemaining: Duration? = nil
+    ) {
         self.bytesReceived = bytesReceived
         self.totalBytes = totalBytes
         self.bytesPerSecond = bytesPerSecond

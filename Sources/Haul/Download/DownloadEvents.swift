@@ -161,7 +161,8 @@ final class EventHub: Sendable {
         case .receiving(let progress): state.downloadState = .receiving; state.progress = progress
         case .progress(let progress): state.progress = progress
         case .restarted: state.progress.bytesReceived = 0
-        case .retrying: state.downloadState = .idle; state.progress.bytesPerSecond = 0; state.progress.estimatedTimeRemaining = nil
+        case .retrying:
+            state.downloadState = .idle; state.progress.bytesPerSecond = 0; state.progress.estimatedTimeRemaining = nil
         case .paused(let progress): state.downloadState = .paused; state.progress = progress
         case .completed(let url): state.downloadState = .completed(url); state.result = .success(url)
         case .failed(let error): state.downloadState = .failed(error); state.result = .failure(error)

@@ -58,7 +58,10 @@ final class FileSink {
     /// whatever it holds is replaced when bytes are first written. `openFiles` counts the descriptor
     /// while the sink holds it (by default a count of its own, with no practical limit).
     init(
-        path: String, pool: BufferPool, openFiles: OpenPartialFiles = OpenPartialFiles(limit: .max), startsEmpty: Bool = false
+        path: String,
+        pool: BufferPool,
+        openFiles: OpenPartialFiles = OpenPartialFiles(limit: .max),
+        startsEmpty: Bool = false
     ) throws(DownloadError) {
         self.path = path
         self.pool = pool
@@ -187,8 +190,13 @@ final class FileSink {
             buffered = 0
         }
         return Remainder(
-            descriptor: descriptor, buffer: buffer, count: buffered, offset: committedLength, pool: pool,
-            replacesFile: replacesFile && descriptor < 0)
+            descriptor: descriptor,
+            buffer: buffer,
+            count: buffered,
+            offset: committedLength,
+            pool: pool,
+            replacesFile: replacesFile && descriptor < 0
+        )
     }
 
     /// The unwritten end of a finished partial file, owned by whoever holds it (the disk thread).
@@ -217,13 +225,25 @@ final class FileSink {
             var written = 0
             do {
                 try FileSink.write(
-                    UnsafeRawBufferPointer(rebasing: buffer[0..<count]), to: nameless, at: 0, path: folder, written: &written)
+                    UnsafeRawBufferPointer(rebasing: buffer[0..<count]),
+                    to: nameless,
+                    at: 0,
+                    path: folder,
+                    written: &written
+                )
             } catch {
                 Glibc.close(nameless)
                 return nil
             }
             pool.give(buffer)
-            return Remainder(descriptor: nameless, buffer: nil, count: 0, offset: Int64(count), pool: pool, isNameless: true)
+            return Remainder(
+                descriptor: nameless,
+                buffer: nil,
+                count: 0,
+                offset: Int64(count),
+                pool: pool,
+                isNameless: true
+            )
         }
 
         /// Writes the bytes (opening, or creating, the file at `path` if the sink never did) and
@@ -240,7 +260,12 @@ final class FileSink {
             var written = 0
             do {
                 try FileSink.write(
-                    UnsafeRawBufferPointer(rebasing: buffer[0..<count]), to: descriptor, at: offset, path: path, written: &written)
+                    UnsafeRawBufferPointer(rebasing: buffer[0..<count]),
+                    to: descriptor,
+                    at: offset,
+                    path: path,
+                    written: &written
+                )
             } catch {
                 Glibc.close(descriptor)
                 throw error
@@ -306,7 +331,12 @@ final class FileSink {
             defer { Glibc.close(descriptor) }
             let length = Int(offset)
             guard length <= pool.bufferSize, let buffer = pool.take(beyondLimit: true) else {
-                throw DownloadError(code: .internalError, url: nil, path: path, detail: "no buffer to copy the file into")
+                throw DownloadError(
+                    code: .internalError,
+                    url: nil,
+                    path: path,
+                    detail: "no buffer to copy the file into"
+                )
             }
             var read = 0
             while read < length {
@@ -315,7 +345,13 @@ final class FileSink {
                 guard result > 0 else {
                     pool.give(buffer)
                     let code = result < 0 ? errno : EIO
-                    throw DownloadError(code: .fileSystem, url: nil, errno: code, path: path, detail: "read back failed")
+                    throw DownloadError(
+                        code: .fileSystem,
+                        url: nil,
+                        errno: code,
+                        path: path,
+                        detail: "read back failed"
+                    )
                 }
                 read += result
             }
@@ -336,7 +372,12 @@ final class FileSink {
             if let buffer, count > 0 {
                 var written = 0
                 try FileSink.write(
-                    UnsafeRawBufferPointer(rebasing: buffer[0..<count]), to: descriptor, at: 0, path: path, written: &written)
+                    UnsafeRawBufferPointer(rebasing: buffer[0..<count]),
+                    to: descriptor,
+                    at: 0,
+                    path: path,
+                    written: &written
+                )
             }
             _ = fdatasync(descriptor)
         }
@@ -385,10 +426,19 @@ final class FileSink {
     /// Writes all of `bytes` at `offset`, going on after short writes; `written` counts what the kernel
     /// took, also when a later write fails.
     static func write(
-        _ bytes: UnsafeRawBufferPointer, to descriptor: Int32, at offset: Int64, path: String, written: inout Int
+        _ bytes: UnsafeRawBufferPointer,
+        to descriptor: Int32,
+        at offset: Int64,
+        path: String,
+        written: inout Int
     ) throws(DownloadError) {
         while written < bytes.count {
-            let result = pwrite(descriptor, bytes.baseAddress! + written, bytes.count - written, off_t(offset + Int64(written)))
+            let result = pwrite(
+                descriptor,
+                bytes.baseAddress! + written,
+                bytes.count - written,
+                off_t(offset + Int64(written))
+            )
             if result < 0 {
                 if errno == EINTR { continue }
                 throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "write failed")

@@ -78,11 +78,14 @@ enum ResponseDecision: Equatable, Sendable {
             return false
         }()
         if (200...299).contains(head.status), let lengths = head.conflictingContentLengths {
-            return .invalid("the server announced different lengths (Content-Length: \(lengths.joined(separator: ", ")))")
+            return .invalid(
+                "the server announced different lengths (Content-Length: \(lengths.joined(separator: ", ")))"
+            )
         }
         switch head.status {
         case 206:
-            guard let value = head.contentRange, case .range(let first, let last, let total)? = ContentRange(value) else {
+            guard let value = head.contentRange, case .range(let first, let last, let total)? = ContentRange(value)
+            else {
                 return .retryFromZero(reason: .rangeMismatch)
             }
             if changed { return .retryFromZero(reason: .remoteChanged) }

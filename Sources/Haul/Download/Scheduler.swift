@@ -1,6 +1,6 @@
 import CHaul
-import FoundationEssentials
 import Dispatch
+import FoundationEssentials
 import Glibc
 import Logging
 
@@ -82,18 +82,25 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         self.reactor = reactor
         self.catalog = catalog
         self.logger = configuration.logger
-        self.retryPolicy = RetryPolicy(baseDelay: configuration.retryDelay, maximumDelay: configuration.maximumRetryDelay)
+        self.retryPolicy = RetryPolicy(
+            baseDelay: configuration.retryDelay,
+            maximumDelay: configuration.maximumRetryDelay
+        )
         let slots = min(configuration.maxConcurrentDownloads, budget.transfers)
         self.slots = slots
         self.openPartialFiles = OpenPartialFiles(limit: budget.openPartialFiles)
         if slots < configuration.maxConcurrentDownloads {
             configuration.logger.notice(
                 "the open-files limit allows fewer downloads at once than configured",
-                metadata: ["configured": "\(configuration.maxConcurrentDownloads)", "running at most": "\(slots)"])
+                metadata: ["configured": "\(configuration.maxConcurrentDownloads)", "running at most": "\(slots)"]
+            )
         }
         self.receiveBufferSize = Self.receiveBufferSize(slots: slots)
         self.buffers = BufferPool(
-            bufferSize: configuration.bufferSize, idleLimit: slots, limit: Self.writeBufferLimit(bufferSize: configuration.bufferSize))
+            bufferSize: configuration.bufferSize,
+            idleLimit: slots,
+            limit: Self.writeBufferLimit(bufferSize: configuration.bufferSize)
+        )
         self.idleEasyHandles = IdleStack(limit: max(64, slots))
         let share = curl_share_init()
         if let share {
@@ -102,7 +109,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
         self.share = share
         let (seconds, attoseconds) = configuration.progressInterval.components
-        self.progressIntervalNanoseconds = UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
+        self.progressIntervalNanoseconds =
+            UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
     }
 
     // MARK: ReactorDelegate
@@ -176,7 +184,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         recycle(easy)
         transfer.easy = nil
         if transfer.machine.isDone { return }
-        let advanced = (transfer.sink?.receivedLength ?? 0) > (transfer.lengthAtAttemptStart ?? transfer.requestedOffset)
+        let advanced =
+            (transfer.sink?.receivedLength ?? 0) > (transfer.lengthAtAttemptStart ?? transfer.requestedOffset)
         perform(transfer.machine.transferEnded(ended, progressed: advanced), for: transfer, reactor: reactor)
         admitWaiting(reactor: reactor)
     }
@@ -190,8 +199,11 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         if let total = transfer.record.totalBytes, sink.receivedLength != total {
             return .failed(
                 DownloadError(
-                    code: .sizeMismatch, url: transfer.urlForErrors,
-                    detail: "the body ended after \(sink.receivedLength) of \(total) bytes"))
+                    code: .sizeMismatch,
+                    url: transfer.urlForErrors,
+                    detail: "the body ended after \(sink.receivedLength) of \(total) bytes"
+                )
+            )
         }
         if transfer.record.totalBytes == nil {
             transfer.record.totalBytes = sink.receivedLength
@@ -243,7 +255,9 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// Changes the row of a download that is not admitted, if it is in one of `states`; `change`
     /// runs with the journal locked (so events it publishes come before the loop's next ones).
     private func updateRow(
-        of download: Download, from states: Set<DownloadRecord.State>, _ change: (inout DownloadRecord) -> Void
+        of download: Download,
+        from states: Set<DownloadRecord.State>,
+        _ change: (inout DownloadRecord) -> Void
     ) {
         guard let journal = catalog.openJournal(for: download.stateDirectoryPath) else { return }
         journal.locked {
@@ -252,7 +266,10 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             do {
                 try journal.save(record, for: download.id)
             } catch {
-                logger.warning("could not write the journal", metadata: ["url": "\(download.url.redactedString)", "error": "\(error)"])
+                logger.warning(
+                    "could not write the journal",
+                    metadata: ["url": "\(download.url.redactedString)", "error": "\(error)"]
+                )
             }
         }
     }
@@ -302,7 +319,9 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     private func requestSync(of transfer: Transfer, bytes: Int64, reactor: Reactor) {
         guard bytes > transfer.record.bytesSynced else { return }
         checkpointSyncs[transfer.id, default: (0, false)].count += 1
-        addDiskJob(.checkpoint(transfer.id, directory: transfer.store.directory, path: transfer.partialPath, bytes: bytes))
+        addDiskJob(
+            .checkpoint(transfer.id, directory: transfer.store.directory, path: transfer.partialPath, bytes: bytes)
+        )
     }
 
     /// The partial file was emptied: syncs still running for it describe bytes that are gone.
@@ -378,7 +397,9 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     private func releaseIdleBuffers() {
         let now = DispatchTime.now().uptimeNanoseconds
         for transfer in transfers.values {
-            guard case .receiving = transfer.machine.state, transfer.writeError == nil, let sink = transfer.sink else { continue }
+            guard case .receiving = transfer.machine.state, transfer.writeError == nil, let sink = transfer.sink else {
+                continue
+            }
             do {
                 if try sink.releaseIfIdle(now: now) { reportProgress(of: transfer, now: now) }
             } catch {
@@ -449,22 +470,39 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         startTimers(reactor: reactor)
         guard let url = URL(string: record.url) else {
             journal.remove(id)
-            logger.error("a journal row has an unreadable URL", metadata: ["journal": "\(journal.path)", "url": "\(record.url)"])
+            logger.error(
+                "a journal row has an unreadable URL",
+                metadata: ["journal": "\(journal.path)", "url": "\(record.url)"]
+            )
             return
         }
         let (download, _) = catalog.handle(id, replacingFinished: true) {
             Download(
-                id: id, url: url, destinationPath: record.destination, stateDirectoryPath: journal.directory, reactor: reactor,
-                census: catalog.census, progress: record.progress)
+                id: id,
+                url: url,
+                destinationPath: record.destination,
+                stateDirectoryPath: journal.directory,
+                reactor: reactor,
+                census: catalog.census,
+                progress: record.progress
+            )
         }
         let transfer = Transfer(
-            download: download, record: record, store: journal, scheduler: self,
-            restarts: restartsBeforeRetry.removeValue(forKey: id) ?? 0, retryLimit: max(0, configuration.retryLimit))
+            download: download,
+            record: record,
+            store: journal,
+            scheduler: self,
+            restarts: restartsBeforeRetry.removeValue(forKey: id) ?? 0,
+            retryLimit: max(0, configuration.retryLimit)
+        )
         transfers[id] = transfer
         if let writer = writers[record.destination].flatMap({ transfers[$0] }) {
             let error = DownloadError(
-                code: .destinationInUse, url: url.redactedString, path: record.destination,
-                detail: "another download (of \(writer.urlForErrors))")
+                code: .destinationInUse,
+                url: url.redactedString,
+                path: record.destination,
+                detail: "another download (of \(writer.urlForErrors))"
+            )
             perform(transfer.machine.fail(error), for: transfer, reactor: reactor)
             return
         }
@@ -533,15 +571,21 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             complete(transfer, reactor: reactor)
         case .retry(let error):
             let delay = retryPolicy.delay(
-                afterFailures: transfer.machine.failures, retryAfter: transfer.retryAfter, random: Double.random(in: 0..<1))
+                afterFailures: transfer.machine.failures,
+                retryAfter: transfer.retryAfter,
+                random: Double.random(in: 0..<1)
+            )
             transfer.record.failures = transfer.machine.failures
-            transfer.record.retryAt = Date().timeIntervalSince1970 + Double(delay.components.seconds)
+            transfer.record.retryAt =
+                Date().timeIntervalSince1970 + Double(delay.components.seconds)
                 + Double(delay.components.attoseconds) / 1e18
             transfer.record.lastError = error.description
             if transfer.machine.restarts > 0 { restartsBeforeRetry[transfer.id] = transfer.machine.restarts }
             setAside(transfer, state: .queued, reactor: reactor)
             logger.info(
-                "retrying", metadata: ["url": "\(transfer.urlForErrors)", "after": "\(delay)", "error": "\(error)"])
+                "retrying",
+                metadata: ["url": "\(transfer.urlForErrors)", "after": "\(delay)", "error": "\(error)"]
+            )
             transfer.download.hub.publish(.retrying(error, after: delay))
             forget(transfer)
             wakeForRetry(in: transfer.store.directory, at: transfer.record.retryAt)
@@ -570,8 +614,11 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
                 sink = existing
             } else {
                 sink = try FileSink(
-                    path: transfer.partialPath, pool: buffers, openFiles: openPartialFiles,
-                    startsEmpty: !transfer.record.mayHaveStarted)
+                    path: transfer.partialPath,
+                    pool: buffers,
+                    openFiles: openPartialFiles,
+                    startsEmpty: !transfer.record.mayHaveStarted
+                )
             }
             transfer.sink = sink
             if transfer.lengthAtAttemptStart == nil { transfer.lengthAtAttemptStart = sink.committedLength }
@@ -591,8 +638,10 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
         guard let easy = transfer.easy ?? idleEasyHandles.pop() ?? EasyHandle() else {
             finish(
-                transfer, with: DownloadError(code: .internalError, url: transfer.urlForErrors, detail: "curl_easy_init failed"),
-                reactor: reactor)
+                transfer,
+                with: DownloadError(code: .internalError, url: transfer.urlForErrors, detail: "curl_easy_init failed"),
+                reactor: reactor
+            )
             return
         }
         easy.setReceiveBufferSize(receiveBufferSize)
@@ -605,8 +654,11 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         )
         if transfer.revalidating {
             easy.setConditions(
-                rangeFrom: 0, ifRange: nil, ifNoneMatch: transfer.record.entityTag,
-                ifModifiedSince: transfer.record.entityTag == nil ? transfer.record.lastModified : nil)
+                rangeFrom: 0,
+                ifRange: nil,
+                ifNoneMatch: transfer.record.entityTag,
+                ifModifiedSince: transfer.record.entityTag == nil ? transfer.record.lastModified : nil
+            )
         } else {
             easy.setConditions(rangeFrom: transfer.requestedOffset, ifRange: transfer.record.ifRangeValidator)
         }
@@ -622,9 +674,12 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             finish(
                 transfer,
                 with: DownloadError(
-                    code: .internalError, url: transfer.urlForErrors,
-                    detail: "curl_multi_add_handle failed: \(String(cString: curl_multi_strerror(code)))"),
-                reactor: reactor)
+                    code: .internalError,
+                    url: transfer.urlForErrors,
+                    detail: "curl_multi_add_handle failed: \(String(cString: curl_multi_strerror(code)))"
+                ),
+                reactor: reactor
+            )
             return
         }
         if !transfer.holdsSlot {
@@ -637,7 +692,9 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             }
         }
         logger.debug(
-            "request", metadata: ["url": "\(transfer.urlForErrors)", "from": "\(transfer.requestedOffset)"])
+            "request",
+            metadata: ["url": "\(transfer.urlForErrors)", "from": "\(transfer.requestedOffset)"]
+        )
         transfer.download.hub.publish(.connecting(transfer.progress()))
     }
 
@@ -667,14 +724,18 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         transfer.head = nil  // read once; thousands of live transfers need not keep their heads
         if let total, let expected = transfer.record.expectedSize, total != expected {
             transfer.writeError = DownloadError(
-                code: .checksumMismatch, url: transfer.urlForErrors,
-                detail: "the server announced \(total) bytes where \(expected) were expected")
+                code: .checksumMismatch,
+                url: transfer.urlForErrors,
+                detail: "the server announced \(total) bytes where \(expected) were expected"
+            )
             return
         }
         if let total, let maximum = configuration.maximumFileSize, total > maximum {
             transfer.writeError = DownloadError(
-                code: .fileTooLarge, url: transfer.urlForErrors,
-                detail: "the file is \(total) bytes, more than the maximum of \(maximum)")
+                code: .fileTooLarge,
+                url: transfer.urlForErrors,
+                detail: "the file is \(total) bytes, more than the maximum of \(maximum)"
+            )
             return
         }
         do {
@@ -736,10 +797,18 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         addDiskJob(
             .finish(
                 FinishJob(
-                    id: transfer.id, partialPath: transfer.partialPath, destination: transfer.download.destinationPath,
-                    remainder: remainder, writeWhole: transfer.rowBehind, keepDestination: transfer.notModified,
+                    id: transfer.id,
+                    partialPath: transfer.partialPath,
+                    destination: transfer.download.destinationPath,
+                    remainder: remainder,
+                    writeWhole: transfer.rowBehind,
+                    keepDestination: transfer.notModified,
                     expectedSize: transfer.record.expectedSize,
-                    expectedChecksum: transfer.record.expectedChecksum.flatMap(Checksum.init), url: transfer.urlForErrors)))
+                    expectedChecksum: transfer.record.expectedChecksum.flatMap(Checksum.init),
+                    url: transfer.urlForErrors
+                )
+            )
+        )
     }
 
     /// The disk thread finished a download's file: record and report the completion, or the failure.
@@ -760,8 +829,13 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         transfer.download.hub.publish(
             .progress(
                 DownloadProgress(
-                    bytesReceived: total, totalBytes: total, bytesPerSecond: transfer.speed.bytesPerSecond,
-                    estimatedTimeRemaining: .zero)))
+                    bytesReceived: total,
+                    totalBytes: total,
+                    bytesPerSecond: transfer.speed.bytesPerSecond,
+                    estimatedTimeRemaining: .zero
+                )
+            )
+        )
         transfer.download.hub.publish(.completed(transfer.download.destination))
         forget(transfer)
     }
@@ -776,7 +850,10 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         do {
             try transfer.store.update(transfer.record, for: transfer.id)
         } catch {
-            logger.warning("could not write the journal", metadata: ["url": "\(transfer.urlForErrors)", "error": "\(error)"])
+            logger.warning(
+                "could not write the journal",
+                metadata: ["url": "\(transfer.urlForErrors)", "error": "\(error)"]
+            )
         }
     }
 
@@ -804,7 +881,10 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         do {
             try transfer.sink?.close()
         } catch {
-            logger.warning("could not write buffered bytes", metadata: ["url": "\(transfer.urlForErrors)", "error": "\(error)"])
+            logger.warning(
+                "could not write buffered bytes",
+                metadata: ["url": "\(transfer.urlForErrors)", "error": "\(error)"]
+            )
         }
         transfer.sink = nil
         transfer.speed.reset()
@@ -871,7 +951,9 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
         if transfer.revalidating, case .alreadyComplete = decision { transfer.notModified = true }
         logger.debug(
-            "response", metadata: ["url": "\(transfer.urlForErrors)", "status": "\(head.status)", "decision": "\(decision)"])
+            "response",
+            metadata: ["url": "\(transfer.urlForErrors)", "status": "\(head.status)", "decision": "\(decision)"]
+        )
         let action = transfer.machine.responseReceived(decision)
         if case .retryFromZero(let reason) = decision, case .closing(.restartFromZero) = transfer.machine.state {
             logger.info("restarting from zero", metadata: ["url": "\(transfer.urlForErrors)", "reason": "\(reason)"])
@@ -901,8 +983,10 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
         if let maximum = configuration.maximumFileSize, sink.receivedLength + Int64(bytes.count) > maximum {
             transfer.writeError = DownloadError(
-                code: .fileTooLarge, url: transfer.urlForErrors,
-                detail: "the body grew past the maximum of \(maximum) bytes")
+                code: .fileTooLarge,
+                url: transfer.urlForErrors,
+                detail: "the body grew past the maximum of \(maximum) bytes"
+            )
             return CURL_WRITEFUNC_ERROR
         }
         do {

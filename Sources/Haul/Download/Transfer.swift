@@ -43,13 +43,24 @@ final class Transfer {
     var speed = SpeedMeter()
     var lastProgressAt: UInt64 = 0
 
-    init(download: Download, record: DownloadRecord, store: Journal, scheduler: Scheduler, restarts: Int, retryLimit: Int) {
+    init(
+        download: Download,
+        record: DownloadRecord,
+        store: Journal,
+        scheduler: Scheduler,
+        restarts: Int,
+        retryLimit: Int
+    ) {
         scheduler.catalog.census.transfers.add(1, ordering: .relaxed)
         self.download = download
         self.store = store
         self.scheduler = scheduler
         self.machine = DownloadStateMachine(
-            url: download.url.redactedString, failures: record.failures, restarts: restarts, retryLimit: retryLimit)
+            url: download.url.redactedString,
+            failures: record.failures,
+            restarts: restarts,
+            retryLimit: retryLimit
+        )
         self.record = record
     }
 

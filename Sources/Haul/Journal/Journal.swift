@@ -61,7 +61,12 @@ final class Journal: @unchecked Sendable {
         self.path = "\(directory)/\(Self.fileName)"
         if let error = FilePath.makeDirectories(directory) {
             throw DownloadError(
-                code: .fileSystem, url: nil, errno: error, path: directory, detail: "could not create the state directory")
+                code: .fileSystem,
+                url: nil,
+                errno: error,
+                path: directory,
+                detail: "could not create the state directory"
+            )
         }
         if access(path, F_OK) != 0 { orphanPartials = Self.partialFiles(in: directory) }
         var database: OpaquePointer?
@@ -76,7 +81,12 @@ final class Journal: @unchecked Sendable {
             // where the file should be, no permission): the system's error says it.
             if status & 0xff == SQLITE_CANTOPEN, systemError != 0 {
                 var error = DownloadError(
-                    code: .fileSystem, url: nil, errno: systemError, path: path, detail: "could not open the journal")
+                    code: .fileSystem,
+                    url: nil,
+                    errno: systemError,
+                    path: path,
+                    detail: "could not open the journal"
+                )
                 error.nothingKept = true
                 throw error
             }
@@ -267,7 +277,12 @@ final class Journal: @unchecked Sendable {
 
         let mode = try queryText("PRAGMA journal_mode = WAL")
         if mode?.lowercased() != "wal" {
-            throw DownloadError(code: .journal, url: nil, path: path, detail: "the journal cannot use WAL mode (\(mode ?? "?"))")
+            throw DownloadError(
+                code: .journal,
+                url: nil,
+                path: path,
+                detail: "the journal cannot use WAL mode (\(mode ?? "?"))"
+            )
         }
         try execute("PRAGMA synchronous = NORMAL")
         // Ids are hashes, so queued rows land at random pages of the id index, and each commit and
@@ -284,8 +299,11 @@ final class Journal: @unchecked Sendable {
             let version = versionText.flatMap { Int32($0) } ?? 0
             if version > Self.schemaVersion {
                 throw DownloadError(
-                    code: .journal, url: nil, path: path,
-                    detail: "it was written by a newer Haul (schema \(version), this one knows \(Self.schemaVersion))")
+                    code: .journal,
+                    url: nil,
+                    path: path,
+                    detail: "it was written by a newer Haul (schema \(version), this one knows \(Self.schemaVersion))"
+                )
             }
             if version < 1 { try migrateToVersion1() }
             if version < 2 { try migrateToVersion2() }
@@ -317,7 +335,8 @@ final class Journal: @unchecked Sendable {
                 created_at REAL NOT NULL,
                 updated_at REAL NOT NULL
             )
-            """)
+            """
+        )
     }
 
     /// Version 2: synced checkpoints and the boot they were written in.
@@ -342,7 +361,8 @@ final class Journal: @unchecked Sendable {
             try save(record, for: id)
         }
         try execute(
-            "CREATE INDEX IF NOT EXISTS downloads_queue ON downloads (priority DESC, queue_seq) WHERE state = 'queued'")
+            "CREATE INDEX IF NOT EXISTS downloads_queue ON downloads (priority DESC, queue_seq) WHERE state = 'queued'"
+        )
     }
 
     /// After a reboot, bytes that were only in the page cache may be lost or garbage: cut every
@@ -357,7 +377,13 @@ final class Journal: @unchecked Sendable {
                 guard stat(path, &status) == 0 else { continue }
                 if Int64(status.st_size) > record.bytesSynced {
                     guard truncate(path, off_t(record.bytesSynced)) == 0 else {
-                        throw DownloadError(code: .fileSystem, url: nil, errno: Glibc.errno, path: path, detail: "truncate failed")
+                        throw DownloadError(
+                            code: .fileSystem,
+                            url: nil,
+                            errno: Glibc.errno,
+                            path: path,
+                            detail: "truncate failed"
+                        )
                     }
                 }
                 record.bytesCommitted = min(Int64(status.st_size), record.bytesSynced)
@@ -365,7 +391,9 @@ final class Journal: @unchecked Sendable {
             }
         }
         if previous != bootID {
-            try execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('boot_id', '\(bootID.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "''"))')")
+            try execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('boot_id', '\(bootID.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "''"))')"
+            )
         }
     }
 
@@ -452,7 +480,8 @@ final class Journal: @unchecked Sendable {
     /// cost per admission, whatever the queue's length); `blocked` then says that rows were passed
     /// over for their host.
     func nextQueued(
-        at now: Double, excludingHosts excludedHosts: Set<String> = []
+        at now: Double,
+        excludingHosts excludedHosts: Set<String> = []
     ) throws(DownloadError) -> (head: QueueHead?, blocked: Bool) {
         acquire()
         defer { lock.unlock() }
@@ -472,7 +501,9 @@ final class Journal: @unchecked Sendable {
                 let head = QueueHead(
                     id: DownloadID(rawValue: Self.text(statement, 15) ?? ""),
                     place: QueuePlace(priority: record.priority, sequence: record.queueSequence),
-                    record: record, changes: sqlite3_total_changes64(database))
+                    record: record,
+                    changes: sqlite3_total_changes64(database)
+                )
                 return (head, blocked)
             case SQLITE_DONE:
                 return (nil, blocked)
@@ -515,7 +546,9 @@ final class Journal: @unchecked Sendable {
 
     /// Marks every interrupted download queued again (a manager that resumes unfinished downloads).
     func requeueInterrupted() throws(DownloadError) {
-        try locked { () throws(DownloadError) in try execute("UPDATE downloads SET state = 'queued' WHERE state = 'interrupted'") }
+        try locked { () throws(DownloadError) in
+            try execute("UPDATE downloads SET state = 'queued' WHERE state = 'interrupted'")
+        }
     }
 
     private static let insertion = """
@@ -576,7 +609,9 @@ final class Journal: @unchecked Sendable {
         }
     }
 
-    private func write(_ record: DownloadRecord, for id: DownloadID, with statement: OpaquePointer) throws(DownloadError) {
+    private func write(_ record: DownloadRecord, for id: DownloadID, with statement: OpaquePointer)
+        throws(DownloadError)
+    {
         defer { sqlite3_reset(statement) }
         CHaul_sqlite_bind_text(statement, 1, id.rawValue)
         CHaul_sqlite_bind_text(statement, 2, record.url)
@@ -670,7 +705,9 @@ final class Journal: @unchecked Sendable {
 
     private func prepared(_ sql: String) throws(DownloadError) -> OpaquePointer {
         if let statement = statements[sql] { return statement }
-        guard database != nil else { throw DownloadError(code: .journal, url: nil, path: path, detail: "the journal is closed") }
+        guard database != nil else {
+            throw DownloadError(code: .journal, url: nil, path: path, detail: "the journal is closed")
+        }
         var statement: OpaquePointer?
         let status = sqlite3_prepare_v2(database, sql, -1, &statement, nil)
         guard status == SQLITE_OK, let statement else { throw error(status: status, detail: lastMessage) }
@@ -691,7 +728,12 @@ final class Journal: @unchecked Sendable {
         case SQLITE_BUSY, SQLITE_LOCKED:
             return DownloadError(code: .journalLocked, url: nil, path: path, detail: detail)
         case SQLITE_NOTADB, SQLITE_CORRUPT:
-            return DownloadError(code: .journal, url: nil, path: path, detail: "it is not a Haul journal or it is damaged (\(detail))")
+            return DownloadError(
+                code: .journal,
+                url: nil,
+                path: path,
+                detail: "it is not a Haul journal or it is damaged (\(detail))"
+            )
         case SQLITE_FULL:
             return DownloadError(code: .fileSystem, url: nil, errno: ENOSPC, path: path, detail: detail)
         default:

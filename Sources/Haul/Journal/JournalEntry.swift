@@ -56,6 +56,7 @@ extension JournalEntry {
             state: record.state.rawValue,
             bytesReceived: record.bytesCommitted,
             totalBytes: record.totalBytes,
-            lastError: record.lastError)
+            lastError: record.lastError
+        )
     }
 }

@@ -99,7 +99,12 @@ final class EasyHandle {
     /// Asks for the bytes from `offset` on, pinned to `validator` with If-Range when there is one;
     /// or, for a complete file being revalidated, only if it changed (If-None-Match /
     /// If-Modified-Since).
-    func setConditions(rangeFrom offset: Int64, ifRange validator: String?, ifNoneMatch: String? = nil, ifModifiedSince: String? = nil) {
+    func setConditions(
+        rangeFrom offset: Int64,
+        ifRange validator: String?,
+        ifNoneMatch: String? = nil,
+        ifModifiedSince: String? = nil
+    ) {
         curl_slist_free_all(headers)
         headers = nil
         _ = CHaul_easy_setopt_string(raw, CURLOPT_RANGE, nil)
@@ -153,7 +158,9 @@ final class EasyHandle {
         var values = [String(cString: first).trimmingWhitespace]
         for index in 1..<amount {
             var ignored = 0
-            if let value = CHaul_easy_header_at(raw, name, index, &ignored) { values.append(String(cString: value).trimmingWhitespace) }
+            if let value = CHaul_easy_header_at(raw, name, index, &ignored) {
+                values.append(String(cString: value).trimmingWhitespace)
+            }
         }
         return Set(values).count > 1 ? values : nil
     }

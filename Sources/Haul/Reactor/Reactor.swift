@@ -147,14 +147,24 @@ final class Reactor: @unchecked Sendable {
     func start() throws(DownloadError) {
         let box = Unmanaged.passRetained(self).toOpaque()
         var thread = pthread_t()
-        let status = pthread_create(&thread, nil, { argument in
-            let reactor = Unmanaged<Reactor>.fromOpaque(argument!).takeRetainedValue()
-            reactor.runLoop()
-            return nil
-        }, box)
+        let status = pthread_create(
+            &thread,
+            nil,
+            { argument in
+                let reactor = Unmanaged<Reactor>.fromOpaque(argument!).takeRetainedValue()
+                reactor.runLoop()
+                return nil
+            },
+            box
+        )
         guard status == 0 else {
             Unmanaged<Reactor>.fromOpaque(box).release()
-            throw DownloadError(code: .internalError, url: nil, errno: status, detail: "could not start the loop thread")
+            throw DownloadError(
+                code: .internalError,
+                url: nil,
+                errno: status,
+                detail: "could not start the loop thread"
+            )
         }
         lifecycle.withLock {
             $0.joinable = thread
@@ -233,9 +243,17 @@ final class Reactor: @unchecked Sendable {
 
     private func makeTimerEvent(persistent: Bool, _ handler: @escaping () -> Void) -> OpaquePointer? {
         let box = Unmanaged.passRetained(TimerBox(handler)).toOpaque()
-        guard let event = event_new(base, -1, persistent ? CHaul_EV_PERSIST() : 0, { _, _, argument in
-            Unmanaged<TimerBox>.fromOpaque(argument!).takeUnretainedValue().handler()
-        }, box) else {
+        guard
+            let event = event_new(
+                base,
+                -1,
+                persistent ? CHaul_EV_PERSIST() : 0,
+                { _, _, argument in
+                    Unmanaged<TimerBox>.fromOpaque(argument!).takeUnretainedValue().handler()
+                },
+                box
+            )
+        else {
             Unmanaged<TimerBox>.fromOpaque(box).release()
             return nil
         }
@@ -328,7 +346,10 @@ final class Reactor: @unchecked Sendable {
         if code != CURLM_OK && code != CURLM_BAD_SOCKET {
             // Nothing a caller did can cause this; report it and let transfers finish through
             // info_read below.
-            logger.error("curl_multi_socket_action failed", metadata: ["code": "\(String(cString: curl_multi_strerror(code)))"])
+            logger.error(
+                "curl_multi_socket_action failed",
+                metadata: ["code": "\(String(cString: curl_multi_strerror(code)))"]
+            )
         }
         collectFinishedTransfers()
     }
@@ -349,7 +370,9 @@ final class Reactor: @unchecked Sendable {
         var armed = false
 
         init() {
-            event = OpaquePointer(UnsafeMutableRawPointer.allocate(byteCount: event_get_struct_event_size(), alignment: 16))
+            event = OpaquePointer(
+                UnsafeMutableRawPointer.allocate(byteCount: event_get_struct_event_size(), alignment: 16)
+            )
         }
 
         func arm(base: OpaquePointer, socket: curl_socket_t, flags: Int16, argument: UnsafeMutableRawPointer) {

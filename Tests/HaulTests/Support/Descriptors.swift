@@ -13,7 +13,8 @@ enum Descriptors {
     static func files(in directory: String) -> [String] {
         let prefix = directory.hasSuffix("/") ? directory : directory + "/"
         return all().compactMap { descriptor in
-            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor)") else { return nil }
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor)")
+            else { return nil }
             return target.hasPrefix(prefix) ? target : nil
         }
     }
@@ -35,7 +36,8 @@ enum Descriptors {
             let found = withUnsafeMutablePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(descriptor, $0, &length) == 0 }
             }
-            return found && address.sin_family == sa_family_t(AF_INET) && Int(UInt16(bigEndian: address.sin_port)) == port
+            return found && address.sin_family == sa_family_t(AF_INET)
+                && Int(UInt16(bigEndian: address.sin_port)) == port
         }
     }
 }

@@ -49,7 +49,6 @@ final class FaultServer: @unchecked Sendable {
     private var connections: Set<Int32> = []
     private var stopped = false
 
-
     private init(listener: Int32, port: Int) {
         self.listener = listener
         self.port = port
@@ -66,7 +65,9 @@ final class FaultServer: @unchecked Sendable {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = 0
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0, listen(socketFD, 512) == 0 else {
             close(socketFD)
@@ -143,9 +144,17 @@ final class FaultServer: @unchecked Sendable {
         var headers: [String: String] = [:]
         for line in lines.dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                in: .whitespaces
+            )
         }
-        var request = Request(path: path, range: headers["range"], ifRange: headers["if-range"], status: 0, bytesSent: 0)
+        var request = Request(
+            path: path,
+            range: headers["range"],
+            ifRange: headers["if-range"],
+            status: 0,
+            bytesSent: 0
+        )
         // Logged in the order requests arrive (a silent response ends long after the next request).
         let (count, index) = lock.withLock { () -> (Int, Int) in
             counts[path, default: 0] += 1
@@ -173,7 +182,13 @@ final class FaultServer: @unchecked Sendable {
             if number == 1 { waitForClose(connection) }
         case "busy" where numbers.count == 4:
             if number <= numbers[1] {
-                sendStatus(numbers[0], extra: "Retry-After: \(numbers[2])\r\n", request: &request, index: index, on: connection)
+                sendStatus(
+                    numbers[0],
+                    extra: "Retry-After: \(numbers[2])\r\n",
+                    request: &request,
+                    index: index,
+                    on: connection
+                )
             } else {
                 sendFile(size: size, request: &request, index: index, on: connection)
             }
@@ -182,11 +197,24 @@ final class FaultServer: @unchecked Sendable {
         case "badrange":
             sendFile(size: size, request: &request, index: index, on: connection, rangeStartsAtZero: true)
         case "badrange-drop" where numbers.count == 2:
-            sendFile(size: size, request: &request, index: index, on: connection, limit: numbers[0], rangeStartsAtZero: true)
+            sendFile(
+                size: size,
+                request: &request,
+                index: index,
+                on: connection,
+                limit: numbers[0],
+                rangeStartsAtZero: true
+            )
         case "lying":
             sendFile(size: size, request: &request, index: index, on: connection, honorsRange: false, extraLength: 10)
         case "bighead":
-            sendStatus(200, extra: "X-Padding: \(String(repeating: "a", count: 200_000))\r\n", request: &request, index: index, on: connection)
+            sendStatus(
+                200,
+                extra: "X-Padding: \(String(repeating: "a", count: 200_000))\r\n",
+                request: &request,
+                index: index,
+                on: connection
+            )
         case "capped" where numbers.count == 2:
             sendFile(size: size, request: &request, index: index, on: connection, cap: numbers[0])
         case "twolengths":
@@ -194,16 +222,40 @@ final class FaultServer: @unchecked Sendable {
         case "short":
             sendFile(size: size, request: &request, index: index, on: connection, limit: number == 1 ? size / 2 : nil)
         case "changing" where numbers.count == 2:
-            sendFile(size: size, version: number, request: &request, index: index, on: connection, limit: number == 1 ? numbers[0] : nil)
+            sendFile(
+                size: size,
+                version: number,
+                request: &request,
+                index: index,
+                on: connection,
+                limit: number == 1 ? numbers[0] : nil
+            )
         case "changing-stall" where numbers.count == 2:
-            sendFile(size: size, version: number, request: &request, index: index, on: connection, limit: number == 1 ? numbers[0] : nil)
+            sendFile(
+                size: size,
+                version: number,
+                request: &request,
+                index: index,
+                on: connection,
+                limit: number == 1 ? numbers[0] : nil
+            )
             if number == 1 { waitForClose(connection) }
         case "loop":
             sendStatus(302, extra: "Location: /loop\r\n", request: &request, index: index, on: connection)
         case "to-ftp":
-            sendStatus(302, extra: "Location: ftp://127.0.0.1:\(port)/file\r\n", request: &request, index: index, on: connection)
+            sendStatus(
+                302,
+                extra: "Location: ftp://127.0.0.1:\(port)/file\r\n",
+                request: &request,
+                index: index,
+                on: connection
+            )
         case "mute":
-            if number == 1 { waitForClose(connection) } else { sendFile(size: size, request: &request, index: index, on: connection) }
+            if number == 1 {
+                waitForClose(connection)
+            } else {
+                sendFile(size: size, request: &request, index: index, on: connection)
+            }
         case "drip" where numbers.count == 3:
             sendFile(size: size, request: &request, index: index, on: connection, drip: (numbers[0], numbers[1]))
         case "status" where numbers.count == 1:
@@ -228,9 +280,18 @@ final class FaultServer: @unchecked Sendable {
     }
 
     private func sendFile(
-        size: Int, version: Int = 1, request: inout Request, index: Int, on connection: Int32, limit: Int? = nil,
-        honorsRange: Bool = true, rangeStartsAtZero: Bool = false, drip: (Int, Int)? = nil, extraLength: Int = 0,
-        secondLength: Int? = nil, cap: Int? = nil
+        size: Int,
+        version: Int = 1,
+        request: inout Request,
+        index: Int,
+        on connection: Int32,
+        limit: Int? = nil,
+        honorsRange: Bool = true,
+        rangeStartsAtZero: Bool = false,
+        drip: (Int, Int)? = nil,
+        extraLength: Int = 0,
+        secondLength: Int? = nil,
+        cap: Int? = nil
     ) {
         let body = Self.body(size: size, version: version)
         let entityTag = "\"v\(version)-\(size)\""
@@ -264,7 +325,8 @@ final class FaultServer: @unchecked Sendable {
         }
         // Version 1 was last modified on RFC 9110's example date; each later version a day after.
         let lastModified = Self.httpDate(784_111_777 + 86_400 * (version - 1))
-        head += "Content-Length: \(end - start + extraLength)\r\nETag: \(entityTag)\r\nLast-Modified: \(lastModified)\r\n"
+        head +=
+            "Content-Length: \(end - start + extraLength)\r\nETag: \(entityTag)\r\nLast-Modified: \(lastModified)\r\n"
         if let secondLength { head += "Content-Length: \(secondLength)\r\n" }
         head += "Accept-Ranges: bytes\r\nConnection: close\r\n\r\n"
         note(request, at: index)
@@ -301,7 +363,12 @@ final class FaultServer: @unchecked Sendable {
         data.withUnsafeBytes { buffer in
             var written = 0
             while written < buffer.count {
-                let result = send(connection, buffer.baseAddress! + written, buffer.count - written, Int32(MSG_NOSIGNAL))
+                let result = send(
+                    connection,
+                    buffer.baseAddress! + written,
+                    buffer.count - written,
+                    Int32(MSG_NOSIGNAL)
+                )
                 if result < 0 {
                     if errno == EINTR { continue }
                     return written

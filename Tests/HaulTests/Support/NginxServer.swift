@@ -52,13 +52,20 @@ final class NginxServer: @unchecked Sendable {
     /// self-signed certificate for 127.0.0.1 made by `openssl` (``certificate``).
     static func start(tls: Bool = false) throws -> NginxServer {
         guard FileManager.default.isExecutableFile(atPath: nginxPath) else {
-            throw TestFailure("nginx is not installed at \(nginxPath): run the README's test command, which installs it")
+            throw TestFailure(
+                "nginx is not installed at \(nginxPath): run the README's test command, which installs it"
+            )
         }
         precondition(sweptOnce)
-        let prefix = FileManager.default.temporaryDirectory.appendingPathComponent("haul-nginx-\(getpid())-\(UUID().uuidString)")
+        let prefix = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "haul-nginx-\(getpid())-\(UUID().uuidString)"
+        )
         let root = prefix.appendingPathComponent("www")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(at: prefix.appendingPathComponent("logs"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: prefix.appendingPathComponent("logs"),
+            withIntermediateDirectories: true
+        )
         var lastError = ""
         // A file only this nginx serves: a port that answers without it belongs to another server.
         let marker = ".ready-\(UUID().uuidString)"
@@ -68,9 +75,14 @@ final class NginxServer: @unchecked Sendable {
         if tls {
             let openssl = try ChildProcess(
                 "/usr/bin/openssl",
-                ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-                 "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key.path, "-out", certificate.path])
-            guard openssl.wait() == 0 else { throw TestFailure("openssl could not make a certificate (run the README's test command)") }
+                [
+                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key.path, "-out", certificate.path,
+                ]
+            )
+            guard openssl.wait() == 0 else {
+                throw TestFailure("openssl could not make a certificate (run the README's test command)")
+            }
         }
         for _ in 0..<5 {
             let port = try freePort()
@@ -121,14 +133,23 @@ final class NginxServer: @unchecked Sendable {
             let configURL = prefix.appendingPathComponent("nginx.conf")
             try config.write(to: configURL, atomically: true, encoding: .utf8)
             let process = try ChildProcess(
-                nginxPath, ["-p", prefix.path, "-c", configURL.path, "-e", "\(prefix.path)/logs/error.log"])
+                nginxPath,
+                ["-p", prefix.path, "-c", configURL.path, "-e", "\(prefix.path)/logs/error.log"]
+            )
             if waitUntilListening(port: port, process: process, marker: marker) {
                 return NginxServer(
-                    root: root, prefix: prefix, port: port, tlsPort: tlsPort, certificate: tls ? certificate : nil, process: process)
+                    root: root,
+                    prefix: prefix,
+                    port: port,
+                    tlsPort: tlsPort,
+                    certificate: tls ? certificate : nil,
+                    process: process
+                )
             }
             process.signal(SIGKILL)
             process.wait()
-            lastError = (try? String(contentsOf: prefix.appendingPathComponent("logs/error.log"), encoding: .utf8)) ?? ""
+            lastError =
+                (try? String(contentsOf: prefix.appendingPathComponent("logs/error.log"), encoding: .utf8)) ?? ""
         }
         throw TestFailure("nginx did not start: \(lastError)")
     }
@@ -138,7 +159,8 @@ final class NginxServer: @unchecked Sendable {
     /// per test process.
     private static let sweptOnce: Bool = {
         let temporary = FileManager.default.temporaryDirectory
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: temporary.path)) ?? [] where name.hasPrefix("haul-nginx-") {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: temporary.path)) ?? []
+        where name.hasPrefix("haul-nginx-") {
             let parts = name.dropFirst("haul-nginx-".count).split(separator: "-", maxSplits: 1)
             guard parts.count == 2, let owner = pid_t(parts[0]), kill(owner, 0) != 0, errno == ESRCH else { continue }
             let folder = temporary.appendingPathComponent(name)
@@ -185,10 +207,14 @@ final class NginxServer: @unchecked Sendable {
             let fields = quoted[0].split(separator: " ")
             guard fields.count >= 3, let status = Int(fields[1]), let bytes = Int64(fields[2]) else { return nil }
             return LogEntry(
-                uri: String(fields[0]), status: status, bytesSent: bytes,
-                range: quoted.count > 1 ? String(quoted[1]) : "", ifRange: quoted.count > 3 ? String(quoted[3]) : "",
+                uri: String(fields[0]),
+                status: status,
+                bytesSent: bytes,
+                range: quoted.count > 1 ? String(quoted[1]) : "",
+                ifRange: quoted.count > 3 ? String(quoted[3]) : "",
                 protocolName: quoted.count > 5 ? String(quoted[5]) : "",
-                connection: quoted.count > 6 ? Int(quoted[6].trimmingCharacters(in: .whitespaces)) ?? 0 : 0)
+                connection: quoted.count > 6 ? Int(quoted[6].trimmingCharacters(in: .whitespaces)) ?? 0 : 0
+            )
         }
     }
 
@@ -292,7 +318,9 @@ struct TestFailure: Error, CustomStringConvertible {
 /// files and syncs would otherwise contend with every other test for the disk.
 func makeTemporaryDirectory(inMemory: Bool = false) throws -> URL {
     var isDirectory: ObjCBool = false
-    let memory = inMemory && FileManager.default.fileExists(atPath: "/dev/shm", isDirectory: &isDirectory) && isDirectory.boolValue
+    let memory =
+        inMemory && FileManager.default.fileExists(atPath: "/dev/shm", isDirectory: &isDirectory)
+        && isDirectory.boolValue
     let base = memory ? URL(fileURLWithPath: "/dev/shm") : FileManager.default.temporaryDirectory
     let url = base.appendingPathComponent("haul-test-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
