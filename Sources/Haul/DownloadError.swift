@@ -269,15 +269,3 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         }
     }
 }
-
-extension URL {
-    /// The URL as text with any user name and password removed, safe for logs, events and errors.
-    var redactedString: String {
-        guard user != nil || password != nil,
-            var components = URLComponents(url: self, resolvingAgainstBaseURL: false)
-        else { return absoluteString }
-        components.user = nil
-        components.password = nil
-        return components.string ?? absoluteString
-    }
-}

@@ -24,23 +24,3 @@ public struct DownloadRequest: Sendable, Hashable {
         self.expectedSize = expectedSize
     }
 }
-
-/// What ``DownloadManager/enqueue(_:)`` did with its requests.
-public struct EnqueueSummary: Sendable {
-    /// A request that could not be queued.
-    public struct Rejection: Sendable {
-        /// Its position in the sequence given to `enqueue`.
-        public var index: Int
-        /// Why (an invalid URL, an unsupported scheme, a destination that is a directory).
-        public var error: DownloadError
-    }
-
-    /// Requests queued now (new ones, and paused, interrupted or failed ones queued again).
-    public var queued = 0
-    /// Requests that were already queued or running.
-    public var alreadyQueued = 0
-    /// Requests whose destination already holds the complete file: nothing to do.
-    public var alreadyComplete = 0
-    /// Requests that were refused, in order.
-    public var rejected: [Rejection] = []
-}

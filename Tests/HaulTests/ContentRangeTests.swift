@@ -223,6 +223,28 @@ struct ResponseDecisionTests {
         #expect(ResponseDecision.decide(head: head(416), requestedOffset: 0, knownTotal: nil) == .fail(status: 416))
     }
 
+    @Test func revalidationKeepsAnUnchangedFileAndTakesAChangedOne() {
+        // A conditional request for a complete file of 100 bytes: a 304 keeps it, a 200 replaces it.
+        #expect(
+            ResponseDecision.decide(head: head(304), requestedOffset: 0, knownTotal: 100, revalidating: true)
+                == .notModified(total: 100)
+        )
+        #expect(
+            ResponseDecision.decide(
+                head: head(200, length: 120),
+                requestedOffset: 0,
+                knownTotal: 100,
+                revalidating: true
+            )
+                == .append(total: 120)
+        )
+        // Without a known length there is nothing to keep: a 304 is a status like any other.
+        #expect(
+            ResponseDecision.decide(head: head(304), requestedOffset: 0, knownTotal: nil, revalidating: true)
+                == .fail(status: 304)
+        )
+    }
+
     @Test(arguments: [301, 304, 400, 401, 403, 404, 410, 429, 500, 502, 503])
     func errorStatusesFail(_ status: Int) {
         #expect(

@@ -219,7 +219,7 @@ struct DownloadErrorTests {
         #expect(!url.redactedString.contains("secret"))
         #expect(!url.redactedString.contains("user"))
         #expect(url.redactedString.contains("example.com/file?x=1"))
-        #expect { try DownloadManager.validate(URL(string: "ftp://user:secret@example.com/f")!) } throws: { error in
+        #expect { try DownloadQueue.validate(URL(string: "ftp://user:secret@example.com/f")!) } throws: { error in
             guard let error = error as? DownloadError else { return false }
             return error.code == .unsupportedScheme && !error.description.contains("secret")
         }
@@ -241,10 +241,10 @@ struct DownloadErrorTests {
     @Test("paths that need no standardizing are recognised, and only those")
     func plainPaths() {
         for path in ["/a", "/a/b", "/a/.hidden", "/a/...", "/a/b.c/d", "/x..y"] {
-            #expect(DownloadManager.isPlainAbsolutePath(path), "\(path)")
+            #expect(FilePath.isPlainAbsolutePath(path), "\(path)")
         }
         for path in ["", "/", "a/b", "/a//b", "/a/./b", "/a/../b", "/a/b/", "/a/b/.", "/a/b/..", "/./a", "/../a"] {
-            #expect(!DownloadManager.isPlainAbsolutePath(path), "\(path)")
+            #expect(!FilePath.isPlainAbsolutePath(path), "\(path)")
         }
     }
 }

@@ -184,11 +184,35 @@ struct DownloadStateMachineTests {
         #expect(closing.pause() == .pause)
     }
 
-    @Test func resumeReturnsToTheQueue() {
-        var machine = machine(in: "paused")
-        #expect(machine.resume() == .enqueue)
-        #expect(machine.state == .idle)
-        #expect(machine.admit() == .startRequest(truncatingPartial: false))
+    @Test func bodyThatCannotBeWrittenEndsTheRequestWithItsError() {
+        // A local write failure while receiving: curl is refused the body, and when it lets go of the
+        // transfer the error is the attempt's (retried when transient, failed when not).
+        let disk = DownloadError(code: .fileSystem, url: url, errno: ENOSPC, detail: "write failed")
+        var machine = machine(in: "receiving")
+        #expect(machine.bodyFailed(disk) == .rejectBody)
+        #expect(machine.state == .closing(.fail(disk)))
+        // A second error of the same write changes nothing; the first is reported.
+        #expect(machine.bodyFailed(DownloadError(code: .fileTooLarge, url: url)) == .none)
+        let curlSaw = DownloadError(code: .transport, url: url, curlCode: 23)
+        #expect(machine.transferEnded(.failed(curlSaw)) == .fail(disk))
+        #expect(machine.state == .done(.failed(disk)))
+        // Outside receiving there is no body to fail.
+        for start in ["idle", "connecting", "paused", "completed"] {
+            var other = self.machine(in: start)
+            let before = other.state
+            #expect(other.bodyFailed(disk) == .none, "from \(start)")
+            #expect(other.state == before)
+        }
+    }
+
+    @Test func unchangedFileKeepsTheDestination() {
+        var machine = machine(in: "connecting")
+        #expect(machine.responseReceived(.notModified(total: 10)) == .rejectBody)
+        #expect(machine.state == .closing(.unchanged))
+        #expect(
+            machine.transferEnded(.failed(DownloadError(code: .transport, url: url, curlCode: 23))) == .keepDestination
+        )
+        #expect(machine.state == .done(.completed))
     }
 
     @Test func cancelFromEveryUnfinishedState() {
@@ -200,12 +224,6 @@ struct DownloadStateMachineTests {
     }
 
     @Test func refusedCommandsChangeNothing() {
-        for start in ["idle", "connecting", "receiving"] {
-            var machine = machine(in: start)
-            let before = machine.state
-            #expect(machine.resume() == .none, "resume while \(start)")
-            #expect(machine.state == before)
-        }
         var paused = machine(in: "paused")
         #expect(paused.pause() == .none)
         #expect(paused.state == .paused)
@@ -213,7 +231,6 @@ struct DownloadStateMachineTests {
             var machine = machine(in: start)
             let before = machine.state
             #expect(machine.pause() == .none, "pause after \(start)")
-            #expect(machine.resume() == .none, "resume after \(start)")
             #expect(machine.cancel() == .none, "cancel after \(start)")
             #expect(machine.fail(DownloadError(code: .fileSystem, url: url)) == .none)
             #expect(machine.state == before)

@@ -607,7 +607,7 @@ struct FaultTests {
             #expect(retries(in: events).isEmpty)
             let id = DownloadID(url: server.url(path), destination: directory.appendingPathComponent("out"))
             let partial = directory.appendingPathComponent("state/\(id).part")
-            #expect(Transfer.fileLength(partial.path) == 40_000, "kept for a later resume")
+            #expect(FilePath.fileLength(partial.path) == 40_000, "kept for a later resume")
             #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("out").path))
         }
     }

@@ -302,7 +302,7 @@ struct JournalIntegrationTests {
             "interrupted by a shutdown, not paused by the user: the next manager continues it"
         )
         #expect(paused.bytesCommitted == download.progress.bytesReceived)
-        #expect(paused.bytesCommitted == Transfer.fileLength(journal.partialPath(for: download.id)))
+        #expect(paused.bytesCommitted == FilePath.fileLength(journal.partialPath(for: download.id)))
         #expect(paused.totalBytes == Int64(size))
         #expect(paused.entityTag?.isEmpty == false)
         #expect(paused.lastModified?.isEmpty == false)
@@ -368,7 +368,7 @@ struct JournalIntegrationTests {
         do {
             let journal = try Journal(directory: state.path)
             var record = DownloadRecord(url: url.absoluteString, destination: destination.path)
-            record.host = DownloadManager.hostKey(of: url)
+            record.host = url.hostKey
             record.state = .running
             try journal.save(record, for: id)
             journal.close()

@@ -28,7 +28,7 @@ public final class Download: Sendable, Identifiable {
     let stateDirectoryPath: String
 
     let hub: EventHub
-    private let reactor: Reactor
+    private let controller: any DownloadController
 
     private let census: Census
 
@@ -37,7 +37,7 @@ public final class Download: Sendable, Identifiable {
         url: URL,
         destinationPath: String,
         stateDirectoryPath: String,
-        reactor: Reactor,
+        controller: any DownloadController,
         census: Census,
         progress: DownloadProgress
     ) {
@@ -47,7 +47,7 @@ public final class Download: Sendable, Identifiable {
         self.url = url
         self.destinationPath = destinationPath
         self.stateDirectoryPath = stateDirectoryPath
-        self.reactor = reactor
+        self.controller = controller
         self.hub = EventHub(progress: progress)
     }
 
@@ -67,18 +67,18 @@ public final class Download: Sendable, Identifiable {
     /// Pauses: the connection is released and the bytes written so far are kept. No effect on a
     /// download that is paused or finished.
     public func pause() {
-        reactor.submit(.pause(self))
+        controller.submit(.pause, for: self)
     }
 
     /// Resumes a paused download from the bytes on disk (it waits for a free slot first). No effect
     /// unless paused.
     public func resume() {
-        reactor.submit(.resume(self))
+        controller.submit(.resume, for: self)
     }
 
     /// Cancels: the transfer stops and the partial file is deleted. No effect on a finished download.
     public func cancel() {
-        reactor.submit(.cancel(self))
+        controller.submit(.cancel, for: self)
     }
 
     /// Waits for the end of the download.

@@ -110,7 +110,7 @@ final class Journal: @unchecked Sendable {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         var found: [String: Int64] = [:]
         for name in names where name.hasSuffix(".part") {
-            guard let length = Transfer.fileLength("\(directory)/\(name)") else { continue }
+            guard let length = FilePath.fileLength("\(directory)/\(name)") else { continue }
             found[String(name.dropLast(5))] = length
         }
         return found
@@ -357,7 +357,7 @@ final class Journal: @unchecked Sendable {
         try execute("UPDATE downloads SET queue_seq = CAST(created_at * 1000000 AS INTEGER)")
         for (id, var record) in try records(where: "host = ''") {
             guard let url = URL(string: record.url) else { continue }
-            record.host = DownloadManager.hostKey(of: url)
+            record.host = url.hostKey
             try save(record, for: id)
         }
         try execute(

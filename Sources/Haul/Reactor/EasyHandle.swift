@@ -50,8 +50,7 @@ final class EasyHandle {
     /// The request every Haul transfer makes, before its per-request options.
     func configure(
         url: String,
-        configuration: DownloadManager.Configuration,
-        share: UnsafeMutableRawPointer?,
+        options: Options,
         write: @escaping CHaul_data_callback,
         context: UnsafeMutableRawPointer
     ) {
@@ -66,21 +65,21 @@ final class EasyHandle {
         sharedOptionsSet = true
         // TLS sessions (and DNS answers) are shared by every transfer: a new connection to a host
         // seen before resumes its TLS session instead of a full handshake.
-        if let share { _ = CHaul_easy_setopt_pointer(raw, CURLOPT_SHARE, share) }
+        if let share = options.share { _ = CHaul_easy_setopt_pointer(raw, CURLOPT_SHARE, share) }
         set(CURLOPT_NOSIGNAL, 1)
         set(CURLOPT_FOLLOWLOCATION, 1)
-        set(CURLOPT_MAXREDIRS, configuration.maximumRedirects)
+        set(CURLOPT_MAXREDIRS, options.maximumRedirects)
         // Only HTTP(S), for the first request and for every redirect.
         set(CURLOPT_PROTOCOLS_STR, "http,https")
         set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-        set(CURLOPT_USERAGENT, configuration.userAgent)
-        set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(configuration.connectTimeout))
+        set(CURLOPT_USERAGENT, options.userAgent)
+        set(CURLOPT_CONNECTTIMEOUT_MS, options.connectTimeout.timeoutMilliseconds)
         // A stall: less than 1 byte per second for `stallTimeout` aborts with CURLE_OPERATION_TIMEDOUT.
         set(CURLOPT_LOW_SPEED_LIMIT, 1)
-        set(CURLOPT_LOW_SPEED_TIME, max(1, Int(configuration.stallTimeout.components.seconds)))
+        set(CURLOPT_LOW_SPEED_TIME, max(1, Int(options.stallTimeout.components.seconds)))
         set(CURLOPT_SSL_VERIFYPEER, 1)
         set(CURLOPT_SSL_VERIFYHOST, 2)
-        if let file = configuration.certificateAuthorityFile { set(CURLOPT_CAINFO, file.path) }
+        if let file = options.certificateAuthorityFile { set(CURLOPT_CAINFO, file) }
         set(CURLOPT_TCP_KEEPALIVE, 1)
         _ = CHaul_easy_open_sockets_close_on_exec(raw)
         _ = CHaul_easy_setopt_pointer(raw, CURLOPT_ERRORBUFFER, errorBuffer)
@@ -115,11 +114,6 @@ final class EasyHandle {
         if let ifNoneMatch { headers = curl_slist_append(headers, "If-None-Match: \(ifNoneMatch)") }
         if let ifModifiedSince { headers = curl_slist_append(headers, "If-Modified-Since: \(ifModifiedSince)") }
         _ = CHaul_easy_setopt_slist(raw, CURLOPT_HTTPHEADER, headers)
-    }
-
-    static func milliseconds(_ duration: Duration) -> Int {
-        let (seconds, attoseconds) = duration.components
-        return max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
     }
 
     func set(_ option: CURLoption, _ value: Int) {

@@ -3,59 +3,23 @@ import Glibc
 import Logging
 import Synchronization
 
-/// What the reactor's owner does on the loop thread.
-///
-/// Every method is called on the loop thread, never inside a libcurl callback, so an
-/// implementation may add and remove easy handles.
-protocol ReactorDelegate: AnyObject {
-    /// Commands that other threads submitted with ``Reactor/submit(_:)``, in submission order.
-    func reactor(_ reactor: Reactor, handle commands: [ReactorCommand])
-    /// libcurl finished a transfer (successfully or not). The handle is still in the multi handle.
-    func reactor(_ reactor: Reactor, transferDidFinish easy: UnsafeMutableRawPointer, result: CURLcode)
-    /// The loop thread starts; nothing else ran on it yet.
-    func reactorWillRun(_ reactor: Reactor)
-    /// The loop ran every event that was ready and is about to wait for more: the moment to write
-    /// out what the turn's callbacks collected (journal rows, background work) in one go.
-    func reactorTurnDidEnd(_ reactor: Reactor)
-}
-
-/// A command sent to the loop thread by a caller on another thread.
-enum ReactorCommand: Sendable {
-    /// Rows were queued in the journal of this state directory.
-    case queueChanged(String)
-    case pause(Download)
-    case resume(Download)
-    case cancel(Download)
-    /// Background disk work finished (syncs, finished files moved into place).
-    case diskWorkDone([DiskResult])
-    /// A task waits until nothing is queued or running.
-    case checkIdle
-    case shutdown
-}
-
 /// One libevent `event_base` on its own thread, driving one libcurl multi handle through the multi
 /// socket API (`CURLMOPT_SOCKETFUNCTION`, `CURLMOPT_TIMERFUNCTION`, `curl_multi_socket_action`).
 ///
-/// Other threads talk to the loop only through ``submit(_:)``: the command goes on a locked queue and
-/// an eventfd wakes the loop, which drains the queue and hands the commands to its delegate.
+/// It knows nothing of downloads. Other threads talk to the loop through their own queue of commands
+/// (``CommandInbox``), which calls ``wake()``: an eventfd wakes the loop, and the delegate drains the
+/// queue (``ReactorDelegate/reactorWasWoken(_:)``).
 final class Reactor: @unchecked Sendable {
     // @unchecked Sendable: `base`, `multi`, the events and `delegate` are touched only on the loop
-    // thread (after `start`, before `join`); cross-thread state is in `inbox` and `lifecycle`
-    // (Mutexes).
+    // thread (after `start`, before `join`); cross-thread state is `lifecycle` (a Mutex) and the
+    // eventfd, which any thread may write.
 
-    private let base: OpaquePointer
+    let base: OpaquePointer
     /// The libcurl multi handle. Loop thread only.
     let multi: UnsafeMutableRawPointer
     private let timerEvent: OpaquePointer
     private let wakeEvent: OpaquePointer
     private let wakeFD: Int32
-
-    private struct Inbox {
-        var commands: [ReactorCommand] = []
-        var wakePending = false
-        var accepting = true
-    }
-    private let inbox = Mutex(Inbox())
 
     private struct Lifecycle {
         /// The loop thread was started (it cleans up the multi handle when it ends).
@@ -69,7 +33,7 @@ final class Reactor: @unchecked Sendable {
 
     /// Strong on purpose: the loop keeps its delegate alive until it ends (a manager dropped without
     /// `shutdown()` still gets its shutdown processed); `runLoop` lets go of it at the end.
-    var delegate: ReactorDelegate?
+    var delegate: (any ReactorDelegate)?
     private let logger: Logger
 
     /// Sets up the event base and the multi handle; the loop starts with ``start()``.
@@ -223,55 +187,12 @@ final class Reactor: @unchecked Sendable {
         if let joinable { pthread_join(joinable, nil) }
     }
 
-    /// Calls `handler` on the loop thread every `interval` until the loop ends. Loop thread only.
-    func repeatEvery(_ interval: Duration, _ handler: @escaping () -> Void) {
-        guard let event = makeTimerEvent(persistent: true, handler) else { return }
-        var delay = Self.interval(interval)
-        event_add(event, &delay)
-    }
-
-    /// A timer that fires `handler` once per ``arm(_:after:)``; arming again moves it. Loop thread only.
-    func makeOneShotTimer(_ handler: @escaping () -> Void) -> OpaquePointer? {
-        makeTimerEvent(persistent: false, handler)
-    }
-
-    /// Sets a one-shot timer to fire after `delay` (replacing an earlier setting). Loop thread only.
-    func arm(_ timer: OpaquePointer, after delay: Duration) {
-        var value = Self.interval(max(.zero, delay))
-        event_add(timer, &value)
-    }
-
-    private func makeTimerEvent(persistent: Bool, _ handler: @escaping () -> Void) -> OpaquePointer? {
-        let box = Unmanaged.passRetained(TimerBox(handler)).toOpaque()
-        guard
-            let event = event_new(
-                base,
-                -1,
-                persistent ? CHaul_EV_PERSIST() : 0,
-                { _, _, argument in
-                    Unmanaged<TimerBox>.fromOpaque(argument!).takeUnretainedValue().handler()
-                },
-                box
-            )
-        else {
-            Unmanaged<TimerBox>.fromOpaque(box).release()
-            return nil
-        }
-        timers.append((event, box))
-        return event
-    }
-
-    private static func interval(_ duration: Duration) -> Glibc.timeval {
-        let (seconds, attoseconds) = duration.components
-        return Glibc.timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
-    }
-
-    private final class TimerBox {
+    final class TimerBox {
         let handler: () -> Void
         init(_ handler: @escaping () -> Void) { self.handler = handler }
     }
     /// Every timer made, freed when the loop ends.
-    private var timers: [(OpaquePointer, UnsafeMutableRawPointer)] = []
+    var timers: [(OpaquePointer, UnsafeMutableRawPointer)] = []
 
     /// Lets the loop thread end on its own (for a manager dropped without `shutdown()`).
     func detach() {
@@ -288,44 +209,18 @@ final class Reactor: @unchecked Sendable {
         event_base_loopbreak(base)
     }
 
-    // MARK: commands
+    // MARK: waking
 
-    /// Queues a command for the loop thread and wakes it.
-    ///
-    /// - Returns: `false` when the reactor no longer accepts commands (it is shutting down).
-    @discardableResult
-    func submit(_ command: ReactorCommand) -> Bool {
-        let shouldWake: Bool? = inbox.withLock { inbox in
-            // Sync reports are Haul's own and must reach a loop that is shutting down (it waits for them).
-            switch command {
-            case .diskWorkDone: break
-            default: guard inbox.accepting else { return nil }
-            }
-            if case .shutdown = command { inbox.accepting = false }
-            inbox.commands.append(command)
-            defer { inbox.wakePending = true }
-            return !inbox.wakePending
-        }
-        guard let shouldWake else { return false }
-        if shouldWake {
-            var one: UInt64 = 1
-            _ = write(wakeFD, &one, MemoryLayout<UInt64>.size)
-        }
-        return true
+    /// Wakes the loop thread, which then calls ``ReactorDelegate/reactorWasWoken(_:)``. Any thread.
+    func wake() {
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, MemoryLayout<UInt64>.size)
     }
 
-    private func drainInbox() {
+    private func woken() {
         var counter: UInt64 = 0
         _ = read(wakeFD, &counter, MemoryLayout<UInt64>.size)
-        let commands = inbox.withLock { inbox -> [ReactorCommand] in
-            inbox.wakePending = false
-            var taken: [ReactorCommand] = []
-            swap(&taken, &inbox.commands)
-            return taken
-        }
-        if !commands.isEmpty {
-            delegate?.reactor(self, handle: commands)
-        }
+        delegate?.reactorWasWoken(self)
     }
 
     // MARK: curl multi
@@ -363,31 +258,6 @@ final class Reactor: @unchecked Sendable {
         }
     }
 
-    /// One per socket curl asks us to watch; its libevent `struct event` lives inside it and is
-    /// re-assigned when curl changes the flags it wants.
-    private final class SocketWatch {
-        let event: OpaquePointer
-        var armed = false
-
-        init() {
-            event = OpaquePointer(
-                UnsafeMutableRawPointer.allocate(byteCount: event_get_struct_event_size(), alignment: 16)
-            )
-        }
-
-        func arm(base: OpaquePointer, socket: curl_socket_t, flags: Int16, argument: UnsafeMutableRawPointer) {
-            if armed { event_del(event) }
-            event_assign(event, base, socket, flags, Reactor.socketReady, argument)
-            event_add(event, nil)
-            armed = true
-        }
-
-        deinit {
-            if armed { event_del(event) }
-            UnsafeMutableRawPointer(event).deallocate()
-        }
-    }
-
     private func updateSocket(_ socket: curl_socket_t, what: Int32, socketPointer: UnsafeMutableRawPointer?) {
         if what == CURL_POLL_REMOVE {
             if let socketPointer {
@@ -405,7 +275,13 @@ final class Reactor: @unchecked Sendable {
         var flags = CHaul_EV_PERSIST()
         if what & CURL_POLL_IN != 0 { flags |= CHaul_EV_READ() }
         if what & CURL_POLL_OUT != 0 { flags |= CHaul_EV_WRITE() }
-        watch.arm(base: base, socket: socket, flags: flags, argument: Unmanaged.passUnretained(self).toOpaque())
+        watch.arm(
+            base: base,
+            socket: socket,
+            flags: flags,
+            callback: Reactor.socketReady,
+            argument: Unmanaged.passUnretained(self).toOpaque()
+        )
     }
 
     private func updateTimer(_ milliseconds: Int) {
@@ -437,7 +313,7 @@ final class Reactor: @unchecked Sendable {
         reactor.socketAction(-1, 0)  // CURL_SOCKET_TIMEOUT
     }
 
-    private static let socketReady: event_callback_fn = { socket, flags, argument in
+    static let socketReady: event_callback_fn = { socket, flags, argument in
         let reactor = Unmanaged<Reactor>.fromOpaque(argument!).takeUnretainedValue()
         var mask: Int32 = 0
         if flags & CHaul_EV_READ() != 0 { mask |= CURL_CSELECT_IN }
@@ -447,6 +323,6 @@ final class Reactor: @unchecked Sendable {
 
     private static let wakeFired: event_callback_fn = { _, _, argument in
         let reactor = Unmanaged<Reactor>.fromOpaque(argument!).takeUnretainedValue()
-        reactor.drainInbox()
+        reactor.woken()
     }
 }

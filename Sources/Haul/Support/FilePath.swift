@@ -1,19 +1,5 @@
+import FoundationEssentials
 import Glibc
-
-/// Small string and path helpers that Foundation's `NSString` and `CharacterSet` used to provide:
-/// Haul links FoundationEssentials only (the whole of Foundation, with ICU, added about 6 MB of
-/// resident memory to every process that uses Haul).
-extension StringProtocol {
-    /// Without leading and trailing spaces, tabs, carriage returns and line feeds.
-    var trimmingWhitespace: String {
-        func isSpace(_ character: Character) -> Bool {
-            character == " " || character == "\t" || character == "\r" || character == "\n" || character == "\r\n"
-        }
-        guard let first = firstIndex(where: { !isSpace($0) }) else { return "" }
-        let last = lastIndex(where: { !isSpace($0) })!
-        return String(self[first...last])
-    }
-}
 
 /// POSIX path pieces, as `dirname` and `basename` take them apart (without their special cases for
 /// `/` and `..`, which no file Haul writes is called).
@@ -48,8 +34,44 @@ enum FilePath {
         return error == EEXIST && isDirectory(path) ? nil : error
     }
 
+    /// The length of the regular file at `path`, or `nil` when there is none.
+    static func fileLength(_ path: String) -> Int64? {
+        var status = stat()
+        guard stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return Int64(status.st_size)
+    }
+
     private static func isDirectory(_ path: String) -> Bool {
         var status = stat()
         return stat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    /// `url.standardizedFileURL.path`, skipping Foundation's slow path for a path that is already
+    /// absolute and plain (no `.`, `..` or empty components).
+    static func standardized(_ url: URL) -> String {
+        let path = url.path
+        return isPlainAbsolutePath(path) ? path : url.standardizedFileURL.path
+    }
+
+    /// Whether `path` starts with `/` and has no empty, `.` or `..` component (nor a trailing `/`).
+    static func isPlainAbsolutePath(_ path: String) -> Bool {
+        let slash = UInt8(ascii: "/")
+        let dot = UInt8(ascii: ".")
+        var bytes = path.utf8.makeIterator()
+        guard bytes.next() == slash else { return false }
+        var length = 0
+        var onlyDots = true
+        while true {
+            let byte = bytes.next()
+            if byte == nil || byte == slash {
+                if length == 0 || (onlyDots && length <= 2) { return false }
+                if byte == nil { return true }
+                length = 0
+                onlyDots = true
+            } else {
+                length += 1
+                if byte != dot { onlyDots = false }
+            }
+        }
     }
 }

@@ -1,38 +1,3 @@
-/// What Haul reads of a response before it accepts a single body byte.
-struct ResponseHead: Equatable, Sendable {
-    var status: Int
-    var contentRange: String?
-    /// This response's Content-Length (the rest of the file for a 206), when announced.
-    var contentLength: Int64?
-    var entityTag: String?
-    var lastModified: String?
-    /// Every Content-Length value, when the response announced differing ones: its body cannot be
-    /// framed (RFC 9112, 6.3), whichever length curl used.
-    var conflictingContentLengths: [String]? = nil
-}
-
-/// Why a download threw its partial bytes away and started again from zero.
-public enum RestartReason: Sendable, Hashable, CustomStringConvertible {
-    /// The server ignored the range request and sent the whole file (HTTP 200).
-    case rangeIgnored
-    /// The remote file changed since the partial was written (its validator or length differs).
-    case remoteChanged
-    /// The server answered with a range that does not start where the partial file ends.
-    case rangeMismatch
-    /// The server said the range cannot be satisfied although the partial file is not complete.
-    case rangeNotSatisfiable
-
-    /// A short sentence for logs and the CLI.
-    public var description: String {
-        switch self {
-        case .rangeIgnored: "the server ignored the range request and sent the whole file"
-        case .remoteChanged: "the remote file changed"
-        case .rangeMismatch: "the server answered a different range than the one asked for"
-        case .rangeNotSatisfiable: "the server could not serve the rest of the partial file"
-        }
-    }
-}
-
 /// What to do with a response, decided from its head alone. Pure: unit-tested without I/O.
 enum ResponseDecision: Equatable, Sendable {
     /// Append the body to the partial file, which already holds `requestedOffset` bytes.
@@ -41,6 +6,8 @@ enum ResponseDecision: Equatable, Sendable {
     case replace(total: Int64?, reason: RestartReason)
     /// The partial file already holds the whole file; nothing more to receive.
     case alreadyComplete(total: Int64)
+    /// The complete file at the destination is current (a revalidation's 304): keep it.
+    case notModified(total: Int64)
     /// The response cannot be used: drop it, truncate the partial, and ask again without a range.
     case retryFromZero(reason: RestartReason)
     /// The download fails with this HTTP status.
@@ -72,7 +39,7 @@ enum ResponseDecision: Equatable, Sendable {
         knownEntityTag: String? = nil,
         revalidating: Bool = false
     ) -> ResponseDecision {
-        if revalidating && head.status == 304, let knownTotal { return .alreadyComplete(total: knownTotal) }
+        if revalidating && head.status == 304, let knownTotal { return .notModified(total: knownTotal) }
         let changed: Bool = {
             if let knownEntityTag, let tag = head.entityTag, tag != knownEntityTag { return true }
             return false

@@ -13,12 +13,12 @@ enum ContentRange: Equatable, Sendable {
 
     /// Parses a header value; `nil` when it is not a valid bytes Content-Range.
     init?(_ value: some StringProtocol) {
-        var rest = Substring(value).trimmingSpaces()
+        var rest = Substring(value).trimmedWhitespace
         guard rest.count > 6, rest.prefix(6).lowercased() == "bytes " else { return nil }
-        rest = rest.dropFirst(6).trimmingSpaces()
+        rest = rest.dropFirst(6).trimmedWhitespace
         guard let slash = rest.firstIndex(of: "/") else { return nil }
-        let rangePart = rest[..<slash].trimmingSpaces()
-        let totalPart = rest[rest.index(after: slash)...].trimmingSpaces()
+        let rangePart = rest[..<slash].trimmedWhitespace
+        let totalPart = rest[rest.index(after: slash)...].trimmedWhitespace
 
         let total: Int64?
         if totalPart == "*" {
@@ -46,16 +46,5 @@ enum ContentRange: Equatable, Sendable {
     private static func digits(_ text: Substring) -> Int64? {
         guard !text.isEmpty, text.utf8.count <= 19, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return nil }
         return Int64(text)
-    }
-}
-
-extension Substring {
-    func trimmingSpaces() -> Substring {
-        var result = self
-        while let first = result.first, first == " " || first == "\t" { result = result.dropFirst() }
-        while let last = result.last, last == " " || last == "\t" || last.isNewline {
-            result = result.dropLast()
-        }
-        return result
     }
 }

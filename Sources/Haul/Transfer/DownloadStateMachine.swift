@@ -3,18 +3,18 @@
 /// ```
 ///            admit              head accepted          transfer ended
 ///   idle ───────────▶ connecting ───────────▶ receiving ───────────▶ done(completed | failed)
-///    ▲ │                 │  ▲ ◀─────────────────────┤ a 206 whose range ended before the file
-///    │ │                 │  │ head refused          │ (next range)
-///    │ │ pause           ▼  │ (restart)             │ pause
-///    │ └──────────▶ paused ◀┴── closing ◀───────────┘
-///    └──── resume ─────┘
+///    ▲                   │  ▲ ◀─────────────────────┤ a 206 whose range ended before the file
+///    │                   │  │ head refused          │ (next range)
+///    │ pause             ▼  │ (restart)             │ pause; the body could not be written
+///    └──────────▶ paused ◀┴── closing ◀───────────┘
 ///   cancel from any state but done → done(cancelled)
 ///   a transient failure (connecting, receiving, closing) while the retry budget lasts → idle (retry)
 /// ```
 ///
-/// Inputs that a user may send at any moment (pause, resume, cancel) are ignored where they make no
-/// sense (resume after done returns `.none`). Inputs that only Haul's own loop sends in a fixed order
-/// (admit, response head, transfer ended) are checked with `preconditionFailure`.
+/// A paused download leaves the loop (it is a journal row again; resuming queues the row, and a new
+/// machine runs it), so `paused` only accepts a cancel. Inputs that a user may send at any moment
+/// (pause, cancel) are ignored where they make no sense. Inputs that only Haul's own loop sends in a
+/// fixed order (admit, response head, transfer ended) are checked with `preconditionFailure`.
 struct DownloadStateMachine: Sendable {
     /// How a download ended.
     enum Outcome: Equatable, Sendable {
@@ -26,6 +26,8 @@ struct DownloadStateMachine: Sendable {
     /// What a download in `closing` does once curl has let go of its transfer.
     enum Ending: Equatable, Sendable {
         case complete
+        /// A revalidation's answer: the complete file at the destination did not change.
+        case unchanged
         case fail(DownloadError)
         case restartFromZero
     }
@@ -42,7 +44,7 @@ struct DownloadStateMachine: Sendable {
         /// The response head decided the end, but curl still holds the transfer until it reports it
         /// finished. Shown to users as connecting. → connecting (restart), done, paused.
         case closing(Ending)
-        /// No request; the partial file is kept. → idle (resume), done (cancel).
+        /// No request; the partial file is kept. → done (cancel).
         case paused
         /// Final: nothing leaves this state.
         case done(Outcome)
@@ -60,12 +62,12 @@ struct DownloadStateMachine: Sendable {
         case rejectBody
         /// Stop any request, write what is buffered, keep the partial file, leave the queue.
         case pause
-        /// Put the download back in the queue.
-        case enqueue
         /// Stop any request and delete the partial file.
         case cancel
         /// Write what is buffered and move the partial file to its destination.
         case complete
+        /// Keep the destination as it is (the server said it did not change) and drop the partial file.
+        case keepDestination
         /// Write what is buffered, keep the partial file, and report the error.
         case fail(DownloadError)
         /// Stop the request, keep the partial file, and queue the download again after a delay:
@@ -129,6 +131,9 @@ struct DownloadStateMachine: Sendable {
         case .alreadyComplete:
             state = .closing(.complete)
             return .rejectBody
+        case .notModified:
+            state = .closing(.unchanged)
+            return .rejectBody
         case .retryFromZero(let reason):
             if restarts >= Self.maximumRestarts {
                 let error = DownloadError(code: .rangeNotHonored, url: url, detail: reason.description)
@@ -174,6 +179,9 @@ struct DownloadStateMachine: Sendable {
         case (.closing(.complete), _):
             state = .done(.completed)
             return .complete
+        case (.closing(.unchanged), _):
+            state = .done(.completed)
+            return .keepDestination
         case (.closing(.fail(let error)), _):
             return failOrRetry(error)
         case (.closing(.restartFromZero), _):
@@ -192,6 +200,16 @@ struct DownloadStateMachine: Sendable {
         failures += 1
         state = .idle
         return .retry(error)
+    }
+
+    /// Writing the body failed here (the disk is full, the file grew past its maximum, the journal
+    /// cannot be written): curl is made to end the transfer, which then fails or is retried with this
+    /// error. Only a receiving download writes; in any other state (a second error of the same
+    /// write) this changes nothing.
+    mutating func bodyFailed(_ error: DownloadError) -> Action {
+        guard case .receiving = state else { return .none }
+        state = .closing(.fail(error))
+        return .rejectBody
     }
 
     /// A local failure outside the transfer (the partial file cannot be opened, the state directory
@@ -220,13 +238,6 @@ struct DownloadStateMachine: Sendable {
         case .paused, .done:
             return .none
         }
-    }
-
-    /// The user resumed a paused download: it waits for a slot again.
-    mutating func resume() -> Action {
-        guard case .paused = state else { return .none }
-        state = .idle
-        return .enqueue
     }
 
     /// The user cancelled: stop and delete the partial file.

@@ -108,14 +108,28 @@ final class Catalog: Sendable {
         handles.withLock { $0.byID[id]?.download }
     }
 
-    /// The live handle for `id`, or a new one from `make()`. A handle whose download ended is replaced
-    /// when `replacingFinished` (the download starts again).
-    func handle(_ id: DownloadID, replacingFinished: Bool, make: () -> Download) -> (Download, isNew: Bool) {
+    /// The live handle for `id`, or a new one. A handle whose download ended is replaced (the
+    /// download starts again).
+    func handle(
+        _ id: DownloadID,
+        url: URL,
+        destinationPath: String,
+        stateDirectoryPath: String,
+        progress: DownloadProgress,
+        controller: any DownloadController
+    ) -> (Download, isNew: Bool) {
         handles.withLock { state in
-            if let existing = state.byID[id]?.download, !(replacingFinished && existing.hub.isClosed) {
+            if let existing = state.byID[id]?.download, !existing.hub.isClosed {
                 return (existing, false)
             }
-            let download = make()
+            let download = makeHandle(
+                id,
+                url: url,
+                destinationPath: destinationPath,
+                stateDirectoryPath: stateDirectoryPath,
+                progress: progress,
+                controller: controller
+            )
             state.byID[id] = WeakDownload(download)
             if state.byID.count > 2 * state.liveAtLastSweep {
                 state.byID = state.byID.filter { $0.value.download != nil }
@@ -123,6 +137,27 @@ final class Catalog: Sendable {
             }
             return (download, true)
         }
+    }
+
+    /// A new handle, counted in the census but not kept (``handle(_:url:destinationPath:stateDirectoryPath:progress:controller:)``
+    /// keeps the ones whose download has a row).
+    func makeHandle(
+        _ id: DownloadID,
+        url: URL,
+        destinationPath: String,
+        stateDirectoryPath: String,
+        progress: DownloadProgress,
+        controller: any DownloadController
+    ) -> Download {
+        Download(
+            id: id,
+            url: url,
+            destinationPath: destinationPath,
+            stateDirectoryPath: stateDirectoryPath,
+            controller: controller,
+            census: census,
+            progress: progress
+        )
     }
 
     // MARK: idleness
@@ -145,12 +180,4 @@ final class Catalog: Sendable {
     var liveHandles: [Download] {
         handles.withLock { $0.byID.values.compactMap(\.download) }
     }
-}
-
-/// Counts a manager's per-download objects: a queued download must have none.
-final class Census: Sendable {
-    /// ``Download`` handles alive.
-    let downloads = Atomic<Int>(0)
-    /// Admitted transfers alive.
-    let transfers = Atomic<Int>(0)
 }

@@ -1,74 +1,5 @@
-import Dispatch
 import FoundationEssentials
 import Glibc
-import Synchronization
-
-/// File-system work the loop thread hands to a background thread, so that it never waits on a disk:
-/// syncing partial files, checking finished ones and renaming them into place.
-///
-/// The loop collects a turn's jobs and sends them in one batch (one thread wake-up for many
-/// downloads); the results come back as one reactor command.
-enum DiskJob: Sendable {
-    /// `fdatasync` the partial file: its first `bytes` become durable.
-    case checkpoint(DownloadID, directory: String, path: String, bytes: Int64)
-    /// A download's bytes are all in its partial file: make them durable, check them, move them into place.
-    case finish(FinishJob)
-
-    /// The download the job is for.
-    var id: DownloadID {
-        switch self {
-        case .checkpoint(let id, _, _, _): id
-        case .finish(let job): job.id
-        }
-    }
-
-    func perform() -> DiskResult {
-        switch self {
-        case .checkpoint(let id, let directory, let path, let bytes):
-            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-            var durable = false
-            if descriptor >= 0 {
-                durable = fdatasync(descriptor) == 0
-                close(descriptor)
-            }
-            return .synced(id, directory: directory, bytes: durable ? bytes : -1)
-        case .finish(let job):
-            return .finished(job.id, job.perform())
-        }
-    }
-}
-
-/// How long disk jobs take lately, which decides how many lanes run them (see `Scheduler`). A job
-/// may move to another lane when the count changes; that only reorders reports the scheduler
-/// already tolerates (a sync of a file that was renamed meanwhile fails and is ignored; synced
-/// lengths only grow).
-final class DiskTiming: Sendable {
-    /// A job slower than this (on average) means a disk that syncs: use every lane.
-    static let slowJob: UInt64 = 200_000  // nanoseconds
-    /// A moving average of the time per job, in nanoseconds.
-    private let average = Atomic<UInt64>(0)
-
-    /// Adds a batch of `jobs` that took `nanoseconds` in all (lanes race benignly: an estimate).
-    func record(nanoseconds: UInt64, jobs: Int) {
-        guard jobs > 0 else { return }
-        let sample = nanoseconds / UInt64(jobs)
-        let old = average.load(ordering: .relaxed)
-        average.store((old * 3 + sample) / 4, ordering: .relaxed)
-    }
-
-    /// How many of `available` lanes to use now.
-    func lanes(of available: Int) -> Int {
-        average.load(ordering: .relaxed) > Self.slowJob ? available : 1
-    }
-}
-
-/// What came of a ``DiskJob``.
-enum DiskResult: Sendable {
-    /// The partial file's first `bytes` are durable (`bytes` is negative when the sync failed).
-    case synced(DownloadID, directory: String, bytes: Int64)
-    /// The file is at its destination and is `length` bytes long, or why it is not.
-    case finished(DownloadID, Result<Int64, DownloadError>)
-}
 
 /// Ends a download whose bytes are all in its partial file.
 struct FinishJob: Sendable {
@@ -76,9 +7,9 @@ struct FinishJob: Sendable {
     let partialPath: String
     let destination: String
     /// What the download's sink had not written yet (with its open file, if it opened one).
-    let remainder: FileSink.Remainder?
+    let remainder: PartialRemainder?
     /// The remainder is the whole file and the journal does not describe it yet: the partial file
-    /// must appear only whole (``FileSink/Remainder/writeWhole(to:)``).
+    /// must appear only whole (``PartialRemainder/writeWhole(to:)``).
     let writeWhole: Bool
     /// The server said the destination is current (a revalidation's 304): keep it, drop the partial.
     let keepDestination: Bool
@@ -93,7 +24,7 @@ struct FinishJob: Sendable {
         if keepDestination {
             remainder?.discard()
             unlink(partialPath)
-            return .success(Transfer.fileLength(destination) ?? 0)
+            return .success(FilePath.fileLength(destination) ?? 0)
         }
         let descriptor: Int32
         var synced = false
@@ -111,7 +42,7 @@ struct FinishJob: Sendable {
             guard descriptor >= 0 else {
                 // No partial file: an earlier run moved it into place before it could record that,
                 // or someone deleted it (with the state directory) while it downloaded.
-                if let length = Transfer.fileLength(destination) { return .success(length) }
+                if let length = FilePath.fileLength(destination) { return .success(length) }
                 return .failure(Self.partialDeleted(partialPath, url: url))
             }
         }

@@ -1,0 +1,51 @@
+import Dispatch
+
+/// Where partial files are synced, checked and renamed, away from the loop thread: serial lanes, a
+/// download's jobs in the one its id picks. While disk jobs are slow (a disk's `fdatasync`), all
+/// lanes are used: syncs from several threads share the file system's journal commits (8 threads
+/// synced 4,700 new 64 KiB files a second on this machine's ext4, one thread 1,600). While they are
+/// fast (tmpfs), one lane: more would only take CPU from the loop thread.
+///
+/// The loop collects a turn's jobs (``add(_:)``) and sends them together when the turn ends
+/// (``send(reporting:)``): one thread wake-up for many downloads. Loop thread only.
+final class DiskLanes {
+    private let lanes = (0..<8).map { DispatchQueue(label: "haul.disk.\($0)") }
+    private let timing = DiskTiming()
+    /// The current turn's jobs.
+    private var jobs: [DiskJob] = []
+    /// Jobs sent or waiting, not yet reported.
+    private(set) var pending = 0
+
+    /// Queues a job; it leaves with the others at the end of the turn. Every job is matched by one
+    /// result in a later report.
+    func add(_ job: DiskJob) {
+        pending += 1
+        jobs.append(job)
+    }
+
+    /// Sends the turn's jobs to their lanes; each lane calls `report` (on its own thread) with its
+    /// results.
+    func send(reporting report: @escaping @Sendable ([DiskResult]) -> Void) {
+        guard !jobs.isEmpty else { return }
+        let laneCount = timing.lanes(of: lanes.count)
+        var batches = [[DiskJob]](repeating: [], count: laneCount)
+        for job in jobs {
+            batches[Int(UInt(bitPattern: job.id.hashValue) % UInt(laneCount))].append(job)
+        }
+        jobs.removeAll(keepingCapacity: true)
+        let timing = timing
+        for (lane, batch) in zip(lanes, batches) where !batch.isEmpty {
+            lane.async {
+                let start = DispatchTime.now().uptimeNanoseconds
+                let results = batch.map { $0.perform() }
+                timing.record(nanoseconds: DispatchTime.now().uptimeNanoseconds - start, jobs: batch.count)
+                report(results)
+            }
+        }
+    }
+
+    /// `count` results came back.
+    func reported(_ count: Int) {
+        pending -= count
+    }
+}

@@ -1,0 +1,193 @@
+import CHaul
+import Glibc
+
+/// The unwritten end of a finished partial file (``FileSink/handOff()``), owned by whoever holds it:
+/// the disk thread, or the loop thread that writes a whole small file itself.
+struct PartialRemainder: @unchecked Sendable {
+    // @unchecked Sendable: the sink gave up the descriptor and the buffer; one thread uses them.
+    let descriptor: Int32
+    let buffer: UnsafeMutableRawBufferPointer?
+    let count: Int
+    let offset: Int64
+    let pool: BufferPool
+    /// Whether the file, when it must be opened, is emptied first (see `FileSink.init`).
+    var replacesFile = false
+    /// `descriptor` is a nameless file that already holds the first `offset` bytes, the whole
+    /// download (``writtenNameless(in:)``); ``writeWhole(to:tryNameless:)`` syncs and names it.
+    var isNameless = false
+
+    /// This remainder of a sink that never wrote, written now into a nameless file in `folder`:
+    /// its buffer goes back to the pool at once rather than after its turn on the disk thread
+    /// (with 100 small downloads at once, the disk thread's queue held about half of the 100
+    /// buffers at any time). `nil` (and nothing changed) where the file system has no nameless
+    /// files or the write fails: the disk thread then does it all and reports the error.
+    func writtenNameless(in folder: String) -> PartialRemainder? {
+        guard descriptor < 0, let buffer, count > 0 else { return nil }
+        let nameless = CHaul_open_nameless(folder.isEmpty ? "." : folder)
+        guard nameless >= 0 else { return nil }
+        var written = 0
+        do {
+            try FileSink.write(
+                UnsafeRawBufferPointer(rebasing: buffer[0..<count]),
+                to: nameless,
+                at: 0,
+                path: folder,
+                written: &written
+            )
+        } catch {
+            Glibc.close(nameless)
+            return nil
+        }
+        pool.give(buffer)
+        return PartialRemainder(
+            descriptor: nameless,
+            buffer: nil,
+            count: 0,
+            offset: Int64(count),
+            pool: pool,
+            isNameless: true
+        )
+    }
+
+    /// Writes the bytes (opening, or creating, the file at `path` if the sink never did) and
+    /// returns the open descriptor; the buffer goes back to its pool either way.
+    func write(to path: String) throws(DownloadError) -> Int32 {
+        defer { if let buffer { pool.give(buffer) } }
+        let descriptor =
+            self.descriptor >= 0
+            ? self.descriptor : open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (replacesFile ? O_TRUNC : 0), 0o644)
+        guard descriptor >= 0 else {
+            throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "open failed")
+        }
+        guard let buffer, count > 0 else { return descriptor }
+        var written = 0
+        do {
+            try FileSink.write(
+                UnsafeRawBufferPointer(rebasing: buffer[0..<count]),
+                to: descriptor,
+                at: offset,
+                path: path,
+                written: &written
+            )
+        } catch {
+            Glibc.close(descriptor)
+            throw error
+        }
+        return descriptor
+    }
+
+    /// Writes the bytes of a sink that never wrote any so that `path` appears only once it holds
+    /// all of them, durably: a nameless file in `path`'s folder, synced, then named (or, where the
+    /// file system has no nameless files or /proc cannot name one, a file beside `path` renamed
+    /// onto it). A crash leaves either no file or the whole one, never a start that a resume would
+    /// continue. Returns the open descriptor; the buffer goes back to its pool either way.
+    /// (`tryNameless: false` goes straight to the named file, for tests.)
+    func writeWhole(to path: String, tryNameless: Bool = true) throws(DownloadError) -> Int32 {
+        do {
+            return try writeWholeOrThrow(to: path, tryNameless: tryNameless)
+        } catch {
+            var error = error
+            error.nothingKept = true  // nothing at `path`: the download starts again from zero
+            throw error
+        }
+    }
+
+    private func writeWholeOrThrow(to path: String, tryNameless: Bool) throws(DownloadError) -> Int32 {
+        if isNameless { return try nameWritten(to: path) }
+        defer { if let buffer { pool.give(buffer) } }
+        let folder = FilePath.directory(of: path)
+        let nameless = tryNameless ? CHaul_open_nameless(folder.isEmpty ? "." : folder) : -1
+        if nameless >= 0 {
+            do throws(DownloadError) {
+                try writeAndSync(to: nameless, path: path)
+            } catch {
+                Glibc.close(nameless)
+                throw error
+            }
+            if Self.name(nameless, path) { return nameless }
+            Glibc.close(nameless)  // no /proc, or not allowed: write a named file instead
+        }
+        let staging = "\(path).whole"
+        let descriptor = open(staging, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: staging, detail: "open failed")
+        }
+        do throws(DownloadError) {
+            try writeAndSync(to: descriptor, path: path)
+            guard rename(staging, path) == 0 else {
+                throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "rename failed")
+            }
+        } catch {
+            Glibc.close(descriptor)
+            unlink(staging)
+            throw error
+        }
+        return descriptor
+    }
+
+    /// ``writeWhole(to:tryNameless:)`` for a nameless file that holds the bytes already: synced,
+    /// then named; where it cannot be named, its bytes are read back and written to a named file.
+    private func nameWritten(to path: String) throws(DownloadError) -> Int32 {
+        _ = fdatasync(descriptor)
+        if Self.name(descriptor, path) { return descriptor }
+        // No /proc, or not allowed: the bytes (at most a buffer's worth) go to a named file.
+        defer { Glibc.close(descriptor) }
+        let length = Int(offset)
+        guard length <= pool.bufferSize, let buffer = pool.take(beyondLimit: true) else {
+            throw DownloadError(
+                code: .internalError,
+                url: nil,
+                path: path,
+                detail: "no buffer to copy the file into"
+            )
+        }
+        var read = 0
+        while read < length {
+            let result = pread(descriptor, buffer.baseAddress! + read, length - read, off_t(read))
+            if result < 0, errno == EINTR { continue }
+            guard result > 0 else {
+                pool.give(buffer)
+                let code = result < 0 ? errno : EIO
+                throw DownloadError(
+                    code: .fileSystem,
+                    url: nil,
+                    errno: code,
+                    path: path,
+                    detail: "read back failed"
+                )
+            }
+            read += result
+        }
+        let named = PartialRemainder(descriptor: -1, buffer: buffer, count: length, offset: 0, pool: pool)
+        return try named.writeWhole(to: path, tryNameless: false)
+    }
+
+    /// Links the nameless file `descriptor` at `path`, replacing a file already there (a partial
+    /// file the sink did not know of): whether it could.
+    private static func name(_ descriptor: Int32, _ path: String) -> Bool {
+        if CHaul_link_nameless(descriptor, path) == 0 { return true }
+        guard errno == EEXIST else { return false }
+        unlink(path)
+        return CHaul_link_nameless(descriptor, path) == 0
+    }
+
+    private func writeAndSync(to descriptor: Int32, path: String) throws(DownloadError) {
+        if let buffer, count > 0 {
+            var written = 0
+            try FileSink.write(
+                UnsafeRawBufferPointer(rebasing: buffer[0..<count]),
+                to: descriptor,
+                at: 0,
+                path: path,
+                written: &written
+            )
+        }
+        _ = fdatasync(descriptor)
+    }
+
+    /// Lets go of the descriptor and the buffer without writing.
+    func discard() {
+        if descriptor >= 0 { Glibc.close(descriptor) }
+        if let buffer { pool.give(buffer) }
+    }
+}

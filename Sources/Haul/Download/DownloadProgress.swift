@@ -1,0 +1,31 @@
+/// How far a download is: bytes written to the partial file (handed to the kernel), the expected
+/// total when known, the current speed and the estimated time left.
+public struct DownloadProgress: Sendable, Hashable {
+    /// Bytes of the file written so far, including bytes kept from earlier attempts.
+    public var bytesReceived: Int64
+    /// The file's length, when the server announced it.
+    public var totalBytes: Int64?
+    /// The recent transfer rate, in bytes per second (0 until measured).
+    public var bytesPerSecond: Double
+    /// The estimated time left, when the total and a speed are known.
+    public var estimatedTimeRemaining: Duration?
+
+    /// Creates a progress value.
+    public init(
+        bytesReceived: Int64,
+        totalBytes: Int64?,
+        bytesPerSecond: Double = 0,
+        estimatedTimeRemaining: Duration? = nil
+    ) {
+        self.bytesReceived = bytesReceived
+        self.totalBytes = totalBytes
+        self.bytesPerSecond = bytesPerSecond
+        self.estimatedTimeRemaining = estimatedTimeRemaining
+    }
+
+    /// `bytesReceived / totalBytes` in 0...1, when the total is known.
+    public var fractionCompleted: Double? {
+        guard let totalBytes, totalBytes > 0 else { return totalBytes == 0 ? 1 : nil }
+        return min(1, Double(bytesReceived) / Double(totalBytes))
+    }
+}

@@ -1,0 +1,21 @@
+/// Why a download threw its partial bytes away and started again from zero.
+public enum RestartReason: Sendable, Hashable, CustomStringConvertible {
+    /// The server ignored the range request and sent the whole file (HTTP 200).
+    case rangeIgnored
+    /// The remote file changed since the partial was written (its validator or length differs).
+    case remoteChanged
+    /// The server answered with a range that does not start where the partial file ends.
+    case rangeMismatch
+    /// The server said the range cannot be satisfied although the partial file is not complete.
+    case rangeNotSatisfiable
+
+    /// A short sentence for logs and the CLI.
+    public var description: String {
+        switch self {
+        case .rangeIgnored: "the server ignored the range request and sent the whole file"
+        case .remoteChanged: "the remote file changed"
+        case .rangeMismatch: "the server answered a different range than the one asked for"
+        case .rangeNotSatisfiable: "the server could not serve the rest of the partial file"
+        }
+    }
+}

@@ -1,0 +1,109 @@
+import FoundationEssentials
+import Logging
+
+extension DownloadManager {
+    /// How a manager runs its downloads.
+    public struct Configuration: Sendable {
+        /// How many downloads transfer at once (a finishing one counts until its file is in place);
+        /// the others wait as rows of the journal, holding no object, connection, file descriptor or
+        /// buffer. Default 16.
+        ///
+        /// At most half of the process's open-files limit (`RLIMIT_NOFILE`, raised to its hard limit
+        /// when the first manager starts) runs at once, whatever is set here: each transfer holds a
+        /// socket. With the common hard limit of 1,048,576 that is never reached; where the limit is
+        /// lower, the manager logs the number it runs at.
+        public var maxConcurrentDownloads: Int = 16
+        /// How many downloads from one host (host and port) transfer at once, across all downloads;
+        /// the queue skips to other hosts' downloads meanwhile. `nil` (the default): no limit but
+        /// ``maxConcurrentDownloads``.
+        public var maxConcurrentDownloadsPerHost: Int?
+        /// How many bytes are collected before a write to the partial file (YYDownload's
+        /// `kBufferSize`). Progress counts written bytes only. Default 128 KiB. Buffers take at most
+        /// 2 MiB at once (at least 4 buffers): more fast transfers than that write each chunk
+        /// straight to their file, and slow ones always do.
+        public var bufferSize: Int = 128 * 1024
+        /// The shortest time between two `.progress` events of one download. Default 200 ms.
+        public var progressInterval: Duration = .milliseconds(200)
+        /// Where partial files and the journal live. `nil` (the default) puts them in a `.haul` folder
+        /// beside each destination, on the same file system so the final rename is atomic.
+        ///
+        /// When set, the manager opens this directory's journal at start (failing with
+        /// `.journalLocked` if another process holds it) and restores every unfinished download in it:
+        /// see ``resumesUnfinishedDownloads``.
+        public var stateDirectory: URL?
+        /// For a manager with a ``stateDirectory``: whether downloads that were running or queued when
+        /// the last process stopped (shut down, crashed or killed) continue at once. Downloads the user
+        /// paused stay paused either way. Default `true`.
+        public var resumesUnfinishedDownloads = true
+        /// How often a receiving download's partial file is synced to stable storage (off the loop
+        /// thread) and the synced length recorded: after a reboot, a partial is cut back to it. Pauses
+        /// and shutdowns sync too. Default 5 s.
+        public var checkpointInterval: Duration = .seconds(5)
+        /// Whether a download whose destination already holds the complete file asks the server if it
+        /// changed (If-None-Match / If-Modified-Since) instead of transferring nothing. A 304 keeps the
+        /// file; a 200 fetches the new version and replaces it atomically. Default `false`.
+        public var revalidatesCompletedFiles = false
+        /// Tests inject another boot's id to simulate a reboot.
+        var bootIDOverride: String?
+        /// Tests inject a smaller open-files limit than the process's (see ``DescriptorBudget``).
+        var openFilesLimitOverride: Int?
+        /// The boot id journals are stamped with: this boot's, unless a test injects another.
+        var bootID: String { bootIDOverride ?? Journal.currentBootID() }
+        /// The longest wait for a connection. Default 30 s.
+        public var connectTimeout: Duration = .seconds(30)
+        /// How many consecutive attempts that fail transiently (connection refused or reset,
+        /// timeout, a body cut short, HTTP 408, 429 or 5xx) without writing a byte are retried
+        /// before the download fails; an attempt that wrote bytes resets the count. Every retry
+        /// resumes from the bytes on disk. 0 turns retries off. Default 5.
+        public var retryLimit = 5
+        /// The delay before the first retry; each next one doubles it, up to ``maximumRetryDelay``,
+        /// with a random part (between half and all of it). A server's `Retry-After` is honoured
+        /// instead (up to an hour). Default 1 s.
+        public var retryDelay: Duration = .seconds(1)
+        /// The longest backoff between two attempts. Default 60 s.
+        public var maximumRetryDelay: Duration = .seconds(60)
+        /// A transfer that receives nothing for this long (whole seconds, at least 1) is aborted and
+        /// retried. Time spent queued never counts. Default 30 s.
+        public var stallTimeout: Duration = .seconds(30)
+        /// The largest file a download accepts, in bytes: a larger announced length, or a body that
+        /// grows past it, fails the download with `.fileTooLarge`. `nil` (the default): no limit.
+        public var maximumFileSize: Int64?
+        /// A PEM file of certificate authorities to verify HTTPS servers with, instead of the
+        /// system's. Verification itself is never turned off.
+        public var certificateAuthorityFile: URL?
+        /// How many redirects a download follows. Default 10.
+        public var maximumRedirects: Int = 10
+        /// How many downloads share one HTTP/2 connection; more downloads from the host open another
+        /// connection. Default 8: libcurl 7.88's multi-socket API runs every transfer of a connection
+        /// on each of its socket events, so the CPU spent per event grows with the streams on it
+        /// (10,000 files of 64 KiB at 100 in flight over HTTPS: 5.2-5.5 s on one connection,
+        /// 3.0-3.4 s on connections of 8 streams).
+        public var maxStreamsPerConnection: Int = 8
+        /// The User-Agent header.
+        public var userAgent: String = "Haul/0.1"
+        /// Where the manager logs; by default nowhere.
+        public var logger: Logger = Logger(label: "haul", factory: { _ in SwiftLogNoOpLogHandler() })
+
+        /// The defaults.
+        public init() {}
+
+        /// The same configuration with every value in its allowed range.
+        var normalized: Configuration {
+            var configuration = self
+            configuration.maxConcurrentDownloads = max(1, maxConcurrentDownloads)
+            configuration.maxConcurrentDownloadsPerHost = maxConcurrentDownloadsPerHost.map { max(1, $0) }
+            configuration.bufferSize = max(4096, bufferSize)
+            configuration.maxStreamsPerConnection = max(1, maxStreamsPerConnection)
+            return configuration
+        }
+    }
+
+    /// The state directory of a destination in `folder` when no ``Configuration/stateDirectory`` is
+    /// set: a `.haul` folder beside it, on the same file system, so that the final rename is atomic.
+    ///
+    /// - Parameter folder: the destination's folder, as a path.
+    /// - Returns: the state directory's path.
+    public static func defaultStateDirectory(besideFolder folder: String) -> String {
+        folder.hasSuffix("/") ? "\(folder).haul" : "\(folder)/.haul"
+    }
+}

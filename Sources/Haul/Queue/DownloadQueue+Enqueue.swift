@@ -1,0 +1,65 @@
+extension DownloadQueue {
+    /// See ``DownloadManager/enqueue(_:)``.
+    func enqueue(_ requests: some Sequence<DownloadRequest>) throws(DownloadError) -> EnqueueSummary {
+        var summary = EnqueueSummary()
+        var iterator = requests.makeIterator()
+        var position = 0
+        /// The next request that passes the checks; the others are recorded as rejected.
+        func nextValid() -> PreparedRequest? {
+            while let candidate = iterator.next() {
+                defer { position += 1 }
+                do throws(DownloadError) {
+                    return try prepare(candidate)
+                } catch {
+                    summary.rejected.append(.init(index: position, error: error))
+                }
+            }
+            return nil
+        }
+        var carried = nextValid()
+        // After 8 full runs into one journal (16,384 rows) this call is a bulk enqueue: that journal
+        // gets a larger page cache until the call returns.
+        var fullRuns: [ObjectIdentifier: Int] = [:]
+        var bulkJournals: [Journal] = []
+        defer { for journal in bulkJournals { journal.endBulkWrite() } }
+        while let first = carried {
+            guard !catalog.isShutDown else { throw DownloadError(code: .shutdown, url: first.url.redactedString) }
+            // A run of up to 2,048 requests into one journal, checked before the journal is locked:
+            // the lock is held only to write them (the loop thread, which also needs it to admit
+            // downloads, gets it between runs).
+            var batch = [first]
+            carried = nil
+            while batch.count < 2048, let next = nextValid() {
+                guard next.stateDirectory == first.stateDirectory else {
+                    carried = next
+                    break
+                }
+                batch.append(next)
+            }
+            if batch.count == 2048, carried == nil { carried = nextValid() }
+            let journal = try catalog.journal(for: first.stateDirectory)
+            if batch.count == 2048 {
+                fullRuns[ObjectIdentifier(journal), default: 0] += 1
+                if fullRuns[ObjectIdentifier(journal)] == 8 {
+                    journal.beginBulkWrite()
+                    bulkJournals.append(journal)
+                }
+            }
+            let queuedAny = try journal.transaction { () throws(DownloadError) -> Bool in
+                var queuedAny = false
+                for request in batch {
+                    let outcome = try writeRow(for: request, in: journal)
+                    _ = publish(outcome, for: request, in: journal, creatingHandle: false)
+                    switch outcome {
+                    case .queued: summary.queued += 1; queuedAny = true
+                    case .waiting: summary.alreadyQueued += 1
+                    case .complete: summary.alreadyComplete += 1
+                    }
+                }
+                return queuedAny
+            }
+            if queuedAny { inbox.submit(.queueChanged(first.stateDirectory)) }
+        }
+        return summary
+    }
+}

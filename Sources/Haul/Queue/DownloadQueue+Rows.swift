@@ -1,0 +1,191 @@
+import FoundationEssentials
+import Glibc
+
+/// A request's journal row: what asking for a download does to it.
+extension DownloadQueue {
+    /// A request checked and resolved to its id and state directory.
+    struct PreparedRequest {
+        var url: URL
+        var destination: String
+        var id: DownloadID
+        var stateDirectory: String
+        var priority: Int
+        var checksum: Checksum? = nil
+        var expectedSize: Int64? = nil
+    }
+
+    /// What asking for a download did to its journal row.
+    enum QueueOutcome {
+        /// Queued now (new, or paused, interrupted or failed before, or to be fetched again).
+        case queued(DownloadRecord)
+        /// Already queued or running.
+        case waiting(DownloadRecord)
+        /// The destination holds the complete file.
+        case complete(DownloadRecord)
+    }
+
+    func prepare(_ request: DownloadRequest) throws(DownloadError) -> PreparedRequest {
+        let url = try Self.validate(request.url)
+        let destination = FilePath.standardized(request.destination)
+        var status = stat()
+        if stat(destination, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR {
+            throw DownloadError(
+                code: .fileSystem,
+                url: url.redactedString,
+                errno: EISDIR,
+                path: destination,
+                detail: "the destination is a directory; give a file path inside it"
+            )
+        }
+        let stateDirectory: String
+        if let configured = configuredStateDirectory {
+            stateDirectory = configured
+        } else {
+            stateDirectory = DownloadManager.defaultStateDirectory(besideFolder: FilePath.directory(of: destination))
+        }
+        return PreparedRequest(
+            url: url,
+            destination: destination,
+            id: DownloadID(url: url.absoluteString, destinationPath: destination),
+            stateDirectory: stateDirectory,
+            priority: request.priority,
+            checksum: request.checksum,
+            expectedSize: request.expectedSize
+        )
+    }
+
+    /// Writes the journal row a request asks for. Call with the journal locked.
+    func writeRow(for request: PreparedRequest, in journal: Journal) throws(DownloadError) -> QueueOutcome {
+        let urlText = request.url.absoluteString
+        // The common case, a download never seen: one insertion, no lookup.
+        var record = fresh(request)
+        record.queueSequence = catalog.nextQueueSequence()
+        if let length = journal.adoptOrphanPartial(for: request.id) { record.bytesCommitted = length }
+        if try journal.insertIfAbsent(record, for: request.id) { return .queued(record) }
+        var existing = try journal.record(for: request.id)
+        if let record = existing, record.url != urlText || record.destination != request.destination {
+            // A different download under the same id: its partial file is not this one's.
+            unlink(journal.partialPath(for: request.id))
+            existing = nil
+        }
+        guard var record = existing else {
+            return .queued(try requeue(fresh(request), id: request.id, in: journal))
+        }
+        record.priority = request.priority
+        if record.state != .completed {
+            record.expectedChecksum = request.checksum?.description
+            record.expectedSize = request.expectedSize
+        }
+        switch record.state {
+        case .queued, .running:
+            try journal.save(record, for: request.id)
+            return .waiting(record)
+        case .paused, .interrupted, .failed:
+            record.lastError = nil
+            return .queued(try requeue(record, id: request.id, in: journal))
+        case .completed:
+            guard let total = record.totalBytes, FilePath.fileLength(request.destination) == total else {
+                // The file recorded as complete is gone or changed at its destination: fetch it anew.
+                unlink(journal.partialPath(for: request.id))
+                return .queued(try requeue(fresh(request), id: request.id, in: journal))
+            }
+            guard revalidatesCompletedFiles, record.entityTag != nil || record.lastModified != nil else {
+                return .complete(record)
+            }
+            record.revalidate = true
+            return .queued(try requeue(record, id: request.id, in: journal))
+        }
+    }
+
+    func fresh(_ request: PreparedRequest) -> DownloadRecord {
+        var record = DownloadRecord(url: request.url.absoluteString, destination: request.destination)
+        record.priority = request.priority
+        record.host = request.url.hostKey
+        record.expectedChecksum = request.checksum?.description
+        record.expectedSize = request.expectedSize
+        return record
+    }
+
+    /// Puts a row at the end of its priority's queue.
+    func requeue(_ record: DownloadRecord, id: DownloadID, in journal: Journal) throws(DownloadError)
+        -> DownloadRecord
+    {
+        var record = record
+        record.state = .queued
+        record.queueSequence = catalog.nextQueueSequence()
+        try journal.save(record, for: id)
+        return record
+    }
+
+    /// Shows an outcome on the download's handle: the live one, or (when `creatingHandle`) a new
+    /// one. Call with the journal locked, so the loop's next event for it comes after.
+    func publish(
+        _ outcome: QueueOutcome,
+        for request: PreparedRequest,
+        in journal: Journal,
+        creatingHandle: Bool
+    ) -> Download? {
+        let record: DownloadRecord
+        switch outcome {
+        case .queued(let r), .waiting(let r), .complete(let r): record = r
+        }
+        let progress = record.progress
+        let download: Download
+        let isNew: Bool
+        if creatingHandle {
+            (download, isNew) = catalog.handle(
+                request.id,
+                url: request.url,
+                destinationPath: request.destination,
+                stateDirectoryPath: request.stateDirectory,
+                progress: progress,
+                controller: inbox
+            )
+        } else {
+            guard let live = catalog.existingHandle(request.id) else { return nil }
+            (download, isNew) = (live, false)
+        }
+        switch outcome {
+        case .queued:
+            download.hub.publish(.queued)
+        case .waiting(let record):
+            guard isNew else { break }
+            switch record.state {
+            case .paused, .interrupted: download.hub.publish(.paused(progress))
+            default: download.hub.publish(.queued)
+            }
+        case .complete(let record):
+            let total = record.totalBytes ?? 0
+            download.hub.publish(
+                .progress(DownloadProgress(bytesReceived: total, totalBytes: total, estimatedTimeRemaining: .zero))
+            )
+            download.hub.publish(.completed(URL(fileURLWithPath: request.destination, isDirectory: false)))
+        }
+        return download
+    }
+
+    func makeHandle(for request: PreparedRequest, progress: DownloadProgress) -> Download {
+        catalog.makeHandle(
+            request.id,
+            url: request.url,
+            destinationPath: request.destination,
+            stateDirectoryPath: request.stateDirectory,
+            progress: progress,
+            controller: inbox
+        )
+    }
+
+    /// Checks that a URL is one Haul can download.
+    static func validate(_ url: URL) throws(DownloadError) -> URL {
+        guard let scheme = url.scheme?.lowercased() else {
+            throw DownloadError(code: .invalidURL, url: url.redactedString, detail: "it has no scheme such as https://")
+        }
+        guard scheme == "http" || scheme == "https" else {
+            throw DownloadError(code: .unsupportedScheme, url: url.redactedString, detail: "the scheme '\(scheme)'")
+        }
+        guard let host = url.host, !host.isEmpty else {
+            throw DownloadError(code: .invalidURL, url: url.redactedString, detail: "it has no host")
+        }
+        return url
+    }
+}

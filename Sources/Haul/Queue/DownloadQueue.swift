@@ -1,0 +1,80 @@
+import FoundationEssentials
+import Glibc
+
+/// The queue's policy, between the facade (``DownloadManager``) and the journals: checks a caller's
+/// request, resolves its destination, id and state directory, writes the row it asks for (a new one,
+/// or an existing row queued again, kept waiting, or found complete), shows the outcome on the
+/// download's handle, and tells the loop that rows were queued. Any thread: each row is written under
+/// its journal's lock.
+final class DownloadQueue: Sendable {
+    let catalog: Catalog
+    let inbox: CommandInbox<SchedulerCommand>
+    /// The configured state directory's standardized path.
+    let configuredStateDirectory: String?
+    /// Whether a complete file asked for again is revalidated.
+    let revalidatesCompletedFiles: Bool
+
+    init(configuration: DownloadManager.Configuration, catalog: Catalog, inbox: CommandInbox<SchedulerCommand>) {
+        self.catalog = catalog
+        self.inbox = inbox
+        self.configuredStateDirectory = configuration.stateDirectory?.standardizedFileURL.path
+        self.revalidatesCompletedFiles = configuration.revalidatesCompletedFiles
+    }
+
+    /// See ``DownloadManager/download(_:)``.
+    func download(_ request: DownloadRequest) throws(DownloadError) -> Download {
+        let request = try prepare(request)
+        guard !catalog.isShutDown else { throw DownloadError(code: .shutdown, url: request.url.redactedString) }
+        let journal: Journal
+        do {
+            journal = try catalog.journal(for: request.stateDirectory)
+        } catch {
+            var error = error
+            error.url = request.url.redactedString
+            let download = makeHandle(for: request, progress: DownloadProgress(bytesReceived: 0, totalBytes: nil))
+            download.hub.publish(.failed(error))
+            return download
+        }
+        let (download, outcome) = try journal.locked { () throws(DownloadError) -> (Download, QueueOutcome) in
+            let outcome = try writeRow(for: request, in: journal)
+            let download = publish(outcome, for: request, in: journal, creatingHandle: true)!
+            return (download, outcome)
+        }
+        if case .queued = outcome { inbox.submit(.queueChanged(request.stateDirectory)) }
+        return download
+    }
+
+    /// The downloads that have not reached a final state, in every open journal.
+    var unfinishedDownloads: [Download] {
+        catalog.openJournals.flatMap { journal in
+            ((try? journal.unfinishedRecords()) ?? []).compactMap { id, _ in attach(id, in: journal) }
+        }
+    }
+
+    /// The unfinished download with this id, in an open journal.
+    func download(id: DownloadID) -> Download? {
+        for journal in catalog.openJournals {
+            if let found = attach(id, in: journal) { return found }
+        }
+        return nil
+    }
+
+    /// The handle of `id` if it is unfinished in `journal`: the live one, or one made from its row.
+    private func attach(_ id: DownloadID, in journal: Journal) -> Download? {
+        if let live = catalog.existingHandle(id), !live.hub.isClosed { return live }
+        // Under the journal's lock: the loop's next event for it comes after the state shown here.
+        return journal.locked { () -> Download? in
+            guard let record = try? journal.record(for: id), record.isUnfinished,
+                let url = URL(string: record.url)
+            else { return nil }
+            let request = PreparedRequest(
+                url: url,
+                destination: record.destination,
+                id: id,
+                stateDirectory: journal.directory,
+                priority: record.priority
+            )
+            return publish(.waiting(record), for: request, in: journal, creatingHandle: true)
+        }
+    }
+}

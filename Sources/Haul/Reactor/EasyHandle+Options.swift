@@ -1,0 +1,17 @@
+extension EasyHandle {
+    /// What every transfer of one owner sets the same way, once per easy handle.
+    struct Options {
+        /// How many redirects a transfer follows.
+        var maximumRedirects: Int
+        /// The User-Agent header.
+        var userAgent: String
+        /// The longest wait for a connection.
+        var connectTimeout: Duration
+        /// A transfer that receives nothing for this long (whole seconds, at least 1) is aborted.
+        var stallTimeout: Duration
+        /// A PEM file of certificate authorities, instead of the system's.
+        var certificateAuthorityFile: String?
+        /// A `CURLSH` every easy handle shares (TLS sessions, DNS answers), if any.
+        var share: UnsafeMutableRawPointer?
+    }
+}

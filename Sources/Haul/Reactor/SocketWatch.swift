@@ -1,0 +1,32 @@
+import CHaul
+
+/// One per socket curl asks us to watch; its libevent `struct event` lives inside it and is
+/// re-assigned when curl changes the flags it wants.
+final class SocketWatch {
+    let event: OpaquePointer
+    var armed = false
+
+    init() {
+        event = OpaquePointer(
+            UnsafeMutableRawPointer.allocate(byteCount: event_get_struct_event_size(), alignment: 16)
+        )
+    }
+
+    func arm(
+        base: OpaquePointer,
+        socket: curl_socket_t,
+        flags: Int16,
+        callback: event_callback_fn,
+        argument: UnsafeMutableRawPointer
+    ) {
+        if armed { event_del(event) }
+        event_assign(event, base, socket, flags, callback, argument)
+        event_add(event, nil)
+        armed = true
+    }
+
+    deinit {
+        if armed { event_del(event) }
+        UnsafeMutableRawPointer(event).deallocate()
+    }
+}

@@ -1,0 +1,110 @@
+import FoundationEssentials
+
+/// The actions of a download's machine that reach beyond its transfer: a pause, a retry, a failure, a
+/// cancel or a completion frees its slot and makes it a journal row again (or removes the row).
+extension Scheduler {
+    /// Performs an action a transfer returned (its own ones, requests and bodies, it performed).
+    func perform(_ action: DownloadStateMachine.Action, for transfer: Transfer) {
+        switch action {
+        case .none, .startRequest, .acceptBody, .rejectBody:
+            break
+        case .pause:
+            let progress = transfer.setAside(state: .paused)
+            requestSync(of: transfer, bytes: progress.bytesReceived)
+            transfer.download.hub.publish(.paused(progress))
+            // A paused download is a row again; resuming queues it.
+            forget(transfer)
+        case .cancel:
+            transfer.stopRequest()
+            transfer.sink = nil
+            transfer.store.remove(transfer.id)
+            transfer.download.hub.publish(.cancelled)
+            forget(transfer)
+        case .complete:
+            disk.add(.finish(transfer.finishJob(keepingDestination: false)))
+        case .keepDestination:
+            disk.add(.finish(transfer.finishJob(keepingDestination: true)))
+        case .retry(let error):
+            retry(transfer, after: error)
+        case .fail(let error):
+            fail(transfer, with: error)
+        }
+    }
+
+    /// Queues the download again after a backoff (or the server's `Retry-After`), keeping its bytes.
+    private func retry(_ transfer: Transfer, after error: DownloadError) {
+        let delay = retryPolicy.delay(
+            afterFailures: transfer.machine.failures,
+            retryAfter: transfer.request.retryAfter,
+            random: Double.random(in: 0..<1)
+        )
+        transfer.record.failures = transfer.machine.failures
+        transfer.record.retryAt = Date().timeIntervalSince1970 + delay.inSeconds
+        transfer.record.lastError = error.description
+        if transfer.machine.restarts > 0 { restartsBeforeRetry[transfer.id] = transfer.machine.restarts }
+        let progress = transfer.setAside(state: .queued)
+        requestSync(of: transfer, bytes: progress.bytesReceived)
+        logger.info(
+            "retrying",
+            metadata: ["url": "\(transfer.urlForErrors)", "after": "\(delay)", "error": "\(error)"]
+        )
+        transfer.download.hub.publish(.retrying(error, after: delay))
+        forget(transfer)
+        wakeForRetry(in: transfer.store.directory, at: transfer.record.retryAt)
+    }
+
+    /// Ends the download with `error`, keeping its partial file if it holds anything.
+    private func fail(_ transfer: Transfer, with error: DownloadError) {
+        transfer.stopRequest()
+        try? transfer.sink?.close()
+        transfer.sink = nil
+        let bytes = FilePath.fileLength(transfer.partialPath) ?? 0
+        if bytes == 0 {
+            // Nothing worth resuming (a 404, a refused connection): leave no trace.
+            transfer.store.remove(transfer.id)
+        } else {
+            transfer.record.lastError = error.description
+            transfer.checkpoint(state: .failed, bytes: bytes)
+        }
+        logger.info("download failed", metadata: ["url": "\(transfer.urlForErrors)", "error": "\(error)"])
+        transfer.download.hub.publish(.failed(error))
+        forget(transfer)
+    }
+
+    /// The disk thread finished a download's file: record and report the completion, or the failure.
+    func finished(_ id: DownloadID, outcome: Result<Int64, DownloadError>) {
+        guard let transfer = transfers[id] else { return }
+        let length: Int64
+        switch outcome {
+        case .failure(let error):
+            perform(transfer.completionFailed(error), for: transfer)
+            return
+        case .success(let placed):
+            length = placed
+        }
+        let total = transfer.record.totalBytes ?? length
+        transfer.record.totalBytes = total
+        transfer.record.revalidate = false
+        transfer.checkpoint(state: .completed, bytes: total)
+        transfer.download.hub.publish(
+            .progress(
+                DownloadProgress(
+                    bytesReceived: total,
+                    totalBytes: total,
+                    bytesPerSecond: transfer.speed.bytesPerSecond,
+                    estimatedTimeRemaining: .zero
+                )
+            )
+        )
+        transfer.download.hub.publish(.completed(transfer.download.destination))
+        forget(transfer)
+    }
+
+    /// The download paused or ended: it frees its slot (a finishing download keeps it until its file
+    /// is in place, so that transfers never outnumber slots) and becomes a row again.
+    func forget(_ transfer: Transfer) {
+        admission.stopTransferring(transfer.id)
+        admission.releaseDestination(transfer.record.destination, for: transfer.id)
+        transfers.removeValue(forKey: transfer.id)
+    }
+}

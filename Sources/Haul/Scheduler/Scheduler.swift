@@ -1,0 +1,262 @@
+import CHaul
+import FoundationEssentials
+import Glibc
+import Logging
+
+/// The loop thread's owner of every admitted download: takes the next row of the journals' queue
+/// when a slot frees (``Admission`` decides who may run), creates its ``Transfer``, and performs the
+/// actions a transfer returns that reach beyond it (slots, the queue, events of the end, the disk
+/// lanes). Its other jobs are in `Scheduler+Commands.swift` (what callers ask), `+Actions.swift`
+/// (a download's end or pause) and `+Checkpoints.swift` (syncs, timers, disk reports).
+///
+/// Every method runs on the loop thread (reactor callbacks, commands, finished transfers).
+final class Scheduler: ReactorDelegate, @unchecked Sendable {
+    // @unchecked Sendable: created on the caller's thread, then used only on the loop thread; the
+    // manager keeps a reference only to keep it alive.
+
+    let configuration: DownloadManager.Configuration
+    let reactor: Reactor
+    let inbox: CommandInbox<SchedulerCommand>
+    let catalog: Catalog
+    let logger: Logger
+    /// What every transfer shares: pools, limits, the loop.
+    let environment: TransferEnvironment
+    /// Admitted downloads (connecting, receiving, or finishing). Paused and queued ones are rows.
+    var transfers: [DownloadID: Transfer] = [:]
+    /// Restarts from zero of downloads queued for a retry, carried to their next attempt: a server
+    /// that answers every resume from the wrong byte ends in `rangeNotHonored`, not endless restarts.
+    var restartsBeforeRetry: [DownloadID: Int] = [:]
+    var admission: Admission
+    var shuttingDown = false
+    /// Syncs, checks and renames, off the loop thread.
+    let disk = DiskLanes()
+    var stopWhenSynced = false
+    var timersStarted = false
+    /// A task waits (``DownloadManager/waitUntilIdle()``) for no download to be queued or running.
+    var idleWaitersPending = false
+    var retryTimer: OpaquePointer?
+    let retryPolicy: RetryPolicy
+
+    init(
+        configuration: DownloadManager.Configuration,
+        budget: DescriptorBudget,
+        reactor: Reactor,
+        inbox: CommandInbox<SchedulerCommand>,
+        catalog: Catalog
+    ) {
+        self.configuration = configuration
+        self.reactor = reactor
+        self.inbox = inbox
+        self.catalog = catalog
+        self.logger = configuration.logger
+        self.retryPolicy = RetryPolicy(
+            baseDelay: configuration.retryDelay,
+            maximumDelay: configuration.maximumRetryDelay
+        )
+        let slots = min(configuration.maxConcurrentDownloads, budget.transfers)
+        self.admission = Admission(slots: slots, perHostLimit: configuration.maxConcurrentDownloadsPerHost)
+        if slots < configuration.maxConcurrentDownloads {
+            configuration.logger.notice(
+                "the open-files limit allows fewer downloads at once than configured",
+                metadata: ["configured": "\(configuration.maxConcurrentDownloads)", "running at most": "\(slots)"]
+            )
+        }
+        let options = EasyHandle.Options(
+            maximumRedirects: configuration.maximumRedirects,
+            userAgent: configuration.userAgent,
+            connectTimeout: configuration.connectTimeout,
+            stallTimeout: configuration.stallTimeout,
+            certificateAuthorityFile: configuration.certificateAuthorityFile?.path
+        )
+        self.environment = TransferEnvironment(
+            reactor: reactor,
+            easyHandles: EasyHandlePool(
+                options: options,
+                receiveBufferSize: Self.receiveBufferSize(slots: slots),
+                keeping: max(64, slots)
+            ),
+            buffers: BufferPool(
+                bufferSize: configuration.bufferSize,
+                idleLimit: slots,
+                limit: Self.writeBufferLimit(bufferSize: configuration.bufferSize)
+            ),
+            openPartialFiles: OpenPartialFiles(limit: budget.openPartialFiles),
+            census: catalog.census,
+            logger: configuration.logger,
+            progressInterval: configuration.progressInterval,
+            maximumFileSize: configuration.maximumFileSize,
+            retryLimit: configuration.retryLimit
+        )
+    }
+
+    /// Write buffers, reused across transfers.
+    var buffers: BufferPool { environment.buffers }
+
+    // MARK: ReactorDelegate
+
+    func reactorWillRun(_ reactor: Reactor) {
+        catalog.writeBatch.attachCurrentThread()
+    }
+
+    func reactorTurnDidEnd(_ reactor: Reactor) {
+        for (journal, error) in catalog.writeBatch.commit() {
+            logger.error("could not write the journal", metadata: ["journal": "\(journal.path)", "error": "\(error)"])
+        }
+        // After the commit: a sync's report must not overtake the row that it completes.
+        let inbox = inbox
+        disk.send { results in inbox.submit(.diskWorkDone(results), evenWhenClosed: true) }
+    }
+
+    func reactorWasWoken(_ reactor: Reactor) {
+        let commands = inbox.drain()
+        guard !commands.isEmpty else { return }
+        for command in commands {
+            switch command {
+            case .queueChanged(let directory): admission.queueChanged(in: directory)
+            case .control(let download, .pause): pause(download)
+            case .control(let download, .resume): resume(download)
+            case .control(let download, .cancel): cancel(download)
+            case .diskWorkDone(let results): diskWorkDone(results)
+            case .checkIdle: idleWaitersPending = true
+            case .shutdown: shutdown()
+            }
+        }
+        admitWaiting()
+    }
+
+    func reactor(_ reactor: Reactor, transferDidFinish raw: UnsafeMutableRawPointer, result: CURLcode) {
+        guard let context = EasyHandle.context(of: raw) else {
+            reactor.remove(raw)
+            return
+        }
+        let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+        guard transfer.easy?.raw == raw else {
+            reactor.remove(raw)
+            return
+        }
+        perform(transfer.requestFinished(result), for: transfer)
+        admitWaiting()
+    }
+
+    // MARK: admission
+
+    /// Admits queued downloads while slots are free: the highest priority first, then the oldest,
+    /// across every journal with queued rows.
+    func admitWaiting() {
+        while !shuttingDown, admission.hasFreeSlot {
+            guard let (journal, head) = nextQueued() else { break }
+            admit(head, from: journal)
+        }
+        if idleWaitersPending, transfers.isEmpty, admission.queuesAreEmpty {
+            idleWaitersPending = false
+            catalog.resumeIdleWaiters()
+        }
+    }
+
+    private func nextQueued() -> (Journal, Journal.QueueHead)? {
+        var best: (journal: Journal, head: Journal.QueueHead)?
+        for directory in admission.queuedDirectories {
+            guard let journal = catalog.openJournal(for: directory) else {
+                admission.queueDrained(in: directory)
+                continue
+            }
+            let now = Date().timeIntervalSince1970
+            var head: Journal.QueueHead?
+            var blocked = false
+            do {
+                let next = try journal.nextQueued(at: now, excludingHosts: admission.saturatedHosts)
+                head = next.head
+                blocked = next.blocked
+                if head == nil, let retryAt = try journal.nextRetryTime(after: now) {
+                    wakeForRetry(in: directory, at: retryAt)
+                }
+            } catch {
+                logger.error("could not read the queue", metadata: ["journal": "\(journal.path)", "error": "\(error)"])
+                head = nil
+            }
+            guard let head else {
+                admission.queueDrained(in: directory, blockedByHosts: blocked)
+                continue
+            }
+            if let current = best, !head.place.isAhead(of: current.head.place) { continue }
+            best = (journal, head)
+        }
+        return best.map { ($0.journal, $0.head) }
+    }
+
+    /// Takes a queued row (marking it running) and starts its transfer.
+    private func admit(_ head: Journal.QueueHead, from journal: Journal) {
+        let id = head.id
+        let record: DownloadRecord
+        do {
+            guard let claimed = try journal.claim(head) else { return }  // no longer queued
+            record = claimed
+        } catch {
+            logger.error("could not write the journal", metadata: ["journal": "\(journal.path)", "error": "\(error)"])
+            admission.queueDrained(in: journal.directory)
+            return
+        }
+        startTimers()
+        guard let url = URL(string: record.url) else {
+            journal.remove(id)
+            logger.error(
+                "a journal row has an unreadable URL",
+                metadata: ["journal": "\(journal.path)", "url": "\(record.url)"]
+            )
+            return
+        }
+        let (download, _) = catalog.handle(
+            id,
+            url: url,
+            destinationPath: record.destination,
+            stateDirectoryPath: journal.directory,
+            progress: record.progress,
+            controller: inbox
+        )
+        let transfer = Transfer(
+            download: download,
+            record: record,
+            store: journal,
+            environment: environment,
+            restarts: restartsBeforeRetry.removeValue(forKey: id) ?? 0
+        )
+        transfers[id] = transfer
+        if let writer = admission.claimDestination(record.destination, for: id).flatMap({ transfers[$0] }) {
+            let error = DownloadError(
+                code: .destinationInUse,
+                url: url.redactedString,
+                path: record.destination,
+                detail: "another download (of \(writer.urlForErrors))"
+            )
+            perform(transfer.fail(error), for: transfer)
+            return
+        }
+        if record.revalidate { unlink(transfer.partialPath) }
+        admission.startTransferring(id, host: transfer.hostKey)
+        perform(transfer.admit(), for: transfer)
+    }
+
+    // MARK: retries
+
+    /// Looks at `directory`'s queue again at `time`, when a download there may retry.
+    func wakeForRetry(in directory: String, at time: Double) {
+        admission.wakeForRetry(in: directory, at: time)
+        armRetryTimer()
+    }
+
+    private func armRetryTimer() {
+        guard let earliest = admission.nextRetryWake else { return }
+        if retryTimer == nil {
+            retryTimer = reactor.makeOneShotTimer { [unowned self] in retryTimerFired() }
+        }
+        guard let retryTimer else { return }
+        let seconds = max(0, earliest - Date().timeIntervalSince1970)
+        reactor.arm(retryTimer, after: .milliseconds(Int64((seconds * 1000).rounded(.up))))
+    }
+
+    private func retryTimerFired() {
+        admission.retriesDue(at: Date().timeIntervalSince1970)
+        armRetryTimer()
+        admitWaiting()
+    }
+}

@@ -1,0 +1,20 @@
+/// A command for the ``Scheduler``, sent to the loop thread through its ``CommandInbox`` by a caller
+/// on another thread (or by a disk lane).
+enum SchedulerCommand: Sendable {
+    /// Rows were queued in the journal of this state directory.
+    case queueChanged(String)
+    /// A caller paused, resumed or cancelled a download.
+    case control(Download, DownloadControl)
+    /// Background disk work finished (syncs, finished files moved into place).
+    case diskWorkDone([DiskResult])
+    /// A task waits until nothing is queued or running.
+    case checkIdle
+    /// Pause every download and stop the loop (the inbox accepts nothing more but disk reports).
+    case shutdown
+}
+
+extension CommandInbox: DownloadController where Command == SchedulerCommand {
+    func submit(_ control: DownloadControl, for download: Download) {
+        submit(.control(download, control))
+    }
+}

@@ -1,0 +1,20 @@
+import FoundationEssentials
+
+extension URL {
+    /// The URL as text with any user name and password removed, safe for logs, events and errors.
+    var redactedString: String {
+        guard user != nil || password != nil,
+            var components = URLComponents(url: self, resolvingAgainstBaseURL: false)
+        else { return absoluteString }
+        components.user = nil
+        components.password = nil
+        return components.string ?? absoluteString
+    }
+
+    /// The key of per-host limits: `host:port`.
+    var hostKey: String {
+        let host = host?.lowercased() ?? ""
+        let port = port ?? (scheme?.lowercased() == "https" ? 443 : 80)
+        return "\(host):\(port)"
+    }
+}

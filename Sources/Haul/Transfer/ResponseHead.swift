@@ -1,0 +1,12 @@
+/// What Haul reads of a response before it accepts a single body byte.
+struct ResponseHead: Equatable, Sendable {
+    var status: Int
+    var contentRange: String?
+    /// This response's Content-Length (the rest of the file for a 206), when announced.
+    var contentLength: Int64?
+    var entityTag: String?
+    var lastModified: String?
+    /// Every Content-Length value, when the response announced differing ones: its body cannot be
+    /// framed (RFC 9112, 6.3), whichever length curl used.
+    var conflictingContentLengths: [String]? = nil
+}

@@ -1,0 +1,128 @@
+import CHaul
+
+extension Transfer {
+    /// Sends a request for the bytes after the partial file (emptying it first when `truncating`).
+    /// Returns the owner's action when the request cannot be made (a failure), else `.none`.
+    func startRequest(truncating: Bool) -> DownloadStateMachine.Action {
+        do {
+            let sink: FileSink
+            if let existing = self.sink {
+                sink = existing
+            } else {
+                sink = try FileSink(
+                    path: partialPath,
+                    pool: environment.buffers,
+                    openFiles: environment.openPartialFiles,
+                    startsEmpty: !record.mayHaveStarted
+                )
+            }
+            self.sink = sink
+            if lengthAtAttemptStart == nil { lengthAtAttemptStart = sink.committedLength }
+            let partialIsLongerThanFile = record.totalBytes.map { sink.committedLength > $0 } ?? false
+            if truncating || partialIsLongerThanFile {
+                try sink.truncate()
+                partialTruncated()
+                record.entityTag = nil
+                record.lastModified = nil
+                record.totalBytes = nil
+            }
+        } catch {
+            return fail(attributed(error))
+        }
+        guard let easy = easy ?? environment.easyHandles.take() else {
+            return fail(DownloadError(code: .internalError, url: urlForErrors, detail: "curl_easy_init failed"))
+        }
+        // Bytes still in the buffer are the file's too: they are written before the next ones.
+        request = Request(offset: sink?.receivedLength ?? 0)
+        easy.configure(
+            url: download.url.absoluteString,
+            options: environment.easyHandles.options,
+            write: Transfer.writeCallback,
+            context: Unmanaged.passUnretained(self).toOpaque()
+        )
+        if revalidating {
+            easy.setConditions(
+                rangeFrom: 0,
+                ifRange: nil,
+                ifNoneMatch: record.entityTag,
+                ifModifiedSince: record.entityTag == nil ? record.lastModified : nil
+            )
+        } else {
+            easy.setConditions(rangeFrom: request.offset, ifRange: record.ifRangeValidator)
+        }
+        self.easy = easy
+        let code = environment.reactor.add(easy.raw)
+        guard code == CURLM_OK else {
+            environment.easyHandles.recycle(easy)
+            self.easy = nil
+            return fail(
+                DownloadError(
+                    code: .internalError,
+                    url: urlForErrors,
+                    detail: "curl_multi_add_handle failed: \(String(cString: curl_multi_strerror(code)))"
+                )
+            )
+        }
+        environment.logger.debug("request", metadata: ["url": "\(urlForErrors)", "from": "\(request.offset)"])
+        download.hub.publish(.connecting(progress()))
+        return .none
+    }
+
+    /// Takes the request out of curl, if any.
+    func stopRequest() {
+        guard let easy else { return }
+        environment.reactor.remove(easy.raw)
+        environment.easyHandles.recycle(easy)
+        self.easy = nil
+    }
+
+    /// curl finished the request (its handle is still in the multi handle): decides how the attempt
+    /// ended and returns what the owner does next.
+    func requestFinished(_ result: CURLcode) -> DownloadStateMachine.Action {
+        guard let easy else { return .none }
+        if result == CURLE_OK, case .connecting = machine.state {
+            // An empty body never reached the write callback: decide from the head now.
+            _ = perform(decideResponse(easy: easy))
+        }
+        let ended: DownloadStateMachine.TransferResult
+        if result == CURLE_OK {
+            ended = finishedResult()
+        } else {
+            let code = Int(result.rawValue)
+            let message = easy.errorMessage ?? String(cString: curl_easy_strerror(result))
+            let kind: DownloadError.Code = result == CURLE_PARTIAL_FILE ? .sizeMismatch : .transport
+            ended = .failed(DownloadError(code: kind, url: urlForErrors, curlCode: code, detail: message))
+        }
+        stopRequest()
+        if machine.isDone { return .none }
+        let advanced = (sink?.receivedLength ?? 0) > (lengthAtAttemptStart ?? request.offset)
+        return perform(machine.transferEnded(ended, progressed: advanced))
+    }
+
+    /// A request curl finished without error: did every announced byte arrive?
+    private func finishedResult() -> DownloadStateMachine.TransferResult {
+        guard case .receiving = machine.state, let sink else { return .finished }
+        if let end = request.rangeEnd, sink.receivedLength == end {
+            return .rangeEnded
+        }
+        if let total = record.totalBytes, sink.receivedLength != total {
+            return .failed(
+                DownloadError(
+                    code: .sizeMismatch,
+                    url: urlForErrors,
+                    detail: "the body ended after \(sink.receivedLength) of \(total) bytes"
+                )
+            )
+        }
+        if record.totalBytes == nil {
+            record.totalBytes = sink.receivedLength
+        }
+        return .finished
+    }
+
+    /// The partial file was emptied: syncs still running for it describe bytes that are gone.
+    func partialTruncated() {
+        record.bytesSynced = 0
+        environment.syncs.truncated(id)
+    }
+}

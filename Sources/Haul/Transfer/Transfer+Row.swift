@@ -1,0 +1,101 @@
+/// The transfer's journal row: written when the download's state changes, when a response's
+/// validators must precede its bytes, and at checkpoints.
+extension Transfer {
+    /// Records where the download stands. A failure to write the journal is logged, not fatal: the
+    /// partial file itself is what a resume trusts first.
+    func checkpoint(state: DownloadRecord.State, bytes: Int64) {
+        record.state = state
+        record.bytesCommitted = bytes
+        rowBehind = false
+        sink?.beforeFirstWrite = nil
+        do {
+            try store.update(record, for: id)
+        } catch {
+            environment.logger.warning(
+                "could not write the journal",
+                metadata: ["url": "\(urlForErrors)", "error": "\(error)"]
+            )
+        }
+    }
+
+    /// Writes the row that ``acceptBody(total:truncating:restart:)`` left for later: whether it could
+    /// (a failure fails the body).
+    @discardableResult
+    func catchUpRow() -> Bool {
+        guard rowBehind else { return true }
+        rowBehind = false
+        do {
+            try store.update(record, for: id)
+            return true
+        } catch {
+            bodyFailed(attributed(error))
+            return false
+        }
+    }
+
+    /// Stops the transfer for now (paused, or waiting to retry): writes what is buffered and records
+    /// the row in `state` with the bytes on disk. Returns them, as progress; the owner syncs them.
+    func setAside(state: DownloadRecord.State) -> DownloadProgress {
+        stopRequest()
+        do {
+            try sink?.close()
+        } catch {
+            environment.logger.warning(
+                "could not write buffered bytes",
+                metadata: ["url": "\(urlForErrors)", "error": "\(error)"]
+            )
+        }
+        sink = nil
+        speed.reset()
+        let progress = progress()
+        checkpoint(state: state, bytes: progress.bytesReceived)
+        return progress
+    }
+
+    /// Every checkpoint interval: hands buffered bytes to the kernel and records them. Returns the
+    /// bytes to sync, or `nil` when the download is not receiving or its write failed (the write
+    /// callback meets the same error and fails the download).
+    func checkpointReceiving() -> Int64? {
+        guard case .receiving = machine.state, let sink else { return nil }
+        do {
+            try sink.flush()
+        } catch {
+            return nil
+        }
+        checkpoint(state: .running, bytes: sink.committedLength)
+        return sink.committedLength
+    }
+
+    /// The download's bytes are all received: the job that writes what is still buffered, makes the
+    /// bytes durable, checks them and only then renames them into place (or, for an unchanged file,
+    /// keeps the destination), for the disk thread.
+    func finishJob(keepingDestination: Bool) -> FinishJob {
+        stopRequest()
+        var remainder: PartialRemainder?
+        if let sink {
+            self.sink = nil
+            if record.totalBytes == nil { record.totalBytes = sink.receivedLength }
+            remainder = sink.handOff()
+            // A whole file in its buffer is the disk thread's to write, unless half of the buffers
+            // are in use (mostly waiting on the disk thread): then the loop writes it and frees its
+            // buffer now, so that receiving transfers still find one.
+            let buffers = environment.buffers
+            if rowBehind, buffers.inUseCount > buffers.limit / 2,
+                let written = remainder?.writtenNameless(in: FilePath.directory(of: partialPath))
+            {
+                remainder = written
+            }
+        }
+        return FinishJob(
+            id: id,
+            partialPath: partialPath,
+            destination: download.destinationPath,
+            remainder: remainder,
+            writeWhole: rowBehind,
+            keepDestination: keepingDestination,
+            expectedSize: record.expectedSize,
+            expectedChecksum: record.expectedChecksum.flatMap(Checksum.init),
+            url: urlForErrors
+        )
+    }
+}

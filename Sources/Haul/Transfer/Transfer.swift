@@ -1,0 +1,132 @@
+import CHaul
+import FoundationEssentials
+import Glibc
+
+/// The loop thread's side of one admitted download, as AsyncHTTPClient's `RequestBag` is of one
+/// request: it owns its state machine, its partial file (``FileSink``), its curl request and the
+/// decision on each response, and performs the actions of its machine that concern them. The actions
+/// that reach beyond it (pause, complete, retry, fail, cancel: slots, the queue, the disk lanes) are
+/// returned to its owner, the ``Scheduler``, which performs them.
+///
+/// Exists from admission until the download pauses or ends; a queued download is only a journal row.
+/// Loop thread only; the public ``Download`` talks to it through commands.
+final class Transfer {
+    let download: Download
+    let store: Journal
+    let environment: TransferEnvironment
+    /// Where the download is in its life; the source of every decision.
+    var machine: DownloadStateMachine
+    /// The download's journal row as this transfer last wrote it or will write it.
+    var record: DownloadRecord
+    /// The partial file, from the first request until the transfer is set aside or handed off.
+    var sink: FileSink?
+    /// The curl handle of the request in flight.
+    var easy: EasyHandle?
+    /// What the current request asked for and what its answer said; replaced with each request.
+    var request = Request()
+    /// Revalidating a complete file: the request is conditional, and a 304 keeps the destination.
+    let revalidating: Bool
+    /// The partial file's length when this attempt's first request was made: an attempt progressed
+    /// only if it took the file past it (a restart from zero within the attempt does not count).
+    var lengthAtAttemptStart: Int64?
+    /// The record holds a response's validators and attempt that the journal lacks yet: they are
+    /// written before the first bytes of that response reach the partial file (see
+    /// ``acceptBody(total:truncating:restart:)``), or with the next row written for another reason.
+    var rowBehind = false
+    var speed = SpeedMeter()
+    var lastProgressAt: UInt64 = 0
+
+    /// One request of the transfer: what it asked for and what the answer said.
+    struct Request {
+        /// The partial file's length when the request was made (`Range: bytes=offset-`).
+        var offset: Int64 = 0
+        /// The answer's head, from the decision until the body is accepted (thousands of live
+        /// transfers need not keep their heads).
+        var head: ResponseHead?
+        /// Where the accepted answer's body ends, when it is a range that stops before the end of the
+        /// file (``ResponseDecision/rangeEnd(of:)``): reaching it asks for the next range.
+        var rangeEnd: Int64?
+        /// The answer's `Retry-After`, if it had one.
+        var retryAfter: Duration?
+        /// Why the body could not be written, once it could not (see ``DownloadStateMachine/bodyFailed(_:)``).
+        var bodyError: DownloadError?
+    }
+
+    init(download: Download, record: DownloadRecord, store: Journal, environment: TransferEnvironment, restarts: Int) {
+        environment.census.transfers.add(1, ordering: .relaxed)
+        self.download = download
+        self.store = store
+        self.environment = environment
+        self.machine = DownloadStateMachine(
+            url: download.url.redactedString,
+            failures: record.failures,
+            restarts: restarts,
+            retryLimit: environment.retryLimit
+        )
+        self.record = record
+        self.revalidating = record.revalidate
+    }
+
+    deinit { environment.census.transfers.subtract(1, ordering: .relaxed) }
+
+    var id: DownloadID { download.id }
+    /// `host:port`, the key of per-host limits.
+    var hostKey: String { record.host.isEmpty ? download.url.hostKey : record.host }
+    var partialPath: String { store.partialPath(for: id) }
+    var urlForErrors: String { machine.url }
+
+    /// Bytes received so far, as progress.
+    func progress() -> DownloadProgress {
+        let received = sink?.committedLength ?? FilePath.fileLength(partialPath) ?? 0
+        return DownloadProgress(
+            bytesReceived: received,
+            totalBytes: record.totalBytes,
+            bytesPerSecond: speed.bytesPerSecond,
+            estimatedTimeRemaining: speed.estimatedTimeRemaining(received: received, total: record.totalBytes)
+        )
+    }
+
+    /// The same error, attributed to this download's URL.
+    func attributed(_ error: DownloadError) -> DownloadError {
+        var error = error
+        error.url = urlForErrors
+        return error
+    }
+
+    // MARK: inputs from the scheduler
+
+    /// A slot is free: the first request goes out. Returns what the owner does (a failure to start).
+    func admit() -> DownloadStateMachine.Action {
+        perform(machine.admit())
+    }
+
+    /// The user paused, or the manager shuts down.
+    func pause() -> DownloadStateMachine.Action { perform(machine.pause()) }
+
+    /// The user cancelled.
+    func cancel() -> DownloadStateMachine.Action { perform(machine.cancel()) }
+
+    /// A local failure outside the transfer.
+    func fail(_ error: DownloadError) -> DownloadStateMachine.Action { perform(machine.fail(error)) }
+
+    /// Moving the finished file into place failed.
+    func completionFailed(_ error: DownloadError) -> DownloadStateMachine.Action {
+        perform(machine.completionFailed(error))
+    }
+
+    /// Performs the actions that are the transfer's own (requests, bodies) and returns the others,
+    /// which are its owner's.
+    func perform(_ action: DownloadStateMachine.Action) -> DownloadStateMachine.Action {
+        switch action {
+        case .none, .rejectBody:
+            return .none
+        case .startRequest(let truncating):
+            return startRequest(truncating: truncating)
+        case .acceptBody(let total, let truncating, let restart):
+            acceptBody(total: total, truncating: truncating, restart: restart)
+            return .none
+        case .pause, .cancel, .complete, .keepDestination, .fail, .retry:
+            return action
+        }
+    }
+}

@@ -1,0 +1,43 @@
+import Logging
+
+/// What every transfer of one scheduler shares: the loop, the pools, the limits. Loop thread only.
+final class TransferEnvironment {
+    let reactor: Reactor
+    let easyHandles: EasyHandlePool
+    /// Write buffers, reused across transfers.
+    let buffers: BufferPool
+    /// Partial files held open between writes, against the descriptor budget's share for them.
+    let openPartialFiles: OpenPartialFiles
+    /// Checkpoint syncs not reported yet (a truncation makes them stale).
+    var syncs = SyncLedger()
+    let census: Census
+    let logger: Logger
+    /// The shortest time between two `.progress` events of one download, in nanoseconds.
+    let progressInterval: UInt64
+    /// The largest file a download accepts.
+    let maximumFileSize: Int64?
+    /// How many transient failures in a row are retried.
+    let retryLimit: Int
+
+    init(
+        reactor: Reactor,
+        easyHandles: EasyHandlePool,
+        buffers: BufferPool,
+        openPartialFiles: OpenPartialFiles,
+        census: Census,
+        logger: Logger,
+        progressInterval: Duration,
+        maximumFileSize: Int64?,
+        retryLimit: Int
+    ) {
+        self.reactor = reactor
+        self.easyHandles = easyHandles
+        self.buffers = buffers
+        self.openPartialFiles = openPartialFiles
+        self.census = census
+        self.logger = logger
+        self.progressInterval = progressInterval.nanoseconds
+        self.maximumFileSize = maximumFileSize
+        self.retryLimit = max(0, retryLimit)
+    }
+}
