@@ -1,0 +1,121 @@
+import Foundation
+import Testing
+
+@testable import Haul
+
+@Suite("Admission")
+struct AdmissionTests {
+    let a = DownloadID(rawValue: "a")
+    let b = DownloadID(rawValue: "b")
+    let c = DownloadID(rawValue: "c")
+
+    @Test func slotsBoundTheTransfersAndAreHeldOncePerDownload() {
+        var admission = Admission(slots: 2, perHostLimit: nil)
+        #expect(admission.hasFreeSlot)
+        admission.startTransferring(a, host: "h:80")
+        admission.startTransferring(a, host: "h:80")  // a next request of the same download
+        #expect(admission.active == 1)
+        admission.startTransferring(b, host: "h:80")
+        #expect(admission.active == 2)
+        #expect(!admission.hasFreeSlot)
+        #expect(admission.holdsSlot(a) && admission.holdsSlot(b) && !admission.holdsSlot(c))
+        admission.stopTransferring(a)
+        admission.stopTransferring(a)  // a second stop frees nothing more
+        #expect(admission.active == 1)
+        #expect(admission.hasFreeSlot)
+        // A configured 0 still runs one download.
+        #expect(Admission(slots: 0, perHostLimit: 0).slots == 1)
+        #expect(Admission(slots: 0, perHostLimit: 0).perHostLimit == 1)
+    }
+
+    @Test func aHostAtItsLimitIsSkippedUntilOneOfItsSlotsFrees() {
+        var admission = Admission(slots: 10, perHostLimit: 2)
+        admission.startTransferring(a, host: "one:80")
+        #expect(admission.saturatedHosts.isEmpty)
+        admission.startTransferring(b, host: "one:80")
+        #expect(admission.saturatedHosts == ["one:80"])
+        admission.startTransferring(c, host: "two:443")
+        #expect(admission.saturatedHosts == ["one:80"])
+        // A directory whose queue held only rows of the saturated host waits for it, off the list.
+        admission.queueChanged(in: "/q")
+        admission.queueDrained(in: "/q", blockedByHosts: true)
+        #expect(admission.queuedDirectories.isEmpty)
+        #expect(!admission.queuesAreEmpty)
+        // Another host's download ending does not bring it back...
+        admission.stopTransferring(c)
+        #expect(admission.queuedDirectories.isEmpty)
+        // ...one of the saturated host's does.
+        admission.stopTransferring(a)
+        #expect(admission.saturatedHosts.isEmpty)
+        #expect(admission.queuedDirectories == ["/q"])
+        admission.queueDrained(in: "/q")
+        #expect(admission.queuesAreEmpty)
+    }
+
+    @Test func oneWriterPerDestination() {
+        var admission = Admission(slots: 4, perHostLimit: nil)
+        let answer1 = admission.claimDestination("/d/file", for: a)
+        #expect(answer1 == nil)
+        let answer2 = admission.claimDestination("/d/file", for: a)  // its own claim again
+        #expect(answer2 == nil)
+        let answer3 = admission.claimDestination("/d/file", for: b)
+        #expect(answer3 == a)
+        let answer4 = admission.claimDestination("/d/other", for: b)
+        #expect(answer4 == nil)
+        // Only the writer releases its destination.
+        admission.releaseDestination("/d/file", for: b)
+        let answer5 = admission.claimDestination("/d/file", for: c)
+        #expect(answer5 == a)
+        admission.releaseDestination("/d/file", for: a)
+        let answer6 = admission.claimDestination("/d/file", for: c)
+        #expect(answer6 == nil)
+    }
+
+    @Test func retriesWakeTheirQueueAtTheEarliestTime() {
+        var admission = Admission(slots: 1, perHostLimit: nil)
+        #expect(admission.nextRetryWake == nil)
+        admission.wakeForRetry(in: "/x", at: 200)
+        admission.wakeForRetry(in: "/x", at: 150)  // an earlier retry in the same queue wins
+        admission.wakeForRetry(in: "/x", at: 300)
+        admission.wakeForRetry(in: "/y", at: 250)
+        #expect(admission.nextRetryWake == 150)
+        #expect(!admission.queuesAreEmpty)
+        admission.retriesDue(at: 149)
+        #expect(admission.queuedDirectories.isEmpty)
+        admission.retriesDue(at: 150)
+        #expect(admission.queuedDirectories == ["/x"])
+        #expect(admission.nextRetryWake == 250)
+        admission.retriesDue(at: 1000)
+        #expect(admission.queuedDirectories == ["/x", "/y"])
+        #expect(admission.nextRetryWake == nil)
+        admission.forgetQueues()
+        #expect(admission.queuesAreEmpty)
+    }
+
+    @Test func higherPrioritiesFirstThenFirstIn() {
+        let early = Journal.QueuePlace(priority: 0, sequence: 1)
+        let late = Journal.QueuePlace(priority: 0, sequence: 2)
+        let urgent = Journal.QueuePlace(priority: 5, sequence: 9)
+        #expect(early.isAhead(of: late))
+        #expect(!late.isAhead(of: early))
+        #expect(urgent.isAhead(of: early))
+        #expect(!early.isAhead(of: urgent))
+        #expect(!early.isAhead(of: early))
+    }
+
+    @Test func theSyncLedgerDropsReportsOfATruncatedFile() {
+        var ledger = SyncLedger()
+        let answer9 = ledger.reported(a)  // nothing was asked
+        #expect(!answer9)
+        ledger.requested(a)
+        ledger.requested(a)
+        let answer7 = ledger.reported(a)
+        #expect(answer7)
+        ledger.truncated(a)
+        let answer10 = ledger.reported(a)  // asked before the truncation
+        #expect(!answer10)
+        ledger.requested(a)
+        let answer8 = ledger.reported(a)  // asked after it
+        #expect(answer8)
+    }
+}
