@@ -117,7 +117,7 @@ struct HaulCommand: AsyncParsableCommand {
 
     /// `--list`: one line per download in the journal.
     func listJournal() -> Int32 {
-        let directory = state ?? "\(output ?? ".")/.haul"
+        let directory = state ?? DownloadManager.defaultStateDirectory(besideFolder: output ?? ".")
         guard FileManager.default.fileExists(atPath: "\(directory)/journal.sqlite") else {
             Reporter.write(
                 "haul: no journal in '\(directory)': nothing was downloaded with this state directory\n",
@@ -211,7 +211,10 @@ struct Runner {
         configuration.maximumFileSize = command.maxSize
         configuration.certificateAuthorityFile = command.caFile.map { URL(fileURLWithPath: $0) }
         configuration.checkpointInterval = .milliseconds(Int64(command.checkpointInterval * 1000))
-        configuration.stateDirectory = URL(fileURLWithPath: command.state ?? "\(directory)/.haul", isDirectory: true)
+        configuration.stateDirectory = URL(
+            fileURLWithPath: command.state ?? DownloadManager.defaultStateDirectory(besideFolder: directory),
+            isDirectory: true
+        )
         configuration.progressInterval = .milliseconds(command.json ? 200 : 100)
         // Only this command's URLs run; others in the journal stay as they are.
         configuration.resumesUnfinishedDownloads = false

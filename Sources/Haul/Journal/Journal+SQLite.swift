@@ -1,0 +1,128 @@
+import CHaul
+import FoundationEssentials
+import Glibc
+
+/// SQLite helpers: statements prepared once, errors as ``DownloadError``.
+extension Journal {
+    // MARK: SQLite helpers
+
+    func execute(_ sql: String) throws(DownloadError) {
+        var message: UnsafeMutablePointer<CChar>?
+        let status = sqlite3_exec(database, sql, nil, nil, &message)
+        defer { sqlite3_free(message) }
+        guard status == SQLITE_OK else {
+            throw error(status: status, detail: message.map { String(cString: $0) } ?? "")
+        }
+    }
+
+    func queryText(_ sql: String) throws(DownloadError) -> String? {
+        var statement: OpaquePointer?
+        let status = sqlite3_prepare_v2(database, sql, -1, &statement, nil)
+        guard status == SQLITE_OK else { throw error(status: status, detail: lastMessage) }
+        defer { sqlite3_finalize(statement) }
+        let step = sqlite3_step(statement)
+        guard step == SQLITE_ROW || step == SQLITE_DONE else { throw error(status: step, detail: lastMessage) }
+        return step == SQLITE_ROW ? Self.text(statement!, 0) : nil
+    }
+
+    /// The statements run for every download, prepared once each and found without hashing their text.
+    enum Query: Int, CaseIterable {
+        case recordByID, queueHead, nextRetry, claim, updateRow, upsertRow, insertRowIfAbsent, recordSynced, delete
+
+        var sql: String {
+            switch self {
+            case .recordByID: "SELECT \(Journal.columns) FROM downloads WHERE id = ?1"
+            case .queueHead:
+                """
+                SELECT \(Journal.columns) FROM downloads WHERE state = 'queued' AND retry_at <= ?1
+                ORDER BY priority DESC, queue_seq LIMIT ?2
+                """
+            case .nextRetry: "SELECT min(retry_at) FROM downloads WHERE state = 'queued' AND retry_at > ?1"
+            case .claim: "UPDATE downloads SET state = 'running', updated_at = ?2 WHERE id = ?1 AND state = 'queued'"
+            case .updateRow: "UPDATE downloads SET \(Journal.assignments) WHERE id = ?1"
+            case .upsertRow: "\(Journal.insertion) ON CONFLICT(id) DO UPDATE SET \(Journal.assignments)"
+            case .insertRowIfAbsent: "\(Journal.insertion) ON CONFLICT(id) DO NOTHING"
+            case .recordSynced:
+                "UPDATE downloads SET bytes_synced = max(bytes_synced, ?2) WHERE id = ?1 AND state != 'completed'"
+            case .delete: "DELETE FROM downloads WHERE id = ?1"
+            }
+        }
+    }
+
+    func prepared(_ query: Query) throws(DownloadError) -> OpaquePointer {
+        if let statement = queries[query.rawValue] { return statement }
+        let statement = try prepared(query.sql)
+        queries[query.rawValue] = statement
+        return statement
+    }
+
+    func prepared(_ sql: String) throws(DownloadError) -> OpaquePointer {
+        if let statement = statements[sql] { return statement }
+        guard database != nil else {
+            throw DownloadError(code: .journal, url: nil, path: path, detail: "the journal is closed")
+        }
+        var statement: OpaquePointer?
+        let status = sqlite3_prepare_v2(database, sql, -1, &statement, nil)
+        guard status == SQLITE_OK, let statement else { throw error(status: status, detail: lastMessage) }
+        statements[sql] = statement
+        return statement
+    }
+
+    var lastMessage: String {
+        database.map { String(cString: sqlite3_errmsg($0)) } ?? "the journal is closed"
+    }
+
+    func failure(_ what: String) -> DownloadError {
+        error(status: sqlite3_errcode(database), detail: "\(what) failed: \(lastMessage)")
+    }
+
+    func error(status: Int32, detail: String) -> DownloadError {
+        switch status & 0xff {
+        case SQLITE_BUSY, SQLITE_LOCKED:
+            return DownloadError(code: .journalLocked, url: nil, path: path, detail: detail)
+        case SQLITE_NOTADB, SQLITE_CORRUPT:
+            return DownloadError(
+                code: .journal,
+                url: nil,
+                path: path,
+                detail: "it is not a Haul journal or it is damaged (\(detail))"
+            )
+        case SQLITE_FULL:
+            return DownloadError(code: .fileSystem, url: nil, errno: ENOSPC, path: path, detail: detail)
+        default:
+            return DownloadError(code: .journal, url: nil, path: path, detail: detail)
+        }
+    }
+
+    static func record(from statement: OpaquePointer) -> DownloadRecord {
+        DownloadRecord(
+            url: text(statement, 0) ?? "",
+            destination: text(statement, 1) ?? "",
+            totalBytes: sqlite3_column_type(statement, 2) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, 2),
+            entityTag: text(statement, 3),
+            lastModified: text(statement, 4),
+            bytesCommitted: sqlite3_column_int64(statement, 5),
+            bytesSynced: sqlite3_column_int64(statement, 11),
+            state: DownloadRecord.State(rawValue: text(statement, 6) ?? "") ?? .interrupted,
+            attempts: Int(sqlite3_column_int64(statement, 7)),
+            lastError: text(statement, 8),
+            priority: Int(sqlite3_column_int64(statement, 9)),
+            expectedChecksum: text(statement, 10),
+            queueSequence: sqlite3_column_int64(statement, 12),
+            host: text(statement, 13) ?? "",
+            revalidate: sqlite3_column_int64(statement, 14) != 0,
+            failures: Int(sqlite3_column_int64(statement, 16)),
+            retryAt: sqlite3_column_double(statement, 17),
+            expectedSize: sqlite3_column_type(statement, 18) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, 18)
+        )
+    }
+
+    static func text(_ statement: OpaquePointer, _ column: Int32) -> String? {
+        guard let pointer = sqlite3_column_text(statement, column) else { return nil }
+        return String(cString: pointer)
+    }
+
+    static func bind(_ statement: OpaquePointer, _ index: Int32, _ value: Int64?) {
+        if let value { sqlite3_bind_int64(statement, index, value) } else { sqlite3_bind_null(statement, index) }
+    }
+}
