@@ -1,6 +1,6 @@
 import Synchronization
 
-/// How long disk jobs take lately, which decides how many lanes run them (see `Scheduler`). A job
+/// How long disk jobs take lately, which decides how many lanes run them (see ``DiskLanes``). A job
 /// may move to another lane when the count changes; that only reorders reports the scheduler
 /// already tolerates (a sync of a file that was renamed meanwhile fails and is ignored; synced
 /// lengths only grow).

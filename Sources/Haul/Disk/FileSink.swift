@@ -216,7 +216,7 @@ final class FileSink {
         openFiles.closed()
     }
 
-    /// Runs once, before the next bytes are handed to the kernel (the scheduler writes the journal
+    /// Runs once, before the next bytes are handed to the kernel (the transfer writes the journal
     /// row that must describe them first).
     var beforeFirstWrite: (() throws(DownloadError) -> Void)?
 

@@ -18,10 +18,18 @@ public enum DownloadState: Sendable, Hashable {
     case cancelled
 
     /// Whether this state is final.
-    public var isFinal: Bool {
+    public var isFinal: Bool { event(progress: DownloadProgress(bytesReceived: 0, totalBytes: nil)).isFinal }
+
+    /// The event that shows this state to a new subscriber, with the download's latest progress.
+    func event(progress: DownloadProgress) -> DownloadEvent {
         switch self {
-        case .completed, .failed, .cancelled: true
-        default: false
+        case .idle: .queued
+        case .connecting: .connecting(progress)
+        case .receiving: .receiving(progress)
+        case .paused: .paused(progress)
+        case .completed(let url): .completed(url)
+        case .failed(let error): .failed(error)
+        case .cancelled: .cancelled
         }
     }
 }

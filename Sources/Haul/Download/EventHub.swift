@@ -169,16 +169,7 @@ final class EventHub: Sendable {
         state.withLock { state in
             let id = state.nextID
             state.nextID += 1
-            let replay: DownloadEvent =
-                switch state.downloadState {
-                case .idle: .queued
-                case .connecting: .connecting(state.progress)
-                case .receiving: .receiving(state.progress)
-                case .paused: .paused(state.progress)
-                case .completed(let url): .completed(url)
-                case .failed(let error): .failed(error)
-                case .cancelled: .cancelled
-                }
+            let replay = state.downloadState.event(progress: state.progress)
             if let early = state.early, !early.isEmpty {
                 state.subscribers[id] = Subscriber(buffer: early)
             } else {
