@@ -76,7 +76,7 @@ public final class DownloadManager: Sendable {
     deinit {
         // A manager dropped without `shutdown()`: the loop pauses every download and ends; its thread
         // (which keeps the reactor and scheduler alive until then) is detached rather than joined.
-        inbox.submit(.shutdown, closing: true)
+        inbox.submitShutdown()
         reactor.detach()
     }
 
@@ -163,7 +163,7 @@ public final class DownloadManager: Sendable {
     /// ends their event sequences, and stops the loop thread. Queued downloads stay in the journal.
     /// Idempotent.
     public func shutdown() async {
-        if catalog.markShutDown() { inbox.submit(.shutdown, closing: true) }
+        if catalog.markShutDown() { inbox.submitShutdown() }
         await reactor.waitUntilStopped()
         reactor.join()
     }

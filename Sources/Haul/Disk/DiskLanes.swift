@@ -7,14 +7,21 @@ import Dispatch
 /// fast (tmpfs), one lane: more would only take CPU from the loop thread.
 ///
 /// The loop collects a turn's jobs (``add(_:)``) and sends them together when the turn ends
-/// (``send(reporting:)``): one thread wake-up for many downloads. Loop thread only.
+/// (``send()``): one thread wake-up for many downloads. Loop thread only.
 final class DiskLanes {
     private let lanes = (0..<8).map { DispatchQueue(label: "haul.disk.\($0)") }
     private let timing = DiskTiming()
+    /// Called on a lane's thread with its results.
+    private let report: @Sendable ([DiskResult]) -> Void
     /// The current turn's jobs.
     private var jobs: [DiskJob] = []
     /// Jobs sent or waiting, not yet reported.
     private(set) var pending = 0
+
+    /// - Parameter report: called on a lane's thread with each batch's results.
+    init(report: @escaping @Sendable ([DiskResult]) -> Void) {
+        self.report = report
+    }
 
     /// Queues a job; it leaves with the others at the end of the turn. Every job is matched by one
     /// result in a later report.
@@ -23,9 +30,8 @@ final class DiskLanes {
         jobs.append(job)
     }
 
-    /// Sends the turn's jobs to their lanes; each lane calls `report` (on its own thread) with its
-    /// results.
-    func send(reporting report: @escaping @Sendable ([DiskResult]) -> Void) {
+    /// Sends the turn's jobs to their lanes; each lane reports its results (on its own thread).
+    func send() {
         guard !jobs.isEmpty else { return }
         let laneCount = timing.lanes(of: lanes.count)
         var batches = [[DiskJob]](repeating: [], count: laneCount)
@@ -33,7 +39,7 @@ final class DiskLanes {
             batches[Int(UInt(bitPattern: job.id.hashValue) % UInt(laneCount))].append(job)
         }
         jobs.removeAll(keepingCapacity: true)
-        let timing = timing
+        let (timing, report) = (timing, report)
         for (lane, batch) in zip(lanes, batches) where !batch.isEmpty {
             lane.async {
                 let start = DispatchTime.now().uptimeNanoseconds

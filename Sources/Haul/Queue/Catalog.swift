@@ -108,28 +108,14 @@ final class Catalog: Sendable {
         handles.withLock { $0.byID[id]?.download }
     }
 
-    /// The live handle for `id`, or a new one. A handle whose download ended is replaced (the
-    /// download starts again).
-    func handle(
-        _ id: DownloadID,
-        url: URL,
-        destinationPath: String,
-        stateDirectoryPath: String,
-        progress: DownloadProgress,
-        controller: any DownloadController
-    ) -> (Download, isNew: Bool) {
+    /// The live handle for `id`, or a new one from `make()` (``makeHandle(_:url:destinationPath:stateDirectoryPath:progress:controller:)``).
+    /// A handle whose download ended is replaced (the download starts again).
+    func handle(_ id: DownloadID, make: () -> Download) -> (Download, isNew: Bool) {
         handles.withLock { state in
             if let existing = state.byID[id]?.download, !existing.hub.isClosed {
                 return (existing, false)
             }
-            let download = makeHandle(
-                id,
-                url: url,
-                destinationPath: destinationPath,
-                stateDirectoryPath: stateDirectoryPath,
-                progress: progress,
-                controller: controller
-            )
+            let download = make()
             state.byID[id] = WeakDownload(download)
             if state.byID.count > 2 * state.liveAtLastSweep {
                 state.byID = state.byID.filter { $0.value.download != nil }
@@ -139,8 +125,8 @@ final class Catalog: Sendable {
         }
     }
 
-    /// A new handle, counted in the census but not kept (``handle(_:url:destinationPath:stateDirectoryPath:progress:controller:)``
-    /// keeps the ones whose download has a row).
+    /// A new handle, counted in the census: the one place a ``Download`` is made. Not kept; pass it
+    /// through ``handle(_:make:)`` for a download that has a row.
     func makeHandle(
         _ id: DownloadID,
         url: URL,

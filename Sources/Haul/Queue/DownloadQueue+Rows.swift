@@ -133,14 +133,7 @@ extension DownloadQueue {
         let download: Download
         let isNew: Bool
         if creatingHandle {
-            (download, isNew) = catalog.handle(
-                request.id,
-                url: request.url,
-                destinationPath: request.destination,
-                stateDirectoryPath: request.stateDirectory,
-                progress: progress,
-                controller: inbox
-            )
+            (download, isNew) = catalog.handle(request.id) { makeHandle(for: request, progress: progress) }
         } else {
             guard let live = catalog.existingHandle(request.id) else { return nil }
             (download, isNew) = (live, false)

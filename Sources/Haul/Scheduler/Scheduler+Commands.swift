@@ -68,7 +68,8 @@ extension Scheduler {
         shuttingDown = true
         for transfer in Array(transfers.values) where !transfer.machine.isDone {
             perform(transfer.pause(), for: transfer)
-            checkpoint(transfer, state: .queued)
+            // Queued, not paused: the journal marks it interrupted, and the next manager continues it.
+            transfer.checkpoint(state: .queued, bytes: transfer.progress().bytesReceived)
         }
         // The pauses above asked for syncs; the journals close once those are recorded.
         if disk.pending == 0 {
@@ -76,11 +77,6 @@ extension Scheduler {
         } else {
             stopWhenSynced = true
         }
-    }
-
-    /// Rewrites the row of a transfer that was set aside in another state.
-    private func checkpoint(_ transfer: Transfer, state: DownloadRecord.State) {
-        transfer.checkpoint(state: state, bytes: transfer.progress().bytesReceived)
     }
 
     func finishShutdown() {

@@ -29,7 +29,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     var admission: Admission
     var shuttingDown = false
     /// Syncs, checks and renames, off the loop thread.
-    let disk = DiskLanes()
+    let disk: DiskLanes
     var stopWhenSynced = false
     var timersStarted = false
     /// A task waits (``DownloadManager/waitUntilIdle()``) for no download to be queued or running.
@@ -47,6 +47,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         self.configuration = configuration
         self.reactor = reactor
         self.inbox = inbox
+        self.disk = DiskLanes(report: { [inbox] results in inbox.report(results) })
         self.catalog = catalog
         self.logger = configuration.logger
         self.retryPolicy = RetryPolicy(
@@ -103,8 +104,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             logger.error("could not write the journal", metadata: ["journal": "\(journal.path)", "error": "\(error)"])
         }
         // After the commit: a sync's report must not overtake the row that it completes.
-        let inbox = inbox
-        disk.send { results in inbox.submit(.diskWorkDone(results), evenWhenClosed: true) }
+        disk.send()
     }
 
     func reactorWasWoken(_ reactor: Reactor) {
@@ -205,14 +205,16 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             )
             return
         }
-        let (download, _) = catalog.handle(
-            id,
-            url: url,
-            destinationPath: record.destination,
-            stateDirectoryPath: journal.directory,
-            progress: record.progress,
-            controller: inbox
-        )
+        let (download, _) = catalog.handle(id) {
+            catalog.makeHandle(
+                id,
+                url: url,
+                destinationPath: record.destination,
+                stateDirectoryPath: journal.directory,
+                progress: record.progress,
+                controller: inbox
+            )
+        }
         let transfer = Transfer(
             download: download,
             record: record,

@@ -17,4 +17,15 @@ extension CommandInbox: DownloadController where Command == SchedulerCommand {
     func submit(_ control: DownloadControl, for download: Download) {
         submit(.control(download, control))
     }
+
+    /// Asks the loop to shut down; the inbox takes no caller's command after this one.
+    @discardableResult
+    func submitShutdown() -> Bool {
+        submit(.shutdown, closing: true)
+    }
+
+    /// A disk lane's results: accepted after a shutdown too, which waits for them.
+    func report(_ results: [DiskResult]) {
+        submit(.diskWorkDone(results), evenWhenClosed: true)
+    }
 }
