@@ -25,15 +25,8 @@ struct PartialRemainder: @unchecked Sendable {
         guard descriptor < 0, let buffer, count > 0 else { return nil }
         let nameless = CHaul_open_nameless(folder.isEmpty ? "." : folder)
         guard nameless >= 0 else { return nil }
-        var written = 0
         do {
-            try FileSink.write(
-                UnsafeRawBufferPointer(rebasing: buffer[0..<count]),
-                to: nameless,
-                at: 0,
-                path: folder,
-                written: &written
-            )
+            try writeBuffered(to: nameless, at: 0, path: folder)
         } catch {
             Glibc.close(nameless)
             return nil
@@ -59,16 +52,8 @@ struct PartialRemainder: @unchecked Sendable {
         guard descriptor >= 0 else {
             throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "open failed")
         }
-        guard let buffer, count > 0 else { return descriptor }
-        var written = 0
         do {
-            try FileSink.write(
-                UnsafeRawBufferPointer(rebasing: buffer[0..<count]),
-                to: descriptor,
-                at: offset,
-                path: path,
-                written: &written
-            )
+            try writeBuffered(to: descriptor, at: offset, path: path)
         } catch {
             Glibc.close(descriptor)
             throw error
@@ -172,17 +157,21 @@ struct PartialRemainder: @unchecked Sendable {
     }
 
     private func writeAndSync(to descriptor: Int32, path: String) throws(DownloadError) {
-        if let buffer, count > 0 {
-            var written = 0
-            try FileSink.write(
-                UnsafeRawBufferPointer(rebasing: buffer[0..<count]),
-                to: descriptor,
-                at: 0,
-                path: path,
-                written: &written
-            )
-        }
+        try writeBuffered(to: descriptor, at: 0, path: path)
         _ = fdatasync(descriptor)
+    }
+
+    /// Writes the buffered bytes, if any, to `descriptor` at `offset` (`path` names it in errors).
+    private func writeBuffered(to descriptor: Int32, at offset: Int64, path: String) throws(DownloadError) {
+        guard let buffer, count > 0 else { return }
+        var written = 0
+        try FileSink.write(
+            UnsafeRawBufferPointer(rebasing: buffer[0..<count]),
+            to: descriptor,
+            at: offset,
+            path: path,
+            written: &written
+        )
     }
 
     /// Lets go of the descriptor and the buffer without writing.
