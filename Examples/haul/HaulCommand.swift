@@ -132,7 +132,8 @@ struct HaulCommand: AsyncParsableCommand {
             if json {
                 for entry in entries {
                     var object: [String: Any] = [
-                        "id": entry.id.rawValue, "url": entry.url, "path": entry.destination, "state": entry.state,
+                        "id": entry.id.rawValue, "url": entry.url, "path": entry.destination,
+                        "state": entry.state.description,
                         "bytes": entry.bytesReceived, "total": entry.totalBytes ?? JSONNull(),
                     ]
                     if let error = entry.lastError { object["error"] = error }
@@ -143,9 +144,9 @@ struct HaulCommand: AsyncParsableCommand {
             for entry in entries {
                 let total = entry.totalBytes.map { Reporter.size($0) } ?? "?"
                 let percent = entry.totalBytes.flatMap { $0 > 0 ? " \(entry.bytesReceived * 100 / $0)%" : nil } ?? ""
-                var line = "\(entry.state.padded(to: 9)) "
+                var line = "\(entry.state.description.padded(to: 11)) "
                 line += "\(Reporter.size(entry.bytesReceived))/\(total)\(percent)  \(entry.url) -> \(entry.destination)"
-                if let error = entry.lastError, entry.state == "failed" { line += "\n          \(error)" }
+                if let error = entry.lastError, entry.state == .failed { line += "\n          \(error)" }
                 Reporter.write(line + "\n", to: STDOUT_FILENO)
             }
             if entries.isEmpty { Reporter.write("no downloads in \(directory)\n", to: STDOUT_FILENO) }

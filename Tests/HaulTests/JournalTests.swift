@@ -314,7 +314,7 @@ struct JournalIntegrationTests {
             // A finished download is no longer a `Download`, but its journal entry is one lookup away.
             #expect(manager.download(id: download.id) == nil)
             let entry = try #require(manager.journalEntry(id: download.id))
-            #expect(entry.state == "completed")
+            #expect(entry.state == .completed)
             #expect(entry.destination == destination.path)
             #expect(entry.bytesReceived == Int64(size) && entry.totalBytes == Int64(size))
             #expect(

@@ -2,20 +2,6 @@
 /// the validators that pin a resume to one version of the remote file, how many bytes are on disk,
 /// and how it stands.
 struct DownloadRecord: Equatable, Sendable {
-    /// How a download stands in the journal.
-    enum State: String, Sendable {
-        /// Waiting in the queue for a slot.
-        case queued
-        /// Admitted: a transfer holds it (or held it when its process stopped).
-        case running
-        /// It was queued or running when the process that ran it stopped; it continues when a
-        /// manager resumes unfinished downloads, or when it is asked for again.
-        case interrupted
-        case paused
-        case completed
-        case failed
-    }
-
     var url: String
     var destination: String
     var totalBytes: Int64?
@@ -26,7 +12,8 @@ struct DownloadRecord: Equatable, Sendable {
     /// Bytes of the partial file known to be on stable storage (`fdatasync`ed before this was
     /// recorded): after a reboot the partial is cut back to this length.
     var bytesSynced: Int64 = 0
-    var state: State = .queued
+    /// Changed only through ``apply(_:)``, the row's state machine (or set by a new record).
+    var state: QueueState = .queued
     var attempts = 0
     var lastError: String?
     var priority = 0
@@ -39,18 +26,16 @@ struct DownloadRecord: Equatable, Sendable {
     var revalidate = false
     /// Consecutive attempts that failed transiently without progress (the retry budget's count).
     var failures = 0
-    /// When a queued download may be admitted (seconds since 1970; 0 = at once): a retry's backoff.
+    /// When a download waiting to retry may be admitted (seconds since 1970; 0 when it is not waiting).
     var retryAt: Double = 0
     /// The file's length, when the requester knows it.
     var expectedSize: Int64?
-
-    var completed: Bool { state == .completed }
 
     /// The bytes on disk at the last checkpoint, as progress.
     var progress: DownloadProgress { DownloadProgress(bytesReceived: bytesCommitted, totalBytes: totalBytes) }
 
     /// Whether the download still has work to do (not completed, not failed).
-    var isUnfinished: Bool { state != .completed && state != .failed }
+    var isUnfinished: Bool { state.isUnfinished }
 
     /// Whether a response was accepted or bytes recorded for this download: only then may its
     /// partial file hold bytes worth resuming. Bytes in the partial file of any other row were written

@@ -78,10 +78,19 @@ extension Journal {
         return sqlite3_column_type(statement, 0) == SQLITE_NULL ? nil : sqlite3_column_double(statement, 0)
     }
 
-    /// Marks every interrupted download queued again (a manager that resumes unfinished downloads).
+    /// The rows the queue may admit (queued, or waiting for their retry's time).
+    static let admissible = QueueState.sqlCondition(accepting: .admitted, to: .running)
+
+    /// Takes up every interrupted download again (a manager that resumes unfinished downloads): the
+    /// row machine's `.continued`, for all rows at once.
     func requeueInterrupted() throws(DownloadError) {
         try locked { () throws(DownloadError) in
-            try execute("UPDATE downloads SET state = 'queued' WHERE state = 'interrupted'")
+            try execute(
+                """
+                UPDATE downloads SET state = '\(QueueState.queued.column)'
+                WHERE \(QueueState.sqlCondition(accepting: .continued, to: .queued))
+                """
+            )
         }
     }
 }

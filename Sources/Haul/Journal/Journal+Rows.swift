@@ -40,7 +40,7 @@ extension Journal {
 
     /// The downloads that still have work to do, oldest first.
     func unfinishedRecords() throws(DownloadError) -> [(DownloadID, DownloadRecord)] {
-        try records(where: "state NOT IN ('completed', 'failed')")
+        try records(where: QueueState.sqlCondition(QueueState.allCases.filter(\.isUnfinished)))
     }
 
     func records(where condition: String) throws(DownloadError) -> [(DownloadID, DownloadRecord)] {
@@ -102,7 +102,7 @@ extension Journal {
             guard sqlite3_changes(database) == 1 else { return nil }  // no longer queued
             guard unchanged else { return try storedRecord(for: head.id) }
             var record = head.record
-            record.state = .running
+            record.apply(.admitted)
             return record
         }
     }
@@ -141,7 +141,7 @@ extension Journal {
         CHaul_sqlite_bind_text(statement, 5, record.entityTag)
         CHaul_sqlite_bind_text(statement, 6, record.lastModified)
         sqlite3_bind_int64(statement, 7, record.bytesCommitted)
-        CHaul_sqlite_bind_text(statement, 8, record.state.rawValue)
+        CHaul_sqlite_bind_text(statement, 8, record.state.column)
         sqlite3_bind_int64(statement, 9, Int64(record.attempts))
         CHaul_sqlite_bind_text(statement, 10, record.lastError)
         sqlite3_bind_int64(statement, 11, Int64(record.priority))

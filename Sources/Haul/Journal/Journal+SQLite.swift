@@ -34,16 +34,23 @@ extension Journal {
             case .recordByID: "SELECT \(Journal.columns) FROM downloads WHERE id = ?1"
             case .queueHead:
                 """
-                SELECT \(Journal.columns) FROM downloads WHERE state = 'queued' AND retry_at <= ?1
+                SELECT \(Journal.columns) FROM downloads WHERE \(Journal.admissible) AND retry_at <= ?1
                 ORDER BY priority DESC, queue_seq LIMIT ?2
                 """
-            case .nextRetry: "SELECT min(retry_at) FROM downloads WHERE state = 'queued' AND retry_at > ?1"
-            case .claim: "UPDATE downloads SET state = 'running', updated_at = ?2 WHERE id = ?1 AND state = 'queued'"
+            case .nextRetry: "SELECT min(retry_at) FROM downloads WHERE \(Journal.admissible) AND retry_at > ?1"
+            case .claim:
+                """
+                UPDATE downloads SET state = '\(QueueState.running.column)', retry_at = 0, updated_at = ?2
+                WHERE id = ?1 AND \(Journal.admissible)
+                """
             case .updateRow: "UPDATE downloads SET \(Journal.assignments) WHERE id = ?1"
             case .upsertRow: "\(Journal.insertion) ON CONFLICT(id) DO UPDATE SET \(Journal.assignments)"
             case .insertRowIfAbsent: "\(Journal.insertion) ON CONFLICT(id) DO NOTHING"
             case .recordSynced:
-                "UPDATE downloads SET bytes_synced = max(bytes_synced, ?2) WHERE id = ?1 AND state != 'completed'"
+                """
+                UPDATE downloads SET bytes_synced = max(bytes_synced, ?2)
+                WHERE id = ?1 AND NOT \(QueueState.sqlCondition([.completed]))
+                """
             case .delete: "DELETE FROM downloads WHERE id = ?1"
             }
         }
@@ -103,7 +110,7 @@ extension Journal {
             lastModified: text(statement, 4),
             bytesCommitted: sqlite3_column_int64(statement, 5),
             bytesSynced: sqlite3_column_int64(statement, 11),
-            state: DownloadRecord.State(rawValue: text(statement, 6) ?? "") ?? .interrupted,
+            state: QueueState(column: text(statement, 6) ?? "", retryAt: sqlite3_column_double(statement, 17)),
             attempts: Int(sqlite3_column_int64(statement, 7)),
             lastError: text(statement, 8),
             priority: Int(sqlite3_column_int64(statement, 9)),

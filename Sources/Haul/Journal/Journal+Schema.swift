@@ -97,7 +97,7 @@ extension Journal {
             try save(record, for: id)
         }
         try execute(
-            "CREATE INDEX IF NOT EXISTS downloads_queue ON downloads (priority DESC, queue_seq) WHERE state = 'queued'"
+            "CREATE INDEX IF NOT EXISTS downloads_queue ON downloads (priority DESC, queue_seq) WHERE \(Self.admissible)"
         )
     }
 
@@ -134,8 +134,10 @@ extension Journal {
     }
 
     /// Rows that may have a partial file: all but the completed ones and those queued that never ran.
-    static let mayHavePartial =
-        "state != 'completed' AND NOT (state = 'queued' AND attempts = 0 AND bytes_committed = 0 AND bytes_synced = 0)"
+    static let mayHavePartial = """
+        NOT \(QueueState.sqlCondition([.completed])) AND NOT (\(QueueState.sqlCondition([.queued]))
+        AND attempts = 0 AND bytes_committed = 0 AND bytes_synced = 0)
+        """
 
     /// Records that the first `bytes` of a download's partial file are on stable storage.
 }

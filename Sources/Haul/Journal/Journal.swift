@@ -95,8 +95,14 @@ final class Journal: @unchecked Sendable {
         do {
             try prepareSchema()
             try recoverIfRebooted(bootID: bootID)
-            // Whatever was queued or running belonged to a process that is gone.
-            try execute("UPDATE downloads SET state = 'interrupted' WHERE state IN ('queued', 'running')")
+            // Whatever was queued, waiting or running belonged to a process that is gone: the row
+            // machine's `.interrupted`, for all rows at once.
+            try execute(
+                """
+                UPDATE downloads SET state = '\(QueueState.interrupted.column)'
+                WHERE \(QueueState.sqlCondition(accepting: .interrupted, to: .interrupted))
+                """
+            )
         } catch {
             close()
             throw error

@@ -8,10 +8,8 @@ public struct JournalEntry: Sendable, Hashable {
     public var url: String
     /// Where the finished file goes.
     public var destination: String
-    /// `queued`, `running`, `interrupted` (queued or running when its process stopped: it continues
-    /// when asked for again, or under a manager that resumes unfinished downloads), `paused`,
-    /// `completed` or `failed`.
-    public var state: String
+    /// Where it stands in its queue.
+    public var state: QueueState
     /// Bytes on disk at the last checkpoint.
     public var bytesReceived: Int64
     /// The file's length, when known.
@@ -26,7 +24,7 @@ extension JournalEntry {
             id: id,
             url: URL(string: record.url)?.redactedString ?? record.url,
             destination: record.destination,
-            state: record.state.rawValue,
+            state: record.state,
             bytesReceived: record.bytesCommitted,
             totalBytes: record.totalBytes,
             lastError: record.lastError

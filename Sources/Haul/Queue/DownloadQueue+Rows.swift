@@ -59,7 +59,6 @@ extension DownloadQueue {
         let urlText = request.url.absoluteString
         // The common case, a download never seen: one insertion, no lookup.
         var record = fresh(request)
-        record.queueSequence = catalog.nextQueueSequence()
         if let length = journal.adoptOrphanPartial(for: request.id) { record.bytesCommitted = length }
         if try journal.insertIfAbsent(record, for: request.id) { return .queued(record) }
         var existing = try journal.record(for: request.id)
@@ -69,36 +68,41 @@ extension DownloadQueue {
             existing = nil
         }
         guard var record = existing else {
-            return .queued(try requeue(fresh(request), id: request.id, in: journal))
+            return .queued(try saveFresh(request, in: journal))
         }
         record.priority = request.priority
         if record.state != .completed {
             record.expectedChecksum = request.checksum?.description
             record.expectedSize = request.expectedSize
         }
-        switch record.state {
-        case .queued, .running:
+        switch record.apply(.requested(sequence: catalog.nextQueueSequence())) {
+        case .moves:
+            try journal.save(record, for: request.id)
+            return .queued(record)
+        case .unchanged, .removed:  // already queued, waiting or running (a request removes nothing)
             try journal.save(record, for: request.id)
             return .waiting(record)
-        case .paused, .interrupted, .failed:
-            record.lastError = nil
-            return .queued(try requeue(record, id: request.id, in: journal))
-        case .completed:
+        case .refused:
+            // Completed: the file stays unless it is gone or changed, or is to be revalidated.
             guard let total = record.totalBytes, FilePath.fileLength(request.destination) == total else {
                 // The file recorded as complete is gone or changed at its destination: fetch it anew.
                 unlink(journal.partialPath(for: request.id))
-                return .queued(try requeue(fresh(request), id: request.id, in: journal))
+                return .queued(try saveFresh(request, in: journal))
             }
-            guard revalidatesCompletedFiles, record.entityTag != nil || record.lastModified != nil else {
+            guard revalidatesCompletedFiles, record.entityTag != nil || record.lastModified != nil,
+                record.apply(.revalidationRequested(sequence: catalog.nextQueueSequence())) != .refused
+            else {
                 return .complete(record)
             }
-            record.revalidate = true
-            return .queued(try requeue(record, id: request.id, in: journal))
+            try journal.save(record, for: request.id)
+            return .queued(record)
         }
     }
 
+    /// A new row for the request, queued at the end of its priority.
     func fresh(_ request: PreparedRequest) -> DownloadRecord {
         var record = DownloadRecord(url: request.url.absoluteString, destination: request.destination)
+        record.queueSequence = catalog.nextQueueSequence()
         record.priority = request.priority
         record.host = request.url.hostKey
         record.expectedChecksum = request.checksum?.description
@@ -106,14 +110,10 @@ extension DownloadQueue {
         return record
     }
 
-    /// Puts a row at the end of its priority's queue.
-    func requeue(_ record: DownloadRecord, id: DownloadID, in journal: Journal) throws(DownloadError)
-        -> DownloadRecord
-    {
-        var record = record
-        record.state = .queued
-        record.queueSequence = catalog.nextQueueSequence()
-        try journal.save(record, for: id)
+    /// Replaces the request's row with a new one.
+    func saveFresh(_ request: PreparedRequest, in journal: Journal) throws(DownloadError) -> DownloadRecord {
+        let record = fresh(request)
+        try journal.save(record, for: request.id)
         return record
     }
 

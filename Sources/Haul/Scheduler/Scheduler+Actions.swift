@@ -9,7 +9,8 @@ extension Scheduler {
         case .none, .startRequest, .acceptBody, .rejectBody:
             break
         case .pause:
-            let progress = transfer.setAside(state: .paused)
+            // A pause while the manager shuts down interrupts: the next manager continues the download.
+            let progress = transfer.setAside(on: shuttingDown ? .interrupted : .paused)
             requestSync(of: transfer, bytes: progress.bytesReceived)
             transfer.download.hub.publish(.paused(progress))
             // A paused download is a row again; resuming queues it.
@@ -17,6 +18,7 @@ extension Scheduler {
         case .cancel:
             transfer.stopRequest()
             transfer.sink = nil
+            transfer.record.apply(.cancelled)
             transfer.store.remove(transfer.id)
             transfer.download.hub.publish(.cancelled)
             forget(transfer)
@@ -38,11 +40,10 @@ extension Scheduler {
             retryAfter: transfer.request.retryAfter,
             random: Double.random(in: 0..<1)
         )
+        let time = Date().timeIntervalSince1970 + delay.inSeconds
         transfer.record.failures = transfer.machine.failures
-        transfer.record.retryAt = Date().timeIntervalSince1970 + delay.inSeconds
-        transfer.record.lastError = error.description
         if transfer.machine.restarts > 0 { restartsBeforeRetry[transfer.id] = transfer.machine.restarts }
-        let progress = transfer.setAside(state: .queued)
+        let progress = transfer.setAside(on: .retryScheduled(at: time, error: error.description))
         requestSync(of: transfer, bytes: progress.bytesReceived)
         logger.info(
             "retrying",
@@ -50,7 +51,7 @@ extension Scheduler {
         )
         transfer.download.hub.publish(.retrying(error, after: delay))
         forget(transfer)
-        wakeForRetry(in: transfer.store.directory, at: transfer.record.retryAt)
+        wakeForRetry(in: transfer.store.directory, at: time)
     }
 
     /// Ends the download with `error`, keeping its partial file if it holds anything.
@@ -63,8 +64,7 @@ extension Scheduler {
             // Nothing worth resuming (a 404, a refused connection): leave no trace.
             transfer.store.remove(transfer.id)
         } else {
-            transfer.record.lastError = error.description
-            transfer.checkpoint(state: .failed, bytes: bytes)
+            transfer.checkpoint(.failed(error: error.description), bytes: bytes)
         }
         logger.info("download failed", metadata: ["url": "\(transfer.urlForErrors)", "error": "\(error)"])
         transfer.download.hub.publish(.failed(error))
@@ -84,8 +84,7 @@ extension Scheduler {
         }
         let total = transfer.record.totalBytes ?? length
         transfer.record.totalBytes = total
-        transfer.record.revalidate = false
-        transfer.checkpoint(state: .completed, bytes: total)
+        transfer.checkpoint(.completed, bytes: total)
         transfer.download.hub.publish(
             .progress(
                 DownloadProgress(

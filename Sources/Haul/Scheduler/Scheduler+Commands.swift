@@ -7,18 +7,15 @@ extension Scheduler {
             perform(transfer.pause(), for: transfer)
             return
         }
-        // Queued or interrupted: only its row changes.
-        updateRow(of: download, from: [.queued, .interrupted]) { record in
-            record.state = .paused
+        // Queued, waiting or interrupted: only its row changes.
+        updateRow(of: download, on: .paused) { record in
             download.hub.publish(.paused(record.progress))
         }
     }
 
     func resume(_ download: Download) {
         if transfers[download.id] != nil { return }  // admitted: it is not paused
-        updateRow(of: download, from: [.paused, .interrupted]) { record in
-            record.state = .queued
-            record.queueSequence = catalog.nextQueueSequence()
+        updateRow(of: download, on: .resumed(sequence: catalog.nextQueueSequence())) { _ in
             download.hub.publish(.queued)
         }
         admission.queueChanged(in: download.stateDirectoryPath)
@@ -29,36 +26,35 @@ extension Scheduler {
             perform(transfer.cancel(), for: transfer)
             return
         }
-        guard let journal = catalog.openJournal(for: download.stateDirectoryPath) else { return }
-        journal.locked {
-            guard let record = try? journal.record(for: download.id),
-                [.queued, .paused, .interrupted].contains(record.state)
-            else { return }
-            journal.remove(download.id)
+        updateRow(of: download, on: .cancelled) { _ in
             restartsBeforeRetry[download.id] = nil
             download.hub.publish(.cancelled)
         }
     }
 
-    /// Changes the row of a download that is not admitted, if it is in one of `states`; `change`
-    /// runs with the journal locked (so events it publishes come before the loop's next ones).
-    private func updateRow(
-        of download: Download,
-        from states: Set<DownloadRecord.State>,
-        _ change: (inout DownloadRecord) -> Void
-    ) {
+    /// Applies `event` to the row of a download that is not admitted (a row another process runs is
+    /// left alone). When the row changes, `changed` runs with the journal locked (so events it publishes
+    /// come before the loop's next ones).
+    private func updateRow(of download: Download, on event: QueueEvent, _ changed: (DownloadRecord) -> Void) {
         guard let journal = catalog.openJournal(for: download.stateDirectoryPath) else { return }
         journal.locked {
-            guard var record = try? journal.record(for: download.id), states.contains(record.state) else { return }
-            change(&record)
-            do {
-                try journal.save(record, for: download.id)
-            } catch {
-                logger.warning(
-                    "could not write the journal",
-                    metadata: ["url": "\(download.url.redactedString)", "error": "\(error)"]
-                )
+            guard var record = try? journal.record(for: download.id), record.state != .running else { return }
+            switch record.apply(event) {
+            case .refused, .unchanged:
+                return
+            case .removed:
+                journal.remove(download.id)
+            case .moves:
+                do {
+                    try journal.save(record, for: download.id)
+                } catch {
+                    logger.warning(
+                        "could not write the journal",
+                        metadata: ["url": "\(download.url.redactedString)", "error": "\(error)"]
+                    )
+                }
             }
+            changed(record)
         }
     }
 
@@ -67,9 +63,8 @@ extension Scheduler {
     func shutdown() {
         shuttingDown = true
         for transfer in Array(transfers.values) where !transfer.machine.isDone {
+            // Interrupted, not paused (see ``perform(_:for:)``): the next manager continues it.
             perform(transfer.pause(), for: transfer)
-            // Queued, not paused: the journal marks it interrupted, and the next manager continues it.
-            transfer.checkpoint(state: .queued, bytes: transfer.progress().bytesReceived)
         }
         // The pauses above asked for syncs; the journals close once those are recorded.
         if disk.pending == 0 {

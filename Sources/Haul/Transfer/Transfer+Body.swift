@@ -114,7 +114,6 @@ extension Transfer {
                 return
             }
         }
-        record.state = .running
         record.attempts += 1
         if let restart { restarted(because: restart) }
         if truncating || request.offset == 0 {

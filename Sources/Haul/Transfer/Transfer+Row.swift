@@ -1,10 +1,11 @@
 /// The transfer's journal row: written when the download's state changes, when a response's
 /// validators must precede its bytes, and at checkpoints.
 extension Transfer {
-    /// Records where the download stands. A failure to write the journal is logged, not fatal: the
-    /// partial file itself is what a resume trusts first.
-    func checkpoint(state: DownloadRecord.State, bytes: Int64) {
-        record.state = state
+    /// Records where the download stands after `event` (the row's machine decides the state). A
+    /// failure to write the journal is logged, not fatal: the partial file itself is what a resume
+    /// trusts first.
+    func checkpoint(_ event: QueueEvent, bytes: Int64) {
+        record.apply(event)
         record.bytesCommitted = bytes
         rowBehind = false
         sink?.beforeFirstWrite = nil
@@ -33,9 +34,10 @@ extension Transfer {
         }
     }
 
-    /// Stops the transfer for now (paused, or waiting to retry): writes what is buffered and records
-    /// the row in `state` with the bytes on disk. Returns them, as progress; the owner syncs them.
-    func setAside(state: DownloadRecord.State) -> DownloadProgress {
+    /// Stops the transfer for now (paused, interrupted, or waiting to retry): writes what is buffered
+    /// and records the row after `event` with the bytes on disk. Returns them, as progress; the owner
+    /// syncs them.
+    func setAside(on event: QueueEvent) -> DownloadProgress {
         stopRequest()
         do {
             try sink?.close()
@@ -48,7 +50,7 @@ extension Transfer {
         sink = nil
         speed.reset()
         let progress = progress()
-        checkpoint(state: state, bytes: progress.bytesReceived)
+        checkpoint(event, bytes: progress.bytesReceived)
         return progress
     }
 
@@ -62,7 +64,7 @@ extension Transfer {
         } catch {
             return nil
         }
-        checkpoint(state: .running, bytes: sink.committedLength)
+        checkpoint(.progressed, bytes: sink.committedLength)
         return sink.committedLength
     }
 

@@ -1,0 +1,82 @@
+/// Where a download stands in its state directory's queue, as its journal row records it.
+///
+/// One vocabulary for the row, used by the queue, the loop, the journal and listings such as
+/// `haul --list`. A cancelled download has no state: its row is removed. The moves between states are
+/// ``QueueState/after(_:)``'s, and only its.
+public enum QueueState: Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// Waiting in the queue for a slot.
+    case queued
+    /// Waiting in the queue for its retry's time (a backoff, or the server's `Retry-After`) after a
+    /// transient failure; then it is admitted like a queued one.
+    case waitingToRetry
+    /// Admitted: a transfer holds it (or held it when its process stopped).
+    case running
+    /// Paused by its caller; it continues when resumed or asked for again.
+    case paused
+    /// It was queued, waiting or running when the process that ran it stopped; it continues when a
+    /// manager resumes unfinished downloads, or when it is asked for again.
+    case interrupted
+    /// The file is complete at its destination.
+    case completed
+    /// It failed for good; its partial file is kept when it holds bytes, and asking for it again
+    /// continues from them.
+    case failed
+
+    /// The state as one word, as `haul --list` shows it: `retrying` for a download waiting to retry.
+    public var description: String {
+        switch self {
+        case .queued: "queued"
+        case .waitingToRetry: "retrying"
+        case .running: "running"
+        case .paused: "paused"
+        case .interrupted: "interrupted"
+        case .completed: "completed"
+        case .failed: "failed"
+        }
+    }
+
+    /// Whether the download still has work to do (neither completed nor failed).
+    public var isUnfinished: Bool { self != .completed && self != .failed }
+}
+
+extension QueueState {
+    /// The `state` column's value. A download waiting to retry is stored `queued` with its time in
+    /// `retry_at`, so that one index finds every row the queue may admit.
+    var column: String {
+        switch self {
+        case .queued, .waitingToRetry: "queued"
+        case .running: "running"
+        case .paused: "paused"
+        case .interrupted: "interrupted"
+        case .completed: "completed"
+        case .failed: "failed"
+        }
+    }
+
+    /// The state a row stored as `column` with `retryAt` is in; an unknown value (a newer Haul's)
+    /// reads as interrupted, so that it is neither lost nor run twice.
+    init(column: String, retryAt: Double) {
+        switch column {
+        case "queued": self = retryAt > 0 ? .waitingToRetry : .queued
+        case "running": self = .running
+        case "paused": self = .paused
+        case "completed": self = .completed
+        case "failed": self = .failed
+        default: self = .interrupted
+        }
+    }
+
+    /// An SQL condition true for the rows whose state is one of `states`: `state = 'a'` or
+    /// `state IN ('a', 'b')` (one value as `=`, so that the partial index's condition matches).
+    static func sqlCondition(_ states: [QueueState]) -> String {
+        var columns: [String] = []
+        for state in states where !columns.contains(state.column) { columns.append(state.column) }
+        if columns.count == 1 { return "state = '\(columns[0])'" }
+        return "state IN (\(columns.map { "'\($0)'" }.joined(separator: ", ")))"
+    }
+
+    /// An SQL condition true for the rows in which `event` moves the row to `target`.
+    static func sqlCondition(accepting event: QueueEvent, to target: QueueState) -> String {
+        sqlCondition(allCases.filter { $0.after(event) == .moves(to: target) })
+    }
+}
