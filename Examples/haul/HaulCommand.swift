@@ -67,6 +67,16 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: .long, help: "A PEM file of certificate authorities for HTTPS (instead of the system's).")
     var caFile: String?
 
+    @Flag(
+        name: .long,
+        help: """
+            Continue a partial file even when the server gives no strong validator (ETag or Last-Modified) \
+            to prove it is the same version, after checking that the 64 KiB before its end are unchanged. \
+            Without this, such a partial starts over.
+            """
+    )
+    var resumeUnvalidated = false
+
     @Flag(name: .long, help: "List the downloads recorded in the state directory's journal, then exit.")
     var list = false
 
@@ -210,6 +220,7 @@ struct Runner {
         configuration.retryLimit = command.retries
         configuration.stallTimeout = .milliseconds(Int64(command.stallTimeout * 1000))
         configuration.maximumFileSize = command.maxSize
+        configuration.resumesWithoutValidator = command.resumeUnvalidated
         configuration.certificateAuthorityFile = command.caFile.map { URL(fileURLWithPath: $0) }
         configuration.checkpointInterval = .milliseconds(Int64(command.checkpointInterval * 1000))
         configuration.stateDirectory = URL(

@@ -82,7 +82,7 @@ final class Reporter: Sendable {
             case .failed(let error):
                 Self.write("haul: \(error)\n", to: STDERR_FILENO)
             case .restarted(let reason):
-                Self.write("restarted \(url): \(reason)\n", to: STDOUT_FILENO)
+                Self.write("restarted \(url): \(Self.explain(reason))\n", to: STDOUT_FILENO)
             case .retrying(let error, let delay):
                 Self.write("retrying \(url) in \(Self.delay(delay)): \(Self.cause(of: error))\n", to: STDOUT_FILENO)
             default: break
@@ -135,7 +135,7 @@ final class Reporter: Sendable {
             case .connecting(let progress): row.status = "connecting"; row.progress = progress
             case .receiving(let progress), .progress(let progress): row.status = ""; row.progress = progress
             case .paused(let progress): row.status = "paused"; row.progress = progress
-            case .restarted(let reason): message = "↻ \(row.name): \(reason)"
+            case .restarted(let reason): message = "↻ \(row.name): \(Self.explain(reason))"
             case .retrying(let error, let delay):
                 row.status = "retry in \(Self.delay(delay))"
                 message = "↻ \(row.name): \(Self.cause(of: error)); retrying in \(Self.delay(delay))"
@@ -274,6 +274,15 @@ final class Reporter: Sendable {
         case .cancelled: object["event"] = "cancelled"
         }
         return JSONLine.encode(object)
+    }
+
+    /// Why a download started over, with what the user can do about it.
+    static func explain(_ reason: RestartReason) -> String {
+        switch reason {
+        case .noValidator:
+            "\(reason); started over (--resume-unvalidated would continue it after checking its last bytes)"
+        default: "\(reason); started over"
+        }
     }
 
     /// A short cause for a retry line: the status or curl's words.

@@ -65,6 +65,18 @@ extension DownloadManager {
         /// A transfer that receives nothing for this long (whole seconds, at least 1) is aborted and
         /// retried. Time spent queued never counts. Default 30 s.
         public var stallTimeout: Duration = .seconds(30)
+        /// Whether a partial file that no strong validator vouches for is continued. Off (the
+        /// default), such a partial starts over with a `.restarted(.noValidator)` event. A strong
+        /// validator is an ETag that is not weak, or a Last-Modified at least a minute older than the
+        /// response's Date (RFC 9110 §8.8.2.2). Without one, a `Range` request alone would splice a
+        /// file replaced in between onto the old bytes.
+        ///
+        /// On, the resume asks again for the 64 KiB before the partial's end and continues only if
+        /// they equal the bytes on disk and the total length is unchanged; otherwise it starts over
+        /// (`.restarted(.overlapMismatch)` or `.remoteChanged`). What this cannot see is a file that
+        /// changed only in bytes before that stretch, or only after it, with the same length (an
+        /// edited middle, an appended log rotated to the same size).
+        public var resumesWithoutValidator = false
         /// The largest file a download accepts, in bytes: a larger announced length, or a body that
         /// grows past it, fails the download with `.fileTooLarge`. `nil` (the default): no limit.
         public var maximumFileSize: Int64?

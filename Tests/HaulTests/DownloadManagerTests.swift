@@ -395,9 +395,24 @@ struct DownloadManagerTests {
         let destination = directory.appendingPathComponent("whole.bin")
         let stateDirectory = directory.appendingPathComponent(".haul")
         try FileManager.default.createDirectory(at: stateDirectory, withIntermediateDirectories: true)
-        // A partial holding every byte, as left by a process killed just before its rename.
+        // A partial holding every byte, as left by a process killed just before its rename: its row
+        // has the response's validator (nginx's ETag: the file's mtime and size in hexadecimal).
         let id = DownloadID(url: server.url("whole.bin").absoluteString, destinationPath: destination.path)
         try source.write(to: stateDirectory.appendingPathComponent("\(id).part"))
+        var status = stat()
+        #expect(stat(server.root.appendingPathComponent("whole.bin").path, &status) == 0)
+        do {
+            let journal = try Journal(directory: stateDirectory.path)
+            var record = DownloadRecord(url: server.url("whole.bin").absoluteString, destination: destination.path)
+            record.host = server.url("whole.bin").hostKey
+            record.entityTag = "\"\(String(status.st_mtim.tv_sec, radix: 16))-\(String(status.st_size, radix: 16))\""
+            record.totalBytes = Int64(source.count)
+            record.bytesCommitted = Int64(source.count)
+            record.attempts = 1
+            record.state = .interrupted
+            try journal.save(record, for: id)
+            journal.close()
+        }
         try await withDownloadManager(configuration: configuration()) { manager in
             let download = try manager.download(from: server.url("whole.bin"), to: destination)
             #expect(download.id == id)

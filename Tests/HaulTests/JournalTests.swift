@@ -331,8 +331,11 @@ struct JournalIntegrationTests {
         #expect(completed.attempts == 2)
     }
 
-    @Test("a partial file whose journal was deleted is resumed from its length")
-    func partialWithoutJournalIsResumed() async throws {
+    @Test(
+        "a partial file whose journal was deleted: nothing vouches for it, so it starts over; opted in, it is resumed after its overlap matches",
+        arguments: [false, true]
+    )
+    func partialWithoutJournal(resumesWithoutValidator: Bool) async throws {
         let (server, directory) = try startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("o.bin", size: 600_000, seed: 11)
@@ -344,14 +347,25 @@ struct JournalIntegrationTests {
         try source.prefix(250_000).write(to: state.appendingPathComponent("\(id.rawValue).part"))
         var configuration = DownloadManager.Configuration()
         configuration.stateDirectory = state
-        let placed = try await withDownloadManager(configuration: configuration) { manager in
-            try await manager.download(from: url, to: destination).finished()
+        configuration.resumesWithoutValidator = resumesWithoutValidator
+        let (placed, restarts) = try await withDownloadManager(configuration: configuration) { manager in
+            let download = try manager.download(from: url, to: destination)
+            var restarts: [RestartReason] = []
+            for await event in download.events { if case .restarted(let reason) = event { restarts.append(reason) } }
+            return (try await download.finished(), restarts)
         }
         #expect(placed == destination)
         #expect(try Data(contentsOf: destination) == source)
         let requests = await server.requests(to: "/o.bin", atLeast: 1)
-        #expect(requests.map(\.range) == ["bytes=250000-"])
-        #expect(requests.map(\.status) == [206])
+        if resumesWithoutValidator {
+            #expect(requests.map(\.range) == ["bytes=\(250_000 - 65_536)-"])
+            #expect(requests.map(\.status) == [206])
+            #expect(restarts.isEmpty)
+        } else {
+            #expect(requests.map(\.range) == ["-"])  // nginx logs no Range as "-"
+            #expect(requests.map(\.status) == [200])
+            #expect(restarts == [.noValidator])
+        }
     }
 
     @Test("bytes in a partial file that no recorded response vouches for are replaced, not continued")

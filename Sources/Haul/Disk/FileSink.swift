@@ -161,6 +161,32 @@ final class FileSink {
         try writeFully(pending)
     }
 
+    /// The file's bytes from `offset` to its end, buffered ones written first: what an unvalidated
+    /// resume compares the server's answer with (``ResumePlan/verify(rangeStart:offset:)``).
+    func bytes(from offset: Int64) throws(DownloadError) -> [UInt8] {
+        try flush()
+        let count = Int(max(0, committedLength - offset))
+        let file = open(path, O_RDONLY | O_CLOEXEC)
+        guard file >= 0 else {
+            throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "open failed")
+        }
+        defer { Glibc.close(file) }
+        var bytes = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let read = bytes.withUnsafeMutableBytes {
+                pread(file, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done))
+            }
+            if read < 0 && errno == EINTR { continue }
+            guard read > 0 else {
+                let code = read < 0 ? errno : EIO
+                throw DownloadError(code: .fileSystem, url: nil, errno: code, path: path, detail: "read failed")
+            }
+            done += read
+        }
+        return bytes
+    }
+
     /// Empties the file and the buffer: the download starts again from byte 0.
     func truncate() throws(DownloadError) {
         buffered = 0

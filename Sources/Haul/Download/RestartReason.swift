@@ -8,6 +8,14 @@ public enum RestartReason: Sendable, Hashable, CustomStringConvertible {
     case rangeMismatch
     /// The server said the range cannot be satisfied although the partial file is not complete.
     case rangeNotSatisfiable
+    /// The server gave no strong validator (a strong ETag, or a Last-Modified at least a minute
+    /// older than the response) with the partial's bytes, so nothing proves they are the remote
+    /// file's current ones. ``DownloadManager/Configuration/resumesWithoutValidator`` continues such
+    /// partials after checking their last bytes instead.
+    case noValidator
+    /// An unvalidated resume asked for the bytes before its resume point again, and they differ
+    /// from the partial file's: the remote file changed.
+    case overlapMismatch
 
     /// A short sentence for logs and the CLI.
     public var description: String {
@@ -16,6 +24,8 @@ public enum RestartReason: Sendable, Hashable, CustomStringConvertible {
         case .remoteChanged: "the remote file changed"
         case .rangeMismatch: "the server answered a different range than the one asked for"
         case .rangeNotSatisfiable: "the server could not serve the rest of the partial file"
+        case .noValidator: "the server sends no strong ETag or Last-Modified to prove the partial file is current"
+        case .overlapMismatch: "the remote file changed (the bytes before the resume point differ)"
         }
     }
 }

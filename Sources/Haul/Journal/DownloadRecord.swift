@@ -7,6 +7,9 @@ struct DownloadRecord: Equatable, Sendable {
     var totalBytes: Int64?
     var entityTag: String?
     var lastModified: String?
+    /// `lastModified` is a strong validator (``HTTPDate/isStrong(lastModified:date:)``): a resume may
+    /// send it in `If-Range`.
+    var lastModifiedIsStrong = false
     /// Bytes of the partial file at the last checkpoint (pause, failure, completion, shutdown).
     var bytesCommitted: Int64 = 0
     /// Bytes of the partial file known to be on stable storage (`fdatasync`ed before this was
@@ -43,9 +46,11 @@ struct DownloadRecord: Equatable, Sendable {
     /// not continued, and the file is not even looked at.
     var mayHaveStarted: Bool { attempts > 0 || bytesCommitted > 0 || bytesSynced > 0 }
 
-    /// The validator for `If-Range`: a strong ETag, else Last-Modified (RFC 9110 §13.1.5).
+    /// The validator for `If-Range` (RFC 9110 §13.1.5): a strong ETag, else a strong Last-Modified;
+    /// `nil` when there is neither, and nothing proves that the partial file's bytes are the remote
+    /// file's current ones.
     var ifRangeValidator: String? {
         if let entityTag, !entityTag.hasPrefix("W/") { return entityTag }
-        return lastModified
+        return lastModifiedIsStrong ? lastModified : nil
     }
 }

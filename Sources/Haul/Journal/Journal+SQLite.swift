@@ -108,6 +108,7 @@ extension Journal {
             totalBytes: sqlite3_column_type(statement, 2) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, 2),
             entityTag: text(statement, 3),
             lastModified: text(statement, 4),
+            lastModifiedIsStrong: sqlite3_column_int64(statement, 19) != 0,
             bytesCommitted: sqlite3_column_int64(statement, 5),
             bytesSynced: sqlite3_column_int64(statement, 11),
             state: QueueState(column: text(statement, 6) ?? "", retryAt: sqlite3_column_double(statement, 17)),

@@ -44,6 +44,7 @@ extension Journal {
             if version < 1 { try migrateToVersion1() }
             if version < 2 { try migrateToVersion2() }
             if version < 3 { try migrateToVersion3() }
+            if version < 4 { try migrateToVersion4() }
             try execute("PRAGMA user_version = \(Self.schemaVersion)")
             try execute("COMMIT")
         } catch {
@@ -91,14 +92,33 @@ extension Journal {
         try execute("ALTER TABLE downloads ADD COLUMN retry_at REAL NOT NULL DEFAULT 0")
         try execute("ALTER TABLE downloads ADD COLUMN expected_size INTEGER")
         try execute("UPDATE downloads SET queue_seq = CAST(created_at * 1000000 AS INTEGER)")
-        for (id, var record) in try records(where: "host = ''") {
-            guard let url = URL(string: record.url) else { continue }
-            record.host = url.hostKey
-            try save(record, for: id)
+        // Only the columns of version 3: later migrations add the others after this one.
+        let statement = try prepared("SELECT id, url FROM downloads WHERE host = ''")
+        var hosts: [(id: String, host: String)] = []
+        while sqlite3_step(statement) == SQLITE_ROW {
+            guard let id = Self.text(statement, 0), let url = Self.text(statement, 1).flatMap(URL.init(string:)) else {
+                continue
+            }
+            hosts.append((id, url.hostKey))
+        }
+        sqlite3_reset(statement)
+        let update = try prepared("UPDATE downloads SET host = ?2 WHERE id = ?1")
+        for (id, host) in hosts {
+            CHaul_sqlite_bind_text(update, 1, id)
+            CHaul_sqlite_bind_text(update, 2, host)
+            let status = sqlite3_step(update)
+            sqlite3_reset(update)
+            guard status == SQLITE_DONE else { throw failure("write") }
         }
         try execute(
             "CREATE INDEX IF NOT EXISTS downloads_queue ON downloads (priority DESC, queue_seq) WHERE \(Self.admissible)"
         )
+    }
+
+    /// Version 4: whether a row's Last-Modified is strong. Rows written before are taken as weak: a
+    /// partial that only a Last-Modified vouches for starts over rather than risk a splice.
+    func migrateToVersion4() throws(DownloadError) {
+        try execute("ALTER TABLE downloads ADD COLUMN last_modified_strong INTEGER NOT NULL DEFAULT 0")
     }
 
     /// After a reboot, bytes that were only in the page cache may be lost or garbage: cut every

@@ -86,7 +86,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             logger: configuration.logger,
             progressInterval: configuration.progressInterval,
             maximumFileSize: configuration.maximumFileSize,
-            retryLimit: configuration.retryLimit
+            retryLimit: configuration.retryLimit,
+            resumesWithoutValidator: configuration.resumesWithoutValidator
         )
     }
 

@@ -47,6 +47,16 @@ enum HTTPDate {
         return Date(timeIntervalSince1970: Double(seconds))
     }
 
+    /// Whether a `Last-Modified` may serve as a strong validator (RFC 9110 §8.8.2.2): only when the
+    /// response's `Date` shows it at least 60 seconds old. A file changed twice within one second
+    /// has one Last-Modified for two contents; one a minute old was not being written when it was sent.
+    static func isStrong(lastModified: String?, date: String?) -> Bool {
+        guard let lastModified, let date, let modified = parse(lastModified), let sent = parse(date) else {
+            return false
+        }
+        return sent.timeIntervalSince1970 - modified.timeIntervalSince1970 >= 60
+    }
+
     /// A decimal number of ASCII digits only.
     private static func number(_ text: Substring) -> Int? {
         guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {

@@ -6,6 +6,8 @@ struct ResponseHead: Equatable, Sendable {
     var contentLength: Int64?
     var entityTag: String?
     var lastModified: String?
+    /// The response's `Date`, which says whether its Last-Modified is strong.
+    var date: String? = nil
     /// Every Content-Length value, when the response announced differing ones: its body cannot be
     /// framed (RFC 9112, 6.3), whichever length curl used.
     var conflictingContentLengths: [String]? = nil

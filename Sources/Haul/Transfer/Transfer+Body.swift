@@ -1,5 +1,6 @@
 import CHaul
 import Dispatch
+import Glibc
 
 extension Transfer {
     /// curl's write callback: the first call decides on the response; later calls append.
@@ -10,12 +11,21 @@ extension Transfer {
 
     /// Takes a chunk of the body: how many bytes were taken (fewer makes curl end the transfer).
     /// Runs inside curl's callback: touches the file, the journal and events, never the multi handle.
-    func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
+    func receive(_ chunk: UnsafeRawBufferPointer) -> Int {
+        var bytes = chunk
         if case .connecting = machine.state {
-            guard let easy else { return Self.refused }
-            _ = perform(decideResponse(easy: easy))  // accepted: receiving; refused: closing
+            if request.heldDecision == nil {
+                guard let easy else { return Self.refused }
+                _ = perform(decideResponse(easy: easy))  // accepted: receiving; refused: closing
+            }
+            if request.heldDecision != nil {
+                guard let rest = compareOverlap(bytes) else { return Self.refused }
+                if rest.isEmpty, case .connecting = machine.state { return chunk.count }  // more to compare
+                bytes = rest
+            }
         }
         guard case .receiving = machine.state, let sink else { return Self.refused }
+        if bytes.isEmpty { return chunk.count }
         if let maximum = environment.maximumFileSize, sink.receivedLength + Int64(bytes.count) > maximum {
             bodyFailed(
                 DownloadError(
@@ -35,7 +45,31 @@ extension Transfer {
             bodyFailed(attributed(error))
             return Self.refused
         }
-        return bytes.count
+        return chunk.count
+    }
+
+    /// Compares the start of an unvalidated resume's answer with the partial's last bytes. Returns
+    /// the bytes after the overlap (the decision went to the machine once all of it matched; empty
+    /// while more is to come), or `nil` when they differ (the download starts over).
+    private func compareOverlap(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
+        guard let expected = request.overlap, let decision = request.heldDecision else { return bytes }
+        let count = min(bytes.count, expected.count - request.overlapMatched)
+        let matches = expected.withUnsafeBytes { stored in
+            count == 0 || memcmp(stored.baseAddress! + request.overlapMatched, bytes.baseAddress!, count) == 0
+        }
+        guard matches else {
+            request.heldDecision = nil
+            request.overlap = nil
+            _ = perform(feed(.retryFromZero(reason: .overlapMismatch)))
+            return nil
+        }
+        request.overlapMatched += count
+        guard request.overlapMatched == expected.count else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        request.heldDecision = nil
+        request.overlap = nil
+        environment.logger.debug("overlap matched", metadata: ["url": "\(urlForErrors)", "bytes": "\(count)"])
+        _ = perform(feed(decision))
+        return UnsafeRawBufferPointer(rebasing: bytes[count...])
     }
 
     /// What curl's write callback returns to refuse a body (`CURL_WRITEFUNC_ERROR`).
@@ -49,13 +83,14 @@ extension Transfer {
             contentLength: easy.contentLength,
             entityTag: easy.header("ETag"),
             lastModified: easy.header("Last-Modified"),
+            date: easy.header("Date"),
             conflictingContentLengths: easy.conflictingValues(of: "Content-Length")
         )
         request.head = head
         request.rangeEnd = ResponseDecision.rangeEnd(of: head)
-        let decision = ResponseDecision.decide(
+        var decision = ResponseDecision.decide(
             head: head,
-            requestedOffset: request.offset,
+            requestedOffset: request.rangeStart,
             knownTotal: record.totalBytes,
             knownEntityTag: request.offset > 0 ? record.entityTag : nil,
             revalidating: revalidating
@@ -68,6 +103,26 @@ extension Transfer {
             "response",
             metadata: ["url": "\(urlForErrors)", "status": "\(head.status)", "decision": "\(decision)"]
         )
+        if let reason = request.restartReason, case .append(let total) = decision {
+            decision = .replace(total: total, reason: reason)
+        }
+        if request.overlap != nil {
+            switch decision {
+            case .append(let total?) where record.totalBytes != nil && total != record.totalBytes:
+                decision = .retryFromZero(reason: .remoteChanged)
+            case .append:
+                // Appended only once the answer's first bytes are the partial's last ones.
+                request.heldDecision = decision
+                return .none
+            default:
+                request.overlap = nil  // a whole file, a failure: nothing to compare
+            }
+        }
+        return feed(decision)
+    }
+
+    /// Gives the machine a decision on the response.
+    func feed(_ decision: ResponseDecision) -> DownloadStateMachine.Action {
         let action = machine.responseReceived(decision)
         if case .retryFromZero(let reason) = decision, case .closing(.restartFromZero) = machine.state {
             restarted(because: reason)
@@ -75,7 +130,7 @@ extension Transfer {
         return action
     }
 
-    private func restarted(because reason: RestartReason) {
+    func restarted(because reason: RestartReason) {
         environment.logger.info("restarting from zero", metadata: ["url": "\(urlForErrors)", "reason": "\(reason)"])
         download.hub.publish(.restarted(reason))
     }
@@ -116,9 +171,11 @@ extension Transfer {
         }
         record.attempts += 1
         if let restart { restarted(because: restart) }
-        if truncating || request.offset == 0 {
+        // A whole file, or one whose overlap matched: this answer's validators vouch for the partial.
+        if truncating || request.rangeStart < request.offset || request.offset == 0 {
             record.entityTag = head.entityTag
             record.lastModified = head.lastModified
+            record.lastModifiedIsStrong = HTTPDate.isStrong(lastModified: head.lastModified, date: head.date)
         }
         if total != nil || truncating {
             record.totalBytes = total

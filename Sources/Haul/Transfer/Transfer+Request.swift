@@ -4,6 +4,10 @@ extension Transfer {
     /// Sends a request for the bytes after the partial file (emptying it first when `truncating`).
     /// Returns the owner's action when the request cannot be made (a failure), else `.none`.
     func startRequest(truncating: Bool) -> DownloadStateMachine.Action {
+        // The rest after a range that ended before the file, in this attempt.
+        let continuesRange = request.rangeEnd != nil && sink?.receivedLength == request.rangeEnd
+        var plan = ResumePlan.resume(from: 0, ifRange: nil)
+        var overlap: [UInt8]?
         do {
             let sink: FileSink
             if let existing = self.sink {
@@ -19,13 +23,16 @@ extension Transfer {
             self.sink = sink
             if lengthAtAttemptStart == nil { lengthAtAttemptStart = sink.committedLength }
             let partialIsLongerThanFile = record.totalBytes.map { sink.committedLength > $0 } ?? false
-            if truncating || partialIsLongerThanFile {
-                try sink.truncate()
-                partialTruncated()
-                record.entityTag = nil
-                record.lastModified = nil
-                record.totalBytes = nil
+            if truncating || partialIsLongerThanFile { try emptyPartial(sink) }
+            if !revalidating {
+                plan = ResumePlan.decide(
+                    offset: sink.receivedLength,
+                    validator: record.ifRangeValidator,
+                    resumesWithoutValidator: environment.resumesWithoutValidator,
+                    continuesRange: continuesRange
+                )
             }
+            if case .verify(let rangeStart, _) = plan { overlap = try sink.bytes(from: rangeStart) }
         } catch {
             return fail(attributed(error))
         }
@@ -34,6 +41,17 @@ extension Transfer {
         }
         // Bytes still in the buffer are the file's too: they are written before the next ones.
         request = Request(offset: sink?.receivedLength ?? 0)
+        var ifRange: String?
+        switch plan {
+        case .resume(let offset, let validator):
+            (request.rangeStart, ifRange) = (offset, validator)
+        case .verify(let rangeStart, _):
+            request.rangeStart = rangeStart
+            request.overlap = overlap
+        case .restart(let reason):
+            // From 0; the answer replaces the partial once accepted (``decideResponse(easy:)``).
+            request.restartReason = reason
+        }
         easy.configure(
             url: download.url.absoluteString,
             options: environment.easyHandles.options,
@@ -48,7 +66,7 @@ extension Transfer {
                 ifModifiedSince: record.entityTag == nil ? record.lastModified : nil
             )
         } else {
-            easy.setConditions(rangeFrom: request.offset, ifRange: record.ifRangeValidator)
+            easy.setConditions(rangeFrom: request.rangeStart, ifRange: ifRange)
         }
         self.easy = easy
         let code = environment.reactor.add(easy.raw)
@@ -63,7 +81,7 @@ extension Transfer {
                 )
             )
         }
-        environment.logger.debug("request", metadata: ["url": "\(urlForErrors)", "from": "\(request.offset)"])
+        environment.logger.debug("request", metadata: ["url": "\(urlForErrors)", "from": "\(request.rangeStart)"])
         download.hub.publish(.connecting(progress()))
         return .none
     }
@@ -81,8 +99,14 @@ extension Transfer {
     func requestFinished(_ result: CURLcode) -> DownloadStateMachine.Action {
         guard let easy else { return .none }
         if result == CURLE_OK, case .connecting = machine.state {
-            // An empty body never reached the write callback: decide from the head now.
-            _ = perform(decideResponse(easy: easy))
+            if request.heldDecision != nil {
+                // The answer ended inside the stretch it had to repeat: it is not the rest of this file.
+                request.heldDecision = nil
+                _ = perform(feed(.retryFromZero(reason: .rangeMismatch)))
+            } else {
+                // An empty body never reached the write callback: decide from the head now.
+                _ = perform(decideResponse(easy: easy))
+            }
         }
         let ended: DownloadStateMachine.TransferResult
         if result == CURLE_OK {
@@ -118,6 +142,16 @@ extension Transfer {
             record.totalBytes = sink.receivedLength
         }
         return .finished
+    }
+
+    /// Empties the partial file and forgets what the row knew of the bytes that were in it.
+    private func emptyPartial(_ sink: FileSink) throws(DownloadError) {
+        try sink.truncate()
+        partialTruncated()
+        record.entityTag = nil
+        record.lastModified = nil
+        record.lastModifiedIsStrong = false
+        record.totalBytes = nil
     }
 
     /// The partial file was emptied: syncs still running for it describe bytes that are gone.

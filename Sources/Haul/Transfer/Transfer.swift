@@ -38,8 +38,21 @@ final class Transfer {
 
     /// One request of the transfer: what it asked for and what the answer said.
     struct Request {
-        /// The partial file's length when the request was made (`Range: bytes=offset-`).
+        /// The partial file's length when the request was made: where the answer's new bytes go.
         var offset: Int64 = 0
+        /// Where the asked range starts (`Range: bytes=rangeStart-`): `offset`, or before it when an
+        /// unvalidated resume checks the overlap (``ResumePlan``).
+        var rangeStart: Int64 = 0
+        /// The partial's bytes from `rangeStart` to `offset`, which the answer must repeat first (an
+        /// unvalidated resume), and how many of them it has repeated so far.
+        var overlap: [UInt8]?
+        var overlapMatched = 0
+        /// The decision on an answer whose overlap is still being compared: it is the machine's
+        /// once the overlap matched.
+        var heldDecision: ResponseDecision?
+        /// Why the request asks for the whole file although the partial holds bytes (nothing vouches
+        /// for them): an answer from byte 0 replaces them.
+        var restartReason: RestartReason?
         /// The answer's head, from the decision until the body is accepted (thousands of live
         /// transfers need not keep their heads).
         var head: ResponseHead?

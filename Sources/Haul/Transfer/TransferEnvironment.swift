@@ -18,6 +18,9 @@ final class TransferEnvironment {
     let maximumFileSize: Int64?
     /// How many transient failures in a row are retried.
     let retryLimit: Int
+    /// Partials without a strong validator are continued after an overlap check (see
+    /// ``DownloadManager/Configuration/resumesWithoutValidator``).
+    let resumesWithoutValidator: Bool
 
     init(
         reactor: Reactor,
@@ -28,7 +31,8 @@ final class TransferEnvironment {
         logger: Logger,
         progressInterval: Duration,
         maximumFileSize: Int64?,
-        retryLimit: Int
+        retryLimit: Int,
+        resumesWithoutValidator: Bool
     ) {
         self.reactor = reactor
         self.easyHandles = easyHandles
@@ -39,5 +43,6 @@ final class TransferEnvironment {
         self.progressInterval = progressInterval.nanoseconds
         self.maximumFileSize = maximumFileSize
         self.retryLimit = max(0, retryLimit)
+        self.resumesWithoutValidator = resumesWithoutValidator
     }
 }

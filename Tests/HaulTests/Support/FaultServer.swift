@@ -23,6 +23,13 @@ import Glibc
 /// - `/mute/SIZE`: the first request gets no answer at all (not even a status line); later ones behave.
 /// - `/drip/CHUNK/MILLISECONDS/SIZE`: CHUNK bytes every MILLISECONDS.
 /// - `/status/CODE`: that status, with a short body.
+/// - `/plain/N/SIZE`: no ETag, no Last-Modified; the first response ends after N body bytes.
+/// - `/plain-changing/N/SIZE`: the same, and each request gets another version of the same size.
+/// - `/weak-changing/N/SIZE`: only a weak ETag; each request another version; the first ends after N.
+/// - `/dated/N/SIZE`: only a Last-Modified, decades before the `Date` sent (strong: an `If-Range` with it
+///   is honoured); the first response ends after N.
+/// - `/dated-fresh-changing/N/SIZE`: only a Last-Modified equal to the `Date` sent (weak); each
+///   request another version; the first ends after N.
 final class FaultServer: @unchecked Sendable {
     // @unchecked Sendable: mutable state is guarded by `lock`; `listener` and `port` are immutable.
 
@@ -258,6 +265,41 @@ final class FaultServer: @unchecked Sendable {
             }
         case "drip" where numbers.count == 3:
             sendFile(size: size, request: &request, index: index, on: connection, drip: (numbers[0], numbers[1]))
+        case "plain" where numbers.count == 2:
+            sendFile(
+                size: size,
+                request: &request,
+                index: index,
+                on: connection,
+                limit: number == 1 ? numbers[0] : nil,
+                validators: .none
+            )
+        case "plain-changing" where numbers.count == 2, "weak-changing" where numbers.count == 2,
+            "dated-fresh-changing" where numbers.count == 2:
+            let validators: Validators =
+                switch parts[0] {
+                case "plain-changing": .none
+                case "weak-changing": .weakTag
+                default: .lastModified(fresh: true)
+                }
+            sendFile(
+                size: size,
+                version: number,
+                request: &request,
+                index: index,
+                on: connection,
+                limit: number == 1 ? numbers[0] : nil,
+                validators: validators
+            )
+        case "dated" where numbers.count == 2:
+            sendFile(
+                size: size,
+                request: &request,
+                index: index,
+                on: connection,
+                limit: number == 1 ? numbers[0] : nil,
+                validators: .lastModified(fresh: false)
+            )
         case "status" where numbers.count == 1:
             sendStatus(numbers[0], extra: "", request: &request, index: index, on: connection)
         default:
@@ -279,6 +321,17 @@ final class FaultServer: @unchecked Sendable {
         request.bytesSent = write(Data(body.utf8), to: connection)
     }
 
+    /// What a response says of its version.
+    enum Validators: Equatable {
+        /// A strong ETag and a Last-Modified (no Date: the Last-Modified alone is not strong).
+        case strong
+        case none
+        case weakTag
+        /// A Last-Modified and a `Date`, and no ETag: the version's date (long before the Date:
+        /// strong), or when `fresh` the Date itself (weak).
+        case lastModified(fresh: Bool)
+    }
+
     private func sendFile(
         size: Int,
         version: Int = 1,
@@ -291,13 +344,30 @@ final class FaultServer: @unchecked Sendable {
         drip: (Int, Int)? = nil,
         extraLength: Int = 0,
         secondLength: Int? = nil,
-        cap: Int? = nil
+        cap: Int? = nil,
+        validators: Validators = .strong
     ) {
         let body = Self.body(size: size, version: version)
-        let entityTag = "\"v\(version)-\(size)\""
+        let now = Int(Date().timeIntervalSince1970)
+        var entityTag: String? = "\"v\(version)-\(size)\""
+        // Version 1 was last modified on RFC 9110's example date; each later version a day after.
+        var lastModified: String? = Self.httpDate(784_111_777 + 86_400 * (version - 1))
+        var date: String?
+        switch validators {
+        case .strong: break
+        case .none: (entityTag, lastModified) = (nil, nil)
+        case .weakTag: (entityTag, lastModified) = ("W/\"v\(version)-\(size)\"", nil)
+        case .lastModified(let fresh):
+            (entityTag, date) = (nil, Self.httpDate(now))
+            if fresh { lastModified = date }
+        }
+        // If-Range holds only with a strong validator equal to the current one (RFC 9110 §13.1.5).
+        let strongValidators = [entityTag, validators == .strong ? nil : lastModified].compactMap { $0 }
+            .filter { !$0.hasPrefix("W/") }
+        let rangeHolds = request.ifRange == nil || strongValidators.contains(request.ifRange!)
         var start = 0
         if honorsRange, let range = request.range, range.hasPrefix("bytes="), range.hasSuffix("-"),
-            let from = Int(range.dropFirst(6).dropLast()), request.ifRange == nil || request.ifRange == entityTag
+            let from = Int(range.dropFirst(6).dropLast()), rangeHolds
         {
             start = rangeStartsAtZero ? 0 : from
         }
@@ -315,7 +385,7 @@ final class FaultServer: @unchecked Sendable {
             end = min(size, start + cap)
             head = "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes \(start)-\(end - 1)/\(size)\r\n"
             request.status = 206
-        } else if request.range != nil && honorsRange && (request.ifRange == nil || request.ifRange == entityTag) {
+        } else if request.range != nil && honorsRange && rangeHolds {
             head = "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes \(start)-\(size - 1)/\(size)\r\n"
             request.status = 206
         } else {
@@ -323,10 +393,10 @@ final class FaultServer: @unchecked Sendable {
             head = "HTTP/1.1 200 OK\r\n"
             request.status = 200
         }
-        // Version 1 was last modified on RFC 9110's example date; each later version a day after.
-        let lastModified = Self.httpDate(784_111_777 + 86_400 * (version - 1))
-        head +=
-            "Content-Length: \(end - start + extraLength)\r\nETag: \(entityTag)\r\nLast-Modified: \(lastModified)\r\n"
+        head += "Content-Length: \(end - start + extraLength)\r\n"
+        if let entityTag { head += "ETag: \(entityTag)\r\n" }
+        if let lastModified { head += "Last-Modified: \(lastModified)\r\n" }
+        if let date { head += "Date: \(date)\r\n" }
         if let secondLength { head += "Content-Length: \(secondLength)\r\n" }
         head += "Accept-Ranges: bytes\r\nConnection: close\r\n\r\n"
         note(request, at: index)
