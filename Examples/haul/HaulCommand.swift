@@ -311,7 +311,11 @@ struct Runner {
                     to: URL(fileURLWithPath: item.destination, isDirectory: false)
                 )
             }
-            reporter.add(index: index, name: String(item.destination.split(separator: "/").last ?? ""))
+            reporter.add(
+                index: index,
+                name: String(item.destination.split(separator: "/").last ?? ""),
+                alreadyComplete: download.wasAlreadyComplete
+            )
             return download
         } catch {
             reporter.refused()
@@ -332,6 +336,7 @@ struct Runner {
 
     /// Reports `download` until it ends: whether it completed.
     static func follow(_ download: Download, index: Int, item: DownloadPlan.Item, reporter: Reporter) async -> Bool {
+        defer { reporter.ended(download) }
         guard reporter.wantsEveryEvent else {
             // Only the outcome is shown: wait for it without following every event.
             do {
@@ -381,8 +386,10 @@ struct Runner {
     }
 }
 
-/// SIGINT and SIGTERM: pause everything (buffered bytes are written), then let the run end with
-/// 130 or 143. A second signal exits at once.
+/// SIGINT, SIGTERM and SIGHUP (a closed terminal): pause everything (buffered bytes are written),
+/// then let the run end with 130, 143 or 129. A second signal exits at once. A signal ignored when
+/// `haul` started stays ignored: a shell starts background jobs with SIGINT ignored, so that Ctrl-C
+/// at the prompt does not reach them (`nohup` does the same for SIGHUP), as curl and wget respect.
 final class Interruption: @unchecked Sendable {
     // @unchecked Sendable: `sources` is written once in `install()` before any signal can arrive;
     // `signal` is guarded by `lock`.
@@ -398,8 +405,16 @@ final class Interruption: @unchecked Sendable {
 
     var received: Int32? { signal.withLock { $0 } }
 
+    /// Whether `number` is ignored (as the parent left it, before ``install()``).
+    static func isIgnored(_ number: Int32) -> Bool {
+        var action = sigaction()
+        guard sigaction(number, nil, &action) == 0 else { return false }
+        return unsafeBitCast(action.__sigaction_handler.sa_handler, to: Int.self)
+            == unsafeBitCast(SIG_IGN, to: Int.self)
+    }
+
     func install() {
-        for number in [SIGINT, SIGTERM] {
+        for number in [SIGINT, SIGTERM, SIGHUP] where !Self.isIgnored(number) {
             Glibc.signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { [self] in

@@ -16,6 +16,8 @@ final class Reporter: Sendable {
 
     private struct Row {
         var name: String
+        /// The file was complete at its destination before this run: nothing was requested.
+        var alreadyComplete = false
         var progress = DownloadProgress(bytesReceived: 0, totalBytes: nil)
         var status = "queued"
     }
@@ -25,9 +27,13 @@ final class Reporter: Sendable {
         var order: [Int] = []
         var drawnLines = 0
         var lastDraw: UInt64 = 0
+        /// Downloads completed by this run, and those found complete already.
         var completed = 0
+        var alreadyComplete = 0
         var failed = 0
-        var bytes: Int64 = 0
+        /// Body bytes received by this run (not the sizes of the files: most of a resumed one may
+        /// have come in an earlier run).
+        var received: Int64 = 0
         /// Downloads of the command not started yet (see ``expect(_:)``).
         var waiting = 0
     }
@@ -40,8 +46,8 @@ final class Reporter: Sendable {
         self.mode = mode
     }
 
-    /// Whether this mode shows more than each download's outcome.
-    var wantsEveryEvent: Bool { mode == .bars || mode == .json }
+    /// Whether this mode shows more than each download's outcome (lines tell restarts and retries).
+    var wantsEveryEvent: Bool { mode != .quiet }
 
     /// The number of downloads the command will start, shown as "more" until they start.
     func expect(_ count: Int) {
@@ -58,9 +64,9 @@ final class Reporter: Sendable {
     }
 
     /// Registers a download before its events arrive.
-    func add(index: Int, name: String) {
+    func add(index: Int, name: String, alreadyComplete: Bool = false) {
         state.withLock {
-            $0.rows[index] = Row(name: name)
+            $0.rows[index] = Row(name: name, alreadyComplete: alreadyComplete)
             $0.order.append(index)
             $0.waiting = max(0, $0.waiting - 1)
         }
@@ -78,7 +84,8 @@ final class Reporter: Sendable {
         case .lines:
             switch event {
             case .completed(let file):
-                Self.write("completed \(url) -> \(file.path)\n", to: STDOUT_FILENO)
+                let already = state.withLock { $0.rows[index]?.alreadyComplete ?? false }
+                Self.write("\(already ? "already complete" : "completed") \(url) -> \(file.path)\n", to: STDOUT_FILENO)
             case .failed(let error):
                 Self.write("haul: \(error)\n", to: STDERR_FILENO)
             case .restarted(let reason):
@@ -93,16 +100,27 @@ final class Reporter: Sendable {
         }
     }
 
-    /// The summary line at the end.
+    /// A download of the command ended (or stopped, interrupted): what it received counts.
+    func ended(_ download: Download) {
+        let received = download.bytesReceivedInThisProcess
+        state.withLock { $0.received += received }
+    }
+
+    /// The summary line at the end: files this run completed, files that were complete already,
+    /// failures, and the bytes this run received.
     func finish(interrupted: Bool) {
-        let (completed, failed, bytes) = state.withLock { ($0.completed, $0.failed, $0.bytes) }
+        let (completed, already, failed, received) = state.withLock {
+            ($0.completed, $0.alreadyComplete, $0.failed, $0.received)
+        }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
         switch mode {
         case .quiet, .json: return
         case .bars: redraw(force: true)
         case .lines: break
         }
-        var summary = "\(completed) completed, \(failed) failed, \(Self.size(bytes)) in \(Format.tenths(seconds)) s"
+        var summary = "\(completed + already) completed"
+        if already > 0 { summary += " (\(already) already complete)" }
+        summary += ", \(failed) failed, \(Self.size(received)) received in \(Format.tenths(seconds)) s"
         if interrupted { summary += "; interrupted: run the same command again to resume" }
         Self.write(summary + "\n", to: STDOUT_FILENO)
     }
@@ -112,9 +130,12 @@ final class Reporter: Sendable {
             switch event {
             case .progress(let progress), .receiving(let progress):
                 state.rows[index]?.progress = progress
-            case .completed(let file):
-                state.completed += 1
-                state.bytes += Self.completedSize(state.rows[index]?.progress, file: file)
+            case .completed:
+                if state.rows[index]?.alreadyComplete == true {
+                    state.alreadyComplete += 1
+                } else {
+                    state.completed += 1
+                }
                 state.rows[index] = nil
             case .failed:
                 state.failed += 1
@@ -140,10 +161,14 @@ final class Reporter: Sendable {
                 row.status = "retry in \(Self.delay(delay))"
                 message = "↻ \(row.name): \(Self.cause(of: error)); retrying in \(Self.delay(delay))"
             case .completed(let file):
-                state.completed += 1
                 let size = Self.completedSize(row.progress, file: file)
-                state.bytes += size
-                message = "✓ \(row.name) → \(file.path) (\(Self.size(size)))"
+                if row.alreadyComplete {
+                    state.alreadyComplete += 1
+                    message = "✓ \(row.name): already complete at \(file.path) (\(Self.size(size)))"
+                } else {
+                    state.completed += 1
+                    message = "✓ \(row.name) → \(file.path) (\(Self.size(size)))"
+                }
                 state.rows[index] = nil
                 state.order.removeAll { $0 == index }
                 return

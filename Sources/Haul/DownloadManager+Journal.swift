@@ -3,16 +3,16 @@ import FoundationEssentials
 extension DownloadManager {
     /// The downloads recorded in `stateDirectory`'s journal, oldest first.
     ///
-    /// - Throws: ``DownloadError`` with code `.journal` when there is no usable journal there, or
-    ///   `.journalLocked` while a manager is using it.
+    /// While a manager runs on the state directory (in this process or another), the journal is read
+    /// as it stands: queued and running rows are live.
+    ///
+    /// - Throws: ``DownloadError`` with code `.journal` when there is no usable journal there.
     public static func journalEntries(stateDirectory: URL) throws -> [JournalEntry] {
         let path = stateDirectory.appendingPathComponent(Journal.fileName).path
         guard FileManager.default.fileExists(atPath: path) else {
             throw DownloadError(code: .journal, url: nil, path: path, detail: "there is no journal there yet")
         }
-        let journal = try Journal(directory: stateDirectory.path)
-        defer { journal.close() }
-        return try journal.allRecords().map { JournalEntry(id: $0, record: $1) }
+        return try Journal.entries(directory: stateDirectory.path)
     }
 
     /// What a journal this manager has open records for `id`, whatever its state (a completed or

@@ -160,9 +160,11 @@ struct HaulCLITests {
         #expect(run.stdout.isEmpty)
         #expect(try Data(contentsOf: work.appendingPathComponent("good.bin")) == good)
         #expect(!FileManager.default.fileExists(atPath: work.appendingPathComponent("missing.bin").path))
-        // Nothing to resume from a 404: no partial file or record is left behind.
+        // Nothing to resume from a 404: no partial file or record is left behind (the journal and its
+        // lock are all there is).
         #expect(
-            try FileManager.default.contentsOfDirectory(atPath: work.appendingPathComponent(".haul").path).count == 1
+            try FileManager.default.contentsOfDirectory(atPath: work.appendingPathComponent(".haul").path).sorted()
+                == ["journal.lock", "journal.sqlite"]
         )
     }
 

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Synchronization
 
 /// One download managed by a ``DownloadManager``: its events, its controls, and its result.
 ///
@@ -31,6 +32,10 @@ public final class Download: Sendable, Identifiable {
     private let controller: any DownloadController
 
     private let census: Census
+    /// Body bytes received for it in this process (``bytesReceivedInThisProcess``).
+    let receivedBytes = Atomic<Int64>(0)
+    /// It was complete at its destination when asked for (``wasAlreadyComplete``).
+    let foundComplete = Atomic<Bool>(false)
 
     init(
         id: DownloadID,
@@ -63,6 +68,16 @@ public final class Download: Sendable, Identifiable {
 
     /// The latest progress.
     public var progress: DownloadProgress { hub.snapshot.progress }
+
+    /// Body bytes this process received from the network for this download, while this handle
+    /// lived: what the run cost, unlike ``progress`` (the bytes on disk, most of which an earlier
+    /// run may have fetched). Bytes received twice (a restart from zero, an unvalidated resume's
+    /// overlap) count twice.
+    public var bytesReceivedInThisProcess: Int64 { receivedBytes.load(ordering: .relaxed) }
+
+    /// Whether the destination held the complete file when the download was asked for, so that it
+    /// completed without a request.
+    public var wasAlreadyComplete: Bool { foundComplete.load(ordering: .relaxed) }
 
     /// Pauses: the connection is released and the bytes written so far are kept. No effect on a
     /// download that is paused or finished.

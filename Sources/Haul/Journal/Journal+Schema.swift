@@ -7,9 +7,9 @@ extension Journal {
     // MARK: schema
 
     func prepareSchema() throws(DownloadError) {
+        // The directory's lock (``JournalOwnership``) keeps other writers out; a reader never holds
+        // up a write in WAL mode, so no wait is needed.
         sqlite3_busy_timeout(database, 0)
-        // Take the lock now (a write transaction), so a second process fails here, clearly.
-        try execute("PRAGMA locking_mode = EXCLUSIVE")
 
         let mode = try queryText("PRAGMA journal_mode = WAL")
         if mode?.lowercased() != "wal" {

@@ -6,8 +6,9 @@ import Synchronization
 /// The embedded SQLite database of one state directory: a row per download (`journal.sqlite`), next
 /// to the partial files (`<id>.part`).
 ///
-/// WAL mode, exclusive locking: one process at a time owns a state directory; a second one gets
-/// ``DownloadError/Code-swift.struct/journalLocked`` instead of a corrupted journal. The schema carries
+/// WAL mode; one manager at a time owns a state directory (``JournalOwnership``, a `flock`), and a
+/// second one gets ``DownloadError/Code-swift.struct/journalLocked`` instead of a corrupted journal.
+/// Readers (``entries(directory:)``, a listing during a run) open it read-only meanwhile. The schema carries
 /// a version (`PRAGMA user_version`) and is migrated forward on open.
 ///
 /// The journal is the queue: a queued download is a row and nothing else; the loop thread takes the
@@ -24,6 +25,8 @@ final class Journal: @unchecked Sendable {
     let directory: String
     let path: String
     var database: OpaquePointer?
+    /// The state directory's lock, held from the start of `init` until ``close()``.
+    private var ownership: JournalOwnership?
     var statements: [String: OpaquePointer] = [:]
     let lock = RecursiveLock()
     /// Threads waiting for `lock`: the loop thread then commits its open batch at its next write
@@ -68,6 +71,7 @@ final class Journal: @unchecked Sendable {
                 detail: "could not create the state directory"
             )
         }
+        ownership = try JournalOwnership(directory: directory, journalPath: path)
         if access(path, F_OK) != 0 { orphanPartials = Self.partialFiles(in: directory) }
         var database: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
@@ -272,6 +276,7 @@ final class Journal: @unchecked Sendable {
         queries = queries.map { _ in nil }
         if let database { sqlite3_close_v2(database) }
         database = nil
+        ownership = nil
     }
 
     /// The prepared statements of ``Query``, by raw value.

@@ -148,6 +148,7 @@ extension DownloadQueue {
             default: download.hub.publish(.queued)
             }
         case .complete(let record):
+            download.foundComplete.store(true, ordering: .relaxed)
             let total = record.totalBytes ?? 0
             download.hub.publish(
                 .progress(DownloadProgress(bytesReceived: total, totalBytes: total, estimatedTimeRemaining: .zero))

@@ -12,6 +12,12 @@ extension Transfer {
     /// Takes a chunk of the body: how many bytes were taken (fewer makes curl end the transfer).
     /// Runs inside curl's callback: touches the file, the journal and events, never the multi handle.
     func receive(_ chunk: UnsafeRawBufferPointer) -> Int {
+        let taken = receiveChunk(chunk)
+        if taken == chunk.count { download.receivedBytes.add(Int64(taken), ordering: .relaxed) }
+        return taken
+    }
+
+    private func receiveChunk(_ chunk: UnsafeRawBufferPointer) -> Int {
         var bytes = chunk
         if case .connecting = machine.state {
             if request.heldDecision == nil {

@@ -1,0 +1,62 @@
+import CHaul
+import FoundationEssentials
+
+/// Listing a state directory's downloads, whether or not a manager runs on it.
+extension Journal {
+    /// Every download recorded in `directory`'s journal, oldest first. With no manager on it, the
+    /// journal is opened as a manager would (migrated; rows of a process that is gone marked
+    /// interrupted). While one runs, it is read as it stands, read-only: queued and running rows
+    /// are live.
+    static func entries(directory: String) throws(DownloadError) -> [JournalEntry] {
+        if !JournalOwnership.isHeld(directory: directory) {
+            do {
+                let journal = try Journal(directory: directory)
+                defer { journal.close() }
+                return try journal.allRecords().map { JournalEntry(id: $0, record: $1) }
+            } catch let error where error.code == .journalLocked {
+                // A manager took it meanwhile: read it as it stands.
+            }
+        }
+        return try readOnlyEntries(path: "\(directory)/\(fileName)")
+    }
+
+    /// The columns a listing needs (all in the journal since schema 3), read without a lock.
+    private static func readOnlyEntries(path: String) throws(DownloadError) -> [JournalEntry] {
+        var database: OpaquePointer?
+        defer { sqlite3_close_v2(database) }
+        let status = sqlite3_open_v2(path, &database, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nil)
+        func failure(_ what: String) -> DownloadError {
+            let message = database.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            return DownloadError(code: .journal, url: nil, path: path, detail: "\(what): \(message)")
+        }
+        guard status == SQLITE_OK, let database else { throw failure("open failed") }
+        sqlite3_busy_timeout(database, 2000)
+        var statement: OpaquePointer?
+        let sql = """
+            SELECT id, url, destination, state, retry_at, bytes_committed, total_bytes, last_error
+            FROM downloads ORDER BY created_at, id
+            """
+        guard sqlite3_prepare_v2(database, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+            throw failure("read failed")
+        }
+        defer { sqlite3_finalize(statement) }
+        var entries: [JournalEntry] = []
+        while true {
+            switch sqlite3_step(statement) {
+            case SQLITE_ROW:
+                var record = DownloadRecord(url: text(statement, 1) ?? "", destination: text(statement, 2) ?? "")
+                record.retryAt = sqlite3_column_double(statement, 4)
+                record.state = QueueState(column: text(statement, 3) ?? "", retryAt: record.retryAt)
+                record.bytesCommitted = sqlite3_column_int64(statement, 5)
+                record.totalBytes =
+                    sqlite3_column_type(statement, 6) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, 6)
+                record.lastError = text(statement, 7)
+                entries.append(JournalEntry(id: DownloadID(rawValue: text(statement, 0) ?? ""), record: record))
+            case SQLITE_DONE:
+                return entries
+            default:
+                throw failure("read failed")
+            }
+        }
+    }
+}
