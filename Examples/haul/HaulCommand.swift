@@ -15,7 +15,8 @@ struct HaulCommand: AsyncParsableCommand {
             Partial files and state live in <output directory>/.haul/ (see --state). Interrupt with \
             Ctrl-C (the bytes received are kept) and run the same command again to resume. \
             The exit status is 0 only when every download completed.
-            """
+            """,
+        version: DownloadManager.version
     )
 
     @Argument(help: "The URLs to download (http:// or https://).")
@@ -67,6 +68,18 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: .long, help: "A PEM file of certificate authorities for HTTPS (instead of the system's).")
     var caFile: String?
 
+    @Option(name: .long, help: "How many redirects a download follows.")
+    var maxRedirects: Int = 10
+
+    @Flag(name: .long, help: "Give each file the server's Last-Modified time (as curl -R and wget do).")
+    var remoteTime = false
+
+    @Flag(
+        name: .long,
+        help: "Ask the server whether a file downloaded before changed (If-None-Match), and fetch it again if it did."
+    )
+    var revalidate = false
+
     @Flag(
         name: .long,
         help: """
@@ -80,7 +93,7 @@ struct HaulCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "List the downloads recorded in the state directory's journal, then exit.")
     var list = false
 
-    @Flag(name: .long, help: "Print nothing but errors.")
+    @Flag(name: [.short, .long], help: "Print nothing but errors.")
     var quiet = false
 
     @Flag(name: .long, help: "Print one JSON object per event per line, for scripts.")
@@ -102,6 +115,7 @@ struct HaulCommand: AsyncParsableCommand {
         if bufferSize < 4096 { throw ValidationError("--buffer-size must be at least 4096.") }
         if quiet && json { throw ValidationError("--quiet and --json cannot be used together.") }
         if retries < 0 { throw ValidationError("--retries must be 0 or more.") }
+        if maxRedirects < 0 { throw ValidationError("--max-redirects must be 0 or more.") }
         if !(stallTimeout >= 1) { throw ValidationError("--stall-timeout must be at least 1 second.") }
         if let maxSize, maxSize < 0 { throw ValidationError("--max-size must be 0 or more.") }
         if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
@@ -221,6 +235,9 @@ struct Runner {
         configuration.stallTimeout = .milliseconds(Int64(command.stallTimeout * 1000))
         configuration.maximumFileSize = command.maxSize
         configuration.resumesWithoutValidator = command.resumeUnvalidated
+        configuration.maximumRedirects = command.maxRedirects
+        configuration.setsModificationTimeFromServer = command.remoteTime
+        configuration.revalidatesCompletedFiles = command.revalidate
         configuration.certificateAuthorityFile = command.caFile.map { URL(fileURLWithPath: $0) }
         configuration.checkpointInterval = .milliseconds(Int64(command.checkpointInterval * 1000))
         configuration.stateDirectory = URL(
@@ -238,16 +255,18 @@ struct Runner {
             Reporter.write("haul: \(error)\n", to: STDERR_FILENO)
             return 1
         }
-        // Names are chosen once the journal is open: a file it records for the same URL is this
-        // download's (complete, or to be revalidated); anything else there is not replaced. One
+        // Names are chosen once the journal is open: a file Haul placed for the same URL, as it
+        // placed it (same length and modification time), is this download's (complete, or to be
+        // revalidated); anything else there, a file edited since included, is not replaced. One
         // lookup per name that exists, not the whole journal in memory.
         let plan = DownloadPlan.make(urls: urls, output: command.output, isDirectory: isDirectory) { url, path in
             var status = stat()
             guard lstat(path, &status) == 0 else { return false }
             guard let parsed = URL(string: url.trimmingSpaces) else { return false }
-            return manager.journalEntry(
+            let entry = manager.journalEntry(
                 id: DownloadID(url: parsed, destination: URL(fileURLWithPath: path, isDirectory: false))
-            ) == nil
+            )
+            return !(entry?.destinationHoldsPlacedFile ?? false)
         }
         let reporter = Reporter(mode: command.reporterMode)
         let interruption = Interruption(manager: manager, reporter: reporter)

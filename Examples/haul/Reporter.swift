@@ -310,11 +310,8 @@ final class Reporter: Sendable {
         }
     }
 
-    /// A short cause for a retry line: the status or curl's words.
-    static func cause(of error: DownloadError) -> String {
-        if let status = error.httpStatus { return "HTTP \(status)" }
-        return error.detail ?? error.code.description
-    }
+    /// A short cause for a retry line: the status or curl's words, without advice (Haul retries).
+    static func cause(of error: DownloadError) -> String { error.cause }
 
     /// A retry's delay: tenths under ten seconds.
     static func delay(_ duration: Duration) -> String {

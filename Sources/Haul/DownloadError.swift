@@ -184,6 +184,27 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         }
     }
 
+    /// What went wrong, in a few words and without advice: for events after which Haul goes on by
+    /// itself (a retry), where ``description``'s "resume the download" would mislead.
+    public var cause: String {
+        switch code.base {
+        case .httpStatus:
+            return "the server answered HTTP \(httpStatus.map(String.init) ?? "an error status")"
+                + Self.reason(forStatus: httpStatus)
+        case .transport:
+            let cause =
+                detail ?? curlCode.map { String(cString: curl_easy_strerror(CURLcode(UInt32($0)))) } ?? "unknown"
+            return "\(cause)\(curlCode.map { " (curl error \($0))" } ?? "")"
+        case .sizeMismatch:
+            return detail ?? "the body was shorter than the server announced"
+        case .fileSystem:
+            let cause = errno.map { String(cString: strerror($0)) } ?? detail ?? "an I/O error"
+            return "writing \(path.map { "'\($0)'" } ?? "a local file") failed: \(cause)"
+        default:
+            return detail ?? code.description
+        }
+    }
+
     /// Whether trying again later may succeed: connection failures, timeouts, bodies cut short, the
     /// HTTP statuses that say "not now" (408, 425, 429, and 5xx other than 501 and 505), and a file
     /// that could not be opened because the process or the system had no file descriptor left
@@ -235,8 +256,12 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         case 27:  // out of memory: in practice, response headers past curl's 100 KB limit
             return "curl could not hold the server's answer: its headers are larger than the 100 KB curl accepts, "
                 + "or the process is out of memory. Tell the server's operator, or try again later; \(kept)."
+        case 1:  // a redirect to a scheme other than http(s), such as file:// or ftp://
+            return "The server redirected to an address Haul does not download (only http:// and https:// "
+                + "are followed, never file:// or ftp://); check the URL with its publisher."
         case 47:  // too many redirects
-            return "The server redirects in a loop or more often than maximumRedirects allows; check the URL."
+            return "The server redirects in a loop, or more often than the limit allows "
+                + "(maximumRedirects; haul --max-redirects); check the URL."
         case 60, 77:  // the certificate failed verification; the CA file could not be read
             return "If the server's certificate is signed by an authority of your own, give its PEM file "
                 + "(certificateAuthorityFile; haul --ca-file); verification is never turned off. "

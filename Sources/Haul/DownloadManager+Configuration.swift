@@ -77,6 +77,9 @@ extension DownloadManager {
         /// changed only in bytes before that stretch, or only after it, with the same length (an
         /// edited middle, an appended log rotated to the same size).
         public var resumesWithoutValidator = false
+        /// Whether a finished file gets the server's `Last-Modified` as its modification time (as
+        /// `curl -R` and wget do); without one, or off (the default), it keeps the time it was written.
+        public var setsModificationTimeFromServer = false
         /// The largest file a download accepts, in bytes: a larger announced length, or a body that
         /// grows past it, fails the download with `.fileTooLarge`. `nil` (the default): no limit.
         public var maximumFileSize: Int64?

@@ -19,6 +19,9 @@ import Synchronization
 /// URL to the same destination, in this process or a later one, continues from the bytes already
 /// there. Call ``shutdown()`` when done, or use ``withDownloadManager(configuration:_:)``.
 public final class DownloadManager: Sendable {
+    /// This Haul's version (`haul --version`).
+    public static let version = "0.9.0"
+
     /// The configuration the manager was created with.
     public let configuration: Configuration
     private let reactor: Reactor

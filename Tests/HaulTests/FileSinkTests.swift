@@ -327,11 +327,11 @@ struct FileSinkTests {
         )
         // An earlier run that moved the file into place before it could record that: the file counts.
         #expect(FileManager.default.createFile(atPath: destination, contents: Data(bytes(1234, seed: 3))))
-        guard case .success(let length) = job.perform() else {
+        guard case .success(let placed) = job.perform() else {
             Issue.record("a file already in place was not accepted")
             return
         }
-        #expect(length == 1234)
+        #expect(placed.length == 1234)
         // Renaming a partial that vanished names the partial, not the destination.
         #expect {
             try FinishJob.moveIntoPlace(from: partial, to: directory.appendingPathComponent("y.bin").path)

@@ -31,7 +31,9 @@ extension HaulCLITests {
             if text.contains("\"event\":\"progress\"") { return process }
             try await Task.sleep(for: .milliseconds(10))
         }
-        Issue.record("haul reported no progress")
+        Issue.record(
+            "haul reported no progress: \((try? String(contentsOfFile: events, encoding: .utf8)) ?? "no output")"
+        )
         return process
     }
 
@@ -65,8 +67,9 @@ extension HaulCLITests {
     func ignoredSIGINTStaysIgnored() async throws {
         let (server, work) = try startServerAndDirectory()
         defer { stop(server, work) }
-        // 1 MiB at once, then 16 KB/s: the last 48 KiB take about three seconds.
-        let data = try server.makeFile("bg.bin", size: 1024 * 1024 + 48 * 1024)
+        // 1 MiB at once, then 16 KB/s: the last 128 KiB take about eight seconds, time enough for the
+        // signal to arrive mid-transfer on a loaded machine.
+        let data = try server.makeFile("bg.bin", size: 1024 * 1024 + 128 * 1024)
         let output = work.appendingPathComponent("out")
         let events = work.appendingPathComponent("bg.jsonl").path
         let process = try await startReceiving(
@@ -156,5 +159,107 @@ extension HaulCLITests {
         #expect(third.status == 0)
         #expect(third.stdout.contains("already complete \(url) -> "), "\(third.stdout)")
         #expect(third.stdout.contains("1 completed (1 already complete), 0 failed, 0 B received"), "\(third.stdout)")
+    }
+}
+
+extension HaulCLITests {
+    @Test("--version, -q and --max-redirects do what curl's and wget's users expect")
+    func expectedFlags() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let version = try await haul(["--version"], in: work)
+        #expect(version.status == 0)
+        #expect(version.stdout == DownloadManager.version + "\n")
+
+        let data = try server.makeFile("r.bin", size: 50_000, seed: 21)
+        let quiet = try await haul(
+            ["-q", "-o", work.appendingPathComponent("q.bin").path, server.url("r.bin").absoluteString],
+            in: work
+        )
+        #expect(quiet.status == 0 && quiet.stdout.isEmpty && quiet.stderr.isEmpty)
+        #expect(try Data(contentsOf: work.appendingPathComponent("q.bin")) == data)
+
+        // nginx's /redirect/ answers with one redirect.
+        let redirected = server.url("redirect/r.bin").absoluteString
+        let refused = try await haul(
+            ["--max-redirects", "0", "-o", work.appendingPathComponent("no.bin").path, redirected],
+            in: work
+        )
+        #expect(refused.status == 1)
+        #expect(
+            refused.stderr.contains("curl error 47") && refused.stderr.contains("--max-redirects"),
+            "\(refused.stderr)"
+        )
+        let followed = try await haul(
+            ["--max-redirects", "1", "-o", work.appendingPathComponent("yes.bin").path, redirected],
+            in: work
+        )
+        #expect(followed.status == 0, "\(followed.stderr)")
+        #expect(try Data(contentsOf: work.appendingPathComponent("yes.bin")) == data)
+    }
+
+    @Test("--remote-time gives the file the server's Last-Modified; without it, the file has the time it was written")
+    func remoteTime() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        _ = try server.makeFile("t.bin", size: 300_000, seed: 22)
+        // nginx's Last-Modified is the file's mtime: 2001-09-09 01:46:40 UTC.
+        var times = [timeval(tv_sec: 1_000_000_000, tv_usec: 0), timeval(tv_sec: 1_000_000_000, tv_usec: 0)]
+        #expect(utimes(server.root.appendingPathComponent("t.bin").path, &times) == 0)
+        let url = server.url("t.bin").absoluteString
+        let stamped = work.appendingPathComponent("stamped.bin").path
+        #expect(try await haul(["--remote-time", "-o", stamped, url], in: work).status == 0)
+        #expect(PlacedFile.at(stamped)?.modificationTime == 1_000_000_000)
+        let plain = work.appendingPathComponent("plain.bin").path
+        #expect(try await haul(["-o", plain, url], in: work).status == 0)
+        #expect((PlacedFile.at(plain)?.modificationTime ?? 0) > Date().timeIntervalSince1970 - 600)
+    }
+
+    @Test("--revalidate asks whether a finished file changed: a 304 keeps it, a changed file is fetched again")
+    func revalidate() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        _ = try server.makeFile("v.bin", size: 200_000, seed: 23)
+        let url = server.url("v.bin").absoluteString
+        let output = work.appendingPathComponent("v.bin")
+        #expect(try await haul(["-o", output.path, url], in: work).status == 0)
+        let unchanged = try await haul(["--revalidate", "-o", output.path, url], in: work)
+        #expect(unchanged.status == 0, "\(unchanged.stderr)")
+        #expect(server.accessLog().filter { $0.uri == "/v.bin" }.map(\.status) == [200, 304])
+        // The server's file changes (another size, so another ETag): the next revalidation fetches it.
+        let changed = try server.makeFile("v.bin", size: 210_000, seed: 24)
+        let refetched = try await haul(["--revalidate", "-o", output.path, url], in: work)
+        #expect(refetched.status == 0, "\(refetched.stderr)")
+        #expect(server.accessLog().filter { $0.uri == "/v.bin" }.map(\.status) == [200, 304, 200])
+        #expect(try Data(contentsOf: output) == changed)
+    }
+
+    @Test("a finished file the user changed since is the user's: the same command downloads to f.bin.1 instead")
+    func changedFileIsTheUsers() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let data = try server.makeFile("f.bin", size: 100_000, seed: 25)
+        let output = work.appendingPathComponent("out")
+        let arguments = ["-o", output.path + "/", server.url("f.bin").absoluteString]
+        #expect(try await haul(arguments, in: work).status == 0)
+        let file = output.appendingPathComponent("f.bin").path
+        let placed = try #require(PlacedFile.at(file))
+        // The user overwrites it with as many bytes of their own, later (as an editor would).
+        let mine = Data(repeating: 0x61, count: 100_000)
+        try mine.write(to: URL(fileURLWithPath: file))
+        var times = [
+            timeval(tv_sec: Int(placed.modificationTime) + 2, tv_usec: 0),
+            timeval(tv_sec: Int(placed.modificationTime) + 2, tv_usec: 0),
+        ]
+        #expect(utimes(file, &times) == 0)
+        let again = try await haul(arguments, in: work)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stdout.contains("-> \(output.path)/f.bin.1"), "\(again.stdout)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == mine)
+        #expect(try Data(contentsOf: output.appendingPathComponent("f.bin.1")) == data)
+        // Untouched, a finished file stays this download's: nothing is fetched a third time.
+        let third = try await haul(arguments, in: work)
+        #expect(third.stdout.contains("already complete"), "\(third.stdout)")
+        #expect(server.accessLog().filter { $0.uri == "/f.bin" }.count == 2)
     }
 }

@@ -2,6 +2,6 @@
 enum DiskResult: Sendable {
     /// The partial file's first `bytes` are durable (`bytes` is negative when the sync failed).
     case synced(DownloadID, directory: String, bytes: Int64)
-    /// The file is at its destination and is `length` bytes long, or why it is not.
-    case finished(DownloadID, Result<Int64, DownloadError>)
+    /// The file is at its destination, or why it is not.
+    case finished(DownloadID, Result<PlacedFile, DownloadError>)
 }

@@ -17,14 +17,17 @@ struct FinishJob: Sendable {
     let expectedChecksum: Checksum?
     /// The URL for errors, credentials removed.
     let url: String
+    /// The modification time to give the file before it is placed (the server's Last-Modified, when
+    /// asked for: `curl -R`), in seconds since 1970.
+    var modificationTime: Double? = nil
 
     /// Syncs, checks and renames; the partial file of a wrong download is deleted, and the destination
     /// keeps what it had.
-    func perform() -> Result<Int64, DownloadError> {
+    func perform() -> Result<PlacedFile, DownloadError> {
         if keepDestination {
             remainder?.discard()
             unlink(partialPath)
-            return .success(FilePath.fileLength(destination) ?? 0)
+            return .success(PlacedFile.at(destination) ?? PlacedFile(length: 0, modificationTime: 0))
         }
         let descriptor: Int32
         var synced = false
@@ -42,9 +45,17 @@ struct FinishJob: Sendable {
             guard descriptor >= 0 else {
                 // No partial file: an earlier run moved it into place before it could record that,
                 // or someone deleted it (with the state directory) while it downloaded.
-                if let length = FilePath.fileLength(destination) { return .success(length) }
+                if let placed = PlacedFile.at(destination) { return .success(placed) }
                 return .failure(Self.partialDeleted(partialPath, url: url))
             }
+        }
+        if let modificationTime {
+            let seconds = modificationTime.rounded(.down)
+            let times = [
+                timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2),  // UTIME_OMIT: the access time stays
+                timespec(tv_sec: time_t(seconds), tv_nsec: Int((modificationTime - seconds) * 1e9)),
+            ]
+            _ = futimens(descriptor, times)
         }
         if !synced { _ = fdatasync(descriptor) }
         var status = stat()
@@ -61,7 +72,8 @@ struct FinishJob: Sendable {
             error.url = url
             return .failure(error)
         }
-        return .success(length)
+        // A rename keeps the time; a copy across file systems does not: read it where it is now.
+        return .success(PlacedFile.at(destination) ?? PlacedFile(length: length, modificationTime: 0))
     }
 
     /// Why the finished partial file is not the expected one, if it is not.

@@ -33,6 +33,10 @@ struct DownloadRecord: Equatable, Sendable {
     var retryAt: Double = 0
     /// The file's length, when the requester knows it.
     var expectedSize: Int64?
+    /// The destination's modification time when Haul placed the complete file there (or a
+    /// revalidation kept it), seconds since 1970: a file with another time or length was changed
+    /// by someone else since.
+    var placedModificationTime: Double?
 
     /// The bytes on disk at the last checkpoint, as progress.
     var progress: DownloadProgress { DownloadProgress(bytesReceived: bytesCommitted, totalBytes: totalBytes) }

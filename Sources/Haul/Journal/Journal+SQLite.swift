@@ -121,7 +121,9 @@ extension Journal {
             revalidate: sqlite3_column_int64(statement, 14) != 0,
             failures: Int(sqlite3_column_int64(statement, 16)),
             retryAt: sqlite3_column_double(statement, 17),
-            expectedSize: sqlite3_column_type(statement, 18) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, 18)
+            expectedSize: sqlite3_column_type(statement, 18) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, 18),
+            placedModificationTime: sqlite3_column_type(statement, 20) == SQLITE_NULL
+                ? nil : sqlite3_column_double(statement, 20)
         )
     }
 

@@ -45,6 +45,7 @@ extension Journal {
             if version < 2 { try migrateToVersion2() }
             if version < 3 { try migrateToVersion3() }
             if version < 4 { try migrateToVersion4() }
+            if version < 5 { try execute("ALTER TABLE downloads ADD COLUMN placed_mtime REAL") }
             try execute("PRAGMA user_version = \(Self.schemaVersion)")
             try execute("COMMIT")
         } catch {

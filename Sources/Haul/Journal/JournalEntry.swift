@@ -16,6 +16,20 @@ public struct JournalEntry: Sendable, Hashable {
     public var totalBytes: Int64?
     /// The last failure, as a sentence.
     public var lastError: String?
+    /// The destination's modification time when Haul placed the complete file there.
+    public var placedModificationTime: Date?
+
+    /// Whether the destination holds the file Haul placed there: same length and modification time.
+    /// `false` when it was never placed, or was deleted, replaced or edited since (then it is not
+    /// Haul's file: `haul` gives the download another name rather than overwrite it).
+    public var destinationHoldsPlacedFile: Bool {
+        guard placedModificationTime != nil || state == .completed else { return false }
+        return PlacedFile.isIntact(
+            destination,
+            length: totalBytes,
+            modificationTime: placedModificationTime?.timeIntervalSince1970
+        )
+    }
 }
 
 extension JournalEntry {
@@ -27,7 +41,8 @@ extension JournalEntry {
             state: record.state,
             bytesReceived: record.bytesCommitted,
             totalBytes: record.totalBytes,
-            lastError: record.lastError
+            lastError: record.lastError,
+            placedModificationTime: record.placedModificationTime.map(Date.init(timeIntervalSince1970:))
         )
     }
 }

@@ -84,7 +84,13 @@ extension DownloadQueue {
             return .waiting(record)
         case .refused:
             // Completed: the file stays unless it is gone or changed, or is to be revalidated.
-            guard let total = record.totalBytes, FilePath.fileLength(request.destination) == total else {
+            guard
+                PlacedFile.isIntact(
+                    request.destination,
+                    length: record.totalBytes,
+                    modificationTime: record.placedModificationTime
+                )
+            else {
                 // The file recorded as complete is gone or changed at its destination: fetch it anew.
                 unlink(journal.partialPath(for: request.id))
                 return .queued(try saveFresh(request, in: journal))

@@ -72,18 +72,19 @@ extension Scheduler {
     }
 
     /// The disk thread finished a download's file: record and report the completion, or the failure.
-    func finished(_ id: DownloadID, outcome: Result<Int64, DownloadError>) {
+    func finished(_ id: DownloadID, outcome: Result<PlacedFile, DownloadError>) {
         guard let transfer = transfers[id] else { return }
-        let length: Int64
+        let placed: PlacedFile
         switch outcome {
         case .failure(let error):
             perform(transfer.completionFailed(error), for: transfer)
             return
-        case .success(let placed):
-            length = placed
+        case .success(let file):
+            placed = file
         }
-        let total = transfer.record.totalBytes ?? length
+        let total = transfer.record.totalBytes ?? placed.length
         transfer.record.totalBytes = total
+        transfer.record.placedModificationTime = placed.modificationTime
         transfer.checkpoint(.completed, bytes: total)
         transfer.download.hub.publish(
             .progress(

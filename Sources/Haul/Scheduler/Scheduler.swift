@@ -87,7 +87,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             progressInterval: configuration.progressInterval,
             maximumFileSize: configuration.maximumFileSize,
             retryLimit: configuration.retryLimit,
-            resumesWithoutValidator: configuration.resumesWithoutValidator
+            resumesWithoutValidator: configuration.resumesWithoutValidator,
+            setsModificationTimeFromServer: configuration.setsModificationTimeFromServer
         )
     }
 

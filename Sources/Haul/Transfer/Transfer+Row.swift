@@ -97,7 +97,9 @@ extension Transfer {
             keepDestination: keepingDestination,
             expectedSize: record.expectedSize,
             expectedChecksum: record.expectedChecksum.flatMap(Checksum.init),
-            url: urlForErrors
+            url: urlForErrors,
+            modificationTime: environment.setsModificationTimeFromServer
+                ? record.lastModified.flatMap(HTTPDate.parse)?.timeIntervalSince1970 : nil
         )
     }
 }

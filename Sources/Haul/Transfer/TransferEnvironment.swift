@@ -21,6 +21,8 @@ final class TransferEnvironment {
     /// Partials without a strong validator are continued after an overlap check (see
     /// ``DownloadManager/Configuration/resumesWithoutValidator``).
     let resumesWithoutValidator: Bool
+    /// A finished file gets the server's Last-Modified as its modification time.
+    let setsModificationTimeFromServer: Bool
 
     init(
         reactor: Reactor,
@@ -32,7 +34,8 @@ final class TransferEnvironment {
         progressInterval: Duration,
         maximumFileSize: Int64?,
         retryLimit: Int,
-        resumesWithoutValidator: Bool
+        resumesWithoutValidator: Bool,
+        setsModificationTimeFromServer: Bool
     ) {
         self.reactor = reactor
         self.easyHandles = easyHandles
@@ -44,5 +47,6 @@ final class TransferEnvironment {
         self.maximumFileSize = maximumFileSize
         self.retryLimit = max(0, retryLimit)
         self.resumesWithoutValidator = resumesWithoutValidator
+        self.setsModificationTimeFromServer = setsModificationTimeFromServer
     }
 }

@@ -20,6 +20,7 @@ import Glibc
 /// - `/changing-stall/N/SIZE`: each request gets another version; the first goes silent after N.
 /// - `/loop`: redirects to itself.
 /// - `/to-ftp`: redirects to an `ftp://` URL.
+/// - `/to-file`: redirects to a `file://` URL.
 /// - `/mute/SIZE`: the first request gets no answer at all (not even a status line); later ones behave.
 /// - `/drip/CHUNK/MILLISECONDS/SIZE`: CHUNK bytes every MILLISECONDS.
 /// - `/status/CODE`: that status, with a short body.
@@ -257,6 +258,8 @@ final class FaultServer: @unchecked Sendable {
                 index: index,
                 on: connection
             )
+        case "to-file":
+            sendStatus(302, extra: "Location: file:///etc/passwd\r\n", request: &request, index: index, on: connection)
         case "mute":
             if number == 1 {
                 waitForClose(connection)

@@ -1,0 +1,29 @@
+import Glibc
+
+/// A finished file as the disk thread left it at its destination.
+struct PlacedFile: Equatable, Sendable {
+    /// Its length in bytes.
+    var length: Int64
+    /// Its modification time (seconds since 1970, with the nanoseconds), read after it was placed:
+    /// with the length, what tells later whether the file is still the one Haul placed.
+    var modificationTime: Double
+
+    /// The file at `path`, or `nil` when there is none.
+    static func at(_ path: String) -> PlacedFile? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return PlacedFile(length: Int64(status.st_size), modificationTime: modificationTime(of: status))
+    }
+
+    /// Whether `path` holds the file Haul placed there: the same length and, when recorded, the
+    /// same modification time (rows from before Haul recorded it compare the length only).
+    static func isIntact(_ path: String, length: Int64?, modificationTime: Double?) -> Bool {
+        guard let length, let file = at(path), file.length == length else { return false }
+        // Within a microsecond: a time that went through `Date` may differ in its last bits.
+        return modificationTime.map { abs($0 - file.modificationTime) < 1e-6 } ?? true
+    }
+
+    static func modificationTime(of status: stat) -> Double {
+        Double(status.st_mtim.tv_sec) + Double(status.st_mtim.tv_nsec) / 1e9
+    }
+}

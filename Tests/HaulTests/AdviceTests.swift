@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+
+@testable import Haul
+
+/// Messages whose advice fits their cause (issue 17, item 5), from real failures of the fault server.
+@Suite("Advice that fits the cause", .timeLimit(.minutes(2)))
+struct AdviceTests {
+    let faults = FaultTests()
+
+    @Test(
+        "a redirect to file:// says the address is one Haul does not follow, not to check the network",
+        arguments: ["to-file", "to-ftp"]
+    )
+    func redirectToAnotherScheme(route: String) async throws {
+        try await withFaultServer { server, directory in
+            let (_, result) = try await faults.fetch(
+                route,
+                from: server,
+                into: directory,
+                configuration: faults.configuration(directory)
+            )
+            guard case .failure(let error) = result else {
+                Issue.record("a redirect to another scheme must fail")
+                return
+            }
+            #expect(error.curlCode == 1)
+            #expect(error.description.contains("redirected to an address Haul does not download"), "\(error)")
+            #expect(!error.description.contains("Check the address and the network"))
+        }
+    }
+
+    @Test("a redirect loop names the setting and the flag that raise the limit")
+    func redirectLoop() async throws {
+        try await withFaultServer { server, directory in
+            let (_, result) = try await faults.fetch(
+                "loop",
+                from: server,
+                into: directory,
+                configuration: faults.configuration(directory)
+            )
+            guard case .failure(let error) = result else {
+                Issue.record("a redirect loop must fail")
+                return
+            }
+            #expect(error.description.contains("maximumRedirects; haul --max-redirects"), "\(error)")
+        }
+    }
+
+    @Test("a retry's error is its cause, without the advice to resume later that only fits a failure")
+    func retryCause() async throws {
+        try await withFaultServer { server, directory in
+            let (events, result) = try await faults.fetch(
+                "busy/503/1/0/20000",
+                from: server,
+                into: directory,
+                configuration: faults.configuration(directory)
+            )
+            #expect(throws: Never.self) { try result.get() }
+            let retried = try #require(faults.retries(in: events).first?.0)
+            #expect(retried.cause == "the server answered HTTP 503 (server error)")
+            #expect(!retried.cause.contains("later"))
+            #expect(retried.description.contains("try again later"))  // the failure's sentence keeps its advice
+        }
+    }
+}
