@@ -155,13 +155,16 @@ struct HaulCommand: AsyncParsableCommand {
             )
             if json {
                 for entry in entries {
-                    var object: [String: Any] = [
-                        "id": entry.id.rawValue, "url": entry.url, "path": entry.destination,
-                        "state": entry.state.description,
-                        "bytes": entry.bytesReceived, "total": entry.totalBytes ?? JSONNull(),
-                    ]
-                    if let error = entry.lastError { object["error"] = error }
-                    Reporter.write(JSONLine.encode(object) + "\n", to: STDOUT_FILENO)
+                    let line = JSONEvent.ListEntry(
+                        id: entry.id.rawValue,
+                        url: entry.url,
+                        path: entry.destination,
+                        state: entry.state.description,
+                        bytes: entry.bytesReceived,
+                        total: entry.totalBytes,
+                        error: entry.lastError
+                    )
+                    Reporter.write(JSONEvent.line(line), to: STDOUT_FILENO)
                 }
                 return 0
             }
@@ -340,11 +343,12 @@ struct Runner {
             reporter.refused()
             if command.json {
                 Reporter.write(
-                    Reporter.json(
-                        .failed(error as? DownloadError ?? DownloadError(code: .invalidURL, url: item.url)),
+                    JSONEvent.line(
+                        for: .failed(error as? DownloadError ?? DownloadError(code: .invalidURL, url: item.url)),
                         url: item.url,
-                        path: item.destination
-                    ) + "\n",
+                        path: URL(fileURLWithPath: item.destination).standardizedFileURL.path,
+                        download: nil
+                    ),
                     to: STDOUT_FILENO
                 )
             }
@@ -356,14 +360,15 @@ struct Runner {
     /// Reports `download` until it ends: whether it completed.
     static func follow(_ download: Download, index: Int, item: DownloadPlan.Item, reporter: Reporter) async -> Bool {
         defer { reporter.ended(download) }
+        let path = download.destination.path  // absolute
         guard reporter.wantsEveryEvent else {
             // Only the outcome is shown: wait for it without following every event.
             do {
                 let file = try await download.finished()
-                reporter.report(.completed(file), index: index, url: item.url, path: item.destination)
+                reporter.report(.completed(file), index: index, url: item.url, path: path, download: download)
                 return true
             } catch let error as DownloadError where error.code != .shutdown {
-                reporter.report(.failed(error), index: index, url: item.url, path: item.destination)
+                reporter.report(.failed(error), index: index, url: item.url, path: path, download: download)
                 return false
             } catch {
                 return false
@@ -371,7 +376,7 @@ struct Runner {
         }
         var last: DownloadEvent?
         for await event in download.events {
-            reporter.report(event, index: index, url: item.url, path: item.destination)
+            reporter.report(event, index: index, url: item.url, path: path, download: download)
             last = event
         }
         if case .completed = last { return true }

@@ -72,11 +72,12 @@ final class Reporter: Sendable {
         }
     }
 
-    /// Shows one event of download `index`.
-    func report(_ event: DownloadEvent, index: Int, url: String, path: String) {
+    /// Shows one event of download `index` (`download` is `nil` for one that could not start;
+    /// `path` is absolute).
+    func report(_ event: DownloadEvent, index: Int, url: String, path: String, download: Download? = nil) {
         switch mode {
         case .json:
-            Self.write(Self.json(event, url: url, path: path) + "\n", to: STDOUT_FILENO)
+            Self.write(JSONEvent.line(for: event, url: url, path: path, download: download), to: STDOUT_FILENO)
             count(event, index: index)
         case .quiet:
             if case .failed(let error) = event { Self.write("haul: \(error)\n", to: STDERR_FILENO) }
@@ -114,7 +115,18 @@ final class Reporter: Sendable {
         }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
         switch mode {
-        case .quiet, .json: return
+        case .json:
+            let summary = JSONEvent.Summary(
+                completed: completed,
+                alreadyComplete: already,
+                failed: failed,
+                received: received,
+                seconds: seconds,
+                interrupted: interrupted
+            )
+            Self.write(JSONEvent.line(summary), to: STDOUT_FILENO)
+            return
+        case .quiet: return
         case .bars: redraw(force: true)
         case .lines: break
         }
@@ -242,8 +254,13 @@ final class Reporter: Sendable {
     /// read) from the file system.
     private static func completedSize(_ progress: DownloadProgress?, file: URL) -> Int64 {
         if let progress, let total = progress.totalBytes, progress.bytesReceived == total { return total }
+        return fileSize(file.path) ?? progress?.bytesReceived ?? 0
+    }
+
+    /// The length of the file at `path`, if there is one.
+    static func fileSize(_ path: String) -> Int64? {
         var status = stat()
-        return stat(file.path, &status) == 0 ? Int64(status.st_size) : progress?.bytesReceived ?? 0
+        return stat(path, &status) == 0 ? Int64(status.st_size) : nil
     }
 
     // MARK: formatting
@@ -264,41 +281,6 @@ final class Reporter: Sendable {
         if seconds >= 3600 { return "\(seconds / 3600)h\(Format.zeroPadded(seconds % 3600 / 60, width: 2))m" }
         if seconds >= 60 { return "\(seconds / 60)m\(Format.zeroPadded(seconds % 60, width: 2))s" }
         return "\(seconds)s"
-    }
-
-    /// One JSON object for an event, as `--json` prints it.
-    static func json(_ event: DownloadEvent, url: String, path: String) -> String {
-        var object: [String: Any] = ["url": url, "path": path]
-        func add(_ progress: DownloadProgress) {
-            object["bytes"] = progress.bytesReceived
-            object["total"] = progress.totalBytes ?? JSONNull()
-            object["bytesPerSecond"] = Int64(progress.bytesPerSecond)
-            if let eta = progress.estimatedTimeRemaining {
-                object["etaSeconds"] = Self.seconds(eta)
-            }
-        }
-        switch event {
-        case .queued: object["event"] = "queued"
-        case .connecting(let progress): object["event"] = "connecting"; add(progress)
-        case .receiving(let progress): object["event"] = "receiving"; add(progress)
-        case .progress(let progress): object["event"] = "progress"; add(progress)
-        case .paused(let progress): object["event"] = "paused"; add(progress)
-        case .restarted(let reason): object["event"] = "restarted"; object["reason"] = reason.description
-        case .retrying(let error, let delay):
-            object["event"] = "retrying"
-            object["error"] = error.description
-            object["code"] = error.code.description
-            if let status = error.httpStatus { object["httpStatus"] = status }
-            object["delaySeconds"] = Self.seconds(delay)
-        case .completed(let file): object["event"] = "completed"; object["path"] = file.path
-        case .failed(let error):
-            object["event"] = "failed"
-            object["error"] = error.description
-            object["code"] = error.code.description
-            if let status = error.httpStatus { object["httpStatus"] = status }
-        case .cancelled: object["event"] = "cancelled"
-        }
-        return JSONLine.encode(object)
     }
 
     /// Why a download started over, with what the user can do about it.

@@ -1,9 +1,9 @@
 import FoundationEssentials
 import Glibc
 
-// What the CLI took from the whole of Foundation (String(format:), JSONSerialization, NSString,
-// percent decoding): the CLI links FoundationEssentials only, like the library, which keeps about
-// 7 MB of Foundation and ICU out of every `haul` process.
+// What the CLI took from the whole of Foundation (String(format:), NSString, percent decoding): the
+// CLI links FoundationEssentials only, like the library, which keeps about 7 MB of Foundation and ICU
+// out of every `haul` process. JSON comes from FoundationEssentials' JSONEncoder (`JSONEvent`).
 
 extension StringProtocol {
     /// Without leading and trailing white space (spaces, tabs, line breaks, Unicode spaces).
@@ -64,46 +64,5 @@ enum Format {
                 as: UTF8.self
             )
         }
-    }
-}
-
-/// `null` in ``JSONLine``.
-struct JSONNull {}
-
-/// One JSON object on one line, keys sorted, slashes not escaped: what `--json` prints. Values are
-/// strings, integers, doubles (non-finite ones as `null`), booleans or ``JSONNull``.
-enum JSONLine {
-    static func encode(_ object: [String: Any]) -> String {
-        let fields = object.keys.sorted().map { key in "\(quoted(key)):\(value(object[key]!))" }
-        return "{\(fields.joined(separator: ","))}"
-    }
-
-    private static func value(_ value: Any) -> String {
-        switch value {
-        case let text as String: quoted(text)
-        case let number as Int: String(number)
-        case let number as Int64: String(number)
-        case let number as Double: number.isFinite ? "\(number)" : "null"
-        case let flag as Bool: flag ? "true" : "false"
-        default: "null"
-        }
-    }
-
-    static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
     }
 }

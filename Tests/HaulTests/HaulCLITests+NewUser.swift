@@ -109,7 +109,8 @@ extension HaulCLITests {
         first.signal(SIGHUP)
         #expect(await first.exited() == 129)
         let lines = try String(contentsOfFile: events, encoding: .utf8).split(separator: "\n")
-        #expect(lines.last?.contains("\"event\":\"paused\"") == true)
+        #expect(lines.dropLast().last?.contains("\"event\":\"paused\"") == true)
+        #expect(lines.last?.contains("\"event\":\"summary\"") == true)
         #expect(!FileManager.default.fileExists(atPath: output.appendingPathComponent("hup.bin").path))
 
         // The text listing spells the state out whole.
@@ -163,6 +164,28 @@ extension HaulCLITests {
 }
 
 extension HaulCLITests {
+    @Test("--json: a relative -o is absolute in every event")
+    func jsonPathsAreAbsolute() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        _ = try server.makeFile("rel.bin", size: 200_000, seed: 26)
+        let out = work.appendingPathComponent("json.txt").path
+        // Run in `work` (the shell changes to it, then is replaced by haul).
+        let process = try ChildProcess(
+            "/bin/sh",
+            ["-c", "cd \"$0\" && exec \"$@\"", work.path, Self.haulPath]
+                + ["--json", "-o", "./sub/../rel.bin", server.url("rel.bin").absoluteString],
+            stdout: out
+        )
+        #expect(await process.exited() == 0)
+        let lines = try String(contentsOfFile: out, encoding: .utf8).split(separator: "\n").map {
+            try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        let paths = lines.compactMap { $0["path"] as? String }
+        #expect(paths.count == lines.count - 1)  // all but the summary
+        #expect(paths.allSatisfy { $0 == work.appendingPathComponent("rel.bin").path }, "\(paths)")
+    }
+
     @Test("--version, -q and --max-redirects do what curl's and wget's users expect")
     func expectedFlags() async throws {
         let (server, work) = try startServerAndDirectory()

@@ -209,9 +209,18 @@ struct HaulCLITests {
         try "# one file\n\n\(server.url("j.bin").absoluteString)\n".write(to: list, atomically: true, encoding: .utf8)
         let run = try await haul(["--json", "-i", list.path, "-o", work.appendingPathComponent("out").path], in: work)
         #expect(run.status == 0, "\(run.stderr)")
-        let objects = try run.stdout.split(separator: "\n").map {
+        let lines = try run.stdout.split(separator: "\n").map {
             try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
         }
+        // Every line carries the schema version; the last one sums the run up.
+        #expect(lines.allSatisfy { ($0["schema"] as? NSNumber)?.intValue == 1 })
+        let summary = try #require(lines.last)
+        #expect(summary["event"] as? String == "summary")
+        #expect(
+            (summary["completed"] as? NSNumber)?.intValue == 1
+                && (summary["received"] as? NSNumber)?.intValue == 300_000
+        )
+        let objects = Array(lines.dropLast())
         let events = objects.compactMap { $0["event"] as? String }
         // The first event is the download's state when haul subscribed.
         #expect(["queued", "connecting", "receiving"].contains(events.first ?? ""))
@@ -219,6 +228,11 @@ struct HaulCLITests {
         #expect(events.last == "completed")
         #expect(objects.allSatisfy { $0["url"] as? String == server.url("j.bin").absoluteString })
         #expect((objects.last?["path"] as? String)?.hasSuffix("/out") == true)
+        // Paths are absolute in every event; completed carries the size and this run's bytes.
+        #expect(objects.allSatisfy { ($0["path"] as? String) == work.appendingPathComponent("out").path })
+        #expect((objects.last?["size"] as? NSNumber)?.intValue == 300_000)
+        #expect((objects.last?["received"] as? NSNumber)?.intValue == 300_000)
+        #expect(objects.last?["alreadyComplete"] as? Bool == false)
         #expect(try Data(contentsOf: work.appendingPathComponent("out")) == data)
     }
 
@@ -278,7 +292,9 @@ struct HaulCLITests {
         first.signal(SIGINT)
         #expect(await first.exited() == 130)
         let lines = try String(contentsOfFile: events, encoding: .utf8).split(separator: "\n")
-        #expect(lines.last?.contains("\"event\":\"paused\"") == true)
+        // The download's last event, then the run's summary.
+        #expect(lines.dropLast().last?.contains("\"event\":\"paused\"") == true)
+        #expect(lines.last?.contains("\"interrupted\":true") == true)
         #expect(!FileManager.default.fileExists(atPath: output.appendingPathComponent("int.bin").path))
 
         let listedBefore = try await haul(

@@ -184,30 +184,44 @@ struct HaulArgumentTests {
 /// tests may link.
 @Suite("haul: text and JSON output")
 struct HaulTextTests {
-    @Test("JSON lines parse back to the same values, whatever the strings hold")
+    @Test("--json lines are one object per line, with the schema version, and parse back whatever the strings hold")
     func jsonLinesRoundTrip() throws {
         let strings = [
             "", "plain", "quote \" and back\\slash", "http://h/a/b?c=d&e", "line\nbreak\r\ttab",
             "\u{1}\u{1f}\u{7f}", "é ü 日本 \u{202e} 🧪",
         ]
         for text in strings {
-            let object: [String: Any] = [
-                "text": text, "bytes": Int64(1) << 40, "count": 7, "seconds": 0.1,
-                "tiny": 1e-7, "total": JSONNull(), "eta": Double.infinity,
-            ]
-            let line = JSONLine.encode(object)
-            #expect(!line.contains("\n"))
+            let progress = DownloadProgress(
+                bytesReceived: Int64(1) << 40,
+                totalBytes: nil,
+                bytesPerSecond: 7,
+                estimatedTimeRemaining: .milliseconds(100)
+            )
+            let line = JSONEvent.line(for: .progress(progress), url: text, path: "/a/" + text, download: nil)
+            #expect(line.hasSuffix("\n") && !line.dropLast().contains("\n"))
             let parsed = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
-            #expect(parsed["text"] as? String == text)
+            #expect(parsed["url"] as? String == text && parsed["path"] as? String == "/a/" + text)
             #expect((parsed["bytes"] as? NSNumber)?.int64Value == Int64(1) << 40)
-            #expect((parsed["count"] as? NSNumber)?.intValue == 7)
-            #expect((parsed["seconds"] as? NSNumber)?.doubleValue == 0.1)
-            #expect((parsed["tiny"] as? NSNumber)?.doubleValue == 1e-7)
-            #expect(parsed["total"] is NSNull && parsed["eta"] is NSNull)
-            // Keys sorted, slashes as they are: the form `--json` always printed.
-            #expect(line.hasPrefix("{\"bytes\":1099511627776,\"count\":7,\"eta\":null,\"seconds\":0.1,"))
+            #expect((parsed["bytesPerSecond"] as? NSNumber)?.intValue == 7)
+            #expect((parsed["etaSeconds"] as? NSNumber)?.doubleValue == 0.1)
+            #expect(parsed["total"] == nil)  // unknown: absent
+            #expect((parsed["schema"] as? NSNumber)?.intValue == JSONEvent.schema)
+            // Keys sorted, slashes as they are.
+            #expect(
+                line.hasPrefix(
+                    "{\"bytes\":1099511627776,\"bytesPerSecond\":7,\"etaSeconds\":0.1,\"event\":\"progress\","
+                )
+            )
         }
-        #expect(JSONLine.encode(["url": "http://h/a"]) == "{\"url\":\"http://h/a\"}")
+        let failed = JSONEvent.line(
+            for: .failed(DownloadError(code: .httpStatus, url: "http://h/a", httpStatus: 404)),
+            url: "http://h/a",
+            path: "/x",
+            download: nil
+        )
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(failed.utf8)) as? [String: Any])
+        #expect(Set(object.keys) == ["schema", "event", "url", "path", "error", "code", "httpStatus"])
+        #expect(object["event"] as? String == "failed" && (object["httpStatus"] as? NSNumber)?.intValue == 404)
     }
 
     @Test("percent decoding as Foundation's removingPercentEncoding does it")

@@ -1,0 +1,194 @@
+import FoundationEssentials
+import Haul
+
+/// `haul --json`: one JSON object per line, keys sorted, one type per event, every one carrying the
+/// schema version. The schema is documented in `docs/json.md`; a change that removes or renames a
+/// field bumps ``schema``.
+enum JSONEvent {
+    /// The version of the objects below.
+    static let schema = 1
+
+    /// `queued`, or `cancelled`: the event alone.
+    struct Plain: Encodable {
+        var schema = JSONEvent.schema
+        let event: String
+        let url: String
+        let path: String
+    }
+
+    /// `connecting`, `receiving`, `progress`, `paused`: where the download stands.
+    struct Progress: Encodable {
+        var schema = JSONEvent.schema
+        let event: String
+        let url: String
+        let path: String
+        /// Bytes in the partial file (from this run and earlier ones).
+        let bytes: Int64
+        /// The file's length, when known.
+        let total: Int64?
+        let bytesPerSecond: Int64
+        let etaSeconds: Double?
+    }
+
+    /// `restarted`: the partial file was thrown away and the download started from byte 0.
+    struct Restarted: Encodable {
+        var schema = JSONEvent.schema
+        var event = "restarted"
+        let url: String
+        let path: String
+        /// A sentence.
+        let reason: String
+        /// `rangeIgnored`, `remoteChanged`, `rangeMismatch`, `rangeNotSatisfiable`, `noValidator` or
+        /// `overlapMismatch`.
+        let reasonCode: String
+    }
+
+    /// `retrying`: a transient failure; Haul tries again after `delaySeconds`, keeping the bytes.
+    struct Retrying: Encodable {
+        var schema = JSONEvent.schema
+        var event = "retrying"
+        let url: String
+        let path: String
+        /// What went wrong, without advice (``DownloadError/cause``).
+        let error: String
+        let code: String
+        let httpStatus: Int?
+        let delaySeconds: Double
+    }
+
+    /// `completed`: the file is whole at `path`.
+    struct Completed: Encodable {
+        var schema = JSONEvent.schema
+        var event = "completed"
+        let url: String
+        let path: String
+        /// The file's length.
+        let size: Int64
+        /// Body bytes this run received for it (0 when it was complete already).
+        let received: Int64
+        /// The file was complete at `path` before this run; nothing was requested.
+        let alreadyComplete: Bool
+    }
+
+    /// `failed`: the download ended without the file.
+    struct Failed: Encodable {
+        var schema = JSONEvent.schema
+        var event = "failed"
+        let url: String
+        let path: String
+        /// A sentence: what failed, why, and what to do.
+        let error: String
+        let code: String
+        let httpStatus: Int?
+    }
+
+    /// `summary`: the last line of a run.
+    struct Summary: Encodable {
+        var schema = JSONEvent.schema
+        var event = "summary"
+        /// Files this run completed, and files found complete already (not in `completed`).
+        let completed: Int
+        let alreadyComplete: Int
+        let failed: Int
+        /// Body bytes this run received.
+        let received: Int64
+        let seconds: Double
+        /// The run was stopped by a signal; running it again resumes.
+        let interrupted: Bool
+    }
+
+    /// One line of `haul --list --json`.
+    struct ListEntry: Encodable {
+        var schema = JSONEvent.schema
+        let id: String
+        let url: String
+        let path: String
+        /// `queued`, `retrying`, `running`, `paused`, `interrupted`, `completed` or `failed`.
+        let state: String
+        let bytes: Int64
+        let total: Int64?
+        let error: String?
+    }
+
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+
+    /// `value` as one line of JSON (with its line break).
+    static func line(_ value: some Encodable) -> String {
+        guard let data = try? encoder.encode(value) else { return "" }
+        return String(decoding: data, as: UTF8.self) + "\n"
+    }
+
+    /// The object for `event` of the download of `url` to `path` (absolute).
+    static func line(for event: DownloadEvent, url: String, path: String, download: Download?) -> String {
+        func progress(_ name: String, _ progress: DownloadProgress) -> String {
+            line(
+                Progress(
+                    event: name,
+                    url: url,
+                    path: path,
+                    bytes: progress.bytesReceived,
+                    total: progress.totalBytes,
+                    bytesPerSecond: Int64(progress.bytesPerSecond),
+                    etaSeconds: progress.estimatedTimeRemaining.map(Reporter.seconds)
+                )
+            )
+        }
+        switch event {
+        case .queued: return line(Plain(event: "queued", url: url, path: path))
+        case .cancelled: return line(Plain(event: "cancelled", url: url, path: path))
+        case .connecting(let value): return progress("connecting", value)
+        case .receiving(let value): return progress("receiving", value)
+        case .progress(let value): return progress("progress", value)
+        case .paused(let value): return progress("paused", value)
+        case .restarted(let reason):
+            return line(Restarted(url: url, path: path, reason: reason.description, reasonCode: code(of: reason)))
+        case .retrying(let error, let delay):
+            return line(
+                Retrying(
+                    url: url,
+                    path: path,
+                    error: error.cause,
+                    code: error.code.description,
+                    httpStatus: error.httpStatus,
+                    delaySeconds: Reporter.seconds(delay)
+                )
+            )
+        case .completed(let file):
+            return line(
+                Completed(
+                    url: url,
+                    path: file.path,
+                    size: Reporter.fileSize(file.path) ?? download?.progress.totalBytes ?? 0,
+                    received: download?.bytesReceivedInThisProcess ?? 0,
+                    alreadyComplete: download?.wasAlreadyComplete ?? false
+                )
+            )
+        case .failed(let error):
+            return line(
+                Failed(
+                    url: url,
+                    path: path,
+                    error: error.description,
+                    code: error.code.description,
+                    httpStatus: error.httpStatus
+                )
+            )
+        }
+    }
+
+    /// A stable name for a restart's reason.
+    static func code(of reason: RestartReason) -> String {
+        switch reason {
+        case .rangeIgnored: "rangeIgnored"
+        case .remoteChanged: "remoteChanged"
+        case .rangeMismatch: "rangeMismatch"
+        case .rangeNotSatisfiable: "rangeNotSatisfiable"
+        case .noValidator: "noValidator"
+        case .overlapMismatch: "overlapMismatch"
+        }
+    }
+}
