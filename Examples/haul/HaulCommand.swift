@@ -71,6 +71,12 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: .long, help: "How many redirects a download follows.")
     var maxRedirects: Int = 10
 
+    @Flag(
+        name: .long,
+        help: "Ask for a compressed body and decode it (as curl --compressed); such a download cannot resume mid-body."
+    )
+    var compressed = false
+
     @Flag(name: .long, help: "Give each file the server's Last-Modified time (as curl -R and wget do).")
     var remoteTime = false
 
@@ -241,6 +247,7 @@ struct Runner {
         configuration.maximumRedirects = command.maxRedirects
         configuration.setsModificationTimeFromServer = command.remoteTime
         configuration.revalidatesCompletedFiles = command.revalidate
+        configuration.decodesCompression = command.compressed
         configuration.certificateAuthorityFile = command.caFile.map { URL(fileURLWithPath: $0) }
         configuration.checkpointInterval = .milliseconds(Int64(command.checkpointInterval * 1000))
         configuration.stateDirectory = URL(

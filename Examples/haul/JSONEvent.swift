@@ -38,9 +38,23 @@ enum JSONEvent {
         let path: String
         /// A sentence.
         let reason: String
-        /// `rangeIgnored`, `remoteChanged`, `rangeMismatch`, `rangeNotSatisfiable`, `noValidator` or
-        /// `overlapMismatch`.
+        /// `rangeIgnored`, `remoteChanged`, `rangeMismatch`, `rangeNotSatisfiable`, `noValidator`,
+        /// `overlapMismatch` or `decodedBody`.
         let reasonCode: String
+    }
+
+    /// `warning`: something the user may not expect; the download goes on.
+    struct Warning: Encodable {
+        var schema = JSONEvent.schema
+        var event = "warning"
+        let url: String
+        let path: String
+        /// A sentence.
+        let warning: String
+        /// `unrequestedContentEncoding`.
+        let code: String
+        /// The body's Content-Encoding, for `unrequestedContentEncoding`.
+        let encoding: String?
     }
 
     /// `retrying`: a transient failure; Haul tries again after `delaySeconds`, keeping the bytes.
@@ -146,6 +160,19 @@ enum JSONEvent {
         case .paused(let value): return progress("paused", value)
         case .restarted(let reason):
             return line(Restarted(url: url, path: path, reason: reason.description, reasonCode: code(of: reason)))
+        case .warning(let warning):
+            switch warning {
+            case .unrequestedContentEncoding(let encoding):
+                return line(
+                    Warning(
+                        url: url,
+                        path: path,
+                        warning: Reporter.explain(warning),
+                        code: "unrequestedContentEncoding",
+                        encoding: encoding
+                    )
+                )
+            }
         case .retrying(let error, let delay):
             return line(
                 Retrying(
@@ -189,6 +216,7 @@ enum JSONEvent {
         case .rangeNotSatisfiable: "rangeNotSatisfiable"
         case .noValidator: "noValidator"
         case .overlapMismatch: "overlapMismatch"
+        case .decodedBody: "decodedBody"
         }
     }
 }

@@ -91,6 +91,8 @@ final class Reporter: Sendable {
                 Self.write("haul: \(error)\n", to: STDERR_FILENO)
             case .restarted(let reason):
                 Self.write("restarted \(url): \(Self.explain(reason))\n", to: STDOUT_FILENO)
+            case .warning(let warning):
+                Self.write("warning \(url): \(Self.explain(warning))\n", to: STDOUT_FILENO)
             case .retrying(let error, let delay):
                 Self.write("retrying \(url) in \(Self.delay(delay)): \(Self.cause(of: error))\n", to: STDOUT_FILENO)
             default: break
@@ -169,6 +171,7 @@ final class Reporter: Sendable {
             case .receiving(let progress), .progress(let progress): row.status = ""; row.progress = progress
             case .paused(let progress): row.status = "paused"; row.progress = progress
             case .restarted(let reason): message = "↻ \(row.name): \(Self.explain(reason))"
+            case .warning(let warning): message = "! \(row.name): \(Self.explain(warning))"
             case .retrying(let error, let delay):
                 row.status = "retry in \(Self.delay(delay))"
                 message = "↻ \(row.name): \(Self.cause(of: error)); retrying in \(Self.delay(delay))"
@@ -289,6 +292,14 @@ final class Reporter: Sendable {
         case .noValidator:
             "\(reason); started over (--resume-unvalidated would continue it after checking its last bytes)"
         default: "\(reason); started over"
+        }
+    }
+
+    /// A warning, with what the user can do about it.
+    static func explain(_ warning: DownloadWarning) -> String {
+        switch warning {
+        case .unrequestedContentEncoding:
+            "\(warning) (--compressed asks for such bodies and decodes them)"
         }
     }
 

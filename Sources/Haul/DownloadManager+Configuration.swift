@@ -77,6 +77,12 @@ extension DownloadManager {
         /// changed only in bytes before that stretch, or only after it, with the same length (an
         /// edited middle, an appended log rotated to the same size).
         public var resumesWithoutValidator = false
+        /// Whether requests ask for compressed bodies (`Accept-Encoding`) and decode them, so that
+        /// the file holds the decoded bytes (as `curl --compressed`). Ranges count the encoded bytes,
+        /// so a download interrupted in the middle starts over (`.restarted(.decodedBody)`); off (the
+        /// default), nothing is asked for and a body a server encodes anyway is saved as sent, with a
+        /// `.warning(.unrequestedContentEncoding)` event.
+        public var decodesCompression = false
         /// Whether a finished file gets the server's `Last-Modified` as its modification time (as
         /// `curl -R` and wget do); without one, or off (the default), it keeps the time it was written.
         public var setsModificationTimeFromServer = false

@@ -286,3 +286,44 @@ extension HaulCLITests {
         #expect(server.accessLog().filter { $0.uri == "/f.bin" }.count == 2)
     }
 }
+
+extension HaulCLITests {
+    /// A text file and its gzip beside it in nginx's root, as `gzip -k` leaves them: (text, gzip).
+    func makeCompressedFile(_ server: NginxServer, _ name: String) async throws -> (Data, Data) {
+        let text = Data((0..<20_000).map { "line \($0) of a compressible file\n" }.joined().utf8)
+        let path = server.root.appendingPathComponent(name).path
+        try text.write(to: URL(fileURLWithPath: path))
+        #expect(try await ChildProcess("/usr/bin/gzip", ["-k", "-n", "-f", path]).exited() == 0)
+        return (text, try Data(contentsOf: URL(fileURLWithPath: path + ".gz")))
+    }
+
+    @Test("a body gzipped without being asked is saved as sent, and said so; --compressed decodes it")
+    func unrequestedCompression() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let (text, gzipped) = try await makeCompressedFile(server, "c.txt")
+        #expect(gzipped.count < text.count / 4)
+        let url = server.url("precompressed/c.txt").absoluteString
+
+        let plain = work.appendingPathComponent("plain.txt")
+        let asSent = try await haul(["-o", plain.path, url], in: work)
+        #expect(asSent.status == 0, "\(asSent.stderr)")
+        #expect(try Data(contentsOf: plain) == gzipped)
+        #expect(
+            asSent.stdout.contains("warning \(url): the server sent the body with Content-Encoding: gzip"),
+            "\(asSent.stdout)"
+        )
+        #expect(asSent.stdout.contains("--compressed"))
+
+        let json = try await haul(["--json", "-o", work.appendingPathComponent("j.txt").path, url], in: work)
+        #expect(
+            json.stdout.contains("\"code\":\"unrequestedContentEncoding\",\"encoding\":\"gzip\",\"event\":\"warning\"")
+        )
+
+        let decoded = work.appendingPathComponent("decoded.txt")
+        let run = try await haul(["--compressed", "-o", decoded.path, url], in: work)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(try Data(contentsOf: decoded) == text)
+        #expect(!run.stdout.contains("warning"))
+    }
+}

@@ -152,4 +152,24 @@ struct ResumeValidationTests {
             #expect(faults.restarts(in: events).isEmpty)
         }
     }
+
+    @Test(
+        "decoding bodies, an interrupted download starts over: ranges count encoded bytes, the partial holds decoded ones"
+    )
+    func decodedBodiesStartOver() async throws {
+        try await withFaultServer { server, directory in
+            var configuration = faults.configuration(directory)
+            configuration.decodesCompression = true
+            let (events, result) = try await faults.fetch(
+                "stall/100000/300000",
+                from: server,
+                into: directory,
+                configuration: configuration
+            )
+            #expect(throws: Never.self) { try result.get() }
+            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 300_000))
+            #expect(server.requests(to: "/stall/100000/300000").map(\.range) == [nil, nil])
+            #expect(faults.restarts(in: events) == [.decodedBody])
+        }
+    }
 }

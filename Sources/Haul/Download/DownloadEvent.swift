@@ -21,6 +21,8 @@ public enum DownloadEvent: Sendable, Hashable {
     /// The attempt failed transiently (the error says how); the download is queued again and may
     /// start after this delay, from the bytes on disk.
     case retrying(DownloadError, after: Duration)
+    /// Something the caller may not expect; the download goes on.
+    case warning(DownloadWarning)
     /// Paused; the partial file holds `progress.bytesReceived` bytes.
     case paused(DownloadProgress)
     /// Finished: the whole file is at this path.

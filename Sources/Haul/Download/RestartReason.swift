@@ -16,6 +16,9 @@ public enum RestartReason: Sendable, Hashable, CustomStringConvertible {
     /// An unvalidated resume asked for the bytes before its resume point again, and they differ
     /// from the partial file's: the remote file changed.
     case overlapMismatch
+    /// Bodies are decoded (``DownloadManager/Configuration/decodesCompression``): the decoded bytes
+    /// on disk are not the server's encoded ones, which ranges count, so a partial cannot be continued.
+    case decodedBody
 
     /// A short sentence for logs and the CLI.
     public var description: String {
@@ -26,6 +29,7 @@ public enum RestartReason: Sendable, Hashable, CustomStringConvertible {
         case .rangeNotSatisfiable: "the server could not serve the rest of the partial file"
         case .noValidator: "the server sends no strong ETag or Last-Modified to prove the partial file is current"
         case .overlapMismatch: "the remote file changed (the bytes before the resume point differ)"
+        case .decodedBody: "a decoded (decompressed) body cannot be resumed in the middle"
         }
     }
 }

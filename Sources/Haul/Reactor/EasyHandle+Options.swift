@@ -11,6 +11,8 @@ extension EasyHandle {
         var stallTimeout: Duration
         /// A PEM file of certificate authorities, instead of the system's.
         var certificateAuthorityFile: String?
+        /// Ask for compressed bodies and decode them.
+        var decodesCompression = false
         /// A `CURLSH` every easy handle shares (TLS sessions, DNS answers), if any.
         var share: UnsafeMutableRawPointer?
     }

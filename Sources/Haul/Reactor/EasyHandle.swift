@@ -80,6 +80,8 @@ final class EasyHandle {
         set(CURLOPT_SSL_VERIFYPEER, 1)
         set(CURLOPT_SSL_VERIFYHOST, 2)
         if let file = options.certificateAuthorityFile { set(CURLOPT_CAINFO, file) }
+        // "": every encoding this libcurl decodes, and it decodes them.
+        if options.decodesCompression { set(CURLOPT_ACCEPT_ENCODING, "") }
         set(CURLOPT_TCP_KEEPALIVE, 1)
         _ = CHaul_easy_open_sockets_close_on_exec(raw)
         _ = CHaul_easy_setopt_pointer(raw, CURLOPT_ERRORBUFFER, errorBuffer)

@@ -67,7 +67,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             userAgent: configuration.userAgent,
             connectTimeout: configuration.connectTimeout,
             stallTimeout: configuration.stallTimeout,
-            certificateAuthorityFile: configuration.certificateAuthorityFile?.path
+            certificateAuthorityFile: configuration.certificateAuthorityFile?.path,
+            decodesCompression: configuration.decodesCompression
         )
         self.environment = TransferEnvironment(
             reactor: reactor,

@@ -28,12 +28,15 @@ enum ResumePlan: Equatable, Sendable {
     ///   - continuesRange: the request asks for the rest after a range that ended before the file,
     ///     in this attempt (a server that caps its answers): the overlap is checked even without the
     ///     opt-in, since starting over would only meet the same cap again.
+    ///   - decodesBodies: bodies are decoded, so the partial's bytes are not the ones ranges count.
     static func decide(
         offset: Int64,
         validator: String?,
         resumesWithoutValidator: Bool,
-        continuesRange: Bool = false
+        continuesRange: Bool = false,
+        decodesBodies: Bool = false
     ) -> ResumePlan {
+        if decodesBodies, offset > 0 { return .restart(.decodedBody) }
         guard offset > 1 else { return offset == 0 ? .resume(from: 0, ifRange: nil) : .restart(.noValidator) }
         if let validator { return .resume(from: offset, ifRange: validator) }
         guard resumesWithoutValidator || continuesRange else { return .restart(.noValidator) }

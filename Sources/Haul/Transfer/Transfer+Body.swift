@@ -83,15 +83,21 @@ extension Transfer {
 
     /// Reads the final response's head and feeds the machine its decision.
     func decideResponse(easy: EasyHandle) -> DownloadStateMachine.Action {
-        let head = ResponseHead(
+        var head = ResponseHead(
             status: easy.responseCode,
             contentRange: easy.header("Content-Range"),
             contentLength: easy.contentLength,
             entityTag: easy.header("ETag"),
             lastModified: easy.header("Last-Modified"),
             date: easy.header("Date"),
+            contentEncoding: easy.header("Content-Encoding").flatMap { $0.lowercased() == "identity" ? nil : $0 },
             conflictingContentLengths: easy.conflictingValues(of: "Content-Length")
         )
+        if head.contentEncoding != nil, environment.easyHandles.options.decodesCompression {
+            // curl decodes the body: its Content-Length counts encoded bytes, not the file's.
+            head.contentLength = nil
+            head.conflictingContentLengths = nil
+        }
         request.head = head
         request.rangeEnd = ResponseDecision.rangeEnd(of: head)
         var decision = ResponseDecision.decide(
@@ -177,6 +183,13 @@ extension Transfer {
         }
         record.attempts += 1
         if let restart { restarted(because: restart) }
+        if let encoding = head.contentEncoding, !environment.easyHandles.options.decodesCompression {
+            environment.logger.notice(
+                "an encoded body nobody asked for is saved as sent",
+                metadata: ["url": "\(urlForErrors)", "encoding": "\(encoding)"]
+            )
+            download.hub.publish(.warning(.unrequestedContentEncoding(encoding)))
+        }
         // A whole file, or one whose overlap matched: this answer's validators vouch for the partial.
         if truncating || request.rangeStart < request.offset || request.offset == 0 {
             record.entityTag = head.entityTag

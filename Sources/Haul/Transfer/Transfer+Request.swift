@@ -29,7 +29,8 @@ extension Transfer {
                     offset: sink.receivedLength,
                     validator: record.ifRangeValidator,
                     resumesWithoutValidator: environment.resumesWithoutValidator,
-                    continuesRange: continuesRange
+                    continuesRange: continuesRange,
+                    decodesBodies: environment.easyHandles.options.decodesCompression
                 )
             }
             if case .verify(let rangeStart, _) = plan { overlap = try sink.bytes(from: rangeStart) }

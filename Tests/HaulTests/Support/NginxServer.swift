@@ -121,6 +121,8 @@ final class NginxServer: @unchecked Sendable {
                         location /gated-norange/ {
                             alias \(root.path)/; max_ranges 0; limit_rate_after 1m; limit_rate $haul_gated_rate;
                         }
+                        # /precompressed/x: x.gz with Content-Encoding: gzip, asked for or not.
+                        location /precompressed/ { alias \(root.path)/; gzip_static always; }
                         location /redirect/ { rewrite ^/redirect/(.*)$ /$1 redirect; }
                         location = /loop { return 302 /loop; }
                         location /chunked/ {
