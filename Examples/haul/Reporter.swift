@@ -14,7 +14,7 @@ final class Reporter: Sendable {
         case quiet
     }
 
-    private struct Row {
+    struct Row {
         var name: String
         /// The file was complete at its destination before this run: nothing was requested.
         var alreadyComplete = false
@@ -25,7 +25,8 @@ final class Reporter: Sendable {
     private struct State {
         var rows: [Int: Row] = [:]
         var order: [Int] = []
-        var drawnLines = 0
+        /// The columns of each line of the last frame of bars.
+        var drawnColumns: [Int] = []
         var lastDraw: UInt64 = 0
         /// Downloads completed by this run, and those found complete already.
         var completed = 0
@@ -42,8 +43,19 @@ final class Reporter: Sendable {
     private let state = Mutex(State())
     private let started = DispatchTime.now().uptimeNanoseconds
 
+    /// Redraws the bars when the terminal's size changes. Set once in `init`, then only read.
+    nonisolated(unsafe) private let resized: DispatchSourceSignal?
+
     init(mode: Mode) {
         self.mode = mode
+        if mode == .bars {
+            signal(SIGWINCH, SIG_IGN)
+            resized = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: .global())
+        } else {
+            resized = nil
+        }
+        resized?.setEventHandler { [weak self] in self?.redraw(force: true) }
+        resized?.resume()
     }
 
     /// Whether this mode shows more than each download's outcome (lines tell restarts and retries).
@@ -203,54 +215,83 @@ final class Reporter: Sendable {
         redraw(force: message != nil, message: message)
     }
 
+    /// Draws the bars again (at most every 100 ms unless `force`), after `message` if there is one.
+    ///
+    /// Every bar fits in one row of the terminal's current width, so the cursor knows how far up the
+    /// last frame started; the frame is erased to the end of the screen before the message and the
+    /// new bars are written, so a message of any length (it may wrap) leaves no piece of a bar behind.
     private func redraw(force: Bool, message: String? = nil) {
-        let output: String? = state.withLock { state in
+        // Written under the lock: two frames written in another order than they were made would
+        // leave the second's cursor arithmetic wrong.
+        state.withLock { state in
             let now = DispatchTime.now().uptimeNanoseconds
-            guard force || now - state.lastDraw >= 100_000_000 else { return nil }
+            guard force || now - state.lastDraw >= 100_000_000 else { return }
             state.lastDraw = now
-            var text = ""
-            if state.drawnLines > 0 { text += "\u{1B}[\(state.drawnLines)A" }
-            if let message { text += "\r\u{1B}[2K" + message + "\n" }
             let width = Self.terminalWidth()
+            // The last frame's rows: more than its lines when a narrower terminal rewrapped them.
+            let rows = state.drawnColumns.reduce(0) { $0 + max(1, ($1 + width - 1) / max(1, width)) }
+            // Each row of the last frame is erased on its own, not with one "erase below" from its
+            // top: at the screen's top-left corner that moves the whole screen into the scrollback
+            // (tmux), which would keep every frame there.
+            var text = ""
+            if rows > 0 {
+                text += "\u{1B}[\(rows)A" + String(repeating: "\r\u{1B}[2K\u{1B}[1B", count: rows) + "\u{1B}[\(rows)A"
+            }
+            text += "\r"
+            if let message { text += "\u{1B}[2K" + message + "\n" }
+            var drawn: [Int] = []
+            func add(_ line: String) {
+                text += "\r\u{1B}[2K" + line + "\n"
+                drawn.append(Text.columns(of: line))
+            }
             let shown = state.order.prefix(12)
-            var lines = 0
             for index in shown {
                 guard let row = state.rows[index] else { continue }
-                text += "\r\u{1B}[2K" + Self.bar(for: row, width: width) + "\n"
-                lines += 1
+                add(Self.bar(for: row, width: width))
             }
             let more = state.order.count - shown.count + state.waiting
-            if more > 0 {
-                text += "\r\u{1B}[2K… and \(more) more\n"
-                lines += 1
-            }
-            // Clear lines left over from a taller previous frame.
-            for _ in lines..<max(lines, state.drawnLines - (message == nil ? 0 : 1)) {
-                text += "\r\u{1B}[2K\n"
-                lines += 1
-            }
-            state.drawnLines = lines
-            return text
+            if more > 0 { add(Text.truncated("… and \(more) more", toColumns: width - 1)) }
+            // Whatever a terminal that rewrapped the last frame left below the new one.
+            if message != nil || !drawn.isEmpty { text += "\u{1B}[J" }
+            state.drawnColumns = drawn
+            Self.write(text, to: STDOUT_FILENO)
         }
-        if let output { Self.write(output, to: STDOUT_FILENO) }
     }
 
-    private static func bar(for row: Row, width: Int) -> String {
+    /// One download's bar, in at most `width - 1` columns (a line as wide as the terminal would wrap
+    /// on some terminals): the details go first (ETA, then speed), then the bar shrinks, then the name.
+    static func bar(for row: Row, width: Int) -> String {
+        let limit = max(1, width - 1)
         let progress = row.progress
-        let name = row.name.count > 24 ? String(row.name.prefix(23)) + "…" : row.name.padded(to: 24)
-        var right = "\(size(progress.bytesReceived))"
-        if let total = progress.totalBytes { right += "/\(size(total))" }
+        var details = ["\(size(progress.bytesReceived))" + (progress.totalBytes.map { "/\(size($0))" } ?? "")]
         if !row.status.isEmpty {
-            right += " \(row.status)"
+            details.append(row.status)
         } else {
-            right += " \(size(Int64(progress.bytesPerSecond)))/s"
-            if let eta = progress.estimatedTimeRemaining { right += " ETA \(duration(eta))" }
+            details.append("\(size(Int64(progress.bytesPerSecond)))/s")
+            if let eta = progress.estimatedTimeRemaining { details.append("ETA \(duration(eta))") }
         }
         let percent = progress.fractionCompleted.map { Format.rightAligned(Int($0 * 100), width: 3) + "%" } ?? "  ?%"
-        let barWidth = max(10, min(40, width - name.count - right.count - 10))
-        let filled = Int((progress.fractionCompleted ?? 0) * Double(barWidth))
-        let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: barWidth - filled)
-        return "\(name) \(percent) \(bar) \(right)"
+        let nameColumns = Text.columns(of: row.name)
+        // Room for a name of 8 columns (or the whole name, if shorter) and a bar of 10.
+        let wanted = min(8, nameColumns) + 1 + 4 + 1 + 10 + 1
+        while details.count > 1, wanted + Text.columns(of: details.joined(separator: " ")) > limit {
+            details.removeLast()
+        }
+        let right = details.joined(separator: " ")
+        let available = limit - (1 + 4 + 1 + Text.columns(of: right))  // for the name, the bar and a space
+        let nameWidth = max(0, min(24, min(max(nameColumns, 8), max(available - 11, min(8, available)))))
+        var barWidth = min(40, available - nameWidth - 1)
+        if barWidth < 5 { barWidth = 0 }
+        var name =
+            nameColumns > nameWidth
+            ? Text.truncated(row.name, toColumns: max(0, nameWidth - 1)) + (nameWidth > 0 ? "…" : "") : row.name
+        name += String(repeating: " ", count: max(0, nameWidth - Text.columns(of: name)))  // aligned
+        var line = "\(name) \(percent) "
+        if barWidth > 0 {
+            let filled = Int((progress.fractionCompleted ?? 0) * Double(barWidth))
+            line += String(repeating: "█", count: filled) + String(repeating: "░", count: barWidth - filled) + " "
+        }
+        return Text.truncated(line + right, toColumns: limit)
     }
 
     /// A finished file's size: from its last progress, else (it finished before its events were

@@ -66,3 +66,40 @@ enum Format {
         }
     }
 }
+
+/// Terminal columns: what a line of text takes on screen (2 for wide East Asian characters and
+/// emoji, 0 for combining marks), so that a bar never wraps.
+enum Text {
+    static func columns(of scalar: Unicode.Scalar) -> Int {
+        let value = scalar.value
+        if value >= 0x20 && value < 0x7F { return 1 }
+        switch scalar.properties.generalCategory {
+        case .nonspacingMark, .enclosingMark, .format: return 0
+        default: break
+        }
+        if scalar.properties.isEmojiPresentation { return 2 }
+        let wide: [ClosedRange<UInt32>] = [
+            0x1100...0x115F, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF,
+            0xA000...0xA4CF, 0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE30...0xFE4F, 0xFF00...0xFF60,
+            0xFFE0...0xFFE6, 0x20000...0x3FFFD,
+        ]
+        return wide.contains { $0.contains(value) } ? 2 : 1
+    }
+
+    static func columns(of text: String) -> Int {
+        text.unicodeScalars.reduce(0) { $0 + columns(of: $1) }
+    }
+
+    /// `text` cut to at most `limit` columns (whole characters only).
+    static func truncated(_ text: String, toColumns limit: Int) -> String {
+        var used = 0
+        var result = ""
+        for character in text {
+            let width = character.unicodeScalars.reduce(0) { $0 + columns(of: $1) }
+            if used + width > limit { break }
+            used += width
+            result.append(character)
+        }
+        return result
+    }
+}

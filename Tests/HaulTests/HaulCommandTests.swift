@@ -224,6 +224,42 @@ struct HaulTextTests {
         #expect(object["event"] as? String == "failed" && (object["httpStatus"] as? NSNumber)?.intValue == 404)
     }
 
+    @Test("a bar fits in one row of any terminal width: details go first, then the bar, then the name")
+    func barsFitTheWidth() {
+        let progresses = [
+            DownloadProgress(bytesReceived: 0, totalBytes: nil),
+            DownloadProgress(
+                bytesReceived: 123_456_789,
+                totalBytes: 987_654_321_000,
+                bytesPerSecond: 12_345_678,
+                estimatedTimeRemaining: .seconds(98_765)
+            ),
+        ]
+        let names = [
+            "a.bin", "a-rather-long-file-name-that-does-not-fit-anywhere.tar.gz", "日本語のファイル名です.bin", "é\u{301}x.bin",
+        ]
+        for width in 2...250 {
+            for name in names {
+                for progress in progresses {
+                    for status in ["", "queued", "retry in 12.3s", "connecting"] {
+                        var row = Reporter.Row(name: name)
+                        row.progress = progress
+                        row.status = status
+                        let line = Reporter.bar(for: row, width: width)
+                        #expect(Text.columns(of: line) <= width - 1, "\(width) \(name) \(line)")
+                        if width >= 40 {
+                            #expect(line.hasPrefix(String(name.prefix(3))), "\(width): \(line)")
+                            #expect(line.contains("%"))
+                        }
+                        if width >= 80 { #expect(line.contains("░") || line.contains("█"), "\(line)") }
+                    }
+                }
+            }
+        }
+        #expect(Text.columns(of: "日本") == 4 && Text.columns(of: "e\u{301}") == 1 && Text.columns(of: "ab") == 2)
+        #expect(Text.truncated("日本語", toColumns: 5) == "日本" && Text.truncated("abc", toColumns: 9) == "abc")
+    }
+
     @Test("percent decoding as Foundation's removingPercentEncoding does it")
     func percentDecoding() {
         let cases = ["a%20b", "%2e%2E", "%C3%A9t%C3%A9", "no-escapes", "", "%", "%2", "%zz", "%C3", "100%25", "a+b"]

@@ -36,7 +36,12 @@ struct JournalOwnership: ~Copyable {
         self.descriptor = descriptor
     }
 
-    deinit { Glibc.close(descriptor) }
+    deinit {
+        // Unlocked before it is closed: a child process forked meanwhile (to run another program)
+        // holds the same open file until its exec, and a lock only closed would last as long.
+        flock(descriptor, LOCK_UN)
+        Glibc.close(descriptor)
+    }
 
     /// Whether a manager owns `directory` now (its lock is held).
     static func isHeld(directory: String) -> Bool {
