@@ -325,7 +325,11 @@ struct Runner {
             let download: Download
             if let checksum = command.checksum.flatMap(Checksum.init) {
                 guard let url = URL(string: item.url.trimmingSpaces) else {
-                    throw DownloadError(code: .invalidURL, url: item.url, detail: "it could not be parsed")
+                    throw DownloadError(
+                        code: .invalidURL,
+                        url: Reporter.shown(item.url),
+                        detail: "it could not be parsed"
+                    )
                 }
                 download = try manager.download(
                     DownloadRequest(
@@ -351,8 +355,10 @@ struct Runner {
             if command.json {
                 Reporter.write(
                     JSONEvent.line(
-                        for: .failed(error as? DownloadError ?? DownloadError(code: .invalidURL, url: item.url)),
-                        url: item.url,
+                        for: .failed(
+                            error as? DownloadError ?? DownloadError(code: .invalidURL, url: Reporter.shown(item.url))
+                        ),
+                        url: Reporter.shown(item.url),
                         path: URL(fileURLWithPath: item.destination).standardizedFileURL.path,
                         download: nil
                     ),
@@ -368,14 +374,15 @@ struct Runner {
     static func follow(_ download: Download, index: Int, item: DownloadPlan.Item, reporter: Reporter) async -> Bool {
         defer { reporter.ended(download) }
         let path = download.destination.path  // absolute
+        let url = Reporter.shown(item.url)
         guard reporter.wantsEveryEvent else {
             // Only the outcome is shown: wait for it without following every event.
             do {
                 let file = try await download.finished()
-                reporter.report(.completed(file), index: index, url: item.url, path: path, download: download)
+                reporter.report(.completed(file), index: index, url: url, path: path, download: download)
                 return true
             } catch let error as DownloadError where error.code != .shutdown {
-                reporter.report(.failed(error), index: index, url: item.url, path: path, download: download)
+                reporter.report(.failed(error), index: index, url: url, path: path, download: download)
                 return false
             } catch {
                 return false
@@ -383,7 +390,7 @@ struct Runner {
         }
         var last: DownloadEvent?
         for await event in download.events {
-            reporter.report(event, index: index, url: item.url, path: path, download: download)
+            reporter.report(event, index: index, url: url, path: path, download: download)
             last = event
         }
         if case .completed = last { return true }

@@ -344,6 +344,24 @@ final class Reporter: Sendable {
         }
     }
 
+    /// `url` as haul prints it: without a user name or password (`http://user:secret@h/x` →
+    /// `http://h/x`), which must never reach the terminal, a log or `--json`.
+    static func shown(_ url: String) -> String {
+        let trimmed = url.trimmingSpaces
+        guard var components = URLComponents(string: trimmed) else {
+            // Not parseable: drop anything between the scheme and an "@" all the same.
+            guard let colon = trimmed.firstIndex(of: ":"), trimmed[colon...].hasPrefix("://") else { return trimmed }
+            let authorityStart = trimmed.index(colon, offsetBy: 3)
+            let authority = trimmed[authorityStart...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+            guard let at = authority.lastIndex(of: "@") else { return trimmed }
+            return String(trimmed[..<authorityStart]) + String(trimmed[trimmed.index(after: at)...])
+        }
+        guard components.user != nil || components.password != nil else { return trimmed }
+        components.user = nil
+        components.password = nil
+        return components.string ?? trimmed
+    }
+
     /// A short cause for a retry line: the status or curl's words, without advice (Haul retries).
     static func cause(of error: DownloadError) -> String { error.cause }
 

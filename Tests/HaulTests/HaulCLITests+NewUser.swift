@@ -3,6 +3,7 @@ import Glibc
 import Testing
 
 @testable import Haul
+@testable import HaulCLI
 
 /// What a new user tripped over (issue 17), through the binary.
 extension HaulCLITests {
@@ -325,5 +326,21 @@ extension HaulCLITests {
         #expect(run.status == 0, "\(run.stderr)")
         #expect(try Data(contentsOf: decoded) == text)
         #expect(!run.stdout.contains("warning"))
+    }
+}
+
+extension HaulCLITests {
+    @Test("a password in a URL reaches no line, JSON object or error that haul prints", arguments: [[], ["--json"]])
+    func passwordIsNeverPrinted(mode: [String]) async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        _ = try server.makeFile("p.bin", size: 20_000, seed: 27)
+        let good = "http://user:s3cr3t-pw@127.0.0.1:\(server.port)/p.bin"
+        let missing = "http://user:s3cr3t-pw@127.0.0.1:\(server.port)/missing.bin"
+        let run = try await haul(mode + ["-o", work.appendingPathComponent("out").path + "/", good, missing], in: work)
+        #expect(run.status == 1)
+        #expect(!run.stdout.contains("s3cr3t") && !run.stderr.contains("s3cr3t"), "\(run.stdout)\(run.stderr)")
+        #expect(run.stdout.contains("127.0.0.1:\(server.port)/p.bin"))
+        #expect(Reporter.shown("http://a:b@h/x@y") == "http://h/x@y" && Reporter.shown("http://h/x") == "http://h/x")
     }
 }
