@@ -275,20 +275,8 @@ struct HaulCLITests {
         let output = work.appendingPathComponent("out")
         let events = work.appendingPathComponent("events.jsonl").path
 
-        let first = try ChildProcess(Self.haulPath, ["--json", "-o", output.path + "/", url], stdout: events)
-        // Wait (bounded) until haul reports bytes written, then interrupt it.
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(20)
-        var sawProgress = false
-        while clock.now < deadline, first.isRunning {
-            let text = (try? String(contentsOfFile: events, encoding: .utf8)) ?? ""
-            if text.contains("\"event\":\"progress\"") {
-                sawProgress = true
-                break
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        #expect(sawProgress)
+        // Started, and waited for (bounded) until haul reports bytes written; then interrupted.
+        let first = try await startReceiving(["--json", "-o", output.path + "/", url], events: events)
         first.signal(SIGINT)
         #expect(await first.exited() == 130)
         let lines = try String(contentsOfFile: events, encoding: .utf8).split(separator: "\n")

@@ -268,40 +268,22 @@ final class FaultServer: @unchecked Sendable {
             }
         case "drip" where numbers.count == 3:
             sendFile(size: size, request: &request, index: index, on: connection, drip: (numbers[0], numbers[1]))
-        case "plain" where numbers.count == 2:
-            sendFile(
-                size: size,
-                request: &request,
-                index: index,
-                on: connection,
-                limit: number == 1 ? numbers[0] : nil,
-                validators: .none
-            )
-        case "plain-changing" where numbers.count == 2, "weak-changing" where numbers.count == 2,
-            "dated-fresh-changing" where numbers.count == 2:
+        case let route where numbers.count == 2 && Self.validatorRoutes.contains(route):
             let validators: Validators =
-                switch parts[0] {
-                case "plain-changing": .none
+                switch route {
+                case "plain", "plain-changing": .none
                 case "weak-changing": .weakTag
+                case "dated": .lastModified(fresh: false)
                 default: .lastModified(fresh: true)
                 }
             sendFile(
                 size: size,
-                version: number,
+                version: route.hasSuffix("-changing") ? number : 1,
                 request: &request,
                 index: index,
                 on: connection,
                 limit: number == 1 ? numbers[0] : nil,
                 validators: validators
-            )
-        case "dated" where numbers.count == 2:
-            sendFile(
-                size: size,
-                request: &request,
-                index: index,
-                on: connection,
-                limit: number == 1 ? numbers[0] : nil,
-                validators: .lastModified(fresh: false)
             )
         case "status" where numbers.count == 1:
             sendStatus(numbers[0], extra: "", request: &request, index: index, on: connection)
@@ -323,6 +305,11 @@ final class FaultServer: @unchecked Sendable {
         _ = write(Data(head.utf8), to: connection)
         request.bytesSent = write(Data(body.utf8), to: connection)
     }
+
+    /// The routes that differ only in what their responses say of their version (see the list above).
+    static let validatorRoutes: Set<String> = [
+        "plain", "plain-changing", "weak-changing", "dated", "dated-fresh-changing",
+    ]
 
     /// What a response says of its version.
     enum Validators: Equatable {
