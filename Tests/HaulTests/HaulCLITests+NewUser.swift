@@ -342,5 +342,15 @@ extension HaulCLITests {
         #expect(!run.stdout.contains("s3cr3t") && !run.stderr.contains("s3cr3t"), "\(run.stdout)\(run.stderr)")
         #expect(run.stdout.contains("127.0.0.1:\(server.port)/p.bin"))
         #expect(Reporter.shown("http://a:b@h/x@y") == "http://h/x@y" && Reporter.shown("http://h/x") == "http://h/x")
+        // Nor the disk: the journal (with its WAL) and everything under .haul/, which is private.
+        let state = work.appendingPathComponent("out/.haul")
+        var status = stat()
+        #expect(stat(state.path, &status) == 0 && status.st_mode & 0o777 == 0o700)
+        for name in try FileManager.default.contentsOfDirectory(atPath: state.path) {
+            let file = state.appendingPathComponent(name)
+            let bytes = try Data(contentsOf: file)
+            #expect(bytes.range(of: Data("s3cr3t".utf8)) == nil, "\(name) holds the password")
+            #expect(stat(file.path, &status) == 0 && status.st_mode & 0o077 == 0, "\(name) is readable by others")
+        }
     }
 }

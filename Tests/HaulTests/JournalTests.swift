@@ -613,3 +613,61 @@ struct JournalIntegrationTests {
         #expect(!sameBoot.recoveredFromReboot)
     }
 }
+
+@Suite("Secrets on disk")
+struct SecretsOnDiskTests {
+    @Test("a URL's user name and password work as basic auth, and reach neither the journal nor the listing")
+    func urlCredentials() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let source = try server.makeFile("p.bin", size: 300_000, seed: 41)
+        let state = directory.appendingPathComponent("state")
+        var configuration = DownloadManager.Configuration()
+        configuration.stateDirectory = state
+        let authorized = try #require(
+            URL(string: "http://alice:\(NginxServer.password)@127.0.0.1:\(server.port)/private/p.bin")
+        )
+        let anonymous = server.url("private/p.bin")
+        let (placed, refused) = try await withDownloadManager(configuration: configuration) { manager in
+            let placed = try await manager.download(from: authorized, to: directory.appendingPathComponent("p.bin"))
+                .finished()
+            let refused = try manager.download(from: anonymous, to: directory.appendingPathComponent("q.bin"))
+            do {
+                _ = try await refused.finished()
+                return (placed, nil as DownloadError?)
+            } catch let error as DownloadError {
+                return (placed, error)
+            }
+        }
+        #expect(try Data(contentsOf: placed) == source)
+        #expect(refused?.httpStatus == 401)
+        #expect(server.accessLog().filter { $0.uri == "/private/p.bin" }.map(\.status) == [200, 401])
+        // The journal, its WAL and everything beside them: no password, and private.
+        var status = stat()
+        #expect(stat(state.path, &status) == 0 && status.st_mode & 0o777 == 0o700)
+        for name in try FileManager.default.contentsOfDirectory(atPath: state.path) {
+            let bytes = try Data(contentsOf: state.appendingPathComponent(name))
+            #expect(bytes.range(of: Data(NginxServer.password.utf8)) == nil, "\(name) holds the password")
+            #expect(stat(state.appendingPathComponent(name).path, &status) == 0 && status.st_mode & 0o077 == 0)
+        }
+        let entries = try DownloadManager.journalEntries(stateDirectory: state)
+        #expect(entries.map(\.url).contains("http://127.0.0.1:\(server.port)/private/p.bin"))
+        #expect(!entries.contains { $0.url.contains(NginxServer.password) })
+    }
+
+    @Test("a journal of an earlier version, readable by all, is made private when opened")
+    func earlierJournalIsMadePrivate() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        do {
+            let journal = try Journal(directory: directory.path)
+            journal.close()
+        }
+        let path = directory.appendingPathComponent(Journal.fileName).path
+        #expect(chmod(path, 0o644) == 0)
+        let journal = try Journal(directory: directory.path)
+        defer { journal.close() }
+        var status = stat()
+        #expect(stat(path, &status) == 0 && status.st_mode & 0o777 == 0o600)
+    }
+}

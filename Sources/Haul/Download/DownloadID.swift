@@ -1,7 +1,8 @@
 import FoundationEssentials
 
-/// Identifies a download: derived from its URL and destination, so the same pair always maps to the
-/// same partial file and the same id, in this process and the next.
+/// Identifies a download: derived from its URL (without a user name or password, which never reach
+/// the disk) and destination, so the same pair always maps to the same partial file and the same id,
+/// in this process and the next.
 public struct DownloadID: Hashable, Sendable, CustomStringConvertible {
     /// 32 hexadecimal digits.
     public let rawValue: String
@@ -13,7 +14,7 @@ public struct DownloadID: Hashable, Sendable, CustomStringConvertible {
 
     /// The id of the download of `url` to `destination` (as ``DownloadManager`` derives it).
     public init(url: URL, destination: URL) {
-        self.init(url: url.absoluteString, destinationPath: FilePath.standardized(destination))
+        self.init(url: url.redactedString, destinationPath: FilePath.standardized(destination))
     }
 
     /// The id of the download of `url` to `destination`.

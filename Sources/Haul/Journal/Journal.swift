@@ -62,7 +62,8 @@ final class Journal: @unchecked Sendable {
         self.directory = directory
         self.batch = batch
         self.path = "\(directory)/\(Self.fileName)"
-        if let error = FilePath.makeDirectories(directory) {
+        // Private: the journal and the partial files are nobody else's to read.
+        if let error = FilePath.makeDirectories(directory, mode: 0o700) {
             throw DownloadError(
                 code: .fileSystem,
                 url: nil,
@@ -73,6 +74,7 @@ final class Journal: @unchecked Sendable {
         }
         ownership = try JournalOwnership(directory: directory, journalPath: path)
         if access(path, F_OK) != 0 { orphanPartials = Self.partialFiles(in: directory) }
+        Self.makePrivate(path)
         var database: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let status = sqlite3_open_v2(path, &database, flags, nil)
@@ -114,6 +116,18 @@ final class Journal: @unchecked Sendable {
     }
 
     deinit { close() }
+
+    /// Creates the database file readable and writable by its owner only, or makes an existing one
+    /// so (journals of earlier versions were 0644). SQLite gives its `-wal` and `-shm` files the
+    /// database's mode when it creates them.
+    static func makePrivate(_ path: String) {
+        let file = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard file >= 0 else { return }  // sqlite3_open_v2 says why, next
+        var status = stat()
+        if fstat(file, &status) == 0, status.st_mode & 0o077 != 0 { fchmod(file, status.st_mode & 0o700) }
+        Glibc.close(file)
+        for suffix in ["-wal", "-shm"] { chmod(path + suffix, 0o600) }
+    }
 
     /// The `*.part` files of `directory` and their lengths.
     static func partialFiles(in directory: String) -> [String: Int64] {

@@ -46,7 +46,7 @@ extension DownloadQueue {
         return PreparedRequest(
             url: url,
             destination: destination,
-            id: DownloadID(url: url.absoluteString, destinationPath: destination),
+            id: DownloadID(url: url.redactedString, destinationPath: destination),
             stateDirectory: stateDirectory,
             priority: request.priority,
             checksum: request.checksum,
@@ -56,7 +56,8 @@ extension DownloadQueue {
 
     /// Writes the journal row a request asks for. Call with the journal locked.
     func writeRow(for request: PreparedRequest, in journal: Journal) throws(DownloadError) -> QueueOutcome {
-        let urlText = request.url.absoluteString
+        // Rows hold URLs without their user name and password (they never reach the disk).
+        let urlText = request.url.redactedString
         // The common case, a download never seen: one insertion, no lookup.
         var record = fresh(request)
         if let length = journal.adoptOrphanPartial(for: request.id) { record.bytesCommitted = length }
@@ -107,7 +108,7 @@ extension DownloadQueue {
 
     /// A new row for the request, queued at the end of its priority.
     func fresh(_ request: PreparedRequest) -> DownloadRecord {
-        var record = DownloadRecord(url: request.url.absoluteString, destination: request.destination)
+        var record = DownloadRecord(url: request.url.redactedString, destination: request.destination)
         record.queueSequence = catalog.nextQueueSequence()
         record.priority = request.priority
         record.host = request.url.hostKey

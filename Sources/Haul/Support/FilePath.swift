@@ -20,16 +20,17 @@ enum FilePath {
     }
 
     /// Creates `path` and every missing folder above it (`mkdir -p`): `nil`, or the `errno` of the
-    /// first folder that could not be made.
-    static func makeDirectories(_ path: String) -> Int32? {
-        if mkdir(path, 0o777) == 0 { return nil }
+    /// first folder that could not be made. `path` itself gets `mode` when it is created here (the
+    /// folders above it, the umask's default).
+    static func makeDirectories(_ path: String, mode: mode_t = 0o777) -> Int32? {
+        if mkdir(path, mode) == 0 { return nil }
         var error = errno
         if error == EEXIST { return isDirectory(path) ? nil : ENOTDIR }
         guard error == ENOENT else { return error }
         let parent = directory(of: path)
         guard !parent.isEmpty, parent != path else { return error }
         if let parentError = makeDirectories(parent) { return parentError }
-        if mkdir(path, 0o777) == 0 { return nil }
+        if mkdir(path, mode) == 0 { return nil }
         error = errno
         return error == EEXIST && isDirectory(path) ? nil : error
     }

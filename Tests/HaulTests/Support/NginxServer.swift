@@ -10,6 +10,8 @@ import Glibc
 final class NginxServer: @unchecked Sendable {
     // @unchecked Sendable: every stored property is immutable; `ChildProcess` guards its own state.
     let root: URL
+    /// The password of user `alice` for `/private/` (basic auth).
+    static let password = "s3cret-pw"
     let prefix: URL
     let port: Int
     private let process: ChildProcess
@@ -121,6 +123,10 @@ final class NginxServer: @unchecked Sendable {
                         location /gated-norange/ {
                             alias \(root.path)/; max_ranges 0; limit_rate_after 1m; limit_rate $haul_gated_rate;
                         }
+                        # /private/: basic auth, user alice, password s3cret-pw (NginxServer.password).
+                        location /private/ {
+                            alias \(root.path)/; auth_basic "haul"; auth_basic_user_file \(prefix.path)/htpasswd;
+                        }
                         # /precompressed/x: x.gz with Content-Encoding: gzip, asked for or not.
                         location /precompressed/ { alias \(root.path)/; gzip_static always; }
                         location /redirect/ { rewrite ^/redirect/(.*)$ /$1 redirect; }
@@ -132,6 +138,11 @@ final class NginxServer: @unchecked Sendable {
                     }
                 }
                 """
+            try "alice:{PLAIN}\(Self.password)\n".write(
+                to: prefix.appendingPathComponent("htpasswd"),
+                atomically: true,
+                encoding: .utf8
+            )
             let configURL = prefix.appendingPathComponent("nginx.conf")
             try config.write(to: configURL, atomically: true, encoding: .utf8)
             let process = try ChildProcess(
