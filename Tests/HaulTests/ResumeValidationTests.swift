@@ -41,8 +41,13 @@ struct ResumeValidationTests {
         )
         #expect(ResumePlan.decide(offset: 1, validator: nil, resumesWithoutValidator: true) == .restart(.noValidator))
         #expect(
-            ResumePlan.decide(offset: 100_000, validator: nil, resumesWithoutValidator: false, continuesRange: true)
+            ResumePlan.decide(offset: 100_000, validator: nil, resumesWithoutValidator: false, continuesRange: 200_000)
                 == .verify(rangeStart: 50_000, offset: 100_000)
+        )
+        // After a capped answer of 30,000 bytes the overlap is a quarter of it, not half the partial.
+        #expect(
+            ResumePlan.decide(offset: 300_000, validator: nil, resumesWithoutValidator: false, continuesRange: 30_000)
+                == .verify(rangeStart: 300_000 - 7_500, offset: 300_000)
         )
     }
 
@@ -170,6 +175,29 @@ struct ResumeValidationTests {
             #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 300_000))
             #expect(server.requests(to: "/stall/100000/300000").map(\.range) == [nil, nil])
             #expect(faults.restarts(in: events) == [.decodedBody])
+        }
+    }
+
+    @Test(
+        "a server that caps its answers and sends no validator: each next range is checked by an overlap within the cap, and the file ends whole",
+        arguments: [30_000, 200_000]
+    )
+    func cappedWithoutValidator(cap: Int) async throws {
+        try await withFaultServer { server, directory in
+            let path = "capped-plain/\(cap)/600000"
+            let (events, result) = try await faults.fetch(
+                path,
+                from: server,
+                into: directory,
+                configuration: configuration(directory)
+            )
+            #expect(throws: Never.self) { try result.get() }
+            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 600_000))
+            #expect(faults.restarts(in: events).isEmpty)
+            let requests = server.requests(to: "/\(path)")
+            // Every answer after the first repeats at most a quarter of the one before.
+            #expect(requests.dropFirst().allSatisfy { $0.status == 206 })
+            #expect(requests.map(\.bytesSent).reduce(0, +) <= 600_000 + requests.count * cap / 4)
         }
     }
 }

@@ -25,21 +25,24 @@ enum ResumePlan: Equatable, Sendable {
     ///   - offset: the partial file's length (its bytes, buffered ones included).
     ///   - validator: the row's strong validator (``DownloadRecord/ifRangeValidator``), if any.
     ///   - resumesWithoutValidator: the caller's opt-in to resuming without one.
-    ///   - continuesRange: the request asks for the rest after a range that ended before the file,
-    ///     in this attempt (a server that caps its answers): the overlap is checked even without the
-    ///     opt-in, since starting over would only meet the same cap again.
+    ///   - continuesRange: the length of the answer before, when the request asks for the rest after
+    ///     a range that ended before the file, in this attempt (a server that caps its answers): the
+    ///     overlap is checked even without the opt-in, since starting over would only meet the same
+    ///     cap again, and is at most a quarter of that length, so that each answer still brings
+    ///     three quarters of new bytes.
     ///   - decodesBodies: bodies are decoded, so the partial's bytes are not the ones ranges count.
     static func decide(
         offset: Int64,
         validator: String?,
         resumesWithoutValidator: Bool,
-        continuesRange: Bool = false,
+        continuesRange: Int64? = nil,
         decodesBodies: Bool = false
     ) -> ResumePlan {
         if decodesBodies, offset > 0 { return .restart(.decodedBody) }
         guard offset > 1 else { return offset == 0 ? .resume(from: 0, ifRange: nil) : .restart(.noValidator) }
         if let validator { return .resume(from: offset, ifRange: validator) }
-        guard resumesWithoutValidator || continuesRange else { return .restart(.noValidator) }
-        return .verify(rangeStart: offset - min(overlapLength, offset / 2), offset: offset)
+        guard resumesWithoutValidator || continuesRange != nil else { return .restart(.noValidator) }
+        let overlap = min(overlapLength, offset / 2, continuesRange.map { max(1, $0 / 4) } ?? overlapLength)
+        return .verify(rangeStart: offset - overlap, offset: offset)
     }
 }

@@ -4,8 +4,9 @@ extension Transfer {
     /// Sends a request for the bytes after the partial file (emptying it first when `truncating`).
     /// Returns the owner's action when the request cannot be made (a failure), else `.none`.
     func startRequest(truncating: Bool) -> DownloadStateMachine.Action {
-        // The rest after a range that ended before the file, in this attempt.
-        let continuesRange = request.rangeEnd != nil && sink?.receivedLength == request.rangeEnd
+        // The rest after a range that ended before the file, in this attempt: that answer's length.
+        let continuesRange =
+            request.rangeEnd.flatMap { end in sink?.receivedLength == end ? end - request.rangeStart : nil }
         var plan = ResumePlan.resume(from: 0, ifRange: nil)
         var overlap: [UInt8]?
         do {

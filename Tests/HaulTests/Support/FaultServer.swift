@@ -24,6 +24,8 @@ import Glibc
 /// - `/mute/SIZE`: the first request gets no answer at all (not even a status line); later ones behave.
 /// - `/drip/CHUNK/MILLISECONDS/SIZE`: CHUNK bytes every MILLISECONDS.
 /// - `/status/CODE`: that status, with a short body.
+/// - `/capped-plain/CAP/SIZE`: every answer holds at most CAP bytes (a 206 for a range of them), with
+///   no ETag and no Last-Modified.
 /// - `/plain/N/SIZE`: no ETag, no Last-Modified; the first response ends after N body bytes.
 /// - `/plain-changing/N/SIZE`: the same, and each request gets another version of the same size.
 /// - `/weak-changing/N/SIZE`: only a weak ETag; each request another version; the first ends after N.
@@ -223,6 +225,8 @@ final class FaultServer: @unchecked Sendable {
                 index: index,
                 on: connection
             )
+        case "capped-plain" where numbers.count == 2:
+            sendFile(size: size, request: &request, index: index, on: connection, cap: numbers[0], validators: .none)
         case "capped" where numbers.count == 2:
             sendFile(size: size, request: &request, index: index, on: connection, cap: numbers[0])
         case "twolengths":
