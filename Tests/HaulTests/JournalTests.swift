@@ -670,4 +670,24 @@ struct SecretsOnDiskTests {
         var status = stat()
         #expect(stat(path, &status) == 0 && status.st_mode & 0o777 == 0o600)
     }
+
+    @Test("a URL with credentials queued with enqueue (no handle) still sends them when admitted")
+    func enqueuedCredentials() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let source = try server.makeFile("e.bin", size: 200_000, seed: 42)
+        var configuration = DownloadManager.Configuration()
+        configuration.stateDirectory = directory.appendingPathComponent("state")
+        let url = try #require(
+            URL(string: "http://alice:\(NginxServer.password)@127.0.0.1:\(server.port)/private/e.bin")
+        )
+        let destination = directory.appendingPathComponent("e.bin")
+        try await withDownloadManager(configuration: configuration) { manager in
+            let summary = try manager.enqueue([DownloadRequest(url: url, destination: destination)])
+            #expect(summary.queued == 1)
+            await manager.waitUntilIdle()
+        }
+        #expect(try Data(contentsOf: destination) == source)
+        #expect(server.accessLog().filter { $0.uri == "/private/e.bin" }.map(\.status) == [200])
+    }
 }

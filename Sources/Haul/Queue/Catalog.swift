@@ -36,12 +36,41 @@ final class Catalog: Sendable {
     }
 
     private let handles = Mutex(Handles())
+    /// The URLs with a user name or password of downloads asked for in this process, by id: rows
+    /// hold URLs without them, so a download queued without a handle (``DownloadManager/enqueue(_:)``)
+    /// gets them back here when it is admitted. Memory only; gone with the process.
+    private let credentialedURLs = Mutex<[DownloadID: URL]>([:])
     private let idleWaiters = Mutex<[CheckedContinuation<Void, Never>]>([])
     private let journals = Mutex(Journals())
     private let opening = Mutex(())
 
     init(configuration: DownloadManager.Configuration) {
         self.configuration = configuration
+    }
+
+    // MARK: credentials
+
+    /// Keeps `url` for `id` when it carries a user name or password (and forgets an older one when
+    /// it does not).
+    func remember(_ url: URL, for id: DownloadID) {
+        let credentialed = url.user != nil || url.password != nil
+        credentialedURLs.withLock { urls in
+            if credentialed {
+                urls[id] = url
+            } else if !urls.isEmpty {
+                urls[id] = nil
+            }
+        }
+    }
+
+    /// The URL with its credentials of `id`, if it was asked for with them in this process.
+    func credentialedURL(_ id: DownloadID) -> URL? {
+        credentialedURLs.withLock { $0.isEmpty ? nil : $0[id] }
+    }
+
+    /// Forgets the credentials of a download that ended.
+    func forgetCredentials(_ id: DownloadID) {
+        credentialedURLs.withLock { urls in if !urls.isEmpty { urls[id] = nil } }
     }
 
     // MARK: journals

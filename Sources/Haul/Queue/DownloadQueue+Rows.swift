@@ -56,6 +56,7 @@ extension DownloadQueue {
 
     /// Writes the journal row a request asks for. Call with the journal locked.
     func writeRow(for request: PreparedRequest, in journal: Journal) throws(DownloadError) -> QueueOutcome {
+        catalog.remember(request.url, for: request.id)
         // Rows hold URLs without their user name and password (they never reach the disk).
         let urlText = request.url.redactedString
         // The common case, a download never seen: one insertion, no lookup.

@@ -21,6 +21,7 @@ extension Scheduler {
             transfer.record.apply(.cancelled)
             transfer.store.remove(transfer.id)
             transfer.download.hub.publish(.cancelled)
+            catalog.forgetCredentials(transfer.id)
             forget(transfer)
         case .complete:
             disk.add(.finish(transfer.finishJob(keepingDestination: false)))
@@ -68,6 +69,7 @@ extension Scheduler {
         }
         logger.info("download failed", metadata: ["url": "\(transfer.urlForErrors)", "error": "\(error)"])
         transfer.download.hub.publish(.failed(error))
+        catalog.forgetCredentials(transfer.id)
         forget(transfer)
     }
 
@@ -97,6 +99,7 @@ extension Scheduler {
             )
         )
         transfer.download.hub.publish(.completed(transfer.download.destination))
+        catalog.forgetCredentials(transfer.id)
         forget(transfer)
     }
 

@@ -200,7 +200,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             return
         }
         startTimers()
-        guard let url = URL(string: record.url) else {
+        // The row's URL has no user name or password; one asked for with them in this process has them.
+        guard let url = catalog.credentialedURL(id) ?? URL(string: record.url) else {
             journal.remove(id)
             logger.error(
                 "a journal row has an unreadable URL",
