@@ -265,18 +265,17 @@ struct Runner {
             Reporter.write("haul: \(error)\n", to: STDERR_FILENO)
             return 1
         }
-        // Names are chosen once the journal is open: a file Haul placed for the same URL, as it
-        // placed it (same length and modification time), is this download's (complete, or to be
-        // revalidated); anything else there, a file edited since included, is not replaced. One
-        // lookup per name that exists, not the whole journal in memory.
+        // Names are chosen once the journal is open: a file Haul placed there from the same URL, as
+        // it placed it (same length and modification time), is this download's (complete, or to be
+        // revalidated); anything else there (another URL's file, a file edited since, the user's own)
+        // is not replaced. One lookup per name that exists, not the whole journal in memory.
         let plan = DownloadPlan.make(urls: urls, output: command.output, isDirectory: isDirectory) { url, path in
             var status = stat()
             guard lstat(path, &status) == 0 else { return false }
-            guard let parsed = URL(string: url.trimmingSpaces) else { return false }
-            let entry = manager.journalEntry(
-                id: DownloadID(url: parsed, destination: URL(fileURLWithPath: path, isDirectory: false))
-            )
-            return !(entry?.destinationHoldsPlacedFile ?? false)
+            guard let entry = manager.journalEntry(id: DownloadID(destination: URL(fileURLWithPath: path))) else {
+                return true
+            }
+            return !(entry.destinationHoldsPlacedFile && entry.url == Reporter.shown(url))
         }
         let reporter = Reporter(mode: command.reporterMode)
         let interruption = Interruption(manager: manager, reporter: reporter)

@@ -66,9 +66,9 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         /// The file is larger than the configured maximum
         /// (``DownloadManager/Configuration/maximumFileSize``).
         public static let fileTooLarge = Code(.fileTooLarge)
-        /// Another download of the same manager (from another URL) was writing to the same destination
-        /// when this one was to start (see ``DownloadError/path`` and ``DownloadError/detail``).
-        /// Nothing was sent; the destination holds what the other download puts there.
+        /// No longer produced: a download's id is its destination's, so a second URL for a destination
+        /// being written is the same download (its next request goes to the new URL), not a rival.
+        @available(*, deprecated, message: "a destination has one download; asking for it from another URL updates it")
         public static let destinationInUse = Code(.destinationInUse)
         /// A resource of the process (threads, file descriptors, libcurl handles) could not be had.
         public static let internalError = Code(.internalError)

@@ -15,9 +15,10 @@ import Synchronization
 /// ```
 ///
 /// Partial files are written under the configuration's ``Configuration/stateDirectory`` (by default a
-/// `.haul` folder beside each destination) and renamed into place when whole. A download of the same
-/// URL to the same destination, in this process or a later one, continues from the bytes already
-/// there. Call ``shutdown()`` when done, or use ``withDownloadManager(configuration:_:)``.
+/// `.haul` folder beside each destination) and renamed into place when whole. A download is its
+/// destination (``DownloadID``): asking for the same destination again, in this process or a later
+/// one, continues from the bytes already there, from the same URL or a new one (a refreshed signed
+/// link, a mirror) whose answer proves it is the same file. Call ``shutdown()`` when done, or use ``withDownloadManager(configuration:_:)``.
 public final class DownloadManager: Sendable {
     /// This Haul's version (`haul --version`).
     public static let version = "0.9.0"
@@ -85,10 +86,13 @@ public final class DownloadManager: Sendable {
 
     /// Starts (or joins) the download of `url` to `destination`.
     ///
-    /// If the same URL is already queued or downloading to the same destination, that download's
-    /// handle is returned; a paused, interrupted or failed one is queued again (asking for a download
-    /// again means wanting it). If `destination` already holds the complete file from an earlier
-    /// download, nothing is transferred and the download completes at once.
+    /// If a download to `destination` is already queued or running, its handle is returned; a paused,
+    /// interrupted or failed one is queued again (asking for a download again means wanting it). If
+    /// `url` is not the one the download used, its next request goes to `url`: the bytes on disk
+    /// continue only if the answer repeats the 64 KiB before their end and matches the recorded
+    /// validator, else the download starts over. If `destination` already holds the complete file
+    /// from `url`, nothing is transferred and the download completes at once; the complete file of
+    /// another URL is replaced.
     ///
     /// - Parameters:
     ///   - url: an absolute `http` or `https` URL.

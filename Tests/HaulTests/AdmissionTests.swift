@@ -52,25 +52,6 @@ struct AdmissionTests {
         #expect(admission.queuesAreEmpty)
     }
 
-    @Test func oneWriterPerDestination() {
-        var admission = Admission(slots: 4, perHostLimit: nil)
-        let answer1 = admission.claimDestination("/d/file", for: a)
-        #expect(answer1 == nil)
-        let answer2 = admission.claimDestination("/d/file", for: a)  // its own claim again
-        #expect(answer2 == nil)
-        let answer3 = admission.claimDestination("/d/file", for: b)
-        #expect(answer3 == a)
-        let answer4 = admission.claimDestination("/d/other", for: b)
-        #expect(answer4 == nil)
-        // Only the writer releases its destination.
-        admission.releaseDestination("/d/file", for: b)
-        let answer5 = admission.claimDestination("/d/file", for: c)
-        #expect(answer5 == a)
-        admission.releaseDestination("/d/file", for: a)
-        let answer6 = admission.claimDestination("/d/file", for: c)
-        #expect(answer6 == nil)
-    }
-
     @Test func retriesWakeTheirQueueAtTheEarliestTime() {
         var admission = Admission(slots: 1, perHostLimit: nil)
         #expect(admission.nextRetryWake == nil)

@@ -226,16 +226,16 @@ struct DownloadErrorTests {
     }
 
     @Test func idsAreStableAndDistinct() {
-        let a = DownloadID(url: "http://h/a", destinationPath: "/tmp/a")
-        #expect(a == DownloadID(url: "http://h/a", destinationPath: "/tmp/a"))
-        #expect(a != DownloadID(url: "http://h/a", destinationPath: "/tmp/b"))
-        #expect(a != DownloadID(url: "http://h/b", destinationPath: "/tmp/a"))
-        #expect(a.rawValue.count == 32)
+        let a = DownloadID(destinationPath: "/tmp/a")
+        #expect(a == DownloadID(destinationPath: "/tmp/a"))
+        #expect(a != DownloadID(destinationPath: "/tmp/b"))
+        #expect(a.rawValue.count == 32 && a.rawValue.allSatisfy(\.isHexDigit))
+        // The first 128 bits of SHA-256("haul/1\n" + path): `printf 'haul/1\n/tmp/a' | sha256sum`.
+        #expect(a.rawValue == "e569e2163383c241ed7db5fd68f3084a")
         // The public form standardizes the destination, as the manager does.
-        let url = URL(string: "http://h/a")!
-        #expect(DownloadID(url: url, destination: URL(fileURLWithPath: "/tmp/x/../a")) == a)
-        #expect(DownloadID(url: url, destination: URL(fileURLWithPath: "/tmp/./a")) == a)
-        #expect(DownloadID(url: url, destination: URL(fileURLWithPath: "/tmp//a")) == a)
+        #expect(DownloadID(destination: URL(fileURLWithPath: "/tmp/x/../a")) == a)
+        #expect(DownloadID(destination: URL(fileURLWithPath: "/tmp/./a")) == a)
+        #expect(DownloadID(destination: URL(fileURLWithPath: "/tmp//a")) == a)
     }
 
     @Test("paths that need no standardizing are recognised, and only those")

@@ -557,7 +557,7 @@ struct FaultTests {
     func seedPartial(_ path: String, server: FaultServer, directory: URL, bytes: Data) throws {
         let state = directory.appendingPathComponent("state")
         try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
-        let id = DownloadID(url: server.url(path), destination: directory.appendingPathComponent("out"))
+        let id = DownloadID(destination: directory.appendingPathComponent("out"))
         try bytes.write(to: state.appendingPathComponent("\(id).part"))
     }
 
@@ -614,7 +614,7 @@ struct FaultTests {
             )
             #expect(throws: DownloadError.self) { try result.get() }
             #expect(retries(in: events).isEmpty)
-            let id = DownloadID(url: server.url(path), destination: directory.appendingPathComponent("out"))
+            let id = DownloadID(destination: directory.appendingPathComponent("out"))
             let partial = directory.appendingPathComponent("state/\(id).part")
             #expect(FilePath.fileLength(partial.path) == 40_000, "kept for a later resume")
             #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("out").path))
@@ -704,10 +704,7 @@ struct FaultTests {
                 Issue.record("the first run must fail")
             }
             let journal = try Journal(directory: directory.appendingPathComponent("state").path)
-            let id = DownloadID(
-                url: server.url("drop/80000/200000"),
-                destination: directory.appendingPathComponent("out")
-            )
+            let id = DownloadID(destination: directory.appendingPathComponent("out"))
             #expect(try journal.record(for: id)?.state == .failed)
             #expect(try journal.record(for: id)?.bytesCommitted == 80_000)
             journal.close()
@@ -848,7 +845,7 @@ struct IntegrityTests {
     func linkPartial(of url: URL, to destination: URL, in directory: URL, at target: String) throws -> DownloadID {
         let state = directory.appendingPathComponent("state")
         try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
-        let id = DownloadID(url: url, destination: destination)
+        let id = DownloadID(destination: destination)
         try FileManager.default.createSymbolicLink(
             atPath: state.appendingPathComponent("\(id).part").path,
             withDestinationPath: target

@@ -8,7 +8,7 @@ struct JournalTests {
     @Test func recordsRoundTripAndMigrateOnReopen() throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let id = DownloadID(url: "http://h/a", destinationPath: "/tmp/a")
+        let id = DownloadID(destinationPath: "/tmp/a")
         var record = DownloadRecord(url: "http://h/a", destination: "/tmp/a")
         record.totalBytes = 1000
         record.entityTag = "\"abc\""
@@ -35,7 +35,7 @@ struct JournalTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let journal = try Journal(directory: directory.path)
         defer { journal.close() }
-        let ids = (0..<2).map { DownloadID(url: "http://h/\($0)", destinationPath: "/tmp/\($0)") }
+        let ids = (0..<2).map { DownloadID(destinationPath: "/tmp/\($0)") }
         for (index, id) in ids.enumerated() {
             var record = DownloadRecord(url: "http://h/\(index)", destination: "/tmp/\(index)")
             record.state = .queued
@@ -66,7 +66,7 @@ struct JournalTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let batch = WriteBatch()
         batch.attachCurrentThread()
-        let ids = (0..<3).map { DownloadID(url: "http://h/\($0)", destinationPath: "/tmp/\($0)") }
+        let ids = (0..<3).map { DownloadID(destinationPath: "/tmp/\($0)") }
         let record = DownloadRecord(url: "http://h/0", destination: "/tmp/0")
         do {
             let journal = try Journal(directory: directory.path, batch: batch)
@@ -97,8 +97,8 @@ struct JournalTests {
         let batch = WriteBatch()
         batch.attachCurrentThread()
         let journal = try Journal(directory: directory.path, batch: batch)
-        let loopRow = DownloadID(url: "http://h/loop", destinationPath: "/tmp/loop")
-        let callerRow = DownloadID(url: "http://h/caller", destinationPath: "/tmp/caller")
+        let loopRow = DownloadID(destinationPath: "/tmp/loop")
+        let callerRow = DownloadID(destinationPath: "/tmp/caller")
         let record = DownloadRecord(url: "http://h/x", destination: "/tmp/x")
         try journal.save(record, for: loopRow)  // the batch is open: the caller's write must wait
 
@@ -122,7 +122,9 @@ struct JournalTests {
         #expect(try Set(reopened.allRecords().map(\.0)) == [loopRow, callerRow])
     }
 
-    @Test("a version-2 journal is migrated: its rows survive, interrupted ones in their old order")
+    @Test(
+        "a version-2 journal is migrated: its rows survive with ids of their destinations (partials renamed), interrupted ones in their old order"
+    )
     func migratesFromVersion2() throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -137,6 +139,7 @@ struct JournalTests {
             INSERT INTO downloads VALUES ('b', 'http://h/b', '/tmp/b', 900, '"e"', NULL, 300, 'running', 1, NULL, 0, NULL, 20, 20, 256);
             INSERT INTO downloads VALUES ('a', 'http://h/a', '/tmp/a', NULL, NULL, NULL, 0, 'queued', 0, NULL, 0, NULL, 10, 10, 0);
             INSERT INTO downloads VALUES ('c', 'http://h/c', '/tmp/c', 5, NULL, NULL, 5, 'completed', 1, NULL, 0, NULL, 5, 5, 5);
+            INSERT INTO downloads VALUES ('d', 'http://mirror/b', '/tmp/b', NULL, NULL, NULL, 7, 'paused', 1, NULL, 0, NULL, 1, 1, 0);
             PRAGMA user_version = 2;
             """
         let sqlite = try ChildProcess("/usr/bin/sqlite3", [path, schema])
@@ -144,17 +147,27 @@ struct JournalTests {
             Issue.record("sqlite3 is needed for this test (installed by the README's test command)")
             return
         }
+        // Partial files under the old ids: b's is renamed with its row; d's row (the same destination,
+        // written earlier) goes, with its partial.
+        try Data(repeating: 1, count: 300).write(to: directory.appendingPathComponent("b.part"))
+        try Data(repeating: 2, count: 7).write(to: directory.appendingPathComponent("d.part"))
         let journal = try Journal(directory: directory.path)
         defer { journal.close() }
-        let b = try #require(try journal.record(for: DownloadID(rawValue: "b")))
+        let ids = ["a", "b", "c"].map { DownloadID(destinationPath: "/tmp/\($0)") }
+        #expect(try Set(journal.allRecords().map(\.0)) == Set(ids))
+        #expect(FilePath.fileLength(journal.partialPath(for: ids[1])) == 300)
+        #expect(FilePath.fileLength(directory.appendingPathComponent("b.part").path) == nil)
+        #expect(FilePath.fileLength(directory.appendingPathComponent("d.part").path) == nil)
+        let b = try #require(try journal.record(for: ids[1]))
         #expect(b.state == .interrupted)
         #expect(b.host == "h:80")
         #expect(b.totalBytes == 900 && b.entityTag == "\"e\"" && b.bytesCommitted == 300 && b.bytesSynced == 256)
-        #expect(try journal.record(for: DownloadID(rawValue: "c"))?.state == .completed)
+        #expect(b.url == "http://h/b")
+        #expect(try journal.record(for: ids[2])?.state == .completed)
         try journal.requeueInterrupted()
         // First in, first out: "a" was created before "b".
-        #expect(try journal.nextQueued(at: Date().timeIntervalSince1970).head?.id == DownloadID(rawValue: "a"))
-        #expect(try journal.unfinishedRecords().map(\.0.rawValue) == ["a", "b"])
+        #expect(try journal.nextQueued(at: Date().timeIntervalSince1970).head?.id == ids[0])
+        #expect(try journal.unfinishedRecords().map(\.0) == [ids[0], ids[1]])
     }
 
     @Test func aSecondOpenOfTheSameDirectoryIsLocked() throws {
@@ -319,7 +332,7 @@ struct JournalIntegrationTests {
             #expect(entry.bytesReceived == Int64(size) && entry.totalBytes == Int64(size))
             #expect(
                 manager.journalEntry(
-                    id: DownloadID(url: url, destination: directory.appendingPathComponent("other.bin"))
+                    id: DownloadID(destination: directory.appendingPathComponent("other.bin"))
                 ) == nil
             )
         }
@@ -342,7 +355,7 @@ struct JournalIntegrationTests {
         let state = directory.appendingPathComponent("state")
         let destination = directory.appendingPathComponent("o.bin")
         let url = server.url("o.bin")
-        let id = DownloadID(url: url, destination: destination)
+        let id = DownloadID(destination: destination)
         try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
         try source.prefix(250_000).write(to: state.appendingPathComponent("\(id.rawValue).part"))
         var configuration = DownloadManager.Configuration()
@@ -376,7 +389,7 @@ struct JournalIntegrationTests {
         let state = directory.appendingPathComponent("state")
         let destination = directory.appendingPathComponent("u.bin")
         let url = server.url("u.bin")
-        let id = DownloadID(url: url, destination: destination)
+        let id = DownloadID(destination: destination)
         // A crash after the loop wrote bytes but before its turn's journal commit: the row says the
         // download was running and never accepted a response; the partial holds bytes of another file.
         do {
@@ -495,7 +508,7 @@ struct JournalIntegrationTests {
         configuration.stateDirectory = directory
         configuration.resumesUnfinishedDownloads = false
         let journal = try Journal(directory: directory.path)
-        let id = DownloadID(url: "http://127.0.0.1:1/x", destinationPath: directory.appendingPathComponent("x").path)
+        let id = DownloadID(destinationPath: directory.appendingPathComponent("x").path)
         try journal.save(
             DownloadRecord(
                 url: "http://127.0.0.1:1/x",
@@ -689,5 +702,61 @@ struct SecretsOnDiskTests {
         }
         #expect(try Data(contentsOf: destination) == source)
         #expect(server.accessLog().filter { $0.uri == "/private/e.bin" }.map(\.status) == [200])
+    }
+}
+
+@Suite("A download's identity")
+struct IdentityTests {
+    @Test("a signed URL refreshed between runs (?sig=A, then ?sig=B) continues the same download from its bytes")
+    func refreshedURLContinues() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let source = try server.makeFile("s.bin", size: 3_000_000, seed: 43)
+        let state = directory.appendingPathComponent("state")
+        let destination = directory.appendingPathComponent("s.bin")
+        var configuration = DownloadManager.Configuration()
+        configuration.stateDirectory = state
+        // The first run: 1 MiB at once, then slow; interrupted by its manager's shutdown.
+        let kept = try await withDownloadManager(configuration: configuration) { manager in
+            let download = try manager.download(from: server.url("gated/s.bin?sig=AAA"), to: destination)
+            var events = download.events.makeAsyncIterator()
+            await events.next { if case .progress(let p) = $0 { p.bytesReceived >= 1_048_576 } else { false } }
+            return download.id
+        }
+        #expect(kept == DownloadID(destination: destination))
+        let partials = try FileManager.default.contentsOfDirectory(atPath: state.path).filter { $0.hasSuffix(".part") }
+        #expect(partials == ["\(kept).part"])
+        let before = try #require(FilePath.fileLength(state.appendingPathComponent("\(kept).part").path))
+        // The second run asks with a fresh signature.
+        try await withDownloadManager(configuration: configuration) { manager in
+            let download = try manager.download(from: server.url("s.bin?sig=BBB"), to: destination)
+            #expect(download.id == kept)
+            #expect(try await download.finished() == destination)
+        }
+        #expect(try Data(contentsOf: destination) == source)
+        let fresh = server.accessLog().filter { $0.uri == "/s.bin?sig=BBB" }
+        // One request, for the rest and the overlap before it (the URL changed), pinned by If-Range.
+        #expect(fresh.count == 1 && fresh[0].status == 206 && fresh[0].ifRange != "-")
+        #expect(fresh[0].range == "bytes=\(before - 65_536)-", "\(fresh)")
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: state.path).filter { $0.hasSuffix(".part") }.isEmpty
+        )
+        #expect(
+            try DownloadManager.journalEntries(stateDirectory: state).map(\.url) == [
+                server.url("s.bin?sig=BBB").absoluteString
+            ]
+        )
+    }
+
+    @Test("the plan across URLs: a validator is not trusted alone, the overlap is checked too")
+    func planAcrossURLs() {
+        #expect(
+            ResumePlan.decide(offset: 500_000, validator: "\"t\"", resumesWithoutValidator: false, urlChanged: true)
+                == .verify(rangeStart: 500_000 - 65_536, offset: 500_000, ifRange: "\"t\"")
+        )
+        #expect(
+            ResumePlan.decide(offset: 500_000, validator: nil, resumesWithoutValidator: false, urlChanged: true)
+                == .restart(.noValidator)
+        )
     }
 }

@@ -144,7 +144,7 @@ struct QueueStateTests {
     func journalKeepsTheRetryWait() throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let id = DownloadID(url: "http://h/a", destinationPath: "/tmp/a")
+        let id = DownloadID(destinationPath: "/tmp/a")
         let later = Date().timeIntervalSince1970 + 3600
         do {
             let journal = try Journal(directory: directory.path)

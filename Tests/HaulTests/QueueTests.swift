@@ -84,7 +84,7 @@ struct QueueTests {
         #expect(try journal.allRecords().count == count)
         // Re-attaching by id gives the same handle.
         #expect(
-            first.download(id: DownloadID(url: server.url("q.bin"), destination: files.appendingPathComponent("9.bin")))
+            first.download(id: DownloadID(destination: files.appendingPathComponent("9.bin")))
                 === tracked
                 || tracked.state.isFinal
         )

@@ -18,8 +18,10 @@ import Synchronization
 public final class Download: Sendable, Identifiable {
     /// Stable across runs: the same URL and destination always have the same id.
     public let id: DownloadID
-    /// Where the file comes from.
-    public let url: URL
+    /// Where the file comes from: the URL it was last asked for from (a download asked for again from
+    /// another URL, such as a refreshed signed link, continues with it from its next request).
+    public var url: URL { currentURL.withLock { $0 } }
+    private let currentURL: Mutex<URL>
     /// Where the finished file goes.
     public var destination: URL { URL(fileURLWithPath: destinationPath, isDirectory: false) }
     /// Where the partial file and the record of this download live.
@@ -49,7 +51,7 @@ public final class Download: Sendable, Identifiable {
         census.downloads.add(1, ordering: .relaxed)
         self.census = census
         self.id = id
-        self.url = url
+        self.currentURL = Mutex(url)
         self.destinationPath = destinationPath
         self.stateDirectoryPath = stateDirectoryPath
         self.controller = controller
@@ -57,6 +59,11 @@ public final class Download: Sendable, Identifiable {
     }
 
     deinit { census.downloads.subtract(1, ordering: .relaxed) }
+
+    /// The download is asked for from `url` now.
+    func update(url: URL) {
+        currentURL.withLock { $0 = url }
+    }
 
     /// The download's events: its current state first (for the first iteration, soon after the
     /// download was created: every event since), then every change, ending after the final event.

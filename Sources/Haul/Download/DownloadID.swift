@@ -1,8 +1,14 @@
+import CHaul
 import FoundationEssentials
 
-/// Identifies a download: derived from its URL (without a user name or password, which never reach
-/// the disk) and destination, so the same pair always maps to the same partial file and the same id,
-/// in this process and the next.
+/// Identifies a download: derived from its destination, so that asking for the same destination
+/// again, in this process or the next, finds the same download and the same partial file, whatever
+/// URL it comes from now (a signed link refreshed with a new query, another mirror: the bytes on
+/// disk continue when the new URL's answer proves it is the same file).
+///
+/// The first 128 bits of the SHA-256 of the standardised destination path, in hexadecimal: two
+/// destinations never share an id in practice (an FNV-1a hash before schema 6 could collide, and a
+/// collision made one download replace another's partial file).
 public struct DownloadID: Hashable, Sendable, CustomStringConvertible {
     /// 32 hexadecimal digits.
     public let rawValue: String
@@ -12,30 +18,32 @@ public struct DownloadID: Hashable, Sendable, CustomStringConvertible {
         self.rawValue = rawValue
     }
 
-    /// The id of the download of `url` to `destination` (as ``DownloadManager`` derives it).
-    public init(url: URL, destination: URL) {
-        self.init(url: url.redactedString, destinationPath: FilePath.standardized(destination))
+    /// The id of the download to `destination` (as ``DownloadManager`` derives it).
+    public init(destination: URL) {
+        self.init(destinationPath: FilePath.standardized(destination))
     }
 
-    /// The id of the download of `url` to `destination`.
-    init(url: String, destinationPath: String) {
-        let key = Array("\(url)\n\(destinationPath)".utf8)
-        // Two independent 64-bit FNV-1a hashes: a stable, dependency-free 128-bit key (not a security hash).
-        func fnv1a(_ bytes: [UInt8], basis: UInt64) -> UInt64 {
-            var hash = basis
-            for byte in bytes {
-                hash ^= UInt64(byte)
-                hash &*= 0x100_0000_01b3
-            }
-            return hash
+    /// The id of the download to `destination`; the URL no longer takes part.
+    @available(*, deprecated, message: "a download's id is its destination's: use init(destination:)")
+    public init(url: URL, destination: URL) {
+        self.init(destination: destination)
+    }
+
+    /// The id of the download to `destinationPath`, a standardised path.
+    init(destinationPath: String) {
+        var digest = [UInt8](repeating: 0, count: 32)
+        var bytes = Array("haul/1\n\(destinationPath)".utf8)
+        var length: UInt32 = 0
+        let status = EVP_Digest(&bytes, bytes.count, &digest, &length, EVP_sha256(), nil)
+        precondition(status == 1 && length == 32, "SHA-256 is not available from libcrypto")
+        let hex: [UInt8] = Array("0123456789abcdef".utf8)
+        var text = [UInt8]()
+        text.reserveCapacity(32)
+        for byte in digest.prefix(16) {
+            text.append(hex[Int(byte >> 4)])
+            text.append(hex[Int(byte & 0x0f)])
         }
-        let high = fnv1a(key, basis: 0xcbf2_9ce4_8422_2325)
-        let low = fnv1a(key.reversed(), basis: 0x8422_2325_cbf2_9ce4)
-        func hex(_ value: UInt64) -> String {
-            let digits = String(value, radix: 16)
-            return String(repeating: "0", count: 16 - digits.count) + digits
-        }
-        self.rawValue = hex(high) + hex(low)
+        self.rawValue = String(decoding: text, as: UTF8.self)
     }
 
     /// The raw value.

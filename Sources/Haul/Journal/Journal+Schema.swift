@@ -46,12 +46,57 @@ extension Journal {
             if version < 3 { try migrateToVersion3() }
             if version < 4 { try migrateToVersion4() }
             if version < 5 { try execute("ALTER TABLE downloads ADD COLUMN placed_mtime REAL") }
+            let renames = version < 6 ? try migrateToVersion6() : []
             try execute("PRAGMA user_version = \(Self.schemaVersion)")
             try execute("COMMIT")
+            // The rows name the new partial files now; a crash before these renames loses the bytes
+            // of those partials (they start over), never mixes them up.
+            for (old, new) in renames {
+                if let new {
+                    rename(partialPath(for: DownloadID(rawValue: old)), partialPath(for: DownloadID(rawValue: new)))
+                } else {
+                    unlink(partialPath(for: DownloadID(rawValue: old)))
+                }
+            }
         } catch {
             try? execute("ROLLBACK")
             throw error
         }
+    }
+
+    /// Version 6: a download's id is its destination's SHA-256 (it was an FNV-1a hash of URL and
+    /// destination). Rows get their new ids; of rows that now share one (one destination asked for
+    /// from several URLs), the one written last stays. Returns the partial files to rename (old id
+    /// to new), or to delete (to `nil`), once the migration is committed.
+    func migrateToVersion6() throws(DownloadError) -> [(String, String?)] {
+        let select = try prepared("SELECT id, destination FROM downloads ORDER BY updated_at DESC, id")
+        var rows: [(id: String, destination: String)] = []
+        while sqlite3_step(select) == SQLITE_ROW {
+            rows.append((Self.text(select, 0) ?? "", Self.text(select, 1) ?? ""))
+        }
+        sqlite3_reset(select)
+        var kept = Set<String>()
+        var files: [(String, String?)] = []
+        for row in rows {
+            let new = DownloadID(destinationPath: row.destination).rawValue
+            guard kept.insert(new).inserted else {
+                try run("DELETE FROM downloads WHERE id = ?1", row.id)
+                files.append((row.id, nil))
+                continue
+            }
+            guard new != row.id else { continue }
+            try run("UPDATE downloads SET id = ?2 WHERE id = ?1", row.id, new)
+            files.append((row.id, new))
+        }
+        return files
+    }
+
+    /// Runs one statement with text parameters.
+    private func run(_ sql: String, _ values: String...) throws(DownloadError) {
+        let statement = try prepared(sql)
+        defer { sqlite3_reset(statement) }
+        for (index, value) in values.enumerated() { CHaul_sqlite_bind_text(statement, Int32(index + 1), value) }
+        guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
     }
 
     func migrateToVersion1() throws(DownloadError) {

@@ -36,9 +36,11 @@ final class Catalog: Sendable {
     }
 
     private let handles = Mutex(Handles())
-    /// The URLs with a user name or password of downloads asked for in this process, by id: rows
-    /// hold URLs without them, so a download queued without a handle (``DownloadManager/enqueue(_:)``)
-    /// gets them back here when it is admitted. Memory only; gone with the process.
+    /// The URLs of downloads asked for in this process that their rows do not hold, by id: URLs with
+    /// a user name or password (rows hold URLs without them), and new URLs for unfinished downloads
+    /// (rows keep the URL their bytes came from until the new one answers). A download queued
+    /// without a handle (``DownloadManager/enqueue(_:)``) gets its URL back here when it is admitted.
+    /// Memory only; gone with the process.
     private let credentialedURLs = Mutex<[DownloadID: URL]>([:])
     private let idleWaiters = Mutex<[CheckedContinuation<Void, Never>]>([])
     private let journals = Mutex(Journals())
@@ -50,10 +52,10 @@ final class Catalog: Sendable {
 
     // MARK: credentials
 
-    /// Keeps `url` for `id` when it carries a user name or password (and forgets an older one when
-    /// it does not).
-    func remember(_ url: URL, for id: DownloadID) {
-        let credentialed = url.user != nil || url.password != nil
+    /// Keeps `url` for `id` when it carries a user name or password, or `always` (a URL that is not
+    /// the row's yet), and forgets an older one otherwise.
+    func remember(_ url: URL, for id: DownloadID, always: Bool = false) {
+        let credentialed = always || url.user != nil || url.password != nil
         credentialedURLs.withLock { urls in
             if credentialed {
                 urls[id] = url
@@ -63,7 +65,7 @@ final class Catalog: Sendable {
         }
     }
 
-    /// The URL with its credentials of `id`, if it was asked for with them in this process.
+    /// The URL `id` was last asked for from in this process, when its row does not hold it.
     func credentialedURL(_ id: DownloadID) -> URL? {
         credentialedURLs.withLock { $0.isEmpty ? nil : $0[id] }
     }

@@ -46,7 +46,7 @@ extension DownloadQueue {
         return PreparedRequest(
             url: url,
             destination: destination,
-            id: DownloadID(url: url.redactedString, destinationPath: destination),
+            id: DownloadID(destinationPath: destination),
             stateDirectory: stateDirectory,
             priority: request.priority,
             checksum: request.checksum,
@@ -64,13 +64,25 @@ extension DownloadQueue {
         if let length = journal.adoptOrphanPartial(for: request.id) { record.bytesCommitted = length }
         if try journal.insertIfAbsent(record, for: request.id) { return .queued(record) }
         var existing = try journal.record(for: request.id)
-        if let record = existing, record.url != urlText || record.destination != request.destination {
-            // A different download under the same id: its partial file is not this one's.
+        if let record = existing,
+            record.destination != request.destination || (record.url != urlText && record.state == .completed)
+        {
+            // Another destination under the same id (a 128-bit collision), or a finished file that
+            // another URL is to replace: a new download, whose partial file is not that one's.
             unlink(journal.partialPath(for: request.id))
             existing = nil
         }
         guard var record = existing else {
             return .queued(try saveFresh(request, in: journal))
+        }
+        if record.url != urlText {
+            // The same download asked for from another URL (a refreshed signed link, a mirror). The
+            // row keeps the URL its bytes came from until an answer of the new one is accepted; its
+            // bytes continue only if that answer proves the same file (``ResumePlan``: its overlap
+            // with the bytes on disk, and the recorded validator).
+            record.host = request.url.hostKey
+            catalog.remember(request.url, for: request.id, always: true)
+            catalog.existingHandle(request.id)?.update(url: request.url)
         }
         record.priority = request.priority
         if record.state != .completed {

@@ -1,5 +1,5 @@
 /// Who may transfer now, as a pure value (no I/O): the slots and who holds them, the per-host counts
-/// and the hosts at their limit, the destination each admitted download writes, and which state
+/// and the hosts at their limit, and which state
 /// directories' queues are worth reading (rows queued, rows waiting for a host to free, retries
 /// waiting for their time). The ``Scheduler`` asks it before each admission and tells it what
 /// happened; the rows themselves stay in the journals.
@@ -15,10 +15,6 @@ struct Admission {
     private var activeByHost: [String: Int] = [:]
     /// Hosts at their limit: the queue skips their rows.
     private(set) var saturatedHosts: Set<String> = []
-    /// The destination of every admitted download, until its file is in place or it stops: two
-    /// downloads (of different URLs) renaming onto one path would each report a file the other
-    /// replaced, so the second to be admitted fails with ``DownloadError/Code/destinationInUse``.
-    private var writers: [String: DownloadID] = [:]
     /// State directories whose journal may hold queued rows.
     private(set) var queuedDirectories: Set<String> = []
     /// Directories whose queue had rows only for saturated hosts: looked at again when one frees.
@@ -88,21 +84,6 @@ struct Admission {
             queuedDirectories.formUnion(directoriesWaitingForHosts)
             directoriesWaitingForHosts.removeAll()
         }
-    }
-
-    // MARK: destinations
-
-    /// `id` is to write `destination`: `nil` when it may (it is its writer now), else the download
-    /// that writes there already.
-    mutating func claimDestination(_ destination: String, for id: DownloadID) -> DownloadID? {
-        if let writer = writers[destination], writer != id { return writer }
-        writers[destination] = id
-        return nil
-    }
-
-    /// `id` no longer writes `destination` (its file is in place, or it stopped).
-    mutating func releaseDestination(_ destination: String, for id: DownloadID) {
-        if writers[destination] == id { writers[destination] = nil }
     }
 
     // MARK: retries

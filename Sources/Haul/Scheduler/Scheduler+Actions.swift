@@ -107,7 +107,6 @@ extension Scheduler {
     /// is in place, so that transfers never outnumber slots) and becomes a row again.
     func forget(_ transfer: Transfer) {
         admission.stopTransferring(transfer.id)
-        admission.releaseDestination(transfer.record.destination, for: transfer.id)
         transfers.removeValue(forKey: transfer.id)
     }
 }

@@ -227,16 +227,6 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             restarts: restartsBeforeRetry.removeValue(forKey: id) ?? 0
         )
         transfers[id] = transfer
-        if let writer = admission.claimDestination(record.destination, for: id).flatMap({ transfers[$0] }) {
-            let error = DownloadError(
-                code: .destinationInUse,
-                url: url.redactedString,
-                path: record.destination,
-                detail: "another download (of \(writer.urlForErrors))"
-            )
-            perform(transfer.fail(error), for: transfer)
-            return
-        }
         if record.revalidate { unlink(transfer.partialPath) }
         admission.startTransferring(id, host: transfer.hostKey)
         perform(transfer.admit(), for: transfer)

@@ -13,9 +13,10 @@ enum ResumePlan: Equatable, Sendable {
     /// Ask for the whole file, which replaces the partial once an answer is accepted (a failing
     /// server leaves the partial as it is): nothing proves its bytes.
     case restart(RestartReason)
-    /// Ask from `rangeStart` (before the partial's end) and accept the answer only if its first
-    /// `offset - rangeStart` bytes are the partial's last ones.
-    case verify(rangeStart: Int64, offset: Int64)
+    /// Ask from `rangeStart` (before the partial's end), with `If-Range: ifRange` when there is a
+    /// validator, and accept the answer only if its first `offset - rangeStart` bytes are the
+    /// partial's last ones.
+    case verify(rangeStart: Int64, offset: Int64, ifRange: String? = nil)
 
     /// How much before the resume point an unvalidated resume asks for again, at most: 64 KiB, or
     /// half the partial when it is shorter (so that the request still asks for a range).
@@ -31,18 +32,27 @@ enum ResumePlan: Equatable, Sendable {
     ///     cap again, and is at most a quarter of that length, so that each answer still brings
     ///     three quarters of new bytes.
     ///   - decodesBodies: bodies are decoded, so the partial's bytes are not the ones ranges count.
+    ///   - urlChanged: the request goes to another URL than the one whose answer wrote the partial (a
+    ///     refreshed link, a mirror): a validator alone is not trusted across URLs (nginx's ETag, for
+    ///     one, is the file's mtime and size, which two different files may share), so the overlap is
+    ///     checked too.
     static func decide(
         offset: Int64,
         validator: String?,
         resumesWithoutValidator: Bool,
         continuesRange: Int64? = nil,
-        decodesBodies: Bool = false
+        decodesBodies: Bool = false,
+        urlChanged: Bool = false
     ) -> ResumePlan {
         if decodesBodies, offset > 0 { return .restart(.decodedBody) }
         guard offset > 1 else { return offset == 0 ? .resume(from: 0, ifRange: nil) : .restart(.noValidator) }
-        if let validator { return .resume(from: offset, ifRange: validator) }
-        guard resumesWithoutValidator || continuesRange != nil else { return .restart(.noValidator) }
         let overlap = min(overlapLength, offset / 2, continuesRange.map { max(1, $0 / 4) } ?? overlapLength)
+        if let validator {
+            return urlChanged
+                ? .verify(rangeStart: offset - overlap, offset: offset, ifRange: validator)
+                : .resume(from: offset, ifRange: validator)
+        }
+        guard resumesWithoutValidator || continuesRange != nil else { return .restart(.noValidator) }
         return .verify(rangeStart: offset - overlap, offset: offset)
     }
 }

@@ -182,6 +182,7 @@ extension Transfer {
             }
         }
         record.attempts += 1
+        followURL()
         if let restart { restarted(because: restart) }
         if let encoding = head.contentEncoding, !environment.easyHandles.options.decodesCompression {
             environment.logger.notice(

@@ -31,10 +31,11 @@ extension Transfer {
                     validator: record.ifRangeValidator,
                     resumesWithoutValidator: environment.resumesWithoutValidator,
                     continuesRange: continuesRange,
-                    decodesBodies: environment.easyHandles.options.decodesCompression
+                    decodesBodies: environment.easyHandles.options.decodesCompression,
+                    urlChanged: record.url != download.url.redactedString
                 )
             }
-            if case .verify(let rangeStart, _) = plan { overlap = try sink.bytes(from: rangeStart) }
+            if case .verify(let rangeStart, _, _) = plan { overlap = try sink.bytes(from: rangeStart) }
         } catch {
             return fail(attributed(error))
         }
@@ -47,8 +48,8 @@ extension Transfer {
         switch plan {
         case .resume(let offset, let validator):
             (request.rangeStart, ifRange) = (offset, validator)
-        case .verify(let rangeStart, _):
-            request.rangeStart = rangeStart
+        case .verify(let rangeStart, _, let validator):
+            (request.rangeStart, ifRange) = (rangeStart, validator)
             request.overlap = overlap
         case .restart(let reason):
             // From 0; the answer replaces the partial once accepted (``decideResponse(easy:)``).

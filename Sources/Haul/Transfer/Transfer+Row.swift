@@ -34,6 +34,19 @@ extension Transfer {
         }
     }
 
+    /// The row takes the URL whose answer was accepted (a caller may have asked for the download
+    /// from another URL since the partial's bytes were written): without its user name and password,
+    /// as always on disk. Until then the row keeps the URL its bytes came from, so that a change is
+    /// seen, and checked (``ResumePlan``), by the next request, in this process or the next.
+    func followURL() {
+        let url = download.url
+        guard url.user == nil, url.password == nil, record.url == url.absoluteString else {
+            record.url = url.redactedString
+            record.host = url.hostKey
+            return
+        }
+    }
+
     /// Stops the transfer for now (paused, interrupted, or waiting to retry): writes what is buffered
     /// and records the row after `event` with the bytes on disk. Returns them, as progress; the owner
     /// syncs them.
