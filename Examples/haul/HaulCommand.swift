@@ -68,6 +68,9 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: .long, help: "A PEM file of certificate authorities for HTTPS (instead of the system's).")
     var caFile: String?
 
+    @Option(name: [.customShort("A"), .long], help: "The User-Agent header of every request (default: Haul/VERSION).")
+    var userAgent: String?
+
     @Option(name: .long, help: "How many redirects a download follows.")
     var maxRedirects: Int = 10
 
@@ -245,6 +248,7 @@ struct Runner {
         configuration.maximumFileSize = command.maxSize
         configuration.resumesWithoutValidator = command.resumeUnvalidated
         configuration.maximumRedirects = command.maxRedirects
+        if let userAgent = command.userAgent { configuration.userAgent = userAgent }
         configuration.setsModificationTimeFromServer = command.remoteTime
         configuration.revalidatesCompletedFiles = command.revalidate
         configuration.decodesCompression = command.compressed

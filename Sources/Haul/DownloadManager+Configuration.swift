@@ -101,7 +101,7 @@ extension DownloadManager {
         /// 3.0-3.4 s on connections of 8 streams).
         public var maxStreamsPerConnection: Int = 8
         /// The User-Agent header.
-        public var userAgent: String = "Haul/0.1"
+        public var userAgent: String = "Haul/\(DownloadManager.version)"
         /// Where the manager logs; by default nowhere.
         public var logger: Logger = Logger(label: "haul", factory: { _ in SwiftLogNoOpLogHandler() })
 

@@ -14,13 +14,25 @@ public struct DownloadRequest: Sendable, Hashable {
     /// The file's expected length: a server announcing another fails the download at once
     /// (`.checksumMismatch`), and the finished file is checked against it.
     public var expectedSize: Int64?
+    /// The `User-Agent` of this download's requests, instead of the manager's
+    /// (``DownloadManager/Configuration/userAgent``). Recorded in the journal: a download restored
+    /// by a later process keeps it.
+    public var userAgent: String?
 
     /// A request for `url` to `destination`.
-    public init(url: URL, destination: URL, priority: Int = 0, checksum: Checksum? = nil, expectedSize: Int64? = nil) {
+    public init(
+        url: URL,
+        destination: URL,
+        priority: Int = 0,
+        checksum: Checksum? = nil,
+        expectedSize: Int64? = nil,
+        userAgent: String? = nil
+    ) {
         self.url = url
         self.destination = destination
         self.priority = priority
         self.checksum = checksum
         self.expectedSize = expectedSize
+        self.userAgent = userAgent
     }
 }

@@ -354,3 +354,21 @@ extension HaulCLITests {
         }
     }
 }
+
+extension HaulCLITests {
+    @Test("--user-agent (-A) is the User-Agent of every request")
+    func userAgentFlag() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        _ = try server.makeFile("ua.bin", size: 5_000, seed: 28)
+        let run = try await haul(
+            [
+                "-A", "Mozilla/5.0 (haul test)", "-o", work.appendingPathComponent("ua.bin").path,
+                server.url("ua.bin").absoluteString,
+            ],
+            in: work
+        )
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(server.accessLog().first { $0.uri == "/ua.bin" }?.userAgent == "Mozilla/5.0 (haul test)")
+    }
+}

@@ -760,3 +760,35 @@ struct IdentityTests {
         )
     }
 }
+
+@Suite("User agents")
+struct UserAgentTests {
+    @Test("a request's user agent is sent instead of the manager's, and recorded for a later process")
+    func perRequest() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        _ = try server.makeFile("u1.bin", size: 10_000, seed: 44)
+        _ = try server.makeFile("u2.bin", size: 10_000, seed: 45)
+        var configuration = DownloadManager.Configuration()
+        configuration.stateDirectory = directory.appendingPathComponent("state")
+        configuration.maxConcurrentDownloads = 1  // one easy handle serves both, one after the other
+        try await withDownloadManager(configuration: configuration) { manager in
+            _ = try manager.enqueue([
+                DownloadRequest(
+                    url: server.url("u1.bin"),
+                    destination: directory.appendingPathComponent("u1.bin"),
+                    userAgent: "Custom/1.0"
+                ),
+                DownloadRequest(url: server.url("u2.bin"), destination: directory.appendingPathComponent("u2.bin")),
+            ])
+            await manager.waitUntilIdle()
+        }
+        let log = server.accessLog()
+        #expect(log.first { $0.uri == "/u1.bin" }?.userAgent == "Custom/1.0")
+        #expect(log.first { $0.uri == "/u2.bin" }?.userAgent == "Haul/\(DownloadManager.version)")
+        let journal = try Journal(directory: directory.appendingPathComponent("state").path)
+        defer { journal.close() }
+        let recorded = try journal.record(for: DownloadID(destination: directory.appendingPathComponent("u1.bin")))
+        #expect(recorded?.userAgent == "Custom/1.0")
+    }
+}

@@ -37,6 +37,8 @@ struct DownloadRecord: Equatable, Sendable {
     /// revalidation kept it), seconds since 1970: a file with another time or length was changed
     /// by someone else since.
     var placedModificationTime: Double?
+    /// The `User-Agent` its requests send, when not the manager's.
+    var userAgent: String?
 
     /// The bytes on disk at the last checkpoint, as progress.
     var progress: DownloadProgress { DownloadProgress(bytesReceived: bytesCommitted, totalBytes: totalBytes) }

@@ -123,7 +123,8 @@ extension Journal {
             retryAt: sqlite3_column_double(statement, 17),
             expectedSize: sqlite3_column_type(statement, 18) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, 18),
             placedModificationTime: sqlite3_column_type(statement, 20) == SQLITE_NULL
-                ? nil : sqlite3_column_double(statement, 20)
+                ? nil : sqlite3_column_double(statement, 20),
+            userAgent: text(statement, 21)
         )
     }
 

@@ -12,6 +12,7 @@ extension DownloadQueue {
         var priority: Int
         var checksum: Checksum? = nil
         var expectedSize: Int64? = nil
+        var userAgent: String? = nil
     }
 
     /// What asking for a download did to its journal row.
@@ -50,7 +51,8 @@ extension DownloadQueue {
             stateDirectory: stateDirectory,
             priority: request.priority,
             checksum: request.checksum,
-            expectedSize: request.expectedSize
+            expectedSize: request.expectedSize,
+            userAgent: request.userAgent
         )
     }
 
@@ -85,6 +87,7 @@ extension DownloadQueue {
             catalog.existingHandle(request.id)?.update(url: request.url)
         }
         record.priority = request.priority
+        record.userAgent = request.userAgent
         if record.state != .completed {
             record.expectedChecksum = request.checksum?.description
             record.expectedSize = request.expectedSize
@@ -127,6 +130,7 @@ extension DownloadQueue {
         record.host = request.url.hostKey
         record.expectedChecksum = request.checksum?.description
         record.expectedSize = request.expectedSize
+        record.userAgent = request.userAgent
         return record
     }
 

@@ -40,6 +40,8 @@ final class EasyHandle {
     /// Whether the options every transfer shares are set (they are set once per handle: a
     /// `curl_easy_reset` and twenty options again cost every download a few microseconds).
     private var sharedOptionsSet = false
+    /// The User-Agent set instead of the shared one, if any (set again only when it changes).
+    private var userAgentOverride: String?
 
     deinit {
         curl_easy_cleanup(raw)
@@ -86,6 +88,13 @@ final class EasyHandle {
         _ = CHaul_easy_open_sockets_close_on_exec(raw)
         _ = CHaul_easy_setopt_pointer(raw, CURLOPT_ERRORBUFFER, errorBuffer)
         _ = CHaul_easy_setopt_data_callback(raw, CURLOPT_WRITEFUNCTION, write)
+    }
+
+    /// Sends `custom` as the User-Agent of the next requests, or `options`' when `nil`.
+    func setUserAgent(_ custom: String?, options: Options) {
+        guard custom != userAgentOverride else { return }
+        userAgentOverride = custom
+        set(CURLOPT_USERAGENT, custom ?? options.userAgent)
     }
 
     /// Whether `url` starts with `https:`, in any case.

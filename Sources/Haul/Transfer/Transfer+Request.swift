@@ -61,6 +61,7 @@ extension Transfer {
             write: Transfer.writeCallback,
             context: Unmanaged.passUnretained(self).toOpaque()
         )
+        easy.setUserAgent(record.userAgent, options: environment.easyHandles.options)
         if revalidating {
             easy.setConditions(
                 rangeFrom: 0,

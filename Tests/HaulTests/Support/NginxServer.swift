@@ -26,6 +26,8 @@ final class NginxServer: @unchecked Sendable {
         var protocolName: String = ""
         /// nginx's serial number of the connection that carried the request.
         var connection: Int = 0
+        /// The request's `User-Agent`.
+        var userAgent: String = ""
     }
 
     static let nginxPath = "/usr/sbin/nginx"
@@ -103,7 +105,7 @@ final class NginxServer: @unchecked Sendable {
                 pid \(prefix.path)/nginx.pid;
                 events { worker_connections 4096; }
                 http {
-                    log_format haul '$request_uri $status $body_bytes_sent "$http_range" "$http_if_range" "$server_protocol" $connection';
+                    log_format haul '$request_uri $status $body_bytes_sent "$http_range" "$http_if_range" "$server_protocol" $connection "$http_user_agent"';
                     access_log \(prefix.path)/logs/access.log haul;
                     client_body_temp_path \(prefix.path)/tmp; proxy_temp_path \(prefix.path)/tmp;
                     fastcgi_temp_path \(prefix.path)/tmp; uwsgi_temp_path \(prefix.path)/tmp; scgi_temp_path \(prefix.path)/tmp;
@@ -226,7 +228,8 @@ final class NginxServer: @unchecked Sendable {
                 range: quoted.count > 1 ? String(quoted[1]) : "",
                 ifRange: quoted.count > 3 ? String(quoted[3]) : "",
                 protocolName: quoted.count > 5 ? String(quoted[5]) : "",
-                connection: quoted.count > 6 ? Int(quoted[6].trimmingCharacters(in: .whitespaces)) ?? 0 : 0
+                connection: quoted.count > 6 ? Int(quoted[6].trimmingCharacters(in: .whitespaces)) ?? 0 : 0,
+                userAgent: quoted.count > 7 ? String(quoted[7]) : ""
             )
         }
     }
