@@ -82,6 +82,10 @@ enum JSONEvent {
         let received: Int64
         /// The file was complete at `path` before this run; nothing was requested.
         let alreadyComplete: Bool
+        /// The URL that answered, after redirects, when this run received the file.
+        let finalURL: String?
+        /// The response's `Content-Type`, if sent.
+        let contentType: String?
     }
 
     /// `failed`: the download ended without the file.
@@ -191,7 +195,9 @@ enum JSONEvent {
                     path: file.path,
                     size: Reporter.fileSize(file.path) ?? download?.progress.totalBytes ?? 0,
                     received: download?.bytesReceivedInThisProcess ?? 0,
-                    alreadyComplete: download?.wasAlreadyComplete ?? false
+                    alreadyComplete: download?.wasAlreadyComplete ?? false,
+                    finalURL: download?.response?.url.absoluteString,
+                    contentType: download?.response?.contentType
                 )
             )
         case .failed(let error):

@@ -792,3 +792,29 @@ struct UserAgentTests {
         #expect(recorded?.userAgent == "Custom/1.0")
     }
 }
+
+@Suite("Response metadata")
+struct ResponseMetadataTests {
+    @Test("a download tells the final URL after redirects, the Content-Type, the validators and the length")
+    func metadata() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        _ = try server.makeFile("m.bin", size: 123_456, seed: 46)
+        var configuration = DownloadManager.Configuration()
+        configuration.stateDirectory = directory.appendingPathComponent("state")
+        let response = try await withDownloadManager(configuration: configuration) { manager in
+            let download = try manager.download(
+                from: server.url("redirect/m.bin"),
+                to: directory.appendingPathComponent("m.bin")
+            )
+            #expect(download.response == nil)
+            _ = try await download.finished()
+            return download.response
+        }
+        let seen = try #require(response)
+        #expect(seen.url == server.url("m.bin"))  // nginx's /redirect/ sent it there
+        #expect(seen.status == 200 && seen.totalBytes == 123_456)
+        #expect(seen.contentType == "text/plain")  // the test nginx has no mime.types: its default_type
+        #expect(seen.entityTag?.hasPrefix("\"") == true && seen.lastModified?.hasSuffix("GMT") == true)
+    }
+}

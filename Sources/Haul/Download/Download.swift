@@ -38,6 +38,8 @@ public final class Download: Sendable, Identifiable {
     let receivedBytes = Atomic<Int64>(0)
     /// It was complete at its destination when asked for (``wasAlreadyComplete``).
     let foundComplete = Atomic<Bool>(false)
+    /// ``response``.
+    private let lastResponse = Mutex<DownloadResponse?>(nil)
 
     init(
         id: DownloadID,
@@ -85,6 +87,15 @@ public final class Download: Sendable, Identifiable {
     /// Whether the destination held the complete file when the download was asked for, so that it
     /// completed without a request.
     public var wasAlreadyComplete: Bool { foundComplete.load(ordering: .relaxed) }
+
+    /// What the server said of the file (final URL after redirects, `Content-Type`, validators,
+    /// length) in the last response whose body this download accepted in this process; `nil` before
+    /// one (and for a file that was complete already).
+    public var response: DownloadResponse? { lastResponse.withLock { $0 } }
+
+    func record(_ response: DownloadResponse) {
+        lastResponse.withLock { $0 = response }
+    }
 
     /// Pauses: the connection is released and the bytes written so far are kept. No effect on a
     /// download that is paused or finished.

@@ -149,6 +149,15 @@ final class EasyHandle {
         return length >= 0 ? Int64(length) : nil
     }
 
+    /// The URL of the final response, after redirects.
+    var effectiveURL: String? {
+        var pointer: UnsafeMutableRawPointer?
+        guard CHaul_easy_getinfo_pointer(raw, CURLINFO_EFFECTIVE_URL, &pointer) == CURLE_OK, let pointer else {
+            return nil
+        }
+        return String(cString: pointer.assumingMemoryBound(to: CChar.self))
+    }
+
     /// A header of the final response, copied.
     func header(_ name: String) -> String? {
         var amount = 0

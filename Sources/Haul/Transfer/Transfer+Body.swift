@@ -1,5 +1,6 @@
 import CHaul
 import Dispatch
+import FoundationEssentials
 import Glibc
 
 extension Transfer {
@@ -183,6 +184,19 @@ extension Transfer {
         }
         record.attempts += 1
         followURL()
+        if let easy {
+            let answered = easy.effectiveURL.flatMap { URL(string: $0) } ?? download.url
+            download.record(
+                DownloadResponse(
+                    url: URL(string: answered.redactedString) ?? answered,
+                    status: head.status,
+                    contentType: easy.header("Content-Type"),
+                    entityTag: head.entityTag,
+                    lastModified: head.lastModified,
+                    totalBytes: total
+                )
+            )
+        }
         if let restart { restarted(because: restart) }
         if let encoding = head.contentEncoding, !environment.easyHandles.options.decodesCompression {
             environment.logger.notice(
