@@ -1,0 +1,49 @@
+import Dispatch
+import Glibc
+import Haul
+import Synchronization
+
+/// SIGINT, SIGTERM and SIGHUP (a closed terminal): pause everything (buffered bytes are written),
+/// then let the run end with 130, 143 or 129. A second signal exits at once. A signal ignored when
+/// `haul` started stays ignored: a shell starts background jobs with SIGINT ignored, so that Ctrl-C
+/// at the prompt does not reach them (`nohup` does the same for SIGHUP), as curl and wget respect.
+final class Interruption: @unchecked Sendable {
+    // @unchecked Sendable: `sources` is written once in `install()` before any signal can arrive;
+    // `signal` is guarded by `lock`.
+    private let manager: DownloadManager
+    private let reporter: Reporter
+    private var sources: [DispatchSourceSignal] = []
+    private let signal = Mutex<Int32?>(nil)
+
+    init(manager: DownloadManager, reporter: Reporter) {
+        self.manager = manager
+        self.reporter = reporter
+    }
+
+    var received: Int32? { signal.withLock { $0 } }
+
+    /// Whether `number` is ignored (as the parent left it, before ``install()``).
+    static func isIgnored(_ number: Int32) -> Bool {
+        var action = sigaction()
+        guard sigaction(number, nil, &action) == 0 else { return false }
+        return unsafeBitCast(action.__sigaction_handler.sa_handler, to: Int.self)
+            == unsafeBitCast(SIG_IGN, to: Int.self)
+    }
+
+    func install() {
+        for number in [SIGINT, SIGTERM, SIGHUP] where !Self.isIgnored(number) {
+            Glibc.signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { [self] in
+                let first = signal.withLock { signal -> Bool in
+                    defer { if signal == nil { signal = number } }
+                    return signal == nil
+                }
+                guard first else { exit(128 + number) }
+                Task { await self.manager.shutdown() }
+            }
+            source.resume()
+            sources.append(source)
+        }
+    }
+}

@@ -1,0 +1,213 @@
+import Dispatch
+import FoundationEssentials
+import Glibc
+import Haul
+
+/// Runs one `haul` invocation and returns its exit status.
+struct Runner {
+    let command: HaulCommand
+
+    func run() async -> Int32 {
+        let urls: [String]
+        let directory: String
+        let isDirectory = { (path: String) -> Bool in
+            var status = stat()
+            return stat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
+        }
+        do {
+            urls = try command.allURLs()
+            guard !urls.isEmpty else { throw CLIError("the input file has no URLs") }
+            directory =
+                DownloadPlan.resolve(output: command.output, urlCount: urls.count, isDirectory: isDirectory).directory
+            try Self.makeDirectory(directory)
+        } catch {
+            Reporter.write("haul: \(Self.describe(error))\n", to: STDERR_FILENO)
+            return 1
+        }
+
+        var configuration = DownloadManager.Configuration()
+        configuration.maxConcurrentDownloads = command.concurrency
+        configuration.bufferSize = command.bufferSize
+        configuration.retryLimit = command.retries
+        configuration.stallTimeout = .milliseconds(Int64(command.stallTimeout * 1000))
+        configuration.maximumFileSize = command.maxSize
+        configuration.resumesWithoutValidator = command.resumeUnvalidated
+        configuration.maximumRedirects = command.maxRedirects
+        if let userAgent = command.userAgent { configuration.userAgent = userAgent }
+        configuration.setsModificationTimeFromServer = command.remoteTime
+        configuration.revalidatesCompletedFiles = command.revalidate
+        configuration.decodesCompression = command.compressed
+        configuration.certificateAuthorityFile = command.caFile.map { URL(fileURLWithPath: $0) }
+        configuration.checkpointInterval = .milliseconds(Int64(command.checkpointInterval * 1000))
+        configuration.stateDirectory = URL(
+            fileURLWithPath: command.state ?? DownloadManager.defaultStateDirectory(besideFolder: directory),
+            isDirectory: true
+        )
+        configuration.progressInterval = .milliseconds(command.json ? 200 : 100)
+        // Only this command's URLs run; others in the journal stay as they are.
+        configuration.resumesUnfinishedDownloads = false
+
+        let manager: DownloadManager
+        do {
+            manager = try DownloadManager(configuration: configuration)
+        } catch {
+            Reporter.write("haul: \(error)\n", to: STDERR_FILENO)
+            return 1
+        }
+        // Names are chosen once the journal is open: a file Haul placed there from the same URL, as
+        // it placed it (same length and modification time), is this download's (complete, or to be
+        // revalidated); anything else there (another URL's file, a file edited since, the user's own)
+        // is not replaced. One lookup per name that exists, not the whole journal in memory.
+        let plan = DownloadPlan.make(urls: urls, output: command.output, isDirectory: isDirectory) { url, path in
+            var status = stat()
+            guard lstat(path, &status) == 0 else { return false }
+            guard let entry = manager.journalEntry(id: DownloadID(destination: URL(fileURLWithPath: path))) else {
+                return true
+            }
+            return !(entry.destinationHoldsPlacedFile && entry.url == Reporter.shown(url))
+        }
+        let reporter = Reporter(mode: command.reporterMode)
+        let interruption = Interruption(manager: manager, reporter: reporter)
+        interruption.install()
+
+        // A window of downloads at a time, the next one started as one ends: a list of a million
+        // URLs holds a window's objects and tasks, not a million (about 7 KB each).
+        let window = max(64, command.concurrency * 4)
+        reporter.expect(plan.items.count)
+        var failures = 0
+        var pending = plan.items.enumerated().makeIterator()
+        /// Starts downloads until `window` run or the list ends; a URL refused at once is a failure.
+        func fill(_ group: inout TaskGroup<Bool>, running: inout Int) {
+            while running < window, interruption.received == nil, let (index, item) = pending.next() {
+                guard let download = start(item, index: index, manager: manager, reporter: reporter) else {
+                    failures += 1
+                    continue
+                }
+                running += 1
+                group.addTask { await Self.follow(download, index: index, item: item, reporter: reporter) }
+            }
+        }
+        let completed = await withTaskGroup(of: Bool.self) { group in
+            var running = 0
+            var completed = 0
+            fill(&group, running: &running)
+            while let ok = await group.next() {
+                running -= 1
+                if ok { completed += 1 }
+                fill(&group, running: &running)
+            }
+            return completed
+        }
+        await manager.shutdown()
+        if let signal = interruption.received {
+            reporter.finish(interrupted: true)
+            return 128 + signal
+        }
+        reporter.finish(interrupted: false)
+        return failures == 0 && completed == plan.items.count ? 0 : 1
+    }
+
+    /// Creates the download of `item`, or reports why it cannot be (`nil`).
+    func start(_ item: DownloadPlan.Item, index: Int, manager: DownloadManager, reporter: Reporter) -> Download? {
+        do {
+            let download: Download
+            if let checksum = command.checksum.flatMap(Checksum.init) {
+                guard let url = URL(string: item.url.trimmingSpaces) else {
+                    throw DownloadError(
+                        code: .invalidURL,
+                        url: Reporter.shown(item.url),
+                        detail: "it could not be parsed"
+                    )
+                }
+                download = try manager.download(
+                    DownloadRequest(
+                        url: url,
+                        destination: URL(fileURLWithPath: item.destination, isDirectory: false),
+                        checksum: checksum
+                    )
+                )
+            } else {
+                download = try manager.download(
+                    from: item.url,
+                    to: URL(fileURLWithPath: item.destination, isDirectory: false)
+                )
+            }
+            reporter.add(
+                index: index,
+                name: String(item.destination.split(separator: "/").last ?? ""),
+                alreadyComplete: download.wasAlreadyComplete
+            )
+            return download
+        } catch {
+            reporter.refused()
+            if command.json {
+                Reporter.write(
+                    JSONEvent.line(
+                        for: .failed(
+                            error as? DownloadError ?? DownloadError(code: .invalidURL, url: Reporter.shown(item.url))
+                        ),
+                        url: Reporter.shown(item.url),
+                        path: URL(fileURLWithPath: item.destination).standardizedFileURL.path,
+                        download: nil
+                    ),
+                    to: STDOUT_FILENO
+                )
+            }
+            Reporter.write("haul: \(Self.describe(error))\n", to: STDERR_FILENO)
+            return nil
+        }
+    }
+
+    /// Reports `download` until it ends: whether it completed.
+    static func follow(_ download: Download, index: Int, item: DownloadPlan.Item, reporter: Reporter) async -> Bool {
+        defer { reporter.ended(download) }
+        let path = download.destination.path  // absolute
+        let url = Reporter.shown(item.url)
+        guard reporter.wantsEveryEvent else {
+            // Only the outcome is shown: wait for it without following every event.
+            do {
+                let file = try await download.finished()
+                reporter.report(.completed(file), index: index, url: url, path: path, download: download)
+                return true
+            } catch let error as DownloadError where error.code != .shutdown {
+                reporter.report(.failed(error), index: index, url: url, path: path, download: download)
+                return false
+            } catch {
+                return false
+            }
+        }
+        var last: DownloadEvent?
+        for await event in download.events {
+            reporter.report(event, index: index, url: url, path: path, download: download)
+            last = event
+        }
+        if case .completed = last { return true }
+        return false
+    }
+
+    /// `mkdir -p`, with the failing folder and the system's reason in the error.
+    static func makeDirectory(_ path: String) throws {
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            prefix += "/\(component)"
+            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
+                throw CLIError("cannot create the output folder '\(prefix)': \(String(cString: strerror(errno)))")
+            }
+        }
+        var status = stat()
+        guard stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR else {
+            throw CLIError("cannot use '\(path)' as the output folder: \(String(cString: strerror(ENOTDIR)))")
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? DownloadError { return error.description }
+        if let error = error as? CLIError { return error.description }
+        if let error = error as? CocoaError {
+            let cause =
+                (error.underlying as? POSIXError).map { String(cString: strerror($0.code.rawValue)) } ?? "\(error.code)"
+            return error.filePath.map { "'\($0)': \(cause)" } ?? cause
+        }
+        return String(describing: error)
+    }
+}
