@@ -15,13 +15,18 @@ extension DownloadManager {
         return try Journal.entries(directory: stateDirectory.path)
     }
 
-    /// What a journal this manager has open records for `id`, whatever its state (a completed or
-    /// failed download included); `nil` when none records it. One lookup by id: to ask about a few
+    /// What a journal of this manager (open, or closed when nothing in it was unfinished) records
+    /// for `id`, whatever its state (a completed or failed download included); `nil` when none
+    /// records it. One lookup by id: to ask about a few
     /// downloads of a large journal without reading all of it, as ``journalEntries(stateDirectory:)``
     /// does (and cannot while a manager uses the journal).
     public func journalEntry(id: DownloadID) -> JournalEntry? {
         for journal in catalog.openJournals {
             if let record = try? journal.record(for: id) { return JournalEntry(id: id, record: record) }
+        }
+        // Journals beside destination folders are closed once nothing in them is unfinished.
+        for directory in catalog.closedDirectories {
+            if let entry = Journal.readOnlyEntry(directory: directory, id: id) { return entry }
         }
         return nil
     }

@@ -421,7 +421,11 @@ struct JournalIntegrationTests {
         let size = 2 * 1024 * 1024
         try server.makeFile("v.bin", size: size)
         let small = try server.makeFile("s.bin", size: 60 * 1024, seed: 3)
-        let manager = try DownloadManager()
+        // The default state directory, named: a journal the manager was given is never closed as idle,
+        // and this test reads rows through its own reference to it.
+        var configuration = DownloadManager.Configuration()
+        configuration.stateDirectory = directory.appendingPathComponent(".haul")
+        let manager = try DownloadManager(configuration: configuration)
         // Slow: its first bytes go to the partial file as they come.
         let slow = try manager.download(from: server.url("slow/v.bin"), to: directory.appendingPathComponent("v.bin"))
         var events = slow.events.makeAsyncIterator()
@@ -727,7 +731,9 @@ struct IdentityTests {
         let partials = try FileManager.default.contentsOfDirectory(atPath: state.path).filter { $0.hasSuffix(".part") }
         #expect(partials == ["\(kept).part"])
         let before = try #require(FilePath.fileLength(state.appendingPathComponent("\(kept).part").path))
-        // The second run asks with a fresh signature.
+        // The second run asks with a fresh signature. (It does not resume unfinished downloads by
+        // itself: that would race the request, and continue with the old URL's signature.)
+        configuration.resumesUnfinishedDownloads = false
         try await withDownloadManager(configuration: configuration) { manager in
             let download = try manager.download(from: server.url("s.bin?sig=BBB"), to: destination)
             #expect(download.id == kept)
@@ -736,7 +742,7 @@ struct IdentityTests {
         #expect(try Data(contentsOf: destination) == source)
         let fresh = server.accessLog().filter { $0.uri == "/s.bin?sig=BBB" }
         // One request, for the rest and the overlap before it (the URL changed), pinned by If-Range.
-        #expect(fresh.count == 1 && fresh[0].status == 206 && fresh[0].ifRange != "-")
+        #expect(fresh.count == 1 && fresh[0].status == 206 && fresh[0].ifRange != "-", "\(server.accessLog())")
         #expect(fresh[0].range == "bytes=\(before - 65_536)-", "\(fresh)")
         #expect(
             try FileManager.default.contentsOfDirectory(atPath: state.path).filter { $0.hasSuffix(".part") }.isEmpty
@@ -816,5 +822,35 @@ struct ResponseMetadataTests {
         #expect(seen.status == 200 && seen.totalBytes == 123_456)
         #expect(seen.contentType == "text/plain")  // the test nginx has no mime.types: its default_type
         #expect(seen.entityTag?.hasPrefix("\"") == true && seen.lastModified?.hasSuffix("GMT") == true)
+    }
+}
+
+@Suite("Journals beside many folders")
+struct ManyFoldersTests {
+    @Test("without a state directory, a journal whose downloads are all done is closed, and opens again when asked")
+    func idleJournalsClose() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let source = try server.makeFile("f.bin", size: 2_000, seed: 47)
+        let folders = (0..<200).map { directory.appendingPathComponent("folder-\($0)") }
+        let configuration = DownloadManager.Configuration()  // a .haul beside each destination
+        try await withDownloadManager(configuration: configuration) { manager in
+            let summary = try manager.enqueue(
+                folders.map {
+                    DownloadRequest(url: server.url("f.bin"), destination: $0.appendingPathComponent("f.bin"))
+                }
+            )
+            #expect(summary.queued == 200)
+            await manager.waitUntilIdle()
+            // 200 journals were opened; none is held now (each held 3 descriptors and its page cache).
+            let held = Descriptors.files(in: directory.path).filter { $0.contains("/.haul/journal") }
+            #expect(held.isEmpty, "\(held.count) journal files still open")
+            // Asked for again, one opens its journal and finds the file complete.
+            let again = try manager.download(from: server.url("f.bin"), to: folders[7].appendingPathComponent("f.bin"))
+            #expect(try await again.finished() == folders[7].appendingPathComponent("f.bin"))
+            #expect(again.wasAlreadyComplete)
+        }
+        for folder in folders { #expect(try Data(contentsOf: folder.appendingPathComponent("f.bin")) == source) }
+        #expect(server.accessLog().filter { $0.uri == "/f.bin" }.count == 200)
     }
 }

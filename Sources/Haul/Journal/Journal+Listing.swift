@@ -20,8 +20,14 @@ extension Journal {
         return try readOnlyEntries(path: "\(directory)/\(fileName)")
     }
 
+    /// The entry of `id` in `directory`'s journal, read without opening it as a manager would (a
+    /// journal this manager closed as idle); `nil` when there is none or it cannot be read.
+    static func readOnlyEntry(directory: String, id: DownloadID) -> JournalEntry? {
+        try? readOnlyEntries(path: "\(directory)/\(fileName)", id: id).first
+    }
+
     /// The columns a listing needs (all in the journal since schema 3), read without a lock.
-    private static func readOnlyEntries(path: String) throws(DownloadError) -> [JournalEntry] {
+    private static func readOnlyEntries(path: String, id: DownloadID? = nil) throws(DownloadError) -> [JournalEntry] {
         var database: OpaquePointer?
         defer { sqlite3_close_v2(database) }
         let status = sqlite3_open_v2(path, &database, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nil)
@@ -32,14 +38,24 @@ extension Journal {
         guard status == SQLITE_OK, let database else { throw failure("open failed") }
         sqlite3_busy_timeout(database, 2000)
         var statement: OpaquePointer?
-        let sql = """
-            SELECT id, url, destination, state, retry_at, bytes_committed, total_bytes, last_error
-            FROM downloads ORDER BY created_at, id
+        func sql(_ placed: String) -> String {
             """
-        guard sqlite3_prepare_v2(database, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
-            throw failure("read failed")
+            SELECT id, url, destination, state, retry_at, bytes_committed, total_bytes, last_error\(placed)
+            FROM downloads \(id == nil ? "" : "WHERE id = ?1") ORDER BY created_at, id
+            """
         }
+        // placed_mtime since schema 5: a journal of an older Haul that runs now has not got it.
+        if sqlite3_prepare_v2(database, sql(", placed_mtime"), -1, &statement, nil) != SQLITE_OK {
+            sqlite3_finalize(statement)
+            statement = nil
+            guard sqlite3_prepare_v2(database, sql(""), -1, &statement, nil) == SQLITE_OK else {
+                throw failure("read failed")
+            }
+        }
+        guard let statement else { throw failure("read failed") }
+        let hasPlacedTime = sqlite3_column_count(statement) > 8
         defer { sqlite3_finalize(statement) }
+        if let id { CHaul_sqlite_bind_text(statement, 1, id.rawValue) }
         var entries: [JournalEntry] = []
         while true {
             switch sqlite3_step(statement) {
@@ -51,6 +67,9 @@ extension Journal {
                 record.totalBytes =
                     sqlite3_column_type(statement, 6) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, 6)
                 record.lastError = text(statement, 7)
+                if hasPlacedTime, sqlite3_column_type(statement, 8) != SQLITE_NULL {
+                    record.placedModificationTime = sqlite3_column_double(statement, 8)
+                }
                 entries.append(JournalEntry(id: DownloadID(rawValue: text(statement, 0) ?? ""), record: record))
             case SQLITE_DONE:
                 return entries

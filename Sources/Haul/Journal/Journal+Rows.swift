@@ -43,6 +43,21 @@ extension Journal {
         try records(where: QueueState.sqlCondition(QueueState.allCases.filter(\.isUnfinished)))
     }
 
+    /// Whether a download recorded here still has work to do (or a retry to wait for).
+    func hasUnfinishedRows() throws(DownloadError) -> Bool {
+        acquire()
+        defer { lock.unlock() }
+        let statement = try prepared(
+            "SELECT 1 FROM downloads WHERE \(QueueState.sqlCondition(QueueState.allCases.filter(\.isUnfinished))) LIMIT 1"
+        )
+        defer { sqlite3_reset(statement) }
+        switch sqlite3_step(statement) {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default: throw failure("read")
+        }
+    }
+
     func records(where condition: String) throws(DownloadError) -> [(DownloadID, DownloadRecord)] {
         acquire()
         defer { lock.unlock() }

@@ -281,6 +281,9 @@ final class Journal: @unchecked Sendable {
     }
 
     /// Releases the database and its lock.
+    /// Whether ``close()`` was called. Read holding `lock`.
+    var isClosed: Bool { database == nil }
+
     func close() {
         acquire()
         defer { lock.unlock() }

@@ -37,26 +37,28 @@ extension DownloadQueue {
                 batch.append(next)
             }
             if batch.count == 2048, carried == nil { carried = nextValid() }
-            let journal = try catalog.journal(for: first.stateDirectory)
-            if batch.count == 2048 {
-                fullRuns[ObjectIdentifier(journal), default: 0] += 1
-                if fullRuns[ObjectIdentifier(journal)] == 8 {
-                    journal.beginBulkWrite()
-                    bulkJournals.append(journal)
-                }
-            }
-            let queuedAny = try journal.transaction { () throws(DownloadError) -> Bool in
-                var queuedAny = false
-                for request in batch {
-                    let outcome = try writeRow(for: request, in: journal)
-                    _ = publish(outcome, for: request, in: journal, creatingHandle: false)
-                    switch outcome {
-                    case .queued: summary.queued += 1; queuedAny = true
-                    case .waiting: summary.alreadyQueued += 1
-                    case .complete: summary.alreadyComplete += 1
+            let queuedAny = try catalog.withJournal(for: first.stateDirectory) {
+                journal throws(DownloadError) -> Bool in
+                if batch.count == 2048 {
+                    fullRuns[ObjectIdentifier(journal), default: 0] += 1
+                    if fullRuns[ObjectIdentifier(journal)] == 8 {
+                        journal.beginBulkWrite()
+                        bulkJournals.append(journal)
                     }
                 }
-                return queuedAny
+                return try journal.transaction { () throws(DownloadError) -> Bool in
+                    var queuedAny = false
+                    for request in batch {
+                        let outcome = try writeRow(for: request, in: journal)
+                        _ = publish(outcome, for: request, in: journal, creatingHandle: false)
+                        switch outcome {
+                        case .queued: summary.queued += 1; queuedAny = true
+                        case .waiting: summary.alreadyQueued += 1
+                        case .complete: summary.alreadyComplete += 1
+                        }
+                    }
+                    return queuedAny
+                }
             }
             if queuedAny { inbox.submit(.queueChanged(first.stateDirectory)) }
         }

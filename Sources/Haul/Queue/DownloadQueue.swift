@@ -25,9 +25,8 @@ final class DownloadQueue: Sendable {
     func download(_ request: DownloadRequest) throws(DownloadError) -> Download {
         let request = try prepare(request)
         guard !catalog.isShutDown else { throw DownloadError(code: .shutdown, url: request.url.redactedString) }
-        let journal: Journal
         do {
-            journal = try catalog.journal(for: request.stateDirectory)
+            _ = try catalog.journal(for: request.stateDirectory)
         } catch {
             var error = error
             error.url = request.url.redactedString
@@ -35,7 +34,8 @@ final class DownloadQueue: Sendable {
             download.hub.publish(.failed(error))
             return download
         }
-        let (download, outcome) = try journal.locked { () throws(DownloadError) -> (Download, QueueOutcome) in
+        let (download, outcome) = try catalog.withJournal(for: request.stateDirectory) {
+            journal throws(DownloadError) -> (Download, QueueOutcome) in
             let outcome = try writeRow(for: request, in: journal)
             let download = publish(outcome, for: request, in: journal, creatingHandle: true)!
             return (download, outcome)

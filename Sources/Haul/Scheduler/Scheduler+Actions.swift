@@ -107,6 +107,17 @@ extension Scheduler {
     /// is in place, so that transfers never outnumber slots) and becomes a row again.
     func forget(_ transfer: Transfer) {
         admission.stopTransferring(transfer.id)
-        transfers.removeValue(forKey: transfer.id)
+        guard transfers.removeValue(forKey: transfer.id) != nil else { return }
+        let directory = transfer.store.directory
+        let left = (transfersByDirectory[directory] ?? 1) - 1
+        transfersByDirectory[directory] = left > 0 ? left : nil
+        if left <= 0, !admission.queuedDirectories.contains(directory) { closeJournalIfIdle(directory) }
+    }
+
+    /// Closes the journal of `directory` if no transfer uses it and nothing in it is unfinished (see
+    /// ``Catalog/closeIfIdle(_:keeping:)``); the configured state directory's stays open.
+    func closeJournalIfIdle(_ directory: String) {
+        guard transfersByDirectory[directory] == nil, !shuttingDown else { return }
+        catalog.closeIfIdle(directory, keeping: configuration.stateDirectory?.standardizedFileURL.path)
     }
 }

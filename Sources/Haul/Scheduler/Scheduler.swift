@@ -23,6 +23,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     let environment: TransferEnvironment
     /// Admitted downloads (connecting, receiving, or finishing). Paused and queued ones are rows.
     var transfers: [DownloadID: Transfer] = [:]
+    /// How many of `transfers` write into each state directory (a journal in use is never closed).
+    var transfersByDirectory: [String: Int] = [:]
     /// Restarts from zero of downloads queued for a retry, carried to their next attempt: a server
     /// that answers every resume from the wrong byte ends in `rangeNotHonored`, not endless restarts.
     var restartsBeforeRetry: [DownloadID: Int] = [:]
@@ -179,6 +181,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             }
             guard let head else {
                 admission.queueDrained(in: directory, blockedByHosts: blocked)
+                closeJournalIfIdle(directory)
                 continue
             }
             if let current = best, !head.place.isAhead(of: current.head.place) { continue }
@@ -227,6 +230,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             restarts: restartsBeforeRetry.removeValue(forKey: id) ?? 0
         )
         transfers[id] = transfer
+        transfersByDirectory[journal.directory, default: 0] += 1
         if record.revalidate { unlink(transfer.partialPath) }
         admission.startTransferring(id, host: transfer.hostKey)
         perform(transfer.admit(), for: transfer)
