@@ -151,6 +151,12 @@ public final class DownloadManager: Sendable {
     /// prefer ``journalEntries(stateDirectory:)`` or ``download(id:)``.
     public var downloads: [Download] { queue.unfinishedDownloads }
 
+    /// Every download's events, for the whole manager: state changes, progress and outcomes,
+    /// downloads queued with ``enqueue(_:)`` included, without a handle for each. Each iteration
+    /// sees the events from its start and ends when the manager shuts down; see
+    /// ``DownloadManagerEvents``.
+    public var events: DownloadManagerEvents { DownloadManagerEvents(feed: catalog.feed) }
+
     /// The unfinished download with this id, in a journal this manager has open (its configured state
     /// directory, or one a download of this manager used): to follow a download restored from the
     /// journal or queued with ``enqueue(_:)``. `nil` when there is none, or it completed or failed.

@@ -307,3 +307,52 @@ struct QueueTests {
         #expect(server.accessLog().filter { $0.uri.hasPrefix("/slowest/load/") }.count == count)
     }
 }
+
+@Suite("The manager's events")
+struct ManagerEventsTests {
+    @Test("one stream for every download: enqueued ones (no handle) queued, then their outcome; it ends at shutdown")
+    func oneStream() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let source = try server.makeFile("e.bin", size: 50_000, seed: 48)
+        var configuration = DownloadManager.Configuration()
+        configuration.stateDirectory = directory.appendingPathComponent("state")
+        configuration.maxConcurrentDownloads = 3
+        let manager = try DownloadManager(configuration: configuration)
+        // Subscribed before anything starts; read after the shutdown (its buffer holds 4,096 events,
+        // far more than these downloads publish).
+        var iterator = manager.events.makeAsyncIterator()
+        let requests = (0..<20).map {
+            DownloadRequest(url: server.url("e.bin?\($0)"), destination: directory.appendingPathComponent("e\($0).bin"))
+        }
+        let missing = try manager.download(from: server.url("missing.bin"), to: directory.appendingPathComponent("m"))
+        let summary = try manager.enqueue(requests)
+        #expect(summary.queued == 20)
+        await manager.waitUntilIdle()
+        #expect(throws: DownloadError.self) { try missing.finishedSynchronouslyForTest() }
+        await manager.shutdown()
+        var seen: [DownloadManagerEvent] = []
+        while let event = await iterator.next() { seen.append(event) }
+        for request in requests {
+            let id = DownloadID(destination: request.destination)
+            let mine = seen.filter { $0.id == id }.map(\.event)
+            #expect(mine.first == .queued, "\(mine)")
+            #expect(mine.last == .completed(request.destination), "\(mine)")
+            #expect(mine.contains { if case .connecting = $0 { true } else { false } })
+            #expect(try Data(contentsOf: request.destination) == source)
+        }
+        let failed = seen.filter { $0.id == missing.id }.map(\.event).last
+        guard case .failed(let error)? = failed else {
+            Issue.record("the failed download's outcome is missing: \(String(describing: failed))")
+            return
+        }
+        #expect(error.httpStatus == 404)
+    }
+}
+
+extension Download {
+    /// The outcome of a download that has ended (for tests that waited for the manager to be idle).
+    fileprivate func finishedSynchronouslyForTest() throws {
+        if case .failed(let error) = state { throw error }
+    }
+}

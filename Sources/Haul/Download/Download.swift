@@ -48,7 +48,8 @@ public final class Download: Sendable, Identifiable {
         stateDirectoryPath: String,
         controller: any DownloadController,
         census: Census,
-        progress: DownloadProgress
+        progress: DownloadProgress,
+        feed: EventFeed? = nil
     ) {
         census.downloads.add(1, ordering: .relaxed)
         self.census = census
@@ -57,7 +58,7 @@ public final class Download: Sendable, Identifiable {
         self.destinationPath = destinationPath
         self.stateDirectoryPath = stateDirectoryPath
         self.controller = controller
-        self.hub = EventHub(progress: progress)
+        self.hub = EventHub(progress: progress, feed: feed.map { ($0, id, destinationPath) })
     }
 
     deinit { census.downloads.subtract(1, ordering: .relaxed) }

@@ -48,10 +48,19 @@ final class EventHub: Sendable {
     }
 
     private let state: Mutex<State>
+    /// The manager's feed, which carries this download's events too, with its id and destination.
+    private let feed: (feed: EventFeed, id: DownloadID, destinationPath: String)?
 
-    /// - Parameter earlyWindow: how long events are kept for a first subscriber (tests shorten it).
-    init(progress: DownloadProgress, earlyWindow: UInt64 = EventHub.earlyWindow) {
+    /// - Parameters:
+    ///   - earlyWindow: how long events are kept for a first subscriber (tests shorten it).
+    ///   - feed: the manager's feed, and what its events say of this download.
+    init(
+        progress: DownloadProgress,
+        earlyWindow: UInt64 = EventHub.earlyWindow,
+        feed: (feed: EventFeed, id: DownloadID, destinationPath: String)? = nil
+    ) {
         state = Mutex(State(progress: progress, earlyUntil: DispatchTime.now().uptimeNanoseconds + earlyWindow))
+        self.feed = feed
     }
 
     // MARK: publishing (loop thread)
@@ -61,8 +70,8 @@ final class EventHub: Sendable {
         var toResume: [(CheckedContinuation<DownloadEvent?, Never>, DownloadEvent?)] = []
         var resultWaiters: [CheckedContinuation<URL, any Error>] = []
         var result: Result<URL, DownloadError>?
-        state.withLock { state in
-            guard !state.closed else { return }
+        let published = state.withLock { state -> Bool in
+            guard !state.closed else { return false }
             Self.apply(event, to: &state)
             if state.early != nil {
                 if DispatchTime.now().uptimeNanoseconds >= state.earlyUntil {
@@ -85,6 +94,11 @@ final class EventHub: Sendable {
                 state.resultWaiters = [:]
                 result = state.result
             }
+            return true
+        }
+        if published, let feed, feed.feed.hasSubscribers {
+            let destination = URL(fileURLWithPath: feed.destinationPath, isDirectory: false)
+            feed.feed.publish(DownloadManagerEvent(id: feed.id, destination: destination, event: event))
         }
         for (waiter, value) in toResume { waiter.resume(returning: value) }
         if let result {

@@ -17,6 +17,8 @@ final class Catalog: Sendable {
     let census = Census()
     /// The loop thread's writes, one transaction per turn in every journal.
     let writeBatch = WriteBatch()
+    /// Every download's events, for ``DownloadManager/events``.
+    let feed = EventFeed()
 
     private final class WeakDownload: Sendable {
         nonisolated(unsafe) weak var download: Download?
@@ -214,7 +216,8 @@ final class Catalog: Sendable {
             stateDirectoryPath: stateDirectoryPath,
             controller: controller,
             census: census,
-            progress: progress
+            progress: progress,
+            feed: feed
         )
     }
 

@@ -84,6 +84,7 @@ extension Scheduler {
         admission.forgetQueues()
         reactorTurnDidEnd(reactor)
         catalog.closeJournals()
+        catalog.feed.close()
         catalog.resumeIdleWaiters()
         // Every easy handle goes before the share they use.
         environment.easyHandles.close()

@@ -1,0 +1,35 @@
+/// Every download's events for the whole manager, as an `AsyncSequence`: downloads queued with
+/// ``DownloadManager/enqueue(_:)`` included (their `.queued`, then what happens once admitted),
+/// without a handle for each.
+///
+/// Each iteration is an independent subscriber that sees the events published from its start, in
+/// order, and ends when the manager shuts down. A subscriber holds up to 4,096 unread events:
+/// beyond, progress is dropped first, then the oldest events; a reader that keeps up loses nothing.
+public struct DownloadManagerEvents: AsyncSequence, Sendable {
+    /// The element type.
+    public typealias Element = DownloadManagerEvent
+    /// The sequence never throws.
+    public typealias Failure = Never
+
+    let feed: EventFeed
+
+    /// Subscribes; events published from now on are kept for this iterator.
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(subscription: EventFeed.Subscription(feed: feed))
+    }
+
+    /// Reads the manager's events.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let subscription: EventFeed.Subscription
+
+        /// The next event, or `nil` once the manager shut down.
+        public mutating func next() async -> DownloadManagerEvent? {
+            await subscription.feed.next(subscription.id)
+        }
+
+        /// The next event, or `nil` once the manager shut down.
+        public mutating func next(isolation actor: isolated (any Actor)?) async -> DownloadManagerEvent? {
+            await subscription.feed.next(subscription.id)
+        }
+    }
+}
