@@ -38,8 +38,8 @@ public final class Download: Sendable, Identifiable {
     let receivedBytes = Atomic<Int64>(0)
     /// It was complete at its destination when asked for (``wasAlreadyComplete``).
     let foundComplete = Atomic<Bool>(false)
-    /// ``response``.
-    private let lastResponse = Mutex<DownloadResponse?>(nil)
+    /// ``response``, its URL as curl reported it (parsed only when asked for).
+    private let lastResponse = Mutex<(response: DownloadResponse, effectiveURL: String?)?>(nil)
 
     init(
         id: DownloadID,
@@ -92,10 +92,17 @@ public final class Download: Sendable, Identifiable {
     /// What the server said of the file (final URL after redirects, `Content-Type`, validators,
     /// length) in the last response whose body this download accepted in this process; `nil` before
     /// one (and for a file that was complete already).
-    public var response: DownloadResponse? { lastResponse.withLock { $0 } }
+    public var response: DownloadResponse? {
+        guard let (response, effectiveURL) = lastResponse.withLock({ $0 }) else { return nil }
+        var shown = response
+        let answered = effectiveURL.flatMap { URL(string: $0) } ?? response.url
+        shown.url = URL(string: answered.redactedString) ?? answered
+        return shown
+    }
 
-    func record(_ response: DownloadResponse) {
-        lastResponse.withLock { $0 = response }
+    /// Keeps what a response said; `effectiveURL` (curl's text) replaces `response.url` when read.
+    func record(_ response: DownloadResponse, effectiveURL: String?) {
+        lastResponse.withLock { $0 = (response, effectiveURL) }
     }
 
     /// Pauses: the connection is released and the bytes written so far are kept. No effect on a

@@ -117,7 +117,7 @@ extension Scheduler {
     /// Closes the journal of `directory` if no transfer uses it and nothing in it is unfinished (see
     /// ``Catalog/closeIfIdle(_:keeping:)``); the configured state directory's stays open.
     func closeJournalIfIdle(_ directory: String) {
-        guard transfersByDirectory[directory] == nil, !shuttingDown else { return }
-        catalog.closeIfIdle(directory, keeping: configuration.stateDirectory?.standardizedFileURL.path)
+        guard transfersByDirectory[directory] == nil, !shuttingDown, directory != keptDirectory else { return }
+        catalog.closeIfIdle(directory, keeping: keptDirectory)
     }
 }

@@ -25,6 +25,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     var transfers: [DownloadID: Transfer] = [:]
     /// How many of `transfers` write into each state directory (a journal in use is never closed).
     var transfersByDirectory: [String: Int] = [:]
+    /// The configured state directory, whose journal is never closed as idle.
+    let keptDirectory: String?
     /// Restarts from zero of downloads queued for a retry, carried to their next attempt: a server
     /// that answers every resume from the wrong byte ends in `rangeNotHonored`, not endless restarts.
     var restartsBeforeRetry: [DownloadID: Int] = [:]
@@ -47,6 +49,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         catalog: Catalog
     ) {
         self.configuration = configuration
+        self.keptDirectory = configuration.stateDirectory?.standardizedFileURL.path
         self.reactor = reactor
         self.inbox = inbox
         self.disk = DiskLanes(report: { [inbox] results in inbox.report(results) })

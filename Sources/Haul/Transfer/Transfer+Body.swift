@@ -185,16 +185,18 @@ extension Transfer {
         record.attempts += 1
         followURL()
         if let easy {
-            let answered = easy.effectiveURL.flatMap { URL(string: $0) } ?? download.url
+            // curl's effective URL is parsed (and its credentials removed) only if someone asks
+            // (``Download/response``), off the loop's per-file path.
             download.record(
                 DownloadResponse(
-                    url: URL(string: answered.redactedString) ?? answered,
+                    url: download.url,
                     status: head.status,
                     contentType: easy.header("Content-Type"),
                     entityTag: head.entityTag,
                     lastModified: head.lastModified,
                     totalBytes: total
-                )
+                ),
+                effectiveURL: easy.effectiveURL
             )
         }
         if let restart { restarted(because: restart) }
