@@ -193,7 +193,7 @@ enum JSONEvent {
                 Completed(
                     url: url,
                     path: file.path,
-                    size: Reporter.fileSize(file.path) ?? download?.progress.totalBytes ?? 0,
+                    size: Reporter.completedSize(download?.progress, file: file),
                     received: download?.bytesReceivedInThisProcess ?? 0,
                     alreadyComplete: download?.wasAlreadyComplete ?? false,
                     finalURL: download?.response?.url.absoluteString,

@@ -106,7 +106,7 @@ final class Reporter: Sendable {
             case .warning(let warning):
                 Self.write("warning \(url): \(Self.explain(warning))\n", to: STDOUT_FILENO)
             case .retrying(let error, let delay):
-                Self.write("retrying \(url) in \(Self.delay(delay)): \(Self.cause(of: error))\n", to: STDOUT_FILENO)
+                Self.write("retrying \(url) in \(Self.delay(delay)): \(error.cause)\n", to: STDOUT_FILENO)
             default: break
             }
             count(event, index: index)
@@ -186,7 +186,7 @@ final class Reporter: Sendable {
             case .warning(let warning): message = "! \(row.name): \(Self.explain(warning))"
             case .retrying(let error, let delay):
                 row.status = "retry in \(Self.delay(delay))"
-                message = "↻ \(row.name): \(Self.cause(of: error)); retrying in \(Self.delay(delay))"
+                message = "↻ \(row.name): \(error.cause); retrying in \(Self.delay(delay))"
             case .completed(let file):
                 let size = Self.completedSize(row.progress, file: file)
                 if row.alreadyComplete {
@@ -296,15 +296,10 @@ final class Reporter: Sendable {
 
     /// A finished file's size: from its last progress, else (it finished before its events were
     /// read) from the file system.
-    private static func completedSize(_ progress: DownloadProgress?, file: URL) -> Int64 {
+    static func completedSize(_ progress: DownloadProgress?, file: URL) -> Int64 {
         if let progress, let total = progress.totalBytes, progress.bytesReceived == total { return total }
-        return fileSize(file.path) ?? progress?.bytesReceived ?? 0
-    }
-
-    /// The length of the file at `path`, if there is one.
-    static func fileSize(_ path: String) -> Int64? {
         var status = stat()
-        return stat(path, &status) == 0 ? Int64(status.st_size) : nil
+        return stat(file.path, &status) == 0 ? Int64(status.st_size) : progress?.bytesReceived ?? 0
     }
 
     // MARK: formatting
@@ -361,9 +356,6 @@ final class Reporter: Sendable {
         components.password = nil
         return components.string ?? trimmed
     }
-
-    /// A short cause for a retry line: the status or curl's words, without advice (Haul retries).
-    static func cause(of error: DownloadError) -> String { error.cause }
 
     /// A retry's delay: tenths under ten seconds.
     static func delay(_ duration: Duration) -> String {

@@ -162,7 +162,7 @@ final class FileSink {
     }
 
     /// The file's bytes from `offset` to its end, buffered ones written first: what an unvalidated
-    /// resume compares the server's answer with (``ResumePlan/verify(rangeStart:offset:)``).
+    /// resume compares the server's answer with (``ResumePlan/verify(rangeStart:offset:ifRange:)``).
     func bytes(from offset: Int64) throws(DownloadError) -> [UInt8] {
         try flush()
         let count = Int(max(0, committedLength - offset))

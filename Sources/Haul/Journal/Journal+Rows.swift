@@ -40,16 +40,17 @@ extension Journal {
 
     /// The downloads that still have work to do, oldest first.
     func unfinishedRecords() throws(DownloadError) -> [(DownloadID, DownloadRecord)] {
-        try records(where: QueueState.sqlCondition(QueueState.allCases.filter(\.isUnfinished)))
+        try records(where: Self.unfinished)
     }
+
+    /// The rows of downloads that still have work to do.
+    static let unfinished = QueueState.sqlCondition(QueueState.allCases.filter(\.isUnfinished))
 
     /// Whether a download recorded here still has work to do (or a retry to wait for).
     func hasUnfinishedRows() throws(DownloadError) -> Bool {
         acquire()
         defer { lock.unlock() }
-        let statement = try prepared(
-            "SELECT 1 FROM downloads WHERE \(QueueState.sqlCondition(QueueState.allCases.filter(\.isUnfinished))) LIMIT 1"
-        )
+        let statement = try prepared("SELECT 1 FROM downloads WHERE \(Self.unfinished) LIMIT 1")
         defer { sqlite3_reset(statement) }
         switch sqlite3_step(statement) {
         case SQLITE_ROW: return true

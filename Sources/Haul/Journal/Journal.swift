@@ -280,10 +280,10 @@ final class Journal: @unchecked Sendable {
         if let deferred { throw deferred }
     }
 
-    /// Releases the database and its lock.
     /// Whether ``close()`` was called. Read holding `lock`.
     var isClosed: Bool { database == nil }
 
+    /// Releases the database and its lock.
     func close() {
         acquire()
         defer { lock.unlock() }

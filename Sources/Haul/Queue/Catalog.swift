@@ -33,7 +33,7 @@ final class Catalog: Sendable {
 
     private struct Journals {
         var byDirectory: [String: Journal] = [:]
-        /// Directories whose journal was closed as idle (``closeIfIdle(_:keeping:)``).
+        /// Directories whose journal was closed as idle (``closeIfIdle(_:)``).
         var closedDirectories: Set<String> = []
         var lastSequence: Int64 = 0
         var isShutDown = false
@@ -45,7 +45,7 @@ final class Catalog: Sendable {
     /// (rows keep the URL their bytes came from until the new one answers). A download queued
     /// without a handle (``DownloadManager/enqueue(_:)``) gets its URL back here when it is admitted.
     /// Memory only; gone with the process.
-    private let credentialedURLs = Mutex<[DownloadID: URL]>([:])
+    private let rememberedURLs = Mutex<[DownloadID: URL]>([:])
     private let idleWaiters = Mutex<[CheckedContinuation<Void, Never>]>([])
     private let journals = Mutex(Journals())
     private let opening = Mutex(())
@@ -54,14 +54,14 @@ final class Catalog: Sendable {
         self.configuration = configuration
     }
 
-    // MARK: credentials
+    // MARK: URLs the rows do not hold
 
     /// Keeps `url` for `id` when it carries a user name or password, or `always` (a URL that is not
     /// the row's yet), and forgets an older one otherwise.
     func remember(_ url: URL, for id: DownloadID, always: Bool = false) {
-        let credentialed = always || url.user != nil || url.password != nil
-        credentialedURLs.withLock { urls in
-            if credentialed {
+        let kept = always || url.user != nil || url.password != nil
+        rememberedURLs.withLock { urls in
+            if kept {
                 urls[id] = url
             } else if !urls.isEmpty {
                 urls[id] = nil
@@ -70,13 +70,13 @@ final class Catalog: Sendable {
     }
 
     /// The URL `id` was last asked for from in this process, when its row does not hold it.
-    func credentialedURL(_ id: DownloadID) -> URL? {
-        credentialedURLs.withLock { $0.isEmpty ? nil : $0[id] }
+    func rememberedURL(_ id: DownloadID) -> URL? {
+        rememberedURLs.withLock { $0.isEmpty ? nil : $0[id] }
     }
 
-    /// Forgets the credentials of a download that ended.
-    func forgetCredentials(_ id: DownloadID) {
-        credentialedURLs.withLock { urls in if !urls.isEmpty { urls[id] = nil } }
+    /// Forgets the URL of a download that ended.
+    func forgetURL(_ id: DownloadID) {
+        rememberedURLs.withLock { urls in if !urls.isEmpty { urls[id] = nil } }
     }
 
     // MARK: journals
@@ -114,9 +114,9 @@ final class Catalog: Sendable {
     /// Closes the journal of `directory` when nothing in it is unfinished, so that a manager without
     /// a state directory of its own (a journal beside each destination folder) does not keep one
     /// open per folder it ever wrote to: 2,000 folders held 4,039 descriptors and 417 MB. It opens
-    /// again when asked for. `keeping` (the configured state directory) stays open.
-    func closeIfIdle(_ directory: String, keeping kept: String?) {
-        guard directory != kept, let journal = openJournal(for: directory) else { return }
+    /// again when asked for. The caller keeps the configured state directory's open.
+    func closeIfIdle(_ directory: String) {
+        guard let journal = openJournal(for: directory) else { return }
         journal.locked {
             guard !journal.isClosed, (try? journal.hasUnfinishedRows()) == false else { return }
             // Closed (its lock released) before it leaves the map: a caller that finds the map empty

@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 extension DownloadQueue {
     /// See ``DownloadManager/enqueue(_:)``.
     func enqueue(_ requests: some Sequence<DownloadRequest>) throws(DownloadError) -> EnqueueSummary {
@@ -57,16 +55,6 @@ extension DownloadQueue {
                         case .queued:
                             summary.queued += 1
                             queuedAny = true
-                            if catalog.feed.hasSubscribers, catalog.existingHandle(request.id) == nil {
-                                // No handle publishes it: the feed hears it from here.
-                                catalog.feed.publish(
-                                    DownloadManagerEvent(
-                                        id: request.id,
-                                        destination: URL(fileURLWithPath: request.destination, isDirectory: false),
-                                        event: .queued
-                                    )
-                                )
-                            }
                         case .waiting: summary.alreadyQueued += 1
                         case .complete: summary.alreadyComplete += 1
                         }

@@ -159,7 +159,19 @@ extension DownloadQueue {
         if creatingHandle {
             (download, isNew) = catalog.handle(request.id) { makeHandle(for: request, progress: progress) }
         } else {
-            guard let live = catalog.existingHandle(request.id) else { return nil }
+            guard let live = catalog.existingHandle(request.id) else {
+                // No handle shows it: the manager's feed hears of a queued row from here.
+                if case .queued = outcome, catalog.feed.hasSubscribers {
+                    catalog.feed.publish(
+                        DownloadManagerEvent(
+                            id: request.id,
+                            destination: URL(fileURLWithPath: request.destination, isDirectory: false),
+                            event: .queued
+                        )
+                    )
+                }
+                return nil
+            }
             (download, isNew) = (live, false)
         }
         switch outcome {

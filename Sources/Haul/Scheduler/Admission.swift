@@ -1,7 +1,6 @@
 /// Who may transfer now, as a pure value (no I/O): the slots and who holds them, the per-host counts
-/// and the hosts at their limit, and which state
-/// directories' queues are worth reading (rows queued, rows waiting for a host to free, retries
-/// waiting for their time). The ``Scheduler`` asks it before each admission and tells it what
+/// and the hosts at their limit, and which state directories' queues are worth reading (rows queued,
+/// rows waiting for a host to free, retries waiting for their time). The ``Scheduler`` asks it before each admission and tells it what
 /// happened; the rows themselves stay in the journals.
 struct Admission {
     /// How many downloads may hold a slot: ``DownloadManager/Configuration/maxConcurrentDownloads``,

@@ -18,10 +18,9 @@ extension Scheduler {
         case .cancel:
             transfer.stopRequest()
             transfer.sink = nil
-            transfer.record.apply(.cancelled)
             transfer.store.remove(transfer.id)
             transfer.download.hub.publish(.cancelled)
-            catalog.forgetCredentials(transfer.id)
+            catalog.forgetURL(transfer.id)
             forget(transfer)
         case .complete:
             disk.add(.finish(transfer.finishJob(keepingDestination: false)))
@@ -69,7 +68,7 @@ extension Scheduler {
         }
         logger.info("download failed", metadata: ["url": "\(transfer.urlForErrors)", "error": "\(error)"])
         transfer.download.hub.publish(.failed(error))
-        catalog.forgetCredentials(transfer.id)
+        catalog.forgetURL(transfer.id)
         forget(transfer)
     }
 
@@ -99,7 +98,7 @@ extension Scheduler {
             )
         )
         transfer.download.hub.publish(.completed(transfer.download.destination))
-        catalog.forgetCredentials(transfer.id)
+        catalog.forgetURL(transfer.id)
         forget(transfer)
     }
 
@@ -115,9 +114,9 @@ extension Scheduler {
     }
 
     /// Closes the journal of `directory` if no transfer uses it and nothing in it is unfinished (see
-    /// ``Catalog/closeIfIdle(_:keeping:)``); the configured state directory's stays open.
+    /// ``Catalog/closeIfIdle(_:)``); the configured state directory's stays open.
     func closeJournalIfIdle(_ directory: String) {
         guard transfersByDirectory[directory] == nil, !shuttingDown, directory != keptDirectory else { return }
-        catalog.closeIfIdle(directory, keeping: keptDirectory)
+        catalog.closeIfIdle(directory)
     }
 }

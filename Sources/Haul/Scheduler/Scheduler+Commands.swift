@@ -28,7 +28,7 @@ extension Scheduler {
         }
         updateRow(of: download, on: .cancelled) { _ in
             restartsBeforeRetry[download.id] = nil
-            catalog.forgetCredentials(download.id)
+            catalog.forgetURL(download.id)
             download.hub.publish(.cancelled)
         }
     }

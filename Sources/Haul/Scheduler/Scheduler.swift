@@ -207,7 +207,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
         startTimers()
         // The row's URL has no user name or password; one asked for with them in this process has them.
-        guard let url = catalog.credentialedURL(id) ?? URL(string: record.url) else {
+        guard let url = catalog.rememberedURL(id) ?? URL(string: record.url) else {
             journal.remove(id)
             logger.error(
                 "a journal row has an unreadable URL",

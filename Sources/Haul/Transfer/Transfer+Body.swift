@@ -143,7 +143,7 @@ extension Transfer {
         return action
     }
 
-    func restarted(because reason: RestartReason) {
+    private func restarted(because reason: RestartReason) {
         environment.logger.info("restarting from zero", metadata: ["url": "\(urlForErrors)", "reason": "\(reason)"])
         download.hub.publish(.restarted(reason))
     }

@@ -40,11 +40,10 @@ extension Transfer {
     /// seen, and checked (``ResumePlan``), by the next request, in this process or the next.
     func followURL() {
         let url = download.url
-        guard url.user == nil, url.password == nil, record.url == url.absoluteString else {
-            record.url = url.redactedString
-            record.host = url.hostKey
-            return
-        }
+        let stored = url.redactedString
+        guard record.url != stored else { return }
+        record.url = stored
+        record.host = url.hostKey
     }
 
     /// Stops the transfer for now (paused, interrupted, or waiting to retry): writes what is buffered
