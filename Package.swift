@@ -40,7 +40,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HaulTests",
-            dependencies: ["Haul", "HaulCLI", "CHaul"]
+            dependencies: ["Haul", "HaulCLI", "CHaul", .product(name: "Logging", package: "swift-log")]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -33,6 +33,8 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
             case fileTooLarge
             case destinationInUse
             case internalError
+            case invalidHeader
+            case headersUnavailable
         }
         fileprivate let base: Base
         fileprivate init(_ base: Base) { self.base = base }
@@ -72,6 +74,13 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let destinationInUse = Code(.destinationInUse)
         /// A resource of the process (threads, file descriptors, libcurl handles) could not be had.
         public static let internalError = Code(.internalError)
+        /// A request header cannot be sent: its name is not a token, its value holds a line break,
+        /// or it is one Haul sets itself (`Range`, `If-Range`, `Accept-Encoding`…). Nothing was queued.
+        public static let invalidHeader = Code(.invalidHeader)
+        /// A download restored from the journal was queued with headers whose values are not stored
+        /// (see ``DownloadHeader``), and no ``DownloadManager/Configuration/headerProvider`` gave them
+        /// back: it was not sent without them. Its partial file is kept.
+        public static let headersUnavailable = Code(.headersUnavailable)
 
         /// The code's name, e.g. `httpStatus`.
         public var description: String { base.rawValue }
@@ -181,6 +190,14 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         case .internalError:
             return "\(subject) failed: \(detail ?? "an internal resource was not available")"
                 + "\(errno.map { ": \(String(cString: strerror($0)))" } ?? "")."
+        case .invalidHeader:
+            let what = url == nil ? "The download manager was not started" : "\(subject) was not queued"
+            return "\(what): \(detail ?? "a request header cannot be sent"). Fix or remove that header."
+        case .headersUnavailable:
+            return "\(subject) was not resumed: \(detail ?? "it needs request headers whose values are not stored"). "
+                + "Header values are never written to disk: ask for the download again with its headers "
+                + "(DownloadRequest.headers; haul -H), or register Configuration.headerProvider. "
+                + "The partial file is kept."
         }
     }
 

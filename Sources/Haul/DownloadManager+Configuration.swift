@@ -102,6 +102,23 @@ extension DownloadManager {
         public var maxStreamsPerConnection: Int = 8
         /// The User-Agent header.
         public var userAgent: String = "Haul/\(DownloadManager.version)"
+        /// Headers sent with every download's requests (an API token for one service, a tenant id);
+        /// a request's own header of the same name replaces one of these
+        /// (``DownloadRequest/headers``). Never written to disk; checked when the manager starts
+        /// (`.invalidHeader`). See ``DownloadHeader`` for redirects.
+        public var headers: [DownloadHeader] = []
+        /// Gives back the header values of a download restored from the journal, which records their
+        /// names only: asked once when such a download is admitted by a process that was not given
+        /// its headers (``DownloadRequest/headers``). What it throws fails the download with
+        /// `.headersUnavailable`, as a download restored without a provider fails: it is never sent
+        /// without its headers. Called off the loop thread; the download holds its slot meanwhile.
+        ///
+        /// ```swift
+        /// configuration.headerProvider = { needed in
+        ///     [.authorization(bearer: try await tokens.current(for: needed.url))]
+        /// }
+        /// ```
+        public var headerProvider: (@Sendable (HeadersNeeded) async throws -> [DownloadHeader])?
         /// Where the manager logs; by default nowhere.
         public var logger: Logger = Logger(label: "haul", factory: { _ in SwiftLogNoOpLogHandler() })
 
@@ -117,6 +134,19 @@ extension DownloadManager {
             configuration.maxStreamsPerConnection = max(1, maxStreamsPerConnection)
             return configuration
         }
+    }
+
+    /// A download restored from the journal whose header values its process does not have, as
+    /// ``Configuration/headerProvider`` is asked for them.
+    public struct HeadersNeeded: Sendable {
+        /// The download.
+        public let id: DownloadID
+        /// Its URL, without user name and password.
+        public let url: URL
+        /// Its destination.
+        public let destination: URL
+        /// The names of the headers it was queued with, as given then.
+        public let names: [String]
     }
 
     /// The state directory of a destination in `folder` when no ``Configuration/stateDirectory`` is

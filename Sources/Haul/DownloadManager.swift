@@ -37,11 +37,15 @@ public final class DownloadManager: Sendable {
     /// were queued or running when the last process stopped continue (see
     /// ``Configuration/resumesUnfinishedDownloads``), paused ones stay paused.
     ///
-    /// - Throws: ``DownloadError`` with code `.journalLocked` when another process uses the state
+    /// - Throws: ``DownloadError`` with code `.invalidHeader` when one of the configuration's
+    ///   ``Configuration/headers`` cannot be sent, `.journalLocked` when another process uses the state
     ///   directory, `.journal` when its journal is damaged, `.internalError` when the loop cannot be
     ///   created.
     public init(configuration: Configuration = Configuration()) throws {
         let configuration = configuration.normalized
+        if let problem = configuration.headers.lazy.compactMap({ $0.problem() }).first {
+            throw DownloadError(code: .invalidHeader, url: nil, detail: problem)
+        }
         self.configuration = configuration
         let catalog = Catalog(configuration: configuration)
         self.catalog = catalog

@@ -18,6 +18,11 @@ public struct DownloadRequest: Sendable, Hashable {
     /// (``DownloadManager/Configuration/userAgent``). Recorded in the journal: a download restored
     /// by a later process keeps it.
     public var userAgent: String?
+    /// Headers for this download's requests (a token, a cookie), over the manager's
+    /// (``DownloadManager/Configuration/headers``): one of the same name replaces the manager's.
+    /// Only their names are recorded in the journal; see ``DownloadHeader`` for what happens on
+    /// redirects and after a restart.
+    public var headers: [DownloadHeader]
 
     /// A request for `url` to `destination`.
     public init(
@@ -26,7 +31,8 @@ public struct DownloadRequest: Sendable, Hashable {
         priority: Int = 0,
         checksum: Checksum? = nil,
         expectedSize: Int64? = nil,
-        userAgent: String? = nil
+        userAgent: String? = nil,
+        headers: [DownloadHeader] = []
     ) {
         self.url = url
         self.destination = destination
@@ -34,5 +40,6 @@ public struct DownloadRequest: Sendable, Hashable {
         self.checksum = checksum
         self.expectedSize = expectedSize
         self.userAgent = userAgent
+        self.headers = headers
     }
 }

@@ -39,6 +39,9 @@ struct DownloadRecord: Equatable, Sendable {
     var placedModificationTime: Double?
     /// The `User-Agent` its requests send, when not the manager's.
     var userAgent: String?
+    /// The names of the headers the download was asked for with (never their values, which stay in
+    /// memory): a restored download needs them again before it is sent.
+    var headerNames: [String] = []
 
     /// The bytes on disk at the last checkpoint, as progress.
     var progress: DownloadProgress { DownloadProgress(bytesReceived: bytesCommitted, totalBytes: totalBytes) }

@@ -124,7 +124,8 @@ extension Journal {
             expectedSize: sqlite3_column_type(statement, 18) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, 18),
             placedModificationTime: sqlite3_column_type(statement, 20) == SQLITE_NULL
                 ? nil : sqlite3_column_double(statement, 20),
-            userAgent: text(statement, 21)
+            userAgent: text(statement, 21),
+            headerNames: text(statement, 22).map { $0.split(separator: "\n").map(String.init) } ?? []
         )
     }
 

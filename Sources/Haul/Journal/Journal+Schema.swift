@@ -48,6 +48,7 @@ extension Journal {
             if version < 5 { try execute("ALTER TABLE downloads ADD COLUMN placed_mtime REAL") }
             let renames = version < 6 ? try migrateToVersion6() : []
             if version < 7 { try execute("ALTER TABLE downloads ADD COLUMN user_agent TEXT") }
+            if version < 8 { try execute("ALTER TABLE downloads ADD COLUMN header_names TEXT") }
             try execute("PRAGMA user_version = \(Self.schemaVersion)")
             try execute("COMMIT")
             // The rows name the new partial files now; a crash before these renames loses the bytes

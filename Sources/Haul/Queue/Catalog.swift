@@ -46,6 +46,10 @@ final class Catalog: Sendable {
     /// without a handle (``DownloadManager/enqueue(_:)``) gets its URL back here when it is admitted.
     /// Memory only; gone with the process.
     private let rememberedURLs = Mutex<[DownloadID: URL]>([:])
+    /// The headers of downloads asked for in this process, by id: their values never reach a row
+    /// (which holds their names). Memory only; a later process asks
+    /// ``DownloadManager/Configuration/headerProvider`` for them.
+    private let rememberedHeaders = Mutex<[DownloadID: [DownloadHeader]]>([:])
     private let idleWaiters = Mutex<[CheckedContinuation<Void, Never>]>([])
     private let journals = Mutex(Journals())
     private let opening = Mutex(())
@@ -74,9 +78,26 @@ final class Catalog: Sendable {
         rememberedURLs.withLock { $0.isEmpty ? nil : $0[id] }
     }
 
-    /// Forgets the URL of a download that ended.
-    func forgetURL(_ id: DownloadID) {
+    /// Keeps the headers a download was asked for with (the latest request's), or forgets them.
+    func remember(headers: [DownloadHeader], for id: DownloadID) {
+        rememberedHeaders.withLock { kept in
+            if !headers.isEmpty {
+                kept[id] = headers
+            } else if !kept.isEmpty {
+                kept[id] = nil
+            }
+        }
+    }
+
+    /// The headers `id` was last asked for with in this process, if any.
+    func rememberedHeaders(_ id: DownloadID) -> [DownloadHeader]? {
+        rememberedHeaders.withLock { $0.isEmpty ? nil : $0[id] }
+    }
+
+    /// Forgets the URL and headers of a download that ended.
+    func forget(_ id: DownloadID) {
         rememberedURLs.withLock { urls in if !urls.isEmpty { urls[id] = nil } }
+        rememberedHeaders.withLock { kept in if !kept.isEmpty { kept[id] = nil } }
     }
 
     // MARK: journals

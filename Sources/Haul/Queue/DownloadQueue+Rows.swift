@@ -13,6 +13,8 @@ extension DownloadQueue {
         var checksum: Checksum? = nil
         var expectedSize: Int64? = nil
         var userAgent: String? = nil
+        /// Its own headers (the manager's defaults are added when it is sent).
+        var headers: [DownloadHeader] = []
     }
 
     /// What asking for a download did to its journal row.
@@ -27,6 +29,9 @@ extension DownloadQueue {
 
     func prepare(_ request: DownloadRequest) throws(DownloadError) -> PreparedRequest {
         let url = try Self.validate(request.url)
+        if let problem = request.headers.lazy.compactMap({ $0.problem() }).first {
+            throw DownloadError(code: .invalidHeader, url: url.redactedString, detail: problem)
+        }
         let destination = FilePath.standardized(request.destination)
         var status = stat()
         if stat(destination, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR {
@@ -52,13 +57,15 @@ extension DownloadQueue {
             priority: request.priority,
             checksum: request.checksum,
             expectedSize: request.expectedSize,
-            userAgent: request.userAgent
+            userAgent: request.userAgent,
+            headers: request.headers
         )
     }
 
     /// Writes the journal row a request asks for. Call with the journal locked.
     func writeRow(for request: PreparedRequest, in journal: Journal) throws(DownloadError) -> QueueOutcome {
         catalog.remember(request.url, for: request.id)
+        catalog.remember(headers: request.headers, for: request.id)
         // Rows hold URLs without their user name and password (they never reach the disk).
         let urlText = request.url.redactedString
         // The common case, a download never seen: one insertion, no lookup.
@@ -88,6 +95,7 @@ extension DownloadQueue {
         }
         record.priority = request.priority
         record.userAgent = request.userAgent
+        record.headerNames = request.headers.map(\.name)
         if record.state != .completed {
             record.expectedChecksum = request.checksum?.description
             record.expectedSize = request.expectedSize
@@ -131,6 +139,7 @@ extension DownloadQueue {
         record.expectedChecksum = request.checksum?.description
         record.expectedSize = request.expectedSize
         record.userAgent = request.userAgent
+        record.headerNames = request.headers.map(\.name)
         return record
     }
 

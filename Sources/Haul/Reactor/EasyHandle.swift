@@ -69,11 +69,10 @@ final class EasyHandle {
         // seen before resumes its TLS session instead of a full handshake.
         if let share = options.share { _ = CHaul_easy_setopt_pointer(raw, CURLOPT_SHARE, share) }
         set(CURLOPT_NOSIGNAL, 1)
-        set(CURLOPT_FOLLOWLOCATION, 1)
-        set(CURLOPT_MAXREDIRS, options.maximumRedirects)
-        // Only HTTP(S), for the first request and for every redirect.
+        // Redirects are followed by the transfer (``Redirect``), which decides what headers go.
+        set(CURLOPT_FOLLOWLOCATION, 0)
+        // Only HTTP(S).
         set(CURLOPT_PROTOCOLS_STR, "http,https")
-        set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
         set(CURLOPT_USERAGENT, options.userAgent)
         set(CURLOPT_CONNECTTIMEOUT_MS, options.connectTimeout.timeoutMilliseconds)
         // A stall: less than 1 byte per second for `stallTimeout` aborts with CURLE_OPERATION_TIMEDOUT.
@@ -108,16 +107,19 @@ final class EasyHandle {
 
     /// Asks for the bytes from `offset` on, pinned to `validator` with If-Range when there is one;
     /// or, for a complete file being revalidated, only if it changed (If-None-Match /
-    /// If-Modified-Since).
+    /// If-Modified-Since). Sends `extra` too (the caller's headers, checked when they were given:
+    /// none of them is one of these).
     func setConditions(
         rangeFrom offset: Int64,
         ifRange validator: String?,
         ifNoneMatch: String? = nil,
-        ifModifiedSince: String? = nil
+        ifModifiedSince: String? = nil,
+        extra: [DownloadHeader] = []
     ) {
         curl_slist_free_all(headers)
         headers = nil
         _ = CHaul_easy_setopt_string(raw, CURLOPT_RANGE, nil)
+        for header in extra { headers = curl_slist_append(headers, header.line) }
         if offset > 0 {
             set(CURLOPT_RANGE, "\(offset)-")
             if let validator { headers = curl_slist_append(headers, "If-Range: \(validator)") }
@@ -149,10 +151,20 @@ final class EasyHandle {
         return length >= 0 ? Int64(length) : nil
     }
 
-    /// The URL of the final response, after redirects.
+    /// The URL of the last request (the one a redirect led to).
     var effectiveURL: String? {
         var pointer: UnsafeMutableRawPointer?
         guard CHaul_easy_getinfo_pointer(raw, CURLINFO_EFFECTIVE_URL, &pointer) == CURLE_OK, let pointer else {
+            return nil
+        }
+        return String(cString: pointer.assumingMemoryBound(to: CChar.self))
+    }
+
+    /// Where a redirect answer points (its `Location`, resolved against the request's URL), if it
+    /// is one.
+    var redirectURL: String? {
+        var pointer: UnsafeMutableRawPointer?
+        guard CHaul_easy_getinfo_pointer(raw, CURLINFO_REDIRECT_URL, &pointer) == CURLE_OK, let pointer else {
             return nil
         }
         return String(cString: pointer.assumingMemoryBound(to: CChar.self))

@@ -20,7 +20,7 @@ extension Scheduler {
             transfer.sink = nil
             transfer.store.remove(transfer.id)
             transfer.download.hub.publish(.cancelled)
-            catalog.forgetURL(transfer.id)
+            catalog.forget(transfer.id)
             forget(transfer)
         case .complete:
             disk.add(.finish(transfer.finishJob(keepingDestination: false)))
@@ -68,7 +68,7 @@ extension Scheduler {
         }
         logger.info("download failed", metadata: ["url": "\(transfer.urlForErrors)", "error": "\(error)"])
         transfer.download.hub.publish(.failed(error))
-        catalog.forgetURL(transfer.id)
+        catalog.forget(transfer.id)
         forget(transfer)
     }
 
@@ -98,7 +98,7 @@ extension Scheduler {
             )
         )
         transfer.download.hub.publish(.completed(transfer.download.destination))
-        catalog.forgetURL(transfer.id)
+        catalog.forget(transfer.id)
         forget(transfer)
     }
 

@@ -28,7 +28,7 @@ extension Scheduler {
         }
         updateRow(of: download, on: .cancelled) { _ in
             restartsBeforeRetry[download.id] = nil
-            catalog.forgetURL(download.id)
+            catalog.forget(download.id)
             download.hub.publish(.cancelled)
         }
     }

@@ -94,7 +94,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             maximumFileSize: configuration.maximumFileSize,
             retryLimit: configuration.retryLimit,
             resumesWithoutValidator: configuration.resumesWithoutValidator,
-            setsModificationTimeFromServer: configuration.setsModificationTimeFromServer
+            setsModificationTimeFromServer: configuration.setsModificationTimeFromServer,
+            defaultHeaders: configuration.headers
         )
     }
 
@@ -126,6 +127,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             case .control(let download, .cancel): cancel(download)
             case .diskWorkDone(let results): diskWorkDone(results)
             case .checkIdle: idleWaitersPending = true
+            case .headersArrived(let id, let transfer, let result): headersArrived(id, for: transfer, result)
             case .shutdown: shutdown()
             }
         }
@@ -236,6 +238,14 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         transfersByDirectory[journal.directory, default: 0] += 1
         if record.revalidate { unlink(transfer.partialPath) }
         admission.startTransferring(id, host: transfer.hostKey)
+        if !record.headerNames.isEmpty {
+            guard let headers = catalog.rememberedHeaders(id) else {
+                // Restored from the journal, which has their names only: never sent without them.
+                askForHeaders(of: transfer, named: record.headerNames)
+                return
+            }
+            transfer.headers = DownloadHeader.merged(configuration.headers, headers)
+        }
         perform(transfer.admit(), for: transfer)
     }
 

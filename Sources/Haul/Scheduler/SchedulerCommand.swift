@@ -7,6 +7,9 @@ enum SchedulerCommand: Sendable {
     case control(Download, DownloadControl)
     /// Background disk work finished (syncs, finished files moved into place).
     case diskWorkDone([DiskResult])
+    /// A header provider answered for a restored download's transfer (``ObjectIdentifier`` of it:
+    /// a later transfer of the same download does not take an answer meant for an earlier one).
+    case headersArrived(DownloadID, ObjectIdentifier, Result<[DownloadHeader], DownloadError>)
     /// A task waits until nothing is queued or running.
     case checkIdle
     /// Pause every download and stop the loop (the inbox accepts nothing more but disk reports).

@@ -14,17 +14,20 @@ extension Transfer {
     /// Runs inside curl's callback: touches the file, the journal and events, never the multi handle.
     func receive(_ chunk: UnsafeRawBufferPointer) -> Int {
         let taken = receiveChunk(chunk)
-        if taken == chunk.count { download.receivedBytes.add(Int64(taken), ordering: .relaxed) }
+        if taken == chunk.count, !request.isRedirect {
+            download.receivedBytes.add(Int64(taken), ordering: .relaxed)
+        }
         return taken
     }
 
     private func receiveChunk(_ chunk: UnsafeRawBufferPointer) -> Int {
         var bytes = chunk
         if case .connecting = machine.state {
-            if request.heldDecision == nil {
+            if request.heldDecision == nil, !request.isRedirect {
                 guard let easy else { return Self.refused }
                 _ = perform(decideResponse(easy: easy))  // accepted: receiving; refused: closing
             }
+            if request.isRedirect { return chunk.count }  // a redirect's body: dropped
             if request.heldDecision != nil {
                 guard let rest = compareOverlap(bytes) else { return Self.refused }
                 if rest.isEmpty, case .connecting = machine.state { return chunk.count }  // more to compare
@@ -82,10 +85,17 @@ extension Transfer {
     /// What curl's write callback returns to refuse a body (`CURL_WRITEFUNC_ERROR`).
     private static let refused = Int(0xFFFF_FFFF)
 
-    /// Reads the final response's head and feeds the machine its decision.
+    /// Reads the final response's head and feeds the machine its decision; a redirect is noted
+    /// instead (``Request/isRedirect``), and followed once curl finished it.
     func decideResponse(easy: EasyHandle) -> DownloadStateMachine.Action {
+        let status = easy.responseCode
+        if Redirect.isRedirect(status: status), easy.header("Location") != nil {
+            request.isRedirect = true
+            environment.logger.debug("redirect", metadata: ["url": "\(urlForErrors)", "status": "\(status)"])
+            return .none
+        }
         var head = ResponseHead(
-            status: easy.responseCode,
+            status: status,
             contentRange: easy.header("Content-Range"),
             contentLength: easy.contentLength,
             entityTag: easy.header("ETag"),

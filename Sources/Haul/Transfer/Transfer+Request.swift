@@ -1,9 +1,11 @@
 import CHaul
 
 extension Transfer {
-    /// Sends a request for the bytes after the partial file (emptying it first when `truncating`).
-    /// Returns the owner's action when the request cannot be made (a failure), else `.none`.
-    func startRequest(truncating: Bool) -> DownloadStateMachine.Action {
+    /// Sends a request for the bytes after the partial file (emptying it first when `truncating`),
+    /// to the download's URL or to where a redirect led (`hop`, with the headers only when it is the
+    /// same origin). Returns the owner's action when the request cannot be made (a failure), else
+    /// `.none`.
+    func startRequest(truncating: Bool, to hop: Redirect? = nil) -> DownloadStateMachine.Action {
         // The rest after a range that ended before the file, in this attempt: that answer's length.
         let continuesRange =
             request.rangeEnd.flatMap { end in sink?.receivedLength == end ? end - request.rangeStart : nil }
@@ -55,22 +57,27 @@ extension Transfer {
             // From 0; the answer replaces the partial once accepted (``decideResponse(easy:)``).
             request.restartReason = reason
         }
+        var target = download.url
+        var sendsHeaders = true
+        if case .follow(let url, let sameOrigin) = hop { (target, sendsHeaders) = (url, sameOrigin) }
         easy.configure(
-            url: download.url.absoluteString,
+            url: target.absoluteString,
             options: environment.easyHandles.options,
             write: Transfer.writeCallback,
             context: Unmanaged.passUnretained(self).toOpaque()
         )
         easy.setUserAgent(record.userAgent, options: environment.easyHandles.options)
+        let extra = sendsHeaders ? headers : []
         if revalidating {
             easy.setConditions(
                 rangeFrom: 0,
                 ifRange: nil,
                 ifNoneMatch: record.entityTag,
-                ifModifiedSince: record.entityTag == nil ? record.lastModified : nil
+                ifModifiedSince: record.entityTag == nil ? record.lastModified : nil,
+                extra: extra
             )
         } else {
-            easy.setConditions(rangeFrom: request.rangeStart, ifRange: ifRange)
+            easy.setConditions(rangeFrom: request.rangeStart, ifRange: ifRange, extra: extra)
         }
         self.easy = easy
         let code = environment.reactor.add(easy.raw)
@@ -85,9 +92,31 @@ extension Transfer {
                 )
             )
         }
-        environment.logger.debug("request", metadata: ["url": "\(urlForErrors)", "from": "\(request.rangeStart)"])
-        download.hub.publish(.connecting(progress()))
+        environment.logger.debug(
+            "request",
+            metadata: ["url": "\(hop == nil ? urlForErrors : target.redactedString)", "from": "\(request.rangeStart)"]
+        )
+        if hop == nil { download.hub.publish(.connecting(progress())) }
         return .none
+    }
+
+    /// The answer was a redirect to `location` (its body dropped): the next request goes there, with
+    /// the same range and conditions, or the download fails (too many redirects, a scheme Haul does
+    /// not download).
+    private func followRedirect(to location: String?) -> DownloadStateMachine.Action {
+        let redirect = Redirect.decide(
+            location: location,
+            original: download.url,
+            followed: redirectsFollowed,
+            limit: environment.easyHandles.options.maximumRedirects
+        )
+        switch redirect {
+        case .refuse(let error):
+            return perform(machine.transferEnded(.failed(attributed(error))))
+        case .follow:
+            redirectsFollowed += 1
+            return startRequest(truncating: false, to: redirect)
+        }
     }
 
     /// Takes the request out of curl, if any.
@@ -107,9 +136,14 @@ extension Transfer {
                 // The answer ended inside the stretch it had to repeat: it is not the rest of this file.
                 request.heldDecision = nil
                 _ = perform(feed(.retryFromZero(reason: .rangeMismatch)))
-            } else {
+            } else if !request.isRedirect {
                 // An empty body never reached the write callback: decide from the head now.
                 _ = perform(decideResponse(easy: easy))
+            }
+            if request.isRedirect {
+                let location = easy.redirectURL
+                stopRequest()
+                return followRedirect(to: location)
             }
         }
         let ended: DownloadStateMachine.TransferResult

@@ -35,6 +35,13 @@ final class Transfer {
     var rowBehind = false
     var speed = SpeedMeter()
     var lastProgressAt: UInt64 = 0
+    /// The headers its requests send (the manager's, with the download's over them): to the
+    /// download's origin only (``Redirect``).
+    var headers: [DownloadHeader]
+    /// The transfer waits for a header provider's answer before its first request.
+    var awaitingHeaders = false
+    /// Redirects followed since the last request to the download's URL.
+    var redirectsFollowed = 0
 
     /// One request of the transfer: what it asked for and what the answer said.
     struct Request {
@@ -63,6 +70,9 @@ final class Transfer {
         var retryAfter: Duration?
         /// Why the body could not be written, once it could not (see ``DownloadStateMachine/bodyFailed(_:)``).
         var bodyError: DownloadError?
+        /// The answer is a redirect: its body is dropped, and the next request goes where it points
+        /// once curl finished it (curl resolves the `Location` only then).
+        var isRedirect = false
     }
 
     init(download: Download, record: DownloadRecord, store: Journal, environment: TransferEnvironment, restarts: Int) {
@@ -78,6 +88,7 @@ final class Transfer {
         )
         self.record = record
         self.revalidating = record.revalidate
+        self.headers = environment.defaultHeaders
     }
 
     deinit { environment.census.transfers.subtract(1, ordering: .relaxed) }
@@ -134,6 +145,7 @@ final class Transfer {
         case .none, .rejectBody:
             return .none
         case .startRequest(let truncating):
+            redirectsFollowed = 0
             return startRequest(truncating: truncating)
         case .acceptBody(let total, let truncating, let restart):
             acceptBody(total: total, truncating: truncating, restart: restart)

@@ -23,6 +23,8 @@ final class TransferEnvironment {
     let resumesWithoutValidator: Bool
     /// A finished file gets the server's Last-Modified as its modification time.
     let setsModificationTimeFromServer: Bool
+    /// The headers of every request (``DownloadManager/Configuration/headers``).
+    let defaultHeaders: [DownloadHeader]
 
     init(
         reactor: Reactor,
@@ -35,7 +37,8 @@ final class TransferEnvironment {
         maximumFileSize: Int64?,
         retryLimit: Int,
         resumesWithoutValidator: Bool,
-        setsModificationTimeFromServer: Bool
+        setsModificationTimeFromServer: Bool,
+        defaultHeaders: [DownloadHeader] = []
     ) {
         self.reactor = reactor
         self.easyHandles = easyHandles
@@ -48,5 +51,6 @@ final class TransferEnvironment {
         self.retryLimit = max(0, retryLimit)
         self.resumesWithoutValidator = resumesWithoutValidator
         self.setsModificationTimeFromServer = setsModificationTimeFromServer
+        self.defaultHeaders = defaultHeaders
     }
 }

@@ -12,6 +12,11 @@ final class NginxServer: @unchecked Sendable {
     let root: URL
     /// The password of user `alice` for `/private/` (basic auth).
     static let password = "s3cret-pw"
+    /// The bearer token `/bearer/` wants, the `session` cookie `/cookie/` wants, the `X-Api-Key`
+    /// `/apikey/` wants: secrets the tests look for in every file and log Haul writes.
+    static let bearer = "t0ken-s3cret-4f1c"
+    static let cookie = "c00kie-s3cret-9a2e"
+    static let apiKey = "k3y-s3cret-77d0"
     let prefix: URL
     let port: Int
     private let process: ChildProcess
@@ -132,6 +137,26 @@ final class NginxServer: @unchecked Sendable {
                         # /precompressed/x: x.gz with Content-Encoding: gzip, asked for or not.
                         location /precompressed/ { alias \(root.path)/; gzip_static always; }
                         location /redirect/ { rewrite ^/redirect/(.*)$ /$1 redirect; }
+                        # Headers (NginxServer.bearer, .cookie, .apiKey): 401 without the right one.
+                        location /bearer/ {
+                            alias \(root.path)/; if ($http_authorization != "Bearer \(Self.bearer)") { return 401; }
+                        }
+                        location /bearer-gated/ {
+                            alias \(root.path)/; limit_rate_after 1m; limit_rate $haul_gated_rate;
+                            if ($http_authorization != "Bearer \(Self.bearer)") { return 401; }
+                        }
+                        location /cookie/ { alias \(root.path)/; if ($cookie_session != "\(Self.cookie)") { return 401; } }
+                        location /apikey/ { alias \(root.path)/; if ($http_x_api_key != "\(Self.apiKey)") { return 401; } }
+                        location /to-bearer/ { rewrite ^/to-bearer/(.*)$ /bearer/$1 redirect; }
+                        # Another origin (localhost, not 127.0.0.1), which must get none of a request's headers.
+                        location /to-other-origin/ { rewrite ^/to-other-origin/(.*)$ http://localhost:$server_port/clean/$1 redirect; }
+                        location /clean/ {
+                            alias \(root.path)/;
+                            if ($http_authorization != "") { return 403; }
+                            if ($http_cookie != "") { return 403; }
+                            if ($http_x_api_key != "") { return 403; }
+                            if ($http_x_tenant != "") { return 403; }
+                        }
                         location = /loop { return 302 /loop; }
                         location /chunked/ {
                             alias \(root.path)/;

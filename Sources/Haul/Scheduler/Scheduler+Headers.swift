@@ -1,0 +1,72 @@
+import FoundationEssentials
+
+/// Header values of downloads restored from the journal (which holds their names only): asked of
+/// the application's ``DownloadManager/Configuration/headerProvider`` off the loop, or the download
+/// fails with `.headersUnavailable`; it is never sent without them.
+extension Scheduler {
+    /// Asks the provider for the headers of an admitted transfer, which waits in its slot (paused
+    /// or cancelled meanwhile like any admitted download); fails it when there is no provider.
+    func askForHeaders(of transfer: Transfer, named names: [String]) {
+        let listed = names.map { "'\($0)'" }.joined(separator: ", ")
+        guard let provider = configuration.headerProvider else {
+            let error = DownloadError(
+                code: .headersUnavailable,
+                url: transfer.urlForErrors,
+                detail: "it was queued with the headers \(listed), whose values this process was not given"
+            )
+            perform(transfer.fail(error), for: transfer)
+            return
+        }
+        transfer.awaitingHeaders = true
+        let needed = DownloadManager.HeadersNeeded(
+            id: transfer.id,
+            url: URL(string: transfer.record.url) ?? transfer.download.url,
+            destination: transfer.download.destination,
+            names: names
+        )
+        let (id, token, inbox, urlForErrors) = (transfer.id, ObjectIdentifier(transfer), inbox, transfer.urlForErrors)
+        Task {
+            let result: Result<[DownloadHeader], DownloadError>
+            do {
+                let headers = try await provider(needed)
+                if let problem = headers.lazy.compactMap({ $0.problem() }).first {
+                    result = .failure(DownloadError(code: .invalidHeader, url: urlForErrors, detail: problem))
+                } else {
+                    result = .success(headers)
+                }
+            } catch {
+                // The provider's error is the application's: its type and words, which it controls.
+                result = .failure(
+                    DownloadError(
+                        code: .headersUnavailable,
+                        url: urlForErrors,
+                        detail: "the header provider failed for the headers \(listed): \(error)"
+                    )
+                )
+            }
+            inbox.submit(.headersArrived(id, token, result))
+        }
+    }
+
+    /// The provider answered: the transfer sends its first request, or fails. An answer for a
+    /// transfer that is gone (paused, cancelled, shut down) is dropped.
+    func headersArrived(
+        _ id: DownloadID,
+        for token: ObjectIdentifier,
+        _ result: Result<[DownloadHeader], DownloadError>
+    ) {
+        guard let transfer = transfers[id], ObjectIdentifier(transfer) == token, transfer.awaitingHeaders,
+            case .idle = transfer.machine.state
+        else { return }
+        transfer.awaitingHeaders = false
+        switch result {
+        case .success(let headers):
+            // Kept for its retries and resumes in this process, as if it had been asked for with them.
+            catalog.remember(headers: headers, for: id)
+            transfer.headers = DownloadHeader.merged(configuration.headers, headers)
+            perform(transfer.admit(), for: transfer)
+        case .failure(let error):
+            perform(transfer.fail(error), for: transfer)
+        }
+    }
+}
