@@ -69,6 +69,28 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: [.customShort("A"), .long], help: "The User-Agent header of every request (default: Haul/VERSION).")
     var userAgent: String?
 
+    @Option(
+        name: [.customShort("H"), .long],
+        help: ArgumentHelp(
+            "A header for every request, as \"Name: value\" (\"Name;\" for an empty value); repeatable.",
+            discussion:
+                "Sent to the URL's own origin only, never after a redirect to another host, and never written under .haul/."
+        )
+    )
+    var header: [String] = []
+
+    @Option(
+        name: [.customShort("x"), .long],
+        help: "A proxy for every request: http://[user:password@]host:port (https://, socks5h:// too); \"\" for none."
+    )
+    var proxy: String?
+
+    @Option(name: .long, help: "Hosts reached without the proxy, comma-separated (as no_proxy; * for all).")
+    var noproxy: String?
+
+    @Flag(name: .long, help: "Ignore http_proxy, https_proxy, all_proxy and no_proxy: connect directly unless --proxy.")
+    var noProxy = false
+
     @Option(name: .long, help: "How many redirects a download follows.")
     var maxRedirects: Int = 10
 
@@ -125,6 +147,17 @@ struct HaulCommand: AsyncParsableCommand {
         if maxRedirects < 0 { throw ValidationError("--max-redirects must be 0 or more.") }
         if !(stallTimeout >= 1) { throw ValidationError("--stall-timeout must be at least 1 second.") }
         if let maxSize, maxSize < 0 { throw ValidationError("--max-size must be 0 or more.") }
+        for value in header {
+            switch Self.parseHeader(value) {
+            case .failure(let problem): throw ValidationError("-H: \(problem)")
+            case .success: break
+            }
+        }
+        if let proxy, !proxy.isEmpty {
+            guard let url = URL(string: proxy), url.host != nil else {
+                throw ValidationError("--proxy must be a URL such as http://proxy.example:3128.")
+            }
+        }
         if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
             throw ValidationError("--ca-file '\(caFile)' cannot be read.")
         }
@@ -201,6 +234,26 @@ struct HaulCommand: AsyncParsableCommand {
             all += DownloadPlan.urls(inInputFile: String(decoding: data, as: UTF8.self))
         }
         return all
+    }
+
+    /// A `-H` value as a header: `Name: value`, or `Name;` for an empty value (as curl reads them).
+    /// The problem, in words that never repeat the value, when it is not one.
+    static func parseHeader(_ text: String) -> Result<DownloadHeader, CLIError> {
+        let header: DownloadHeader
+        if let colon = text.firstIndex(of: ":") {
+            let value = String(text[text.index(after: colon)...]).trimmingSpaces
+            let name = String(text[..<colon])
+            guard !value.isEmpty else {
+                return .failure(CLIError("'\(name):' has no value; write '\(name);' to send it empty"))
+            }
+            header = DownloadHeader(name, value)
+        } else if text.hasSuffix(";") {
+            header = DownloadHeader(String(text.dropLast()), "")
+        } else {
+            return .failure(CLIError("a header is \"Name: value\" (or \"Name;\" for an empty value)"))
+        }
+        if let problem = header.problem() { return .failure(CLIError(problem)) }
+        return .success(header)
     }
 
     var reporterMode: Reporter.Mode {

@@ -34,6 +34,17 @@ struct Runner {
         configuration.resumesWithoutValidator = command.resumeUnvalidated
         configuration.maximumRedirects = command.maxRedirects
         if let userAgent = command.userAgent { configuration.userAgent = userAgent }
+        // Validated by the command: read again on every run, never stored.
+        configuration.headers = command.header.compactMap { try? HaulCommand.parseHeader($0).get() }
+        if let proxy = command.proxy {
+            if proxy.isEmpty {
+                configuration.ignoresProxyEnvironment = true  // curl's --proxy "": no proxy at all
+            } else {
+                configuration.proxy = URL(string: proxy)
+            }
+        }
+        if command.noProxy { configuration.ignoresProxyEnvironment = true }
+        configuration.proxyBypass = command.noproxy.map { $0.split(separator: ",").map { String($0).trimmingSpaces } }
         configuration.setsModificationTimeFromServer = command.remoteTime
         configuration.revalidatesCompletedFiles = command.revalidate
         configuration.decodesCompression = command.compressed

@@ -293,6 +293,7 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         case 401: " (unauthorized)"
         case 403: " (forbidden)"
         case 404: " (not found)"
+        case 407: " (proxy authentication required)"
         case 410: " (gone)"
         case 416: " (range not satisfiable)"
         case 429: " (too many requests)"
@@ -305,6 +306,7 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         switch status {
         case 401, 403: "Check that the URL is public or that its credentials are right."
         case 404, 410: "Check the URL: the server has no file there."
+        case 407: "Give the proxy's user name and password in its URL (http://user:password@proxy:port; haul --proxy)."
         case 429: "The server asks for fewer requests; try again later."
         case let status? where status >= 500: "The server has a problem; try again later."
         default: "Check the URL."

@@ -65,9 +65,12 @@ public struct DownloadHeader: Sendable, Hashable, CustomStringConvertible, Custo
         "accept-encoding", "te", "transfer-encoding", "content-length", "connection", "upgrade", "expect",
     ]
 
-    /// Checks that this header can be sent as given and is not one of Haul's own. Returns what is
-    /// wrong, in words that never include the value.
-    func problem() -> String? {
+    /// What keeps this header from being sent, in words that never include its value, or `nil`
+    /// when it can be: its name must be a token, its value must hold no line break or NUL, and it
+    /// must not be one Haul sets itself (`Range`, `If-Range`, the other conditionals,
+    /// `Accept-Encoding`, `Content-Length`, `Transfer-Encoding`, `TE`, `Connection`, `Upgrade`,
+    /// `Expect`). A download or manager given such a header throws `.invalidHeader`.
+    public func problem() -> String? {
         guard !name.isEmpty else { return "a header has an empty name" }
         // RFC 9110 §5.6.2: a name is a token.
         let tokenPunctuation = Set("!#$%&'*+-.^_`|~".utf8)

@@ -119,6 +119,21 @@ extension DownloadManager {
         /// }
         /// ```
         public var headerProvider: (@Sendable (HeadersNeeded) async throws -> [DownloadHeader])?
+        /// A proxy for every request, as `http://[user:password@]host:port` (`https://` for a TLS
+        /// proxy; `socks5h://`, `socks5://`, `socks4a://`, `socks4://` too). An `https` URL goes
+        /// through it in a `CONNECT` tunnel. Its credentials stay in memory, and are never logged or
+        /// shown in errors. `nil` (the default): the proxy the environment names, as curl reads it
+        /// (`http_proxy`, `https_proxy` or `HTTPS_PROXY`, `all_proxy`, with `no_proxy`; never
+        /// `HTTP_PROXY` in capitals, which a CGI request can set), unless
+        /// ``ignoresProxyEnvironment``.
+        public var proxy: URL?
+        /// Whether the proxy environment variables are ignored: without ``proxy``, every request goes
+        /// directly. Default `false`.
+        public var ignoresProxyEnvironment = false
+        /// Hosts reached directly, not through the proxy, in `no_proxy`'s form: a host name (which
+        /// also matches its subdomains), an IP address, or `*` for every host. `nil` (the default):
+        /// the environment's `no_proxy`, unless ``ignoresProxyEnvironment``.
+        public var proxyBypass: [String]?
         /// Where the manager logs; by default nowhere.
         public var logger: Logger = Logger(label: "haul", factory: { _ in SwiftLogNoOpLogHandler() })
 

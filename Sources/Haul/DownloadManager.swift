@@ -38,7 +38,8 @@ public final class DownloadManager: Sendable {
     /// ``Configuration/resumesUnfinishedDownloads``), paused ones stay paused.
     ///
     /// - Throws: ``DownloadError`` with code `.invalidHeader` when one of the configuration's
-    ///   ``Configuration/headers`` cannot be sent, `.journalLocked` when another process uses the state
+    ///   ``Configuration/headers`` cannot be sent, `.invalidURL` or `.unsupportedScheme` for a
+    ///   ``Configuration/proxy`` that is not a proxy URL, `.journalLocked` when another process uses the state
     ///   directory, `.journal` when its journal is damaged, `.internalError` when the loop cannot be
     ///   created.
     public init(configuration: Configuration = Configuration()) throws {
@@ -46,6 +47,7 @@ public final class DownloadManager: Sendable {
         if let problem = configuration.headers.lazy.compactMap({ $0.problem() }).first {
             throw DownloadError(code: .invalidHeader, url: nil, detail: problem)
         }
+        if let proxy = configuration.proxy { try Self.checkProxy(proxy) }
         self.configuration = configuration
         let catalog = Catalog(configuration: configuration)
         self.catalog = catalog
@@ -79,6 +81,21 @@ public final class DownloadManager: Sendable {
         reactor.delegate = scheduler
         try reactor.start()
         if let restored { inbox.submit(.queueChanged(restored)) }
+    }
+
+    /// Checks that `proxy` is a proxy URL curl can use.
+    private static func checkProxy(_ proxy: URL) throws(DownloadError) {
+        let schemes = ["http", "https", "socks4", "socks4a", "socks5", "socks5h"]
+        guard let scheme = proxy.scheme?.lowercased(), schemes.contains(scheme) else {
+            throw DownloadError(
+                code: .unsupportedScheme,
+                url: proxy.redactedString,
+                detail: "the proxy scheme '\(proxy.scheme ?? "")' (a proxy is http://, https:// or socks5h://…)"
+            )
+        }
+        guard let host = proxy.host, !host.isEmpty else {
+            throw DownloadError(code: .invalidURL, url: proxy.redactedString, detail: "the proxy URL has no host")
+        }
     }
 
     deinit {

@@ -20,11 +20,11 @@ struct HaulCLITests {
         var stderr: String
     }
 
-    func haul(_ arguments: [String], in directory: URL) async throws -> Run {
+    func haul(_ arguments: [String], in directory: URL, environment: [String: String]? = nil) async throws -> Run {
         let out = directory.appendingPathComponent("stdout-\(UUID().uuidString)").path
         let err = directory.appendingPathComponent("stderr-\(UUID().uuidString)").path
         defer { unlink(out); unlink(err) }
-        let process = try ChildProcess(Self.haulPath, arguments, stdout: out, stderr: err)
+        let process = try ChildProcess(Self.haulPath, arguments, stdout: out, stderr: err, environment: environment)
         let status = await process.exited()
         return Run(
             status: status,

@@ -13,6 +13,11 @@ extension EasyHandle {
         var certificateAuthorityFile: String?
         /// Ask for compressed bodies and decode them.
         var decodesCompression = false
+        /// `CURLOPT_PROXY`: a proxy URL, `""` for none (the environment ignored), `nil` for the
+        /// environment's.
+        var proxy: String?
+        /// `CURLOPT_NOPROXY`: hosts reached directly, comma-separated; `nil` for the environment's.
+        var noProxy: String?
         /// A `CURLSH` every easy handle shares (TLS sessions, DNS answers), if any.
         var share: UnsafeMutableRawPointer?
     }

@@ -81,6 +81,8 @@ final class EasyHandle {
         set(CURLOPT_SSL_VERIFYPEER, 1)
         set(CURLOPT_SSL_VERIFYHOST, 2)
         if let file = options.certificateAuthorityFile { set(CURLOPT_CAINFO, file) }
+        if let proxy = options.proxy { set(CURLOPT_PROXY, proxy) }
+        if let noProxy = options.noProxy { set(CURLOPT_NOPROXY, noProxy) }
         // "": every encoding this libcurl decodes, and it decodes them.
         if options.decodesCompression { set(CURLOPT_ACCEPT_ENCODING, "") }
         set(CURLOPT_TCP_KEEPALIVE, 1)

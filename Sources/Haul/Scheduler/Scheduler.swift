@@ -73,7 +73,10 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             connectTimeout: configuration.connectTimeout,
             stallTimeout: configuration.stallTimeout,
             certificateAuthorityFile: configuration.certificateAuthorityFile?.path,
-            decodesCompression: configuration.decodesCompression
+            decodesCompression: configuration.decodesCompression,
+            proxy: configuration.proxy?.absoluteString ?? (configuration.ignoresProxyEnvironment ? "" : nil),
+            noProxy: configuration.proxyBypass?.joined(separator: ",")
+                ?? (configuration.ignoresProxyEnvironment ? "" : nil)
         )
         self.environment = TransferEnvironment(
             reactor: reactor,

@@ -11,7 +11,15 @@ final class ChildProcess: @unchecked Sendable {
     private var status: Int32?
 
     /// Starts `path` with `arguments`; its stdout and stderr go to the given files (or /dev/null).
-    init(_ path: String, _ arguments: [String], stdout: String? = nil, stderr: String? = nil) throws {
+    /// Starts `path`. `environment`: variables set for it over this process's, whose proxy
+    /// variables it never inherits when given (a test says which proxy it means).
+    init(
+        _ path: String,
+        _ arguments: [String],
+        stdout: String? = nil,
+        stderr: String? = nil,
+        environment: [String: String]? = nil
+    ) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -34,7 +42,17 @@ final class ChildProcess: @unchecked Sendable {
         let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
-        let result = posix_spawn(&pid, path, &actions, &attributes, argv, environ)
+        var variables: [UnsafeMutablePointer<CChar>?]?
+        if let environment {
+            let proxyNames: Set = ["http_proxy", "https_proxy", "all_proxy", "no_proxy"]
+            var merged = ProcessInfo.processInfo.environment.filter { !proxyNames.contains($0.key.lowercased()) }
+            merged.merge(environment) { $1 }
+            variables = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        }
+        defer { variables?.forEach { free($0) } }
+        let result =
+            variables.map { posix_spawn(&pid, path, &actions, &attributes, argv, $0) }
+            ?? posix_spawn(&pid, path, &actions, &attributes, argv, environ)
         guard result == 0 else { throw TestFailure("could not start \(path): \(String(cString: strerror(result)))") }
         self.pid = pid
     }

@@ -294,7 +294,7 @@ final class NginxServer: @unchecked Sendable {
         return data
     }
 
-    private static func freePort() throws -> Int {
+    static func freePort() throws -> Int {
         let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socketFD >= 0 else { throw TestFailure("socket() failed") }
         defer { close(socketFD) }

@@ -1,0 +1,98 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import Haul
+@testable import HaulCLI
+
+/// `-H`, `--proxy`, `--noproxy`, `--no-proxy` and the proxy environment variables (issue 18,
+/// item 8), through the binary: the variables are the process's, so only a child process tests them.
+extension HaulCLITests {
+    /// Every byte of every file under `directory`.
+    func allBytes(under directory: URL) -> Data {
+        var all = Data()
+        let walker = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil)
+        while let url = walker?.nextObject() as? URL {
+            all.append(Data(url.path.utf8))
+            if let contents = FileManager.default.contents(atPath: url.path) { all.append(contents) }
+        }
+        return all
+    }
+
+    @Test("-H sends a header on every request; without it the server refuses; the token is printed and stored nowhere")
+    func headerFlag() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let source = try server.makeFile("h.bin", size: 400_000)
+        let output = work.appendingPathComponent("out")
+        let url = server.url("bearer/h.bin").absoluteString
+        let denied = try await haul(["-o", output.path + "/", url], in: work)
+        #expect(denied.status != 0)
+        #expect(denied.stderr.contains("HTTP 401"), "\(denied.stderr)")
+        let token = "Authorization: Bearer \(NginxServer.bearer)"
+        for arguments in [
+            ["-H", token, "-o", output.path + "/", url], ["--json", "--header", token, "-o", output.path + "/", url],
+        ] {
+            let run = try await haul(arguments, in: work)
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(!run.stdout.contains(NginxServer.bearer) && !run.stderr.contains(NginxServer.bearer))
+        }
+        #expect(try Data(contentsOf: output.appendingPathComponent("h.bin")) == source)
+        #expect(allBytes(under: output).range(of: Data(NginxServer.bearer.utf8)) == nil)
+    }
+
+    @Test("-H refuses what is not a header, or is one haul sets itself, without repeating the value")
+    func badHeaderFlag() async throws {
+        let work = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: work) }
+        for (value, says) in [
+            ("no-colon-\(NginxServer.bearer)", "Name: value"), ("Range: bytes=0-\(NginxServer.bearer)", "'Range'"),
+            ("Bad Name: \(NginxServer.bearer)", "header name"), ("X-Empty:", "X-Empty;"),
+        ] {
+            let run = try await haul(["-H", value, "http://127.0.0.1:1/x"], in: work)
+            #expect(run.status == 64, "\(value): \(run.stderr)")
+            #expect(run.stderr.contains(says), "\(value): \(run.stderr)")
+            #expect(!run.stderr.contains(NginxServer.bearer))
+        }
+    }
+
+    @Test("http_proxy (with credentials) is honoured; --no-proxy, no_proxy and --proxy \"\" go direct; --proxy wins")
+    func proxyVariables() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let proxy = try ForwardProxy.start(authenticated: true)
+        defer { proxy.stop() }
+        let names = ["env", "ignored", "bypassed", "empty", "flag"]
+        var sources: [String: Data] = [:]
+        for (index, name) in names.enumerated() {
+            sources[name] = try server.makeFile("\(name).bin", size: 200_000, seed: UInt64(index + 10))
+        }
+        let output = work.appendingPathComponent("out")
+        let withProxy = ["http_proxy": proxy.url(credentials: true).absoluteString]
+        func fetch(_ name: String, _ flags: [String] = [], environment: [String: String] = withProxy) async throws {
+            let run = try await haul(
+                ["--json"] + flags + ["-o", output.path + "/", server.url("\(name).bin").absoluteString],
+                in: work,
+                environment: environment
+            )
+            #expect(run.status == 0, "\(name): \(run.stderr)")
+            #expect(!run.stdout.contains(ForwardProxy.password) && !run.stderr.contains(ForwardProxy.password))
+        }
+        try await fetch("env")
+        try await fetch("ignored", ["--no-proxy"])
+        try await fetch("bypassed", environment: withProxy.merging(["no_proxy": "127.0.0.1"]) { $1 })
+        try await fetch("empty", ["--proxy", ""])
+        try await fetch("flag", ["--proxy", proxy.url(credentials: true).absoluteString], environment: [:])
+        for name in names {
+            #expect(try Data(contentsOf: output.appendingPathComponent("\(name).bin")) == sources[name], "\(name)")
+        }
+        let through = proxy.requests()
+        #expect(through.filter { $0.contains("/env.bin") } == ["GET \(server.url("env.bin")) HTTP/1.1"])
+        #expect(through.filter { $0.contains("/flag.bin") } == ["GET \(server.url("flag.bin")) HTTP/1.1"])
+        for direct in ["ignored", "bypassed", "empty"] {
+            #expect(!through.contains { $0.contains("/\(direct).bin") }, "\(direct) went through the proxy")
+            #expect(server.accessLog().filter { $0.uri == "/\(direct).bin" }.map(\.status) == [200])
+        }
+        #expect(allBytes(under: output).range(of: Data(ForwardProxy.password.utf8)) == nil)
+    }
+}
