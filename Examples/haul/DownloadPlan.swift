@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Haul
 
 /// Where each URL of a `haul` command goes: pure functions of the arguments, unit-tested.
 struct DownloadPlan: Equatable {
@@ -39,9 +40,9 @@ struct DownloadPlan: Equatable {
         var next: [String: Int] = [:]
         var holes: [String: [Int]] = [:]
         let items = urls.map { url -> Item in
-            let base = fileName(for: url)
+            let base = ServerFileName.fromURL(url)
             func path(_ name: String) -> String { directory == "/" ? "/\(name)" : "\(directory)/\(name)" }
-            func name(_ counter: Int) -> String { counter == 0 ? base : suffixed(base, counter) }
+            func name(_ counter: Int) -> String { ServerFileName.numbered(base, counter) }
             if let index = holes[base]?.firstIndex(where: { !isOccupied(url, path(name($0))) }) {
                 let counter = holes[base]!.remove(at: index)
                 taken.insert(name(counter))
@@ -73,38 +74,6 @@ struct DownloadPlan: Equatable {
         var directory = output ?? "."
         while directory.count > 1 && directory.hasSuffix("/") { directory.removeLast() }
         return (nil, directory)
-    }
-
-    /// `base.counter`, with `base` shortened from the front so that the name still fits in 255 bytes.
-    static func suffixed(_ base: String, _ counter: Int) -> String {
-        let suffix = ".\(counter)"
-        var base = base
-        while base.utf8.count + suffix.utf8.count > 255 { base.removeFirst() }
-        return base + suffix
-    }
-
-    /// A safe local file name for a URL: its last path component, percent-decoded, with path
-    /// separators and control characters replaced, never `.`, `..`, `.haul` or empty.
-    static func fileName(for url: String) -> String {
-        var path = url
-        if let components = URLComponents(string: url) {
-            path = components.percentEncodedPath
-        } else {
-            if let query = path.firstIndex(where: { $0 == "?" || $0 == "#" }) { path = String(path[..<query]) }
-        }
-        let last = path.split(separator: "/", omittingEmptySubsequences: true).last.map(String.init) ?? ""
-        let decoded = last.percentDecoded ?? last
-        var name = String(
-            decoded.unicodeScalars.map { scalar -> Character in
-                if scalar.value < 0x20 || scalar.value == 0x7F || scalar == "/" || scalar == "\\" { return "_" }
-                return Character(scalar)
-            }
-        )
-        name = name.trimmingSpaces
-        if name.isEmpty { return "index.html" }
-        if name == "." || name == ".." || name == ".haul" { name = "_" + name }
-        while name.utf8.count > 255 { name.removeFirst() }
-        return name
     }
 
     /// The URLs in an input file: one per line; blank lines and lines starting with `#` are ignored.

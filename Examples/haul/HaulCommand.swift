@@ -91,6 +91,16 @@ struct HaulCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Ignore http_proxy, https_proxy, all_proxy and no_proxy: connect directly unless --proxy.")
     var noProxy = false
 
+    @Flag(
+        name: .long,
+        help: ArgumentHelp(
+            "Name files as the server says (Content-Disposition), else after the URL's last segment after redirects.",
+            discussion:
+                "Names are made safe and never replace a file haul did not download (name.1 instead); -o FILE wins."
+        )
+    )
+    var contentDisposition = false
+
     @Option(name: .long, help: "How many redirects a download follows.")
     var maxRedirects: Int = 10
 

@@ -77,6 +77,12 @@ struct Runner {
             }
             return !(entry.destinationHoldsPlacedFile && entry.url == Reporter.shown(url))
         }
+        // --content-disposition: the server names each file in the folder, unless -o named the file.
+        let namesFolder =
+            command.contentDisposition
+                && DownloadPlan.resolve(output: command.output, urlCount: urls.count, isDirectory: isDirectory).file
+                    == nil
+            ? plan.outputDirectory : nil
         let reporter = Reporter(mode: command.reporterMode)
         let interruption = Interruption(manager: manager, reporter: reporter)
         interruption.install()
@@ -90,7 +96,9 @@ struct Runner {
         /// Starts downloads until `window` run or the list ends; a URL refused at once is a failure.
         func fill(_ group: inout TaskGroup<Bool>, running: inout Int) {
             while running < window, interruption.received == nil, let (index, item) = pending.next() {
-                guard let download = start(item, index: index, manager: manager, reporter: reporter) else {
+                guard
+                    let download = start(item, index: index, into: namesFolder, manager: manager, reporter: reporter)
+                else {
                     failures += 1
                     continue
                 }
@@ -118,11 +126,19 @@ struct Runner {
         return failures == 0 && completed == plan.items.count ? 0 : 1
     }
 
-    /// Creates the download of `item`, or reports why it cannot be (`nil`).
-    func start(_ item: DownloadPlan.Item, index: Int, manager: DownloadManager, reporter: Reporter) -> Download? {
+    /// Creates the download of `item` (into `folder` under the server's name, when given), or
+    /// reports why it cannot be (`nil`).
+    func start(
+        _ item: DownloadPlan.Item,
+        index: Int,
+        into folder: String?,
+        manager: DownloadManager,
+        reporter: Reporter
+    ) -> Download? {
         do {
             let download: Download
-            if let checksum = command.checksum.flatMap(Checksum.init) {
+            let checksum = command.checksum.flatMap(Checksum.init)
+            if checksum != nil || folder != nil {
                 guard let url = URL(string: item.url.trimmingSpaces) else {
                     throw DownloadError(
                         code: .invalidURL,
@@ -130,13 +146,13 @@ struct Runner {
                         detail: "it could not be parsed"
                     )
                 }
-                download = try manager.download(
-                    DownloadRequest(
-                        url: url,
-                        destination: URL(fileURLWithPath: item.destination, isDirectory: false),
-                        checksum: checksum
-                    )
+                var request = DownloadRequest(
+                    url: url,
+                    destination: URL(fileURLWithPath: folder ?? item.destination, isDirectory: folder != nil),
+                    checksum: checksum
                 )
+                request.takesFileNameFromServer = folder != nil
+                download = try manager.download(request)
             } else {
                 download = try manager.download(
                     from: item.url,
@@ -172,7 +188,8 @@ struct Runner {
     /// Reports `download` until it ends: whether it completed.
     static func follow(_ download: Download, index: Int, item: DownloadPlan.Item, reporter: Reporter) async -> Bool {
         defer { reporter.ended(download) }
-        let path = download.destination.path  // absolute
+        // Absolute; a download into a folder names its file once the server answered.
+        var path: String { download.destination.path }
         let url = Reporter.shown(item.url)
         guard reporter.wantsEveryEvent else {
             // Only the outcome is shown: wait for it without following every event.

@@ -4,7 +4,7 @@ import FoundationEssentials
 public struct DownloadRequest: Sendable, Hashable {
     /// An absolute `http` or `https` URL.
     public var url: URL
-    /// Where the whole file goes.
+    /// Where the whole file goes; or, when ``takesFileNameFromServer``, the folder it goes into.
     public var destination: URL
     /// Higher priorities are admitted first; first in, first out within one priority.
     public var priority: Int
@@ -23,6 +23,38 @@ public struct DownloadRequest: Sendable, Hashable {
     /// Only their names are recorded in the journal; see ``DownloadHeader`` for what happens on
     /// redirects and after a restart.
     public var headers: [DownloadHeader]
+    /// Whether ``destination`` is a folder and the file's name comes from the server: the first
+    /// response's `Content-Disposition` (RFC 6266, `filename*=UTF-8''…` of RFC 5987 first), else
+    /// the last path segment of its URL after redirects, else `index.html`. The name is made safe
+    /// (no path, no control character, no leading dot, at most 255 bytes), never replaces a file
+    /// Haul did not download there (`name.1`, `name.2`… instead), is chosen before the first byte is
+    /// written, and is recorded: it stays across resumes and restarts. ``Download/destination``
+    /// tells it. Such a download is its folder and URL (its id is theirs), as a download to a file
+    /// is its file. Off by default (as `wget --content-disposition`).
+    public var takesFileNameFromServer = false
+
+    /// A request for `url` into `folder`, under the name the server gives
+    /// (``takesFileNameFromServer``).
+    public init(
+        url: URL,
+        folder: URL,
+        priority: Int = 0,
+        checksum: Checksum? = nil,
+        expectedSize: Int64? = nil,
+        userAgent: String? = nil,
+        headers: [DownloadHeader] = []
+    ) {
+        self.init(
+            url: url,
+            destination: folder,
+            priority: priority,
+            checksum: checksum,
+            expectedSize: expectedSize,
+            userAgent: userAgent,
+            headers: headers
+        )
+        self.takesFileNameFromServer = true
+    }
 
     /// A request for `url` to `destination`.
     public init(

@@ -95,4 +95,31 @@ extension HaulCLITests {
         }
         #expect(allBytes(under: output).range(of: Data(ForwardProxy.password.utf8)) == nil)
     }
+
+    @Test("--content-disposition names files as the server says, prints those names, and -o FILE still wins")
+    func contentDispositionFlag() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let source = try server.makeFile("c.bin", size: 100_000)
+        let output = work.appendingPathComponent("out")
+        let urls = [server.url("cd/utf8/c.bin").absoluteString, server.url("cd/traversal/c.bin").absoluteString]
+        let run = try await haul(["--content-disposition", "-o", output.path + "/"] + urls, in: work)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.contains("-> \(output.path)/naïve café.txt"), "\(run.stdout)")
+        #expect(run.stdout.contains("-> \(output.path)/escaped.txt"), "\(run.stdout)")
+        #expect(try Data(contentsOf: output.appendingPathComponent("naïve café.txt")) == source)
+        #expect(try Data(contentsOf: output.appendingPathComponent("escaped.txt")) == source)
+        // Without the flag, names come from the URL, as wget does by default.
+        let plain = try await haul(["-o", output.path + "/", server.url("cd/plain/c.bin").absoluteString], in: work)
+        #expect(plain.status == 0, "\(plain.stderr)")
+        #expect(FileManager.default.fileExists(atPath: output.appendingPathComponent("c.bin").path))
+        let named = output.appendingPathComponent("mine.bin")
+        let explicit = try await haul(
+            ["--content-disposition", "-o", named.path, server.url("cd/plain/c.bin").absoluteString],
+            in: work
+        )
+        #expect(explicit.status == 0, "\(explicit.stderr)")
+        #expect(try Data(contentsOf: named) == source)
+        #expect(!FileManager.default.fileExists(atPath: output.appendingPathComponent("report.pdf").path))
+    }
 }

@@ -85,8 +85,8 @@ struct HaulArgumentTests {
 
     @Test func aSuffixedNameStillFitsInAFileName() {
         let long = String(repeating: "é", count: 127) + ".b"  // 256 bytes before trimming
-        let base = DownloadPlan.fileName(
-            for: "http://h/" + long.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed)!
+        let base = ServerFileName.fromURL(
+            "http://h/" + long.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed)!
         )
         #expect(base.utf8.count <= 255)
         let plan = DownloadPlan.make(
@@ -100,7 +100,8 @@ struct HaulArgumentTests {
                 && second.unicodeScalars.allSatisfy { $0 == "é" || $0 == "." || $0 == "b" || $0 == "1" }
         )
         #expect(
-            DownloadPlan.suffixed(String(repeating: "x", count: 255), 12) == String(repeating: "x", count: 252) + ".12"
+            ServerFileName.numbered(String(repeating: "x", count: 255), 12) == String(repeating: "x", count: 252)
+                + ".12"
         )
     }
 
@@ -110,7 +111,8 @@ struct HaulArgumentTests {
         ("http://h/a%20b.txt", "a b.txt"),
         ("http://h/..", "_.."),
         ("http://h/%2e%2e", "_.."),
-        ("http://h/a/%2e%2e%2fetc%2fpasswd", "..__etc_passwd".replacingOccurrences(of: "..__", with: ".._")),
+        ("http://h/a/%2e%2e%2fetc%2fpasswd", "_.._etc_passwd"),
+        ("http://h/.bashrc", "_.bashrc"),
         ("http://h/x%2Fy", "x_y"),
         ("http://h/ctl%0A%0Dname", "ctl__name"),
         ("http://h/", "index.html"),
@@ -119,7 +121,7 @@ struct HaulArgumentTests {
         ("http://h/back%5Cslash", "back_slash"),
     ])
     func fileNamesAreSanitised(_ url: String, _ expected: String) {
-        let name = DownloadPlan.fileName(for: url)
+        let name = ServerFileName.fromURL(url)
         #expect(name == expected)
         #expect(!name.contains("/"))
         #expect(name != "." && name != "..")
@@ -156,7 +158,7 @@ struct HaulArgumentTests {
         for _ in 0..<10_000 {
             let length = Int.random(in: 0...24, using: &generator)
             let path = String((0..<length).map { _ in alphabet.randomElement(using: &generator)! })
-            let name = DownloadPlan.fileName(for: "http://h/" + path)
+            let name = ServerFileName.fromURL("http://h/" + path)
             #expect(!name.isEmpty && !name.contains("/") && name != "." && name != "..", "\(path) → \(name)")
             #expect(!name.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7f }, "\(path) → \(name)")
             let plan = DownloadPlan.make(urls: ["http://h/" + path], output: "/srv/out/", isDirectory: { _ in true })

@@ -22,12 +22,15 @@ public final class Download: Sendable, Identifiable {
     /// another URL, such as a refreshed signed link, continues with it from its next request).
     public var url: URL { currentURL.withLock { $0 } }
     private let currentURL: Mutex<URL>
-    /// Where the finished file goes.
+    /// Where the finished file goes. For a download that takes its file name from the server
+    /// (``DownloadRequest/takesFileNameFromServer``), its folder until the first response named the
+    /// file (before its first byte is written), then the file.
     public var destination: URL { URL(fileURLWithPath: destinationPath, isDirectory: false) }
     /// Where the partial file and the record of this download live.
     public var stateDirectory: URL { URL(fileURLWithPath: stateDirectoryPath, isDirectory: true) }
     /// Paths rather than URLs: thousands of live downloads each kept two file URLs (~350 bytes each).
-    let destinationPath: String
+    var destinationPath: String { currentDestination.withLock { $0 } }
+    private let currentDestination: Mutex<String>
     let stateDirectoryPath: String
 
     let hub: EventHub
@@ -55,13 +58,18 @@ public final class Download: Sendable, Identifiable {
         self.census = census
         self.id = id
         self.currentURL = Mutex(url)
-        self.destinationPath = destinationPath
+        self.currentDestination = Mutex(destinationPath)
         self.stateDirectoryPath = stateDirectoryPath
         self.controller = controller
         self.hub = EventHub(progress: progress, feed: feed.map { ($0, id, destinationPath) })
     }
 
     deinit { census.downloads.subtract(1, ordering: .relaxed) }
+
+    /// The file name the server gave was chosen: the file goes to `path`.
+    func update(destinationPath path: String) {
+        currentDestination.withLock { $0 = path }
+    }
 
     /// The download is asked for from `url` now.
     func update(url: URL) {

@@ -29,10 +29,21 @@ public struct DownloadID: Hashable, Sendable, CustomStringConvertible {
         self.init(destination: destination)
     }
 
+    /// The id of the download of `url` into `folder` under the name the server gives
+    /// (``DownloadRequest/takesFileNameFromServer``): its folder and its URL (without user name,
+    /// password and fragment), as the file it names is not known before it answers.
+    public init(url: URL, folder: URL) {
+        self.init(hashing: "haul/folder/1\n\(FilePath.standardized(folder))\n\(url.identityString)")
+    }
+
     /// The id of the download to `destinationPath`, a standardised path.
     init(destinationPath: String) {
+        self.init(hashing: "haul/1\n\(destinationPath)")
+    }
+
+    private init(hashing text: String) {
         var digest = [UInt8](repeating: 0, count: 32)
-        var bytes = Array("haul/1\n\(destinationPath)".utf8)
+        var bytes = Array(text.utf8)
         var length: UInt32 = 0
         let status = EVP_Digest(&bytes, bytes.count, &digest, &length, EVP_sha256(), nil)
         precondition(status == 1 && length == 32, "SHA-256 is not available from libcrypto")

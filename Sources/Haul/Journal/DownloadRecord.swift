@@ -42,6 +42,12 @@ struct DownloadRecord: Equatable, Sendable {
     /// The names of the headers the download was asked for with (never their values, which stay in
     /// memory): a restored download needs them again before it is sent.
     var headerNames: [String] = []
+    /// For a download that takes its file name from the server: its folder. Until the name is
+    /// chosen, `destination` is this folder; then it is the file, which it stays.
+    var folder: String?
+
+    /// A download into a folder whose file name is not chosen yet.
+    var awaitsName: Bool { folder != nil && destination == folder }
 
     /// The bytes on disk at the last checkpoint, as progress.
     var progress: DownloadProgress { DownloadProgress(bytesReceived: bytesCommitted, totalBytes: totalBytes) }

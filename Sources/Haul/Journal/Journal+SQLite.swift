@@ -125,7 +125,8 @@ extension Journal {
             placedModificationTime: sqlite3_column_type(statement, 20) == SQLITE_NULL
                 ? nil : sqlite3_column_double(statement, 20),
             userAgent: text(statement, 21),
-            headerNames: text(statement, 22).map { $0.split(separator: "\n").map(String.init) } ?? []
+            headerNames: text(statement, 22).map { $0.split(separator: "\n").map(String.init) } ?? [],
+            folder: text(statement, 23)
         )
     }
 

@@ -49,6 +49,13 @@ extension Journal {
             let renames = version < 6 ? try migrateToVersion6() : []
             if version < 7 { try execute("ALTER TABLE downloads ADD COLUMN user_agent TEXT") }
             if version < 8 { try execute("ALTER TABLE downloads ADD COLUMN header_names TEXT") }
+            if version < 9 {
+                try execute("ALTER TABLE downloads ADD COLUMN folder TEXT")
+                // Only rows that took their name from the server: other rows' inserts pay nothing.
+                try execute(
+                    "CREATE INDEX IF NOT EXISTS downloads_named ON downloads (destination) WHERE folder IS NOT NULL"
+                )
+            }
             try execute("PRAGMA user_version = \(Self.schemaVersion)")
             try execute("COMMIT")
             // The rows name the new partial files now; a crash before these renames loses the bytes

@@ -15,6 +15,9 @@ extension DownloadQueue {
         var userAgent: String? = nil
         /// Its own headers (the manager's defaults are added when it is sent).
         var headers: [DownloadHeader] = []
+        /// The folder, for a download that takes its file name from the server (`destination` is
+        /// then the folder too, until the name is chosen).
+        var folder: String? = nil
     }
 
     /// What asking for a download did to its journal row.
@@ -34,7 +37,17 @@ extension DownloadQueue {
         }
         let destination = FilePath.standardized(request.destination)
         var status = stat()
-        if stat(destination, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR {
+        let exists = stat(destination, &status) == 0
+        if request.takesFileNameFromServer, exists, (status.st_mode & S_IFMT) != S_IFDIR {
+            throw DownloadError(
+                code: .fileSystem,
+                url: url.redactedString,
+                errno: ENOTDIR,
+                path: destination,
+                detail: "a download that takes its name from the server needs a folder"
+            )
+        }
+        if !request.takesFileNameFromServer, exists, (status.st_mode & S_IFMT) == S_IFDIR {
             throw DownloadError(
                 code: .fileSystem,
                 url: url.redactedString,
@@ -47,18 +60,21 @@ extension DownloadQueue {
         if let configured = configuredStateDirectory {
             stateDirectory = configured
         } else {
-            stateDirectory = DownloadManager.defaultStateDirectory(besideFolder: FilePath.directory(of: destination))
+            let folder = request.takesFileNameFromServer ? destination : FilePath.directory(of: destination)
+            stateDirectory = DownloadManager.defaultStateDirectory(besideFolder: folder)
         }
         return PreparedRequest(
             url: url,
             destination: destination,
-            id: DownloadID(destinationPath: destination),
+            id: request.takesFileNameFromServer
+                ? DownloadID(url: url, folder: request.destination) : DownloadID(destinationPath: destination),
             stateDirectory: stateDirectory,
             priority: request.priority,
             checksum: request.checksum,
             expectedSize: request.expectedSize,
             userAgent: request.userAgent,
-            headers: request.headers
+            headers: request.headers,
+            folder: request.takesFileNameFromServer ? destination : nil
         )
     }
 
@@ -74,7 +90,8 @@ extension DownloadQueue {
         if try journal.insertIfAbsent(record, for: request.id) { return .queued(record) }
         var existing = try journal.record(for: request.id)
         if let record = existing,
-            record.destination != request.destination || (record.url != urlText && record.state == .completed)
+            record.folder != request.folder || (record.folder == nil && record.destination != request.destination)
+                || (record.url != urlText && record.state == .completed)
         {
             // Another destination under the same id (a 128-bit collision), or a finished file that
             // another URL is to replace: a new download, whose partial file is not that one's.
@@ -111,7 +128,7 @@ extension DownloadQueue {
             // Completed: the file stays unless it is gone or changed, or is to be revalidated.
             guard
                 PlacedFile.isIntact(
-                    request.destination,
+                    record.destination,
                     length: record.totalBytes,
                     modificationTime: record.placedModificationTime
                 )
@@ -140,6 +157,7 @@ extension DownloadQueue {
         record.expectedSize = request.expectedSize
         record.userAgent = request.userAgent
         record.headerNames = request.headers.map(\.name)
+        record.folder = request.folder
         return record
     }
 
@@ -166,7 +184,10 @@ extension DownloadQueue {
         let download: Download
         let isNew: Bool
         if creatingHandle {
-            (download, isNew) = catalog.handle(request.id) { makeHandle(for: request, progress: progress) }
+            (download, isNew) = catalog.handle(request.id) {
+                // A download into a folder shows the file it chose, once it chose one.
+                makeHandle(for: request, destinationPath: record.destination, progress: progress)
+            }
         } else {
             guard let live = catalog.existingHandle(request.id) else {
                 // No handle shows it: the manager's feed hears of a queued row from here.
@@ -174,7 +195,7 @@ extension DownloadQueue {
                     catalog.feed.publish(
                         DownloadManagerEvent(
                             id: request.id,
-                            destination: URL(fileURLWithPath: request.destination, isDirectory: false),
+                            destination: URL(fileURLWithPath: record.destination, isDirectory: false),
                             event: .queued
                         )
                     )
@@ -198,16 +219,20 @@ extension DownloadQueue {
             download.hub.publish(
                 .progress(DownloadProgress(bytesReceived: total, totalBytes: total, estimatedTimeRemaining: .zero))
             )
-            download.hub.publish(.completed(URL(fileURLWithPath: request.destination, isDirectory: false)))
+            download.hub.publish(.completed(URL(fileURLWithPath: record.destination, isDirectory: false)))
         }
         return download
     }
 
-    func makeHandle(for request: PreparedRequest, progress: DownloadProgress) -> Download {
+    func makeHandle(
+        for request: PreparedRequest,
+        destinationPath: String? = nil,
+        progress: DownloadProgress
+    ) -> Download {
         catalog.makeHandle(
             request.id,
             url: request.url,
-            destinationPath: request.destination,
+            destinationPath: destinationPath ?? request.destination,
             stateDirectoryPath: request.stateDirectory,
             progress: progress,
             controller: inbox

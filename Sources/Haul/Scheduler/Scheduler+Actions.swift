@@ -107,6 +107,8 @@ extension Scheduler {
     func forget(_ transfer: Transfer) {
         admission.stopTransferring(transfer.id)
         guard transfers.removeValue(forKey: transfer.id) != nil else { return }
+        // Its row holds the name it chose now (or it has no row: the name is free again).
+        if transfer.record.folder != nil { environment.claimedNames.remove(transfer.record.destination) }
         let directory = transfer.store.directory
         let left = (transfersByDirectory[directory] ?? 1) - 1
         transfersByDirectory[directory] = left > 0 ? left : nil

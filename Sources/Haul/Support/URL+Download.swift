@@ -11,6 +11,17 @@ extension URL {
         return components.string ?? absoluteString
     }
 
+    /// What identifies the resource: the URL without user name, password and fragment.
+    var identityString: String {
+        guard user != nil || password != nil || fragment != nil,
+            var components = URLComponents(url: self, resolvingAgainstBaseURL: false)
+        else { return absoluteString }
+        components.user = nil
+        components.password = nil
+        components.fragment = nil
+        return components.string ?? absoluteString
+    }
+
     /// The key of per-host limits: `host:port`.
     var hostKey: String {
         let host = host?.lowercased() ?? ""

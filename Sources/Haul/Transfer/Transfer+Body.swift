@@ -192,6 +192,7 @@ extension Transfer {
                 return
             }
         }
+        if record.awaitsName, let easy, !chooseFileName(easy) { return }
         record.attempts += 1
         followURL()
         if let easy {
@@ -239,6 +240,46 @@ extension Transfer {
             }
         }
         download.hub.publish(.receiving(progress()))
+    }
+
+    /// Names the file of a download into a folder, from this answer (``ServerFileName``), before its
+    /// first byte is written: the first free one of `name`, `name.1`, `name.2`… (free: nothing is
+    /// there, no running download chose it, and no row of the journal holds it). The row records it
+    /// with the response's validators. Returns `false` when the download failed instead.
+    func chooseFileName(_ easy: EasyHandle) -> Bool {
+        guard let folder = record.folder else { return true }
+        let name = ServerFileName.choose(contentDisposition: easy.header("Content-Disposition"), url: easy.effectiveURL)
+        var status = stat()
+        for counter in 0..<10_000 {
+            let path =
+                folder == "/"
+                ? "/\(ServerFileName.numbered(name, counter))" : "\(folder)/\(ServerFileName.numbered(name, counter))"
+            if environment.claimedNames.contains(path) || lstat(path, &status) == 0 { continue }
+            do {
+                if try store.destinationIsTaken(path, except: id) { continue }
+            } catch {
+                bodyFailed(attributed(error))
+                return false
+            }
+            environment.claimedNames.insert(path)
+            record.destination = path
+            download.update(destinationPath: path)
+            environment.logger.debug(
+                "file named by the server",
+                metadata: ["url": "\(urlForErrors)", "path": "\(path)"]
+            )
+            return true
+        }
+        bodyFailed(
+            DownloadError(
+                code: .fileSystem,
+                url: urlForErrors,
+                errno: EEXIST,
+                path: "\(folder)/\(name)",
+                detail: "every name from '\(name)' to '\(ServerFileName.numbered(name, 9_999))' is taken"
+            )
+        )
+        return false
     }
 
     /// Writing the body failed here: the machine ends the request (curl is refused the next chunk),

@@ -10,6 +10,9 @@ final class TransferEnvironment {
     let openPartialFiles: OpenPartialFiles
     /// Checkpoint syncs not reported yet (a truncation makes them stale).
     var syncs = SyncLedger()
+    /// File names chosen by running downloads into folders, not yet in their journal rows: another
+    /// download into the same folder never chooses one of them.
+    var claimedNames: Set<String> = []
     let census: Census
     let logger: Logger
     /// The shortest time between two `.progress` events of one download, in nanoseconds.

@@ -147,6 +147,25 @@ final class NginxServer: @unchecked Sendable {
                         }
                         location /cookie/ { alias \(root.path)/; if ($cookie_session != "\(Self.cookie)") { return 401; } }
                         location /apikey/ { alias \(root.path)/; if ($http_x_api_key != "\(Self.apiKey)") { return 401; } }
+                        # Content-Disposition: a plain name, RFC 5987 UTF-8 names, hostile ones.
+                        location /cd/plain/ { alias \(root.path)/; add_header Content-Disposition 'attachment; filename="report.pdf"'; }
+                        location /cd/gated/ {
+                            alias \(root.path)/; limit_rate_after 1m; limit_rate $haul_gated_rate;
+                            add_header Content-Disposition 'attachment; filename="gated-report.bin"';
+                        }
+                        location /cd/utf8/ {
+                            alias \(root.path)/;
+                            add_header Content-Disposition "attachment; filename=\\"fallback.txt\\"; filename*=UTF-8''na%C3%AFve%20caf%C3%A9.txt";
+                        }
+                        location /cd/traversal/ { alias \(root.path)/; add_header Content-Disposition 'attachment; filename="../../escaped.txt"'; }
+                        location /cd/absolute/ { alias \(root.path)/; add_header Content-Disposition 'attachment; filename="/etc/escaped.txt"'; }
+                        location /cd/dotfile/ { alias \(root.path)/; add_header Content-Disposition 'attachment; filename=".bashrc"'; }
+                        location /cd/control/ {
+                            alias \(root.path)/; add_header Content-Disposition "attachment; filename*=UTF-8''bad%0Aname%00here%01.txt";
+                        }
+                        location /cd/dots/ { alias \(root.path)/; add_header Content-Disposition 'attachment; filename=".."'; }
+                        location = /cd/redirected { return 302 /r/final-name.bin; }
+                        location = / { default_type text/plain; return 200 "the root page\\n"; }
                         location /to-bearer/ { rewrite ^/to-bearer/(.*)$ /bearer/$1 redirect; }
                         # Another origin (localhost, not 127.0.0.1), which must get none of a request's headers.
                         location /to-other-origin/ { rewrite ^/to-other-origin/(.*)$ http://localhost:$server_port/clean/$1 redirect; }

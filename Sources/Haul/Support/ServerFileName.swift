@@ -1,0 +1,138 @@
+import FoundationEssentials
+
+/// File names that come from a server: `Content-Disposition` (RFC 6266, with RFC 5987's
+/// `filename*=UTF-8''…`), or a URL's last path segment, made safe to create in a folder. Pure.
+///
+/// A safe name has no path separator, no control character, does not start with a dot (`.`, `..`,
+/// `.bashrc` and `.haul` get a `_` in front), is not empty, and is at most 255 bytes long (cut from
+/// the front, which keeps the extension).
+package enum ServerFileName {
+    /// The name for a response: its `Content-Disposition` file name, else the last path segment of
+    /// `url` (the final one, after redirects), else `index.html`; each made safe (``sanitized(_:)``).
+    static func choose(contentDisposition: String?, url: String?) -> String {
+        if let header = contentDisposition, let name = fromContentDisposition(header).flatMap(sanitized) {
+            return name
+        }
+        return url.map(fromURL) ?? "index.html"
+    }
+
+    /// The last path segment of `url`, percent-decoded and made safe (a separator it encoded,
+    /// `%2F` or `%5C`, becomes `_`), or `index.html` when it has none (`https://host/`,
+    /// `https://host/dir/`).
+    package static func fromURL(_ url: String) -> String {
+        var path = url
+        if let components = URLComponents(string: url) {
+            path = components.percentEncodedPath
+        } else if let query = path.firstIndex(where: { $0 == "?" || $0 == "#" }) {
+            path = String(path[..<query])
+        }
+        let last = path.split(separator: "/", omittingEmptySubsequences: true).last.map(String.init) ?? ""
+        let decoded = percentDecoded(last).flatMap { String(validating: $0, as: UTF8.self) } ?? last
+        let flat = String(
+            String.UnicodeScalarView(decoded.unicodeScalars.map { $0 == "/" || $0 == "\\" ? "_" : $0 })
+        )
+        return sanitized(flat) ?? "index.html"
+    }
+
+    /// The file name a `Content-Disposition` value gives, as sent (not yet made safe): `filename*`
+    /// (RFC 5987: `charset'language'percent-encoded`, UTF-8 or ISO-8859-1) when present and
+    /// readable, else `filename` (a token or a quoted string). `nil` when it names none.
+    static func fromContentDisposition(_ value: String) -> String? {
+        var parameters: [String: String] = [:]
+        var rest = Substring(value)
+        // The disposition type (attachment, inline, …) comes first; the name counts for any.
+        guard let firstSemicolon = rest.firstIndex(of: ";") else { return nil }
+        rest = rest[rest.index(after: firstSemicolon)...]
+        while !rest.isEmpty {
+            rest = rest.drop { $0 == " " || $0 == "\t" || $0 == ";" }
+            guard let equals = rest.firstIndex(of: "=") else { break }
+            let name = rest[..<equals].trimmingWhitespace.lowercased()
+            rest = rest[rest.index(after: equals)...].drop { $0 == " " || $0 == "\t" }
+            var parameter = ""
+            if rest.first == "\"" {
+                rest = rest.dropFirst()
+                var escaped = false
+                while let character = rest.first {
+                    rest = rest.dropFirst()
+                    if escaped {
+                        parameter.append(character)
+                        escaped = false
+                    } else if character == "\\" {
+                        escaped = true
+                    } else if character == "\"" {
+                        break
+                    } else {
+                        parameter.append(character)
+                    }
+                }
+                rest = rest.drop { $0 != ";" }
+            } else {
+                let end = rest.firstIndex(of: ";") ?? rest.endIndex
+                parameter = rest[..<end].trimmingWhitespace
+                rest = rest[end...]
+            }
+            if parameters[name] == nil { parameters[name] = parameter }
+        }
+        if let extended = parameters["filename*"], let decoded = decodeExtendedValue(extended) { return decoded }
+        return parameters["filename"]
+    }
+
+    /// RFC 5987's `charset'language'value`: the value's percent-encoded bytes read in the charset
+    /// (UTF-8 or ISO-8859-1; `nil` for others or bytes that are not that charset).
+    static func decodeExtendedValue(_ value: String) -> String? {
+        let parts = value.split(separator: "'", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3, let bytes = percentDecoded(String(parts[2])) else { return nil }
+        switch parts[0].lowercased() {
+        case "utf-8": return String(validating: bytes, as: UTF8.self)
+        case "iso-8859-1": return String(String.UnicodeScalarView(bytes.map { Unicode.Scalar($0) }))
+        default: return nil
+        }
+    }
+
+    /// `name` made safe to create in a folder, or `nil` when nothing of it is left. A path keeps
+    /// its last component (`../../x` and `/etc/x` are `x`, as RFC 6266 §4.3 asks); control characters
+    /// become `_`; a leading dot gets a `_` in front; the name is cut to 255 bytes from the front.
+    package static func sanitized(_ name: String) -> String? {
+        let last = name.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
+        var safe = String(
+            String.UnicodeScalarView(last.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "_" : $0 })
+        ).trimmingWhitespace
+        guard !safe.isEmpty else { return nil }
+        if safe.hasPrefix(".") { safe = "_" + safe }
+        while safe.utf8.count > 255 { safe.removeFirst() }
+        return safe
+    }
+
+    /// `name.counter`, with `name` shortened from the front so that the result still fits in 255
+    /// bytes: the names tried after `name` is taken.
+    package static func numbered(_ name: String, _ counter: Int) -> String {
+        guard counter > 0 else { return name }
+        let suffix = ".\(counter)"
+        var base = name
+        while base.utf8.count + suffix.utf8.count > 255 { base.removeFirst() }
+        return base + suffix
+    }
+
+    /// `%XX` sequences decoded; `nil` when one is malformed.
+    static func percentDecoded(_ text: String) -> [UInt8]? {
+        var bytes: [UInt8] = []
+        var iterator = text.utf8.makeIterator()
+        func hex(_ byte: UInt8?) -> UInt8? {
+            switch byte {
+            case let b? where (0x30...0x39).contains(b): b - 0x30
+            case let b? where (0x41...0x46).contains(b): b - 0x41 + 10
+            case let b? where (0x61...0x66).contains(b): b - 0x61 + 10
+            default: nil
+            }
+        }
+        while let byte = iterator.next() {
+            guard byte == 0x25 else {
+                bytes.append(byte)
+                continue
+            }
+            guard let high = hex(iterator.next()), let low = hex(iterator.next()) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return bytes
+    }
+}
