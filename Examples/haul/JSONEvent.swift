@@ -51,10 +51,26 @@ enum JSONEvent {
         let path: String
         /// A sentence.
         let warning: String
-        /// `unrequestedContentEncoding`.
+        /// `unrequestedContentEncoding` or `urlDropped`.
         let code: String
         /// The body's Content-Encoding, for `unrequestedContentEncoding`.
-        let encoding: String?
+        var encoding: String? = nil
+        /// The URL not used, for `urlDropped`.
+        var droppedURL: String? = nil
+    }
+
+    /// `switched`: requests go to another URL of the file now (a mirror, a fresh URL).
+    struct Switched: Encodable {
+        var schema = JSONEvent.schema
+        var event = "switched"
+        let url: String
+        let path: String
+        /// The URL requests go to now, without credentials.
+        let to: String
+        /// What failed at the URL before, in a few words, and its code.
+        let error: String
+        let code: String
+        let httpStatus: Int?
     }
 
     /// `retrying`: a transient failure; Haul tries again after `delaySeconds`, keeping the bytes.
@@ -176,7 +192,28 @@ enum JSONEvent {
                         encoding: encoding
                     )
                 )
+            case .urlDropped(let dropped, _):
+                return line(
+                    Warning(
+                        url: url,
+                        path: path,
+                        warning: Reporter.explain(warning),
+                        code: "urlDropped",
+                        droppedURL: dropped.absoluteString
+                    )
+                )
             }
+        case .switchedURL(let next, let error):
+            return line(
+                Switched(
+                    url: url,
+                    path: path,
+                    to: next.absoluteString,
+                    error: error.cause,
+                    code: error.code.description,
+                    httpStatus: error.httpStatus
+                )
+            )
         case .retrying(let error, let delay):
             return line(
                 Retrying(

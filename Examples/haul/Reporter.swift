@@ -105,6 +105,8 @@ final class Reporter: Sendable {
                 Self.write("restarted \(url): \(Self.explain(reason))\n", to: STDOUT_FILENO)
             case .warning(let warning):
                 Self.write("warning \(url): \(Self.explain(warning))\n", to: STDOUT_FILENO)
+            case .switchedURL(let next, let error):
+                Self.write("switched \(url) -> \(next.absoluteString): \(error.cause)\n", to: STDOUT_FILENO)
             case .retrying(let error, let delay):
                 Self.write("retrying \(url) in \(Self.delay(delay)): \(error.cause)\n", to: STDOUT_FILENO)
             default: break
@@ -184,6 +186,8 @@ final class Reporter: Sendable {
             case .paused(let progress): row.status = "paused"; row.progress = progress
             case .restarted(let reason): message = "↻ \(row.name): \(Self.explain(reason))"
             case .warning(let warning): message = "! \(row.name): \(Self.explain(warning))"
+            case .switchedURL(let next, let error):
+                message = "⇄ \(row.name): \(error.cause); now from \(next.absoluteString)"
             case .retrying(let error, let delay):
                 row.status = "retry in \(Self.delay(delay))"
                 message = "↻ \(row.name): \(error.cause); retrying in \(Self.delay(delay))"
@@ -336,6 +340,7 @@ final class Reporter: Sendable {
         switch warning {
         case .unrequestedContentEncoding:
             "\(warning) (--compressed asks for such bodies and decodes them)"
+        case .urlDropped: "\(warning)"
         }
     }
 

@@ -247,6 +247,19 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         }
     }
 
+    /// Whether another URL of the same file (a mirror) may not fail so: an HTTP status, the network,
+    /// a body cut short, ranges the server gets wrong. Failures on this side (the disk, the journal,
+    /// a checksum, a size limit) would follow the download anywhere.
+    public var movesToAnotherURL: Bool {
+        switch code.base {
+        case .httpStatus, .sizeMismatch, .rangeNotHonored: return true
+        case .transport:
+            // Not: a write the callback refused (23), a transfer it aborted (42), memory (27).
+            return ![23, 27, 42].contains(curlCode ?? 0)
+        default: return false
+        }
+    }
+
     /// A file-system failure for want of a file descriptor.
     private var isOutOfDescriptors: Bool {
         code == .fileSystem && (errno == EMFILE || errno == ENFILE)

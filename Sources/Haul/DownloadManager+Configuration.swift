@@ -119,6 +119,23 @@ extension DownloadManager {
         /// }
         /// ```
         public var headerProvider: (@Sendable (HeadersNeeded) async throws -> [DownloadHeader])?
+        /// Gives a fresh URL (and headers) for a download whose URL answered 401, 403 or 410: a
+        /// signed S3, GCS or CDN link that expired in the middle of a large file. The download
+        /// continues from its bytes on disk at the new URL if its answer proves the same file (the
+        /// bytes before the resume point, the length, and the validator on record), with a
+        /// `.switchedURL` event; an answer that is another file drops the URL
+        /// (`.warning(.urlDropped)`) and the download goes on as the 401/403/410 says. Asked once
+        /// per failure streak (a fresh URL refused too is not refreshed again until bytes
+        /// arrive). Returning `nil`, or throwing, keeps the old behaviour: the status fails the
+        /// download (after its mirrors, if it has any). `nil` (the default): no hook. Called off the
+        /// loop thread; the download holds its slot meanwhile.
+        ///
+        /// ```swift
+        /// configuration.urlRefresher = { expired in
+        ///     FreshURL(try await storage.presignedURL(for: expired.destination.lastPathComponent))
+        /// }
+        /// ```
+        public var urlRefresher: (@Sendable (ExpiredURL) async throws -> FreshURL?)?
         /// A proxy for every request, as `http://[user:password@]host:port` (`https://` for a TLS
         /// proxy; `socks5h://`, `socks5://`, `socks4a://`, `socks4://` too). An `https` URL goes
         /// through it in a `CONNECT` tunnel. Its credentials stay in memory, and are never logged or
@@ -162,6 +179,34 @@ extension DownloadManager {
         public let destination: URL
         /// The names of the headers it was queued with, as given then.
         public let names: [String]
+    }
+
+    /// A download whose URL answered 401, 403 or 410, as ``Configuration/urlRefresher`` is asked
+    /// for a fresh one.
+    public struct ExpiredURL: Sendable {
+        /// The download.
+        public let id: DownloadID
+        /// The URL that answered, without user name and password.
+        public let url: URL
+        /// Its destination (its folder, for one that takes its name from the server and has none yet).
+        public let destination: URL
+        /// The status it answered: 401, 403 or 410.
+        public let status: Int
+    }
+
+    /// What ``Configuration/urlRefresher`` gives: a URL for the same file, and the headers to send
+    /// there instead of the download's (`nil`: the same ones).
+    public struct FreshURL: Sendable {
+        /// An absolute `http` or `https` URL.
+        public var url: URL
+        /// The headers for it, instead of the download's own (the manager's are added).
+        public var headers: [DownloadHeader]?
+
+        /// A fresh `url`, with `headers` instead of the download's when given.
+        public init(_ url: URL, headers: [DownloadHeader]? = nil) {
+            self.url = url
+            self.headers = headers
+        }
     }
 
     /// The state directory of a destination in `folder` when no ``Configuration/stateDirectory`` is

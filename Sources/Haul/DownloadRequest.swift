@@ -32,6 +32,15 @@ public struct DownloadRequest: Sendable, Hashable {
     /// tells it. Such a download is its folder and URL (its id is theirs), as a download to a file
     /// is its file. Off by default (as `wget --content-disposition`).
     public var takesFileNameFromServer = false
+    /// Other URLs of the same file, tried in order after ``url`` when a failure another URL may not
+    /// have ends a request there (connection refused, a 5xx or a 404 on one mirror, a stall; see
+    /// ``DownloadError/movesToAnotherURL``), before the retry policy's delays. The bytes on disk
+    /// continue at a mirror only if its answer proves the same file: the 64 KiB before the resume
+    /// point again, the same length, and the same strong validator when both send one (`If-Range`).
+    /// A mirror whose answer is another file is not used again by this attempt
+    /// (`.warning(.urlDropped)`); nothing it sent is spliced. `.switchedURL` events say which URL
+    /// is in use. Recorded in the journal (without user names and passwords, which stay in memory).
+    public var mirrors: [URL] = []
 
     /// A request for `url` into `folder`, under the name the server gives
     /// (``takesFileNameFromServer``).

@@ -109,6 +109,61 @@ struct DownloadStateMachineTests {
         #expect(machine.transferEnded(.finished, progressed: true) == .complete)
     }
 
+    @Test("a failure another URL may not have moves to the next mirror, each once until progress, then the policy")
+    func mirrors() {
+        var machine = DownloadStateMachine(url: url, failures: 0, retryLimit: 1, alternatives: 2)
+        _ = machine.admit()
+        let refused = DownloadError(code: .transport, url: url, curlCode: 7)
+        #expect(machine.transferEnded(.failed(refused)) == .tryNextURL(refused))
+        #expect(machine.state == .connecting)
+        let missing = DownloadError(code: .httpStatus, url: url, httpStatus: 404)
+        _ = machine.responseReceived(.fail(status: 404))
+        #expect(machine.transferEnded(.finished) == .tryNextURL(missing))
+        // Both tried: a transient failure is retried, a permanent one fails.
+        #expect(machine.transferEnded(.failed(refused)) == .retry(refused))
+        // Bytes arrived on the next attempt: every mirror may be tried again.
+        var progressed = DownloadStateMachine(url: url, failures: 0, retryLimit: 0, alternatives: 1)
+        _ = progressed.admit()
+        #expect(progressed.transferEnded(.failed(refused)) == .tryNextURL(refused))
+        _ = progressed.responseReceived(.append(total: 10))
+        #expect(progressed.transferEnded(.failed(refused), progressed: true) == .tryNextURL(refused))
+        #expect(progressed.alternativesTried == 1)
+        // A dropped mirror is not one tried, and not one left.
+        progressed.alternativeDropped()
+        #expect(progressed.alternatives == 0 && progressed.alternativesTried == 0)
+        #expect(progressed.urlRefused(refused) == .fail(refused))
+        // Local failures never move: the disk would fail anywhere.
+        var local = DownloadStateMachine(url: url, alternatives: 3)
+        _ = local.admit()
+        _ = local.responseReceived(.append(total: 10))
+        let full = DownloadError(code: .fileSystem, url: url, errno: ENOSPC)
+        _ = local.bodyFailed(full)
+        #expect(local.transferEnded(.finished) == .fail(full))
+    }
+
+    @Test("401, 403 and 410 ask for a fresh URL once per streak when a hook exists; a mirror next")
+    func refresh() {
+        var machine = DownloadStateMachine(url: url, alternatives: 1, refreshesURLs: true)
+        _ = machine.admit()
+        _ = machine.responseReceived(.fail(status: 403))
+        let forbidden = DownloadError(code: .httpStatus, url: url, httpStatus: 403)
+        #expect(machine.transferEnded(.finished) == .refreshURL(forbidden))
+        // The fresh URL is refused too: not refreshed again; the mirror.
+        _ = machine.responseReceived(.fail(status: 403))
+        #expect(machine.transferEnded(.finished) == .tryNextURL(forbidden))
+        #expect(machine.urlRefused(forbidden) == .fail(forbidden))
+        // A rejected URL (another file) ends the request as the failure that made it move.
+        var other = DownloadStateMachine(url: url, alternatives: 1)
+        _ = other.admit()
+        #expect(other.responseReceived(.rejectURL(forbidden)) == .rejectBody)
+        #expect(other.transferEnded(.finished) == .tryNextURL(forbidden))
+        // Without a hook a 403 is what it was.
+        var plain = DownloadStateMachine(url: url)
+        _ = plain.admit()
+        _ = plain.responseReceived(.fail(status: 410))
+        #expect(plain.transferEnded(.finished) == .fail(DownloadError(code: .httpStatus, url: url, httpStatus: 410)))
+    }
+
     @Test func invalidResponseFailsWithoutRetry() {
         var machine = DownloadStateMachine(url: url, failures: 0, retryLimit: 5)
         _ = machine.admit()

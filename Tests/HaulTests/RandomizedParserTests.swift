@@ -146,6 +146,8 @@ struct RandomizedParserTests {
             switch decision {
             case .invalid:
                 Issue.record("invalid without a reason: \(context)")
+            case .rejectURL:
+                Issue.record("a URL rejected by the pure decision (only a transfer that moved rejects): \(context)")
             case .append(let total):
                 if offset > 0 {
                     // Only a 206 whose range starts at the offset, from the same version, is appended.

@@ -23,6 +23,11 @@ public enum DownloadEvent: Sendable, Hashable {
     case retrying(DownloadError, after: Duration)
     /// Something the caller may not expect; the download goes on.
     case warning(DownloadWarning)
+    /// Requests go to this URL now (credentials removed), after this failure of the one before: the
+    /// next of the download's mirrors (``DownloadRequest/mirrors``), or a fresh URL from the refresh
+    /// hook (``DownloadManager/Configuration/urlRefresher``). The bytes on disk continue only if its
+    /// answer proves the same file. ``Download/url`` says it too.
+    case switchedURL(URL, after: DownloadError)
     /// Paused; the partial file holds `progress.bytesReceived` bytes.
     case paused(DownloadProgress)
     /// Finished: the whole file is at this path.

@@ -1,3 +1,5 @@
+import FoundationEssentials
+
 /// Something a download did that its caller may not expect, though it goes on.
 public enum DownloadWarning: Sendable, Hashable, CustomStringConvertible {
     /// The server labelled the body with this `Content-Encoding` (`gzip`, `br`…) although the request
@@ -5,12 +7,17 @@ public enum DownloadWarning: Sendable, Hashable, CustomStringConvertible {
     /// server labels so, and wrong for a file it compressed on its own.
     /// ``DownloadManager/Configuration/decodesCompression`` asks for and decodes such bodies.
     case unrequestedContentEncoding(String)
+    /// A URL the download moved to (a mirror, a fresh URL) serves another file than the bytes on
+    /// disk (for this reason): it is not used, and nothing it sent was written.
+    case urlDropped(URL, reason: RestartReason)
 
     /// A sentence for logs and the CLI.
     public var description: String {
         switch self {
         case .unrequestedContentEncoding(let encoding):
             "the server sent the body with Content-Encoding: \(encoding) without being asked; it is saved as sent"
+        case .urlDropped(let url, let reason):
+            "\(url.absoluteString) is not used: it serves another file than the bytes on disk (\(reason))"
         }
     }
 }

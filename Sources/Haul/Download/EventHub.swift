@@ -135,7 +135,7 @@ final class EventHub: Sendable {
         case .receiving(let progress): state.downloadState = .receiving; state.progress = progress
         case .progress(let progress): state.progress = progress
         case .restarted: state.progress.bytesReceived = 0
-        case .warning: break
+        case .warning, .switchedURL: break
         case .retrying:
             state.downloadState = .idle; state.progress.bytesPerSecond = 0; state.progress.estimatedTimeRemaining = nil
         case .paused(let progress): state.downloadState = .paused; state.progress = progress

@@ -45,6 +45,9 @@ struct DownloadRecord: Equatable, Sendable {
     /// For a download that takes its file name from the server: its folder. Until the name is
     /// chosen, `destination` is this folder; then it is the file, which it stays.
     var folder: String?
+    /// Every URL of a download with mirrors, in the order asked for (its first URL first), without
+    /// user names and passwords; empty without mirrors.
+    var mirrors: [String] = []
 
     /// A download into a folder whose file name is not chosen yet.
     var awaitsName: Bool { folder != nil && destination == folder }

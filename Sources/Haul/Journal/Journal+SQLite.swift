@@ -126,7 +126,8 @@ extension Journal {
                 ? nil : sqlite3_column_double(statement, 20),
             userAgent: text(statement, 21),
             headerNames: text(statement, 22).map { $0.split(separator: "\n").map(String.init) } ?? [],
-            folder: text(statement, 23)
+            folder: text(statement, 23),
+            mirrors: text(statement, 24).map { $0.split(separator: "\n").map(String.init) } ?? []
         )
     }
 

@@ -56,6 +56,7 @@ extension Journal {
                     "CREATE INDEX IF NOT EXISTS downloads_named ON downloads (destination) WHERE folder IS NOT NULL"
                 )
             }
+            if version < 10 { try execute("ALTER TABLE downloads ADD COLUMN mirrors TEXT") }
             try execute("PRAGMA user_version = \(Self.schemaVersion)")
             try execute("COMMIT")
             // The rows name the new partial files now; a crash before these renames loses the bytes

@@ -50,6 +50,9 @@ final class Catalog: Sendable {
     /// (which holds their names). Memory only; a later process asks
     /// ``DownloadManager/Configuration/headerProvider`` for them.
     private let rememberedHeaders = Mutex<[DownloadID: [DownloadHeader]]>([:])
+    /// The URLs of downloads with mirrors, when one has a user name or password (rows hold them
+    /// without), by id.
+    private let rememberedMirrors = Mutex<[DownloadID: [URL]]>([:])
     private let idleWaiters = Mutex<[CheckedContinuation<Void, Never>]>([])
     private let journals = Mutex(Journals())
     private let opening = Mutex(())
@@ -89,6 +92,23 @@ final class Catalog: Sendable {
         }
     }
 
+    /// Keeps the mirrors of a download when one carries a user name or password, or forgets them.
+    func remember(mirrors: [URL], for id: DownloadID) {
+        let kept = mirrors.contains { $0.user != nil || $0.password != nil }
+        rememberedMirrors.withLock { all in
+            if kept {
+                all[id] = mirrors
+            } else if !all.isEmpty {
+                all[id] = nil
+            }
+        }
+    }
+
+    /// The mirrors `id` was last asked for with in this process, when its row cannot hold them.
+    func rememberedMirrors(_ id: DownloadID) -> [URL]? {
+        rememberedMirrors.withLock { $0.isEmpty ? nil : $0[id] }
+    }
+
     /// The headers `id` was last asked for with in this process, if any.
     func rememberedHeaders(_ id: DownloadID) -> [DownloadHeader]? {
         rememberedHeaders.withLock { $0.isEmpty ? nil : $0[id] }
@@ -98,6 +118,7 @@ final class Catalog: Sendable {
     func forget(_ id: DownloadID) {
         rememberedURLs.withLock { urls in if !urls.isEmpty { urls[id] = nil } }
         rememberedHeaders.withLock { kept in if !kept.isEmpty { kept[id] = nil } }
+        rememberedMirrors.withLock { kept in if !kept.isEmpty { kept[id] = nil } }
     }
 
     // MARK: journals

@@ -18,6 +18,11 @@ extension DownloadQueue {
         /// The folder, for a download that takes its file name from the server (`destination` is
         /// then the folder too, until the name is chosen).
         var folder: String? = nil
+        /// Other URLs of the file.
+        var mirrors: [URL] = []
+
+        /// Its URL and its mirrors, in order; empty without mirrors.
+        var allURLs: [URL] { mirrors.isEmpty ? [] : [url] + mirrors }
     }
 
     /// What asking for a download did to its journal row.
@@ -35,6 +40,8 @@ extension DownloadQueue {
         if let problem = request.headers.lazy.compactMap({ $0.problem() }).first {
             throw DownloadError(code: .invalidHeader, url: url.redactedString, detail: problem)
         }
+        var mirrors: [URL] = []
+        for mirror in request.mirrors { mirrors.append(try Self.validate(mirror)) }
         let destination = FilePath.standardized(request.destination)
         var status = stat()
         let exists = stat(destination, &status) == 0
@@ -74,7 +81,8 @@ extension DownloadQueue {
             expectedSize: request.expectedSize,
             userAgent: request.userAgent,
             headers: request.headers,
-            folder: request.takesFileNameFromServer ? destination : nil
+            folder: request.takesFileNameFromServer ? destination : nil,
+            mirrors: mirrors
         )
     }
 
@@ -82,6 +90,7 @@ extension DownloadQueue {
     func writeRow(for request: PreparedRequest, in journal: Journal) throws(DownloadError) -> QueueOutcome {
         catalog.remember(request.url, for: request.id)
         catalog.remember(headers: request.headers, for: request.id)
+        catalog.remember(mirrors: request.allURLs, for: request.id)
         // Rows hold URLs without their user name and password (they never reach the disk).
         let urlText = request.url.redactedString
         // The common case, a download never seen: one insertion, no lookup.
@@ -113,6 +122,7 @@ extension DownloadQueue {
         record.priority = request.priority
         record.userAgent = request.userAgent
         record.headerNames = request.headers.map(\.name)
+        record.mirrors = request.allURLs.map(\.redactedString)
         if record.state != .completed {
             record.expectedChecksum = request.checksum?.description
             record.expectedSize = request.expectedSize
@@ -158,6 +168,7 @@ extension DownloadQueue {
         record.userAgent = request.userAgent
         record.headerNames = request.headers.map(\.name)
         record.folder = request.folder
+        record.mirrors = request.allURLs.map(\.redactedString)
         return record
     }
 

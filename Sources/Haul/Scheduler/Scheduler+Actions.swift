@@ -6,8 +6,10 @@ extension Scheduler {
     /// Performs an action a transfer returned (its own ones, requests and bodies, it performed).
     func perform(_ action: DownloadStateMachine.Action, for transfer: Transfer) {
         switch action {
-        case .none, .startRequest, .acceptBody, .rejectBody:
+        case .none, .startRequest, .acceptBody, .rejectBody, .tryNextURL:
             break
+        case .refreshURL(let cause):
+            askForFreshURL(for: transfer, after: cause)
         case .pause:
             // A pause while the manager shuts down interrupts: the next manager continues the download.
             let progress = transfer.setAside(on: shuttingDown ? .interrupted : .paused)

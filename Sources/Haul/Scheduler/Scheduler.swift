@@ -98,7 +98,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             retryLimit: configuration.retryLimit,
             resumesWithoutValidator: configuration.resumesWithoutValidator,
             setsModificationTimeFromServer: configuration.setsModificationTimeFromServer,
-            defaultHeaders: configuration.headers
+            defaultHeaders: configuration.headers,
+            refreshesURLs: configuration.urlRefresher != nil
         )
     }
 
@@ -131,6 +132,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             case .diskWorkDone(let results): diskWorkDone(results)
             case .checkIdle: idleWaitersPending = true
             case .headersArrived(let id, let transfer, let result): headersArrived(id, for: transfer, result)
+            case .urlRefreshed(let id, let transfer, let result): urlRefreshed(id, for: transfer, result)
             case .shutdown: shutdown()
             }
         }
@@ -235,7 +237,9 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             record: record,
             store: journal,
             environment: environment,
-            restarts: restartsBeforeRetry.removeValue(forKey: id) ?? 0
+            restarts: restartsBeforeRetry.removeValue(forKey: id) ?? 0,
+            mirrors: record.mirrors.isEmpty
+                ? [] : catalog.rememberedMirrors(id) ?? record.mirrors.compactMap { URL(string: $0) }
         )
         transfers[id] = transfer
         transfersByDirectory[journal.directory, default: 0] += 1

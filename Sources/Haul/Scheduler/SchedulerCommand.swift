@@ -10,6 +10,9 @@ enum SchedulerCommand: Sendable {
     /// A header provider answered for a restored download's transfer (``ObjectIdentifier`` of it:
     /// a later transfer of the same download does not take an answer meant for an earlier one).
     case headersArrived(DownloadID, ObjectIdentifier, Result<[DownloadHeader], DownloadError>)
+    /// The refresh hook answered for a transfer (as ``headersArrived``): a fresh URL, none, or an
+    /// error in the hook's words.
+    case urlRefreshed(DownloadID, ObjectIdentifier, Result<DownloadManager.FreshURL?, DownloadError>)
     /// A task waits until nothing is queued or running.
     case checkIdle
     /// Pause every download and stop the loop (the inbox accepts nothing more but disk reports).

@@ -8,6 +8,9 @@
 ///    │ pause             ▼  │ (restart)             │ pause; the body could not be written
 ///    └──────────▶ paused ◀┴── closing ◀───────────┘
 ///   cancel from any state but done → done(cancelled)
+///   a failure another URL may not have (a status, the network) while the download has URLs it did
+///   not try since it last progressed (mirrors), or one a fresh URL may fix (401, 403, 410, with a
+///   refresh hook, once) → connecting (the next URL, or the hook's)
 ///   a transient failure (connecting, receiving, closing) while the retry budget lasts → idle (retry)
 /// ```
 ///
@@ -73,6 +76,11 @@ struct DownloadStateMachine: Sendable {
         /// Stop the request, keep the partial file, and queue the download again after a delay:
         /// the failure was transient and the budget allows another attempt.
         case retry(DownloadError)
+        /// Send the next request to the download's next URL (a mirror), after this failure.
+        case tryNextURL(DownloadError)
+        /// Ask the application's refresh hook for a fresh URL (this one answered 401, 403 or 410),
+        /// then send the next request there; ``urlRefused(_:)`` when it gives none.
+        case refreshURL(DownloadError)
     }
 
     /// How a transfer that curl handed back ended.
@@ -95,18 +103,37 @@ struct DownloadStateMachine: Sendable {
     private(set) var failures: Int
     /// How many such attempts are retried before the download fails.
     let retryLimit: Int
-    /// The URL for errors this machine creates, credentials removed.
-    let url: String
+    /// The URL for errors this machine creates, credentials removed: the one requests go to.
+    private(set) var url: String
+    /// How many other URLs the download has (mirrors), and how many of them were tried since it
+    /// last progressed.
+    private(set) var alternatives: Int
+    private(set) var alternativesTried = 0
+    /// Whether a refresh hook can give fresh URLs, and whether it was asked since the download last
+    /// progressed (once: a fresh URL that is refused too is not refreshed again).
+    let refreshesURLs: Bool
+    private(set) var refreshed = false
 
     /// - Parameters:
     ///   - failures: consecutive failed attempts without progress so far (from the journal).
     ///   - restarts: restarts from zero in those attempts.
     ///   - retryLimit: how many of them are retried.
-    init(url: String, failures: Int = 0, restarts: Int = 0, retryLimit: Int = 0) {
+    ///   - alternatives: how many other URLs (mirrors) the download may move to.
+    ///   - refreshesURLs: whether a refresh hook gives fresh URLs for 401, 403 and 410.
+    init(
+        url: String,
+        failures: Int = 0,
+        restarts: Int = 0,
+        retryLimit: Int = 0,
+        alternatives: Int = 0,
+        refreshesURLs: Bool = false
+    ) {
         self.url = url
         self.failures = failures
         self.restarts = restarts
         self.retryLimit = retryLimit
+        self.alternatives = max(0, alternatives)
+        self.refreshesURLs = refreshesURLs
     }
 
     // MARK: inputs from the scheduler
@@ -146,6 +173,9 @@ struct DownloadStateMachine: Sendable {
         case .fail(let status):
             state = .closing(.fail(DownloadError(code: .httpStatus, url: url, httpStatus: status)))
             return .rejectBody
+        case .rejectURL(let cause):
+            state = .closing(.fail(cause))
+            return .rejectBody
         case .invalid(let detail):
             // curl's own code for an answer that is not valid HTTP (CURLE_WEIRD_SERVER_REPLY): not retried.
             state = .closing(.fail(DownloadError(code: .transport, url: url, curlCode: 8, detail: detail)))
@@ -165,6 +195,8 @@ struct DownloadStateMachine: Sendable {
         if progressed {
             failures = 0
             restarts = 0
+            alternativesTried = 0
+            refreshed = false
         }
         switch (state, result) {
         case (.receiving, .finished):
@@ -193,6 +225,16 @@ struct DownloadStateMachine: Sendable {
     }
 
     private mutating func failOrRetry(_ error: DownloadError) -> Action {
+        if refreshesURLs, !refreshed, error.code == .httpStatus, [401, 403, 410].contains(error.httpStatus ?? 0) {
+            refreshed = true
+            state = .connecting
+            return .refreshURL(error)
+        }
+        if error.movesToAnotherURL, alternativesTried < alternatives {
+            alternativesTried += 1
+            state = .connecting
+            return .tryNextURL(error)
+        }
         guard error.isTransient, failures < retryLimit else {
             state = .done(.failed(error))
             return .fail(error)
@@ -200,6 +242,26 @@ struct DownloadStateMachine: Sendable {
         failures += 1
         state = .idle
         return .retry(error)
+    }
+
+    /// The URL the machine moved to (``Action/tryNextURL(_:)``, ``Action/refreshURL(_:)``) gave no
+    /// request: the refresh hook gave no URL, or every other URL was dropped. The download goes on
+    /// as that failure says (another URL, a retry, or the end).
+    mutating func urlRefused(_ error: DownloadError) -> Action {
+        guard case .connecting = state else { return .none }
+        return failOrRetry(error)
+    }
+
+    /// Requests go to `url` now (credentials removed): errors name it.
+    mutating func requestsGo(to url: String) {
+        self.url = url
+    }
+
+    /// One of the other URLs served another file than the partial's: it is not tried again (it does
+    /// not count as one tried either).
+    mutating func alternativeDropped() {
+        alternatives = max(0, alternatives - 1)
+        alternativesTried = max(0, alternativesTried - 1)
     }
 
     /// Writing the body failed here (the disk is full, the file grew past its maximum, the journal

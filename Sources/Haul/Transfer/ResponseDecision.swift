@@ -14,6 +14,9 @@ enum ResponseDecision: Equatable, Sendable {
     case fail(status: Int)
     /// The response is not valid HTTP (what is wrong with it): the download fails, keeping its partial.
     case invalid(String)
+    /// The answer of a URL the download moved to (a mirror, a fresh URL) is another file than the
+    /// partial's: that URL is dropped, and the download goes on as the failure that made it move says.
+    case rejectURL(DownloadError)
 
     /// Where the body of `head` ends when it is a 206 for a range that stops before the end of a
     /// file of known length (`last + 1`); `nil` for an answer that runs to the end.

@@ -144,8 +144,9 @@ extension Transfer {
         return feed(decision)
     }
 
-    /// Gives the machine a decision on the response.
+    /// Gives the machine a decision on the response (vetted, for a URL the download moved to).
     func feed(_ decision: ResponseDecision) -> DownloadStateMachine.Action {
+        let decision = vet(decision)
         let action = machine.responseReceived(decision)
         if case .retryFromZero(let reason) = decision, case .closing(.restartFromZero) = machine.state {
             restarted(because: reason)
@@ -193,6 +194,7 @@ extension Transfer {
             }
         }
         if record.awaitsName, let easy, !chooseFileName(easy) { return }
+        moved = nil  // proven: its answer continues the partial
         record.attempts += 1
         followURL()
         if let easy {

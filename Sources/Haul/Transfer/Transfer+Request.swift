@@ -31,7 +31,8 @@ extension Transfer {
                 plan = ResumePlan.decide(
                     offset: sink.receivedLength,
                     validator: record.ifRangeValidator,
-                    resumesWithoutValidator: environment.resumesWithoutValidator,
+                    // A URL moved to proves the partial's file by the overlap, validator or not.
+                    resumesWithoutValidator: environment.resumesWithoutValidator || moved != nil,
                     continuesRange: continuesRange,
                     decodesBodies: environment.easyHandles.options.decodesCompression,
                     urlChanged: record.url != download.url.redactedString

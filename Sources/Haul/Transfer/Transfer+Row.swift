@@ -51,6 +51,7 @@ extension Transfer {
     /// syncs them.
     func setAside(on event: QueueEvent) -> DownloadProgress {
         stopRequest()
+        returnToProvenURL()
         do {
             try sink?.close()
         } catch {

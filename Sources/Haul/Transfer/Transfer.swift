@@ -42,6 +42,17 @@ final class Transfer {
     var awaitingHeaders = false
     /// Redirects followed since the last request to the download's URL.
     var redirectsFollowed = 0
+    /// Every URL of the download (the one in use, then its mirrors in order), and those that served
+    /// another file than the partial's, which it does not use again.
+    let urls: [URL]
+    var droppedURLs: Set<URL> = []
+    /// Set when the download moved to another URL (a mirror, a fresh URL) after this failure, until
+    /// that URL's answer is accepted: an answer that is another file than the partial's drops the
+    /// URL instead of replacing the bytes (``vet(_:)``). `counted`: the move used one of the
+    /// machine's alternatives.
+    var moved: (cause: DownloadError, counted: Bool, from: URL)?
+    /// The transfer waits for the refresh hook's answer after this failure.
+    var awaitingFreshURL: DownloadError?
 
     /// One request of the transfer: what it asked for and what the answer said.
     struct Request {
@@ -75,16 +86,32 @@ final class Transfer {
         var isRedirect = false
     }
 
-    init(download: Download, record: DownloadRecord, store: Journal, environment: TransferEnvironment, restarts: Int) {
+    /// - Parameter mirrors: every URL of the download's file, in the order asked for (empty without
+    ///   mirrors): the one in use is tried first, then the ones after it, round and round.
+    init(
+        download: Download,
+        record: DownloadRecord,
+        store: Journal,
+        environment: TransferEnvironment,
+        restarts: Int,
+        mirrors: [URL] = []
+    ) {
         environment.census.transfers.add(1, ordering: .relaxed)
         self.download = download
         self.store = store
         self.environment = environment
+        let current = download.url
+        var urls = [current]
+        let start = mirrors.firstIndex(of: current).map { $0 + 1 } ?? 0
+        for mirror in mirrors[start...] + mirrors[..<start] where !urls.contains(mirror) { urls.append(mirror) }
+        self.urls = urls
         self.machine = DownloadStateMachine(
-            url: download.url.redactedString,
+            url: current.redactedString,
             failures: record.failures,
             restarts: restarts,
-            retryLimit: environment.retryLimit
+            retryLimit: environment.retryLimit,
+            alternatives: urls.count - 1,
+            refreshesURLs: environment.refreshesURLs
         )
         self.record = record
         self.revalidating = record.revalidate
@@ -150,7 +177,9 @@ final class Transfer {
         case .acceptBody(let total, let truncating, let restart):
             acceptBody(total: total, truncating: truncating, restart: restart)
             return .none
-        case .pause, .cancel, .complete, .keepDestination, .fail, .retry:
+        case .tryNextURL(let cause):
+            return moveToNextURL(after: cause)
+        case .pause, .cancel, .complete, .keepDestination, .fail, .retry, .refreshURL:
             return action
         }
     }

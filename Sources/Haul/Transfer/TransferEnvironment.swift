@@ -28,6 +28,8 @@ final class TransferEnvironment {
     let setsModificationTimeFromServer: Bool
     /// The headers of every request (``DownloadManager/Configuration/headers``).
     let defaultHeaders: [DownloadHeader]
+    /// A refresh hook gives fresh URLs (``DownloadManager/Configuration/urlRefresher``).
+    let refreshesURLs: Bool
 
     init(
         reactor: Reactor,
@@ -41,7 +43,8 @@ final class TransferEnvironment {
         retryLimit: Int,
         resumesWithoutValidator: Bool,
         setsModificationTimeFromServer: Bool,
-        defaultHeaders: [DownloadHeader] = []
+        defaultHeaders: [DownloadHeader] = [],
+        refreshesURLs: Bool = false
     ) {
         self.reactor = reactor
         self.easyHandles = easyHandles
@@ -55,5 +58,6 @@ final class TransferEnvironment {
         self.resumesWithoutValidator = resumesWithoutValidator
         self.setsModificationTimeFromServer = setsModificationTimeFromServer
         self.defaultHeaders = defaultHeaders
+        self.refreshesURLs = refreshesURLs
     }
 }

@@ -33,6 +33,10 @@ import Glibc
 ///   is honoured); the first response ends after N.
 /// - `/dated-fresh-changing/N/SIZE`: only a Last-Modified equal to the `Date` sent (weak); each
 ///   request another version; the first ends after N.
+/// - `/expire/N/SIZE`: a link that expires: the first response ends after N body bytes, every later
+///   request gets 403. `/file/SIZE` serves the same file (same bytes, same ETag).
+/// - `/impostor/SIZE`: another file of the same size (version 2's bytes), with no validator, that
+///   honours Range whatever If-Range says.
 final class FaultServer: @unchecked Sendable {
     // @unchecked Sendable: mutable state is guarded by `lock`; `listener` and `port` are immutable.
 
@@ -289,6 +293,22 @@ final class FaultServer: @unchecked Sendable {
                 limit: number == 1 ? numbers[0] : nil,
                 validators: validators
             )
+        case "expire" where numbers.count == 2:
+            if number == 1 {
+                sendFile(size: size, request: &request, index: index, on: connection, limit: numbers[0])
+            } else {
+                sendStatus(403, extra: "", request: &request, index: index, on: connection)
+            }
+        case "impostor":
+            sendFile(
+                size: size,
+                version: 2,
+                request: &request,
+                index: index,
+                on: connection,
+                validators: .none,
+                ignoresIfRange: true
+            )
         case "status" where numbers.count == 1:
             sendStatus(numbers[0], extra: "", request: &request, index: index, on: connection)
         default:
@@ -339,7 +359,8 @@ final class FaultServer: @unchecked Sendable {
         extraLength: Int = 0,
         secondLength: Int? = nil,
         cap: Int? = nil,
-        validators: Validators = .strong
+        validators: Validators = .strong,
+        ignoresIfRange: Bool = false
     ) {
         let body = Self.body(size: size, version: version)
         let now = Int(Date().timeIntervalSince1970)
@@ -358,7 +379,7 @@ final class FaultServer: @unchecked Sendable {
         // If-Range holds only with a strong validator equal to the current one (RFC 9110 §13.1.5).
         let strongValidators = [entityTag, validators == .strong ? nil : lastModified].compactMap { $0 }
             .filter { !$0.hasPrefix("W/") }
-        let rangeHolds = request.ifRange == nil || strongValidators.contains(request.ifRange!)
+        let rangeHolds = request.ifRange == nil || ignoresIfRange || strongValidators.contains(request.ifRange!)
         var start = 0
         if honorsRange, let range = request.range, range.hasPrefix("bytes="), range.hasSuffix("-"),
             let from = Int(range.dropFirst(6).dropLast()), rangeHolds

@@ -1,0 +1,86 @@
+import FoundationEssentials
+
+/// Fresh URLs for expired ones: the application's ``DownloadManager/Configuration/urlRefresher``
+/// is asked off the loop when a download's URL answers 401, 403 or 410, and the transfer moves to
+/// the URL it gives (``Transfer/move(to:after:counted:)``), or goes on as the failure says.
+extension Scheduler {
+    /// Asks the hook for a fresh URL for `transfer`, which holds its slot meanwhile (paused or
+    /// cancelled like any admitted download).
+    func askForFreshURL(for transfer: Transfer, after cause: DownloadError) {
+        guard let refresher = configuration.urlRefresher else {
+            perform(transfer.perform(transfer.machine.urlRefused(cause)), for: transfer)
+            return
+        }
+        transfer.awaitingFreshURL = cause
+        let expired = DownloadManager.ExpiredURL(
+            id: transfer.id,
+            url: URL(string: transfer.download.url.redactedString) ?? transfer.download.url,
+            destination: transfer.download.destination,
+            status: cause.httpStatus ?? 0
+        )
+        let (id, token, inbox, urlForErrors) = (transfer.id, ObjectIdentifier(transfer), inbox, transfer.urlForErrors)
+        Task {
+            let result: Result<DownloadManager.FreshURL?, DownloadError>
+            do {
+                result = .success(try await refresher(expired))
+            } catch {
+                result = .failure(
+                    DownloadError(
+                        code: .httpStatus,
+                        url: urlForErrors,
+                        httpStatus: expired.status,
+                        detail: "the URL refresher failed: \(error)"
+                    )
+                )
+            }
+            inbox.submit(.urlRefreshed(id, token, result))
+        }
+    }
+
+    /// The hook answered: the transfer moves to the fresh URL (checked as any request's), or goes
+    /// on as the failure that made it ask says. An answer for a transfer that is gone is dropped.
+    func urlRefreshed(
+        _ id: DownloadID,
+        for token: ObjectIdentifier,
+        _ result: Result<DownloadManager.FreshURL?, DownloadError>
+    ) {
+        guard let transfer = transfers[id], ObjectIdentifier(transfer) == token,
+            let cause = transfer.awaitingFreshURL, case .connecting = transfer.machine.state
+        else { return }
+        transfer.awaitingFreshURL = nil
+        let fresh: DownloadManager.FreshURL
+        switch result {
+        case .success(let answer?):
+            fresh = answer
+        case .success(nil):
+            perform(transfer.perform(transfer.machine.urlRefused(cause)), for: transfer)
+            return
+        case .failure(let error):
+            logger.notice(
+                "the URL refresher failed",
+                metadata: ["url": "\(transfer.urlForErrors)", "error": "\(error)"]
+            )
+            perform(transfer.perform(transfer.machine.urlRefused(cause)), for: transfer)
+            return
+        }
+        let url: URL
+        do throws(DownloadError) {
+            url = try DownloadQueue.validate(fresh.url)
+            if let problem = fresh.headers?.lazy.compactMap({ $0.problem() }).first {
+                throw DownloadError(code: .invalidHeader, url: url.redactedString, detail: problem)
+            }
+        } catch {
+            perform(transfer.fail(error), for: transfer)
+            return
+        }
+        // Kept for this download's later attempts in this process; rows hold URLs without credentials
+        // and header names only.
+        catalog.remember(url, for: id, always: true)
+        if let headers = fresh.headers {
+            catalog.remember(headers: headers, for: id)
+            transfer.headers = DownloadHeader.merged(configuration.headers, headers)
+            transfer.record.headerNames = headers.map(\.name)
+        }
+        perform(transfer.move(to: url, after: cause, counted: false), for: transfer)
+    }
+}
