@@ -76,10 +76,4 @@ struct DownloadPlan: Equatable {
         return (nil, directory)
     }
 
-    /// The URLs in an input file: one per line; blank lines and lines starting with `#` are ignored.
-    static func urls(inInputFile contents: String) -> [String] {
-        contents.split(whereSeparator: \.isNewline)
-            .map(\.trimmingSpaces)
-            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
-    }
 }

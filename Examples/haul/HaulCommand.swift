@@ -234,16 +234,21 @@ struct HaulCommand: AsyncParsableCommand {
         }
     }
 
-    /// All URLs: the arguments, then the input file's.
-    func allURLs() throws -> [String] {
-        var all = urls
+    /// Every file to fetch: the arguments' URLs (each with `--checksum`, when given), then the
+    /// input file's entries; and the input file's options that haul ignores.
+    func allEntries() throws -> (entries: [InputFile.Entry], ignored: [(option: String, line: Int)]) {
+        let checksum = self.checksum.flatMap(Checksum.init)
+        var all = urls.map { InputFile.Entry(urls: [$0], checksum: checksum) }
+        var ignored: [(option: String, line: Int)] = []
         if let inputFile {
             guard let data = FileManager.default.contents(atPath: inputFile) else {
                 throw CLIError("cannot read the input file '\(inputFile)': \(String(cString: strerror(errno)))")
             }
-            all += DownloadPlan.urls(inInputFile: String(decoding: data, as: UTF8.self))
+            let file = try InputFile.parse(String(decoding: data, as: UTF8.self))
+            all += file.entries
+            ignored = file.ignored
         }
-        return all
+        return (all, ignored)
     }
 
     /// A `-H` value as a header: `Name: value`, or `Name;` for an empty value (as curl reads them).

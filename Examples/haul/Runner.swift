@@ -8,17 +8,25 @@ struct Runner {
     let command: HaulCommand
 
     func run() async -> Int32 {
-        let urls: [String]
+        let entries: [InputFile.Entry]
         let directory: String
         let isDirectory = { (path: String) -> Bool in
             var status = stat()
             return stat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
         }
         do {
-            urls = try command.allURLs()
-            guard !urls.isEmpty else { throw CLIError("the input file has no URLs") }
+            let all = try command.allEntries()
+            entries = all.entries
+            guard !entries.isEmpty else { throw CLIError("the input file has no URLs") }
+            for (option, line) in all.ignored {
+                Reporter.write(
+                    "haul: the input file's option '\(option)' (line \(line)) is not supported and is ignored\n",
+                    to: STDERR_FILENO
+                )
+            }
             directory =
-                DownloadPlan.resolve(output: command.output, urlCount: urls.count, isDirectory: isDirectory).directory
+                DownloadPlan.resolve(output: command.output, urlCount: entries.count, isDirectory: isDirectory)
+                .directory
             try Self.makeDirectory(directory)
         } catch {
             Reporter.write("haul: \(Self.describe(error))\n", to: STDERR_FILENO)
@@ -69,7 +77,8 @@ struct Runner {
         // it placed it (same length and modification time), is this download's (complete, or to be
         // revalidated); anything else there (another URL's file, a file edited since, the user's own)
         // is not replaced. One lookup per name that exists, not the whole journal in memory.
-        let plan = DownloadPlan.make(urls: urls, output: command.output, isDirectory: isDirectory) { url, path in
+        let urls = entries.map { $0.urls[0] }
+        var plan = DownloadPlan.make(urls: urls, output: command.output, isDirectory: isDirectory) { url, path in
             var status = stat()
             guard lstat(path, &status) == 0 else { return false }
             guard let entry = manager.journalEntry(id: DownloadID(destination: URL(fileURLWithPath: path))) else {
@@ -77,12 +86,14 @@ struct Runner {
             }
             return !(entry.destinationHoldsPlacedFile && entry.url == Reporter.shown(url))
         }
-        // --content-disposition: the server names each file in the folder, unless -o named the file.
-        let namesFolder =
-            command.contentDisposition
-                && DownloadPlan.resolve(output: command.output, urlCount: urls.count, isDirectory: isDirectory).file
-                    == nil
-            ? plan.outputDirectory : nil
+        let intoFolder =
+            DownloadPlan.resolve(output: command.output, urlCount: urls.count, isDirectory: isDirectory).file == nil
+        // The input file's out= names a file in the output folder.
+        for (index, entry) in entries.enumerated() where intoFolder {
+            if let out = entry.out { plan.items[index].destination = "\(plan.outputDirectory)/\(out)" }
+        }
+        // --content-disposition: the server names each file in the folder, unless -o or out= named it.
+        let namesFolder = command.contentDisposition && intoFolder ? plan.outputDirectory : nil
         let reporter = Reporter(mode: command.reporterMode)
         let interruption = Interruption(manager: manager, reporter: reporter)
         interruption.install()
@@ -96,8 +107,10 @@ struct Runner {
         /// Starts downloads until `window` run or the list ends; a URL refused at once is a failure.
         func fill(_ group: inout TaskGroup<Bool>, running: inout Int) {
             while running < window, interruption.received == nil, let (index, item) = pending.next() {
+                let entry = entries[index]
+                let folder = entry.out == nil ? namesFolder : nil
                 guard
-                    let download = start(item, index: index, into: namesFolder, manager: manager, reporter: reporter)
+                    let download = start(item, entry, index: index, into: folder, manager: manager, reporter: reporter)
                 else {
                     failures += 1
                     continue
@@ -130,6 +143,7 @@ struct Runner {
     /// reports why it cannot be (`nil`).
     func start(
         _ item: DownloadPlan.Item,
+        _ entry: InputFile.Entry,
         index: Int,
         into folder: String?,
         manager: DownloadManager,
@@ -137,21 +151,25 @@ struct Runner {
     ) -> Download? {
         do {
             let download: Download
-            let checksum = command.checksum.flatMap(Checksum.init)
-            if checksum != nil || folder != nil {
-                guard let url = URL(string: item.url.trimmingSpaces) else {
-                    throw DownloadError(
-                        code: .invalidURL,
-                        url: Reporter.shown(item.url),
-                        detail: "it could not be parsed"
-                    )
+            if entry.checksum != nil || folder != nil || entry.urls.count > 1 || !entry.headers.isEmpty {
+                func parsed(_ text: String) throws(DownloadError) -> URL {
+                    guard let url = URL(string: text.trimmingSpaces) else {
+                        throw DownloadError(
+                            code: .invalidURL,
+                            url: Reporter.shown(text),
+                            detail: "it could not be parsed"
+                        )
+                    }
+                    return url
                 }
                 var request = DownloadRequest(
-                    url: url,
+                    url: try parsed(item.url),
                     destination: URL(fileURLWithPath: folder ?? item.destination, isDirectory: folder != nil),
-                    checksum: checksum
+                    checksum: entry.checksum,
+                    headers: entry.headers
                 )
                 request.takesFileNameFromServer = folder != nil
+                for mirror in entry.urls.dropFirst() { request.mirrors.append(try parsed(mirror)) }
                 download = try manager.download(request)
             } else {
                 download = try manager.download(

@@ -122,4 +122,39 @@ extension HaulCLITests {
         #expect(try Data(contentsOf: named) == source)
         #expect(!FileManager.default.fileExists(atPath: output.appendingPathComponent("report.pdf").path))
     }
+
+    @Test("an aria2 input file: mirrors after a dead URL, out=, checksum= (right and wrong) and header= with a secret")
+    func inputFileForm() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let a = try server.makeFile("a.bin", size: 300_000, seed: 41)
+        let b = try server.makeFile("b.bin", size: 200_000, seed: 42)
+        try server.makeFile("c.bin", size: 100_000, seed: 43)
+        let digest = try IntegrityTests().coreutilsDigest(.sha256, of: a, in: work)
+        let wrong = String(repeating: "0", count: 64)
+        let list = work.appendingPathComponent("list.txt")
+        try """
+        # a file with a mirror after a URL where nothing listens
+        http://127.0.0.1:1/a.bin\t\(server.url("a.bin"))
+          out=sub/renamed-a.bin
+          checksum=sha-256=\(digest)
+        \(server.url("bearer/b.bin"))
+          header=Authorization: Bearer \(NginxServer.bearer)
+          split=4
+        \(server.url("c.bin"))
+          checksum=sha-256=\(wrong)
+        """.write(to: list, atomically: true, encoding: .utf8)
+        let output = work.appendingPathComponent("out")
+        let run = try await haul(["--json", "-i", list.path, "-o", output.path + "/"], in: work)
+        #expect(run.status == 1, "\(run.stderr)")  // c.bin's checksum is wrong
+        #expect(try Data(contentsOf: output.appendingPathComponent("sub/renamed-a.bin")) == a)
+        #expect(try Data(contentsOf: output.appendingPathComponent("b.bin")) == b)
+        #expect(!FileManager.default.fileExists(atPath: output.appendingPathComponent("c.bin").path))
+        #expect(run.stderr.contains("'split' (line 7) is not supported"), "\(run.stderr)")
+        #expect(run.stdout.contains("\"event\":\"switched\""), "\(run.stdout)")
+        #expect(run.stdout.contains("\"code\":\"checksumMismatch\""), "\(run.stdout)")
+        #expect(!run.stdout.contains(NginxServer.bearer) && !run.stderr.contains(NginxServer.bearer))
+        #expect(allBytes(under: output).range(of: Data(NginxServer.bearer.utf8)) == nil)
+        #expect(server.accessLog().filter { $0.uri == "/bearer/b.bin" }.map(\.status) == [200])
+    }
 }

@@ -127,9 +127,55 @@ struct HaulArgumentTests {
         #expect(name != "." && name != "..")
     }
 
-    @Test func inputFileIgnoresBlanksAndComments() {
+    @Test func inputFileIgnoresBlanksAndComments() throws {
         let text = "# mirrors\nhttp://h/a\n\n  http://h/b  \r\n#http://h/c\n"
-        #expect(DownloadPlan.urls(inInputFile: text) == ["http://h/a", "http://h/b"])
+        #expect(try InputFile.parse(text).entries.map(\.urls) == [["http://h/a"], ["http://h/b"]])
+    }
+
+    @Test("the input file in aria2's form: TAB-separated mirrors, and out=, checksum=, header= under a URL")
+    func inputFileOptions() throws {
+        let digest = String(repeating: "ab", count: 32)
+        let text = """
+            http://a/x.iso\thttp://b/x.iso\t http://c/x.iso
+              out=images/x.iso
+              checksum=sha-256=\(digest)
+            \theader=Authorization: Bearer s3cr3t
+              header=X-Tenant: acme
+              split=5
+            http://d/y?q=1
+            """
+        let file = try InputFile.parse(text)
+        #expect(file.entries.count == 2)
+        #expect(file.entries[0].urls == ["http://a/x.iso", "http://b/x.iso", "http://c/x.iso"])
+        #expect(file.entries[0].out == "images/x.iso")
+        #expect(file.entries[0].checksum == Checksum("sha256:\(digest)"))
+        #expect(
+            file.entries[0].headers == [
+                DownloadHeader("Authorization", "Bearer s3cr3t"), DownloadHeader("X-Tenant", "acme"),
+            ]
+        )
+        #expect(file.entries[1] == InputFile.Entry(urls: ["http://d/y?q=1"]))
+        #expect(file.ignored.map(\.option) == ["split"] && file.ignored.map(\.line) == [6])
+    }
+
+    @Test(
+        "a bad input file says which line, and never repeats a header's value",
+        arguments: [
+            ("  out=x\nhttp://a/b", "line 1 sets an option before any URL"),
+            ("http://a/b\n  out=../x", "out= on line 2"),
+            ("http://a/b\n  out=/etc/x", "out= on line 2"),
+            ("http://a/b\n  checksum=sha-512=00", "checksum= on line 2"),
+            ("http://a/b\n  header=Range: s3cr3t", "header= on line 2"),
+            ("http://a/b\n  header=no-colon-s3cr3t", "header= on line 2"),
+            ("http://a/b\n  just-words", "line 2 is not an option"),
+        ] as [(String, String)]
+    )
+    func inputFileErrors(_ text: String, _ says: String) {
+        #expect {
+            try InputFile.parse(text)
+        } throws: { error in
+            "\(error)".contains(says) && !"\(error)".contains("s3cr3t")
+        }
     }
 
     @Test func optionsParse() throws {
