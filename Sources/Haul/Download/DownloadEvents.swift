@@ -5,7 +5,7 @@ import FoundationEssentials
 /// Each iteration is an independent subscriber: it starts with the download's current state, then
 /// follows every change, and ends after the final event. Any number of tasks may iterate at once.
 /// The first iteration of a download's events starts earlier, with the events published since its
-/// handle was created (as many as a subscriber holds, within ``EventHub/earlyWindow``): a caller
+/// handle was created (as many as a subscriber holds, within 2 s): a caller
 /// that iterates right after `download(…)` returned misses nothing, not even a retry that happened
 /// in between.
 /// A subscriber that reads slowly, or not at all, holds at most a small fixed number of events:

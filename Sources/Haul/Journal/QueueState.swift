@@ -2,7 +2,7 @@
 ///
 /// One vocabulary for the row, used by the queue, the loop, the journal and listings such as
 /// `haul --list`. A cancelled download has no state: its row is removed. The moves between states are
-/// ``QueueState/after(_:)``'s, and only its.
+/// its internal transition table's, and only its.
 public enum QueueState: Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// Waiting in the queue for a slot.
     case queued
