@@ -18,8 +18,9 @@ import Synchronization
 public final class Download: Sendable, Identifiable {
     /// Stable across runs: the same URL and destination always have the same id.
     public let id: DownloadID
-    /// Where the file comes from: the URL it was last asked for from (a download asked for again from
-    /// another URL, such as a refreshed signed link, continues with it from its next request).
+    /// Where the file comes from: the URL requests go to now. That is the URL it was last asked for
+    /// from (a download asked for again from another URL continues with it from its next request),
+    /// or the mirror or fresh URL it moved to (``DownloadEvent/switchedURL(_:after:)``).
     public var url: URL { currentURL.withLock { $0 } }
     private let currentURL: Mutex<URL>
     /// Where the finished file goes. For a download that takes its file name from the server
