@@ -141,7 +141,9 @@ struct ServerFileNameTests {
         }
     }
 
-    @Test("the name is known before the first byte, recorded, and kept by a later process and a second request")
+    @Test(
+        "the name is known before the first byte, recorded, kept by a later process, and never replaces a file put there since"
+    )
     func keptAcrossRestarts() async throws {
         let (server, directory) = try startServerAndDirectory()
         defer { stop(server, directory) }
@@ -163,17 +165,27 @@ struct ServerFileNameTests {
         let entry = try #require(try DownloadManager.journalEntries(stateDirectory: state).first)
         #expect(entry.destination == named.path && entry.bytesReceived > 0)
         #expect(!FileManager.default.fileExists(atPath: named.path))
+        // Someone puts a file of that name there meanwhile: it is kept, and the download goes beside it.
+        let theirs = Data("someone else's file\n".utf8)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try theirs.write(to: named)
+        let beside = folder.appendingPathComponent("gated-report.bin.1")
         try await withDownloadManager(configuration: configuration(state)) { manager in
             let restored = try #require(manager.download(id: download.id))
             #expect(restored.destination == named)
-            #expect(try await restored.finished() == named)
-            // Asked for again: complete, under the same name, nothing transferred.
+            #expect(try await restored.finished() == beside)
+            #expect(restored.destination == beside)
+            // Asked for again: complete, under the name it got, nothing transferred.
             let again = try manager.download(DownloadRequest(url: url, folder: folder))
-            #expect(try await again.finished() == named)
+            #expect(try await again.finished() == beside)
             #expect(again.wasAlreadyComplete)
         }
-        #expect(try Data(contentsOf: named) == source)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["gated-report.bin"])
+        #expect(try Data(contentsOf: named) == theirs)
+        #expect(try Data(contentsOf: beside) == source)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+                == ["gated-report.bin", "gated-report.bin.1"]
+        )
         #expect(server.accessLog().filter { $0.uri == "/cd/gated/k.bin" }.map(\.status) == [200, 206])
     }
 

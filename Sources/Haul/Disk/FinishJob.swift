@@ -20,6 +20,16 @@ struct FinishJob: Sendable {
     /// The modification time to give the file before it is placed (the server's Last-Modified, when
     /// asked for: `curl -R`), in seconds since 1970.
     var modificationTime: Double? = nil
+    /// What a file already at `destination` may be for the new one to replace it.
+    enum Replacement: Sendable {
+        /// Anything: the caller named the file.
+        case any
+        /// Only the file Haul placed there for this download (its modification time, if it placed
+        /// one): the name came from the server, and a file someone put there since it was chosen is
+        /// kept; the new one goes to `name.1`, `name.2`…
+        case ownOnly(placedModificationTime: Double?)
+    }
+    var replaces = Replacement.any
 
     /// Syncs, checks and renames; the partial file of a wrong download is deleted, and the destination
     /// keeps what it had.
@@ -65,15 +75,34 @@ struct FinishJob: Sendable {
             unlink(partialPath)
             return .failure(mismatch)
         }
+        var target = destination
+        if case .ownOnly(let own) = replaces { target = freeName(ownModificationTime: own) }
         do throws(DownloadError) {
-            try Self.moveIntoPlace(from: partialPath, to: destination)
+            try Self.moveIntoPlace(from: partialPath, to: target)
         } catch {
             var error = error
             error.url = url
             return .failure(error)
         }
         // A rename keeps the time; a copy across file systems does not: read it where it is now.
-        return .success(PlacedFile.at(destination) ?? PlacedFile(length: length, modificationTime: 0))
+        var placed = PlacedFile.at(target) ?? PlacedFile(length: length, modificationTime: 0)
+        if target != destination { placed.path = target }
+        return .success(placed)
+    }
+
+    /// `destination` when nothing is there or the file there is the one Haul placed for this
+    /// download; else the first of `destination.1`, `destination.2`… where nothing is.
+    private func freeName(ownModificationTime: Double?) -> String {
+        guard let existing = PlacedFile.at(destination) else { return destination }
+        if let own = ownModificationTime, abs(existing.modificationTime - own) < 1e-6 { return destination }
+        let folder = FilePath.directory(of: destination)
+        let name = FilePath.lastComponent(of: destination)
+        var status = stat()
+        for counter in 1..<10_000 {
+            let candidate = "\(folder)/\(ServerFileName.numbered(name, counter))"
+            if lstat(candidate, &status) != 0 { return candidate }
+        }
+        return destination
     }
 
     /// Why the finished partial file is not the expected one, if it is not.

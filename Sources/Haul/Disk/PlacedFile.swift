@@ -7,6 +7,9 @@ struct PlacedFile: Equatable, Sendable {
     /// Its modification time (seconds since 1970, with the nanoseconds), read after it was placed:
     /// with the length, what tells later whether the file is still the one Haul placed.
     var modificationTime: Double
+    /// Where it was placed, when not at the path asked for (a download that took its name from the
+    /// server found someone else's file at it).
+    var path: String? = nil
 
     /// The file at `path`, or `nil` when there is none.
     static func at(_ path: String) -> PlacedFile? {

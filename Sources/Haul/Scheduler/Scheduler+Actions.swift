@@ -85,6 +85,11 @@ extension Scheduler {
         case .success(let file):
             placed = file
         }
+        if let path = placed.path {
+            // Named by the server, and someone else's file took the name meanwhile: it went beside.
+            transfer.record.destination = path
+            transfer.download.update(destinationPath: path)
+        }
         let total = transfer.record.totalBytes ?? placed.length
         transfer.record.totalBytes = total
         transfer.record.placedModificationTime = placed.modificationTime

@@ -112,7 +112,8 @@ extension Transfer {
             expectedChecksum: record.expectedChecksum.flatMap(Checksum.init),
             url: urlForErrors,
             modificationTime: environment.setsModificationTimeFromServer
-                ? record.lastModified.flatMap(HTTPDate.parse)?.timeIntervalSince1970 : nil
+                ? record.lastModified.flatMap(HTTPDate.parse)?.timeIntervalSince1970 : nil,
+            replaces: record.folder == nil ? .any : .ownOnly(placedModificationTime: record.placedModificationTime)
         )
     }
 }

@@ -9,8 +9,8 @@ extension Transfer {
     /// (round and round) that was not dropped.
     func moveToNextURL(after cause: DownloadError) -> DownloadStateMachine.Action {
         let current = urls.firstIndex(of: download.url) ?? 0
-        let next = (1..<max(urls.count, 1)).lazy.map { self.urls[(current + $0) % self.urls.count] }
-            .first { !self.droppedURLs.contains($0) }
+        let next = (0..<urls.count).lazy.map { self.urls[(current + 1 + $0) % self.urls.count] }
+            .first { !self.droppedURLs.contains($0) && $0 != self.download.url }
         guard let next else { return perform(machine.urlRefused(cause)) }
         return move(to: next, after: cause, counted: true)
     }

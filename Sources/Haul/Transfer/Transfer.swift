@@ -42,8 +42,9 @@ final class Transfer {
     var awaitingHeaders = false
     /// Redirects followed since the last request to the download's URL.
     var redirectsFollowed = 0
-    /// Every URL of the download (the one in use, then its mirrors in order), and those that served
-    /// another file than the partial's, which it does not use again.
+    /// Every URL of a download with mirrors (the one in use, then the others in order; empty
+    /// without mirrors, which costs most transfers nothing), and those that served another file than
+    /// the partial's, which it does not use again.
     let urls: [URL]
     var droppedURLs: Set<URL> = []
     /// Set when the download moved to another URL (a mirror, a fresh URL) after this failure, until
@@ -101,9 +102,12 @@ final class Transfer {
         self.store = store
         self.environment = environment
         let current = download.url
-        var urls = [current]
-        let start = mirrors.firstIndex(of: current).map { $0 + 1 } ?? 0
-        for mirror in mirrors[start...] + mirrors[..<start] where !urls.contains(mirror) { urls.append(mirror) }
+        var urls: [URL] = []
+        if !mirrors.isEmpty {
+            urls.append(current)
+            let start = mirrors.firstIndex(of: current).map { $0 + 1 } ?? 0
+            for mirror in mirrors[start...] + mirrors[..<start] where !urls.contains(mirror) { urls.append(mirror) }
+        }
         self.urls = urls
         self.machine = DownloadStateMachine(
             url: current.redactedString,
