@@ -32,6 +32,13 @@ public struct DownloadRequest: Sendable, Hashable {
     /// tells it. Such a download is its folder and URL (its id is theirs), as a download to a file
     /// is its file. Off by default (as `wget --content-disposition`).
     public var takesFileNameFromServer = false
+    /// What makes a download that takes its file name from the server the same download when it is
+    /// asked for again (its id, with its folder): by default its URL, without user name, password
+    /// and fragment. Give a key of your own (an object's name, a database id) when the URL changes
+    /// between requests, as a signed link does, so that the bytes on disk continue (if the new URL's
+    /// answer proves the same file) instead of starting a second download. A download to a file is
+    /// its file, whatever its URL; this is not used for it.
+    public var key: String?
     /// Other URLs of the same file, tried in order after ``url`` when a failure another URL may not
     /// have ends a request there (connection refused, a 5xx or a 404 on one mirror, a stall; see
     /// ``DownloadError/movesToAnotherURL``), before the retry policy's delays. The bytes on disk

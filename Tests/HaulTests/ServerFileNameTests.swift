@@ -189,6 +189,43 @@ struct ServerFileNameTests {
         #expect(server.accessLog().filter { $0.uri == "/cd/gated/k.bin" }.map(\.status) == [200, 206])
     }
 
+    @Test("with a key of the caller's, a signed link refreshed between runs continues the same download")
+    func keyedAcrossURLs() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let source = try server.makeFile("s.bin", size: 3 * 1024 * 1024)
+        let state = directory.appendingPathComponent("state")
+        let folder = directory.appendingPathComponent("in")
+        func request(_ signature: String) -> DownloadRequest {
+            var request = DownloadRequest(url: server.url("cd/gated/s.bin?sig=\(signature)"), folder: folder)
+            request.key = "export-42"
+            return request
+        }
+        let first = try DownloadManager(configuration: configuration(state))
+        let download = try first.download(request("AAA"))
+        var events = download.events.makeAsyncIterator()
+        await events.next { if case .progress(let p) = $0 { p.bytesReceived >= 256 * 1024 } else { false } }
+        await first.shutdown()
+        #expect(download.id == DownloadID(key: "export-42", folder: folder))
+        try await withDownloadManager(configuration: configuration(state)) { manager in
+            let again = try manager.download(request("BBB"))
+            #expect(again.id == download.id)
+            #expect(try await again.finished() == folder.appendingPathComponent("gated-report.bin"))
+            let later = try manager.download(request("CCC"))
+            #expect(try await later.finished() == folder.appendingPathComponent("gated-report.bin"))
+            #expect(later.wasAlreadyComplete)
+        }
+        #expect(try Data(contentsOf: folder.appendingPathComponent("gated-report.bin")) == source)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["gated-report.bin"])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: state.path).filter { $0.hasSuffix(".part") }.isEmpty
+        )
+        let log = server.accessLog()
+        #expect(log.filter { $0.uri == "/cd/gated/s.bin?sig=AAA" }.map(\.status) == [200])
+        #expect(log.filter { $0.uri == "/cd/gated/s.bin?sig=BBB" }.map(\.status) == [206])
+        #expect(log.filter { $0.uri.hasSuffix("sig=CCC") }.isEmpty)
+    }
+
     @Test("a folder that is a file is refused before anything is sent")
     func folderIsAFile() async throws {
         let directory = try makeTemporaryDirectory()

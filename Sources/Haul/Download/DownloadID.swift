@@ -36,6 +36,12 @@ public struct DownloadID: Hashable, Sendable, CustomStringConvertible {
         self.init(hashing: "haul/folder/1\n\(FilePath.standardized(folder))\n\(url.identityString)")
     }
 
+    /// The id of a download into `folder` under the name the server gives, identified by the
+    /// caller's `key` rather than its URL (``DownloadRequest/key``).
+    public init(key: String, folder: URL) {
+        self.init(hashing: "haul/folder-key/1\n\(FilePath.standardized(folder))\n\(key)")
+    }
+
     /// The id of the download to `destinationPath`, a standardised path.
     init(destinationPath: String) {
         self.init(hashing: "haul/1\n\(destinationPath)")

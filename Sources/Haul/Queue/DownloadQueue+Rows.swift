@@ -73,8 +73,10 @@ extension DownloadQueue {
         return PreparedRequest(
             url: url,
             destination: destination,
-            id: request.takesFileNameFromServer
-                ? DownloadID(url: url, folder: request.destination) : DownloadID(destinationPath: destination),
+            id: !request.takesFileNameFromServer
+                ? DownloadID(destinationPath: destination)
+                : request.key.map { DownloadID(key: $0, folder: request.destination) }
+                    ?? DownloadID(url: url, folder: request.destination),
             stateDirectory: stateDirectory,
             priority: request.priority,
             checksum: request.checksum,
@@ -99,11 +101,15 @@ extension DownloadQueue {
         if try journal.insertIfAbsent(record, for: request.id) { return .queued(record) }
         var existing = try journal.record(for: request.id)
         if let record = existing,
-            record.folder != request.folder || (record.folder == nil && record.destination != request.destination)
-                || (record.url != urlText && record.state == .completed)
+            record.folder != request.folder
+                || (record.folder == nil
+                    && (record.destination != request.destination
+                        || (record.url != urlText && record.state == .completed)))
         {
             // Another destination under the same id (a 128-bit collision), or a finished file that
-            // another URL is to replace: a new download, whose partial file is not that one's.
+            // another URL is to replace: a new download, whose partial file is not that one's. (A
+            // download into a folder is its URL or its caller's key: a finished one asked for under
+            // the same key from another URL, a signed link refreshed, is the same file.)
             unlink(journal.partialPath(for: request.id))
             existing = nil
         }
