@@ -8,16 +8,6 @@ import Testing
 /// `-H`, `--proxy`, `--noproxy`, `--no-proxy` and the proxy environment variables (issue 18,
 /// item 8), through the binary: the variables are the process's, so only a child process tests them.
 extension HaulCLITests {
-    /// Every byte of every file under `directory`.
-    func allBytes(under directory: URL) -> Data {
-        var all = Data()
-        let walker = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil)
-        while let url = walker?.nextObject() as? URL {
-            all.append(Data(url.path.utf8))
-            if let contents = FileManager.default.contents(atPath: url.path) { all.append(contents) }
-        }
-        return all
-    }
 
     @Test("-H sends a header on every request; without it the server refuses; the token is printed and stored nowhere")
     func headerFlag() async throws {
@@ -38,7 +28,7 @@ extension HaulCLITests {
             #expect(!run.stdout.contains(NginxServer.bearer) && !run.stderr.contains(NginxServer.bearer))
         }
         #expect(try Data(contentsOf: output.appendingPathComponent("h.bin")) == source)
-        #expect(allBytes(under: output).range(of: Data(NginxServer.bearer.utf8)) == nil)
+        #expect(everyByte(under: output).range(of: Data(NginxServer.bearer.utf8)) == nil)
     }
 
     @Test("-H refuses what is not a header, or is one haul sets itself, without repeating the value")
@@ -93,7 +83,7 @@ extension HaulCLITests {
             #expect(!through.contains { $0.contains("/\(direct).bin") }, "\(direct) went through the proxy")
             #expect(server.accessLog().filter { $0.uri == "/\(direct).bin" }.map(\.status) == [200])
         }
-        #expect(allBytes(under: output).range(of: Data(ForwardProxy.password.utf8)) == nil)
+        #expect(everyByte(under: output).range(of: Data(ForwardProxy.password.utf8)) == nil)
     }
 
     @Test("--content-disposition names files as the server says, prints those names, and -o FILE still wins")
@@ -154,7 +144,7 @@ extension HaulCLITests {
         #expect(run.stdout.contains("\"event\":\"switched\""), "\(run.stdout)")
         #expect(run.stdout.contains("\"code\":\"checksumMismatch\""), "\(run.stdout)")
         #expect(!run.stdout.contains(NginxServer.bearer) && !run.stderr.contains(NginxServer.bearer))
-        #expect(allBytes(under: output).range(of: Data(NginxServer.bearer.utf8)) == nil)
+        #expect(everyByte(under: output).range(of: Data(NginxServer.bearer.utf8)) == nil)
         #expect(server.accessLog().filter { $0.uri == "/bearer/b.bin" }.map(\.status) == [200])
     }
 }

@@ -20,17 +20,6 @@ struct HeaderTests {
         return configuration
     }
 
-    /// Every byte of every file under `directory` (the journal, its WAL, partials' names).
-    func everything(under directory: URL) throws -> Data {
-        var all = Data()
-        let walker = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil)
-        while let url = walker?.nextObject() as? URL {
-            all.append(Data(url.path.utf8))
-            if let contents = FileManager.default.contents(atPath: url.path) { all.append(contents) }
-        }
-        return all
-    }
-
     func expectNoSecrets(in data: Data, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
         for secret in Self.secrets {
             #expect(data.range(of: Data(secret.utf8)) == nil, "\(what) holds \(secret)", sourceLocation: sourceLocation)
@@ -171,7 +160,7 @@ struct HeaderTests {
         for name in ["bearer.bin", "cookie.bin", "key.bin"] {
             #expect(try Data(contentsOf: directory.appendingPathComponent(name)) == source, "\(name)")
         }
-        expectNoSecrets(in: try everything(under: directory), "the folder")
+        expectNoSecrets(in: everyByte(under: directory), "the folder")
         expectNoSecrets(in: Data(log.text.utf8), "the log")
         #expect(log.text.contains("request"))  // the log is captured at all
     }
@@ -289,7 +278,7 @@ struct HeaderTests {
         var events = download.events.makeAsyncIterator()
         await events.next { if case .progress(let p) = $0 { p.bytesReceived >= 256 * 1024 } else { false } }
         await manager.shutdown()
-        let journal = try everything(under: state)
+        let journal = everyByte(under: state)
         expectNoSecrets(in: journal, "the state directory")
         #expect(journal.range(of: Data("Authorization".utf8)) != nil)  // the name is recorded
         return download
@@ -338,7 +327,7 @@ struct HeaderTests {
         #expect(try Data(contentsOf: download.destination) == source)
         let requests = await server.requests(to: "/bearer-gated/s.bin", atLeast: 2)
         #expect(requests.map(\.status) == [200, 206])
-        expectNoSecrets(in: try everything(under: directory), "the folder")
+        expectNoSecrets(in: everyByte(under: directory), "the folder")
         expectNoSecrets(in: Data(log.text.utf8), "the log")
     }
 
@@ -368,7 +357,7 @@ struct HeaderTests {
         #expect(calls.first?.url == server.url("bearer-gated/v.bin"))
         let requests = await server.requests(to: "/bearer-gated/v.bin", atLeast: 2)
         #expect(requests.map(\.status) == [200, 206])
-        expectNoSecrets(in: try everything(under: directory), "the folder")
+        expectNoSecrets(in: everyByte(under: directory), "the folder")
         expectNoSecrets(in: Data(log.text.utf8), "the log")
     }
 

@@ -29,6 +29,25 @@ struct MirrorTests {
         }
     }
 
+    /// Downloads `/expire/CUT/SIZE` (a link that breaks after `cut` bytes, then answers 403) with
+    /// `mirrors`, into a new directory's `out`: every event, the outcome, the handle, the directory.
+    func fetchBreakingLink(
+        after cut: Int,
+        size: Int,
+        mirrors: (FaultServer) -> [URL],
+        from server: FaultServer
+    ) async throws -> (events: [DownloadEvent], result: Result<URL, DownloadError>, download: Download, directory: URL)
+    {
+        let directory = try makeTemporaryDirectory()
+        var request = DownloadRequest(
+            url: server.url("expire/\(cut)/\(size)"),
+            destination: directory.appendingPathComponent("out")
+        )
+        request.mirrors = mirrors(server)
+        let (events, result, download) = try await fetch(request, configuration: faults.patient(directory))
+        return (events, result, download, directory)
+    }
+
     func switches(in events: [DownloadEvent]) -> [(URL, DownloadError)] {
         events.compactMap { if case .switchedURL(let url, let error) = $0 { (url, error) } else { nil } }
     }
@@ -63,15 +82,14 @@ struct MirrorTests {
     func resumesAtMirror() async throws {
         let server = try FaultServer.start()
         defer { server.stop() }
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
         let size = 2_000_000
-        var request = DownloadRequest(
-            url: server.url("expire/600000/\(size)"),
-            destination: directory.appendingPathComponent("out")
+        let (events, result, _, directory) = try await fetchBreakingLink(
+            after: 600000,
+            size: size,
+            mirrors: { server in [server.url("file/\(size)")] },
+            from: server
         )
-        request.mirrors = [server.url("file/\(size)")]
-        let (events, result, _) = try await fetch(request, configuration: faults.patient(directory))
+        defer { try? FileManager.default.removeItem(at: directory) }
         _ = try result.get()
         #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: size))
         #expect(switches(in: events).map(\.0) == [server.url("file/\(size)")])
@@ -88,15 +106,14 @@ struct MirrorTests {
     func impostorDropped() async throws {
         let server = try FaultServer.start()
         defer { server.stop() }
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
         let size = 2_000_000
-        var request = DownloadRequest(
-            url: server.url("expire/600000/\(size)"),
-            destination: directory.appendingPathComponent("out")
+        let (events, result, download, directory) = try await fetchBreakingLink(
+            after: 600000,
+            size: size,
+            mirrors: { server in [server.url("impostor/\(size)"), server.url("file/\(size)")] },
+            from: server
         )
-        request.mirrors = [server.url("impostor/\(size)"), server.url("file/\(size)")]
-        let (events, result, download) = try await fetch(request, configuration: faults.patient(directory))
+        defer { try? FileManager.default.removeItem(at: directory) }
         _ = try result.get()
         #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: size))
         #expect(dropped(in: events) == [server.url("impostor/\(size)")])
@@ -112,15 +129,14 @@ struct MirrorTests {
     func everyMirrorDropped() async throws {
         let server = try FaultServer.start()
         defer { server.stop() }
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
         let size = 1_000_000
-        var request = DownloadRequest(
-            url: server.url("expire/300000/\(size)"),
-            destination: directory.appendingPathComponent("out")
+        let (events, result, _, directory) = try await fetchBreakingLink(
+            after: 300000,
+            size: size,
+            mirrors: { server in [server.url("impostor/\(size)")] },
+            from: server
         )
-        request.mirrors = [server.url("impostor/\(size)")]
-        let (events, result, _) = try await fetch(request, configuration: faults.patient(directory))
+        defer { try? FileManager.default.removeItem(at: directory) }
         guard case .failure(let error) = result else {
             Issue.record("the download must fail")
             return
