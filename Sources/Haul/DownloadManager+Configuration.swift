@@ -24,6 +24,12 @@ extension DownloadManager {
         public var bufferSize: Int = 128 * 1024
         /// The shortest time between two `.progress` events of one download. Default 200 ms.
         public var progressInterval: Duration = .milliseconds(200)
+        /// Whether a download whose length is known and larger than its buffer reserves the blocks
+        /// of the whole file when its answer is accepted (`fallocate`, keeping the partial's length),
+        /// so that a disk too small fails at the start with ENOSPC (its empty partial removed), not
+        /// at 90 %. File systems that cannot preallocate are left to allocate as they write.
+        /// Default `true`.
+        public var preallocatesFiles = true
         /// Where partial files and the journal live. `nil` (the default) puts them in a `.haul` folder
         /// beside each destination, on the same file system so the final rename is atomic.
         ///

@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 
 typedef size_t (*CHaul_data_callback)(char *ptr, size_t size, size_t nmemb, void *userdata);
 
@@ -151,6 +152,18 @@ static inline int CHaul_sqlite_bind_text(sqlite3_stmt *statement, int index, con
 static inline int CHaul_open_nameless(const char *directory) {
 #ifdef __O_TMPFILE
     return open(directory, __O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+#else
+    errno = EOPNOTSUPP;
+    return -1;
+#endif
+}
+
+/// Allocates the blocks of `length` bytes from `offset` of the file `descriptor` without changing its
+/// length (`fallocate` with FALLOC_FL_KEEP_SIZE, which glibc shows only to _GNU_SOURCE): 0, or -1
+/// with errno (ENOSPC when the file system has not that much free; EOPNOTSUPP where it cannot).
+static inline int CHaul_preallocate(int descriptor, long long offset, long long length) {
+#ifdef SYS_fallocate
+    return (int)syscall(SYS_fallocate, descriptor, 0x01 /* FALLOC_FL_KEEP_SIZE */, (off_t)offset, (off_t)length);
 #else
     errno = EOPNOTSUPP;
     return -1;

@@ -187,6 +187,25 @@ final class FileSink {
         return bytes
     }
 
+    /// Reserves the blocks of a file of `total` bytes (its length stays the bytes written), so that a
+    /// disk too small fails now with ENOSPC rather than at 90 %. A file system that cannot
+    /// preallocate (EOPNOTSUPP) is left to allocate as it writes. Opens the file.
+    func preallocate(_ total: Int64) throws(DownloadError) {
+        guard total > committedLength else { return }
+        if descriptor < 0 { try openFile() }
+        defer { if openFiles.isOverLimit { closeDescriptor() } }
+        guard CHaul_preallocate(descriptor, committedLength, total - committedLength) != 0 else { return }
+        let error = errno
+        guard error == ENOSPC || error == EDQUOT || error == EFBIG else { return }
+        throw DownloadError(
+            code: .fileSystem,
+            url: nil,
+            errno: error,
+            path: path,
+            detail: "the file needs \(total) bytes, more than the disk has free"
+        )
+    }
+
     /// Empties the file and the buffer: the download starts again from byte 0.
     func truncate() throws(DownloadError) {
         buffered = 0

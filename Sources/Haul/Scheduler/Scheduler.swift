@@ -99,7 +99,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             resumesWithoutValidator: configuration.resumesWithoutValidator,
             setsModificationTimeFromServer: configuration.setsModificationTimeFromServer,
             defaultHeaders: configuration.headers,
-            refreshesURLs: configuration.urlRefresher != nil
+            refreshesURLs: configuration.urlRefresher != nil,
+            preallocatesFiles: configuration.preallocatesFiles
         )
     }
 

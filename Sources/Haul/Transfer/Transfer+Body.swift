@@ -229,6 +229,16 @@ extension Transfer {
         if total != nil || truncating {
             record.totalBytes = total
         }
+        // A file larger than its buffer reserves its blocks now: a disk too small fails at the start.
+        if environment.preallocatesFiles, let total, total > sink.receivedLength + Int64(environment.buffers.bufferSize)
+        {
+            do {
+                try sink.preallocate(total)
+            } catch {
+                bodyFailed(attributed(error))
+                return
+            }
+        }
         // A resume trusts the row's validators for the bytes in the partial file, so the row must have
         // this response's before any of its bytes is written there. Until then it can wait: a download
         // that ends inside its buffer writes its row once, at completion, instead of twice.

@@ -30,6 +30,8 @@ final class TransferEnvironment {
     let defaultHeaders: [DownloadHeader]
     /// A refresh hook gives fresh URLs (``DownloadManager/Configuration/urlRefresher``).
     let refreshesURLs: Bool
+    /// Partial files of a known length reserve their blocks at the start.
+    let preallocatesFiles: Bool
 
     init(
         reactor: Reactor,
@@ -44,7 +46,8 @@ final class TransferEnvironment {
         resumesWithoutValidator: Bool,
         setsModificationTimeFromServer: Bool,
         defaultHeaders: [DownloadHeader] = [],
-        refreshesURLs: Bool = false
+        refreshesURLs: Bool = false,
+        preallocatesFiles: Bool = true
     ) {
         self.reactor = reactor
         self.easyHandles = easyHandles
@@ -59,5 +62,6 @@ final class TransferEnvironment {
         self.setsModificationTimeFromServer = setsModificationTimeFromServer
         self.defaultHeaders = defaultHeaders
         self.refreshesURLs = refreshesURLs
+        self.preallocatesFiles = preallocatesFiles
     }
 }
