@@ -101,6 +101,15 @@ struct HaulCommand: AsyncParsableCommand {
     )
     var contentDisposition = false
 
+    @Option(
+        name: .long,
+        help: "Each download's bandwidth limit, in bytes per second; K, M and G suffixes count 1024s (as curl's)."
+    )
+    var limitRate: String?
+
+    @Option(name: .long, help: "The bandwidth limit of all downloads together, as --limit-rate.")
+    var totalRate: String?
+
     @Option(name: .long, help: "How many redirects a download follows.")
     var maxRedirects: Int = 10
 
@@ -161,6 +170,11 @@ struct HaulCommand: AsyncParsableCommand {
             switch Self.parseHeader(value) {
             case .failure(let problem): throw ValidationError("-H: \(problem)")
             case .success: break
+            }
+        }
+        for (flag, value) in [("--limit-rate", limitRate), ("--total-rate", totalRate)] {
+            if let value, Self.parseSize(value) == nil {
+                throw ValidationError("\(flag) must be a number of bytes per second, such as 500K or 2M.")
             }
         }
         if let proxy, !proxy.isEmpty {
@@ -249,6 +263,19 @@ struct HaulCommand: AsyncParsableCommand {
             ignored = file.ignored
         }
         return (all, ignored)
+    }
+
+    /// A size or rate as curl reads one: a number, optionally with a fraction, then `K`, `M` or `G`
+    /// (1024, 1024², 1024³; either case) or nothing. `nil` when it is not one or not above 0.
+    static func parseSize(_ text: String) -> Int64? {
+        var digits = text.trimmingSpaces
+        var unit: Double = 1
+        if let last = digits.last, let power = ["k": 1, "m": 2, "g": 3][last.lowercased()] {
+            unit = pow(1024, Double(power))
+            digits.removeLast()
+        }
+        guard let value = Double(digits), value.isFinite, value > 0, value * unit < 9e18 else { return nil }
+        return max(1, Int64(value * unit))
     }
 
     /// A `-H` value as a header: `Name: value`, or `Name;` for an empty value (as curl reads them).

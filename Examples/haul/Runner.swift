@@ -52,6 +52,10 @@ struct Runner {
             }
         }
         if command.noProxy { configuration.ignoresProxyEnvironment = true }
+        configuration.rateLimits = RateLimits(
+            perDownload: command.limitRate.flatMap(HaulCommand.parseSize),
+            total: command.totalRate.flatMap(HaulCommand.parseSize)
+        )
         configuration.proxyBypass = command.noproxy.map { $0.split(separator: ",").map { String($0).trimmingSpaces } }
         configuration.setsModificationTimeFromServer = command.remoteTime
         configuration.revalidatesCompletedFiles = command.revalidate

@@ -30,6 +30,11 @@ extension DownloadManager {
         /// at 90 %. File systems that cannot preallocate are left to allocate as they write.
         /// Default `true`.
         public var preallocatesFiles = true
+        /// Bandwidth limits in bytes per second: each download's (unless it has its own,
+        /// ``DownloadRequest/maxBytesPerSecond``), each host's and the manager's, shared out by token
+        /// buckets on the loop (a transfer over its budget is paused until the budget refills).
+        /// Change them while the manager runs with ``DownloadManager/setRateLimits(_:)``. Default: none.
+        public var rateLimits = RateLimits()
         /// Where partial files and the journal live. `nil` (the default) puts them in a `.haul` folder
         /// beside each destination, on the same file system so the final rename is atomic.
         ///

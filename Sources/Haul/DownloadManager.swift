@@ -30,6 +30,7 @@ public final class DownloadManager: Sendable {
     let scheduler: Scheduler
     let catalog: Catalog
     private let queue: DownloadQueue
+    private let currentRateLimits: Mutex<RateLimits>
 
     /// Starts a manager and its loop thread.
     ///
@@ -71,6 +72,7 @@ public final class DownloadManager: Sendable {
             catalog: catalog
         )
         self.queue = DownloadQueue(configuration: configuration, catalog: catalog, inbox: inbox)
+        self.currentRateLimits = Mutex(configuration.rateLimits.normalized)
         var restored: String?
         if let directory = queue.configuredStateDirectory {
             let journal = try catalog.journal(for: directory)
@@ -182,6 +184,16 @@ public final class DownloadManager: Sendable {
     /// directory, or one a download of this manager used): to follow a download restored from the
     /// journal or queued with ``enqueue(_:)``. `nil` when there is none, or it completed or failed.
     public func download(id: DownloadID) -> Download? { queue.download(id: id) }
+
+    /// The bandwidth limits in force (``Configuration/rateLimits``, or the last
+    /// ``setRateLimits(_:)``).
+    public var rateLimits: RateLimits { currentRateLimits.withLock { $0 } }
+
+    /// Changes the manager's bandwidth limits while it runs: running transfers follow at once.
+    public func setRateLimits(_ limits: RateLimits) {
+        currentRateLimits.withLock { $0 = limits.normalized }
+        inbox.submit(.setRateLimits(limits))
+    }
 
     /// Waits until no download of this manager is queued or running: each one completed, failed,
     /// was cancelled or is paused. Returns at once when the manager is shut down, and when it shuts

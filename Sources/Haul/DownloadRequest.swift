@@ -39,6 +39,10 @@ public struct DownloadRequest: Sendable, Hashable {
     /// answer proves the same file) instead of starting a second download. A download to a file is
     /// its file, whatever its URL; this is not used for it.
     public var key: String?
+    /// This download's bandwidth limit in bytes per second, instead of the manager's default per
+    /// download (``RateLimits/perDownload``); the host's and the manager's limits still hold.
+    /// Recorded in the journal; ``Download/setMaxBytesPerSecond(_:)`` changes it while it runs.
+    public var maxBytesPerSecond: Int64?
     /// Other URLs of the same file, tried in order after ``url`` when a failure another URL may not
     /// have ends a request there (connection refused, a 5xx or a 404 on one mirror, a stall; see
     /// ``DownloadError/movesToAnotherURL``), before the retry policy's delays. The bytes on disk

@@ -147,4 +147,25 @@ extension HaulCLITests {
         #expect(everyByte(under: output).range(of: Data(NginxServer.bearer.utf8)) == nil)
         #expect(server.accessLog().filter { $0.uri == "/bearer/b.bin" }.map(\.status) == [200])
     }
+
+    @Test("--limit-rate holds a download to its rate; a rate haul cannot read is refused")
+    func limitRateFlag() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let source = try server.makeFile("l.bin", size: 1_500_000)
+        let output = work.appendingPathComponent("out")
+        let clock = ContinuousClock()
+        let start = clock.now
+        let run = try await haul(
+            ["--limit-rate", "500K", "-o", output.path + "/", server.url("l.bin").absoluteString],
+            in: work
+        )
+        let took = clock.now - start
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(try Data(contentsOf: output.appendingPathComponent("l.bin")) == source)
+        // 1,500,000 bytes at 512,000 B/s: not sooner than 2.9 s, less the bucket's first burst.
+        #expect(took >= .seconds(2.5), "took \(took)")
+        let refused = try await haul(["--total-rate", "fast", server.url("l.bin").absoluteString], in: work)
+        #expect(refused.status == 64 && refused.stderr.contains("--total-rate must be a number"), "\(refused.stderr)")
+    }
 }

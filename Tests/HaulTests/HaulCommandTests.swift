@@ -127,6 +127,17 @@ struct HaulArgumentTests {
         #expect(name != "." && name != "..")
     }
 
+    @Test("rates and sizes read as curl reads them: K, M, G count 1024s, in either case")
+    func sizes() {
+        #expect(HaulCommand.parseSize("1000") == 1000)
+        #expect(HaulCommand.parseSize("500K") == 512_000)
+        #expect(HaulCommand.parseSize("1.5m") == 1_572_864)
+        #expect(HaulCommand.parseSize("2G") == 2_147_483_648)
+        for bad in ["", "K", "-1M", "0", "1T", "abc", "nan", "1e30"] {
+            #expect(HaulCommand.parseSize(bad) == nil, "\(bad)")
+        }
+    }
+
     @Test func inputFileIgnoresBlanksAndComments() throws {
         let text = "# mirrors\nhttp://h/a\n\n  http://h/b  \r\n#http://h/c\n"
         #expect(try InputFile.parse(text).entries.map(\.urls) == [["http://h/a"], ["http://h/b"]])

@@ -126,6 +126,12 @@ public final class Download: Sendable, Identifiable {
         controller.submit(.resume, for: self)
     }
 
+    /// Sets this download's own bandwidth limit in bytes per second (`nil`: the manager's default
+    /// per download), at once if it runs, and in its journal row for later attempts.
+    public func setMaxBytesPerSecond(_ rate: Int64?) {
+        controller.submit(.limitRate(rate), for: self)
+    }
+
     /// Cancels: the transfer stops and the partial file is deleted. No effect on a finished download.
     public func cancel() {
         controller.submit(.cancel, for: self)

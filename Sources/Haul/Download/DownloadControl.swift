@@ -4,4 +4,6 @@ enum DownloadControl: Sendable {
     case pause
     case resume
     case cancel
+    /// A limit of its own, in bytes per second (`nil`: the manager's default per download).
+    case limitRate(Int64?)
 }

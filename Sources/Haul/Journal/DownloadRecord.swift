@@ -48,6 +48,8 @@ struct DownloadRecord: Equatable, Sendable {
     /// Every URL of a download with mirrors, in the order asked for (its first URL first), without
     /// user names and passwords; empty without mirrors.
     var mirrors: [String] = []
+    /// Its own rate limit, in bytes per second.
+    var maxBytesPerSecond: Int64?
 
     /// A download into a folder whose file name is not chosen yet.
     var awaitsName: Bool { folder != nil && destination == folder }

@@ -127,7 +127,9 @@ extension Journal {
             userAgent: text(statement, 21),
             headerNames: text(statement, 22).map { $0.split(separator: "\n").map(String.init) } ?? [],
             folder: text(statement, 23),
-            mirrors: text(statement, 24).map { $0.split(separator: "\n").map(String.init) } ?? []
+            mirrors: text(statement, 24).map { $0.split(separator: "\n").map(String.init) } ?? [],
+            maxBytesPerSecond: sqlite3_column_type(statement, 25) == SQLITE_NULL
+                ? nil : sqlite3_column_int64(statement, 25)
         )
     }
 

@@ -57,6 +57,7 @@ extension Journal {
                 )
             }
             if version < 10 { try execute("ALTER TABLE downloads ADD COLUMN mirrors TEXT") }
+            if version < 11 { try execute("ALTER TABLE downloads ADD COLUMN rate_limit INTEGER") }
             try execute("PRAGMA user_version = \(Self.schemaVersion)")
             try execute("COMMIT")
             // The rows name the new partial files now; a crash before these renames loses the bytes

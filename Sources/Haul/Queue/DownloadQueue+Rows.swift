@@ -20,6 +20,8 @@ extension DownloadQueue {
         var folder: String? = nil
         /// Other URLs of the file.
         var mirrors: [URL] = []
+        /// Its own rate limit.
+        var maxBytesPerSecond: Int64? = nil
 
         /// Its URL and its mirrors, in order; empty without mirrors.
         var allURLs: [URL] { mirrors.isEmpty ? [] : [url] + mirrors }
@@ -84,7 +86,8 @@ extension DownloadQueue {
             userAgent: request.userAgent,
             headers: request.headers,
             folder: request.takesFileNameFromServer ? destination : nil,
-            mirrors: mirrors
+            mirrors: mirrors,
+            maxBytesPerSecond: request.maxBytesPerSecond
         )
     }
 
@@ -129,6 +132,7 @@ extension DownloadQueue {
         record.userAgent = request.userAgent
         record.headerNames = request.headers.map(\.name)
         record.mirrors = request.allURLs.map(\.redactedString)
+        record.maxBytesPerSecond = request.maxBytesPerSecond
         if record.state != .completed {
             record.expectedChecksum = request.checksum?.description
             record.expectedSize = request.expectedSize
@@ -175,6 +179,7 @@ extension DownloadQueue {
         record.headerNames = request.headers.map(\.name)
         record.folder = request.folder
         record.mirrors = request.allURLs.map(\.redactedString)
+        record.maxBytesPerSecond = request.maxBytesPerSecond
         return record
     }
 

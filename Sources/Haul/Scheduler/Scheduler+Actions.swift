@@ -114,6 +114,7 @@ extension Scheduler {
     func forget(_ transfer: Transfer) {
         admission.stopTransferring(transfer.id)
         guard transfers.removeValue(forKey: transfer.id) != nil else { return }
+        environment.rateLimiter.release(transfer)
         // Its row holds the name it chose now (or it has no row: the name is free again).
         if transfer.record.folder != nil { environment.claimedNames.remove(transfer.record.destination) }
         let directory = transfer.store.directory

@@ -21,6 +21,21 @@ extension Scheduler {
         admission.queueChanged(in: download.stateDirectoryPath)
     }
 
+    /// A download's own rate limit: at once when it runs (and in its row, for later attempts).
+    func limitRate(of download: Download, to rate: Int64?) {
+        if let transfer = transfers[download.id] {
+            environment.rateLimiter.setLimit(rate, for: transfer)
+            transfer.record.maxBytesPerSecond = rate  // in the row from its next checkpoint
+            return
+        }
+        guard let journal = catalog.openJournal(for: download.stateDirectoryPath) else { return }
+        journal.locked {
+            guard var record = try? journal.record(for: download.id), record.state != .running else { return }
+            record.maxBytesPerSecond = rate
+            try? journal.save(record, for: download.id)
+        }
+    }
+
     func cancel(_ download: Download) {
         if let transfer = transfers[download.id] {
             perform(transfer.cancel(), for: transfer)

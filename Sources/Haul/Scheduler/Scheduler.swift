@@ -100,7 +100,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             setsModificationTimeFromServer: configuration.setsModificationTimeFromServer,
             defaultHeaders: configuration.headers,
             refreshesURLs: configuration.urlRefresher != nil,
-            preallocatesFiles: configuration.preallocatesFiles
+            preallocatesFiles: configuration.preallocatesFiles,
+            rateLimits: configuration.rateLimits
         )
     }
 
@@ -130,6 +131,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             case .control(let download, .pause): pause(download)
             case .control(let download, .resume): resume(download)
             case .control(let download, .cancel): cancel(download)
+            case .control(let download, .limitRate(let rate)): limitRate(of: download, to: rate)
+            case .setRateLimits(let limits): environment.rateLimiter.setLimits(limits)
             case .diskWorkDone(let results): diskWorkDone(results)
             case .checkIdle: idleWaitersPending = true
             case .headersArrived(let id, let transfer, let result): headersArrived(id, for: transfer, result)
@@ -246,6 +249,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         transfersByDirectory[journal.directory, default: 0] += 1
         if record.revalidate { unlink(transfer.partialPath) }
         admission.startTransferring(id, host: transfer.hostKey)
+        environment.rateLimiter.admit(transfer, ownLimit: record.maxBytesPerSecond)
         if !record.headerNames.isEmpty {
             guard let headers = catalog.rememberedHeaders(id) else {
                 // Restored from the journal, which has their names only: never sent without them.

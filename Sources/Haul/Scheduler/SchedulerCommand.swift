@@ -13,6 +13,8 @@ enum SchedulerCommand: Sendable {
     /// The refresh hook answered for a transfer (as ``headersArrived``): a fresh URL, none, or an
     /// error in the hook's words.
     case urlRefreshed(DownloadID, ObjectIdentifier, Result<DownloadManager.FreshURL?, DownloadError>)
+    /// The manager's rate limits change (``DownloadManager/setRateLimits(_:)``).
+    case setRateLimits(RateLimits)
     /// A task waits until nothing is queued or running.
     case checkIdle
     /// Pause every download and stop the loop (the inbox accepts nothing more but disk reports).

@@ -13,11 +13,33 @@ extension Transfer {
     /// Takes a chunk of the body: how many bytes were taken (fewer makes curl end the transfer).
     /// Runs inside curl's callback: touches the file, the journal and events, never the multi handle.
     func receive(_ chunk: UnsafeRawBufferPointer) -> Int {
+        let limiter = environment.rateLimiter
+        var now: UInt64 = 0
+        if !limiter.isIdle {
+            now = DispatchTime.now().uptimeNanoseconds
+            if limiter.mustWait(self, now: now) {
+                // curl keeps the chunk and gives it again once the limiter unpauses the transfer.
+                parkedByLimiter = true
+                limiter.park(self)
+                return Self.pauseSignal
+            }
+        }
         let taken = receiveChunk(chunk)
         if taken == chunk.count, !request.isRedirect {
             download.receivedBytes.add(Int64(taken), ordering: .relaxed)
+            if now != 0 { limiter.took(taken, by: self, now: now) }
         }
         return taken
+    }
+
+    /// What curl's write callback returns to pause the transfer (`CURL_WRITEFUNC_PAUSE`).
+    private static let pauseSignal = 0x1000_0001
+
+    /// The rate limiter unpauses the transfer: curl gives the chunk it kept again.
+    func unparked() {
+        guard parkedByLimiter, let easy else { return }
+        parkedByLimiter = false
+        _ = curl_easy_pause(easy.raw, 0)  // CURLPAUSE_CONT
     }
 
     private func receiveChunk(_ chunk: UnsafeRawBufferPointer) -> Int {

@@ -68,6 +68,10 @@ extension Transfer {
             context: Unmanaged.passUnretained(self).toOpaque()
         )
         easy.setUserAgent(record.userAgent, options: environment.easyHandles.options)
+        if let limit = environment.rateLimiter.smallestLimit(for: self) {
+            // A chunk at most a twentieth of the rate: one read never overshoots a window by much.
+            easy.setReceiveBufferSize(Int(min(Int64(easy.receiveBufferSize), max(1024, limit / 20))))
+        }
         let extra = sendsHeaders ? headers : []
         if revalidating {
             easy.setConditions(
@@ -124,7 +128,13 @@ extension Transfer {
     func stopRequest() {
         guard let easy else { return }
         environment.reactor.remove(easy.raw)
-        environment.easyHandles.recycle(easy)
+        if parkedByLimiter {
+            // A handle curl holds paused (with a chunk it kept) is not used again: it goes.
+            parkedByLimiter = false
+            environment.rateLimiter.unpark(self)
+        } else {
+            environment.easyHandles.recycle(easy)
+        }
         self.easy = nil
     }
 

@@ -54,6 +54,8 @@ final class Transfer {
     var moved: (cause: DownloadError, counted: Bool, from: URL)?
     /// The transfer waits for the refresh hook's answer after this failure.
     var awaitingFreshURL: DownloadError?
+    /// curl holds the transfer paused for the rate limiter (``RateLimiter``).
+    var parkedByLimiter = false
 
     /// One request of the transfer: what it asked for and what the answer said.
     struct Request {

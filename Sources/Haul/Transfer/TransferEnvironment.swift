@@ -32,6 +32,8 @@ final class TransferEnvironment {
     let refreshesURLs: Bool
     /// Partial files of a known length reserve their blocks at the start.
     let preallocatesFiles: Bool
+    /// The bandwidth limits every transfer shares.
+    let rateLimiter: RateLimiter
 
     init(
         reactor: Reactor,
@@ -47,7 +49,8 @@ final class TransferEnvironment {
         setsModificationTimeFromServer: Bool,
         defaultHeaders: [DownloadHeader] = [],
         refreshesURLs: Bool = false,
-        preallocatesFiles: Bool = true
+        preallocatesFiles: Bool = true,
+        rateLimits: RateLimits = RateLimits()
     ) {
         self.reactor = reactor
         self.easyHandles = easyHandles
@@ -63,5 +66,6 @@ final class TransferEnvironment {
         self.defaultHeaders = defaultHeaders
         self.refreshesURLs = refreshesURLs
         self.preallocatesFiles = preallocatesFiles
+        self.rateLimiter = RateLimiter(reactor: reactor, limits: rateLimits)
     }
 }
