@@ -92,6 +92,14 @@ for r in queue:
     print("|---|---|---|")
     print(f"| {r['enqueueSeconds']:.1f} | {r['timeToFirstByteSeconds']:.3f} | {r['peakRSSKB'] / 1024:.1f} |")
 
+rates = [r for r in rows if r["scenario"].startswith("rate-")]
+if rates:
+    print(f"\n## (g) Rate limits, measured over 10 s after 2 s\n")
+    print("| limit | bytes/s asked | bytes/s measured | ratio |")
+    print("|---|---|---|---|")
+    for r in rates:
+        print(f"| {r['scenario'][5:]} | {r['limit']} | {r['measured']} | {r['ratio']:.3f} |")
+
 # The targets of MISSION.md, checked against the medians above.
 print("\n## Against the targets\n")
 print("| target | measured | met |")
@@ -126,5 +134,10 @@ if live:
     floor_live = next((r["bytesPerTransfer"] for r in live if r["client"] == "libcurl-multi"), None)
     if haul_live and floor_live:
         line("(c) ≤ 1.3× the libcurl floor per live transfer", f"{haul_live / floor_live:.2f}×", haul_live <= 1.3 * floor_live)
+for kind in ("download", "host", "total"):
+    ratios = [r["ratio"] for r in rates if r["scenario"] == f"rate-{kind}"]
+    if ratios:
+        worst = max(ratios, key=lambda x: abs(x - 1))
+        line(f"(g) rate {'in total' if kind == 'total' else 'per ' + kind} within ±5 % over 10 s", f"{(worst - 1) * 100:+.1f} % (worst of {len(ratios)})", abs(worst - 1) <= 0.05)
 for r in queue:
     line(f"(d) {r['queued']} queued: peak RSS ≤ 100 MB", f"{r['peakRSSKB'] / 1024:.1f} MB", r["peakRSSKB"] <= 100 * 1024)

@@ -140,6 +140,16 @@ rm -rf "$work/live"; mkdir -p "$work/live"
 .build/multi "$base/limited" "$live" "$work/live" >> "$results"
 rm -rf "$work/live"
 
+echo "== (g) rate limits: per download, per host, in total, measured over 10 s"
+other_base="http://localhost:$port"
+for round in $(seq 1 "$repeat"); do
+    for kind in download host total; do
+        rm -rf "$work/rate"; mkdir -p "$work/rate"
+        bench rate "$kind" "${RATE:-5000000}" "$base" "$other_base" "$work/rate" >> "$results"
+    done
+done
+rm -rf "$work/rate"
+
 echo "== (d) $queued URLs enqueued"
 rm -rf "$work/queue"; mkdir -p "$work/queue"
 "$bin/haul-bench" queue "$base/limited" "$queued" "$work/queue/state" >> "$results"

@@ -10,6 +10,8 @@ import Haul
 //   haul-bench one   haul URL OUTFILE
 //   haul-bench live  haul BASE COUNT OUTDIR               (COUNT transfers at once; RSS while all are live)
 //   haul-bench queue BASE COUNT STATEDIR                  (COUNT enqueued; peak RSS, time to first byte)
+//   haul-bench rate KIND LIMIT BASE OTHERBASE OUTDIR      (KIND download, host or total: the bytes/s
+//                                                          measured over 10 s after 2 s, against LIMIT)
 //
 // HAUL_BUFFER_SIZE sets the write buffer; HAUL_CA_FILE the certificate authorities for https.
 
@@ -94,6 +96,44 @@ case ("queue", 4):
     func seconds(_ duration: Duration) -> Double { Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18 }
     report(["scenario": "queue", "client": "haul", "queued": count, "enqueueSeconds": seconds(enqueued),
             "timeToFirstByteSeconds": seconds(ttfb)], started: started)
+case ("rate", 6):
+    // One download (per-download limit), four from one host (per-host limit), or two from each of
+    // two hosts (the manager's limit), of a file far larger than 12 s at the limit.
+    let (kind, limit, base, other, out) = (arguments[1], Int64(arguments[2])!, arguments[3], arguments[4], arguments[5])
+    var configuration = haulConfiguration(concurrency: 8, state: "\(out)/.haul")
+    configuration.rateLimits =
+        switch kind {
+        case "download": RateLimits(perDownload: limit)
+        case "host": RateLimits(perHost: limit)
+        default: RateLimits(total: limit)
+        }
+    let urls =
+        switch kind {
+        case "download": ["\(base)/big.bin"]
+        case "host": (0..<4).map { "\(base)/big.bin?\($0)" }
+        default: ["\(base)/big.bin?a", "\(base)/big.bin?b", "\(other)/big.bin?c", "\(other)/big.bin?d"]
+        }
+    let manager = try DownloadManager(configuration: configuration)
+    let downloads = try urls.enumerated().map { index, url in
+        try manager.download(from: URL(string: url)!, to: URL(fileURLWithPath: "\(out)/\(index).bin"))
+    }
+    func received() -> Int64 { downloads.reduce(0) { $0 + $1.bytesReceivedInThisProcess } }
+    try await Task.sleep(for: .seconds(2))
+    let (startBytes, startTime) = (received(), ContinuousClock.now)
+    try await Task.sleep(for: .seconds(10))
+    let (endBytes, window) = (received(), ContinuousClock.now - startTime)
+    if downloads.contains(where: { $0.state.isFinal }) {
+        // A download that ended in the window would make the rate look low: the file must outlast it.
+        let message = "haul-bench rate: a download ended within 12 s; serve a larger file or ask for a lower rate\n"
+        _ = message.withCString { write(2, $0, strlen($0)) }
+        exit(1)
+    }
+    for download in downloads { download.cancel() }
+    await manager.shutdown()
+    let seconds = Double(window.components.seconds) + Double(window.components.attoseconds) / 1e18
+    let measured = Double(endBytes - startBytes) / seconds
+    report(["scenario": "rate-\(kind)", "client": "haul", "limit": Int(limit), "measured": Int(measured),
+            "ratio": measured / Double(limit)], started: started)
 default:
     usageError()
 }
