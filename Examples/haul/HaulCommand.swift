@@ -80,7 +80,7 @@ struct HaulCommand: AsyncParsableCommand {
     var header: [String] = []
 
     @Option(
-        name: [.customShort("x"), .long],
+        name: .long,
         help: "A proxy for every request: http://[user:password@]host:port (https://, socks5h:// too); \"\" for none."
     )
     var proxy: String?
