@@ -42,18 +42,45 @@ final class Transfer {
     var awaitingHeaders = false
     /// Redirects followed since the last request to the download's URL.
     var redirectsFollowed = 0
-    /// Every URL of a download with mirrors (the one in use, then the others in order; empty
-    /// without mirrors, which costs most transfers nothing), and those that served another file than
-    /// the partial's, which it does not use again.
-    let urls: [URL]
-    var droppedURLs: Set<URL> = []
-    /// Set when the download moved to another URL (a mirror, a fresh URL) after this failure, until
-    /// that URL's answer is accepted: an answer that is another file than the partial's drops the
-    /// URL instead of replacing the bytes (``vet(_:)``). `counted`: the move used one of the
-    /// machine's alternatives.
-    var moved: (cause: DownloadError, counted: Bool, from: URL)?
-    /// The transfer waits for the refresh hook's answer after this failure.
-    var awaitingFreshURL: DownloadError?
+    /// Its mirrors and moves, made only for a transfer that has mirrors or moves (most never do:
+    /// 10,000 live transfers each kept a kilobyte more when these were stored inline).
+    private var otherURLs: OtherURLs?
+
+    /// What a transfer knows of its other URLs.
+    final class OtherURLs {
+        /// Every URL of a download with mirrors: the one in use, then the others in order.
+        var urls: [URL] = []
+        /// URLs that served another file than the partial's, which it does not use again.
+        var dropped: Set<URL> = []
+        /// Set when the download moved to another URL (a mirror, a fresh URL) after this failure,
+        /// until that URL's answer is accepted: an answer that is another file than the partial's
+        /// drops the URL instead of replacing the bytes (``Transfer/vet(_:)``). `counted`: the move
+        /// used one of the machine's alternatives.
+        var moved: (cause: DownloadError, counted: Bool, from: URL)?
+        /// The transfer waits for the refresh hook's answer after this failure.
+        var awaitingFreshURL: DownloadError?
+    }
+
+    private var others: OtherURLs {
+        if let otherURLs { return otherURLs }
+        let made = OtherURLs()
+        otherURLs = made
+        return made
+    }
+
+    var urls: [URL] { otherURLs?.urls ?? [] }
+    var droppedURLs: Set<URL> {
+        get { otherURLs?.dropped ?? [] }
+        set { others.dropped = newValue }
+    }
+    var moved: (cause: DownloadError, counted: Bool, from: URL)? {
+        get { otherURLs?.moved }
+        set { if newValue != nil || otherURLs != nil { others.moved = newValue } }
+    }
+    var awaitingFreshURL: DownloadError? {
+        get { otherURLs?.awaitingFreshURL }
+        set { if newValue != nil || otherURLs != nil { others.awaitingFreshURL = newValue } }
+    }
     /// curl holds the transfer paused for the rate limiter (``RateLimiter``).
     var parkedByLimiter = false
 
@@ -110,7 +137,11 @@ final class Transfer {
             let start = mirrors.firstIndex(of: current).map { $0 + 1 } ?? 0
             for mirror in mirrors[start...] + mirrors[..<start] where !urls.contains(mirror) { urls.append(mirror) }
         }
-        self.urls = urls
+        if !urls.isEmpty {
+            let others = OtherURLs()
+            others.urls = urls
+            self.otherURLs = others
+        }
         self.machine = DownloadStateMachine(
             url: current.redactedString,
             failures: record.failures,
