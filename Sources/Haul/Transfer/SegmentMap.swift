@@ -1,0 +1,126 @@
+/// The pieces of a file fetched over several connections (issue 19): ranges that cover the file
+/// from byte 0 to its end, one after another, each with the bytes at its start already in the
+/// partial file (`written`) and how many of those are on stable storage (`synced`). Pure: the
+/// planning, aria2's dynamic split, the journal's text form and the cut after a reboot are tested
+/// without I/O.
+///
+/// Not used by transfers yet: segmented downloads are to be built on it (ARCHITECTURE.md says
+/// where).
+struct SegmentMap: Equatable, Sendable {
+    struct Segment: Equatable, Sendable {
+        /// Its first byte, and the byte after its last.
+        var start: Int64
+        var end: Int64
+        /// Bytes from `start` in the partial file.
+        var written: Int64 = 0
+        /// Of those, bytes on stable storage.
+        var synced: Int64 = 0
+
+        /// The next byte to ask for.
+        var next: Int64 { start + written }
+        /// Bytes still to fetch.
+        var remaining: Int64 { end - next }
+        var isDone: Bool { written == end - start }
+    }
+
+    /// In order of `start`; each ends where the next starts.
+    private(set) var segments: [Segment]
+    /// The file's length.
+    let total: Int64
+
+    /// The plan for a file of `total` bytes over at most `connections` connections, none smaller
+    /// than `minimumSize` (fewer segments for a small file; one when it is not twice the minimum),
+    /// the first holding the `written` bytes the first connection already has.
+    static func plan(total: Int64, connections: Int, minimumSize: Int64, written: Int64 = 0) -> SegmentMap {
+        guard total > 0 else { return SegmentMap(segments: [], total: 0) }
+        let written = min(max(0, written), total)
+        let left = total - written
+        let count = Int(max(1, min(Int64(max(1, connections)), left / max(1, minimumSize))))
+        var segments: [Segment] = []
+        let share = left / Int64(count)
+        var start: Int64 = 0
+        for index in 0..<count {
+            let end = index == count - 1 ? total : written + share * Int64(index + 1)
+            segments.append(Segment(start: start, end: end, written: index == 0 ? written : 0))
+            start = end
+        }
+        return SegmentMap(segments: segments, total: total)
+    }
+
+    /// The map of a file of `total` bytes with `segments` (checked by ``isValid``).
+    init(segments: [Segment], total: Int64) {
+        self.segments = segments
+        self.total = total
+    }
+
+    /// Every byte written so far, over all segments: what progress reports.
+    var bytesWritten: Int64 { segments.reduce(0) { $0 + $1.written } }
+    /// Every byte on stable storage.
+    var bytesSynced: Int64 { segments.reduce(0) { $0 + $1.synced } }
+    var isComplete: Bool { segments.allSatisfy(\.isDone) }
+
+    /// Whether the segments cover the file from 0 to `total`, one after another, with bytes written
+    /// within each and synced within those.
+    var isValid: Bool {
+        guard let first = segments.first, first.start == 0, segments.last?.end == total else { return total == 0 }
+        for (index, segment) in segments.enumerated() {
+            guard segment.start < segment.end, (0...(segment.end - segment.start)).contains(segment.written),
+                (0...segment.written).contains(segment.synced)
+            else { return false }
+            if index > 0, segments[index - 1].end != segment.start { return false }
+        }
+        return true
+    }
+
+    /// `bytes` more were written at the end of segment `index` (never past its end).
+    mutating func wrote(_ bytes: Int64, in index: Int) {
+        segments[index].written = min(segments[index].end - segments[index].start, segments[index].written + bytes)
+    }
+
+    /// Segment `index`'s bytes up to `written` are on stable storage.
+    mutating func synced(upTo written: Int64, in index: Int) {
+        segments[index].synced = max(segments[index].synced, min(written, segments[index].written))
+    }
+
+    /// aria2's dynamic split, for a connection that finished its segment: the segment with the most
+    /// bytes left gives the second half of them to a new segment, which is returned (its index);
+    /// `nil` when no segment has at least twice `minimumSize` left, so that no piece is smaller than
+    /// the minimum. The segment that gave them stops at the new one's start.
+    mutating func splitLargest(minimumSize: Int64) -> Int? {
+        guard let largest = segments.indices.max(by: { segments[$0].remaining < segments[$1].remaining }),
+            segments[largest].remaining >= 2 * max(1, minimumSize)
+        else { return nil }
+        let middle = segments[largest].next + segments[largest].remaining / 2
+        let new = Segment(start: middle, end: segments[largest].end)
+        segments[largest].end = middle
+        segments.insert(new, at: largest + 1)
+        return largest + 1
+    }
+
+    /// After a reboot: each segment keeps only the bytes on stable storage.
+    mutating func cutBackToSynced() {
+        for index in segments.indices { segments[index].written = segments[index].synced }
+    }
+
+    // MARK: the journal's form
+
+    /// `start-end:written:synced` for each segment, joined by `;`.
+    var encoded: String {
+        segments.map { "\($0.start)-\($0.end):\($0.written):\($0.synced)" }.joined(separator: ";")
+    }
+
+    /// The map the journal recorded, or `nil` when `text` is not one for a file of `total` bytes.
+    init?(encoded text: String, total: Int64) {
+        var segments: [Segment] = []
+        for part in text.split(separator: ";") {
+            let fields = part.split(separator: ":")
+            let range = fields.first?.split(separator: "-") ?? []
+            guard fields.count == 3, range.count == 2, let start = Int64(range[0]), let end = Int64(range[1]),
+                let written = Int64(fields[1]), let synced = Int64(fields[2])
+            else { return nil }
+            segments.append(Segment(start: start, end: end, written: written, synced: synced))
+        }
+        self.init(segments: segments, total: total)
+        guard isValid else { return nil }
+    }
+}
