@@ -5,9 +5,12 @@
 /// ``DownloadManager/Configuration/headerProvider`` (see there). Headers go with every attempt,
 /// every resume and every redirect to the same origin (scheme, host and port), and are dropped on
 /// a redirect to another origin, whatever their name (curl drops only `Authorization` and `Cookie`).
+/// They go to each of the download's own URLs, its mirrors and fresh URLs included: those are the
+/// caller's choice (as curl's and aria2's `--header` go to every URL given), where a redirect is the
+/// server's.
 ///
 /// The values of sensitive headers (``isSensitive``) never appear in Haul's descriptions, logs,
-/// errors or events: printing a request shows `Authorization: <redacted>`.
+/// errors or events: printing a request (or `dump`ing it) shows `Authorization: <redacted>`.
 ///
 /// ```swift
 /// let request = DownloadRequest(
@@ -16,7 +19,9 @@
 ///     headers: [.authorization(bearer: token), DownloadHeader("X-Tenant", "acme")]
 /// )
 /// ```
-public struct DownloadHeader: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+public struct DownloadHeader: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
     /// The header's name, as given (HTTP compares names without case).
     public var name: String
     /// The header's value.
@@ -48,6 +53,11 @@ public struct DownloadHeader: Sendable, Hashable, CustomStringConvertible, Custo
     public var description: String { "\(name): \(isSensitive ? "<redacted>" : value)" }
     /// `DownloadHeader(Name: value)`, redacted as ``description`` is.
     public var debugDescription: String { "DownloadHeader(\(description))" }
+
+    /// Its name and, unless sensitive, its value: what `dump` and debuggers show.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["name": name, "value": isSensitive ? "<redacted>" : value, "isSensitive": isSensitive])
+    }
 
     /// Whether a header of this name holds a secret by its name alone.
     static func isSensitiveName(_ name: String) -> Bool {

@@ -60,6 +60,9 @@ struct HeaderTests {
         )
         #expect(!"\(request)".contains(NginxServer.bearer))
         #expect(!String(reflecting: request).contains(NginxServer.bearer))
+        var dumped = ""
+        dump(request, to: &dumped)
+        #expect(!dumped.contains(NginxServer.bearer) && dumped.contains("<redacted>"), "\(dumped)")
     }
 
     @Test("a request's header replaces the manager's of the same name, in any case")
