@@ -168,4 +168,29 @@ extension HaulCLITests {
         let refused = try await haul(["--total-rate", "fast", server.url("l.bin").absoluteString], in: work)
         #expect(refused.status == 64 && refused.stderr.contains("--total-rate must be a number"), "\(refused.stderr)")
     }
+
+    @Test("a signed link refreshed between runs (its query changed) continues from the bytes on disk")
+    func refreshedLinkBetweenRuns() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let data = try server.makeFile("sig.bin", size: 3 * 1024 * 1024)
+        let destination = work.appendingPathComponent("out/sig.bin")
+        let events = work.appendingPathComponent("sig.jsonl").path
+        let first = try await startReceiving(
+            ["--json", "-o", destination.path, server.url("gated/sig.bin?sig=AAA").absoluteString],
+            events: events
+        )
+        first.signal(SIGTERM)
+        #expect(await first.exited() == 143)
+        let second = try await haul(
+            ["-o", destination.path, server.url("gated/sig.bin?sig=BBB").absoluteString],
+            in: work
+        )
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(try Data(contentsOf: destination) == data)
+        let log = server.accessLog()
+        #expect(log.filter { $0.uri == "/gated/sig.bin?sig=AAA" }.map(\.status) == [200])
+        let continued = log.filter { $0.uri == "/gated/sig.bin?sig=BBB" }
+        #expect(continued.map(\.status) == [206] && continued.first?.range != "-", "\(continued)")
+    }
 }
