@@ -145,7 +145,7 @@ other_base="http://localhost:$port"
 for round in $(seq 1 "$repeat"); do
     for kind in download host total; do
         rm -rf "$work/rate"; mkdir -p "$work/rate"
-        bench rate "$kind" "${RATE:-5000000}" "$base" "$other_base" "$work/rate" >> "$results"
+        "$bin/haul-bench" rate "$kind" "${RATE:-5000000}" "$base" "$other_base" "$work/rate" >> "$results"
     done
 done
 rm -rf "$work/rate"
