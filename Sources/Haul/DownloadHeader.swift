@@ -105,6 +105,14 @@ public struct DownloadHeader: Sendable, Hashable, CustomStringConvertible, Custo
         return nil
     }
 
+    /// Throws `.invalidHeader` (attributed to `url`) for the first of `headers` that cannot be sent
+    /// (``problem()``).
+    static func check(_ headers: [DownloadHeader], url: String?) throws(DownloadError) {
+        if let problem = headers.lazy.compactMap({ $0.problem() }).first {
+            throw DownloadError(code: .invalidHeader, url: url, detail: problem)
+        }
+    }
+
     /// The line curl sends: `Name: value`, or `Name;` for an empty value (curl drops `Name:`).
     var line: String { value.isEmpty ? "\(name);" : "\(name): \(value)" }
 

@@ -45,9 +45,7 @@ public final class DownloadManager: Sendable {
     ///   created.
     public init(configuration: Configuration = Configuration()) throws {
         let configuration = configuration.normalized
-        if let problem = configuration.headers.lazy.compactMap({ $0.problem() }).first {
-            throw DownloadError(code: .invalidHeader, url: nil, detail: problem)
-        }
+        try DownloadHeader.check(configuration.headers, url: nil)
         if let proxy = configuration.proxy { try Self.checkProxy(proxy) }
         self.configuration = configuration
         let catalog = Catalog(configuration: configuration)

@@ -39,9 +39,7 @@ extension DownloadQueue {
 
     func prepare(_ request: DownloadRequest) throws(DownloadError) -> PreparedRequest {
         let url = try Self.validate(request.url)
-        if let problem = request.headers.lazy.compactMap({ $0.problem() }).first {
-            throw DownloadError(code: .invalidHeader, url: url.redactedString, detail: problem)
-        }
+        try DownloadHeader.check(request.headers, url: url.redactedString)
         var mirrors: [URL] = []
         for mirror in request.mirrors { mirrors.append(try Self.validate(mirror)) }
         let destination = FilePath.standardized(request.destination)

@@ -29,10 +29,9 @@ extension Scheduler {
             let result: Result<[DownloadHeader], DownloadError>
             do {
                 let headers = try await provider(needed)
-                if let problem = headers.lazy.compactMap({ $0.problem() }).first {
-                    result = .failure(DownloadError(code: .invalidHeader, url: urlForErrors, detail: problem))
-                } else {
-                    result = .success(headers)
+                result = Result { () throws(DownloadError) in
+                    try DownloadHeader.check(headers, url: urlForErrors)
+                    return headers
                 }
             } catch {
                 // The provider's error is the application's: its type and words, which it controls.
@@ -55,7 +54,7 @@ extension Scheduler {
         for token: ObjectIdentifier,
         _ result: Result<[DownloadHeader], DownloadError>
     ) {
-        guard let transfer = transfers[id], ObjectIdentifier(transfer) == token, transfer.awaitingHeaders,
+        guard let transfer = transfer(id, token: token), transfer.awaitingHeaders,
             case .idle = transfer.machine.state
         else { return }
         transfer.awaitingHeaders = false
@@ -68,5 +67,12 @@ extension Scheduler {
         case .failure(let error):
             perform(transfer.fail(error), for: transfer)
         }
+    }
+
+    /// The transfer of `id` if it is still the one a hook's answer was asked for (`token`, its
+    /// `ObjectIdentifier`): a later transfer of the same download does not take an earlier's answer.
+    func transfer(_ id: DownloadID, token: ObjectIdentifier) -> Transfer? {
+        guard let transfer = transfers[id], ObjectIdentifier(transfer) == token else { return nil }
+        return transfer
     }
 }

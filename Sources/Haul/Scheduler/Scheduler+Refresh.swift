@@ -44,8 +44,8 @@ extension Scheduler {
         for token: ObjectIdentifier,
         _ result: Result<DownloadManager.FreshURL?, DownloadError>
     ) {
-        guard let transfer = transfers[id], ObjectIdentifier(transfer) == token,
-            let cause = transfer.awaitingFreshURL, case .connecting = transfer.machine.state
+        guard let transfer = transfer(id, token: token), let cause = transfer.awaitingFreshURL,
+            case .connecting = transfer.machine.state
         else { return }
         transfer.awaitingFreshURL = nil
         let fresh: DownloadManager.FreshURL
@@ -66,9 +66,7 @@ extension Scheduler {
         let url: URL
         do throws(DownloadError) {
             url = try DownloadQueue.validate(fresh.url)
-            if let problem = fresh.headers?.lazy.compactMap({ $0.problem() }).first {
-                throw DownloadError(code: .invalidHeader, url: url.redactedString, detail: problem)
-            }
+            try DownloadHeader.check(fresh.headers ?? [], url: url.redactedString)
         } catch {
             perform(transfer.fail(error), for: transfer)
             return
