@@ -95,14 +95,11 @@ struct FinishJob: Sendable {
     private func freeName(ownModificationTime: Double?) -> String {
         guard let existing = PlacedFile.at(destination) else { return destination }
         if let own = ownModificationTime, abs(existing.modificationTime - own) < 1e-6 { return destination }
-        let folder = FilePath.directory(of: destination)
-        let name = FilePath.lastComponent(of: destination)
         var status = stat()
-        for counter in 1..<10_000 {
-            let candidate = "\(folder)/\(ServerFileName.numbered(name, counter))"
-            if lstat(candidate, &status) != 0 { return candidate }
-        }
-        return destination
+        let name = FilePath.lastComponent(of: destination)
+        return ServerFileName.firstFree(name, in: FilePath.directory(of: destination), first: 1) {
+            lstat($0, &status) == 0
+        } ?? destination
     }
 
     /// Why the finished partial file is not the expected one, if it is not.

@@ -113,6 +113,25 @@ package enum ServerFileName {
         return base + suffix
     }
 
+    /// The path in `folder` of the first of `name`, `name.1`, `name.2`… (from the `first`th) that
+    /// `isTaken` does not refuse; `nil` when the first 10,000 are all taken.
+    static func firstFree<E: Error>(
+        _ name: String,
+        in folder: String,
+        first: Int = 0,
+        isTaken: (String) throws(E) -> Bool
+    ) throws(E) -> String? {
+        for counter in first..<10_000 {
+            let candidate = numbered(name, counter)
+            let path = folder == "/" ? "/\(candidate)" : "\(folder)/\(candidate)"
+            if try !isTaken(path) { return path }
+        }
+        return nil
+    }
+
+    /// The last name ``firstFree(_:in:first:isTaken:)`` tries.
+    static let lastCounter = 9_999
+
     /// `%XX` sequences decoded; `nil` when one is malformed.
     static func percentDecoded(_ text: String) -> [UInt8]? {
         var bytes: [UInt8] = []

@@ -284,36 +284,34 @@ extension Transfer {
         guard let folder = record.folder else { return true }
         let name = ServerFileName.choose(contentDisposition: easy.header("Content-Disposition"), url: easy.effectiveURL)
         var status = stat()
-        for counter in 0..<10_000 {
-            let path =
-                folder == "/"
-                ? "/\(ServerFileName.numbered(name, counter))" : "\(folder)/\(ServerFileName.numbered(name, counter))"
-            if environment.claimedNames.contains(path) || lstat(path, &status) == 0 { continue }
-            do {
-                if try store.destinationIsTaken(path, except: id) { continue }
-            } catch {
-                bodyFailed(attributed(error))
-                return false
+        let free: String?
+        do {
+            free = try ServerFileName.firstFree(name, in: folder) { path throws(DownloadError) in
+                if environment.claimedNames.contains(path) || lstat(path, &status) == 0 { return true }
+                return try store.destinationIsTaken(path, except: id)
             }
-            environment.claimedNames.insert(path)
-            record.destination = path
-            download.update(destinationPath: path)
-            environment.logger.debug(
-                "file named by the server",
-                metadata: ["url": "\(urlForErrors)", "path": "\(path)"]
-            )
-            return true
+        } catch {
+            bodyFailed(attributed(error))
+            return false
         }
-        bodyFailed(
-            DownloadError(
-                code: .fileSystem,
-                url: urlForErrors,
-                errno: EEXIST,
-                path: "\(folder)/\(name)",
-                detail: "every name from '\(name)' to '\(ServerFileName.numbered(name, 9_999))' is taken"
+        guard let path = free else {
+            let last = ServerFileName.numbered(name, ServerFileName.lastCounter)
+            bodyFailed(
+                DownloadError(
+                    code: .fileSystem,
+                    url: urlForErrors,
+                    errno: EEXIST,
+                    path: "\(folder)/\(name)",
+                    detail: "every name from '\(name)' to '\(last)' is taken"
+                )
             )
-        )
-        return false
+            return false
+        }
+        environment.claimedNames.insert(path)
+        record.destination = path
+        download.update(destinationPath: path)
+        environment.logger.debug("file named by the server", metadata: ["url": "\(urlForErrors)", "path": "\(path)"])
+        return true
     }
 
     /// Writing the body failed here: the machine ends the request (curl is refused the next chunk),
