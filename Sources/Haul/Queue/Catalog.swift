@@ -40,19 +40,24 @@ final class Catalog: Sendable {
     }
 
     private let handles = Mutex(Handles())
-    /// The URLs of downloads asked for in this process that their rows do not hold, by id: URLs with
-    /// a user name or password (rows hold URLs without them), and new URLs for unfinished downloads
-    /// (rows keep the URL their bytes came from until the new one answers). A download queued
-    /// without a handle (``DownloadManager/enqueue(_:)``) gets its URL back here when it is admitted.
-    /// Memory only; gone with the process.
-    private let rememberedURLs = Mutex<[DownloadID: URL]>([:])
-    /// The headers of downloads asked for in this process, by id: their values never reach a row
-    /// (which holds their names). Memory only; a later process asks
-    /// ``DownloadManager/Configuration/headerProvider`` for them.
-    private let rememberedHeaders = Mutex<[DownloadID: [DownloadHeader]]>([:])
-    /// The URLs of downloads with mirrors, when one has a user name or password (rows hold them
-    /// without), by id.
-    private let rememberedMirrors = Mutex<[DownloadID: [URL]]>([:])
+    /// What the rows of downloads asked for in this process do not hold, by id. Memory only; gone
+    /// with the process.
+    private let remembered = Mutex<[DownloadID: Remembered]>([:])
+
+    private struct Remembered {
+        /// A URL with a user name or password (rows hold URLs without them), or a new URL for an
+        /// unfinished download (its row keeps the URL its bytes came from until the new one answers).
+        /// A download queued without a handle (``DownloadManager/enqueue(_:)``) gets its URL back
+        /// here when it is admitted.
+        var url: URL?
+        /// Header values (rows hold their names; a later process asks
+        /// ``DownloadManager/Configuration/headerProvider``).
+        var headers: [DownloadHeader]?
+        /// The URLs of a download with mirrors, when one has a user name or password.
+        var urls: [URL]?
+
+        var isEmpty: Bool { url == nil && headers == nil && urls == nil }
+    }
     private let idleWaiters = Mutex<[CheckedContinuation<Void, Never>]>([])
     private let journals = Mutex(Journals())
     private let opening = Mutex(())
@@ -61,64 +66,56 @@ final class Catalog: Sendable {
         self.configuration = configuration
     }
 
-    // MARK: URLs the rows do not hold
+    // MARK: what the rows do not hold
 
-    /// Keeps `url` for `id` when it carries a user name or password, or `always` (a URL that is not
-    /// the row's yet), and forgets an older one otherwise.
-    func remember(_ url: URL, for id: DownloadID, always: Bool = false) {
-        let kept = always || url.user != nil || url.password != nil
-        rememberedURLs.withLock { urls in
-            if kept {
-                urls[id] = url
-            } else if !urls.isEmpty {
-                urls[id] = nil
-            }
+    /// Keeps what the latest request for `id` gives that its row cannot hold (its URL and mirrors
+    /// when they carry a user name or password, its headers), and forgets what an earlier one gave.
+    func remember(_ url: URL, headers: [DownloadHeader], urls: [URL], for id: DownloadID) {
+        update(id) { entry in
+            entry.url = url.hasCredentials ? url : nil
+            entry.headers = headers.isEmpty ? nil : headers
+            entry.urls = urls.contains(where: \.hasCredentials) ? urls : nil
         }
+    }
+
+    /// Keeps `url` for `id`, credentials or not: a URL that is not the row's yet.
+    func remember(newURL url: URL, for id: DownloadID) {
+        update(id) { $0.url = url }
+    }
+
+    /// Keeps the headers `id` is to be sent with (a provider's or a refresh hook's).
+    func remember(headers: [DownloadHeader], for id: DownloadID) {
+        update(id) { $0.headers = headers.isEmpty ? nil : headers }
     }
 
     /// The URL `id` was last asked for from in this process, when its row does not hold it.
-    func rememberedURL(_ id: DownloadID) -> URL? {
-        rememberedURLs.withLock { $0.isEmpty ? nil : $0[id] }
+    func rememberedURL(_ id: DownloadID) -> URL? { lookUp(id)?.url }
+
+    /// The headers `id` was last asked for with in this process, if any.
+    func rememberedHeaders(_ id: DownloadID) -> [DownloadHeader]? { lookUp(id)?.headers }
+
+    /// The URLs of `id` with its mirrors, when its row cannot hold them.
+    func rememberedMirrors(_ id: DownloadID) -> [URL]? { lookUp(id)?.urls }
+
+    /// Forgets what was kept for a download that ended.
+    func forget(_ id: DownloadID) {
+        remembered.withLock { all in if !all.isEmpty { all[id] = nil } }
     }
 
-    /// Keeps the headers a download was asked for with (the latest request's), or forgets them.
-    func remember(headers: [DownloadHeader], for id: DownloadID) {
-        rememberedHeaders.withLock { kept in
-            if !headers.isEmpty {
-                kept[id] = headers
-            } else if !kept.isEmpty {
-                kept[id] = nil
-            }
-        }
+    private func lookUp(_ id: DownloadID) -> Remembered? {
+        remembered.withLock { $0.isEmpty ? nil : $0[id] }
     }
 
-    /// Keeps the mirrors of a download when one carries a user name or password, or forgets them.
-    func remember(mirrors: [URL], for id: DownloadID) {
-        let kept = mirrors.contains { $0.user != nil || $0.password != nil }
-        rememberedMirrors.withLock { all in
-            if kept {
-                all[id] = mirrors
+    private func update(_ id: DownloadID, _ change: (inout Remembered) -> Void) {
+        remembered.withLock { all in
+            var entry = all[id] ?? Remembered()
+            change(&entry)
+            if !entry.isEmpty {
+                all[id] = entry
             } else if !all.isEmpty {
                 all[id] = nil
             }
         }
-    }
-
-    /// The mirrors `id` was last asked for with in this process, when its row cannot hold them.
-    func rememberedMirrors(_ id: DownloadID) -> [URL]? {
-        rememberedMirrors.withLock { $0.isEmpty ? nil : $0[id] }
-    }
-
-    /// The headers `id` was last asked for with in this process, if any.
-    func rememberedHeaders(_ id: DownloadID) -> [DownloadHeader]? {
-        rememberedHeaders.withLock { $0.isEmpty ? nil : $0[id] }
-    }
-
-    /// Forgets the URL and headers of a download that ended.
-    func forget(_ id: DownloadID) {
-        rememberedURLs.withLock { urls in if !urls.isEmpty { urls[id] = nil } }
-        rememberedHeaders.withLock { kept in if !kept.isEmpty { kept[id] = nil } }
-        rememberedMirrors.withLock { kept in if !kept.isEmpty { kept[id] = nil } }
     }
 
     // MARK: journals

@@ -91,9 +91,7 @@ extension DownloadQueue {
 
     /// Writes the journal row a request asks for. Call with the journal locked.
     func writeRow(for request: PreparedRequest, in journal: Journal) throws(DownloadError) -> QueueOutcome {
-        catalog.remember(request.url, for: request.id)
-        catalog.remember(headers: request.headers, for: request.id)
-        catalog.remember(mirrors: request.allURLs, for: request.id)
+        catalog.remember(request.url, headers: request.headers, urls: request.allURLs, for: request.id)
         // Rows hold URLs without their user name and password (they never reach the disk).
         let urlText = request.url.redactedString
         // The common case, a download never seen: one insertion, no lookup.
@@ -123,7 +121,7 @@ extension DownloadQueue {
             // bytes continue only if that answer proves the same file (``ResumePlan``: its overlap
             // with the bytes on disk, and the recorded validator).
             record.host = request.url.hostKey
-            catalog.remember(request.url, for: request.id, always: true)
+            catalog.remember(newURL: request.url, for: request.id)
             catalog.existingHandle(request.id)?.update(url: request.url)
         }
         record.priority = request.priority

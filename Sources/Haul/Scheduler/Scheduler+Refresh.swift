@@ -73,7 +73,7 @@ extension Scheduler {
         }
         // Kept for this download's later attempts in this process; rows hold URLs without credentials
         // and header names only.
-        catalog.remember(url, for: id, always: true)
+        catalog.remember(newURL: url, for: id)
         if let headers = fresh.headers {
             catalog.remember(headers: headers, for: id)
             transfer.headers = DownloadHeader.merged(configuration.headers, headers)

@@ -1,9 +1,12 @@
 import FoundationEssentials
 
 extension URL {
+    /// Whether it carries a user name or a password.
+    var hasCredentials: Bool { user != nil || password != nil }
+
     /// The URL as text with any user name and password removed, safe for logs, events and errors.
     var redactedString: String {
-        guard user != nil || password != nil,
+        guard hasCredentials,
             var components = URLComponents(url: self, resolvingAgainstBaseURL: false)
         else { return absoluteString }
         components.user = nil
@@ -13,7 +16,7 @@ extension URL {
 
     /// What identifies the resource: the URL without user name, password and fragment.
     var identityString: String {
-        guard user != nil || password != nil || fragment != nil,
+        guard hasCredentials || fragment != nil,
             var components = URLComponents(url: self, resolvingAgainstBaseURL: false)
         else { return absoluteString }
         components.user = nil

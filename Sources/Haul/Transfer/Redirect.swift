@@ -59,7 +59,7 @@ enum Redirect: Equatable {
         }
         guard target.origin == original.origin else { return .follow(target, sameOrigin: false) }
         // Same origin: the URL's credentials go too, as curl sends them to the same host.
-        guard original.user != nil || original.password != nil, target.user == nil, target.password == nil,
+        guard original.hasCredentials, !target.hasCredentials,
             var components = URLComponents(url: target, resolvingAgainstBaseURL: false)
         else {
             return .follow(target, sameOrigin: true)
