@@ -131,6 +131,45 @@ struct RateLimitTests {
         #expect(try Data(contentsOf: directory.appendingPathComponent("own")) == source)
     }
 
+    @Test("a default per download set while a download runs unlimited limits it at once")
+    func defaultSetWhileRunning() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let source = try server.makeFile("d.bin", size: 1_500_000)
+        let limit: Int64 = 50_000
+        try await withDownloadManager(configuration: configuration(RateLimits())) { manager in
+            // 256 KB/s from nginx: still running when the limit arrives, however slow the machine.
+            let download = try manager.download(
+                from: server.url("slowest/d.bin"),
+                to: directory.appendingPathComponent("d")
+            )
+            var events = download.events.makeAsyncIterator()
+            await events.next { if case .progress(let p) = $0 { p.bytesReceived > 0 } else { false } }
+            manager.setRateLimits(RateLimits(perDownload: limit))
+            // Measured from the bytes received, over at least a second and a half of later events:
+            // never more than the limit allows (plus the bucket's burst and a chunk or two).
+            let clock = ContinuousClock()
+            var first: (ContinuousClock.Instant, Int64)?
+            while let event = await events.next() {
+                guard case .progress = event else { continue }
+                let now = (clock.now, download.bytesReceivedInThisProcess)
+                guard let start = first else {
+                    first = now
+                    continue
+                }
+                let elapsed = now.0 - start.0
+                guard elapsed >= .seconds(1.5) else { continue }
+                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                let allowed = Double(limit) * seconds + 2 * 16 * 1024 + Double(limit) / 20
+                #expect(Double(now.1 - start.1) <= allowed, "\(now.1 - start.1) bytes in \(elapsed)")
+                break
+            }
+            manager.setRateLimits(RateLimits())
+            _ = try await download.finished()
+        }
+        #expect(try Data(contentsOf: directory.appendingPathComponent("d")) == source)
+    }
+
     @Test("pausing a download the limiter holds paused, then resuming it, still ends whole")
     func pauseWhileHeld() async throws {
         let (server, directory) = try startServerAndDirectory()

@@ -132,7 +132,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             case .control(let download, .resume): resume(download)
             case .control(let download, .cancel): cancel(download)
             case .control(let download, .limitRate(let rate)): limitRate(of: download, to: rate)
-            case .setRateLimits(let limits): environment.rateLimiter.setLimits(limits)
+            case .setRateLimits(let limits): environment.rateLimiter.setLimits(limits, admitted: transfers.keys)
             case .diskWorkDone(let results): diskWorkDone(results)
             case .checkIdle: idleWaitersPending = true
             case .headersArrived(let id, let transfer, let result): headersArrived(id, for: transfer, result)

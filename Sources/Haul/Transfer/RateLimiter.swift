@@ -38,8 +38,19 @@ final class RateLimiter {
     /// A transfer was admitted: its own limit, or the default per download, takes effect.
     func admit(_ transfer: Transfer, ownLimit: Int64?) {
         if let ownLimit { ownLimits[transfer.id] = max(1, ownLimit) }
-        if let rate = ownLimits[transfer.id] ?? limits.perDownload {
-            downloads[transfer.id] = TokenBucket(rate: rate, now: DispatchTime.now().uptimeNanoseconds)
+        applyDownloadLimit(transfer.id, now: DispatchTime.now().uptimeNanoseconds)
+    }
+
+    /// Gives download `id` the bucket of its own limit, else of the default per download, or none.
+    private func applyDownloadLimit(_ id: DownloadID, now: UInt64) {
+        guard let rate = ownLimits[id] ?? limits.perDownload else {
+            downloads[id] = nil
+            return
+        }
+        if downloads[id] == nil {
+            downloads[id] = TokenBucket(rate: rate, now: now)
+        } else {
+            downloads[id]!.setRate(rate, now: now)
         }
     }
 
@@ -81,8 +92,9 @@ final class RateLimiter {
         parked[ObjectIdentifier(transfer)] = nil
     }
 
-    /// New limits for the manager, from now on (a download's own limit stays).
-    func setLimits(_ new: RateLimits) {
+    /// New limits for the manager, from now on, for the `admitted` downloads too (a download's own
+    /// limit stays).
+    func setLimits(_ new: RateLimits, admitted: some Sequence<DownloadID>) {
         let now = DispatchTime.now().uptimeNanoseconds
         limits = new.normalized
         if let rate = limits.total {
@@ -95,9 +107,9 @@ final class RateLimiter {
         } else {
             hosts = [:]
         }
-        for id in downloads.keys where ownLimits[id] == nil {
-            if let rate = limits.perDownload { downloads[id]!.setRate(rate, now: now) } else { downloads[id] = nil }
-        }
+        // Every admitted download, the ones without a bucket yet included: a default per download set
+        // now applies to downloads that ran unlimited.
+        for id in admitted where ownLimits[id] == nil { applyDownloadLimit(id, now: now) }
         wakeParked()
     }
 
@@ -105,15 +117,7 @@ final class RateLimiter {
     func setLimit(_ rate: Int64?, for transfer: Transfer) {
         let now = DispatchTime.now().uptimeNanoseconds
         ownLimits[transfer.id] = rate.map { max(1, $0) }
-        if let rate = ownLimits[transfer.id] ?? limits.perDownload {
-            if downloads[transfer.id] == nil {
-                downloads[transfer.id] = TokenBucket(rate: rate, now: now)
-            } else {
-                downloads[transfer.id]!.setRate(rate, now: now)
-            }
-        } else {
-            downloads[transfer.id] = nil
-        }
+        applyDownloadLimit(transfer.id, now: now)
         wakeParked()
     }
 
