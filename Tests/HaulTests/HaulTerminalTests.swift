@@ -40,10 +40,12 @@ struct HaulTerminalTests {
 
     /// Runs haul on three slow files, one that is retried once and one that fails, in a `width`-column
     /// pane (resized to `resizeTo` once bars show, if given); returns every frame read, the last
-    /// screen, everything the pane showed since it started, and haul's exit status.
+    /// screen, everything the pane showed since it started, and haul's exit status. `slowTail`: the
+    /// bytes of each file after its first MiB, which come at 16 KB/s.
     func run(
         width: Int,
-        resizeTo: Int? = nil
+        resizeTo: Int? = nil,
+        slowTail: Int = 96 * 1024
     ) async throws -> (frames: [[String]], last: [String], history: [String], exit: Int) {
         let (server, work) = try startServerAndDirectory()
         defer { stop(server, work) }
@@ -55,7 +57,7 @@ struct HaulTerminalTests {
             // 1 MiB at once, then 16 KB/s: the last 96 KiB take six seconds, so the bars stay long
             // enough to be seen on a loaded machine.
             let name = "a-rather-long-file-name-number-\(index)-for-a-narrow-terminal.bin"
-            _ = try server.makeFile(name, size: 1024 * 1024 + 96 * 1024, seed: UInt64(30 + index))
+            _ = try server.makeFile(name, size: 1024 * 1024 + slowTail, seed: UInt64(30 + index))
             urls.append(server.url("gated/\(name)").absoluteString)
         }
         urls.append(faults.url("busy/503/1/0/300000").absoluteString)
@@ -117,7 +119,10 @@ struct HaulTerminalTests {
 
     @Test("a terminal made narrower while haul runs (SIGWINCH) gets bars of its new width")
     func resized() async throws {
-        let (frames, last, history, exit) = try await run(width: 200, resizeTo: 40)
+        // A tail of 24 s: on a loaded machine (the whole suite on two cores) the first frame was once
+        // read after five seconds, the second after the downloads ended, leaving no frame after the
+        // resize to look at.
+        let (frames, last, history, exit) = try await run(width: 200, resizeTo: 40, slowTail: 384 * 1024)
         #expect(exit == 1)
         // After the resize, haul redraws at 40 columns: some frame shows bars that all fit.
         #expect(frames.contains { !Self.bars($0).isEmpty && Self.bars($0).allSatisfy { Text.columns(of: $0) <= 39 } })
