@@ -25,6 +25,16 @@ extension DownloadQueue {
 
         /// Its URL and its mirrors, in order; empty without mirrors.
         var allURLs: [URL] { mirrors.isEmpty ? [] : [url] + mirrors }
+
+        /// Sets what the latest request for a download decides in its row, new or existing: its
+        /// priority, user agent, header names, URLs and rate limit.
+        func setRequested(in record: inout DownloadRecord) {
+            record.priority = priority
+            record.userAgent = userAgent
+            record.headerNames = headers.map(\.name)
+            record.mirrors = allURLs.map(\.redactedString)
+            record.maxBytesPerSecond = maxBytesPerSecond
+        }
     }
 
     /// What asking for a download did to its journal row.
@@ -124,11 +134,7 @@ extension DownloadQueue {
             catalog.remember(newURL: request.url, for: request.id)
             catalog.existingHandle(request.id)?.update(url: request.url)
         }
-        record.priority = request.priority
-        record.userAgent = request.userAgent
-        record.headerNames = request.headers.map(\.name)
-        record.mirrors = request.allURLs.map(\.redactedString)
-        record.maxBytesPerSecond = request.maxBytesPerSecond
+        request.setRequested(in: &record)
         if record.state != .completed {
             record.expectedChecksum = request.checksum?.description
             record.expectedSize = request.expectedSize
@@ -167,15 +173,11 @@ extension DownloadQueue {
     func fresh(_ request: PreparedRequest) -> DownloadRecord {
         var record = DownloadRecord(url: request.url.redactedString, destination: request.destination)
         record.queueSequence = catalog.nextQueueSequence()
-        record.priority = request.priority
         record.host = request.url.hostKey
         record.expectedChecksum = request.checksum?.description
         record.expectedSize = request.expectedSize
-        record.userAgent = request.userAgent
-        record.headerNames = request.headers.map(\.name)
         record.folder = request.folder
-        record.mirrors = request.allURLs.map(\.redactedString)
-        record.maxBytesPerSecond = request.maxBytesPerSecond
+        request.setRequested(in: &record)
         return record
     }
 

@@ -136,8 +136,6 @@ final class Transfer {
             urls.append(current)
             let start = mirrors.firstIndex(of: current).map { $0 + 1 } ?? 0
             for mirror in mirrors[start...] + mirrors[..<start] where !urls.contains(mirror) { urls.append(mirror) }
-        }
-        if !urls.isEmpty {
             let others = OtherURLs()
             others.urls = urls
             self.otherURLs = others
