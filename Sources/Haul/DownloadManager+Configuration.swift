@@ -17,6 +17,21 @@ extension DownloadManager {
         /// the queue skips to other hosts' downloads meanwhile. `nil` (the default): no limit but
         /// ``maxConcurrentDownloads``.
         public var maxConcurrentDownloadsPerHost: Int?
+        /// How many connections one download may fetch its file over, by default (a request may ask
+        /// for its own number, ``DownloadRequest/connections``). Default 1: a library is polite unless
+        /// asked. With more, a file whose length is known from a server that honours ranges (and sends
+        /// a strong validator) is split into segments no smaller than ``minimumSegmentSize``, each
+        /// fetched with `Range: bytes=a-b` and written at its offset; a connection that finishes its
+        /// segment takes the second half of the largest one left (aria2's dynamic split). Every
+        /// answer must be the same file (its length and validator, with `If-Range`): one that is not
+        /// restarts the download on the new version. Extra connections count against
+        /// ``maxConcurrentDownloadsPerHost``, which they never exceed, and the open-files budget.
+        /// Any other server is fetched over one connection.
+        public var connectionsPerFile: Int = 1
+        /// The smallest segment a file is split into for several connections (aria2's
+        /// `--min-split-size`): a file is split only where each piece gets at least this many bytes.
+        /// Default 4 MiB.
+        public var minimumSegmentSize: Int64 = 4 * 1024 * 1024
         /// How many bytes are collected before a write to the partial file (YYDownload's
         /// `kBufferSize`). Progress counts written bytes only. Default 128 KiB. Buffers take at most
         /// 2 MiB at once (at least 4 buffers): more fast transfers than that write each chunk
@@ -174,6 +189,8 @@ extension DownloadManager {
             configuration.maxConcurrentDownloads = max(1, maxConcurrentDownloads)
             configuration.maxConcurrentDownloadsPerHost = maxConcurrentDownloadsPerHost.map { max(1, $0) }
             configuration.bufferSize = max(4096, bufferSize)
+            configuration.connectionsPerFile = min(64, max(1, connectionsPerFile))
+            configuration.minimumSegmentSize = max(64 * 1024, minimumSegmentSize)
             configuration.maxStreamsPerConnection = max(1, maxStreamsPerConnection)
             return configuration
         }

@@ -43,6 +43,9 @@ public struct DownloadRequest: Sendable, Hashable {
     /// download (``RateLimits/perDownload``); the host's and the manager's limits still hold.
     /// Recorded in the journal; ``Download/setMaxBytesPerSecond(_:)`` changes it while it runs.
     public var maxBytesPerSecond: Int64?
+    /// How many connections this download may fetch its file over, instead of the manager's
+    /// ``DownloadManager/Configuration/connectionsPerFile`` (1 to 64). Recorded in the journal.
+    public var connections: Int?
     /// Other URLs of the same file, tried in order after ``url`` when a failure another URL may not
     /// have ends a request there (connection refused, a 5xx or a 404 on one mirror, a stall; see
     /// ``DownloadError/movesToAnotherURL``), before the retry policy's delays. The bytes on disk

@@ -124,7 +124,9 @@ struct DownloadManagerTests {
             let connecting = await events.next { if case .connecting = $0 { true } else { false } }
             #expect(
                 connecting
-                    == .connecting(DownloadProgress(bytesReceived: progress.bytesReceived, totalBytes: Int64(size)))
+                    == .connecting(
+                        DownloadProgress(bytesReceived: progress.bytesReceived, totalBytes: Int64(size), connections: 1)
+                    )
             )
             #expect(try await download.finished() == destination)
         }

@@ -206,6 +206,13 @@ final class FileSink {
         )
     }
 
+    /// Writes what is buffered, then puts the next bytes at `offset` (a segment of a file fetched
+    /// over several connections: each has a sink of its own, at its place in the file).
+    func move(to offset: Int64) throws(DownloadError) {
+        try flush()
+        committedLength = offset
+    }
+
     /// Empties the file and the buffer: the download starts again from byte 0.
     func truncate() throws(DownloadError) {
         buffered = 0

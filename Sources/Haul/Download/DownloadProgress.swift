@@ -9,18 +9,24 @@ public struct DownloadProgress: Sendable, Hashable {
     public var bytesPerSecond: Double
     /// The estimated time left, when the total and a speed are known.
     public var estimatedTimeRemaining: Duration?
+    /// How many connections fetch the file now: 1 for most downloads, up to
+    /// ``DownloadManager/Configuration/connectionsPerFile`` for one split into segments (0 when
+    /// none is open: queued, paused, or between requests).
+    public var connections: Int
 
     /// Creates a progress value.
     public init(
         bytesReceived: Int64,
         totalBytes: Int64?,
         bytesPerSecond: Double = 0,
-        estimatedTimeRemaining: Duration? = nil
+        estimatedTimeRemaining: Duration? = nil,
+        connections: Int = 0
     ) {
         self.bytesReceived = bytesReceived
         self.totalBytes = totalBytes
         self.bytesPerSecond = bytesPerSecond
         self.estimatedTimeRemaining = estimatedTimeRemaining
+        self.connections = connections
     }
 
     /// `bytesReceived / totalBytes` in 0...1, when the total is known.

@@ -50,6 +50,13 @@ struct DownloadRecord: Equatable, Sendable {
     var mirrors: [String] = []
     /// Its own rate limit, in bytes per second.
     var maxBytesPerSecond: Int64?
+    /// How many connections it may fetch its file over (``DownloadRequest/connections``); `nil`: the
+    /// manager's ``DownloadManager/Configuration/connectionsPerFile``.
+    var connections: Int?
+    /// A download fetched over several connections: its ``SegmentMap`` in the journal's form (each
+    /// segment's range, bytes written and bytes synced). The partial file's length says nothing
+    /// then: this does.
+    var segments: String?
 
     /// A download into a folder whose file name is not chosen yet.
     var awaitsName: Bool { folder != nil && destination == folder }

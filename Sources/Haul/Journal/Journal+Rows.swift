@@ -11,7 +11,8 @@ extension Journal {
     static let columns = """
         url, destination, total_bytes, etag, last_modified, bytes_committed, state, attempts, last_error,
         priority, expected_checksum, bytes_synced, queue_seq, host, revalidate, id, failures, retry_at,
-        expected_size, last_modified_strong, placed_mtime, user_agent, header_names, folder, mirrors, rate_limit
+        expected_size, last_modified_strong, placed_mtime, user_agent, header_names, folder, mirrors, rate_limit,
+        connections, segments
         """
 
     /// The stored record, or `nil` when there is none.
@@ -93,9 +94,9 @@ extension Journal {
                                attempts, last_error, priority, expected_checksum, created_at, updated_at,
                                bytes_synced, queue_seq, host, revalidate, failures, retry_at, expected_size,
                                last_modified_strong, placed_mtime, user_agent, header_names, folder, mirrors,
-                               rate_limit)
+                               rate_limit, connections, segments)
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,
-                ?22, ?23, ?24, ?25, ?26, ?27)
+                ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)
         """
 
     /// Every column but the id set from the parameters of ``insertion`` (an update writes the whole row).
@@ -104,7 +105,8 @@ extension Journal {
         state = ?8, attempts = ?9, last_error = ?10, priority = ?11, expected_checksum = ?12, updated_at = ?13,
         bytes_synced = ?14, queue_seq = ?15, host = ?16, revalidate = ?17, failures = ?18, retry_at = ?19,
         expected_size = ?20, last_modified_strong = ?21, placed_mtime = ?22, user_agent = ?23,
-        header_names = ?24, folder = ?25, mirrors = ?26, rate_limit = ?27
+        header_names = ?24, folder = ?25, mirrors = ?26, rate_limit = ?27, connections = ?28,
+        segments = ?29
         """
     /// Marks the queue's head running, if it still is queued: its row as it is now, or `nil`.
     ///
@@ -189,6 +191,8 @@ extension Journal {
         CHaul_sqlite_bind_text(statement, 25, record.folder)
         CHaul_sqlite_bind_text(statement, 26, record.mirrors.isEmpty ? nil : record.mirrors.joined(separator: "\n"))
         Self.bind(statement, 27, record.maxBytesPerSecond)
+        Self.bind(statement, 28, record.connections.map(Int64.init))
+        CHaul_sqlite_bind_text(statement, 29, record.segments)
         guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
     }
 

@@ -129,7 +129,10 @@ extension Journal {
             folder: text(statement, 23),
             mirrors: text(statement, 24).map { $0.split(separator: "\n").map(String.init) } ?? [],
             maxBytesPerSecond: sqlite3_column_type(statement, 25) == SQLITE_NULL
-                ? nil : sqlite3_column_int64(statement, 25)
+                ? nil : sqlite3_column_int64(statement, 25),
+            connections: sqlite3_column_type(statement, 26) == SQLITE_NULL
+                ? nil : Int(sqlite3_column_int64(statement, 26)),
+            segments: text(statement, 27)
         )
     }
 

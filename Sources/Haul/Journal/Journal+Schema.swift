@@ -58,6 +58,10 @@ extension Journal {
             }
             if version < 10 { try execute("ALTER TABLE downloads ADD COLUMN mirrors TEXT") }
             if version < 11 { try execute("ALTER TABLE downloads ADD COLUMN rate_limit INTEGER") }
+            if version < 12 {
+                try execute("ALTER TABLE downloads ADD COLUMN connections INTEGER")
+                try execute("ALTER TABLE downloads ADD COLUMN segments TEXT")
+            }
             try execute("PRAGMA user_version = \(Self.schemaVersion)")
             try execute("COMMIT")
             // The rows name the new partial files now; a crash before these renames loses the bytes
@@ -179,7 +183,8 @@ extension Journal {
     }
 
     /// After a reboot, bytes that were only in the page cache may be lost or garbage: cut every
-    /// unfinished partial file back to its last synced checkpoint.
+    /// unfinished partial file back to its last synced checkpoint (each segment of one fetched over
+    /// several connections back to its own).
     func recoverIfRebooted(bootID: String) throws(DownloadError) {
         let previous = try queryText("SELECT value FROM meta WHERE key = 'boot_id'")
         if let previous, previous != bootID {
@@ -188,6 +193,22 @@ extension Journal {
                 let path = partialPath(for: id)
                 var status = stat()
                 guard stat(path, &status) == 0 else { continue }
+                if let text = record.segments, let total = record.totalBytes {
+                    // Over several connections: each segment keeps its synced bytes; the file's
+                    // length says nothing (the next writes go where the map says).
+                    if var map = SegmentMap(encoded: text, total: total) {
+                        map.cutBackToSynced()
+                        record.segments = map.encoded
+                        record.bytesCommitted = map.bytesWritten
+                    } else {
+                        record.segments = nil
+                        record.bytesCommitted = 0
+                        record.bytesSynced = 0
+                        _ = truncate(path, 0)
+                    }
+                    try save(record, for: id)
+                    continue
+                }
                 if Int64(status.st_size) > record.bytesSynced {
                     guard truncate(path, off_t(record.bytesSynced)) == 0 else {
                         throw DownloadError(

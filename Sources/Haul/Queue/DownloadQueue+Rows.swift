@@ -22,18 +22,21 @@ extension DownloadQueue {
         var mirrors: [URL] = []
         /// Its own rate limit.
         var maxBytesPerSecond: Int64? = nil
+        /// Its own number of connections.
+        var connections: Int? = nil
 
         /// Its URL and its mirrors, in order; empty without mirrors.
         var allURLs: [URL] { mirrors.isEmpty ? [] : [url] + mirrors }
 
         /// Sets what the latest request for a download decides in its row, new or existing: its
-        /// priority, user agent, header names, URLs and rate limit.
+        /// priority, user agent, header names, URLs, rate limit and connections.
         func setRequested(in record: inout DownloadRecord) {
             record.priority = priority
             record.userAgent = userAgent
             record.headerNames = headers.map(\.name)
             record.mirrors = allURLs.map(\.redactedString)
             record.maxBytesPerSecond = maxBytesPerSecond
+            record.connections = connections
         }
     }
 
@@ -95,7 +98,8 @@ extension DownloadQueue {
             headers: request.headers,
             folder: request.takesFileNameFromServer ? destination : nil,
             mirrors: mirrors,
-            maxBytesPerSecond: request.maxBytesPerSecond
+            maxBytesPerSecond: request.maxBytesPerSecond,
+            connections: request.connections.map { min(64, max(1, $0)) }
         )
     }
 

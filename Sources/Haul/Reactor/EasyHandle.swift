@@ -63,6 +63,12 @@ final class EasyHandle {
         set(CURLOPT_PIPEWAIT, Self.isHTTPS(url) ? 1 : 0)
         _ = CHaul_easy_setopt_pointer(raw, CURLOPT_WRITEDATA, context)
         _ = CHaul_easy_setopt_pointer(raw, CURLOPT_PRIVATE, context)
+        // A handle serves a transfer's own request or a segment's, whose callbacks differ.
+        let callback = unsafeBitCast(write, to: Int.self)
+        if callback != writeCallback {
+            writeCallback = callback
+            _ = CHaul_easy_setopt_data_callback(raw, CURLOPT_WRITEFUNCTION, write)
+        }
         guard !sharedOptionsSet else { return }
         sharedOptionsSet = true
         // TLS sessions (and DNS answers) are shared by every transfer: a new connection to a host
@@ -88,8 +94,10 @@ final class EasyHandle {
         set(CURLOPT_TCP_KEEPALIVE, 1)
         _ = CHaul_easy_open_sockets_close_on_exec(raw)
         _ = CHaul_easy_setopt_pointer(raw, CURLOPT_ERRORBUFFER, errorBuffer)
-        _ = CHaul_easy_setopt_data_callback(raw, CURLOPT_WRITEFUNCTION, write)
     }
+
+    /// The write callback set on the handle (its address), 0 before the first.
+    private var writeCallback = 0
 
     /// Sends `custom` as the User-Agent of the next requests, or `options`' when `nil`.
     func setUserAgent(_ custom: String?, options: Options) {
@@ -113,6 +121,7 @@ final class EasyHandle {
     /// none of them is one of these).
     func setConditions(
         rangeFrom offset: Int64,
+        to end: Int64? = nil,
         ifRange validator: String?,
         ifNoneMatch: String? = nil,
         ifModifiedSince: String? = nil,
@@ -122,7 +131,11 @@ final class EasyHandle {
         headers = nil
         _ = CHaul_easy_setopt_string(raw, CURLOPT_RANGE, nil)
         for header in extra { headers = curl_slist_append(headers, header.line) }
-        if offset > 0 {
+        if let end {
+            // A closed range (a segment): `end` is its last byte.
+            set(CURLOPT_RANGE, "\(offset)-\(end)")
+            if let validator { headers = curl_slist_append(headers, "If-Range: \(validator)") }
+        } else if offset > 0 {
             set(CURLOPT_RANGE, "\(offset)-")
             if let validator { headers = curl_slist_append(headers, "If-Range: \(validator)") }
         }

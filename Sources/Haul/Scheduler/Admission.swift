@@ -22,16 +22,31 @@ struct Admission {
     /// (seconds since 1970).
     private var retryWakes: [String: Double] = [:]
 
-    init(slots: Int, perHostLimit: Int?) {
+    /// How many connections may be open at once (the open-files budget's share for sockets):
+    /// slots and the extra connections of segmented downloads together.
+    let connectionLimit: Int
+    /// Connections beyond the first of downloads fetched over several (``Transfer/liveConnections``
+    /// minus one), by download, by host, and in all.
+    private var extras: [DownloadID: Int] = [:]
+    private var extrasByHost: [String: Int] = [:]
+    private var extraTotal = 0
+
+    init(slots: Int, perHostLimit: Int?, connectionLimit: Int = .max) {
         self.slots = max(1, slots)
         self.perHostLimit = perHostLimit.map { max(1, $0) }
+        self.connectionLimit = max(1, connectionLimit)
+    }
+
+    /// Connections to `host` now: one per slot held, and the extra ones.
+    private func connections(to host: String) -> Int {
+        activeByHost[host, default: 0] + extrasByHost[host, default: 0]
     }
 
     /// How many slots are held.
     var active: Int { holders.count }
 
     /// Whether another download may start now.
-    var hasFreeSlot: Bool { holders.count < slots }
+    var hasFreeSlot: Bool { holders.count < slots && holders.count + extraTotal < connectionLimit }
 
     /// Whether nothing is queued, waiting for a host or waiting to retry (transfers aside).
     var queuesAreEmpty: Bool {
@@ -64,10 +79,47 @@ struct Admission {
     mutating func startTransferring(_ id: DownloadID, host: String) {
         guard holders[id] == nil else { return }
         holders[id] = host
-        let count = activeByHost[host, default: 0] + 1
-        activeByHost[host] = count
-        if let perHostLimit, count >= perHostLimit {
+        activeByHost[host, default: 0] += 1
+        if let perHostLimit, connections(to: host) >= perHostLimit {
             saturatedHosts.insert(host)
+        }
+    }
+
+    // MARK: connections of segmented downloads
+
+    /// Whether `id`, with `live` connections open, may open one more: its first is its slot's; the
+    /// others count against its host's limit and the connection budget, which they never exceed.
+    func mayOpenConnection(for id: DownloadID, live: Int) -> Bool {
+        guard let host = holders[id] else { return false }
+        if live == 0 { return true }
+        if holders.count + extraTotal >= connectionLimit { return false }
+        if let perHostLimit, connections(to: host) >= perHostLimit { return false }
+        return true
+    }
+
+    /// `id` has `live` connections open now.
+    mutating func setConnections(_ id: DownloadID, _ live: Int) {
+        guard let host = holders[id] else { return }
+        let new = max(0, live - 1)
+        let old = extras[id] ?? 0
+        guard new != old else { return }
+        extras[id] = new > 0 ? new : nil
+        let byHost = extrasByHost[host, default: 0] + new - old
+        extrasByHost[host] = byHost > 0 ? byHost : nil
+        extraTotal += new - old
+        guard let perHostLimit else { return }
+        if connections(to: host) >= perHostLimit {
+            saturatedHosts.insert(host)
+        } else {
+            hostFreed(host)
+        }
+    }
+
+    /// `host` is below its limit again: the queues that passed over its rows are read again.
+    private mutating func hostFreed(_ host: String) {
+        if saturatedHosts.remove(host) != nil {
+            queuedDirectories.formUnion(directoriesWaitingForHosts)
+            directoriesWaitingForHosts.removeAll()
         }
     }
 
@@ -76,13 +128,11 @@ struct Admission {
 
     /// `id` paused or ended: its slot is free, and the queues waiting for its host are read again.
     mutating func stopTransferring(_ id: DownloadID) {
+        setConnections(id, 0)
         guard let host = holders.removeValue(forKey: id) else { return }
         let remaining = (activeByHost[host] ?? 1) - 1
         activeByHost[host] = remaining > 0 ? remaining : nil
-        if saturatedHosts.remove(host) != nil {
-            queuedDirectories.formUnion(directoriesWaitingForHosts)
-            directoriesWaitingForHosts.removeAll()
-        }
+        if perHostLimit.map({ connections(to: host) < $0 }) ?? true { hostFreed(host) }
     }
 
     // MARK: retries

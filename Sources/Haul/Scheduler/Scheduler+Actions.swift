@@ -18,7 +18,7 @@ extension Scheduler {
             // A paused download is a row again; resuming queues it.
             forget(transfer)
         case .cancel:
-            transfer.stopRequest()
+            transfer.stopAll()
             transfer.sink = nil
             transfer.store.remove(transfer.id)
             transfer.download.hub.publish(.cancelled)
@@ -58,10 +58,10 @@ extension Scheduler {
 
     /// Ends the download with `error`, keeping its partial file if it holds anything.
     private func fail(_ transfer: Transfer, with error: DownloadError) {
-        transfer.stopRequest()
+        transfer.stopAll()
         try? transfer.sink?.close()
         transfer.sink = nil
-        let bytes = FilePath.fileLength(transfer.partialPath) ?? 0
+        let bytes = transfer.bytesOnDisk
         if bytes == 0 {
             // Nothing worth resuming (a 404, a refused connection): leave no trace.
             transfer.store.remove(transfer.id)
@@ -113,6 +113,8 @@ extension Scheduler {
     /// is in place, so that transfers never outnumber slots) and becomes a row again.
     func forget(_ transfer: Transfer) {
         admission.stopTransferring(transfer.id)
+        connectionWaiters[transfer.id] = nil
+        for (id, waiter) in connectionWaiters where transfers[id] === waiter { waiter.askForConnections() }
         guard transfers.removeValue(forKey: transfer.id) != nil else { return }
         environment.rateLimiter.release(transfer)
         // Its row holds the name it chose now (or it has no row: the name is free again).

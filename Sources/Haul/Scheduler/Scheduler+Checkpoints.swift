@@ -8,14 +8,21 @@ extension Scheduler {
         guard bytes > transfer.record.bytesSynced else { return }
         environment.syncs.requested(transfer.id)
         disk.add(
-            .checkpoint(transfer.id, directory: transfer.store.directory, path: transfer.partialPath, bytes: bytes)
+            .checkpoint(
+                transfer.id,
+                directory: transfer.store.directory,
+                path: transfer.partialPath,
+                bytes: bytes,
+                segments: transfer.committedMap?.encoded
+            )
         )
     }
 
     func diskWorkDone(_ results: [DiskResult]) {
         for result in results {
             switch result {
-            case .synced(let id, let directory, let bytes): synced(id, directory: directory, bytes: bytes)
+            case .synced(let id, let directory, let bytes, let segments):
+                synced(id, directory: directory, bytes: bytes, segments: segments)
             case .finished(let id, let outcome): finished(id, outcome: outcome)
             }
         }
@@ -27,15 +34,39 @@ extension Scheduler {
         }
     }
 
-    private func synced(_ id: DownloadID, directory: String, bytes: Int64) {
+    private func synced(_ id: DownloadID, directory: String, bytes: Int64, segments: String?) {
         // Ignore a failed sync, and one older than a truncation of the partial file.
         guard environment.syncs.reported(id), bytes >= 0, let journal = catalog.openJournal(for: directory) else {
+            return
+        }
+        if let segments {
+            syncedSegments(id, journal: journal, snapshot: segments, bytes: bytes)
             return
         }
         if let transfer = transfers[id] {
             transfer.record.bytesSynced = max(transfer.record.bytesSynced, bytes)
         }
         try? journal.recordSynced(id, bytes: bytes)
+    }
+
+    /// A sync of a file fetched over several connections finished: each segment's bytes written when
+    /// it began are durable, in the running transfer's map and in the row (a paused download's too).
+    private func syncedSegments(_ id: DownloadID, journal: Journal, snapshot text: String, bytes: Int64) {
+        if let transfer = transfers[id], let segments = transfer.segments {
+            guard let snapshot = SegmentMap(encoded: text, total: segments.map.total) else { return }
+            segments.map.markSynced(from: snapshot)
+            transfer.record.bytesSynced = segments.map.bytesSynced
+            transfer.segmentBytesWritten()
+            return
+        }
+        guard var record = try? journal.record(for: id), let total = record.totalBytes,
+            let stored = record.segments, var map = SegmentMap(encoded: stored, total: total),
+            let snapshot = SegmentMap(encoded: text, total: total)
+        else { return }
+        map.markSynced(from: snapshot)
+        record.segments = map.encoded
+        record.bytesSynced = map.bytesSynced
+        try? journal.update(record, for: id)
     }
 
     /// Starts the checkpoint and idle-buffer timers with the first admission.

@@ -39,6 +39,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// A task waits (``DownloadManager/waitUntilIdle()``) for no download to be queued or running.
     var idleWaitersPending = false
     var retryTimer: OpaquePointer?
+    /// Segmented transfers that wanted a connection the limits did not allow yet.
+    var connectionWaiters: [DownloadID: Transfer] = [:]
     let retryPolicy: RetryPolicy
 
     init(
@@ -60,7 +62,11 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             maximumDelay: configuration.maximumRetryDelay
         )
         let slots = min(configuration.maxConcurrentDownloads, budget.transfers)
-        self.admission = Admission(slots: slots, perHostLimit: configuration.maxConcurrentDownloadsPerHost)
+        self.admission = Admission(
+            slots: slots,
+            perHostLimit: configuration.maxConcurrentDownloadsPerHost,
+            connectionLimit: budget.transfers
+        )
         if slots < configuration.maxConcurrentDownloads {
             configuration.logger.notice(
                 "the open-files limit allows fewer downloads at once than configured",
@@ -101,7 +107,9 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             defaultHeaders: configuration.headers,
             refreshesURLs: configuration.urlRefresher != nil,
             preallocatesFiles: configuration.preallocatesFiles,
-            rateLimits: configuration.rateLimits
+            rateLimits: configuration.rateLimits,
+            connectionsPerFile: configuration.connectionsPerFile,
+            minimumSegmentSize: configuration.minimumSegmentSize
         )
     }
 
@@ -115,6 +123,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     }
 
     func reactorTurnDidEnd(_ reactor: Reactor) {
+        if !environment.wantingConnections.isEmpty { grantConnections() }
         for (journal, error) in catalog.writeBatch.commit() {
             logger.error("could not write the journal", metadata: ["journal": "\(journal.path)", "error": "\(error)"])
         }
@@ -148,13 +157,58 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             reactor.remove(raw)
             return
         }
-        let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
-        guard transfer.easy?.raw == raw else {
+        // The context is a transfer (its own request) or one of its other connections.
+        let owner = Unmanaged<AnyObject>.fromOpaque(context).takeUnretainedValue()
+        if let fetch = owner as? SegmentFetch {
+            let transfer = fetch.transfer
+            guard fetch.easy?.raw == raw, transfers[transfer.id] === transfer else {
+                reactor.remove(raw)
+                return
+            }
+            perform(transfer.fetchFinished(fetch, result: result), for: transfer)
+            connectionsChanged(transfer)
+            admitWaiting()
+            return
+        }
+        guard let transfer = owner as? Transfer, transfer.easy?.raw == raw else {
             reactor.remove(raw)
             return
         }
         perform(transfer.requestFinished(result), for: transfer)
+        connectionsChanged(transfer)
         admitWaiting()
+    }
+
+    // MARK: connections
+
+    /// Grants segmented transfers the connections they asked for this turn, as far as the per-host
+    /// limit and the open-files budget allow (``Admission``); the ones still wanting ask again when a
+    /// connection closes.
+    private func grantConnections() {
+        let wanting = environment.wantingConnections
+        environment.wantingConnections = [:]
+        for (id, transfer) in wanting where transfers[id] === transfer {
+            while transfer.wantsConnection, admission.mayOpenConnection(for: id, live: transfer.liveConnections) {
+                guard transfer.openConnection() else { break }
+                admission.setConnections(id, transfer.liveConnections)
+            }
+            admission.setConnections(id, transfer.liveConnections)
+            if transfer.wantsConnection { connectionWaiters[id] = transfer }
+        }
+    }
+
+    /// `transfer`'s connections may have changed: the counts follow, and transfers waiting for a
+    /// connection ask again.
+    func connectionsChanged(_ transfer: Transfer) {
+        if transfers[transfer.id] === transfer {
+            admission.setConnections(transfer.id, transfer.liveConnections)
+            transfer.askForConnections()
+        }
+        guard !connectionWaiters.isEmpty else { return }
+        for (id, waiter) in connectionWaiters {
+            connectionWaiters[id] = nil
+            if transfers[id] === waiter { waiter.askForConnections() }
+        }
     }
 
     // MARK: admission

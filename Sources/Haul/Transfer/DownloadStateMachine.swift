@@ -274,6 +274,20 @@ struct DownloadStateMachine: Sendable {
         return .rejectBody
     }
 
+    /// One of the connections of a download fetched over several answered with another version of
+    /// the file (or with the whole file, ignoring its range): the partial is emptied and the download
+    /// starts again, as often as a changed answer to a resume may restart it (then it fails with
+    /// `rangeNotHonored`). Only a receiving download has other connections.
+    mutating func fileChanged(_ reason: RestartReason) -> Action {
+        guard case .receiving = state else { return .none }
+        guard restarts < Self.maximumRestarts else {
+            return failOrRetry(DownloadError(code: .rangeNotHonored, url: url, detail: reason.description))
+        }
+        restarts += 1
+        state = .connecting
+        return .startRequest(truncatingPartial: true)
+    }
+
     /// A local failure outside the transfer (the partial file cannot be opened, the state directory
     /// cannot be created, curl refused the handle). Ignored once done.
     mutating func fail(_ error: DownloadError) -> Action {

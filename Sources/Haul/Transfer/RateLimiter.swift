@@ -15,7 +15,8 @@ final class RateLimiter {
     private var downloads: [DownloadID: TokenBucket] = [:]
     /// Limits of downloads of their own (``DownloadRequest/maxBytesPerSecond``), by id, while admitted.
     private var ownLimits: [DownloadID: Int64] = [:]
-    private var parked: [ObjectIdentifier: Transfer] = [:]
+    /// Requests curl holds paused: a transfer's own, or one of its other connections (``SegmentFetch``).
+    private var parked: [ObjectIdentifier: any ParkedRequest] = [:]
     private var timer: OpaquePointer?
     private var timerArmed = false
 
@@ -59,6 +60,7 @@ final class RateLimiter {
         downloads[transfer.id] = nil
         ownLimits[transfer.id] = nil
         parked[ObjectIdentifier(transfer)] = nil
+        for fetch in transfer.segments?.fetches ?? [] { parked[ObjectIdentifier(fetch)] = nil }
     }
 
     /// Whether `transfer`'s next bytes must wait.
@@ -81,15 +83,15 @@ final class RateLimiter {
         downloads[transfer.id]?.take(bytes, now: now)
     }
 
-    /// `transfer` answered `CURL_WRITEFUNC_PAUSE`: it is unpaused once its debts are paid.
-    func park(_ transfer: Transfer) {
-        parked[ObjectIdentifier(transfer)] = transfer
+    /// `request` answered `CURL_WRITEFUNC_PAUSE`: it is unpaused once its transfer's debts are paid.
+    func park(_ request: any ParkedRequest) {
+        parked[ObjectIdentifier(request)] = request
         armTimer()
     }
 
-    /// `transfer`'s request stopped while parked: nothing to unpause.
-    func unpark(_ transfer: Transfer) {
-        parked[ObjectIdentifier(transfer)] = nil
+    /// `request` stopped while parked: nothing to unpause.
+    func unpark(_ request: any ParkedRequest) {
+        parked[ObjectIdentifier(request)] = nil
     }
 
     /// New limits for the manager, from now on, for the `admitted` downloads too (a download's own
@@ -136,10 +138,26 @@ final class RateLimiter {
     private func wakeParked() {
         timerArmed = false
         let now = DispatchTime.now().uptimeNanoseconds
-        for (key, transfer) in parked where !mustWait(transfer, now: now) {
+        for (key, request) in parked where !mustWait(request.limitedTransfer, now: now) {
             parked[key] = nil
-            transfer.unparked()
+            request.unparked()
         }
         if !parked.isEmpty { armTimer() }
     }
+}
+
+/// A request the rate limiter may hold paused: a transfer's own, or one of its other connections.
+protocol ParkedRequest: AnyObject {
+    /// The transfer whose buckets it draws on.
+    var limitedTransfer: Transfer { get }
+    /// curl may give it bytes again.
+    func unparked()
+}
+
+extension Transfer: ParkedRequest {
+    var limitedTransfer: Transfer { self }
+}
+
+extension SegmentFetch: ParkedRequest {
+    var limitedTransfer: Transfer { transfer }
 }

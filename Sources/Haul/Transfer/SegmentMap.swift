@@ -4,8 +4,9 @@
 /// planning, aria2's dynamic split, the journal's text form and the cut after a reboot are tested
 /// without I/O.
 ///
-/// Not used by transfers yet: segmented downloads are to be built on it (ARCHITECTURE.md says
-/// where).
+/// A transfer fetched over several connections keeps one (``Segments``), and its journal row the
+/// text form (``DownloadRecord/segments``). A segment is known by its `start`, which never changes:
+/// a split only moves the end of the segment that gives its second half.
 struct SegmentMap: Equatable, Sendable {
     struct Segment: Equatable, Sendable {
         /// Its first byte, and the byte after its last.
@@ -95,6 +96,44 @@ struct SegmentMap: Equatable, Sendable {
         segments[largest].end = middle
         segments.insert(new, at: largest + 1)
         return largest + 1
+    }
+
+    /// The index of the segment that starts at `start`, if any (segments are in order of start).
+    func index(startingAt start: Int64) -> Int? {
+        var low = 0
+        var high = segments.count - 1
+        while low <= high {
+            let middle = (low + high) / 2
+            if segments[middle].start == start { return middle }
+            if segments[middle].start < start { low = middle + 1 } else { high = middle - 1 }
+        }
+        return nil
+    }
+
+    /// The first unfinished segment whose start is not in `owned` (no connection fetches it).
+    func firstUnowned(_ owned: Set<Int64>) -> Int? {
+        segments.indices.first { !segments[$0].isDone && !owned.contains(segments[$0].start) }
+    }
+
+    /// A sync of the file finished that began when the map was `snapshot`: each segment's bytes
+    /// written then (and still written) are on stable storage.
+    mutating func markSynced(from snapshot: SegmentMap) {
+        for old in snapshot.segments {
+            guard let index = index(startingAt: old.start) else { continue }
+            segments[index].synced = max(segments[index].synced, min(old.written, segments[index].written))
+        }
+    }
+
+    /// The same map with `pending` bytes, not yet handed to the kernel, taken off the written
+    /// bytes of the segments starting at its keys: what the journal may say is in the file.
+    func withoutPending(_ pending: [Int64: Int64]) -> SegmentMap {
+        var map = self
+        for (start, bytes) in pending where bytes > 0 {
+            guard let index = map.index(startingAt: start) else { continue }
+            map.segments[index].written = max(0, map.segments[index].written - bytes)
+            map.segments[index].synced = min(map.segments[index].synced, map.segments[index].written)
+        }
+        return map
     }
 
     /// After a reboot: each segment keeps only the bytes on stable storage.

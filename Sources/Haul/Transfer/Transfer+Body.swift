@@ -33,7 +33,7 @@ extension Transfer {
     }
 
     /// What curl's write callback returns to pause the transfer (`CURL_WRITEFUNC_PAUSE`).
-    private static let pauseSignal = 0x1000_0001
+    static let pauseSignal = 0x1000_0001
 
     /// The rate limiter unpauses the transfer: curl gives the chunk it kept again.
     func unparked() {
@@ -58,6 +58,14 @@ extension Transfer {
         }
         guard case .receiving = machine.state, let sink else { return Self.refused }
         if bytes.isEmpty { return chunk.count }
+        var cut = false
+        if segments != nil {
+            (bytes, cut) = clipToPrimarySegment(bytes)
+            if bytes.isEmpty {
+                request.segmentEnded = true
+                return Self.refused
+            }
+        }
         if let maximum = environment.maximumFileSize, sink.receivedLength + Int64(bytes.count) > maximum {
             bodyFailed(
                 DownloadError(
@@ -70,11 +78,19 @@ extension Transfer {
         }
         do {
             let now = DispatchTime.now().uptimeNanoseconds
-            if try sink.append(bytes, now: now) {
-                reportProgress(now: now)
+            let wrote = try sink.append(bytes, now: now)
+            if segments != nil {
+                primaryWrote(bytes.count)
+                if wrote { segmentBytesWritten() }
             }
+            if wrote { reportProgress(now: now) }
         } catch {
             bodyFailed(attributed(error))
+            return Self.refused
+        }
+        if cut {
+            // The rest of the answer belongs to segments other connections fetch.
+            request.segmentEnded = true
             return Self.refused
         }
         return chunk.count
@@ -105,7 +121,7 @@ extension Transfer {
     }
 
     /// What curl's write callback returns to refuse a body (`CURL_WRITEFUNC_ERROR`).
-    private static let refused = Int(0xFFFF_FFFF)
+    static let refused = Int(0xFFFF_FFFF)
 
     /// Reads the final response's head and feeds the machine its decision; a redirect is noted
     /// instead (``Request/isRedirect``), and followed once curl finished it.
@@ -151,6 +167,7 @@ extension Transfer {
         if let reason = request.restartReason, case .append(let total) = decision {
             decision = .replace(total: total, reason: reason)
         }
+        if request.rangeLast != nil { decision = segmentDecision(head, otherwise: decision) }
         if request.overlap != nil {
             switch decision {
             case .append(let total?) where record.totalBytes != nil && total != record.totalBytes:
@@ -176,7 +193,7 @@ extension Transfer {
         return action
     }
 
-    private func restarted(because reason: RestartReason) {
+    func restarted(because reason: RestartReason) {
         environment.logger.info("restarting from zero", metadata: ["url": "\(urlForErrors)", "reason": "\(reason)"])
         download.hub.publish(.restarted(reason))
     }
@@ -210,6 +227,7 @@ extension Transfer {
             do {
                 try sink.truncate()
                 partialTruncated()
+                dropSegments()
             } catch {
                 bodyFailed(attributed(error))
                 return
@@ -251,6 +269,7 @@ extension Transfer {
         if total != nil || truncating {
             record.totalBytes = total
         }
+        planSegments(total: total, head: head, acceptsRanges: easy?.header("Accept-Ranges")?.lowercased() == "bytes")
         // A file larger than its buffer reserves its blocks now: a disk too small fails at the start.
         if environment.preallocatesFiles, let total, total > sink.receivedLength + Int64(environment.buffers.bufferSize)
         {
@@ -265,7 +284,12 @@ extension Transfer {
         // this response's before any of its bytes is written there. Until then it can wait: a download
         // that ends inside its buffer writes its row once, at completion, instead of twice.
         rowBehind = true
-        if sink.committedLength > 0 {
+        if segments != nil {
+            // Other connections write their segments from this turn's end: the row (validators,
+            // map) must be written first.
+            guard catchUpRow() else { return }
+            askForConnections()
+        } else if sink.committedLength > 0 {
             guard catchUpRow() else { return }
         } else {
             sink.beforeFirstWrite = { [unowned self] () throws(DownloadError) in
@@ -324,7 +348,7 @@ extension Transfer {
     /// Reports progress, at most once per progress interval.
     func reportProgress(now: UInt64) {
         guard let sink else { return }
-        speed.record(bytes: sink.committedLength, at: now)
+        speed.record(bytes: segmentedBytes ?? sink.committedLength, at: now)
         guard now &- lastProgressAt >= environment.progressInterval else { return }
         lastProgressAt = now
         download.hub.publish(.progress(progress()))

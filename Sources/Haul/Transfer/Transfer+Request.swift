@@ -24,10 +24,24 @@ extension Transfer {
                 )
             }
             self.sink = sink
-            if lengthAtAttemptStart == nil { lengthAtAttemptStart = sink.committedLength }
-            let partialIsLongerThanFile = record.totalBytes.map { sink.committedLength > $0 } ?? false
+            let partialIsLongerThanFile =
+                record.segments == nil && (record.totalBytes.map { sink.committedLength > $0 } ?? false)
             if truncating || partialIsLongerThanFile { try emptyPartial(sink) }
-            if !revalidating {
+            if record.segments != nil, !restoreSegments() {
+                // A map that cannot be continued: its bytes are not trusted.
+                try emptyPartial(sink)
+            }
+            if segments != nil, hop == nil, !(try takeFirstSegmentLeft(sink)) {
+                // Every segment is whole (a process stopped before it moved the file into place).
+                _ = machine.responseReceived(.alreadyComplete(total: segments?.map.total ?? 0))
+                return perform(machine.transferEnded(.finished))
+            }
+            if lengthAtAttemptStart == nil { lengthAtAttemptStart = segmentedBytes ?? sink.committedLength }
+            if let segments, let start = segments.primaryStart, let index = segments.map.index(startingAt: start) {
+                // One segment, from where it stopped, of the version on record.
+                let segment = segments.map.segments[index]
+                plan = .resume(from: segment.next, ifRange: record.ifRangeValidator)
+            } else if !revalidating {
                 plan = ResumePlan.decide(
                     offset: sink.receivedLength,
                     validator: record.ifRangeValidator,
@@ -47,6 +61,9 @@ extension Transfer {
         }
         // Bytes still in the buffer are the file's too: they are written before the next ones.
         request = Request(offset: sink?.receivedLength ?? 0)
+        if let segments, let start = segments.primaryStart, let index = segments.map.index(startingAt: start) {
+            request.rangeLast = segments.map.segments[index].end - 1
+        }
         var ifRange: String?
         switch plan {
         case .resume(let offset, let validator):
@@ -61,6 +78,7 @@ extension Transfer {
         var target = download.url
         var sendsHeaders = true
         if case .follow(let url, let sameOrigin) = hop { (target, sendsHeaders) = (url, sameOrigin) }
+        (request.target, request.sendsHeaders) = (target, sendsHeaders)
         easy.configure(
             url: target.absoluteString,
             options: environment.easyHandles.options,
@@ -82,7 +100,7 @@ extension Transfer {
                 extra: extra
             )
         } else {
-            easy.setConditions(rangeFrom: request.rangeStart, ifRange: ifRange, extra: extra)
+            easy.setConditions(rangeFrom: request.rangeStart, to: request.rangeLast, ifRange: ifRange, extra: extra)
         }
         self.easy = easy
         let code = environment.reactor.add(easy.raw)
@@ -142,6 +160,10 @@ extension Transfer {
     /// ended and returns what the owner does next.
     func requestFinished(_ result: CURLcode) -> DownloadStateMachine.Action {
         guard let easy else { return .none }
+        if segments?.primaryStart != nil, case .receiving = machine.state {
+            // A segment of a file fetched over several connections.
+            return primaryFinished(result)
+        }
         if result == CURLE_OK, case .connecting = machine.state {
             if request.heldDecision != nil {
                 // The answer ended inside the stretch it had to repeat: it is not the rest of this file.
@@ -197,6 +219,7 @@ extension Transfer {
     private func emptyPartial(_ sink: FileSink) throws(DownloadError) {
         try sink.truncate()
         partialTruncated()
+        dropSegments()
         record.entityTag = nil
         record.lastModified = nil
         record.lastModifiedIsStrong = false

@@ -7,6 +7,7 @@ extension Transfer {
     func checkpoint(_ event: QueueEvent, bytes: Int64) {
         record.apply(event)
         record.bytesCommitted = bytes
+        if let map = committedMap { record.segments = map.encoded }
         rowBehind = false
         sink?.beforeFirstWrite = nil
         do {
@@ -50,7 +51,7 @@ extension Transfer {
     /// and records the row after `event` with the bytes on disk. Returns them, as progress; the owner
     /// syncs them.
     func setAside(on event: QueueEvent) -> DownloadProgress {
-        stopRequest()
+        stopAll()
         returnToProvenURL()
         do {
             try sink?.close()
@@ -74,18 +75,26 @@ extension Transfer {
         guard case .receiving = machine.state, let sink else { return nil }
         do {
             try sink.flush()
+            for fetch in segments?.fetches ?? [] { try fetch.sink.flush() }
         } catch {
             return nil
         }
-        checkpoint(.progressed, bytes: sink.committedLength)
-        return sink.committedLength
+        let bytes = segmentedBytes ?? sink.committedLength
+        checkpoint(.progressed, bytes: bytes)
+        return bytes
     }
 
     /// The download's bytes are all received: the job that writes what is still buffered, makes the
     /// bytes durable, checks them and only then renames them into place (or, for an unchanged file,
     /// keeps the destination), for the disk thread.
     func finishJob(keepingDestination: Bool) -> FinishJob {
-        stopRequest()
+        stopAll()
+        if let total = segments?.map.total {
+            // Every segment is whole: the row's map has nothing more to say.
+            record.totalBytes = total
+            segments = nil
+            record.segments = nil
+        }
         var remainder: PartialRemainder?
         if let sink {
             self.sink = nil

@@ -83,6 +83,10 @@ final class Transfer {
     }
     /// curl holds the transfer paused for the rate limiter (``RateLimiter``).
     var parkedByLimiter = false
+    /// Its segments and other connections, while it is fetched over several (most never are).
+    var segments: Segments?
+    /// A server answered a segment's range with the whole file: this transfer uses one connection.
+    var segmentsRefused = false
 
     /// One request of the transfer: what it asked for and what the answer said.
     struct Request {
@@ -114,6 +118,15 @@ final class Transfer {
         /// The answer is a redirect: its body is dropped, and the next request goes where it points
         /// once curl finished it (curl resolves the `Location` only then).
         var isRedirect = false
+        /// Where it went (the download's URL, or where a redirect led), and whether the download's
+        /// headers went too.
+        var target: URL?
+        var sendsHeaders = true
+        /// A download over several connections: the request's segment is whole, the rest of its
+        /// answer belongs to other segments.
+        var segmentEnded = false
+        /// The last byte asked for, when the request is for one segment (`Range: bytes=a-b`).
+        var rangeLast: Int64?
     }
 
     /// - Parameter mirrors: every URL of the download's file, in the order asked for (empty without
@@ -163,13 +176,23 @@ final class Transfer {
 
     /// Bytes received so far, as progress.
     func progress() -> DownloadProgress {
-        let received = sink?.committedLength ?? FilePath.fileLength(partialPath) ?? 0
+        let received = segmentedBytes ?? sink?.committedLength ?? FilePath.fileLength(partialPath) ?? 0
         return DownloadProgress(
             bytesReceived: received,
             totalBytes: record.totalBytes,
             bytesPerSecond: speed.bytesPerSecond,
-            estimatedTimeRemaining: speed.estimatedTimeRemaining(received: received, total: record.totalBytes)
+            estimatedTimeRemaining: speed.estimatedTimeRemaining(received: received, total: record.totalBytes),
+            connections: segments == nil ? (easy == nil ? 0 : 1) : liveConnections
         )
+    }
+
+    /// The partial file's bytes worth resuming: a segmented download's map says; else its length.
+    var bytesOnDisk: Int64 { segmentedBytes ?? FilePath.fileLength(partialPath) ?? 0 }
+
+    /// Takes every request of the transfer out of curl.
+    func stopAll() {
+        stopFetches()
+        stopRequest()
     }
 
     /// The same error, attributed to this download's URL.

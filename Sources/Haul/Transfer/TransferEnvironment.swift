@@ -34,6 +34,12 @@ final class TransferEnvironment {
     let preallocatesFiles: Bool
     /// The bandwidth limits every transfer shares.
     let rateLimiter: RateLimiter
+    /// Connections per file by default, and the smallest segment (``DownloadManager/Configuration``).
+    let connectionsPerFile: Int
+    let minimumSegmentSize: Int64
+    /// Segmented transfers with work for another connection, collected during a loop turn: the
+    /// scheduler grants them connections at its end (``Admission``), outside curl's callbacks.
+    var wantingConnections: [DownloadID: Transfer] = [:]
 
     init(
         reactor: Reactor,
@@ -50,7 +56,9 @@ final class TransferEnvironment {
         defaultHeaders: [DownloadHeader] = [],
         refreshesURLs: Bool = false,
         preallocatesFiles: Bool = true,
-        rateLimits: RateLimits = RateLimits()
+        rateLimits: RateLimits = RateLimits(),
+        connectionsPerFile: Int = 1,
+        minimumSegmentSize: Int64 = 4 * 1024 * 1024
     ) {
         self.reactor = reactor
         self.easyHandles = easyHandles
@@ -67,5 +75,7 @@ final class TransferEnvironment {
         self.refreshesURLs = refreshesURLs
         self.preallocatesFiles = preallocatesFiles
         self.rateLimiter = RateLimiter(reactor: reactor, limits: rateLimits)
+        self.connectionsPerFile = connectionsPerFile
+        self.minimumSegmentSize = minimumSegmentSize
     }
 }

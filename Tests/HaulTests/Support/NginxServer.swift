@@ -33,6 +33,10 @@ final class NginxServer: @unchecked Sendable {
         var connection: Int = 0
         /// The request's `User-Agent`.
         var userAgent: String = ""
+        /// When the request ended (seconds since 1970, to the millisecond) and how long it took.
+        var endedAt: Double = 0
+        var duration: Double = 0
+        var startedAt: Double { endedAt - duration }
     }
 
     static let nginxPath = "/usr/sbin/nginx"
@@ -110,7 +114,7 @@ final class NginxServer: @unchecked Sendable {
                 pid \(prefix.path)/nginx.pid;
                 events { worker_connections 4096; }
                 http {
-                    log_format haul '$request_uri $status $body_bytes_sent "$http_range" "$http_if_range" "$server_protocol" $connection "$http_user_agent"';
+                    log_format haul '$request_uri $status $body_bytes_sent "$http_range" "$http_if_range" "$server_protocol" $connection "$http_user_agent" $msec $request_time';
                     access_log \(prefix.path)/logs/access.log haul;
                     client_body_temp_path \(prefix.path)/tmp; proxy_temp_path \(prefix.path)/tmp;
                     fastcgi_temp_path \(prefix.path)/tmp; uwsgi_temp_path \(prefix.path)/tmp; scgi_temp_path \(prefix.path)/tmp;
@@ -119,12 +123,15 @@ final class NginxServer: @unchecked Sendable {
                     # pause, cancel or shutdown always lands before it ends, however loaded the machine;
                     # a resume (with Range) is not limited, so the test does not wait for it.
                     map $http_range $haul_gated_rate { "" 16k; default 0; }
+                    map $http_range $haul_uneven_rate { "" 8m; default 1m; }
                     server {
                         listen 127.0.0.1:\(port);
                         \(tlsListener)
                         root \(root.path);
                         location /slow/ { alias \(root.path)/; limit_rate 512k; }
                         location /slowest/ { alias \(root.path)/; limit_rate 256k; }
+                        location /perconn/ { alias \(root.path)/; limit_rate 1m; }
+                        location /uneven/ { alias \(root.path)/; limit_rate $haul_uneven_rate; }
                         location /norange/ { alias \(root.path)/; max_ranges 0; limit_rate 512k; }
                         location /gated/ { alias \(root.path)/; limit_rate_after 1m; limit_rate $haul_gated_rate; }
                         location /gated-norange/ {
@@ -273,9 +280,29 @@ final class NginxServer: @unchecked Sendable {
                 ifRange: quoted.count > 3 ? String(quoted[3]) : "",
                 protocolName: quoted.count > 5 ? String(quoted[5]) : "",
                 connection: quoted.count > 6 ? Int(quoted[6].trimmingCharacters(in: .whitespaces)) ?? 0 : 0,
-                userAgent: quoted.count > 7 ? String(quoted[7]) : ""
+                userAgent: quoted.count > 7 ? String(quoted[7]) : "",
+                endedAt: quoted.count > 8 ? Double(quoted[8].split(separator: " ").first ?? "") ?? 0 : 0,
+                duration: quoted.count > 8 ? Double(quoted[8].split(separator: " ").dropFirst().first ?? "") ?? 0 : 0
             )
         }
+    }
+
+    /// The most requests of `entries` that were in progress at once (from their start and end times).
+    static func mostAtOnce(_ entries: [LogEntry]) -> Int {
+        var edges: [(time: Double, change: Int)] = []
+        for entry in entries {
+            edges.append((entry.startedAt, 1))
+            edges.append((entry.endedAt, -1))
+        }
+        // At the same instant an end comes before a start.
+        edges.sort { $0.time != $1.time ? $0.time < $1.time : $0.change < $1.change }
+        var current = 0
+        var most = 0
+        for edge in edges {
+            current += edge.change
+            most = max(most, current)
+        }
+        return most
     }
 
     /// The logged requests for `uri`, once at least `count` are logged (or after 10 s, whatever is

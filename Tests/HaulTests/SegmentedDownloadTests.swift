@@ -1,0 +1,292 @@
+import Foundation
+import Testing
+
+@testable import Haul
+
+/// Several connections per file (issue 19, items 1–3 and 5), against nginx: `/perconn/` sends each
+/// connection at most 1 MiB/s, `/uneven/` sends a request without a range at 8 MiB/s and a ranged one
+/// at 1 MiB/s (so the first connection finishes its segment early and must split another), and
+/// `/norange/` ignores ranges. Speed itself is measured by benchmark (f); these tests check what load
+/// cannot break: the bytes, the requests nginx saw, and a bound that one connection cannot meet.
+@Suite("Segmented downloads", .timeLimit(.minutes(3)))
+struct SegmentedDownloadTests {
+    func configuration(connections: Int, minimumSegment: Int64 = 256 * 1024) -> DownloadManager.Configuration {
+        var configuration = DownloadManager.Configuration()
+        configuration.bufferSize = 64 * 1024
+        configuration.connectionsPerFile = connections
+        configuration.minimumSegmentSize = minimumSegment
+        configuration.progressInterval = .milliseconds(20)
+        return configuration
+    }
+
+    func timed(_ body: () async throws -> Void) async rethrows -> Duration {
+        let clock = ContinuousClock()
+        let start = clock.now
+        try await body()
+        return clock.now - start
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    /// The first byte of each range nginx was asked for (`bytes=a-b` or `bytes=a-`); 0 for none.
+    static func rangeStart(_ range: String) -> Int64? {
+        guard range != "-" else { return 0 }
+        guard range.hasPrefix("bytes=") else { return nil }
+        return Int64(range.dropFirst(6).prefix { $0 != "-" })
+    }
+
+    @Test("4 connections over a per-connection limit: byte-identical, faster than one can be, each range asked once")
+    func fourConnections() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let size = 4 * 1024 * 1024
+        let source = try server.makeFile("four.bin", size: size, seed: 4)
+        let single = directory.appendingPathComponent("single.bin")
+        let split = directory.appendingPathComponent("split.bin")
+        var connectionsSeen = 0
+        let one = try await timed {
+            try await withDownloadManager(configuration: configuration(connections: 1)) { manager in
+                _ = try await manager.download(from: server.url("perconn/four.bin"), to: single).finished()
+            }
+        }
+        let four = try await timed {
+            try await withDownloadManager(configuration: configuration(connections: 4)) { manager in
+                let download = try manager.download(from: server.url("perconn/four.bin"), to: split)
+                for await event in download.events {
+                    if case .progress(let progress) = event {
+                        connectionsSeen = max(connectionsSeen, progress.connections)
+                        #expect(progress.bytesReceived <= Int64(size))
+                    }
+                }
+                _ = try await download.finished()
+            }
+        }
+        #expect(try Data(contentsOf: single) == source)
+        #expect(try Data(contentsOf: split) == source)
+        #expect(connectionsSeen == 4, "progress reported at most \(connectionsSeen) connections")
+        // nginx sends one connection 1 MiB/s: 4 MiB cannot come over one in much less than 4 s.
+        #expect(Self.seconds(one) >= 3.5, "one connection took \(one)")
+        #expect(Self.seconds(four) < Self.seconds(one) * 0.6, "4 connections took \(four), one \(one)")
+        let requests = server.accessLog().filter { $0.uri == "/perconn/four.bin" }
+        let ranged = requests.dropFirst()  // the single connection's
+        #expect(ranged.reduce(0) { $0 + $1.bytesSent } >= Int64(size))
+        // Every byte came once: the requests' ranges do not overlap beyond what a cut connection sent.
+        #expect(ranged.reduce(0) { $0 + $1.bytesSent } < Int64(size) + 4 * 256 * 1024)
+        #expect(ranged.filter { $0.range.hasPrefix("bytes=") }.allSatisfy { $0.status == 206 && $0.ifRange != "-" })
+        print("segmented: 1 connection \(one), 4 connections \(four): \(Self.seconds(one) / Self.seconds(four))×")
+    }
+
+    @Test("a connection that finishes its segment takes half of the largest one left (aria2's dynamic split)")
+    func dynamicSplit() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let size = 4 * 1024 * 1024
+        let source = try server.makeFile("uneven.bin", size: size, seed: 5)
+        let destination = directory.appendingPathComponent("uneven.bin")
+        try await withDownloadManager(configuration: configuration(connections: 2)) { manager in
+            _ = try await manager.download(from: server.url("uneven/uneven.bin"), to: destination).finished()
+        }
+        #expect(try Data(contentsOf: destination) == source)
+        let requests = server.accessLog().filter { $0.uri == "/uneven/uneven.bin" }
+        // The plan: the first request from 0, the second segment from the middle. The first finishes
+        // its half at 8 MiB/s while the second crawls at 1 MiB/s, and takes half of what is left.
+        let planned: Set<Int64> = [0, Int64(size / 2)]
+        let starts = requests.compactMap { Self.rangeStart($0.range) }
+        #expect(starts.contains { !planned.contains($0) }, "no split was asked for: \(requests.map(\.range))")
+        #expect(requests.count >= 3)
+    }
+
+    @Test("a server that ignores ranges gets one connection and no error")
+    func ignoresRanges() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let size = 2 * 1024 * 1024
+        let source = try server.makeFile("norange.bin", size: size, seed: 6)
+        let destination = directory.appendingPathComponent("norange.bin")
+        try await withDownloadManager(configuration: configuration(connections: 4)) { manager in
+            _ = try await manager.download(from: server.url("norange/norange.bin"), to: destination).finished()
+        }
+        #expect(try Data(contentsOf: destination) == source)
+        let requests = server.accessLog().filter { $0.uri == "/norange/norange.bin" }
+        #expect(requests.count == 1)
+        #expect(requests.first?.status == 200)
+    }
+
+    @Test("a file too small for two segments, or a download asked for one connection, uses one")
+    func smallFileOneConnection() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let small = try server.makeFile("small.bin", size: 300 * 1024, seed: 7)
+        let large = try server.makeFile("large.bin", size: 2 * 1024 * 1024, seed: 8)
+        try await withDownloadManager(configuration: configuration(connections: 4)) { manager in
+            _ = try await manager.download(from: server.url("small.bin"), to: directory.appendingPathComponent("s"))
+                .finished()
+            var request = DownloadRequest(
+                url: server.url("large.bin"),
+                destination: directory.appendingPathComponent("l")
+            )
+            request.connections = 1
+            _ = try await manager.download(request).finished()
+        }
+        #expect(try Data(contentsOf: directory.appendingPathComponent("s")) == small)
+        #expect(try Data(contentsOf: directory.appendingPathComponent("l")) == large)
+        #expect(server.accessLog().filter { $0.uri == "/small.bin" }.count == 1)
+        #expect(server.accessLog().filter { $0.uri == "/large.bin" }.count == 1)
+    }
+
+    @Test("the per-host limit holds: with 2 per host, a 4-connection download opens 2, beside nothing else")
+    func perHostLimit() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let size = 3 * 1024 * 1024
+        let source = try server.makeFile("host.bin", size: size, seed: 9)
+        let other = try server.makeFile("other.bin", size: 1024 * 1024, seed: 10)
+        var configuration = configuration(connections: 4)
+        configuration.maxConcurrentDownloadsPerHost = 2
+        var most = 0
+        try await withDownloadManager(configuration: configuration) { manager in
+            let download = try manager.download(
+                from: server.url("perconn/host.bin"),
+                to: directory.appendingPathComponent("host.bin")
+            )
+            let second = try manager.download(
+                from: server.url("perconn/other.bin"),
+                to: directory.appendingPathComponent("other.bin")
+            )
+            for await event in download.events {
+                if case .progress(let progress) = event { most = max(most, progress.connections) }
+            }
+            _ = try await download.finished()
+            _ = try await second.finished()
+        }
+        #expect(try Data(contentsOf: directory.appendingPathComponent("host.bin")) == source)
+        #expect(try Data(contentsOf: directory.appendingPathComponent("other.bin")) == other)
+        #expect(most <= 2, "a download used \(most) connections with 2 allowed per host")
+        // Never more than two requests at once, by nginx's clock (a cut request ends when nginx
+        // notices: its end may overlap the next one's start by a few milliseconds).
+        let requests = server.accessLog().filter { $0.uri.hasPrefix("/perconn/") }
+        let shortened = requests.map { entry in
+            var entry = entry
+            entry.duration = max(0, entry.duration - 0.05)
+            return entry
+        }
+        #expect(requests.count >= 3)
+        print("per host: at most \(NginxServer.mostAtOnce(shortened)) requests at once")
+        #expect(NginxServer.mostAtOnce(shortened) <= 2, "\(requests.map { ($0.range, $0.startedAt, $0.endedAt) })")
+    }
+
+    @Test("paused and resumed: each segment continues from its own bytes, with If-Range")
+    func pauseAndResume() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let size = 8 * 1024 * 1024
+        let source = try server.makeFile("pause.bin", size: size, seed: 11)
+        let destination = directory.appendingPathComponent("pause.bin")
+        try await withDownloadManager(configuration: configuration(connections: 4)) { manager in
+            let download = try manager.download(from: server.url("perconn/pause.bin"), to: destination)
+            var events = download.events.makeAsyncIterator()
+            // 8 MiB at 4 MiB/s: at least two seconds to pause in.
+            await events.next {
+                if case .progress(let p) = $0 { p.connections >= 2 && p.bytesReceived >= 512 * 1024 } else { false }
+            }
+            download.pause()
+            let paused = await events.next { if case .paused = $0 { true } else { false } }
+            guard case .paused(let progress)? = paused else {
+                Issue.record("no paused event")
+                return
+            }
+            #expect(progress.bytesReceived < Int64(size))
+            let journal = try #require(manager.journalEntry(id: download.id))
+            #expect(journal.bytesReceived == progress.bytesReceived)
+            download.resume()
+            _ = try await download.finished()
+        }
+        #expect(try Data(contentsOf: destination) == source)
+        let requests = await server.requests(to: "/perconn/pause.bin", atLeast: 5)
+        let sent = requests.reduce(0) { $0 + $1.bytesSent }
+        // A pause loses at most what the connections had in flight (nginx's socket buffers).
+        #expect(sent < Int64(size) + 4 * 512 * 1024, "sent \(sent) for \(size)")
+        // Every request but the very first asks for a range, pinned with If-Range.
+        #expect(requests.filter { $0.range == "-" }.count == 1)
+        #expect(requests.filter { $0.range != "-" }.allSatisfy { $0.status == 206 && $0.ifRange != "-" })
+    }
+
+    @Test("the file replaced on the server while paused: the resumed download is the new file, whole")
+    func fileReplacedWhilePaused() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let size = 8 * 1024 * 1024
+        _ = try server.makeFile("replaced.bin", size: size, seed: 14)
+        let destination = directory.appendingPathComponent("replaced.bin")
+        var restarts: [RestartReason] = []
+        let newer = try await withDownloadManager(configuration: configuration(connections: 4)) { manager in
+            let download = try manager.download(from: server.url("perconn/replaced.bin"), to: destination)
+            var events = download.events.makeAsyncIterator()
+            await events.next {
+                if case .progress(let p) = $0 { p.connections >= 2 && p.bytesReceived >= 512 * 1024 } else { false }
+            }
+            download.pause()
+            await events.next { if case .paused = $0 { true } else { false } }
+            let replacement = NginxServer.bytes(count: size - 4096, seed: 15)
+            let staged = server.root.appendingPathComponent("replaced.tmp")
+            try replacement.write(to: staged)
+            _ = rename(staged.path, server.root.appendingPathComponent("replaced.bin").path)
+            download.resume()
+            while let event = await events.next() {
+                if case .restarted(let reason) = event { restarts.append(reason) }
+            }
+            _ = try await download.finished()
+            return replacement
+        }
+        #expect(try Data(contentsOf: destination) == newer)
+        #expect(restarts == [.remoteChanged], "restarts: \(restarts)")
+    }
+
+    @Test("the file replaced on the server mid-download: never spliced; the new file whole once a request sees it")
+    func fileReplaced() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let size = 16 * 1024 * 1024
+        let older = try server.makeFile("changing.bin", size: size, seed: 12)
+        let destination = directory.appendingPathComponent("changing.bin")
+        var restarts: [RestartReason] = []
+        let (newer, replacedAt) = try await withDownloadManager(configuration: configuration(connections: 4)) {
+            manager in
+            // At /uneven/ the first connection finishes its segment at 8 MiB/s while the others crawl at
+            // 1 MiB/s: connections that finish split the others' segments for about three seconds,
+            // each split a new request, which sees the new file once it is there.
+            let download = try manager.download(from: server.url("uneven/changing.bin"), to: destination)
+            var events = download.events.makeAsyncIterator()
+            await events.next { if case .progress(let p) = $0 { p.bytesReceived > 0 } else { false } }
+            // Replaced by rename (as a deploy does): answers in flight keep the old file, new ones
+            // get the new one, with another length and ETag.
+            let replacement = NginxServer.bytes(count: size + 4096, seed: 13)
+            let staged = server.root.appendingPathComponent("changing.tmp")
+            try replacement.write(to: staged)
+            let replacedAt = Date().timeIntervalSince1970
+            _ = rename(staged.path, server.root.appendingPathComponent("changing.bin").path)
+            while let event = await events.next() {
+                if case .restarted(let reason) = event { restarts.append(reason) }
+            }
+            _ = try await download.finished()
+            return (replacement, replacedAt)
+        }
+        let result = try Data(contentsOf: destination)
+        let requests = server.accessLog().filter { $0.uri == "/uneven/changing.bin" }
+        // nginx's times are to the millisecond, and a request is logged from its first byte read.
+        let afterReplacement = requests.filter { $0.startedAt > replacedAt + 0.01 }
+        if afterReplacement.isEmpty {
+            // Every request went out before the file changed (a loaded machine): the old file, whole.
+            #expect(result == older)
+            #expect(restarts.isEmpty)
+        } else {
+            #expect(result == newer)
+            #expect(restarts == [.remoteChanged], "restarts: \(restarts)")
+        }
+        print(
+            "replaced mid-download: \(afterReplacement.isEmpty ? "finished from the old file" : "restarted on the new one")"
+        )
+    }
+}
