@@ -110,6 +110,19 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The bandwidth limit of all downloads together, as --limit-rate.")
     var totalRate: String?
 
+    @Option(
+        name: [.customShort("x"), .long],
+        help: ArgumentHelp(
+            "Connections per file (1 to 64), as aria2c -x: a large file is split into segments fetched at once.",
+            discussion:
+                "Only where the server honours ranges and sends a length and a strong validator; else one connection."
+        )
+    )
+    var connections: Int = 1
+
+    @Option(name: .long, help: "The smallest segment a file is split into for -x (default 4M; at least 64K).")
+    var minSplitSize: String?
+
     @Option(name: .long, help: "How many redirects a download follows.")
     var maxRedirects: Int = 10
 
@@ -170,6 +183,12 @@ struct HaulCommand: AsyncParsableCommand {
             switch Self.parseHeader(value) {
             case .failure(let problem): throw ValidationError("-H: \(problem)")
             case .success: break
+            }
+        }
+        if !(1...64).contains(connections) { throw ValidationError("--connections must be from 1 to 64.") }
+        if let minSplitSize {
+            guard let bytes = Self.parseSize(minSplitSize), bytes >= 64 * 1024 else {
+                throw ValidationError("--min-split-size must be a size of at least 64K, such as 1M or 20M.")
             }
         }
         for (flag, value) in [("--limit-rate", limitRate), ("--total-rate", totalRate)] {

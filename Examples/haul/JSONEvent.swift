@@ -28,6 +28,8 @@ enum JSONEvent {
         let total: Int64?
         let bytesPerSecond: Int64
         let etaSeconds: Double?
+        /// Connections fetching the file now (more than 1 with `-x` on a file split into segments).
+        let connections: Int
     }
 
     /// `restarted`: the partial file was thrown away and the download started from byte 0.
@@ -167,7 +169,8 @@ enum JSONEvent {
                     bytes: progress.bytesReceived,
                     total: progress.totalBytes,
                     bytesPerSecond: Int64(progress.bytesPerSecond),
-                    etaSeconds: progress.estimatedTimeRemaining.map(Reporter.seconds)
+                    etaSeconds: progress.estimatedTimeRemaining.map(Reporter.seconds),
+                    connections: progress.connections
                 )
             )
         }

@@ -273,6 +273,8 @@ final class Reporter: Sendable {
         } else {
             details.append("\(size(Int64(progress.bytesPerSecond)))/s")
             if let eta = progress.estimatedTimeRemaining { details.append("ETA \(duration(eta))") }
+            // A file split over several connections says how many fetch it now.
+            if progress.connections > 1 { details.append("\(progress.connections) conn") }
         }
         let percent = progress.fractionCompleted.map { Format.rightAligned(Int($0 * 100), width: 3) + "%" } ?? "  ?%"
         let nameColumns = Text.columns(of: row.name)

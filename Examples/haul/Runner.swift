@@ -56,6 +56,8 @@ struct Runner {
             perDownload: command.limitRate.flatMap(HaulCommand.parseSize),
             total: command.totalRate.flatMap(HaulCommand.parseSize)
         )
+        configuration.connectionsPerFile = command.connections
+        if let size = command.minSplitSize.flatMap(HaulCommand.parseSize) { configuration.minimumSegmentSize = size }
         configuration.proxyBypass = command.noproxy.map { $0.split(separator: ",").map { String($0).trimmingSpaces } }
         configuration.setsModificationTimeFromServer = command.remoteTime
         configuration.revalidatesCompletedFiles = command.revalidate

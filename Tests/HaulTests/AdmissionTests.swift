@@ -52,6 +52,32 @@ struct AdmissionTests {
         #expect(admission.queuesAreEmpty)
     }
 
+    @Test func extraConnectionsCountAgainstTheHostAndTheBudget() {
+        var admission = Admission(slots: 10, perHostLimit: 3, connectionLimit: 5)
+        admission.startTransferring(a, host: "one:80")
+        // Its first connection is its slot's: always allowed.
+        #expect(admission.mayOpenConnection(for: a, live: 0))
+        #expect(admission.mayOpenConnection(for: a, live: 1))
+        admission.setConnections(a, 3)
+        #expect(admission.saturatedHosts == ["one:80"])
+        #expect(!admission.mayOpenConnection(for: a, live: 3))
+        // Fewer connections free the host: a queue that waited for it is read again.
+        admission.queueChanged(in: "/q")
+        admission.queueDrained(in: "/q", blockedByHosts: true)
+        admission.setConnections(a, 2)
+        #expect(admission.saturatedHosts.isEmpty)
+        #expect(admission.queuedDirectories == ["/q"])
+        // The budget: 2 slots and 3 extra connections fill 5.
+        admission.startTransferring(b, host: "two:80")
+        admission.setConnections(b, 3)
+        #expect(!admission.mayOpenConnection(for: b, live: 3))
+        #expect(!admission.hasFreeSlot)
+        admission.stopTransferring(b)  // its extra connections go with it
+        #expect(admission.hasFreeSlot)
+        #expect(admission.mayOpenConnection(for: a, live: 2))
+        #expect(!admission.mayOpenConnection(for: c, live: 0))  // holds no slot
+    }
+
     @Test func retriesWakeTheirQueueAtTheEarliestTime() {
         var admission = Admission(slots: 1, perHostLimit: nil)
         #expect(admission.nextRetryWake == nil)

@@ -54,6 +54,23 @@ struct DownloadStateMachineTests {
         #expect(machine.state == .receiving)
     }
 
+    @Test func anotherConnectionSeeingAnotherVersionRestartsThenFails() {
+        var machine = machine(in: "receiving")
+        for _ in 0..<Machine.maximumRestarts {
+            #expect(machine.fileChanged(.remoteChanged) == .startRequest(truncatingPartial: true))
+            #expect(machine.state == .connecting)
+            _ = machine.responseReceived(.append(total: 10))
+        }
+        // Changed again and again without progress: not restarted forever.
+        let error = DownloadError(code: .rangeNotHonored, url: url, detail: RestartReason.remoteChanged.description)
+        #expect(machine.fileChanged(.remoteChanged) == .fail(error))
+        #expect(machine.state == .done(.failed(error)))
+        // Only a receiving download has other connections.
+        var idle = Machine(url: url)
+        #expect(idle.fileChanged(.remoteChanged) == .none)
+        #expect(idle.state == .idle)
+    }
+
     @Test func finishedTransferCompletes() {
         var machine = machine(in: "receiving")
         #expect(machine.transferEnded(.finished) == .complete)

@@ -169,6 +169,40 @@ extension HaulCLITests {
         #expect(refused.status == 64 && refused.stderr.contains("--total-rate must be a number"), "\(refused.stderr)")
     }
 
+    @Test("-x 4 splits a file over four connections (--json says so), and --limit-rate holds them all together")
+    func connectionsFlag() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let size = 3 * 1024 * 1024
+        let source = try server.makeFile("x.bin", size: size, seed: 22)
+        let output = work.appendingPathComponent("out")
+        let clock = ContinuousClock()
+        let start = clock.now
+        let run = try await haul(
+            [
+                "--json", "-x", "4", "--min-split-size", "256K", "--limit-rate", "1M", "-o", output.path + "/",
+                server.url("x.bin").absoluteString,
+            ],
+            in: work
+        )
+        let took = clock.now - start
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(try Data(contentsOf: output.appendingPathComponent("x.bin")) == source)
+        #expect(run.stdout.contains("\"connections\":4"), "\(run.stdout)")
+        // 3 MiB at 1 MiB/s over four connections sharing one bucket: not sooner than 3 s, less the
+        // bucket's first burst and the chunks in flight.
+        #expect(took >= .seconds(2.5), "took \(took)")
+        // A connection whose chunk was refused as curl gave it again after the limiter's pause once
+        // hung until the stall timeout (30 s): curl reports no end for it (the scheduler ends it).
+        #expect(took < .seconds(20), "took \(took)")
+        let ranged = server.accessLog().filter { $0.uri == "/x.bin" && $0.range.hasPrefix("bytes=") }
+        #expect(ranged.count >= 3)
+        for bad in [["-x", "0"], ["-x", "65"], ["--min-split-size", "1K"], ["--min-split-size", "big"]] {
+            let refused = try await haul(bad + [server.url("x.bin").absoluteString], in: work)
+            #expect(refused.status == 64, "\(bad): \(refused.stderr)")
+        }
+    }
+
     @Test("a signed link refreshed between runs (its query changed) continues from the bytes on disk")
     func refreshedLinkBetweenRuns() async throws {
         let (server, work) = try startServerAndDirectory()

@@ -374,6 +374,83 @@ struct HaulCLITests {
         print("haul kill test: \(kills) kills, \(sent - Int64(size)) bytes re-sent in all")
     }
 
+    @Test("-x 4, SIGKILLed at random moments five times: byte-identical, each segment resumed from its own bytes")
+    func killedRepeatedlyWithSegments() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        // 24 MiB at 1 MiB/s per connection, 4 connections: a run that sees its first progress event
+        // has a few seconds left at least; five runs fetch less than half of it.
+        let size = 24 * 1024 * 1024
+        let bufferSize = 64 * 1024
+        let connections = 4
+        let data = try server.makeFile("segments.bin", size: size, seed: 21)
+        let url = server.url("perconn/segments.bin").absoluteString
+        let output = work.appendingPathComponent("out")
+        let arguments = [
+            "--json", "-x", "\(connections)", "--min-split-size", "1M", "--buffer-size", "\(bufferSize)",
+            "--checkpoint-interval", "0.05", "-o", output.path + "/", url,
+        ]
+        var kills = 0
+        var generator = SystemRandomNumberGenerator()
+        let clock = ContinuousClock()
+        var most = 0
+        while kills < 5 {
+            let events = work.appendingPathComponent("events-\(kills).jsonl")
+            let run = try ChildProcess(Self.haulPath, arguments, stdout: events.path)
+            // Wait (bounded) until this run reported progress, then kill it a random moment later.
+            let deadline = clock.now + .seconds(20)
+            func progressed() -> Bool {
+                let text = (try? String(contentsOf: events, encoding: .utf8)) ?? ""
+                return text.contains("\"event\":\"progress\"")
+            }
+            while clock.now < deadline, run.isRunning, !progressed() {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            try await Task.sleep(for: .milliseconds(Int.random(in: 0...300, using: &generator)))
+            guard run.isRunning else { break }
+            run.signal(SIGKILL)
+            #expect(await run.exited() == 128 + SIGKILL)
+            kills += 1
+            let text = (try? String(contentsOf: events, encoding: .utf8)) ?? ""
+            for line in text.split(separator: "\n") {
+                guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                    let count = object["connections"] as? Int
+                else { continue }
+                most = max(most, count)
+            }
+        }
+        #expect(kills == 5, "the download finished before it could be killed five times")
+        #expect(most == connections, "the runs reported at most \(most) connections")
+        // The journal holds the map: several segments, each with its own bytes.
+        let journal = try Journal(directory: output.appendingPathComponent(".haul").path)
+        let record = try #require(try journal.allRecords().first?.1)
+        let map = try #require(record.segments.flatMap { SegmentMap(encoded: $0, total: Int64(size)) })
+        #expect(map.segments.count >= connections)
+        #expect(map.segments.filter { $0.written > 0 }.count >= 2)
+        #expect(record.bytesCommitted == map.bytesWritten)
+        journal.close()
+        let last = try await haul(
+            ["-x", "\(connections)", "--min-split-size", "1M", "-o", output.path + "/", url],
+            in: work
+        )
+        #expect(last.status == 0, "\(last.stderr)")
+        #expect(try Data(contentsOf: output.appendingPathComponent("segments.bin")) == data)
+
+        let requests = await server.requests(to: "/perconn/segments.bin", atLeast: kills * 2)
+        let sent = requests.reduce(0) { $0 + $1.bytesSent }
+        // Each kill loses, per live connection, at most its unwritten buffer (the journal records
+        // each segment's bytes as they reach the file) plus what was in flight: nginx's first-second
+        // burst at 1 MiB/s and the socket buffers.
+        let perKill = Int64(connections) * Int64(bufferSize + 1024 * 1024 + 512 * 1024)
+        #expect(sent <= Int64(size) + Int64(kills) * perKill, "sent \(sent) for \(size) bytes and \(kills) kills")
+        // Only the first run's first request starts from zero; every other asks for a range, pinned.
+        #expect(requests.filter { $0.range == "-" }.count == 1)
+        #expect(requests.filter { $0.range != "-" }.allSatisfy { $0.ifRange != "-" })
+        print(
+            "haul -x \(connections) kill test: \(kills) kills, \(sent - Int64(size)) bytes re-sent in all, \(requests.count) requests"
+        )
+    }
+
     static func fileSize(_ path: String) -> Int64? {
         var status = stat()
         return stat(path, &status) == 0 ? Int64(status.st_size) : nil

@@ -254,7 +254,8 @@ struct HaulTextTests {
                 bytesReceived: Int64(1) << 40,
                 totalBytes: nil,
                 bytesPerSecond: 7,
-                estimatedTimeRemaining: .milliseconds(100)
+                estimatedTimeRemaining: .milliseconds(100),
+                connections: 3
             )
             let line = JSONEvent.line(for: .progress(progress), url: text, path: "/a/" + text, download: nil)
             #expect(line.hasSuffix("\n") && !line.dropLast().contains("\n"))
@@ -268,7 +269,7 @@ struct HaulTextTests {
             // Keys sorted, slashes as they are.
             #expect(
                 line.hasPrefix(
-                    "{\"bytes\":1099511627776,\"bytesPerSecond\":7,\"etaSeconds\":0.1,\"event\":\"progress\","
+                    "{\"bytes\":1099511627776,\"bytesPerSecond\":7,\"connections\":3,\"etaSeconds\":0.1,\"event\":\"progress\","
                 )
             )
         }

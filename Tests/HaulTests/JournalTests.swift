@@ -631,6 +631,85 @@ struct JournalIntegrationTests {
     }
 }
 
+@Suite("A segmented download after a reboot")
+struct SegmentedRebootTests {
+    @Test("after a reboot each segment is cut back to its own synced bytes, and the file still ends byte-identical")
+    func eachSegmentCutBack() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let size = 8 * 1024 * 1024
+        let data = try server.makeFile("seg.bin", size: size, seed: 31)
+        let destination = directory.appendingPathComponent("seg.bin")
+        var configuration = DownloadManager.Configuration()
+        configuration.stateDirectory = directory.appendingPathComponent("state")
+        configuration.bootIDOverride = "boot-one"
+        configuration.connectionsPerFile = 4
+        configuration.minimumSegmentSize = 256 * 1024
+        configuration.bufferSize = 64 * 1024
+
+        let first = try DownloadManager(configuration: configuration)
+        // At /crawl/ each connection gets 256 KiB at once, then 64 KB/s: still running when paused,
+        // however late; the second manager's requests say `X-Speed: fast`, and get it all at once.
+        let download = try first.download(from: server.url("crawl/seg.bin"), to: destination)
+        var events = download.events.makeAsyncIterator()
+        await events.next {
+            if case .progress(let p) = $0 { p.connections >= 2 && p.bytesReceived >= 1024 * 1024 } else { false }
+        }
+        download.pause()
+        await events.next { if case .paused = $0 { true } else { false } }
+        await first.shutdown()  // waits for the pause's background sync to be recorded
+
+        // The row's map: each segment synced as far as written. Then a power loss's damage: garbage
+        // after each segment's synced bytes, and a row claiming more than was synced.
+        let journal = try Journal(directory: configuration.stateDirectory!.path, bootID: "boot-one")
+        var record = try #require(try journal.record(for: download.id))
+        var map = try #require(record.segments.flatMap { SegmentMap(encoded: $0, total: Int64(size)) })
+        #expect(map.segments.filter { $0.synced > 0 }.count >= 2)
+        #expect(map.segments.allSatisfy { $0.synced == $0.written })
+        let partial = journal.partialPath(for: download.id)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: partial))
+        var claimed: [SegmentMap.Segment] = []
+        for segment in map.segments where segment.remaining >= 50_000 {
+            try handle.seek(toOffset: UInt64(segment.next))
+            try handle.write(contentsOf: Data(repeating: 0xEE, count: 50_000))
+            var longer = segment
+            longer.written += 50_000
+            claimed.append(longer)
+        }
+        try handle.close()
+        let synced = map
+        map = SegmentMap(
+            segments: map.segments.map { segment in claimed.first { $0.start == segment.start } ?? segment },
+            total: map.total
+        )
+        #expect(map.isValid)
+        record.segments = map.encoded
+        record.bytesCommitted = map.bytesWritten
+        try journal.save(record, for: download.id)
+        journal.close()
+
+        configuration.bootIDOverride = "boot-two"
+        configuration.headers = [DownloadHeader("X-Speed", "fast")]
+        try await withDownloadManager(configuration: configuration) { manager in
+            let restored = try #require(manager.download(id: download.id))
+            #expect(restored.progress.bytesReceived == synced.bytesWritten)
+            restored.resume()
+            #expect(try await restored.finished() == destination)
+        }
+        #expect(try Data(contentsOf: destination) == data)
+        // The resumed requests start where each segment was synced.
+        let starts = Set(
+            server.accessLog().compactMap { entry -> Int64? in
+                guard entry.uri == "/crawl/seg.bin", entry.range.hasPrefix("bytes=") else { return nil }
+                return Int64(entry.range.dropFirst(6).prefix { $0 != "-" })
+            }
+        )
+        for segment in synced.segments where !segment.isDone {
+            #expect(starts.contains(segment.next), "no request from \(segment.next): \(starts.sorted())")
+        }
+    }
+}
+
 @Suite("Secrets on disk")
 struct SecretsOnDiskTests {
     @Test("a URL's user name and password work as basic auth, and reach neither the journal nor the listing")

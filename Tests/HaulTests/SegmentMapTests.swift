@@ -68,6 +68,31 @@ struct SegmentMapTests {
         #expect(map.segments.map(\.next) == [0, 11 * mib, 22 * mib, 33 * mib])
     }
 
+    @Test("segments are found by their start; the first one nobody fetches; syncs and buffered bytes per segment")
+    func lookupsAndSnapshots() {
+        let mib: Int64 = 1024 * 1024
+        var map = SegmentMap.plan(total: 40 * mib, connections: 4, minimumSize: mib)
+        #expect(map.segments.map(\.start) == [0, 10 * mib, 20 * mib, 30 * mib])
+        #expect(map.index(startingAt: 20 * mib) == 2)
+        #expect(map.index(startingAt: 5) == nil)
+        #expect(map.firstUnowned([0, 10 * mib]) == 2)
+        map.wrote(10 * mib, in: 2)  // whole: not unowned work any more
+        #expect(map.firstUnowned([0, 10 * mib]) == 3)
+        map.wrote(3 * mib, in: 0)
+        let snapshot = map
+        map.wrote(2 * mib, in: 0)
+        _ = map.splitLargest(minimumSize: mib)  // splits segment 1 (10 MiB left): a new one at 15 MiB
+        map.markSynced(from: snapshot)
+        #expect(map.segments[0].synced == 3 * mib && map.segments[0].written == 5 * mib)
+        #expect(map.segments[3].synced == 10 * mib)  // the whole one
+        #expect(map.segments.map(\.start) == [0, 10 * mib, 15 * mib, 20 * mib, 30 * mib])
+        // What the journal may say: buffered bytes left out, synced never above written.
+        let committed = map.withoutPending([0: 3 * mib, 15 * mib: 7])
+        #expect(committed.segments[0].written == 2 * mib && committed.segments[0].synced == 2 * mib)
+        #expect(committed.segments[2].written == 0)
+        #expect(committed.isValid)
+    }
+
     @Test("random writes, syncs and splits keep the map valid and never count a byte twice (5,000 runs)")
     func randomized() {
         var generator = SystemRandomNumberGenerator()

@@ -177,6 +177,41 @@ struct SegmentedDownloadTests {
         #expect(NginxServer.mostAtOnce(shortened) <= 2, "\(requests.map { ($0.range, $0.startedAt, $0.endedAt) })")
     }
 
+    /// A manager whose requests `/crawl/` answers at full speed (`X-Speed: fast`): the first 256 KiB
+    /// of each answer come at once, the rest at 64 KB/s without the header, so a download there is
+    /// still running however late a loaded machine pauses it.
+    func fast(_ configuration: DownloadManager.Configuration, beside destination: URL) -> DownloadManager.Configuration
+    {
+        var configuration = configuration
+        configuration.headers = [DownloadHeader("X-Speed", "fast")]
+        configuration.stateDirectory = Self.stateDirectory(beside: destination)
+        return configuration
+    }
+
+    static func stateDirectory(beside destination: URL) -> URL {
+        destination.deletingLastPathComponent().appendingPathComponent(".haul")
+    }
+
+    /// Starts a 4-connection download of `name` at `/crawl/`, pauses it once two connections wrote
+    /// at least 512 KiB, and returns it with its paused progress; the manager is shut down.
+    func startAndPause(_ name: String, server: NginxServer, to destination: URL) async throws -> (
+        DownloadID, DownloadProgress?
+    ) {
+        var configuration = configuration(connections: 4)
+        configuration.stateDirectory = Self.stateDirectory(beside: destination)
+        let manager = try DownloadManager(configuration: configuration)
+        let download = try manager.download(from: server.url("crawl/\(name)"), to: destination)
+        var events = download.events.makeAsyncIterator()
+        await events.next {
+            if case .progress(let p) = $0 { p.connections >= 2 && p.bytesReceived >= 512 * 1024 } else { false }
+        }
+        download.pause()
+        let paused = await events.next { if case .paused = $0 { true } else { false } }
+        await manager.shutdown()
+        guard case .paused(let progress)? = paused else { return (download.id, nil) }
+        return (download.id, progress)
+    }
+
     @Test("paused and resumed: each segment continues from its own bytes, with If-Range")
     func pauseAndResume() async throws {
         let (server, directory) = try startServerAndDirectory()
@@ -184,27 +219,19 @@ struct SegmentedDownloadTests {
         let size = 8 * 1024 * 1024
         let source = try server.makeFile("pause.bin", size: size, seed: 11)
         let destination = directory.appendingPathComponent("pause.bin")
-        try await withDownloadManager(configuration: configuration(connections: 4)) { manager in
-            let download = try manager.download(from: server.url("perconn/pause.bin"), to: destination)
-            var events = download.events.makeAsyncIterator()
-            // 8 MiB at 4 MiB/s: at least two seconds to pause in.
-            await events.next {
-                if case .progress(let p) = $0 { p.connections >= 2 && p.bytesReceived >= 512 * 1024 } else { false }
-            }
-            download.pause()
-            let paused = await events.next { if case .paused = $0 { true } else { false } }
-            guard case .paused(let progress)? = paused else {
-                Issue.record("no paused event")
-                return
-            }
-            #expect(progress.bytesReceived < Int64(size))
-            let journal = try #require(manager.journalEntry(id: download.id))
-            #expect(journal.bytesReceived == progress.bytesReceived)
+        let (id, paused) = try await startAndPause("pause.bin", server: server, to: destination)
+        let progress = try #require(paused, "no paused event")
+        #expect(progress.bytesReceived < Int64(size))
+        try await withDownloadManager(configuration: fast(configuration(connections: 4), beside: destination)) {
+            manager in
+            let download = try #require(manager.download(id: id))
+            #expect(download.progress.bytesReceived == progress.bytesReceived)
+            #expect(manager.journalEntry(id: id)?.bytesReceived == progress.bytesReceived)
             download.resume()
             _ = try await download.finished()
         }
         #expect(try Data(contentsOf: destination) == source)
-        let requests = await server.requests(to: "/perconn/pause.bin", atLeast: 5)
+        let requests = await server.requests(to: "/crawl/pause.bin", atLeast: 5)
         let sent = requests.reduce(0) { $0 + $1.bytesSent }
         // A pause loses at most what the connections had in flight (nginx's socket buffers).
         #expect(sent < Int64(size) + 4 * 512 * 1024, "sent \(sent) for \(size)")
@@ -220,27 +247,24 @@ struct SegmentedDownloadTests {
         let size = 8 * 1024 * 1024
         _ = try server.makeFile("replaced.bin", size: size, seed: 14)
         let destination = directory.appendingPathComponent("replaced.bin")
+        let (id, paused) = try await startAndPause("replaced.bin", server: server, to: destination)
+        #expect(paused != nil, "no paused event")
+        let replacement = NginxServer.bytes(count: size - 4096, seed: 15)
+        let staged = server.root.appendingPathComponent("replaced.tmp")
+        try replacement.write(to: staged)
+        _ = rename(staged.path, server.root.appendingPathComponent("replaced.bin").path)
         var restarts: [RestartReason] = []
-        let newer = try await withDownloadManager(configuration: configuration(connections: 4)) { manager in
-            let download = try manager.download(from: server.url("perconn/replaced.bin"), to: destination)
+        try await withDownloadManager(configuration: fast(configuration(connections: 4), beside: destination)) {
+            manager in
+            let download = try #require(manager.download(id: id))
             var events = download.events.makeAsyncIterator()
-            await events.next {
-                if case .progress(let p) = $0 { p.connections >= 2 && p.bytesReceived >= 512 * 1024 } else { false }
-            }
-            download.pause()
-            await events.next { if case .paused = $0 { true } else { false } }
-            let replacement = NginxServer.bytes(count: size - 4096, seed: 15)
-            let staged = server.root.appendingPathComponent("replaced.tmp")
-            try replacement.write(to: staged)
-            _ = rename(staged.path, server.root.appendingPathComponent("replaced.bin").path)
             download.resume()
             while let event = await events.next() {
                 if case .restarted(let reason) = event { restarts.append(reason) }
             }
             _ = try await download.finished()
-            return replacement
         }
-        #expect(try Data(contentsOf: destination) == newer)
+        #expect(try Data(contentsOf: destination) == replacement)
         #expect(restarts == [.remoteChanged], "restarts: \(restarts)")
     }
 

@@ -123,6 +123,11 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     }
 
     func reactorTurnDidEnd(_ reactor: Reactor) {
+        if !environment.refusedWhenUnpaused.isEmpty {
+            let refused = environment.refusedWhenUnpaused
+            environment.refusedWhenUnpaused = []
+            for (handle, code) in refused { self.reactor(reactor, transferDidFinish: handle, result: code) }
+        }
         if !environment.wantingConnections.isEmpty { grantConnections() }
         for (journal, error) in catalog.writeBatch.commit() {
             logger.error("could not write the journal", metadata: ["journal": "\(journal.path)", "error": "\(error)"])

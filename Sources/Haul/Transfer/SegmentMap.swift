@@ -87,10 +87,14 @@ struct SegmentMap: Equatable, Sendable {
     /// bytes left gives the second half of them to a new segment, which is returned (its index);
     /// `nil` when no segment has at least twice `minimumSize` left, so that no piece is smaller than
     /// the minimum. The segment that gave them stops at the new one's start.
-    mutating func splitLargest(minimumSize: Int64) -> Int? {
-        guard let largest = segments.indices.max(by: { segments[$0].remaining < segments[$1].remaining }),
-            segments[largest].remaining >= 2 * max(1, minimumSize)
-        else { return nil }
+    /// Only segments `worthSplitting` says so of are split (by default, any).
+    mutating func splitLargest(minimumSize: Int64, worthSplitting: (Segment) -> Bool = { _ in true }) -> Int? {
+        let candidates = segments.indices.filter {
+            segments[$0].remaining >= 2 * max(1, minimumSize) && worthSplitting(segments[$0])
+        }
+        guard let largest = candidates.max(by: { segments[$0].remaining < segments[$1].remaining }) else {
+            return nil
+        }
         let middle = segments[largest].next + segments[largest].remaining / 2
         let new = Segment(start: middle, end: segments[largest].end)
         segments[largest].end = middle

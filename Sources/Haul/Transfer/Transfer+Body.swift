@@ -39,7 +39,8 @@ extension Transfer {
     func unparked() {
         guard parkedByLimiter, let easy else { return }
         parkedByLimiter = false
-        _ = curl_easy_pause(easy.raw, 0)  // CURLPAUSE_CONT
+        let code = curl_easy_pause(easy.raw, 0)  // CURLPAUSE_CONT: the kept chunk is given again now
+        if code != CURLE_OK { environment.refusedWhenUnpaused.append((easy.raw, code)) }
     }
 
     private func receiveChunk(_ chunk: UnsafeRawBufferPointer) -> Int {

@@ -17,7 +17,14 @@ final class Segments {
     /// The connections beyond the transfer's own request.
     var fetches: [SegmentFetch] = []
     /// The start of the segment the transfer's own request writes, while it writes one.
-    var primaryStart: Int64?
+    var primaryStart: Int64? {
+        didSet { if primaryStart != nil { primarySince = (DispatchTime.now().uptimeNanoseconds, primaryWritten) } }
+    }
+    /// When the transfer's own request began on its segment, and the segment's bytes then.
+    var primarySince: (at: UInt64, written: Int64) = (0, 0)
+    private var primaryWritten: Int64 {
+        primaryStart.flatMap { map.index(startingAt: $0) }.map { map.segments[$0].written } ?? 0
+    }
     /// Where the other connections send their requests: the URL whose answer was accepted (after
     /// redirects), with the download's headers only when it is the download's origin.
     var target: URL
@@ -39,16 +46,41 @@ final class Segments {
     }
 
     /// The segment the next connection fetches: one nobody fetches, else the second half of the
-    /// largest one left (aria2's dynamic split); `nil` when no piece is worth a connection.
-    func nextSegment() -> Int? {
+    /// largest one left (aria2's dynamic split) whose connection would take more than a second to
+    /// finish it alone; `nil` when no piece is worth a connection.
+    func nextSegment(now: UInt64) -> Int? {
         if let index = map.firstUnowned(owned) { return index }
-        return map.splitLargest(minimumSize: minimumSize)
+        return map.splitLargest(minimumSize: minimumSize) { worthSplitting($0, now: now) }
     }
 
     /// Whether a new connection would find a segment to fetch (without splitting one yet).
-    var hasWorkForAnotherConnection: Bool {
+    func hasWorkForAnotherConnection(now: UInt64) -> Bool {
         if map.firstUnowned(owned) != nil { return true }
-        return map.segments.contains { $0.remaining >= 2 * max(1, minimumSize) }
+        return map.segments.contains { $0.remaining >= 2 * max(1, minimumSize) && worthSplitting($0, now: now) }
+    }
+
+    /// The time a connection has had for its segment before its speed tells whether to split it.
+    static let measuredAfter: UInt64 = 200_000_000  // nanoseconds
+    /// A segment its connection finishes within this time is left to it: a split would cut that
+    /// connection while bytes it was sent are still in flight (a fast server's socket buffers hold
+    /// megabytes), and a new connection costs a handshake.
+    static let worthASplit: Double = 1  // seconds
+
+    /// Whether `segment`'s connection would take more than ``worthASplit`` to fetch the rest alone,
+    /// at the speed it has had since its request went out.
+    private func worthSplitting(_ segment: SegmentMap.Segment, now: UInt64) -> Bool {
+        let since: (at: UInt64, written: Int64)
+        if segment.start == primaryStart {
+            since = primarySince
+        } else if let fetch = fetches.first(where: { $0.start == segment.start }) {
+            since = (fetch.requestedAt, fetch.writtenAtRequest)
+        } else {
+            return true
+        }
+        let elapsed = now &- since.at
+        guard elapsed >= Self.measuredAfter else { return false }
+        let speed = Double(segment.written - since.written) / (Double(elapsed) / 1e9)
+        return Double(segment.remaining) > speed * Self.worthASplit
     }
 }
 
@@ -72,6 +104,9 @@ final class SegmentFetch {
     var error: DownloadError?
     /// curl holds it paused for the rate limiter.
     var parkedByLimiter = false
+    /// When its request went out (uptime nanoseconds), and its segment's bytes then: its speed.
+    var requestedAt: UInt64 = 0
+    var writtenAtRequest: Int64 = 0
 
     init(transfer: Transfer, start: Int64, sink: FileSink) {
         self.transfer = transfer
@@ -88,7 +123,8 @@ final class SegmentFetch {
     func unparked() {
         guard parkedByLimiter, let easy else { return }
         parkedByLimiter = false
-        _ = curl_easy_pause(easy.raw, 0)  // CURLPAUSE_CONT
+        let code = curl_easy_pause(easy.raw, 0)  // CURLPAUSE_CONT: the kept chunk is given again now
+        if code != CURLE_OK { transfer.environment.refusedWhenUnpaused.append((easy.raw, code)) }
     }
 }
 
@@ -104,7 +140,7 @@ extension Transfer {
         guard let segments, case .receiving = machine.state, !awaitingHeaders,
             liveConnections < segments.connections
         else { return false }
-        return segments.hasWorkForAnotherConnection
+        return segments.hasWorkForAnotherConnection(now: DispatchTime.now().uptimeNanoseconds)
     }
 
     /// Asks the scheduler for more connections at the end of this loop turn, if they have work.
@@ -273,7 +309,9 @@ extension Transfer {
 
     /// Opens one more connection for the next segment. Whether it did.
     func openConnection() -> Bool {
-        guard let segments, wantsConnection, let index = segments.nextSegment() else { return false }
+        guard let segments, wantsConnection,
+            let index = segments.nextSegment(now: DispatchTime.now().uptimeNanoseconds)
+        else { return false }
         let sink: FileSink
         do {
             sink = try FileSink(path: partialPath, pool: environment.buffers, openFiles: environment.openPartialFiles)
@@ -303,6 +341,8 @@ extension Transfer {
             bodyFailed(attributed(error))
             return false
         }
+        fetch.requestedAt = DispatchTime.now().uptimeNanoseconds
+        fetch.writtenAtRequest = segment.written
         fetch.answered = false
         fetch.ended = false
         fetch.changed = nil
@@ -476,7 +516,9 @@ extension Transfer {
             return endAttempt(.failed(error))
         }
         environment.reactor.remove(easy.raw)
-        if case .receiving = machine.state, !fetch.parkedByLimiter, let next = segments.nextSegment() {
+        if case .receiving = machine.state, !fetch.parkedByLimiter,
+            let next = segments.nextSegment(now: DispatchTime.now().uptimeNanoseconds)
+        {
             fetch.start = segments.map.segments[next].start
             if send(fetch) {
                 segmentBytesWritten()

@@ -1,3 +1,4 @@
+import CHaul
 import Logging
 
 /// What every transfer of one scheduler shares: the loop, the pools, the limits. Loop thread only.
@@ -40,6 +41,11 @@ final class TransferEnvironment {
     /// Segmented transfers with work for another connection, collected during a loop turn: the
     /// scheduler grants them connections at its end (``Admission``), outside curl's callbacks.
     var wantingConnections: [DownloadID: Transfer] = [:]
+    /// Requests whose write callback refused the chunk curl gave again when the rate limiter unpaused
+    /// them (inside `curl_easy_pause`): curl returns the error there and never reports the request
+    /// done, so the scheduler ends them at the end of the turn as if curl had (their handle and the
+    /// code curl returned).
+    var refusedWhenUnpaused: [(handle: UnsafeMutableRawPointer, code: CURLcode)] = []
 
     init(
         reactor: Reactor,

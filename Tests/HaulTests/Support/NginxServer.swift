@@ -124,6 +124,7 @@ final class NginxServer: @unchecked Sendable {
                     # a resume (with Range) is not limited, so the test does not wait for it.
                     map $http_range $haul_gated_rate { "" 16k; default 0; }
                     map $http_range $haul_uneven_rate { "" 8m; default 1m; }
+                    map $http_x_speed $haul_crawl_rate { fast 0; default 64k; }
                     server {
                         listen 127.0.0.1:\(port);
                         \(tlsListener)
@@ -132,6 +133,7 @@ final class NginxServer: @unchecked Sendable {
                         location /slowest/ { alias \(root.path)/; limit_rate 256k; }
                         location /perconn/ { alias \(root.path)/; limit_rate 1m; }
                         location /uneven/ { alias \(root.path)/; limit_rate $haul_uneven_rate; }
+                        location /crawl/ { alias \(root.path)/; limit_rate_after 256k; limit_rate $haul_crawl_rate; }
                         location /norange/ { alias \(root.path)/; max_ranges 0; limit_rate 512k; }
                         location /gated/ { alias \(root.path)/; limit_rate_after 1m; limit_rate $haul_gated_rate; }
                         location /gated-norange/ {
