@@ -70,6 +70,34 @@ if any(r["scenario"] == "many-h2" for r in rows):
 print("\n## (b) one 1 GiB file\n")
 throughput_table("one", 1024, "MB/s")
 
+if median("one-x4", "haul", "wallSeconds"):
+    one_x1, one_x4 = median("one", "haul", "wallSeconds"), median("one-x4", "haul", "wallSeconds")
+    print(f"\nHaul over 4 connections (`connectionsPerFile = 4`, segments of at least 20 MiB) from the same")
+    print(f"unlimited location: {one_x4:.2f} s, {1024 / one_x4:.0f} MB/s, CPU {median('one-x4', 'haul', 'cpuSeconds'):.2f} s,")
+    print(f"peak RSS {median('one-x4', 'haul', 'peakRSSKB') / 1024:.1f} MB; {one_x1 / one_x4:.2f}× its rate over one.")
+
+splits = [r for r in rows if r["scenario"].startswith("split-")]
+if splits:
+    print("\n## (f) one 1 GiB file from a location that limits each connection\n")
+    print("nginx sends each connection at most the same rate (`limit_rate`, as CDNs limit a TCP stream); Haul")
+    print("(`connectionsPerFile = N`) and aria2c (`-x N -s N`, Debian's aria2) split the file into segments of")
+    print("at least 20 MiB (aria2's default `-k`), preallocated (`--file-allocation=falloc`). Every file is")
+    print("compared with its source.\n")
+    print("| client | connections | wall s | MB/s | CPU s | peak RSS MB | ÷ its own 1 connection | Haul ÷ aria2c |")
+    print("|---|---|---|---|---|---|---|---|")
+    for n in (1, 4, 8):
+        for client, name in (("haul", "Haul"), ("aria2c", "aria2c")):
+            wall = median(f"split-{n}", client, "wallSeconds")
+            if wall is None:
+                continue
+            single = median("split-1", client, "wallSeconds")
+            speedup = f"{single / wall:.2f}×" if single else ""
+            versus = ""
+            if client == "haul" and median(f"split-{n}", "aria2c", "wallSeconds"):
+                versus = f"{median(f'split-{n}', 'aria2c', 'wallSeconds') / wall:.2f}×"
+            print(f"| {name} | {n} | {wall:.2f} | {1024 / wall:.0f} | {median(f'split-{n}', client, 'cpuSeconds'):.2f} | "
+                  f"{median(f'split-{n}', client, 'peakRSSKB') / 1024:.1f} | {speedup} | {versus} |")
+
 live = [r for r in rows if r["scenario"] == "live"]
 if live:
     print(f"\n## (c) {live[0]['transfers']} transfers live at once (rate-limited)\n")
@@ -134,6 +162,17 @@ if live:
     floor_live = next((r["bytesPerTransfer"] for r in live if r["client"] == "libcurl-multi"), None)
     if haul_live and floor_live:
         line("(c) ≤ 1.3× the libcurl floor per live transfer", f"{haul_live / floor_live:.2f}×", haul_live <= 1.3 * floor_live)
+one_x1, one_x4 = median("one", "haul", "wallSeconds"), median("one-x4", "haul", "wallSeconds")
+if one_x1 and one_x4:
+    line("(b) over 4 connections not slower than over one", f"{one_x1 / one_x4:.2f}×", one_x4 <= one_x1 * 1.02)
+split1, split4 = median("split-1", "haul", "wallSeconds"), median("split-4", "haul", "wallSeconds")
+if split1 and split4:
+    line("(f) 4 connections ≥ 3.5× one on the limited location", f"{split1 / split4:.2f}×", split1 / split4 >= 3.5)
+for n in (1, 4, 8):
+    haul_wall, aria_wall = median(f"split-{n}", "haul", "wallSeconds"), median(f"split-{n}", "aria2c", "wallSeconds")
+    if haul_wall and aria_wall:
+        line(f"(f) Haul ≥ aria2c over {n} connection{'s' if n > 1 else ''}", f"{aria_wall / haul_wall:.2f}×",
+             haul_wall <= aria_wall)
 for kind in ("download", "host", "total"):
     ratios = [r["ratio"] for r in rates if r["scenario"] == f"rate-{kind}"]
     if ratios:

@@ -49,6 +49,8 @@ http {
         # 10,000 slow responses would hold 10,000 open files in nginx besides its sockets, past the
         # hard open-files limit of 20,000 here (HTTP 500): the 1,000 files are opened once and shared.
         location /limited/ { alias $work/www/; limit_rate 2k; open_file_cache max=2000; }
+        # (f): each connection at most PERCONN, as CDNs limit a TCP stream.
+        location /perconn/ { alias $work/www/; limit_rate ${PERCONN:-32m}; }
     }
 }
 CONF
@@ -132,6 +134,36 @@ for round in $(seq 1 "$repeat"); do
     for client in $(rotated "$round" haul ahc urlsession curl); do run_one "$client"; done
 done
 rm -rf "$work/one"
+
+echo "== (b) one 1 GiB file over 4 connections (Haul; not slower than over one)"
+warm
+for round in $(seq 1 "$repeat"); do
+    rm -rf "$work/one"; mkdir -p "$work/one"
+    bench split haul one-x4 "$base/big.bin" "$work/one/big.bin" 4 $((20 * 1024 * 1024)) >> "$results"
+    cmp -s "$work/one/big.bin" "$work/www/big.bin" || { echo "(b) over 4 connections: wrong bytes"; exit 1; }
+done
+rm -rf "$work/one"
+
+run_split() {  # run_split CLIENT N: one round of (f) for CLIENT (haul or aria2c) over N connections, checked
+    rm -rf "$work/split"; mkdir -p "$work/split"
+    if [ "$1" = aria2c ]; then
+        timed "split-$2" aria2c aria2c -q -x "$2" -s "$2" -k 20M --file-allocation=falloc --allow-overwrite=true \
+            --auto-file-renaming=false --check-certificate=false -d "$work/split" -o big.bin "$base/perconn/big.bin"
+    else
+        bench split haul "split-$2" "$base/perconn/big.bin" "$work/split/big.bin" "$2" $((20 * 1024 * 1024)) >> "$results"
+    fi
+    cmp -s "$work/split/big.bin" "$work/www/big.bin" || { echo "(f) $1 over $2 connections: wrong bytes"; exit 1; }
+}
+
+echo "== (f) one 1 GiB file, ${PERCONN:-32m}/s per connection, over 1, 4 and 8 connections"
+command -v aria2c > /dev/null || apt-get install -y -q aria2 > /dev/null
+warm
+for round in $(seq 1 "$repeat"); do
+    for n in 1 4 8; do
+        for client in $(rotated "$round" haul aria2c); do run_split "$client" "$n"; done
+    done
+done
+rm -rf "$work/split"
 
 echo "== (c) $live transfers live at once (2 KB/s each)"
 rm -rf "$work/live"; mkdir -p "$work/live"

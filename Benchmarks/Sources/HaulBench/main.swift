@@ -12,6 +12,8 @@ import Haul
 //   haul-bench queue BASE COUNT STATEDIR                  (COUNT enqueued; peak RSS, time to first byte)
 //   haul-bench rate KIND LIMIT BASE OTHERBASE OUTDIR      (KIND download, host or total: the bytes/s
 //                                                          measured over 10 s after 2 s, against LIMIT)
+//   haul-bench split haul SCENARIO URL OUTFILE N MINSPLIT (one file over N connections, segments of at
+//                                                          least MINSPLIT bytes; recorded as SCENARIO)
 //
 // HAUL_BUFFER_SIZE sets the write buffer; HAUL_CA_FILE the certificate authorities for https.
 
@@ -55,6 +57,18 @@ case ("one", 4) where arguments[1] == "haul":
     var status = stat()
     stat(out, &status)
     report(["scenario": "one", "client": "haul", "bytes": Int(status.st_size)], started: started)
+case ("split", 7) where arguments[1] == "haul":
+    let (scenario, url, out) = (arguments[2], arguments[3], arguments[4])
+    var configuration = haulConfiguration(concurrency: 1, state: parent(of: out) + "/.haul")
+    configuration.connectionsPerFile = Int(arguments[5])!
+    configuration.minimumSegmentSize = Int64(arguments[6])!
+    try await withDownloadManager(configuration: configuration) { manager in
+        _ = try await manager.download(from: URL(string: url)!, to: URL(fileURLWithPath: out)).finished()
+    }
+    var status = stat()
+    stat(out, &status)
+    report(["scenario": scenario, "client": "haul", "bytes": Int(status.st_size), "connections": Int(arguments[5])!],
+           started: started)
 case ("live", 5) where arguments[1] == "haul":
     // Every transfer admitted at once against a rate-limited location; RSS is read once all are
     // receiving, minus the RSS before the first one started.
