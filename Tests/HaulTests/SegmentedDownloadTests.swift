@@ -98,6 +98,87 @@ struct SegmentedDownloadTests {
         #expect(requests.count >= 3)
     }
 
+    @Test("over HTTPS the segments get TCP connections of their own (HTTP/1.1): a per-connection limit is not shared")
+    func httpsSegmentsOwnConnections() async throws {
+        let server = try NginxServer.start(tls: true)
+        let directory = try makeTemporaryDirectory()
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
+        let size = 4 * 1024 * 1024
+        let source = try server.makeFile("tls.bin", size: size, seed: 16)
+        var configuration = configuration(connections: 4)
+        configuration.certificateAuthorityFile = server.certificate
+        let destination = directory.appendingPathComponent("tls.bin")
+        try await withDownloadManager(configuration: configuration) { manager in
+            _ = try await manager.download(from: server.httpsURL("perconn/tls.bin"), to: destination).finished()
+        }
+        #expect(try Data(contentsOf: destination) == source)
+        let requests = server.accessLog().filter { $0.uri == "/perconn/tls.bin" }
+        let ranged = requests.filter { $0.range.hasPrefix("bytes=") }
+        #expect(ranged.count >= 3)
+        #expect(ranged.allSatisfy { $0.protocolName == "HTTP/1.1" }, "\(ranged.map(\.protocolName))")
+        #expect(Set(requests.map(\.connection)).count >= 4, "\(requests.map(\.connection))")
+    }
+
+    @Test("behind a redirect, and resumed behind it: the segments go where the redirect led")
+    func behindARedirect() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let size = 8 * 1024 * 1024
+        let source = try server.makeFile("moved.bin", size: size, seed: 17)
+        let destination = directory.appendingPathComponent("moved.bin")
+        var first = configuration(connections: 4)
+        first.stateDirectory = Self.stateDirectory(beside: destination)
+        let manager = try DownloadManager(configuration: first)
+        // nginx's /to-crawl/ redirects to /crawl/: slow until X-Speed: fast.
+        let download = try manager.download(from: server.url("to-crawl/moved.bin"), to: destination)
+        var events = download.events.makeAsyncIterator()
+        await events.next {
+            if case .progress(let p) = $0 { p.connections >= 2 && p.bytesReceived >= 512 * 1024 } else { false }
+        }
+        download.pause()
+        await events.next { if case .paused = $0 { true } else { false } }
+        await manager.shutdown()
+        try await withDownloadManager(configuration: fast(configuration(connections: 4), beside: destination)) {
+            manager in
+            let restored = try #require(manager.download(id: download.id))
+            restored.resume()
+            _ = try await restored.finished()
+        }
+        #expect(try Data(contentsOf: destination) == source)
+        let log = server.accessLog()
+        // Every segment request went to the redirect's target; only the first requests of each
+        // attempt asked the redirecting URL.
+        #expect(log.filter { $0.uri == "/to-crawl/moved.bin" }.count == 2)
+        #expect(log.filter { $0.uri == "/crawl/moved.bin" && $0.range.hasPrefix("bytes=") }.count >= 4)
+        #expect(log.filter { $0.uri == "/crawl/moved.bin" }.allSatisfy { $0.status == 200 || $0.status == 206 })
+    }
+
+    @Test(
+        "a server that refuses more than two connections per client: the refused ones stop, the others finish the file"
+    )
+    func serverRefusesExtraConnections() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let size = 3 * 1024 * 1024
+        let source = try server.makeFile("two.bin", size: size, seed: 18)
+        let destination = directory.appendingPathComponent("two.bin")
+        var events: [DownloadEvent] = []
+        try await withDownloadManager(configuration: configuration(connections: 4)) { manager in
+            let download = try manager.download(from: server.url("twoconn/two.bin"), to: destination)
+            for await event in download.events { events.append(event) }
+            _ = try await download.finished()
+        }
+        #expect(try Data(contentsOf: destination) == source)
+        let requests = server.accessLog().filter { $0.uri == "/twoconn/two.bin" }
+        #expect(requests.contains { $0.status == 503 }, "nginx refused nothing: \(requests.map(\.status))")
+        // Not retried as a whole: the refusals cost no delay and no event.
+        #expect(!events.contains { if case .retrying = $0 { true } else { false } })
+        #expect(!events.contains { if case .restarted = $0 { true } else { false } })
+    }
+
     @Test("a server that ignores ranges gets one connection and no error")
     func ignoresRanges() async throws {
         let (server, directory) = try startServerAndDirectory()

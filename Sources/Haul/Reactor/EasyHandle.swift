@@ -50,17 +50,26 @@ final class EasyHandle {
     }
 
     /// The request every Haul transfer makes, before its per-request options.
+    ///
+    /// - Parameter ownConnection: the request needs a TCP connection of its own (a segment of a file
+    ///   fetched over several: servers limit each connection, so HTTP/2 streams multiplexed on one
+    ///   would share its limit): HTTP/1.1, no waiting to multiplex.
     func configure(
         url: String,
         options: Options,
         write: @escaping CHaul_data_callback,
-        context: UnsafeMutableRawPointer
+        context: UnsafeMutableRawPointer,
+        ownConnection: Bool = false
     ) {
         errorBuffer[0] = 0
         set(CURLOPT_URL, url)
         // Waiting for a connection that might multiplex pays only where HTTP/2 can be negotiated
         // (ALPN over TLS); over plain HTTP it would hold every request to a host behind the first.
-        set(CURLOPT_PIPEWAIT, Self.isHTTPS(url) ? 1 : 0)
+        set(CURLOPT_PIPEWAIT, Self.isHTTPS(url) && !ownConnection ? 1 : 0)
+        if ownConnection != pinnedToHTTP1 {
+            pinnedToHTTP1 = ownConnection
+            set(CURLOPT_HTTP_VERSION, ownConnection ? Int(CURL_HTTP_VERSION_1_1) : Int(CURL_HTTP_VERSION_2TLS))
+        }
         _ = CHaul_easy_setopt_pointer(raw, CURLOPT_WRITEDATA, context)
         _ = CHaul_easy_setopt_pointer(raw, CURLOPT_PRIVATE, context)
         // A handle serves a transfer's own request or a segment's, whose callbacks differ.
@@ -98,6 +107,8 @@ final class EasyHandle {
 
     /// The write callback set on the handle (its address), 0 before the first.
     private var writeCallback = 0
+    /// The handle asks for HTTP/1.1 only (``configure(url:options:write:context:ownConnection:)``).
+    private var pinnedToHTTP1 = false
 
     /// Sends `custom` as the User-Agent of the next requests, or `options`' when `nil`.
     func setUserAgent(_ custom: String?, options: Options) {

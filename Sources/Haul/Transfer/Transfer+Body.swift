@@ -285,7 +285,9 @@ extension Transfer {
         // this response's before any of its bytes is written there. Until then it can wait: a download
         // that ends inside its buffer writes its row once, at completion, instead of twice.
         rowBehind = true
-        if segments != nil {
+        if let segments {
+            // The other connections go where this answer came from (after redirects).
+            (segments.target, segments.sendsHeaders) = (request.target ?? download.url, request.sendsHeaders)
             // Other connections write their segments from this turn's end: the row (validators,
             // map) must be written first.
             guard catchUpRow() else { return }
@@ -349,7 +351,7 @@ extension Transfer {
     /// Reports progress, at most once per progress interval.
     func reportProgress(now: UInt64) {
         guard let sink else { return }
-        speed.record(bytes: segmentedBytes ?? sink.committedLength, at: now)
+        speed.record(bytes: segments?.map.bytesWritten ?? sink.committedLength, at: now)
         guard now &- lastProgressAt >= environment.progressInterval else { return }
         lastProgressAt = now
         download.hub.publish(.progress(progress()))

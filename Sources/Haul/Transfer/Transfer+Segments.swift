@@ -10,8 +10,9 @@ import Glibc
 /// holds a map. Loop thread only.
 final class Segments {
     var map: SegmentMap
-    /// How many connections the download may use at once.
-    let connections: Int
+    /// How many connections the download may use at once: fewer after one of them failed while
+    /// others went on (a server that refuses more connections than it allows per client).
+    var connections: Int
     /// No segment is made smaller than this.
     let minimumSize: Int64
     /// The connections beyond the transfer's own request.
@@ -351,7 +352,8 @@ extension Transfer {
             url: segments.target.absoluteString,
             options: environment.easyHandles.options,
             write: SegmentFetch.writeCallback,
-            context: Unmanaged.passUnretained(fetch).toOpaque()
+            context: Unmanaged.passUnretained(fetch).toOpaque(),
+            ownConnection: true
         )
         easy.setUserAgent(record.userAgent, options: environment.easyHandles.options)
         if let limit = environment.rateLimiter.smallestLimit(for: self) {
@@ -426,7 +428,7 @@ extension Transfer {
                 let wrote = try fetch.sink.append(bytes, now: now)
                 segments.map.wrote(Int64(count), in: index)
                 if wrote { segmentBytesWritten() }
-                speed.record(bytes: segmentedBytes ?? 0, at: now)
+                speed.record(bytes: segments.map.bytesWritten, at: now)
                 if now &- lastProgressAt >= environment.progressInterval {
                     lastProgressAt = now
                     download.hub.publish(.progress(progress()))
@@ -468,11 +470,8 @@ extension Transfer {
                 return false
             }
             guard first == segments.map.segments[index].next else {
-                fetch.error = DownloadError(
-                    code: .rangeNotHonored,
-                    url: urlForErrors,
-                    detail: "asked for bytes from \(segments.map.segments[index].next), the answer starts at \(first)"
-                )
+                // Not the bytes asked for: nothing this server sends for ranges is trusted.
+                fetch.changed = .rangeMismatch
                 return false
             }
             return true
@@ -513,7 +512,17 @@ extension Transfer {
                     detail: easy.errorMessage ?? String(cString: curl_easy_strerror(result))
                 )
             }
-            return endAttempt(.failed(error))
+            guard liveConnections > 1 else { return endAttempt(.failed(error)) }
+            // Others go on: this one stops, and the download uses one connection fewer from now on;
+            // its segment goes to the next connection that finishes its own.
+            segments.connections = max(1, liveConnections - 1)
+            environment.logger.debug(
+                "a connection failed; the others go on",
+                metadata: ["url": "\(urlForErrors)", "error": "\(error)", "connections": "\(segments.connections)"]
+            )
+            retire(fetch)
+            segmentBytesWritten()
+            return .none
         }
         environment.reactor.remove(easy.raw)
         if case .receiving = machine.state, !fetch.parkedByLimiter,
@@ -534,6 +543,20 @@ extension Transfer {
     func primaryFinished(_ result: CURLcode) -> DownloadStateMachine.Action {
         guard let segments, let start = segments.primaryStart else { return .none }
         let whole = segments.map.index(startingAt: start).map { segments.map.segments[$0].isDone } ?? true
+        if !whole, request.bodyError == nil, liveConnections > 1 {
+            // The connection failed and others go on, one fewer from now on; its segment goes to the
+            // next connection that finishes its own.
+            stopRequest()
+            segments.primaryStart = nil
+            segments.connections = max(1, liveConnections)
+            do {
+                try sink?.flush()
+            } catch {
+                return endAttempt(.failed(attributed(error)))
+            }
+            segmentBytesWritten()
+            return .none
+        }
         guard whole else {
             let error: DownloadError
             if let bodyError = request.bodyError {

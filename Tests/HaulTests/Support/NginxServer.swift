@@ -125,6 +125,7 @@ final class NginxServer: @unchecked Sendable {
                     map $http_range $haul_gated_rate { "" 16k; default 0; }
                     map $http_range $haul_uneven_rate { "" 8m; default 1m; }
                     map $http_x_speed $haul_crawl_rate { fast 0; default 64k; }
+                    limit_conn_zone $binary_remote_addr zone=haul_per_client:1m;
                     server {
                         listen 127.0.0.1:\(port);
                         \(tlsListener)
@@ -146,6 +147,8 @@ final class NginxServer: @unchecked Sendable {
                         # /precompressed/x: x.gz with Content-Encoding: gzip, asked for or not.
                         location /precompressed/ { alias \(root.path)/; gzip_static always; }
                         location /redirect/ { rewrite ^/redirect/(.*)$ /$1 redirect; }
+                        location /twoconn/ { alias \(root.path)/; limit_conn haul_per_client 2; limit_conn_status 503; limit_rate 1m; }
+                        location /to-crawl/ { rewrite ^/to-crawl/(.*)$ /crawl/$1 redirect; }
                         # Headers (NginxServer.bearer, .cookie, .apiKey): 401 without the right one.
                         location /bearer/ {
                             alias \(root.path)/; if ($http_authorization != "Bearer \(Self.bearer)") { return 401; }
