@@ -63,14 +63,6 @@ struct RateLimitTests {
         return configuration
     }
 
-    /// Runs `body` and returns how long it took.
-    func timed(_ body: () async throws -> Void) async rethrows -> Duration {
-        let clock = ContinuousClock()
-        let start = clock.now
-        try await body()
-        return clock.now - start
-    }
-
     @Test("per download, per host and in total: never sooner than the limit allows, and whole")
     func limits() async throws {
         let (server, directory) = try startServerAndDirectory()

@@ -19,13 +19,6 @@ struct SegmentedDownloadTests {
         return configuration
     }
 
-    func timed(_ body: () async throws -> Void) async rethrows -> Duration {
-        let clock = ContinuousClock()
-        let start = clock.now
-        try await body()
-        return clock.now - start
-    }
-
     static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
@@ -78,18 +71,38 @@ struct SegmentedDownloadTests {
         print("segmented: 1 connection \(one), 4 connections \(four): \(Self.seconds(one) / Self.seconds(four))×")
     }
 
+    /// Makes a file `name` of `size` bytes, fetches it from `location` over up to `connections`,
+    /// checks it byte for byte, and returns nginx's log of its requests.
+    func fetch(
+        _ name: String,
+        size: Int,
+        from location: String,
+        connections: Int,
+        server: NginxServer,
+        into directory: URL
+    ) async throws -> [NginxServer.LogEntry] {
+        let source = try server.makeFile(name, size: size, seed: UInt64(size % 997))
+        let destination = directory.appendingPathComponent(name)
+        try await withDownloadManager(configuration: configuration(connections: connections)) { manager in
+            _ = try await manager.download(from: server.url("\(location)/\(name)"), to: destination).finished()
+        }
+        #expect(try Data(contentsOf: destination) == source)
+        return server.accessLog().filter { $0.uri == "/\(location)/\(name)" }
+    }
+
     @Test("a connection that finishes its segment takes half of the largest one left (aria2's dynamic split)")
     func dynamicSplit() async throws {
         let (server, directory) = try startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 4 * 1024 * 1024
-        let source = try server.makeFile("uneven.bin", size: size, seed: 5)
-        let destination = directory.appendingPathComponent("uneven.bin")
-        try await withDownloadManager(configuration: configuration(connections: 2)) { manager in
-            _ = try await manager.download(from: server.url("uneven/uneven.bin"), to: destination).finished()
-        }
-        #expect(try Data(contentsOf: destination) == source)
-        let requests = server.accessLog().filter { $0.uri == "/uneven/uneven.bin" }
+        let requests = try await fetch(
+            "uneven.bin",
+            size: size,
+            from: "uneven",
+            connections: 2,
+            server: server,
+            into: directory
+        )
         // The plan: the first request from 0, the second segment from the middle. The first finishes
         // its half at 8 MiB/s while the second crawls at 1 MiB/s, and takes half of what is left.
         let planned: Set<Int64> = [0, Int64(size / 2)]
@@ -183,14 +196,14 @@ struct SegmentedDownloadTests {
     func ignoresRanges() async throws {
         let (server, directory) = try startServerAndDirectory()
         defer { stop(server, directory) }
-        let size = 2 * 1024 * 1024
-        let source = try server.makeFile("norange.bin", size: size, seed: 6)
-        let destination = directory.appendingPathComponent("norange.bin")
-        try await withDownloadManager(configuration: configuration(connections: 4)) { manager in
-            _ = try await manager.download(from: server.url("norange/norange.bin"), to: destination).finished()
-        }
-        #expect(try Data(contentsOf: destination) == source)
-        let requests = server.accessLog().filter { $0.uri == "/norange/norange.bin" }
+        let requests = try await fetch(
+            "norange.bin",
+            size: 2 * 1024 * 1024,
+            from: "norange",
+            connections: 4,
+            server: server,
+            into: directory
+        )
         #expect(requests.count == 1)
         #expect(requests.first?.status == 200)
     }

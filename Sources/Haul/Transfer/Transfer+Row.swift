@@ -8,6 +8,12 @@ extension Transfer {
         record.apply(event)
         record.bytesCommitted = bytes
         if let map = committedMap { record.segments = map.encoded }
+        writeRow()
+    }
+
+    /// Writes the row as it stands (it is no longer behind). A failure is logged, not fatal: the
+    /// partial file itself is what a resume trusts first.
+    func writeRow() {
         rowBehind = false
         sink?.beforeFirstWrite = nil
         do {

@@ -277,16 +277,7 @@ extension Transfer {
         guard let map = committedMap else { return }
         record.segments = map.encoded
         record.bytesCommitted = map.bytesWritten
-        rowBehind = false
-        sink?.beforeFirstWrite = nil
-        do {
-            try store.update(record, for: id)
-        } catch {
-            environment.logger.warning(
-                "could not write the journal",
-                metadata: ["url": "\(urlForErrors)", "error": "\(error)"]
-            )
-        }
+        writeRow()
     }
 
     /// The transfer's own request takes `bytes` for its segment: the bytes that fit in it, and
@@ -495,23 +486,7 @@ extension Transfer {
         if let reason = fetch.changed { return fileChanged(reason) }
         let whole = segments.map.index(startingAt: fetch.start).map { segments.map.segments[$0].isDone } ?? true
         guard whole || fetch.ended else {
-            let error: DownloadError
-            if let refused = fetch.error {
-                error = refused
-            } else if result == CURLE_OK {
-                error = DownloadError(
-                    code: .sizeMismatch,
-                    url: urlForErrors,
-                    detail: "the answer ended before the end of its segment"
-                )
-            } else {
-                error = DownloadError(
-                    code: result == CURLE_PARTIAL_FILE ? .sizeMismatch : .transport,
-                    url: urlForErrors,
-                    curlCode: Int(result.rawValue),
-                    detail: easy.errorMessage ?? String(cString: curl_easy_strerror(result))
-                )
-            }
+            let error = segmentFailure(result, refused: fetch.error, easy: easy)
             guard liveConnections > 1 else { return endAttempt(.failed(error)) }
             // Others go on: this one stops, and the download uses one connection fewer from now on;
             // its segment goes to the next connection that finishes its own.
@@ -557,26 +532,7 @@ extension Transfer {
             segmentBytesWritten()
             return .none
         }
-        guard whole else {
-            let error: DownloadError
-            if let bodyError = request.bodyError {
-                error = bodyError
-            } else if result == CURLE_OK {
-                error = DownloadError(
-                    code: .sizeMismatch,
-                    url: urlForErrors,
-                    detail: "the answer ended before the end of its segment"
-                )
-            } else {
-                error = DownloadError(
-                    code: result == CURLE_PARTIAL_FILE ? .sizeMismatch : .transport,
-                    url: urlForErrors,
-                    curlCode: Int(result.rawValue),
-                    detail: easy?.errorMessage ?? String(cString: curl_easy_strerror(result))
-                )
-            }
-            return endAttempt(.failed(error))
-        }
+        guard whole else { return endAttempt(.failed(segmentFailure(result, refused: request.bodyError, easy: easy))) }
         stopRequest()
         segments.primaryStart = nil
         do {
@@ -587,6 +543,25 @@ extension Transfer {
         segmentBytesWritten()
         askForConnections()  // its connection's share goes to a segment left
         return finishIfWhole()
+    }
+
+    /// Why a request ended before its segment did: the error its answer was refused with, else an
+    /// answer cut short, else curl's.
+    private func segmentFailure(_ result: CURLcode, refused: DownloadError?, easy: EasyHandle?) -> DownloadError {
+        if let refused { return refused }
+        guard result != CURLE_OK else {
+            return DownloadError(
+                code: .sizeMismatch,
+                url: urlForErrors,
+                detail: "the answer ended before the end of its segment"
+            )
+        }
+        return DownloadError(
+            code: result == CURLE_PARTIAL_FILE ? .sizeMismatch : .transport,
+            url: urlForErrors,
+            curlCode: Int(result.rawValue),
+            detail: easy?.errorMessage ?? String(cString: curl_easy_strerror(result))
+        )
     }
 
     /// Every segment is whole and no connection is left: the download completes.
