@@ -192,6 +192,98 @@ struct SegmentedDownloadTests {
         #expect(!events.contains { if case .restarted = $0 { true } else { false } })
     }
 
+    @Test("without an ETag, an old Last-Modified pins the segments; a recent one is weak: one connection")
+    func lastModifiedOnly() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let size = 3 * 1024 * 1024
+        let old = try server.makeFile("old.bin", size: size, seed: 19)
+        let recent = try server.makeFile("recent.bin", size: size, seed: 20)
+        // An hour old: strong (RFC 9110 §8.8.2.2); the other was written a moment ago.
+        let hourAgo = Date().addingTimeInterval(-3600)
+        try FileManager.default.setAttributes(
+            [.modificationDate: hourAgo],
+            ofItemAtPath: server.root.appendingPathComponent("old.bin").path
+        )
+        try await withDownloadManager(configuration: configuration(connections: 4)) { manager in
+            _ = try await manager.download(
+                from: server.url("noetag/old.bin"),
+                to: directory.appendingPathComponent("o")
+            )
+            .finished()
+            _ = try await manager.download(
+                from: server.url("noetag/recent.bin"),
+                to: directory.appendingPathComponent("r")
+            ).finished()
+        }
+        #expect(try Data(contentsOf: directory.appendingPathComponent("o")) == old)
+        #expect(try Data(contentsOf: directory.appendingPathComponent("r")) == recent)
+        let log = server.accessLog()
+        let ranged = log.filter { $0.uri == "/noetag/old.bin" && $0.range.hasPrefix("bytes=") }
+        #expect(ranged.count >= 3)
+        #expect(ranged.allSatisfy { $0.status == 206 && $0.ifRange.hasSuffix("GMT") }, "\(ranged.map(\.ifRange))")
+        #expect(log.filter { $0.uri == "/noetag/recent.bin" }.count == 1)
+    }
+
+    @Test("a checksum is checked over the whole file; a wrong one fails and places nothing")
+    func checksumOverSegments() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let size = 3 * 1024 * 1024
+        let source = try server.makeFile("sum.bin", size: size, seed: 23)
+        let input = directory.appendingPathComponent("sum-input")
+        let output = directory.appendingPathComponent("sum-output")
+        try source.write(to: input)
+        let tool = try ChildProcess("/usr/bin/sha256sum", [input.path], stdout: output.path)
+        #expect(tool.wait() == 0)
+        let digest = String(try String(contentsOf: output, encoding: .utf8).prefix(64))
+        let good = directory.appendingPathComponent("good.bin")
+        let bad = directory.appendingPathComponent("bad.bin")
+        try await withDownloadManager(configuration: configuration(connections: 4)) { manager in
+            let right = DownloadRequest(
+                url: server.url("perconn/sum.bin"),
+                destination: good,
+                checksum: Checksum("sha256:\(digest)")
+            )
+            _ = try await manager.download(right).finished()
+            let wrong = DownloadRequest(
+                url: server.url("perconn/sum.bin"),
+                destination: bad,
+                checksum: Checksum("sha256:" + String(repeating: "0", count: 64))
+            )
+            await #expect { try await manager.download(wrong).finished() } throws: { error in
+                (error as? DownloadError)?.code == .checksumMismatch
+            }
+        }
+        #expect(try Data(contentsOf: good) == source)
+        #expect(!FileManager.default.fileExists(atPath: bad.path))
+        #expect(server.accessLog().filter { $0.uri == "/perconn/sum.bin" && $0.range.hasPrefix("bytes=") }.count >= 6)
+    }
+
+    @Test("cancelled while its connections run: every connection stops, nothing is left behind")
+    func cancelWhileSegmented() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        _ = try server.makeFile("cancel.bin", size: 8 * 1024 * 1024, seed: 24)
+        let destination = directory.appendingPathComponent("cancel.bin")
+        var configuration = configuration(connections: 4)
+        configuration.stateDirectory = Self.stateDirectory(beside: destination)
+        try await withDownloadManager(configuration: configuration) { manager in
+            let download = try manager.download(from: server.url("crawl/cancel.bin"), to: destination)
+            var events = download.events.makeAsyncIterator()
+            await events.next {
+                if case .progress(let p) = $0 { p.connections >= 2 && p.bytesReceived >= 512 * 1024 } else { false }
+            }
+            download.cancel()
+            await #expect { try await download.finished() } throws: { ($0 as? DownloadError)?.code == .cancelled }
+            #expect(manager.journalEntry(id: download.id) == nil)
+        }
+        #expect(!FileManager.default.fileExists(atPath: destination.path))
+        let leftovers =
+            (try? FileManager.default.contentsOfDirectory(atPath: Self.stateDirectory(beside: destination).path)) ?? []
+        #expect(!leftovers.contains { $0.hasSuffix(".part") }, "\(leftovers)")
+    }
+
     @Test("a server that ignores ranges gets one connection and no error")
     func ignoresRanges() async throws {
         let (server, directory) = try startServerAndDirectory()

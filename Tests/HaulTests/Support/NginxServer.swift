@@ -147,6 +147,7 @@ final class NginxServer: @unchecked Sendable {
                         # /precompressed/x: x.gz with Content-Encoding: gzip, asked for or not.
                         location /precompressed/ { alias \(root.path)/; gzip_static always; }
                         location /redirect/ { rewrite ^/redirect/(.*)$ /$1 redirect; }
+                        location /noetag/ { alias \(root.path)/; etag off; limit_rate 1m; }
                         location /twoconn/ { alias \(root.path)/; limit_conn haul_per_client 2; limit_conn_status 503; limit_rate 1m; }
                         location /to-crawl/ { rewrite ^/to-crawl/(.*)$ /crawl/$1 redirect; }
                         # Headers (NginxServer.bearer, .cookie, .apiKey): 401 without the right one.
