@@ -123,6 +123,13 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The smallest segment a file is split into for -x (default 4M; at least 64K).")
     var minSplitSize: String?
 
+    @Option(
+        name: .long,
+        help:
+            "falloc (default) reserves a file's blocks when its length is known, so a full disk fails at once; none does not."
+    )
+    var fileAllocation: String = "falloc"
+
     @Option(name: .long, help: "How many redirects a download follows.")
     var maxRedirects: Int = 10
 
@@ -184,6 +191,9 @@ struct HaulCommand: AsyncParsableCommand {
             case .failure(let problem): throw ValidationError("-H: \(problem)")
             case .success: break
             }
+        }
+        if !["falloc", "none"].contains(fileAllocation) {
+            throw ValidationError("--file-allocation must be falloc or none.")
         }
         if !(1...64).contains(connections) { throw ValidationError("--connections must be from 1 to 64.") }
         if let minSplitSize {

@@ -57,6 +57,7 @@ struct Runner {
             total: command.totalRate.flatMap(HaulCommand.parseSize)
         )
         configuration.connectionsPerFile = command.connections
+        configuration.preallocatesFiles = command.fileAllocation == "falloc"
         if let size = command.minSplitSize.flatMap(HaulCommand.parseSize) { configuration.minimumSegmentSize = size }
         configuration.proxyBypass = command.noproxy.map { $0.split(separator: ",").map { String($0).trimmingSpaces } }
         configuration.setsModificationTimeFromServer = command.remoteTime

@@ -197,9 +197,38 @@ extension HaulCLITests {
         #expect(took < .seconds(20), "took \(took)")
         let ranged = server.accessLog().filter { $0.uri == "/x.bin" && $0.range.hasPrefix("bytes=") }
         #expect(ranged.count >= 3)
-        for bad in [["-x", "0"], ["-x", "65"], ["--min-split-size", "1K"], ["--min-split-size", "big"]] {
+        for bad in [
+            ["-x", "0"], ["-x", "65"], ["--min-split-size", "1K"], ["--min-split-size", "big"],
+            ["--file-allocation", "prealloc"],
+        ] {
             let refused = try await haul(bad + [server.url("x.bin").absoluteString], in: work)
             #expect(refused.status == 64, "\(bad): \(refused.stderr)")
+        }
+    }
+
+    @Test(
+        "--file-allocation: falloc (the default) fails a file larger than the disk at once; none when the disk is full"
+    )
+    func fileAllocationFlag() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let size = 8 * 1024 * 1024
+        try server.makeFile("alloc.bin", size: size)
+        for mode in ["falloc", "none"] {
+            try await withSmallDisk(megabytes: 3) { disk in
+                let run = try await haul(
+                    [
+                        "--json", "--retries", "0", "-x", "4", "--file-allocation", mode, "-o", disk.path + "/",
+                        server.url("alloc.bin").absoluteString,
+                    ],
+                    in: work
+                )
+                #expect(run.status != 0)
+                #expect(run.stdout.contains("\"code\":\"fileSystem\""), "\(mode): \(run.stdout)")
+                // Preallocation says how much the file needs before any byte is written.
+                #expect(run.stdout.contains("needs \(size) bytes") == (mode == "falloc"), "\(mode): \(run.stdout)")
+                #expect(!FileManager.default.fileExists(atPath: disk.appendingPathComponent("alloc.bin").path))
+            }
         }
     }
 

@@ -9,18 +9,6 @@ import Testing
 /// MiB that the test mounts (as root, which the test command runs as).
 @Suite("Preallocation", .timeLimit(.minutes(2)))
 struct PreallocationTests {
-    /// A tmpfs of `megabytes` MiB mounted at a new folder, for `body`; unmounted after.
-    func withSmallDisk<T>(megabytes: Int, _ body: (URL) async throws -> T) async throws -> T {
-        let folder = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let mount = try ChildProcess("/bin/mount", ["-t", "tmpfs", "-o", "size=\(megabytes)m", "tmpfs", folder.path])
-        guard mount.wait() == 0 else {
-            throw TestFailure("could not mount a tmpfs at \(folder.path): the tests run as root (README)")
-        }
-        defer { _ = try? ChildProcess("/bin/umount", ["-l", folder.path]).wait() }
-        return try await body(folder)
-    }
-
     func configuration(preallocates: Bool) -> DownloadManager.Configuration {
         var configuration = DownloadManager.Configuration()
         configuration.bufferSize = 64 * 1024

@@ -487,7 +487,8 @@ extension Transfer {
         let whole = segments.map.index(startingAt: fetch.start).map { segments.map.segments[$0].isDone } ?? true
         guard whole || fetch.ended else {
             let error = segmentFailure(result, refused: fetch.error, easy: easy)
-            guard liveConnections > 1 else { return endAttempt(.failed(error)) }
+            // A failed write (a full disk) fails the download: the machine is no longer receiving.
+            guard liveConnections > 1, case .receiving = machine.state else { return endAttempt(.failed(error)) }
             // Others go on: this one stops, and the download uses one connection fewer from now on;
             // its segment goes to the next connection that finishes its own.
             segments.connections = max(1, liveConnections - 1)
