@@ -881,16 +881,18 @@ struct IntegrityTests {
     @Test("a partial file that refuses writes (as on a read-only file system) fails that download clearly")
     func readOnlyPartial() async throws {
         try await withFaultServer { server, directory in
-            // /proc/version refuses writers, root included, as a read-only file system does.
+            // /proc/version refuses writers, root included, as a read-only file system does. Larger
+            // than a buffer: written at the partial's path (a body that fits in its buffer is written
+            // whole into a new file, which replaces whatever is at that path).
             let destination = directory.appendingPathComponent("ro")
-            let id = try linkPartial(of: server.url("file/1000"), to: destination, in: directory, at: "/proc/version")
+            let id = try linkPartial(of: server.url("file/300000"), to: destination, in: directory, at: "/proc/version")
             try await withDownloadManager(configuration: configuration(directory)) { manager in
-                let download = try manager.download(from: server.url("file/1000"), to: destination)
+                let download = try manager.download(from: server.url("file/300000"), to: destination)
                 await #expect { try await download.finished() } throws: { error in
                     guard let error = error as? DownloadError else { return false }
                     return error.code == .fileSystem && error.errno != nil
                         && error.path?.hasSuffix("\(id).part") == true
-                        && error.url == server.url("file/1000").absoluteString
+                        && error.url == server.url("file/300000").absoluteString
                 }
             }
             #expect(!FileManager.default.fileExists(atPath: destination.path))

@@ -292,6 +292,73 @@ struct FileSinkTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: memory.path).isEmpty)
     }
 
+    @Test("a batch of finished files is synced together: each placed whole, in order, a failed one alone failing")
+    func batchSyncedTogether() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let pool = BufferPool(bufferSize: 64 * 1024, idleLimit: 8)
+        var jobs: [DiskJob] = []
+        var expected: [String: [UInt8]] = [:]
+        for index in 0..<6 {
+            let data = bytes(10_000 + index * 1000, seed: index + 1)
+            let partial = directory.appendingPathComponent("\(index).part").path
+            let sink = try FileSink(path: partial, pool: pool, startsEmpty: true)
+            sink.collectsWholeRest()
+            _ = data.withUnsafeBytes { try? sink.append($0, now: 1) }
+            let destination = directory.appendingPathComponent("\(index).bin").path
+            // The third expects another length: it alone fails, and nothing of it is placed.
+            let size: Int64? = index == 2 ? 1 : nil
+            jobs.append(
+                .finish(
+                    FinishJob(
+                        id: DownloadID(rawValue: "\(index)"),
+                        partialPath: partial,
+                        destination: destination,
+                        remainder: sink.handOff(),
+                        writeWhole: true,
+                        keepDestination: false,
+                        expectedSize: size,
+                        expectedChecksum: nil,
+                        url: "http://h/\(index).bin"
+                    )
+                )
+            )
+            if index != 2 { expected[destination] = data }
+        }
+        // A checkpoint of a partial file rides along.
+        let partial = directory.appendingPathComponent("open.part").path
+        #expect(FileManager.default.createFile(atPath: partial, contents: Data(bytes(5000, seed: 9))))
+        jobs.append(.checkpoint(DownloadID(rawValue: "open"), directory: directory.path, path: partial, bytes: 5000))
+        let results = DiskJob.perform(jobs)
+        #expect(results.count == jobs.count)
+        for (index, result) in results.enumerated() {
+            switch result {
+            case .finished(let id, let outcome):
+                #expect(id.rawValue == "\(index)")
+                if index == 2 {
+                    guard case .failure(let error) = outcome else {
+                        Issue.record("a file of the wrong length was placed")
+                        continue
+                    }
+                    #expect(error.code == .checksumMismatch)
+                } else {
+                    guard case .success = outcome else {
+                        Issue.record("file \(index) was not placed: \(outcome)")
+                        continue
+                    }
+                }
+            case .synced(let id, _, let synced, _):
+                #expect(id.rawValue == "open" && synced == 5000)
+            }
+        }
+        for (path, data) in expected { #expect(contents(path) == data) }
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("2.bin").path))
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("2.part").path))
+        // Nothing half-named is left: the whole files were named only once synced, then moved.
+        let left = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+        #expect(left == ["0.bin", "1.bin", "3.bin", "4.bin", "5.bin", "open.part"], "\(left)")
+    }
+
     @Test("a partial file deleted before it is moved into place fails the download; it is never reported complete")
     func partialDeletedBeforeFinish() throws {
         let directory = try makeTemporaryDirectory()

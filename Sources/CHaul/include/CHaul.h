@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 #include <event2/event.h>
 #include <sys/eventfd.h>
+#include <sys/vfs.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <signal.h>
@@ -168,6 +169,25 @@ static inline int CHaul_preallocate(int descriptor, long long offset, long long 
     errno = EOPNOTSUPP;
     return -1;
 #endif
+}
+
+/// Writes back and commits everything of the file system `descriptor` is on (`syncfs`, which glibc
+/// shows only to _GNU_SOURCE): 0, or -1 with errno (ENOSYS where there is no such call).
+static inline int CHaul_syncfs(int descriptor) {
+#ifdef SYS_syncfs
+    return (int)syscall(SYS_syncfs, descriptor);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+/// Whether the file `descriptor` is on a file system in memory (tmpfs, ramfs), where syncing does
+/// nothing.
+static inline int CHaul_isInMemory(int descriptor) {
+    struct statfs status;
+    if (fstatfs(descriptor, &status) != 0) return 0;
+    return status.f_type == 0x01021994 /* TMPFS_MAGIC */ || status.f_type == (typeof(status.f_type))0x858458f6 /* RAMFS_MAGIC */;
 }
 
 /// Names the nameless file `descriptor` `path` (which must not exist), through /proc: linking the

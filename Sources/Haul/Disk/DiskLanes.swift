@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 /// Where partial files are synced, checked and renamed, away from the loop thread: serial lanes, a
 /// download's jobs in the one its id picks. While disk jobs are slow (a disk's `fdatasync`), all
@@ -9,7 +10,16 @@ import Dispatch
 /// The loop collects a turn's jobs (``add(_:)``) and sends them together when the turn ends
 /// (``send()``): one thread wake-up for many downloads. Loop thread only.
 final class DiskLanes {
-    private let lanes = (0..<8).map { DispatchQueue(label: "haul.disk.\($0)") }
+    private let lanes = (0..<8).map { Lane(label: "haul.disk.\($0)") }
+
+    /// A serial queue and the jobs waiting for it: while it runs a batch, the jobs sent meanwhile
+    /// wait, and the next batch takes them all (one sync for all of them, ``DiskJob/perform(_:)``).
+    final class Lane: Sendable {
+        let queue: DispatchQueue
+        let waiting = Mutex<(jobs: [DiskJob], running: Bool)>(([], false))
+
+        init(label: String) { queue = DispatchQueue(label: label) }
+    }
     private let timing = DiskTiming()
     /// Called on a lane's thread with its results.
     private let report: @Sendable ([DiskResult]) -> Void
@@ -41,12 +51,28 @@ final class DiskLanes {
         jobs.removeAll(keepingCapacity: true)
         let (timing, report) = (timing, report)
         for (lane, batch) in zip(lanes, batches) where !batch.isEmpty {
-            lane.async {
-                let start = DispatchTime.now().uptimeNanoseconds
-                let results = batch.map { $0.perform() }
-                timing.record(nanoseconds: DispatchTime.now().uptimeNanoseconds - start, jobs: batch.count)
-                report(results)
+            let starts = lane.waiting.withLock { state in
+                state.jobs.append(contentsOf: batch)
+                defer { state.running = true }
+                return !state.running
             }
+            if starts { lane.queue.async { Self.drain(lane, timing: timing, report: report) } }
+        }
+    }
+
+    /// Runs `lane`'s waiting jobs, a batch at a time, until none waits.
+    private static func drain(_ lane: Lane, timing: DiskTiming, report: @Sendable ([DiskResult]) -> Void) {
+        while true {
+            let batch = lane.waiting.withLock { state in
+                defer { state.jobs = [] }
+                if state.jobs.isEmpty { state.running = false }
+                return state.jobs
+            }
+            guard !batch.isEmpty else { return }
+            let start = DispatchTime.now().uptimeNanoseconds
+            let results = DiskJob.perform(batch)
+            timing.record(nanoseconds: DispatchTime.now().uptimeNanoseconds - start, jobs: batch.count)
+            report(results)
         }
     }
 

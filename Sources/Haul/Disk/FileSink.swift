@@ -139,6 +139,13 @@ final class FileSink {
         return wrote
     }
 
+    /// The rest of the body fits in a buffer: collect it there from the first chunk (a small file is
+    /// then written once, whole, instead of a write per chunk), unless the buffer stays idle for
+    /// ``idleAge`` (a slow answer gives it back as any other).
+    func collectsWholeRest() {
+        writesThrough = false
+    }
+
     /// Writes out and gives back a buffer that received nothing for ``idleAge``; the sink then writes
     /// through. Returns whether it let go of a buffer.
     @discardableResult

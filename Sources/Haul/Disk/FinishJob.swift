@@ -34,29 +34,59 @@ struct FinishJob: Sendable {
     /// Syncs, checks and renames; the partial file of a wrong download is deleted, and the destination
     /// keeps what it had.
     func perform() -> Result<PlacedFile, DownloadError> {
+        switch stage() {
+        case .ended(let result): result
+        case .written(let staged): finish(staged, synced: false)
+        }
+    }
+
+    /// A finish job between its writes and the sync that makes them durable (``DiskLanes`` syncs a
+    /// batch of them at once).
+    struct Staged: Sendable {
+        let descriptor: Int32
+        /// How the partial file gets its name once synced, for one written whole; `nil`: it has it.
+        let naming: PartialRemainder.WholeNaming?
+        /// The file's length, for one written whole.
+        let length: Int64
+        let pool: BufferPool?
+    }
+
+    enum Stage: Sendable {
+        /// Nothing to sync: kept, or failed.
+        case ended(Result<PlacedFile, DownloadError>)
+        /// The bytes are written, not yet synced.
+        case written(Staged)
+    }
+
+    /// Writes what is left (a whole small file into a file nobody finds at the partial's path yet)
+    /// and sets the file's time; the sync and the rest are ``finish(_:synced:)``'s.
+    func stage() -> Stage {
         if keepDestination {
             remainder?.discard()
             unlink(partialPath)
-            return .success(PlacedFile.at(destination) ?? PlacedFile(length: 0, modificationTime: 0))
+            return .ended(.success(PlacedFile.at(destination) ?? PlacedFile(length: 0, modificationTime: 0)))
         }
         let descriptor: Int32
-        var synced = false
+        var naming: PartialRemainder.WholeNaming?
         if let remainder {
             do throws(DownloadError) {
-                descriptor = try writeWhole ? remainder.writeWhole(to: partialPath) : remainder.write(to: partialPath)
-                synced = writeWhole  // synced before it was named
+                if writeWhole {
+                    (descriptor, naming) = try remainder.stageWhole(to: partialPath)
+                } else {
+                    descriptor = try remainder.write(to: partialPath)
+                }
             } catch {
                 var error = error
                 error.url = url
-                return .failure(error)
+                return .ended(.failure(error))
             }
         } else {
             descriptor = open(partialPath, O_RDONLY | O_CLOEXEC)
             guard descriptor >= 0 else {
                 // No partial file: an earlier run moved it into place before it could record that,
                 // or someone deleted it (with the state directory) while it downloaded.
-                if let placed = PlacedFile.at(destination) { return .success(placed) }
-                return .failure(Self.partialDeleted(partialPath, url: url))
+                if let placed = PlacedFile.at(destination) { return .ended(.success(placed)) }
+                return .ended(.failure(Self.partialDeleted(partialPath, url: url)))
             }
         }
         if let modificationTime {
@@ -67,7 +97,36 @@ struct FinishJob: Sendable {
             ]
             _ = futimens(descriptor, times)
         }
+        return .written(
+            Staged(
+                descriptor: descriptor,
+                naming: naming,
+                length: remainder.map { $0.offset + Int64($0.count) } ?? 0,
+                pool: remainder?.pool
+            )
+        )
+    }
+
+    /// Makes the staged bytes durable (unless `synced`: a sync of the whole file system covered
+    /// them), names a file written whole, checks the file and renames it into place.
+    func finish(_ staged: Staged, synced: Bool) -> Result<PlacedFile, DownloadError> {
+        var descriptor = staged.descriptor
         if !synced { _ = fdatasync(descriptor) }
+        if let naming = staged.naming, let pool = staged.pool {
+            do throws(DownloadError) {
+                descriptor = try PartialRemainder.nameWhole(
+                    descriptor,
+                    naming,
+                    at: partialPath,
+                    length: staged.length,
+                    pool: pool
+                )
+            } catch {
+                var error = error
+                error.url = url
+                return .failure(error)
+            }
+        }
         var status = stat()
         let length: Int64 = fstat(descriptor, &status) == 0 ? Int64(status.st_size) : 0
         close(descriptor)

@@ -61,6 +61,14 @@ struct PartialRemainder: @unchecked Sendable {
         return descriptor
     }
 
+    /// How a whole file written by ``stageWhole(to:tryNameless:)`` gets its name once it is synced.
+    enum WholeNaming: Sendable {
+        /// A nameless file in the folder: linked at the path.
+        case nameless
+        /// A file beside the path (no nameless files here): renamed onto it.
+        case staged(String)
+    }
+
     /// Writes the bytes of a sink that never wrote any so that `path` appears only once it holds
     /// all of them, durably: a nameless file in `path`'s folder, synced, then named (or, where the
     /// file system has no nameless files or /proc cannot name one, a file beside `path` renamed
@@ -68,8 +76,42 @@ struct PartialRemainder: @unchecked Sendable {
     /// continue. Returns the open descriptor; the buffer goes back to its pool either way.
     /// (`tryNameless: false` goes straight to the named file, for tests.)
     func writeWhole(to path: String, tryNameless: Bool = true) throws(DownloadError) -> Int32 {
-        do {
-            return try writeWholeOrThrow(to: path, tryNameless: tryNameless)
+        let (descriptor, naming) = try stageWhole(to: path, tryNameless: tryNameless)
+        _ = fdatasync(descriptor)
+        return try Self.nameWhole(descriptor, naming, at: path, length: offset + Int64(count), pool: pool)
+    }
+
+    /// ``writeWhole(to:tryNameless:)`` up to the sync, which the caller makes (one for many files,
+    /// ``DiskLanes``): the bytes in a file nobody finds at `path` yet. Returns its descriptor and
+    /// how to name it once synced (``nameWhole(_:_:at:length:pool:)``).
+    func stageWhole(to path: String, tryNameless: Bool = true) throws(DownloadError) -> (Int32, WholeNaming) {
+        do throws(DownloadError) {
+            if isNameless { return (descriptor, .nameless) }
+            defer { if let buffer { pool.give(buffer) } }
+            let folder = FilePath.directory(of: path)
+            let nameless = tryNameless ? CHaul_open_nameless(folder.isEmpty ? "." : folder) : -1
+            if nameless >= 0 {
+                do throws(DownloadError) {
+                    try writeBuffered(to: nameless, at: 0, path: path)
+                } catch {
+                    Glibc.close(nameless)
+                    throw error
+                }
+                return (nameless, .nameless)
+            }
+            let staging = "\(path).whole"
+            let descriptor = open(staging, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard descriptor >= 0 else {
+                throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: staging, detail: "open failed")
+            }
+            do throws(DownloadError) {
+                try writeBuffered(to: descriptor, at: 0, path: path)
+            } catch {
+                Glibc.close(descriptor)
+                unlink(staging)
+                throw error
+            }
+            return (descriptor, .staged(staging))
         } catch {
             var error = error
             error.nothingKept = true  // nothing at `path`: the download starts again from zero
@@ -77,47 +119,43 @@ struct PartialRemainder: @unchecked Sendable {
         }
     }
 
-    private func writeWholeOrThrow(to path: String, tryNameless: Bool) throws(DownloadError) -> Int32 {
-        if isNameless { return try nameWritten(to: path) }
-        defer { if let buffer { pool.give(buffer) } }
-        let folder = FilePath.directory(of: path)
-        let nameless = tryNameless ? CHaul_open_nameless(folder.isEmpty ? "." : folder) : -1
-        if nameless >= 0 {
-            do throws(DownloadError) {
-                try writeAndSync(to: nameless, path: path)
-            } catch {
-                Glibc.close(nameless)
-                throw error
-            }
-            if Self.name(nameless, path) { return nameless }
-            Glibc.close(nameless)  // no /proc, or not allowed: write a named file instead
-        }
-        let staging = "\(path).whole"
-        let descriptor = open(staging, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else {
-            throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: staging, detail: "open failed")
-        }
+    /// Names a whole file ``stageWhole(to:tryNameless:)`` wrote, once it is synced: `path` appears
+    /// holding all of its `length` bytes. Where a nameless file cannot be named (no /proc), its bytes
+    /// are read back and written to a named file, synced. Returns the open descriptor.
+    static func nameWhole(
+        _ descriptor: Int32,
+        _ naming: WholeNaming,
+        at path: String,
+        length: Int64,
+        pool: BufferPool
+    ) throws(DownloadError) -> Int32 {
         do throws(DownloadError) {
-            try writeAndSync(to: descriptor, path: path)
-            guard rename(staging, path) == 0 else {
-                throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "rename failed")
+            switch naming {
+            case .staged(let staging):
+                guard rename(staging, path) == 0 else {
+                    let code = errno
+                    Glibc.close(descriptor)
+                    unlink(staging)
+                    throw DownloadError(code: .fileSystem, url: nil, errno: code, path: path, detail: "rename failed")
+                }
+                return descriptor
+            case .nameless:
+                if name(descriptor, path) { return descriptor }
+                return try copyNamed(descriptor, to: path, length: Int(length), pool: pool)
             }
         } catch {
-            Glibc.close(descriptor)
-            unlink(staging)
+            var error = error
+            error.nothingKept = true
             throw error
         }
-        return descriptor
     }
 
-    /// ``writeWhole(to:tryNameless:)`` for a nameless file that holds the bytes already: synced,
-    /// then named; where it cannot be named, its bytes are read back and written to a named file.
-    private func nameWritten(to path: String) throws(DownloadError) -> Int32 {
-        _ = fdatasync(descriptor)
-        if Self.name(descriptor, path) { return descriptor }
-        // No /proc, or not allowed: the bytes (at most a buffer's worth) go to a named file.
+    /// The bytes of the nameless file `descriptor` (at most a buffer's worth), read back and written
+    /// whole to `path`, for a system that cannot name it (no /proc, or not allowed).
+    private static func copyNamed(_ descriptor: Int32, to path: String, length: Int, pool: BufferPool)
+        throws(DownloadError) -> Int32
+    {
         defer { Glibc.close(descriptor) }
-        let length = Int(offset)
         guard length <= pool.bufferSize, let buffer = pool.take(beyondLimit: true) else {
             throw DownloadError(
                 code: .internalError,
@@ -154,11 +192,6 @@ struct PartialRemainder: @unchecked Sendable {
         guard errno == EEXIST else { return false }
         unlink(path)
         return CHaul_link_nameless(descriptor, path) == 0
-    }
-
-    private func writeAndSync(to descriptor: Int32, path: String) throws(DownloadError) {
-        try writeBuffered(to: descriptor, at: 0, path: path)
-        _ = fdatasync(descriptor)
     }
 
     /// Writes the buffered bytes, if any, to `descriptor` at `offset` (`path` names it in errors).

@@ -271,6 +271,10 @@ extension Transfer {
             record.totalBytes = total
         }
         planSegments(total: total, head: head, acceptsRanges: easy?.header("Accept-Ranges")?.lowercased() == "bytes")
+        // A body that fits in the buffer is collected there whole: one write, by the disk thread.
+        if segments == nil, let total, total - sink.receivedLength <= Int64(environment.buffers.bufferSize) {
+            sink.collectsWholeRest()
+        }
         // A file larger than its buffer reserves its blocks now: a disk too small fails at the start.
         if environment.preallocatesFiles, let total, total > sink.receivedLength + Int64(environment.buffers.bufferSize)
         {
