@@ -67,6 +67,22 @@ if any(r["scenario"] == "many-h2" for r in rows):
     print("offered by ALPN: both multiplex their requests over a few connections. Haul and curl only: the")
     print("peers' programs have no CA-file option here.\n")
     throughput_table("many-h2", count, "files/s")
+for where, title in (("tmpfs", "tmpfs"), ("disk", "the machine's disk (ext4)")):
+    if not median(f"cli-{where}", "haul", "wallSeconds"):
+        continue
+    print(f"\n## (h) `haul -i` over {count} files of 64 KiB, 100 in flight, to {title}\n")
+    print("The command line as users run it (`haul --quiet -j 100 -o DIR -i LIST`: journal, group sync,")
+    print("rename) beside `curl --parallel --parallel-max 100 -K` and the bare program, in the same rounds.\n")
+    print("| client | wall s | files/s | CPU s | CPU ms per file | peak RSS MB | haul's files/s ÷ this |")
+    print("|---|---|---|---|---|---|---|")
+    haul_wall = median(f"cli-{where}", "haul", "wallSeconds")
+    for client, name in (("haul", "haul -i"), ("curl", names["curl"]), ("libcurl-multi", names["libcurl-multi"])):
+        wall = median(f"cli-{where}", client, "wallSeconds")
+        if wall is None:
+            continue
+        cpu = median(f"cli-{where}", client, "cpuSeconds")
+        print(f"| {name} | {wall:.2f} | {count / wall:.0f} | {cpu:.2f} | {cpu * 1000 / count:.3f} | "
+              f"{median(f'cli-{where}', client, 'peakRSSKB') / 1024:.1f} | {wall / haul_wall:.2f}× |")
 print("\n## (b) one 1 GiB file\n")
 throughput_table("one", 1024, "MB/s")
 
@@ -151,6 +167,16 @@ if haul_files and curl_files:
 floor_files = rate("many", "libcurl-multi", count)
 if floor_files and curl_files:
     print(f"| (context) the bare libcurl floor's files/s ÷ curl's | {floor_files / curl_files:.2f}× | |")
+if floor_files and haul_files:
+    line("(a) ≥ 0.85× the bare libcurl program's files/s", f"{haul_files / floor_files:.2f}×", haul_files >= 0.85 * floor_files)
+    haul_cpu, floor_cpu = median("many", "haul", "cpuSeconds"), median("many", "libcurl-multi", "cpuSeconds")
+    line("(a) CPU per file ≤ 1.2× the bare program's", f"{haul_cpu / floor_cpu:.2f}×", haul_cpu <= 1.2 * floor_cpu)
+for where in ("tmpfs", "disk"):
+    cli_haul, cli_curl = rate(f"cli-{where}", "haul", count), rate(f"cli-{where}", "curl", count)
+    if cli_haul and cli_curl:
+        line(f"(h) haul -i on {where} ≥ 1.0× curl --parallel's files/s", f"{cli_haul / cli_curl:.2f}×", cli_haul >= cli_curl)
+        cli_rss = median(f"cli-{where}", "haul", "peakRSSKB")
+        line(f"(h) haul -i on {where}: peak RSS ≤ 32 MB", f"{cli_rss / 1024:.1f} MB", cli_rss <= 32 * 1024)
 haul_rss = median("many", "haul", "peakRSSKB")
 if haul_rss:
     line("(a) peak RSS ≤ 32 MB", f"{haul_rss / 1024:.1f} MB", haul_rss <= 32 * 1024)

@@ -103,6 +103,35 @@ for round in $(seq 1 "$repeat"); do
     for client in $(rotated "$round" haul ahc urlsession curl libcurl-multi); do run_many "$client"; done
 done
 
+# (h): the command users run, `haul -i LIST -o DIR`, beside `curl --parallel -K` and the bare program,
+# writing to tmpfs and to the machine's disk (the folder DISK_DIR, by default under /var/tmp), same rounds.
+disk_dir="${DISK_DIR:-/var/tmp/haul-bench-disk}"
+haul_cli="$(cd .. && swift build -c release --product haul --show-bin-path)/haul"
+(cd .. && swift build -c release --product haul > /dev/null)
+seq 0 $((count - 1)) | awk -v base="$base" '{ printf "%s/f%d.bin\n  out=%d.bin\n", base, $1 % 1000, $1 }' > "$work/haul.list"
+run_cli() {  # run_cli CLIENT WHERE (tmpfs or disk): one round of (h), checked
+    local out="$work/out" scenario="cli-$2"
+    [ "$2" = disk ] && out="$disk_dir"
+    rm -rf "$out"; mkdir -p "$out"; sync
+    case "$1" in
+        haul) timed "$scenario" haul "$haul_cli" --quiet -j 100 -o "$out" -i "$work/haul.list" ;;
+        curl) sed "s|$work/out|$out|" "$work/curl.config" > "$work/curl-cli.config"
+              timed "$scenario" curl curl -s --parallel --parallel-max 100 --create-dirs -K "$work/curl-cli.config" ;;
+        libcurl-multi) timed "$scenario" libcurl-multi .build/many "$base" "$count" 100 "$out" ;;
+    esac
+    local i
+    for i in $(seq 0 $((count - 1))); do
+        cmp -s "$out/$i.bin" "$work/www/f$((i % 1000)).bin" || { echo "(h) $1 on $2: file $i is wrong"; exit 1; }
+    done
+    rm -rf "$out"
+}
+echo "== (h) haul -i over $count files of 64 KiB, 100 in flight, to tmpfs and to the disk ($disk_dir)"
+for round in $(seq 1 "$repeat"); do
+    for where in tmpfs disk; do
+        for client in $(rotated "$round" haul curl libcurl-multi); do run_cli "$client" "$where"; done
+    done
+done
+
 run_many_h2() {  # run_many_h2 CLIENT: one round of (e) for CLIENT (haul or curl), checked
     rm -rf "$work/out"; mkdir -p "$work/out"
     if [ "$1" = curl ]; then

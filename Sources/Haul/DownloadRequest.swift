@@ -56,6 +56,15 @@ public struct DownloadRequest: Sendable, Hashable {
     /// is in use. Recorded in the journal (without user names and passwords, which stay in memory).
     public var mirrors: [URL] = []
 
+    /// The id of the download this request asks for: its destination's (``DownloadID/init(destination:)``),
+    /// or for one that takes its file name from the server, its folder's and its ``key`` or URL's.
+    /// Two requests with one id are one download. Lets a caller of ``DownloadManager/enqueue(_:)``
+    /// follow its requests on ``DownloadManager/events`` without a handle for each.
+    public var id: DownloadID {
+        guard takesFileNameFromServer else { return DownloadID(destination: destination) }
+        return key.map { DownloadID(key: $0, folder: destination) } ?? DownloadID(url: url, folder: destination)
+    }
+
     /// A request for `url` into `folder`, under the name the server gives
     /// (``takesFileNameFromServer``).
     public init(

@@ -398,11 +398,14 @@ struct HaulCLITests {
         while kills < 5 {
             let events = work.appendingPathComponent("events-\(kills).jsonl")
             let run = try ChildProcess(Self.haulPath, arguments, stdout: events.path)
-            // Wait (bounded) until this run reported progress, then kill it a random moment later.
+            // Wait (bounded) until this run reported progress (the first run: over all its
+            // connections, which a loaded machine may open after a first report), then kill it a
+            // random moment later.
             let deadline = clock.now + .seconds(20)
             func progressed() -> Bool {
                 let text = (try? String(contentsOf: events, encoding: .utf8)) ?? ""
                 return text.contains("\"event\":\"progress\"")
+                    && (kills > 0 || text.contains("\"connections\":\(connections)"))
             }
             while clock.now < deadline, run.isRunning, !progressed() {
                 try await Task.sleep(for: .milliseconds(5))

@@ -40,7 +40,7 @@ enum DiskJob: Sendable {
         var descriptors: [Int32] = []
         for job in batch {
             switch job {
-            case .checkpoint(let id, let directory, let path, let bytes, let segments):
+            case .checkpoint(let id, let directory, let path, _, let segments):
                 let descriptor = open(path, O_RDONLY | O_CLOEXEC)
                 guard descriptor >= 0 else {
                     steps.append(.done(.synced(id, directory: directory, bytes: -1, segments: segments)))

@@ -63,6 +63,7 @@ public final class Download: Sendable, Identifiable {
         self.stateDirectoryPath = stateDirectoryPath
         self.controller = controller
         self.hub = EventHub(progress: progress, feed: feed.map { ($0, id, destinationPath) })
+        hub.owner = self
     }
 
     deinit { census.downloads.subtract(1, ordering: .relaxed) }

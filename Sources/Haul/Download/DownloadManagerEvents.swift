@@ -3,8 +3,15 @@
 /// without a handle for each.
 ///
 /// Each iteration is an independent subscriber that sees the events published from its start, in
-/// order, and ends when the manager shuts down. A subscriber holds up to 4,096 unread events:
-/// beyond, progress is dropped first, then the oldest events; a reader that keeps up loses nothing.
+/// order, and ends when the manager shuts down. A subscriber holds up to 4,096 unread events besides
+/// outcomes: beyond, progress is dropped first, then the oldest events; an outcome (`.completed`,
+/// `.failed`, `.cancelled`) is never dropped, so a reader that falls behind still learns how every
+/// download ended, and a reader that keeps up loses nothing. Each event carries the download's
+/// handle when one published it (``DownloadManagerEvent/download``).
+///
+/// To follow downloads queued with ``DownloadManager/enqueue(_:)``: start iterating first, then
+/// enqueue, and match events to requests by ``DownloadRequest/id``. A request whose destination is
+/// complete already gets its `.completed` at once (with ``Download/wasAlreadyComplete``).
 public struct DownloadManagerEvents: AsyncSequence, Sendable {
     /// The element type.
     public typealias Element = DownloadManagerEvent

@@ -1,12 +1,14 @@
 import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// Every download's events for the whole manager (``DownloadManager/events``): each download's hub
 /// hands its events here too, in the order they were published, while anyone subscribes. Publishing
 /// never blocks on a reader; with nobody subscribed it costs one atomic load.
 final class EventFeed: Sendable {
-    /// Events one subscriber may hold. Past it, a new progress event is dropped (a newer one
-    /// follows), and for any other event the oldest progress event (else the oldest event) goes.
+    /// Events one subscriber may hold besides final ones. Past it, a new progress event is dropped (a
+    /// newer one follows), and for any other event the oldest progress event (else the oldest event
+    /// that is not final) goes. Final events are never dropped.
     static let subscriberBufferLimit = 4096
 
     /// Unsubscribes when the iterator that owns it goes away.
@@ -29,6 +31,9 @@ final class EventFeed: Sendable {
         var waiter: CheckedContinuation<DownloadManagerEvent?, Never>?
         /// The waiting task was cancelled: its `next()` returns `nil`.
         var cancelled = false
+        /// Unread final events (completed, failed, cancelled): never dropped, so a subscriber that
+        /// falls behind still learns every outcome; they do not count against the limit.
+        var finalCount = 0
         var count: Int { buffer.count - head }
     }
 
@@ -40,21 +45,50 @@ final class EventFeed: Sendable {
 
     private let state = Mutex(State())
     private let subscribed = Atomic<Bool>(false)
+    /// The loop thread (`pthread_self`), whose events wake a waiting reader once per loop turn
+    /// (``wakeDeferred()``) rather than once per event: one thread hop for a turn's outcomes.
+    private let deferringThread = Atomic<UInt>(0)
+    /// Readers were left waiting beside buffered events by the loop thread.
+    private let wakesDeferred = Atomic<Bool>(false)
 
     /// Whether anyone follows the feed (a hint for publishers; read without the lock).
     var hasSubscribers: Bool { subscribed.load(ordering: .relaxed) }
 
+    /// The calling thread (the loop's) defers its wake-ups to ``wakeDeferred()``, which it calls
+    /// at the end of each turn.
+    func attachCurrentThread() {
+        deferringThread.store(UInt(pthread_self()), ordering: .relaxed)
+    }
+
+    /// Wakes each reader that waits while events are buffered for it (loop thread, end of turn).
+    func wakeDeferred() {
+        guard wakesDeferred.exchange(false, ordering: .relaxed) else { return }
+        var toResume: [(CheckedContinuation<DownloadManagerEvent?, Never>, DownloadManagerEvent)] = []
+        state.withLock { state in
+            state.subscribers.mutateEachValue { subscriber in
+                guard let waiter = subscriber.waiter, let event = Self.take(from: &subscriber) else { return }
+                toResume.append((waiter, event))
+                subscriber.waiter = nil
+            }
+        }
+        for (waiter, event) in toResume { waiter.resume(returning: event) }
+    }
+
     func publish(_ event: DownloadManagerEvent) {
         guard hasSubscribers else { return }
         var toResume: [CheckedContinuation<DownloadManagerEvent?, Never>] = []
+        let deferring = deferringThread.load(ordering: .relaxed) == UInt(pthread_self())
         state.withLock { state in
             guard !state.closed else { return }
-            for id in state.subscribers.keys {
-                if let waiter = state.subscribers[id]!.waiter {
-                    state.subscribers[id]!.waiter = nil
+            state.subscribers.mutateEachValue { subscriber in
+                if deferring {
+                    Self.enqueue(event, into: &subscriber)
+                    if subscriber.waiter != nil { wakesDeferred.store(true, ordering: .relaxed) }
+                } else if let waiter = subscriber.waiter {
+                    subscriber.waiter = nil
                     toResume.append(waiter)
                 } else {
-                    Self.enqueue(event, into: &state.subscribers[id]!)
+                    Self.enqueue(event, into: &subscriber)
                 }
             }
         }
@@ -62,14 +96,15 @@ final class EventFeed: Sendable {
     }
 
     private static func enqueue(_ event: DownloadManagerEvent, into subscriber: inout Subscriber) {
-        if subscriber.count >= subscriberBufferLimit {
+        if subscriber.count - subscriber.finalCount >= subscriberBufferLimit {
             if case .progress = event.event { return }
             let unread = subscriber.head..<subscriber.buffer.endIndex
             let index =
                 unread.first { if case .progress = subscriber.buffer[$0].event { true } else { false } }
-                ?? subscriber.head
-            subscriber.buffer.remove(at: index)
+                ?? unread.first { !subscriber.buffer[$0].event.isFinal }
+            if let index { subscriber.buffer.remove(at: index) }
         }
+        if event.event.isFinal { subscriber.finalCount += 1 }
         if subscriber.head > 1024, subscriber.head * 2 > subscriber.buffer.count {
             subscriber.buffer.removeFirst(subscriber.head)
             subscriber.head = 0
@@ -77,19 +112,33 @@ final class EventFeed: Sendable {
         subscriber.buffer.append(event)
     }
 
-    /// Ends every subscription (the manager shut down).
+    /// Ends every subscription (the manager shut down): each reader gets the events buffered for it,
+    /// then `nil`.
     func close() {
-        var toResume: [CheckedContinuation<DownloadManagerEvent?, Never>] = []
+        var toResume: [(CheckedContinuation<DownloadManagerEvent?, Never>, DownloadManagerEvent?)] = []
         state.withLock { state in
             state.closed = true
-            for id in state.subscribers.keys {
-                if let waiter = state.subscribers[id]!.waiter {
-                    state.subscribers[id]!.waiter = nil
-                    toResume.append(waiter)
+            state.subscribers.mutateEachValue { subscriber in
+                if let waiter = subscriber.waiter {
+                    subscriber.waiter = nil
+                    toResume.append((waiter, Self.take(from: &subscriber)))
                 }
             }
         }
-        for waiter in toResume { waiter.resume(returning: nil) }
+        for (waiter, event) in toResume { waiter.resume(returning: event) }
+    }
+
+    /// The subscriber's oldest unread event, taken from its buffer.
+    private static func take(from subscriber: inout Subscriber) -> DownloadManagerEvent? {
+        guard subscriber.count > 0 else { return nil }
+        let event = subscriber.buffer[subscriber.head]
+        subscriber.head += 1
+        if event.event.isFinal { subscriber.finalCount -= 1 }
+        if subscriber.head == subscriber.buffer.count {
+            subscriber.buffer.removeAll(keepingCapacity: true)
+            subscriber.head = 0
+        }
+        return event
     }
 
     func subscribe() -> Int {
@@ -128,20 +177,11 @@ final class EventFeed: Sendable {
     private func waitForNext(_ id: Int) async -> DownloadManagerEvent? {
         await withCheckedContinuation { (continuation: CheckedContinuation<DownloadManagerEvent?, Never>) in
             let value = state.withLock { state -> DownloadManagerEvent?? in
-                guard var subscriber = state.subscribers[id], !subscriber.cancelled else { return .some(nil) }
-                if subscriber.count > 0 {
-                    let event = subscriber.buffer[subscriber.head]
-                    subscriber.head += 1
-                    if subscriber.head == subscriber.buffer.count {
-                        subscriber.buffer.removeAll(keepingCapacity: true)
-                        subscriber.head = 0
-                    }
-                    state.subscribers[id] = subscriber
-                    return .some(event)
-                }
+                // In place: a copy of the subscriber would copy its buffer.
+                guard state.subscribers[id]?.cancelled == false else { return .some(nil) }
+                if let event = Self.take(from: &state.subscribers[id]!) { return .some(event) }
                 if state.closed { return .some(nil) }
-                subscriber.waiter = continuation
-                state.subscribers[id] = subscriber
+                state.subscribers[id]!.waiter = continuation
                 return nil
             }
             if let value { continuation.resume(returning: value) }

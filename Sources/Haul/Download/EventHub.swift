@@ -50,6 +50,9 @@ final class EventHub: Sendable {
     private let state: Mutex<State>
     /// The manager's feed, which carries this download's events too, with its id and destination.
     private let feed: (feed: EventFeed, id: DownloadID, destinationPath: String)?
+    /// The handle that owns this hub, carried on the feed's events. Set once by ``Download/init``,
+    /// before the hub is published to anyone; weak: the handle owns the hub.
+    nonisolated(unsafe) weak var owner: Download?
 
     /// - Parameters:
     ///   - earlyWindow: how long events are kept for a first subscriber (tests shorten it).
@@ -80,12 +83,12 @@ final class EventHub: Sendable {
                     Self.enqueue(event, into: &state.early!)
                 }
             }
-            for id in state.subscribers.keys {
-                if let waiter = state.subscribers[id]!.waiter {
-                    state.subscribers[id]!.waiter = nil
+            state.subscribers.mutateEachValue { subscriber in
+                if let waiter = subscriber.waiter {
+                    subscriber.waiter = nil
                     toResume.append((waiter, event))
                 } else {
-                    Self.enqueue(event, into: &state.subscribers[id]!.buffer)
+                    Self.enqueue(event, into: &subscriber.buffer)
                 }
             }
             if event.isFinal {
@@ -97,8 +100,16 @@ final class EventHub: Sendable {
             return true
         }
         if published, let feed, feed.feed.hasSubscribers {
-            let destination = URL(fileURLWithPath: feed.destinationPath, isDirectory: false)
-            feed.feed.publish(DownloadManagerEvent(id: feed.id, destination: destination, event: event))
+            let owner = owner
+            // A download into a folder shows the file it chose, once it chose one.
+            feed.feed.publish(
+                DownloadManagerEvent(
+                    id: feed.id,
+                    destinationPath: owner?.destinationPath ?? feed.destinationPath,
+                    event: event,
+                    download: owner
+                )
+            )
         }
         for (waiter, value) in toResume { waiter.resume(returning: value) }
         if let result {
@@ -115,9 +126,9 @@ final class EventHub: Sendable {
             guard !state.closed else { return }
             state.closed = true
             state.result = .failure(error)
-            for id in state.subscribers.keys {
-                if let waiter = state.subscribers[id]!.waiter {
-                    state.subscribers[id]!.waiter = nil
+            state.subscribers.mutateEachValue { subscriber in
+                if let waiter = subscriber.waiter {
+                    subscriber.waiter = nil
                     toResume.append(waiter)
                 }
             }
@@ -204,15 +215,13 @@ final class EventHub: Sendable {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<DownloadEvent?, Never>) in
                 let immediate: DownloadEvent?? = state.withLock { state in
-                    guard var subscriber = state.subscribers[id], !subscriber.cancelled else { return .some(nil) }
-                    if !subscriber.buffer.isEmpty {
-                        let event = subscriber.buffer.removeFirst()
-                        state.subscribers[id] = subscriber
-                        return .some(event)
+                    // In place: a copy of the subscriber would copy its buffer.
+                    guard state.subscribers[id]?.cancelled == false else { return .some(nil) }
+                    if !state.subscribers[id]!.buffer.isEmpty {
+                        return .some(state.subscribers[id]!.buffer.removeFirst())
                     }
                     if state.closed { return .some(nil) }
-                    subscriber.waiter = continuation
-                    state.subscribers[id] = subscriber
+                    state.subscribers[id]!.waiter = continuation
                     return .none
                 }
                 if case .some(let event) = immediate { continuation.resume(returning: event) }

@@ -86,10 +86,7 @@ extension DownloadQueue {
         return PreparedRequest(
             url: url,
             destination: destination,
-            id: !request.takesFileNameFromServer
-                ? DownloadID(destinationPath: destination)
-                : request.key.map { DownloadID(key: $0, folder: request.destination) }
-                    ?? DownloadID(url: url, folder: request.destination),
+            id: request.takesFileNameFromServer ? request.id : DownloadID(destinationPath: destination),
             stateDirectory: stateDirectory,
             priority: request.priority,
             checksum: request.checksum,
@@ -212,21 +209,27 @@ extension DownloadQueue {
                 // A download into a folder shows the file it chose, once it chose one.
                 makeHandle(for: request, destinationPath: record.destination, progress: progress)
             }
-        } else {
-            guard let live = catalog.existingHandle(request.id) else {
-                // No handle shows it: the manager's feed hears of a queued row from here.
-                if case .queued = outcome, catalog.feed.hasSubscribers {
-                    catalog.feed.publish(
-                        DownloadManagerEvent(
-                            id: request.id,
-                            destination: URL(fileURLWithPath: record.destination, isDirectory: false),
-                            event: .queued
-                        )
-                    )
-                }
-                return nil
-            }
+        } else if let live = catalog.existingHandle(request.id) {
             (download, isNew) = (live, false)
+        } else if case .complete = outcome, catalog.feed.hasSubscribers {
+            // Found complete while someone follows the feed: a handle (released once they read it)
+            // tells them, with ``Download/wasAlreadyComplete``, as a caller of `download(…)` is told.
+            (download, isNew) = catalog.handle(request.id) {
+                makeHandle(for: request, destinationPath: record.destination, progress: progress)
+            }
+        } else {
+            // No handle shows it: the manager's feed hears of a queued row from here.
+            if case .queued = outcome, catalog.feed.hasSubscribers {
+                catalog.feed.publish(
+                    DownloadManagerEvent(
+                        id: request.id,
+                        destinationPath: record.destination,
+                        event: .queued,
+                        download: nil
+                    )
+                )
+            }
+            return nil
         }
         switch outcome {
         case .queued:

@@ -38,6 +38,9 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     var timersStarted = false
     /// A task waits (``DownloadManager/waitUntilIdle()``) for no download to be queued or running.
     var idleWaitersPending = false
+    /// Nothing is queued or running: the waiters are resumed at the end of the turn, after its rows
+    /// are committed and its events handed over, so that they find every outcome recorded.
+    var idleReached = false
     var retryTimer: OpaquePointer?
     /// Segmented transfers that wanted a connection the limits did not allow yet.
     var connectionWaiters: [DownloadID: Transfer] = [:]
@@ -120,6 +123,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
 
     func reactorWillRun(_ reactor: Reactor) {
         catalog.writeBatch.attachCurrentThread()
+        catalog.feed.attachCurrentThread()
     }
 
     func reactorTurnDidEnd(_ reactor: Reactor) {
@@ -134,6 +138,12 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
         // After the commit: a sync's report must not overtake the row that it completes.
         disk.send()
+        // The turn's events reach the manager's feed readers with one wake-up each.
+        catalog.feed.wakeDeferred()
+        if idleReached {
+            idleReached = false
+            catalog.resumeIdleWaiters()
+        }
     }
 
     func reactorWasWoken(_ reactor: Reactor) {
@@ -227,7 +237,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
         if idleWaitersPending, transfers.isEmpty, admission.queuesAreEmpty {
             idleWaitersPending = false
-            catalog.resumeIdleWaiters()
+            idleReached = true  // told at the end of the turn, once its rows are written
         }
     }
 
