@@ -1,0 +1,85 @@
+import FoundationEssentials
+import Testing
+
+@testable import Haul
+
+/// The manager's feed, without a manager: what a reader that falls behind still gets.
+struct EventFeedTests {
+    static func event(_ index: Int, _ event: DownloadEvent) -> DownloadManagerEvent {
+        DownloadManagerEvent(
+            id: DownloadID(destination: URL(fileURLWithPath: "/tmp/feed/\(index)")),
+            destination: URL(fileURLWithPath: "/tmp/feed/\(index)"),
+            event: event
+        )
+    }
+
+    @Test("a reader far behind loses progress, never an outcome, and reads them in order")
+    func outcomesAreNeverDropped() async {
+        let feed = EventFeed()
+        let subscription = EventFeed.Subscription(feed: feed)
+        let count = 3 * EventFeed.subscriberBufferLimit
+        let progress = DownloadProgress(bytesReceived: 1, totalBytes: 2)
+        for index in 0..<count {
+            feed.publish(Self.event(index, .progress(progress)))
+            let outcome: DownloadEvent =
+                index % 2 == 0 ? .completed(URL(fileURLWithPath: "/x")) : .failed(.init(code: .cancelled, url: nil))
+            feed.publish(Self.event(index, outcome))
+        }
+        feed.close()
+        var outcomes: [DownloadID] = []
+        var progressEvents = 0
+        while let event = await feed.next(subscription.id) {
+            if event.event.isFinal { outcomes.append(event.id) } else { progressEvents += 1 }
+        }
+        #expect(outcomes == (0..<count).map { Self.event($0, .queued).id })
+        #expect(progressEvents <= EventFeed.subscriberBufferLimit)
+    }
+
+    @Test("equal events compare equal whatever handle carries them; the destination is the path's URL")
+    func equality() {
+        let a = Self.event(1, .queued)
+        #expect(a == Self.event(1, .queued))
+        #expect(a != Self.event(2, .queued))
+        #expect(a.destination.path == "/tmp/feed/1")
+    }
+}
+
+/// Following `enqueue`d downloads on the feed alone, as a caller with a long list does.
+@Suite("enqueue followed on the manager's feed")
+struct EnqueueFollowingTests {
+    @Test("every request's outcome arrives on the feed by its id, with its handle; a second run finds each complete")
+    func outcomesByID() async throws {
+        let (server, directory) = try startServerAndDirectory(inMemory: true)
+        defer { stop(server, directory) }
+        let source = try server.makeFile("f.bin", size: 20_000, seed: 5)
+        let files = directory.appendingPathComponent("files")
+        let count = 300
+        let requests = (0..<count).map { index in
+            DownloadRequest(url: server.url("f.bin"), destination: files.appendingPathComponent("\(index).bin"))
+        }
+        for run in 0..<2 {
+            var configuration = DownloadManager.Configuration()
+            configuration.stateDirectory = directory.appendingPathComponent("state")
+            configuration.maxConcurrentDownloads = 20
+            let manager = try DownloadManager(configuration: configuration)
+            var events = manager.events.makeAsyncIterator()
+            let summary = try manager.enqueue(requests)
+            #expect(run == 0 ? summary.queued == count : summary.alreadyComplete == count)
+            var pending = Set(requests.map(\.id))
+            #expect(pending.count == count)
+            while !pending.isEmpty, let event = await events.next() {
+                guard event.event.isFinal else { continue }
+                guard case .completed(let file) = event.event else {
+                    Issue.record("\(event.id) ended with \(event.event)")
+                    break
+                }
+                #expect(pending.remove(event.id) != nil)
+                #expect(event.download?.id == event.id)
+                #expect(event.download?.wasAlreadyComplete == (run == 1))
+                #expect(try Data(contentsOf: file) == source)
+            }
+            #expect(pending.isEmpty)
+            await manager.shutdown()
+        }
+    }
+}
