@@ -35,6 +35,25 @@ struct EventFeedTests {
         #expect(progressEvents <= EventFeed.subscriberBufferLimit)
     }
 
+    @Test("a cancelled reader still reads what was published before, woken or not, then ends")
+    func cancelledReaderDrains() async {
+        let feed = EventFeed()
+        let subscription = EventFeed.Subscription(feed: feed)
+        let reader = Task {
+            var read: [DownloadManagerEvent] = []
+            while let event = await feed.next(subscription.id) { read.append(event) }
+            return read
+        }
+        // Published as the loop thread does: buffered, the reader's wake-up left to the turn's end,
+        // which never comes here.
+        await Task.detached {
+            feed.attachCurrentThread()
+            for index in 0..<3 { feed.publish(Self.event(index, .queued)) }
+        }.value
+        reader.cancel()
+        #expect(await reader.value == (0..<3).map { Self.event($0, .queued) })
+    }
+
     @Test("equal events compare equal whatever handle carries them; the destination is the path's URL")
     func equality() {
         let a = Self.event(1, .queued)

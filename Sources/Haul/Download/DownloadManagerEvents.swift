@@ -29,12 +29,15 @@ public struct DownloadManagerEvents: AsyncSequence, Sendable {
     public struct AsyncIterator: AsyncIteratorProtocol {
         let subscription: EventFeed.Subscription
 
-        /// The next event, or `nil` once the manager shut down.
+        /// The next event, or `nil` once the manager shut down, or once the reading task is
+        /// cancelled and the events published before it are read (they are not lost: cancel a
+        /// reader after ``DownloadManager/waitUntilIdle()`` and it still sees every outcome).
         public mutating func next() async -> DownloadManagerEvent? {
             await subscription.feed.next(subscription.id)
         }
 
-        /// The next event, or `nil` once the manager shut down.
+        /// The next event, or `nil` once the manager shut down, or once the reading task is
+        /// cancelled and the events published before it are read.
         public mutating func next(isolation actor: isolated (any Actor)?) async -> DownloadManagerEvent? {
             await subscription.feed.next(subscription.id)
         }

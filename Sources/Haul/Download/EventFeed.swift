@@ -96,7 +96,8 @@ final class EventFeed: Sendable {
     }
 
     private static func enqueue(_ event: DownloadManagerEvent, into subscriber: inout Subscriber) {
-        if subscriber.count - subscriber.finalCount >= subscriberBufferLimit {
+        // An outcome takes no room from the others: it is only added.
+        if !event.event.isFinal, subscriber.count - subscriber.finalCount >= subscriberBufferLimit {
             if case .progress = event.event { return }
             let unread = subscriber.head..<subscriber.buffer.endIndex
             let index =
@@ -159,18 +160,22 @@ final class EventFeed: Sendable {
         waiter?.resume(returning: nil)
     }
 
-    /// The next event for subscriber `id`, or `nil` once the feed is closed and its events are read
-    /// (or when the waiting task is cancelled).
+    /// The next event for subscriber `id`, or `nil` once the feed is closed (or the reading task
+    /// cancelled) and the events published before are read: what was published is not lost.
     func next(_ id: Int) async -> DownloadManagerEvent? {
         await withTaskCancellationHandler {
             await waitForNext(id)
         } onCancel: {
-            let waiter = state.withLock { state -> CheckedContinuation<DownloadManagerEvent?, Never>? in
-                state.subscribers[id]?.cancelled = true
-                defer { state.subscribers[id]?.waiter = nil }
-                return state.subscribers[id]?.waiter
+            typealias Woken = (CheckedContinuation<DownloadManagerEvent?, Never>, DownloadManagerEvent?)
+            let woken = state.withLock { state -> Woken? in
+                guard state.subscribers[id] != nil else { return nil }
+                state.subscribers[id]!.cancelled = true
+                guard let waiter = state.subscribers[id]!.waiter else { return nil }
+                state.subscribers[id]!.waiter = nil
+                // A waiter beside buffered events: the loop's wake-up for them is still to come.
+                return (waiter, Self.take(from: &state.subscribers[id]!))
             }
-            waiter?.resume(returning: nil)
+            if let (waiter, event) = woken { waiter.resume(returning: event) }
         }
     }
 
@@ -178,9 +183,9 @@ final class EventFeed: Sendable {
         await withCheckedContinuation { (continuation: CheckedContinuation<DownloadManagerEvent?, Never>) in
             let value = state.withLock { state -> DownloadManagerEvent?? in
                 // In place: a copy of the subscriber would copy its buffer.
-                guard state.subscribers[id]?.cancelled == false else { return .some(nil) }
+                guard state.subscribers[id] != nil else { return .some(nil) }
                 if let event = Self.take(from: &state.subscribers[id]!) { return .some(event) }
-                if state.closed { return .some(nil) }
+                if state.closed || state.subscribers[id]!.cancelled { return .some(nil) }
                 state.subscribers[id]!.waiter = continuation
                 return nil
             }

@@ -38,9 +38,6 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     var timersStarted = false
     /// A task waits (``DownloadManager/waitUntilIdle()``) for no download to be queued or running.
     var idleWaitersPending = false
-    /// Nothing is queued or running: the waiters are resumed at the end of the turn, after its rows
-    /// are committed and its events handed over, so that they find every outcome recorded.
-    var idleReached = false
     var retryTimer: OpaquePointer?
     /// Segmented transfers that wanted a connection the limits did not allow yet.
     var connectionWaiters: [DownloadID: Transfer] = [:]
@@ -140,8 +137,11 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         disk.send()
         // The turn's events reach the manager's feed readers with one wake-up each.
         catalog.feed.wakeDeferred()
-        if idleReached {
-            idleReached = false
+        // Idle: nothing queued or running, and no disk job whose result (a download's outcome)
+        // is still to come; told after the turn's rows are committed and its events handed over,
+        // so that waiters find every outcome recorded.
+        if idleWaitersPending, transfers.isEmpty, admission.queuesAreEmpty, disk.pending == 0 {
+            idleWaitersPending = false
             catalog.resumeIdleWaiters()
         }
     }
@@ -234,10 +234,6 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         while !shuttingDown, admission.hasFreeSlot {
             guard let (journal, head) = nextQueued() else { break }
             admit(head, from: journal)
-        }
-        if idleWaitersPending, transfers.isEmpty, admission.queuesAreEmpty {
-            idleWaitersPending = false
-            idleReached = true  // told at the end of the turn, once its rows are written
         }
     }
 
