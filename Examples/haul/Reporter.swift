@@ -77,11 +77,40 @@ final class Reporter: Sendable {
 
     /// Registers a download before its events arrive.
     func add(index: Int, name: String, alreadyComplete: Bool = false) {
-        state.withLock {
-            $0.rows[index] = Row(name: name, alreadyComplete: alreadyComplete)
-            $0.order.append(index)
-            $0.waiting = max(0, $0.waiting - 1)
+        state.withLock { Self.add(index: index, name: name, alreadyComplete: alreadyComplete, to: &$0) }
+    }
+
+    private static func add(index: Int, name: String, alreadyComplete: Bool, to state: inout State) {
+        state.rows[index] = Row(name: name, alreadyComplete: alreadyComplete)
+        state.order.append(index)
+        state.waiting = max(0, state.waiting - 1)
+    }
+
+    /// Shows one event of download `index`, named `name` until it ends: its row is made at its first
+    /// event past `.queued` (a download waiting for a slot is one of the "more"). `download` is its
+    /// handle (`nil` for one that could not start); `path` is absolute. Its final event (or the
+    /// pause of an interrupted run) counts what it received.
+    func report(
+        _ event: DownloadEvent,
+        index: Int,
+        name: String,
+        url: String,
+        path: String,
+        download: Download?
+    ) {
+        if event != .queued {
+            let alreadyComplete = download?.wasAlreadyComplete ?? false
+            state.withLock { state in
+                if state.rows[index] == nil {
+                    Self.add(index: index, name: name, alreadyComplete: alreadyComplete, to: &state)
+                }
+            }
         }
+        switch event {
+        case .completed, .failed, .cancelled, .paused: if let download { ended(download) }
+        default: break
+        }
+        report(event, index: index, url: url, path: path, download: download)
     }
 
     /// Shows one event of download `index` (`download` is `nil` for one that could not start;

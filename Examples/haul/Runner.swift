@@ -105,37 +105,81 @@ struct Runner {
         let interruption = Interruption(manager: manager, reporter: reporter)
         interruption.install()
 
-        // A window of downloads at a time, the next one started as one ends: a list of a million
-        // URLs holds a window's objects and tasks, not a million (about 7 KB each).
-        let window = max(64, command.concurrency * 4)
-        reporter.expect(plan.items.count)
+        // The list becomes journal rows in large transactions (`enqueue`): no handle, task or loop
+        // command per URL. Outcomes are followed by id on the manager's feed, subscribed before the
+        // first row is written, so a download that ends before the list is in is seen too.
+        var requests: [DownloadRequest?] = []
+        requests.reserveCapacity(plan.items.count)
         var failures = 0
-        var pending = plan.items.enumerated().makeIterator()
-        /// Starts downloads until `window` run or the list ends; a URL refused at once is a failure.
-        func fill(_ group: inout TaskGroup<Bool>, running: inout Int) {
-            while running < window, interruption.received == nil, let (index, item) = pending.next() {
-                let entry = entries[index]
-                let folder = entry.out == nil ? namesFolder : nil
-                guard
-                    let download = start(item, entry, index: index, into: folder, manager: manager, reporter: reporter)
-                else {
-                    failures += 1
-                    continue
-                }
-                running += 1
-                group.addTask { await Self.follow(download, index: index, item: item, reporter: reporter) }
+        for (index, item) in plan.items.enumerated() {
+            let entry = entries[index]
+            do {
+                requests.append(try Self.request(for: item, entry, into: entry.out == nil ? namesFolder : nil))
+            } catch {
+                requests.append(nil)
+                failures += 1
+                refuse(item, error: error, reporter: reporter)
             }
         }
-        let completed = await withTaskGroup(of: Bool.self) { group in
-            var running = 0
-            var completed = 0
-            fill(&group, running: &running)
-            while let ok = await group.next() {
-                running -= 1
-                if ok { completed += 1 }
-                fill(&group, running: &running)
+        let following = Following(requests: requests)
+        reporter.expect(following.count)
+        let items = plan.items
+        let outcome = await withTaskGroup(of: Void.self) { group -> Following.Outcome in
+            await withCheckedContinuation { (subscribed: CheckedContinuation<Void, Never>) in
+                group.addTask {
+                    var events = manager.events.makeAsyncIterator()
+                    subscribed.resume()
+                    let everyEvent = reporter.wantsEveryEvent
+                    while let event = await events.next() {
+                        guard everyEvent || event.event.isFinal, let index = following.index(of: event.id) else {
+                            continue
+                        }
+                        let item = items[index]
+                        let path = event.destinationPath
+                        reporter.report(
+                            event.event,
+                            index: index,
+                            name: String(item.destination.split(separator: "/").last ?? ""),
+                            url: Reporter.shown(item.url),
+                            path: path,
+                            download: event.download
+                        )
+                        if following.ended(event) { return }
+                    }
+                }
             }
-            return completed
+            // Positions in the sequence given to `enqueue` are those of the requests that exist.
+            var positions: [Int] = []
+            do {
+                let summary = try manager.enqueue(
+                    requests.indices.lazy.compactMap { index -> DownloadRequest? in
+                        guard let request = requests[index] else { return nil }
+                        positions.append(index)
+                        return request
+                    }
+                )
+                for rejection in summary.rejected {
+                    let index = positions[rejection.index]
+                    refuse(plan.items[index], error: rejection.error, reporter: reporter)
+                    failures += 1
+                    if let request = requests[index] { following.refused(request.id, index: index) }
+                }
+            } catch {
+                // The manager shut down (a signal) or its journal failed: what was queued is kept.
+                if interruption.received == nil {
+                    Reporter.write("haul: \(Self.describe(error))\n", to: STDERR_FILENO)
+                }
+            }
+            if following.allQueued() { group.cancelAll() }
+            // Once nothing is queued or running, every outcome this run will see is on the feed
+            // (the loop hands a turn's events over before it tells idle waiters): the reader reads
+            // what is left, then stops. A download left without an outcome (paused) ends as not
+            // completed. Interrupted, the manager shuts down instead: every download reports its
+            // pause, and the feed ends.
+            await manager.waitUntilIdle()
+            if interruption.received == nil { group.cancelAll() }
+            await group.waitForAll()
+            return following.finish()
         }
         await manager.shutdown()
         if let signal = interruption.received {
@@ -143,99 +187,56 @@ struct Runner {
             return 128 + signal
         }
         reporter.finish(interrupted: false)
-        return failures == 0 && completed == plan.items.count ? 0 : 1
+        return failures == 0 && outcome.failed == 0 && outcome.notCompleted == 0 ? 0 : 1
     }
 
-    /// Creates the download of `item` (into `folder` under the server's name, when given), or
-    /// reports why it cannot be (`nil`).
-    func start(
-        _ item: DownloadPlan.Item,
+    /// The request for `item` (into `folder` under the server's name, when given).
+    static func request(
+        for item: DownloadPlan.Item,
         _ entry: InputFile.Entry,
-        index: Int,
-        into folder: String?,
-        manager: DownloadManager,
-        reporter: Reporter
-    ) -> Download? {
-        do {
-            let download: Download
-            if entry.checksum != nil || folder != nil || entry.urls.count > 1 || !entry.headers.isEmpty {
-                func parsed(_ text: String) throws(DownloadError) -> URL {
-                    guard let url = URL(string: text.trimmingSpaces) else {
-                        throw DownloadError(
-                            code: .invalidURL,
-                            url: Reporter.shown(text),
-                            detail: "it could not be parsed"
-                        )
-                    }
-                    return url
-                }
-                var request = DownloadRequest(
-                    url: try parsed(item.url),
-                    destination: URL(fileURLWithPath: folder ?? item.destination, isDirectory: folder != nil),
-                    checksum: entry.checksum,
-                    headers: entry.headers
-                )
-                request.takesFileNameFromServer = folder != nil
-                for mirror in entry.urls.dropFirst() { request.mirrors.append(try parsed(mirror)) }
-                download = try manager.download(request)
-            } else {
-                download = try manager.download(
-                    from: item.url,
-                    to: URL(fileURLWithPath: item.destination, isDirectory: false)
-                )
+        into folder: String?
+    ) throws(DownloadError) -> DownloadRequest {
+        func parsed(_ text: String) throws(DownloadError) -> URL {
+            let trimmed = text.trimmingSpaces
+            // Foundation would percent-encode spaces and control characters; a URL has none.
+            guard
+                !trimmed.unicodeScalars.contains(where: {
+                    $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7f
+                }),
+                let url = URL(string: trimmed)
+            else {
+                throw DownloadError(code: .invalidURL, url: Reporter.shown(text), detail: "it could not be parsed")
             }
-            reporter.add(
-                index: index,
-                name: String(item.destination.split(separator: "/").last ?? ""),
-                alreadyComplete: download.wasAlreadyComplete
-            )
-            return download
-        } catch {
-            reporter.refused()
-            if command.json {
-                Reporter.write(
-                    JSONEvent.line(
-                        for: .failed(
-                            error as? DownloadError ?? DownloadError(code: .invalidURL, url: Reporter.shown(item.url))
-                        ),
-                        url: Reporter.shown(item.url),
-                        path: URL(fileURLWithPath: item.destination).standardizedFileURL.path,
-                        download: nil
-                    ),
-                    to: STDOUT_FILENO
-                )
-            }
-            Reporter.write("haul: \(Self.describe(error))\n", to: STDERR_FILENO)
-            return nil
+            return url
         }
+        var request = DownloadRequest(
+            url: try parsed(item.url),
+            destination: URL(fileURLWithPath: folder ?? item.destination, isDirectory: folder != nil),
+            checksum: entry.checksum,
+            headers: entry.headers
+        )
+        request.takesFileNameFromServer = folder != nil
+        for mirror in entry.urls.dropFirst() { request.mirrors.append(try parsed(mirror)) }
+        return request
     }
 
-    /// Reports `download` until it ends: whether it completed.
-    static func follow(_ download: Download, index: Int, item: DownloadPlan.Item, reporter: Reporter) async -> Bool {
-        defer { reporter.ended(download) }
-        // Absolute; a download into a folder names its file once the server answered.
-        var path: String { download.destination.path }
-        let url = Reporter.shown(item.url)
-        guard reporter.wantsEveryEvent else {
-            // Only the outcome is shown: wait for it without following every event.
-            do {
-                let file = try await download.finished()
-                reporter.report(.completed(file), index: index, url: url, path: path, download: download)
-                return true
-            } catch let error as DownloadError where error.code != .shutdown {
-                reporter.report(.failed(error), index: index, url: url, path: path, download: download)
-                return false
-            } catch {
-                return false
-            }
+    /// Reports a URL of the list that could not be queued.
+    func refuse(_ item: DownloadPlan.Item, error: any Error, reporter: Reporter) {
+        reporter.refused()
+        if command.json {
+            Reporter.write(
+                JSONEvent.line(
+                    for: .failed(
+                        error as? DownloadError ?? DownloadError(code: .invalidURL, url: Reporter.shown(item.url))
+                    ),
+                    url: Reporter.shown(item.url),
+                    path: URL(fileURLWithPath: item.destination).standardizedFileURL.path,
+                    download: nil
+                ),
+                to: STDOUT_FILENO
+            )
         }
-        var last: DownloadEvent?
-        for await event in download.events {
-            reporter.report(event, index: index, url: url, path: path, download: download)
-            last = event
-        }
-        if case .completed = last { return true }
-        return false
+        Reporter.write("haul: \(Self.describe(error))\n", to: STDERR_FILENO)
     }
 
     /// `mkdir -p`, with the failing folder and the system's reason in the error.
