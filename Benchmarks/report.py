@@ -83,6 +83,21 @@ for where, title in (("tmpfs", "tmpfs"), ("disk", "the machine's disk (ext4)")):
         cpu = median(f"cli-{where}", client, "cpuSeconds")
         print(f"| {name} | {wall:.2f} | {count / wall:.0f} | {cpu:.2f} | {cpu * 1000 / count:.3f} | "
               f"{median(f'cli-{where}', client, 'peakRSSKB') / 1024:.1f} | {wall / haul_wall:.2f}× |")
+syscall_rows = [r for r in rows if r["scenario"] == "syscalls"]
+if syscall_rows:
+    print(f"\n## (i) System calls per file (`strace -f -c`, {syscall_rows[0]['files']} files of 64 KiB)\n")
+    print("Counts, not times: strace slows every client alike. `haul -i` and curl write to the disk, the")
+    print("library's (a) to tmpfs (where `syncfs` is skipped).\n")
+    names_i = ["pwrite64", "write", "recvfrom", "poll", "openat", "close", "newfstatat", "rename", "linkat",
+               "fdatasync", "syncfs", "futex"]
+    labels = {"haul": "haul -i (disk)", "haul-library": "Haul library, (a) (tmpfs)", "curl": "curl --parallel (disk)",
+              "libcurl-multi": "bare libcurl program (disk)"}
+    print("| client | " + " | ".join(names_i) + " | all |")
+    print("|---|" + "---|" * (len(names_i) + 1))
+    for r in syscall_rows:
+        per = r["perFile"]
+        cells = [f"{per.get(n, 0):.2f}" for n in names_i]
+        print(f"| {labels.get(r['client'], r['client'])} | " + " | ".join(cells) + f" | {sum(per.values()):.1f} |")
 print("\n## (b) one 1 GiB file\n")
 throughput_table("one", 1024, "MB/s")
 

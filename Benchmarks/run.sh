@@ -132,6 +132,36 @@ for round in $(seq 1 "$repeat"); do
     done
 done
 
+# (i): system calls per file under strace (counts only; strace slows every client alike): haul -i to
+# the disk, the library's (a) on tmpfs, the bare program and curl --parallel, same list.
+command -v strace > /dev/null || apt-get install -y -q strace > /dev/null
+syscalls() {  # syscalls CLIENT WHERE COMMAND…: one JSON line of per-file counts
+    local client=$1 where=$2; shift 2
+    strace -f -c -o "$work/strace.txt" "$@" > /dev/null 2>&1
+    python3 - "$work/strace.txt" "$client" "$where" "$count" >> "$results" <<'PY'
+import json, sys
+path, client, where, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+calls = {}
+for line in open(path):
+    parts = line.split()
+    if len(parts) >= 5 and parts[0][0].isdigit() and parts[-1] != "total":
+        calls[parts[-1]] = int(parts[3])
+print(json.dumps({"scenario": "syscalls", "client": client, "where": where, "files": count,
+                  "perFile": {name: round(n / count, 2) for name, n in calls.items()}}))
+PY
+}
+echo "== (i) system calls per file (strace -f -c)"
+rm -rf "$disk_dir"; mkdir -p "$disk_dir"
+syscalls haul disk "$haul_cli" --quiet -j 100 -o "$disk_dir" -i "$work/haul.list"
+rm -rf "$disk_dir"; mkdir -p "$disk_dir"
+sed "s|$work/out|$disk_dir|" "$work/curl.config" > "$work/curl-cli.config"
+syscalls curl disk curl -s --parallel --parallel-max 100 --create-dirs -K "$work/curl-cli.config"
+rm -rf "$disk_dir"; mkdir -p "$disk_dir"
+syscalls libcurl-multi disk .build/many "$base" "$count" 100 "$disk_dir"
+rm -rf "$disk_dir" "$work/out"; mkdir -p "$work/out"
+syscalls haul-library tmpfs "$bin/haul-bench" many haul "$base" "$count" 100 "$work/out"
+rm -rf "$work/out"
+
 run_many_h2() {  # run_many_h2 CLIENT: one round of (e) for CLIENT (haul or curl), checked
     rm -rf "$work/out"; mkdir -p "$work/out"
     if [ "$1" = curl ]; then
