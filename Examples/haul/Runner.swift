@@ -197,17 +197,7 @@ struct Runner {
         into folder: String?
     ) throws(DownloadError) -> DownloadRequest {
         func parsed(_ text: String) throws(DownloadError) -> URL {
-            let trimmed = text.trimmingSpaces
-            // Foundation would percent-encode spaces and control characters; a URL has none.
-            guard
-                !trimmed.unicodeScalars.contains(where: {
-                    $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7f
-                }),
-                let url = URL(string: trimmed)
-            else {
-                throw DownloadError(code: .invalidURL, url: Reporter.shown(text), detail: "it could not be parsed")
-            }
-            return url
+            try DownloadRequest.url(parsing: text, shownAs: Reporter.shown(text))
         }
         var request = DownloadRequest(
             url: try parsed(item.url),

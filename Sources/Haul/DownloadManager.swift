@@ -137,17 +137,7 @@ public final class DownloadManager: Sendable {
     ///
     /// - Throws: ``DownloadError`` with code `.invalidURL` when `string` is not a URL.
     public func download(from string: String, to destination: URL, priority: Int = 0) throws -> Download {
-        let trimmed = string.trimmingWhitespace
-        // Foundation would percent-encode spaces and control characters; a URL has none.
-        guard
-            !trimmed.unicodeScalars.contains(where: {
-                $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7f
-            }),
-            let url = URL(string: trimmed)
-        else {
-            throw DownloadError(code: .invalidURL, url: string, detail: "it could not be parsed")
-        }
-        return try download(from: url, to: destination, priority: priority)
+        try download(from: DownloadRequest.url(parsing: string), to: destination, priority: priority)
     }
 
     /// Queues many downloads at once, writing only journal rows: a queued download holds no memory in

@@ -107,3 +107,23 @@ public struct DownloadRequest: Sendable, Hashable {
         self.headers = headers
     }
 }
+
+extension DownloadRequest {
+    /// The URL written in `string` (spaces around it ignored), as ``DownloadManager`` reads one:
+    /// a string with white space or control characters inside is not a URL, where Foundation
+    /// would percent-encode them.
+    ///
+    /// - Throws: ``DownloadError`` with code `.invalidURL`, naming `shownAs` (by default `string`).
+    public static func url(parsing string: String, shownAs shown: String? = nil) throws(DownloadError) -> URL {
+        let trimmed = string.trimmingWhitespace
+        guard
+            !trimmed.unicodeScalars.contains(where: {
+                $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7f
+            }),
+            let url = URL(string: trimmed)
+        else {
+            throw DownloadError(code: .invalidURL, url: shown ?? string, detail: "it could not be parsed")
+        }
+        return url
+    }
+}
