@@ -1,3 +1,5 @@
+import Dispatch
+import Foundation
 import FoundationEssentials
 import Testing
 
@@ -52,6 +54,39 @@ struct EventFeedTests {
         }.value
         reader.cancel()
         #expect(await reader.value == (0..<3).map { Self.event($0, .queued) })
+    }
+
+    @Test("events from the loop and from another thread reach a waiting reader in the order published")
+    func orderAcrossThreads() async {
+        let feed = EventFeed()
+        let subscription = EventFeed.Subscription(feed: feed)
+        let reader = Task {
+            var read: [DownloadManagerEvent] = []
+            while let event = await feed.next(subscription.id) { read.append(event) }
+            return read
+        }
+        while !feed.isWaiting(subscription.id) { await Task.yield() }
+        // The loop's event waits for the end of its turn; another thread's comes after it, and the
+        // waiting reader gets the loop's first. The "loop" is a thread of its own, kept alive until
+        // the end, so that no thread of this task's pool shares its identity.
+        let published = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        Thread {
+            feed.attachCurrentThread()
+            feed.publish(Self.event(0, .queued))
+            published.signal()
+            release.wait()
+        }.start()
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                published.wait()
+                continuation.resume()
+            }
+        }
+        feed.publish(Self.event(1, .queued))
+        feed.close()
+        release.signal()
+        #expect(await reader.value == [Self.event(0, .queued), Self.event(1, .queued)])
     }
 
     @Test("equal events compare equal whatever handle carries them; the destination is the path's URL")

@@ -76,23 +76,23 @@ final class EventFeed: Sendable {
 
     func publish(_ event: DownloadManagerEvent) {
         guard hasSubscribers else { return }
-        var toResume: [CheckedContinuation<DownloadManagerEvent?, Never>] = []
+        var toResume: [(CheckedContinuation<DownloadManagerEvent?, Never>, DownloadManagerEvent)] = []
         let deferring = deferringThread.load(ordering: .relaxed) == UInt(pthread_self())
         state.withLock { state in
             guard !state.closed else { return }
             state.subscribers.mutateEachValue { subscriber in
+                Self.enqueue(event, into: &subscriber)
+                guard let waiter = subscriber.waiter else { return }
                 if deferring {
-                    Self.enqueue(event, into: &subscriber)
-                    if subscriber.waiter != nil { wakesDeferred.store(true, ordering: .relaxed) }
-                } else if let waiter = subscriber.waiter {
+                    wakesDeferred.store(true, ordering: .relaxed)
+                } else if let oldest = Self.take(from: &subscriber) {
+                    // The oldest first: the loop's events of this turn may wait in the buffer still.
                     subscriber.waiter = nil
-                    toResume.append(waiter)
-                } else {
-                    Self.enqueue(event, into: &subscriber)
+                    toResume.append((waiter, oldest))
                 }
             }
         }
-        for waiter in toResume { waiter.resume(returning: event) }
+        for (waiter, event) in toResume { waiter.resume(returning: event) }
     }
 
     private static func enqueue(_ event: DownloadManagerEvent, into subscriber: inout Subscriber) {
@@ -140,6 +140,11 @@ final class EventFeed: Sendable {
             subscriber.head = 0
         }
         return event
+    }
+
+    /// Whether subscriber `id` waits for an event (tests).
+    func isWaiting(_ id: Int) -> Bool {
+        state.withLock { $0.subscribers[id]?.waiter != nil }
     }
 
     func subscribe() -> Int {
