@@ -75,11 +75,7 @@ final class Reporter: Sendable {
         }
     }
 
-    /// Registers a download before its events arrive.
-    func add(index: Int, name: String, alreadyComplete: Bool = false) {
-        state.withLock { Self.add(index: index, name: name, alreadyComplete: alreadyComplete, to: &$0) }
-    }
-
+    /// Registers a download at its first event past `.queued`.
     private static func add(index: Int, name: String, alreadyComplete: Bool, to state: inout State) {
         state.rows[index] = Row(name: name, alreadyComplete: alreadyComplete)
         state.order.append(index)
