@@ -21,21 +21,16 @@ final class Following: Sendable {
         var outcome = Outcome()
     }
 
-    private let state: Mutex<State>
-    /// How many downloads the run follows.
-    let count: Int
+    private let state = Mutex(State())
 
-    /// Follows the download of each request (`nil`: a URL that could not be made a request).
-    init(requests: [DownloadRequest?]) {
-        var pending: [DownloadID: Int] = [:]
-        pending.reserveCapacity(requests.count)
-        for (index, request) in requests.enumerated() {
-            guard let request else { continue }
-            let id = request.id
-            if pending[id] == nil { pending[id] = index }
+    /// Follows the download `id` for item `index` of the list, unless an earlier item asks for the
+    /// same download (the same destination): returns whether it is new.
+    func follow(_ id: DownloadID, index: Int) -> Bool {
+        state.withLock { state in
+            guard state.pending[id] == nil else { return false }
+            state.pending[id] = index
+            return true
         }
-        count = pending.count
-        state = Mutex(State(pending: pending))
     }
 
     /// The item an event of download `id` is shown for; `nil` when it is not followed (another
@@ -59,9 +54,9 @@ final class Following: Sendable {
     }
 
     /// `enqueue` refused the request of item `index` (its error is reported).
-    func refused(_ id: DownloadID, index: Int) {
+    func refused(index: Int) {
         state.withLock { state in
-            if state.pending[id] == index { state.pending[id] = nil }
+            if let id = state.pending.first(where: { $0.value == index })?.key { state.pending[id] = nil }
         }
     }
 

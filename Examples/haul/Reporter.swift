@@ -66,6 +66,12 @@ final class Reporter: Sendable {
         state.withLock { $0.waiting = count }
     }
 
+    /// An item of the command that asks again for a download an earlier one asked for: one of
+    /// them is reported, and it is no longer waiting.
+    func joined() {
+        state.withLock { $0.waiting = max(0, $0.waiting - 1) }
+    }
+
     /// A download of the command that could not be started (its error is printed already): failed,
     /// no longer waiting.
     func refused() {

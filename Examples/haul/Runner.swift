@@ -108,21 +108,11 @@ struct Runner {
         // The list becomes journal rows in large transactions (`enqueue`): no handle, task or loop
         // command per URL. Outcomes are followed by id on the manager's feed, subscribed before the
         // first row is written, so a download that ends before the list is in is seen too.
-        var requests: [DownloadRequest?] = []
-        requests.reserveCapacity(plan.items.count)
+        // Requests are made as `enqueue` reads them, not kept: a list of 100,000 held two URLs of
+        // about 400 bytes each per line for the whole run.
         var failures = 0
-        for (index, item) in plan.items.enumerated() {
-            let entry = entries[index]
-            do {
-                requests.append(try Self.request(for: item, entry, into: entry.out == nil ? namesFolder : nil))
-            } catch {
-                requests.append(nil)
-                failures += 1
-                refuse(item, error: error, reporter: reporter)
-            }
-        }
-        let following = Following(requests: requests)
-        reporter.expect(following.count)
+        let following = Following()
+        reporter.expect(plan.items.count)
         let items = plan.items
         let outcome = await withTaskGroup(of: Void.self) { group -> Following.Outcome in
             await withCheckedContinuation { (subscribed: CheckedContinuation<Void, Never>) in
@@ -152,17 +142,33 @@ struct Runner {
             var positions: [Int] = []
             do {
                 let summary = try manager.enqueue(
-                    requests.indices.lazy.compactMap { index -> DownloadRequest? in
-                        guard let request = requests[index] else { return nil }
-                        positions.append(index)
-                        return request
+                    items.indices.lazy.compactMap { index -> DownloadRequest? in
+                        let entry = entries[index]
+                        do {
+                            let request = try Self.request(
+                                for: items[index],
+                                entry,
+                                into: entry.out == nil ? namesFolder : nil
+                            )
+                            // Before its row is written: no event for it can come earlier.
+                            guard following.follow(request.id, index: index) else {
+                                reporter.joined()  // the same destination again: one download
+                                return nil
+                            }
+                            positions.append(index)
+                            return request
+                        } catch {
+                            failures += 1
+                            refuse(items[index], error: error, reporter: reporter)
+                            return nil
+                        }
                     }
                 )
                 for rejection in summary.rejected {
                     let index = positions[rejection.index]
-                    refuse(plan.items[index], error: rejection.error, reporter: reporter)
+                    refuse(items[index], error: rejection.error, reporter: reporter)
                     failures += 1
-                    if let request = requests[index] { following.refused(request.id, index: index) }
+                    following.refused(index: index)
                 }
             } catch {
                 // The manager shut down (a signal) or its journal failed: what was queued is kept.
