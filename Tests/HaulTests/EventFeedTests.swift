@@ -37,15 +37,21 @@ struct EventFeedTests {
         #expect(progressEvents <= EventFeed.subscriberBufferLimit)
     }
 
-    @Test("a cancelled reader still reads what was published before, woken or not, then ends")
-    func cancelledReaderDrains() async {
-        let feed = EventFeed()
+    /// A subscriber of `feed` and the task that reads its events until the feed ends for it.
+    static func reader(of feed: EventFeed) -> (EventFeed.Subscription, Task<[DownloadManagerEvent], Never>) {
         let subscription = EventFeed.Subscription(feed: feed)
         let reader = Task {
             var read: [DownloadManagerEvent] = []
             while let event = await feed.next(subscription.id) { read.append(event) }
             return read
         }
+        return (subscription, reader)
+    }
+
+    @Test("a cancelled reader still reads what was published before, woken or not, then ends")
+    func cancelledReaderDrains() async {
+        let feed = EventFeed()
+        let (_, reader) = Self.reader(of: feed)  // the task keeps the subscription
         // Published as the loop thread does: buffered, the reader's wake-up left to the turn's end,
         // which never comes here.
         await Task.detached {
@@ -59,12 +65,7 @@ struct EventFeedTests {
     @Test("events from the loop and from another thread reach a waiting reader in the order published")
     func orderAcrossThreads() async {
         let feed = EventFeed()
-        let subscription = EventFeed.Subscription(feed: feed)
-        let reader = Task {
-            var read: [DownloadManagerEvent] = []
-            while let event = await feed.next(subscription.id) { read.append(event) }
-            return read
-        }
+        let (subscription, reader) = Self.reader(of: feed)
         while !feed.isWaiting(subscription.id) { await Task.yield() }
         // The loop's event waits for the end of its turn; another thread's comes after it, and the
         // waiting reader gets the loop's first. The "loop" is a thread of its own, kept alive until
