@@ -204,19 +204,16 @@ extension DownloadQueue {
         let progress = record.progress
         let download: Download
         let isNew: Bool
-        if creatingHandle {
+        let foundComplete = if case .complete = outcome { true } else { false }
+        // Found complete while someone follows the feed: a handle (released once they read it) tells
+        // them, with ``Download/wasAlreadyComplete``, as a caller of `download(…)` is told.
+        if creatingHandle || (foundComplete && catalog.feed.hasSubscribers) {
             (download, isNew) = catalog.handle(request.id) {
                 // A download into a folder shows the file it chose, once it chose one.
                 makeHandle(for: request, destinationPath: record.destination, progress: progress)
             }
         } else if let live = catalog.existingHandle(request.id) {
             (download, isNew) = (live, false)
-        } else if case .complete = outcome, catalog.feed.hasSubscribers {
-            // Found complete while someone follows the feed: a handle (released once they read it)
-            // tells them, with ``Download/wasAlreadyComplete``, as a caller of `download(…)` is told.
-            (download, isNew) = catalog.handle(request.id) {
-                makeHandle(for: request, destinationPath: record.destination, progress: progress)
-            }
         } else {
             // No handle shows it: the manager's feed hears of a queued row from here.
             if case .queued = outcome, catalog.feed.hasSubscribers {
