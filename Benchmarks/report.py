@@ -37,12 +37,15 @@ clients = ["haul", "ahc", "urlsession", "curl", "libcurl-multi"]
 names = {"haul": "Haul", "ahc": "AsyncHTTPClient 1.37.0 (FileDownloadDelegate)", "urlsession": "URLSession (FoundationNetworking)",
          "curl": "curl --parallel (process)", "libcurl-multi": "bare libcurl multi program (floor/many.c)"}
 
-def throughput_table(scenario, amount, unit):
-    """One row per client: wall, rate (`amount` / wall, in `unit`), CPU, peak RSS, Haul's rate ÷ it."""
-    print(f"| client | wall s | {unit} | CPU s | peak RSS MB | Haul's {unit} ÷ this |")
-    print("|---|---|---|---|---|---|")
+def throughput_table(scenario, amount, unit, labels=None, cpu_per_item=False):
+    """One row per client: wall, rate (`amount` / wall, in `unit`), CPU (and CPU ms per item), peak
+    RSS, Haul's rate ÷ it. `labels`: the clients to show and their names (by default every client)."""
+    labels = labels or {client: names[client] for client in clients}
+    per_item = f" CPU ms per {unit.split('/')[0].removesuffix('s')} |" if cpu_per_item else ""
+    print(f"| client | wall s | {unit} | CPU s |{per_item} peak RSS MB | Haul's {unit} ÷ this |")
+    print("|---|---|---|---|" + ("---|" if cpu_per_item else "") + "---|---|")
     haul_rate = None
-    for client in clients:
+    for client, label in labels.items():
         wall = median(scenario, client, "wallSeconds")
         if wall is None:
             continue
@@ -50,9 +53,10 @@ def throughput_table(scenario, amount, unit):
         if client == "haul":
             haul_rate = rate
         ratio = f"{haul_rate / rate:.2f}×" if haul_rate else ""
-        print(f"| {names[client]} | {wall:.2f} | {rate:.0f} | {median(scenario, client, 'cpuSeconds'):.2f} | "
+        cpu = median(scenario, client, "cpuSeconds")
+        per = f" {cpu * 1000 / amount:.3f} |" if cpu_per_item else ""
+        print(f"| {label} | {wall:.2f} | {rate:.0f} | {cpu:.2f} |{per} "
               f"{median(scenario, client, 'peakRSSKB') / 1024:.1f} | {ratio} |")
-
 
 count = next((r["files"] for r in rows if r["scenario"] == "many" and "files" in r), 10000)
 print(f"## (a) {count} files of 64 KiB, 100 in flight\n")
@@ -73,16 +77,8 @@ for where, title in (("tmpfs", "tmpfs"), ("disk", "the machine's disk (ext4)")):
     print(f"\n## (h) `haul -i` over {count} files of 64 KiB, 100 in flight, to {title}\n")
     print("The command line as users run it (`haul --quiet -j 100 -o DIR -i LIST`: journal, group sync,")
     print("rename) beside `curl --parallel --parallel-max 100 -K` and the bare program, in the same rounds.\n")
-    print("| client | wall s | files/s | CPU s | CPU ms per file | peak RSS MB | haul's files/s ÷ this |")
-    print("|---|---|---|---|---|---|---|")
-    haul_wall = median(f"cli-{where}", "haul", "wallSeconds")
-    for client, name in (("haul", "haul -i"), ("curl", names["curl"]), ("libcurl-multi", names["libcurl-multi"])):
-        wall = median(f"cli-{where}", client, "wallSeconds")
-        if wall is None:
-            continue
-        cpu = median(f"cli-{where}", client, "cpuSeconds")
-        print(f"| {name} | {wall:.2f} | {count / wall:.0f} | {cpu:.2f} | {cpu * 1000 / count:.3f} | "
-              f"{median(f'cli-{where}', client, 'peakRSSKB') / 1024:.1f} | {wall / haul_wall:.2f}× |")
+    throughput_table(f"cli-{where}", count, "files/s", cpu_per_item=True,
+                     labels={"haul": "haul -i", "curl": names["curl"], "libcurl-multi": names["libcurl-multi"]})
 syscall_rows = [r for r in rows if r["scenario"] == "syscalls"]
 if syscall_rows:
     print(f"\n## (i) System calls per file (`strace -f -c`, {syscall_rows[0]['files']} files of 64 KiB)\n")
