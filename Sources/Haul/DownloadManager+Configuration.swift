@@ -4,9 +4,12 @@ import Logging
 extension DownloadManager {
     /// How a manager runs its downloads.
     public struct Configuration: Sendable {
-        /// How many downloads transfer at once (a finishing one counts until its file is in place);
-        /// the others wait as rows of the journal, holding no object, connection, file descriptor or
-        /// buffer. Default 16.
+        /// How many downloads transfer at once; the others wait as rows of the journal, holding no
+        /// object, connection, file descriptor or buffer. Default 16.
+        ///
+        /// A download whose bytes are all received gives its place to the next one while the disk
+        /// makes its file durable and renames it (a sync takes milliseconds on a disk); as many more
+        /// may wait on the disk at once, and admission waits when they do.
         ///
         /// At most half of the process's open-files limit (`RLIMIT_NOFILE`, raised to its hard limit
         /// when the first manager starts) runs at once, whatever is set here: each transfer holds a

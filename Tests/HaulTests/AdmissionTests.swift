@@ -28,6 +28,27 @@ struct AdmissionTests {
         #expect(Admission(slots: 0, perHostLimit: 0).perHostLimit == 1)
     }
 
+    @Test("a download waiting on the disk gives its slot and host share to the next; as many wait at most")
+    func finishingDownloadsFreeTheirSlots() {
+        var admission = Admission(slots: 2, perHostLimit: 1, finishingLimit: 2)
+        admission.startTransferring(a, host: "h:80")
+        #expect(admission.saturatedHosts == ["h:80"])
+        admission.startFinishing(a)
+        #expect(admission.active == 0 && admission.finishingCount == 1)
+        #expect(!admission.holdsSlot(a) && admission.saturatedHosts.isEmpty && admission.hasFreeSlot)
+        admission.startTransferring(b, host: "h:80")
+        admission.startFinishing(b)
+        // Two wait on the disk: nobody else starts, though every slot is free...
+        #expect(admission.active == 0 && !admission.hasFreeSlot)
+        // ...until one is in place.
+        admission.stopTransferring(a)
+        #expect(admission.finishingCount == 1 && admission.hasFreeSlot)
+        // Finishing one that holds no slot changes nothing.
+        admission.startFinishing(c)
+        #expect(admission.finishingCount == 1)
+        #expect(Admission(slots: 3, perHostLimit: nil).finishingLimit == 3)
+    }
+
     @Test func aHostAtItsLimitIsSkippedUntilOneOfItsSlotsFrees() {
         var admission = Admission(slots: 10, perHostLimit: 2)
         admission.startTransferring(a, host: "one:80")

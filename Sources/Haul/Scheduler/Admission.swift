@@ -11,6 +11,12 @@ struct Admission {
 
     /// The slots held, by download, with the download's host.
     private var holders: [DownloadID: String] = [:]
+    /// Downloads whose bytes are all received, waiting on a disk lane (sync, check, rename): they
+    /// hold no connection and no slot, so that a disk's sync latency does not idle the network; at
+    /// most ``finishingLimit`` wait at once (past it, admission waits for the disk).
+    private var finishing: Set<DownloadID> = []
+    /// How many downloads may wait on the disk at once.
+    let finishingLimit: Int
     private var activeByHost: [String: Int] = [:]
     /// Hosts at their limit: the queue skips their rows.
     private(set) var saturatedHosts: Set<String> = []
@@ -31,8 +37,9 @@ struct Admission {
     private var extrasByHost: [String: Int] = [:]
     private var extraTotal = 0
 
-    init(slots: Int, perHostLimit: Int?, connectionLimit: Int = .max) {
+    init(slots: Int, perHostLimit: Int?, connectionLimit: Int = .max, finishingLimit: Int? = nil) {
         self.slots = max(1, slots)
+        self.finishingLimit = max(1, finishingLimit ?? slots)
         self.perHostLimit = perHostLimit.map { max(1, $0) }
         self.connectionLimit = max(1, connectionLimit)
     }
@@ -44,9 +51,13 @@ struct Admission {
 
     /// How many slots are held.
     var active: Int { holders.count }
+    /// How many downloads wait on the disk to finish.
+    var finishingCount: Int { finishing.count }
 
-    /// Whether another download may start now.
-    var hasFreeSlot: Bool { holders.count < slots && holders.count + extraTotal < connectionLimit }
+    /// Whether another download may start now: a slot is free, and the disk keeps up.
+    var hasFreeSlot: Bool {
+        holders.count < slots && finishing.count < finishingLimit && holders.count + extraTotal < connectionLimit
+    }
 
     /// Whether nothing is queued, waiting for a host or waiting to retry (transfers aside).
     var queuesAreEmpty: Bool {
@@ -126,8 +137,18 @@ struct Admission {
     /// Whether `id` holds a slot.
     func holdsSlot(_ id: DownloadID) -> Bool { holders[id] != nil }
 
-    /// `id` paused or ended: its slot is free, and the queues waiting for its host are read again.
+    /// `id` received all its bytes and waits on the disk: its slot, and its host's share, are free
+    /// for the next download; it counts as finishing until ``stopTransferring(_:)``.
+    mutating func startFinishing(_ id: DownloadID) {
+        guard holders[id] != nil else { return }
+        stopTransferring(id)
+        finishing.insert(id)
+    }
+
+    /// `id` paused or ended (or finished on the disk): its slot is free, and the queues waiting for
+    /// its host are read again.
     mutating func stopTransferring(_ id: DownloadID) {
+        finishing.remove(id)
         setConnections(id, 0)
         guard let host = holders.removeValue(forKey: id) else { return }
         let remaining = (activeByHost[host] ?? 1) - 1

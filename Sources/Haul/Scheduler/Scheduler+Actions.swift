@@ -26,8 +26,10 @@ extension Scheduler {
             forget(transfer)
         case .complete:
             disk.add(.finish(transfer.finishJob(keepingDestination: false)))
+            admission.startFinishing(transfer.id)
         case .keepDestination:
             disk.add(.finish(transfer.finishJob(keepingDestination: true)))
+            admission.startFinishing(transfer.id)
         case .retry(let error):
             retry(transfer, after: error)
         case .fail(let error):
@@ -109,8 +111,8 @@ extension Scheduler {
         forget(transfer)
     }
 
-    /// The download paused or ended: it frees its slot (a finishing download keeps it until its file
-    /// is in place, so that transfers never outnumber slots) and becomes a row again.
+    /// The download paused or ended: it frees its slot (a finishing one, which gave its slot up when
+    /// its bytes were all received, leaves the finishing count) and becomes a row again.
     func forget(_ transfer: Transfer) {
         admission.stopTransferring(transfer.id)
         connectionWaiters[transfer.id] = nil

@@ -65,7 +65,10 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         self.admission = Admission(
             slots: slots,
             perHostLimit: configuration.maxConcurrentDownloadsPerHost,
-            connectionLimit: budget.transfers
+            connectionLimit: budget.transfers,
+            // A finishing download may hold its partial file's descriptor (not its socket): they
+            // share the partial files' quarter of the budget with the receiving ones.
+            finishingLimit: min(slots, max(1, budget.openPartialFiles / 2))
         )
         if slots < configuration.maxConcurrentDownloads {
             configuration.logger.notice(
