@@ -28,18 +28,32 @@ public struct DownloadManagerEvents: AsyncSequence, Sendable {
     /// Reads the manager's events.
     public struct AsyncIterator: AsyncIteratorProtocol {
         let subscription: EventFeed.Subscription
+        /// Events taken from the feed together, handed out one by one (one lock and at most one
+        /// wake-up per batch).
+        private var batch: [DownloadManagerEvent] = []
+        private var position = 0
+
+        init(subscription: EventFeed.Subscription) {
+            self.subscription = subscription
+        }
 
         /// The next event, or `nil` once the manager shut down, or once the reading task is
         /// cancelled and the events published before it are read (they are not lost: cancel a
         /// reader after ``DownloadManager/waitUntilIdle()`` and it still sees every outcome).
         public mutating func next() async -> DownloadManagerEvent? {
-            await subscription.feed.next(subscription.id)
+            await next(isolation: nil)
         }
 
         /// The next event, or `nil` once the manager shut down, or once the reading task is
         /// cancelled and the events published before it are read.
         public mutating func next(isolation actor: isolated (any Actor)?) async -> DownloadManagerEvent? {
-            await subscription.feed.next(subscription.id)
+            if position == batch.count {
+                batch = await subscription.feed.nextBatch(subscription.id)
+                position = 0
+                guard !batch.isEmpty else { return nil }
+            }
+            defer { position += 1 }
+            return batch[position]
         }
     }
 }

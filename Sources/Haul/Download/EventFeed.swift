@@ -5,6 +5,10 @@ import Synchronization
 /// Every download's events for the whole manager (``DownloadManager/events``): each download's hub
 /// hands its events here too, in the order they were published, while anyone subscribes. Publishing
 /// never blocks on a reader; with nobody subscribed it costs one atomic load.
+///
+/// A reader takes every event buffered for it at once (``nextBatch(_:)``), and a thread that
+/// publishes many (the loop in each turn, `enqueue` in each run of rows) wakes a waiting reader
+/// once for all of them (``deferringWakes(_:)``): a thread hop and a lock per batch, not per event.
 final class EventFeed: Sendable {
     /// Events one subscriber may hold besides final ones. Past it, a new progress event is dropped (a
     /// newer one follows), and for any other event the oldest progress event (else the oldest event
@@ -24,11 +28,14 @@ final class EventFeed: Sendable {
         deinit { feed.unsubscribe(id) }
     }
 
+    /// A waiting reader, resumed with a batch of events (none: the feed ended for it).
+    typealias Waiter = CheckedContinuation<[DownloadManagerEvent], Never>
+
     private struct Subscriber {
         var buffer: [DownloadManagerEvent] = []
         /// Where the buffer's unread events start (read ones are dropped in bulk, not one by one).
         var head = 0
-        var waiter: CheckedContinuation<DownloadManagerEvent?, Never>?
+        var waiter: Waiter?
         /// The waiting task was cancelled: its `next()` returns `nil`.
         var cancelled = false
         /// Unread final events (completed, failed, cancelled): never dropped, so a subscriber that
@@ -41,14 +48,14 @@ final class EventFeed: Sendable {
         var subscribers: [Int: Subscriber] = [:]
         var nextID = 0
         var closed = false
+        /// Threads (`pthread_self`) whose wake-ups wait for ``wakeDeferred()``: the loop's for good,
+        /// others inside ``deferringWakes(_:)``.
+        var deferringThreads: Set<UInt> = []
     }
 
     private let state = Mutex(State())
     private let subscribed = Atomic<Bool>(false)
-    /// The loop thread (`pthread_self`), whose events wake a waiting reader once per loop turn
-    /// (``wakeDeferred()``) rather than once per event: one thread hop for a turn's outcomes.
-    private let deferringThread = Atomic<UInt>(0)
-    /// Readers were left waiting beside buffered events by the loop thread.
+    /// Readers were left waiting beside buffered events by a deferring thread.
     private let wakesDeferred = Atomic<Bool>(false)
 
     /// Whether anyone follows the feed (a hint for publishers; read without the lock).
@@ -57,42 +64,57 @@ final class EventFeed: Sendable {
     /// The calling thread (the loop's) defers its wake-ups to ``wakeDeferred()``, which it calls
     /// at the end of each turn.
     func attachCurrentThread() {
-        deferringThread.store(UInt(pthread_self()), ordering: .relaxed)
+        let thread = UInt(pthread_self())
+        state.withLock { _ = $0.deferringThreads.insert(thread) }
+    }
+
+    /// Runs `body`, in which this thread's events wake no reader, then wakes the waiting readers
+    /// once for all of them (what `enqueue` publishes for a run of rows).
+    func deferringWakes<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        let thread = UInt(pthread_self())
+        let inserted = state.withLock { $0.deferringThreads.insert(thread).inserted }
+        guard inserted else { return try body() }  // already deferring (the loop, or nested)
+        defer {
+            state.withLock { _ = $0.deferringThreads.remove(thread) }
+            wakeDeferred()
+        }
+        return try body()
     }
 
     /// Wakes each reader that waits while events are buffered for it (loop thread, end of turn).
     func wakeDeferred() {
         guard wakesDeferred.exchange(false, ordering: .relaxed) else { return }
-        var toResume: [(CheckedContinuation<DownloadManagerEvent?, Never>, DownloadManagerEvent)] = []
+        var toResume: [(Waiter, [DownloadManagerEvent])] = []
         state.withLock { state in
             state.subscribers.mutateEachValue { subscriber in
-                guard let waiter = subscriber.waiter, let event = Self.take(from: &subscriber) else { return }
-                toResume.append((waiter, event))
+                guard let waiter = subscriber.waiter, subscriber.count > 0 else { return }
+                toResume.append((waiter, Self.takeAll(from: &subscriber)))
                 subscriber.waiter = nil
             }
         }
-        for (waiter, event) in toResume { waiter.resume(returning: event) }
+        for (waiter, events) in toResume { waiter.resume(returning: events) }
     }
 
     func publish(_ event: DownloadManagerEvent) {
         guard hasSubscribers else { return }
-        var toResume: [(CheckedContinuation<DownloadManagerEvent?, Never>, DownloadManagerEvent)] = []
-        let deferring = deferringThread.load(ordering: .relaxed) == UInt(pthread_self())
+        var toResume: [(Waiter, [DownloadManagerEvent])] = []
+        let thread = UInt(pthread_self())
         state.withLock { state in
             guard !state.closed else { return }
+            let deferring = state.deferringThreads.contains(thread)
             state.subscribers.mutateEachValue { subscriber in
                 Self.enqueue(event, into: &subscriber)
                 guard let waiter = subscriber.waiter else { return }
                 if deferring {
                     wakesDeferred.store(true, ordering: .relaxed)
-                } else if let oldest = Self.take(from: &subscriber) {
-                    // The oldest first: the loop's events of this turn may wait in the buffer still.
+                } else {
+                    // With the events before it: the loop's of this turn may wait in the buffer still.
                     subscriber.waiter = nil
-                    toResume.append((waiter, oldest))
+                    toResume.append((waiter, Self.takeAll(from: &subscriber)))
                 }
             }
         }
-        for (waiter, event) in toResume { waiter.resume(returning: event) }
+        for (waiter, events) in toResume { waiter.resume(returning: events) }
     }
 
     private static func enqueue(_ event: DownloadManagerEvent, into subscriber: inout Subscriber) {
@@ -116,30 +138,32 @@ final class EventFeed: Sendable {
     /// Ends every subscription (the manager shut down): each reader gets the events buffered for it,
     /// then `nil`.
     func close() {
-        var toResume: [(CheckedContinuation<DownloadManagerEvent?, Never>, DownloadManagerEvent?)] = []
+        var toResume: [(Waiter, [DownloadManagerEvent])] = []
         state.withLock { state in
             state.closed = true
             state.subscribers.mutateEachValue { subscriber in
                 if let waiter = subscriber.waiter {
                     subscriber.waiter = nil
-                    toResume.append((waiter, Self.take(from: &subscriber)))
+                    toResume.append((waiter, Self.takeAll(from: &subscriber)))
                 }
             }
         }
-        for (waiter, event) in toResume { waiter.resume(returning: event) }
+        for (waiter, events) in toResume { waiter.resume(returning: events) }
     }
 
-    /// The subscriber's oldest unread event, taken from its buffer.
-    private static func take(from subscriber: inout Subscriber) -> DownloadManagerEvent? {
-        guard subscriber.count > 0 else { return nil }
-        let event = subscriber.buffer[subscriber.head]
-        subscriber.head += 1
-        if event.event.isFinal { subscriber.finalCount -= 1 }
-        if subscriber.head == subscriber.buffer.count {
+    /// Every unread event of the subscriber, oldest first, taken from its buffer.
+    private static func takeAll(from subscriber: inout Subscriber) -> [DownloadManagerEvent] {
+        let events: [DownloadManagerEvent]
+        if subscriber.head == 0 {
+            events = subscriber.buffer
+            subscriber.buffer = []
+        } else {
+            events = Array(subscriber.buffer[subscriber.head...])
             subscriber.buffer.removeAll(keepingCapacity: true)
-            subscriber.head = 0
         }
-        return event
+        subscriber.head = 0
+        subscriber.finalCount = 0
+        return events
     }
 
     /// Whether subscriber `id` waits for an event (tests).
@@ -157,40 +181,40 @@ final class EventFeed: Sendable {
     }
 
     func unsubscribe(_ id: Int) {
-        let waiter = state.withLock { state -> CheckedContinuation<DownloadManagerEvent?, Never>? in
+        let waiter = state.withLock { state -> Waiter? in
             let waiter = state.subscribers.removeValue(forKey: id)?.waiter
             subscribed.store(!state.subscribers.isEmpty, ordering: .relaxed)
             return waiter
         }
-        waiter?.resume(returning: nil)
+        waiter?.resume(returning: [])
     }
 
-    /// The next event for subscriber `id`, or `nil` once the feed is closed (or the reading task
-    /// cancelled) and the events published before are read: what was published is not lost.
-    func next(_ id: Int) async -> DownloadManagerEvent? {
+    /// The events buffered for subscriber `id`, oldest first, waiting for one if there are none;
+    /// none once the feed is closed (or the reading task cancelled) and the events published before
+    /// are read: what was published is not lost.
+    func nextBatch(_ id: Int) async -> [DownloadManagerEvent] {
         await withTaskCancellationHandler {
-            await waitForNext(id)
+            await waitForBatch(id)
         } onCancel: {
-            typealias Woken = (CheckedContinuation<DownloadManagerEvent?, Never>, DownloadManagerEvent?)
-            let woken = state.withLock { state -> Woken? in
+            let woken = state.withLock { state -> (Waiter, [DownloadManagerEvent])? in
                 guard state.subscribers[id] != nil else { return nil }
                 state.subscribers[id]!.cancelled = true
                 guard let waiter = state.subscribers[id]!.waiter else { return nil }
                 state.subscribers[id]!.waiter = nil
                 // A waiter beside buffered events: the loop's wake-up for them is still to come.
-                return (waiter, Self.take(from: &state.subscribers[id]!))
+                return (waiter, Self.takeAll(from: &state.subscribers[id]!))
             }
-            if let (waiter, event) = woken { waiter.resume(returning: event) }
+            if let (waiter, events) = woken { waiter.resume(returning: events) }
         }
     }
 
-    private func waitForNext(_ id: Int) async -> DownloadManagerEvent? {
-        await withCheckedContinuation { (continuation: CheckedContinuation<DownloadManagerEvent?, Never>) in
-            let value = state.withLock { state -> DownloadManagerEvent?? in
+    private func waitForBatch(_ id: Int) async -> [DownloadManagerEvent] {
+        await withCheckedContinuation { (continuation: Waiter) in
+            let value = state.withLock { state -> [DownloadManagerEvent]? in
                 // In place: a copy of the subscriber would copy its buffer.
-                guard state.subscribers[id] != nil else { return .some(nil) }
-                if let event = Self.take(from: &state.subscribers[id]!) { return .some(event) }
-                if state.closed || state.subscribers[id]!.cancelled { return .some(nil) }
+                guard state.subscribers[id] != nil else { return [] }
+                if state.subscribers[id]!.count > 0 { return Self.takeAll(from: &state.subscribers[id]!) }
+                if state.closed || state.subscribers[id]!.cancelled { return [] }
                 state.subscribers[id]!.waiter = continuation
                 return nil
             }

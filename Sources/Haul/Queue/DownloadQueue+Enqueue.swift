@@ -37,33 +37,54 @@ extension DownloadQueue {
                 batch.append(next)
             }
             if batch.count == 2048, carried == nil { carried = nextValid() }
-            let queuedAny = try catalog.withJournal(for: first.stateDirectory) {
-                journal throws(DownloadError) -> Bool in
-                if batch.count == 2048 {
-                    fullRuns[ObjectIdentifier(journal), default: 0] += 1
-                    if fullRuns[ObjectIdentifier(journal)] == 8 {
-                        journal.beginBulkWrite()
-                        bulkJournals.append(journal)
-                    }
-                }
-                return try journal.transaction { () throws(DownloadError) -> Bool in
-                    var queuedAny = false
-                    for request in batch {
-                        let outcome = try writeRow(for: request, in: journal)
-                        _ = publish(outcome, for: request, in: journal, creatingHandle: false)
-                        switch outcome {
-                        case .queued:
-                            summary.queued += 1
-                            queuedAny = true
-                        case .waiting: summary.alreadyQueued += 1
-                        case .complete: summary.alreadyComplete += 1
-                        }
-                    }
-                    return queuedAny
-                }
+            // The run's events wake a waiting feed reader once, after the run (not once per row).
+            let queuedAny = try catalog.feed.deferringWakes { () throws(DownloadError) -> Bool in
+                try writeRun(
+                    batch,
+                    into: first.stateDirectory,
+                    fullRuns: &fullRuns,
+                    bulkJournals: &bulkJournals,
+                    summary: &summary
+                )
             }
             if queuedAny { inbox.submit(.queueChanged(first.stateDirectory)) }
         }
         return summary
+    }
+
+    /// Writes a run of requests into `directory`'s journal, in one transaction; whether it queued any.
+    private func writeRun(
+        _ batch: [PreparedRequest],
+        into directory: String,
+        fullRuns: inout [ObjectIdentifier: Int],
+        bulkJournals: inout [Journal],
+        summary: inout EnqueueSummary
+    ) throws(DownloadError) -> Bool {
+        try catalog.withJournal(for: directory) {
+            journal throws(DownloadError) -> Bool in
+            if batch.count == 2048 {
+                fullRuns[ObjectIdentifier(journal), default: 0] += 1
+                if fullRuns[ObjectIdentifier(journal)] == 8 {
+                    journal.beginBulkWrite()
+                    bulkJournals.append(journal)
+                }
+            }
+            return try journal.transaction { () throws(DownloadError) -> Bool in
+                var queuedAny = false
+                var rowsExist = false
+                for request in batch {
+                    let outcome = try writeRow(for: request, in: journal, rowsExist: &rowsExist)
+                    _ = publish(outcome, for: request, in: journal, creatingHandle: false)
+                    switch outcome {
+                    case .queued:
+                        summary.queued += 1
+                        queuedAny = true
+                    case .waiting: summary.alreadyQueued += 1
+                    case .complete: summary.alreadyComplete += 1
+                    }
+                }
+                return queuedAny
+            }
+        }
     }
 }
