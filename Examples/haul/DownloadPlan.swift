@@ -21,27 +21,38 @@ struct DownloadPlan: Equatable {
     /// - Parameters:
     ///   - urls: the URLs in the order given.
     ///   - output: the `-o` value, or `nil` for the current directory.
+    ///   - given: for each URL, the path inside the folder its file was given (an input file's
+    ///     `out=`), or `nil`: those are used as they are, never numbered, and no URL's name takes
+    ///     them (a single URL that `-o` names a file for goes there all the same). Missing entries are
+    ///     `nil`.
     ///   - isDirectory: whether a path is an existing directory.
     ///   - isOccupied: whether something exists at a path that is not the download of that URL there
     ///     (a file the user made, or another URL's).
     static func make(
         urls: [String],
         output: String?,
+        given: [String?] = [],
         isDirectory: (String) -> Bool,
         isOccupied: (_ url: String, _ path: String) -> Bool = { _, _ in false }
     ) -> DownloadPlan {
+        let given = given + [String?](repeating: nil, count: max(0, urls.count - given.count))
         let (file, directory) = resolve(output: output, urlCount: urls.count, isDirectory: isDirectory)
-        if let file { return DownloadPlan(items: [Item(url: urls[0], destination: file)], outputDirectory: directory) }
-        var taken: Set<String> = []
+        func path(_ name: String) -> String { directory == "/" ? "/\(name)" : "\(directory)/\(name)" }
+        if let file {
+            return DownloadPlan(items: [Item(url: urls[0], destination: file)], outputDirectory: directory)
+        }
+        // Names given are the user's: taken before any URL is named (which is then numbered past
+        // them), and never looked up (100,000 lines with out= cost no name, stat or journal read).
+        var taken = Set(given.compactMap { $0 })
         // Per name, the suffixes tried so far: every one below `next` is taken, or in `holes` (skipped
         // because something else was there for an earlier URL; it may be this URL's own file). The
         // same as trying every suffix from the name itself, without 100,000 URLs of one name each
         // trying every name before theirs.
         var next: [String: Int] = [:]
         var holes: [String: [Int]] = [:]
-        let items = urls.map { url -> Item in
+        let items = zip(urls, given).map { url, given -> Item in
+            if let given { return Item(url: url, destination: path(given)) }
             let base = ServerFileName.fromURL(url)
-            func path(_ name: String) -> String { directory == "/" ? "/\(name)" : "\(directory)/\(name)" }
             func name(_ counter: Int) -> String { ServerFileName.numbered(base, counter) }
             if let index = holes[base]?.firstIndex(where: { !isOccupied(url, path(name($0))) }) {
                 let counter = holes[base]!.remove(at: index)

@@ -381,13 +381,21 @@ final class Reporter: Sendable {
     /// `http://h/x`), which must never reach the terminal, a log or `--json`.
     static func shown(_ url: String) -> String {
         let trimmed = url.trimmingSpaces
+        // Credentials sit in the authority, before an "@": without one there is nothing to remove
+        // (and no URL to parse, which was most of a rerun's cost over 100,000 finished URLs).
+        // (Read by byte: ":", "/", "?", "#" and "@" are ASCII.)
+        let bytes = trimmed.utf8
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), bytes[colon...].starts(with: "://".utf8) else {
+            return trimmed
+        }
+        let authorityStart = bytes.index(colon, offsetBy: 3)
+        let authority = bytes[authorityStart...].prefix {
+            $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#")
+        }
+        guard let at = authority.lastIndex(of: UInt8(ascii: "@")) else { return trimmed }
         guard var components = URLComponents(string: trimmed) else {
-            // Not parseable: drop anything between the scheme and an "@" all the same.
-            guard let colon = trimmed.firstIndex(of: ":"), trimmed[colon...].hasPrefix("://") else { return trimmed }
-            let authorityStart = trimmed.index(colon, offsetBy: 3)
-            let authority = trimmed[authorityStart...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-            guard let at = authority.lastIndex(of: "@") else { return trimmed }
-            return String(trimmed[..<authorityStart]) + String(trimmed[trimmed.index(after: at)...])
+            // Not parseable: drop anything between the scheme and the "@" all the same.
+            return String(trimmed[..<authorityStart]) + String(trimmed[bytes.index(after: at)...])
         }
         guard components.user != nil || components.password != nil else { return trimmed }
         components.user = nil

@@ -85,7 +85,13 @@ struct Runner {
         // revalidated); anything else there (another URL's file, a file edited since, the user's own)
         // is not replaced. One lookup per name that exists, not the whole journal in memory.
         let urls = entries.map { $0.urls[0] }
-        var plan = DownloadPlan.make(urls: urls, output: command.output, isDirectory: isDirectory) { url, path in
+        // The input file's out= names a file in the output folder.
+        let plan = DownloadPlan.make(
+            urls: urls,
+            output: command.output,
+            given: entries.map(\.out),
+            isDirectory: isDirectory
+        ) { url, path in
             var status = stat()
             guard lstat(path, &status) == 0 else { return false }
             guard let entry = manager.journalEntry(id: DownloadID(destination: URL(fileURLWithPath: path))) else {
@@ -95,10 +101,6 @@ struct Runner {
         }
         let intoFolder =
             DownloadPlan.resolve(output: command.output, urlCount: urls.count, isDirectory: isDirectory).file == nil
-        // The input file's out= names a file in the output folder.
-        for (index, entry) in entries.enumerated() where intoFolder {
-            if let out = entry.out { plan.items[index].destination = "\(plan.outputDirectory)/\(out)" }
-        }
         // --content-disposition: the server names each file in the folder, unless -o or out= named it.
         let namesFolder = command.contentDisposition && intoFolder ? plan.outputDirectory : nil
         let reporter = Reporter(mode: command.reporterMode)

@@ -8,6 +8,12 @@ import Glibc
 extension StringProtocol {
     /// Without leading and trailing white space (spaces, tabs, line breaks, Unicode spaces).
     var trimmingSpaces: String {
+        // Most text starts and ends with a printable ASCII byte: no Character needs to be formed.
+        if let first = utf8.first, let last = utf8.reversed().first, (0x21..<0x7F).contains(first),
+            (0x21..<0x7F).contains(last)
+        {
+            return String(self)
+        }
         guard let first = firstIndex(where: { !$0.isWhitespace }) else { return "" }
         let last = lastIndex(where: { !$0.isWhitespace })!
         return String(self[first...last])

@@ -116,11 +116,14 @@ extension DownloadRequest {
     /// - Throws: ``DownloadError`` with code `.invalidURL`, naming `shownAs` (by default `string`).
     public static func url(parsing string: String, shownAs shown: String? = nil) throws(DownloadError) -> URL {
         let trimmed = string.trimmingWhitespace
-        guard
-            !trimmed.unicodeScalars.contains(where: {
+        // By byte while the text is ASCII (a space, a control character or DEL refuses it); by
+        // Unicode scalar only past the first byte that is not.
+        let refused =
+            trimmed.utf8.contains { $0 <= 0x20 || $0 == 0x7f || $0 >= 0x80 }
+            && trimmed.unicodeScalars.contains(where: {
                 $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7f
-            }),
-            let url = URL(string: trimmed)
+            })
+        guard !refused, let url = URL(string: trimmed)
         else {
             throw DownloadError(code: .invalidURL, url: shown ?? string, detail: "it could not be parsed")
         }

@@ -83,6 +83,50 @@ struct HaulArgumentTests {
         #expect(own.items.map(\.destination) == ["./a.bin.2", "./a.bin.1"])
     }
 
+    @Test("names an input file gives (out=) are used as given, never looked up, and a URL's name goes past them")
+    func givenNamesComeFirst() {
+        var looked: [String] = []
+        let plan = DownloadPlan.make(
+            urls: ["http://h/a.bin", "http://h/x", "http://h/y", "http://h/a.bin?2"],
+            output: "/d",
+            given: [nil, "a.bin", "sub/b.bin"],  // the last URL's name is missing: nil
+            isDirectory: { $0 == "/d" }
+        ) { _, path in
+            looked.append(path)
+            return false
+        }
+        #expect(plan.items.map(\.destination) == ["/d/a.bin.1", "/d/a.bin", "/d/sub/b.bin", "/d/a.bin.2"])
+        #expect(looked == ["/d/a.bin.1", "/d/a.bin.2"])
+        // -o naming the one URL's file wins over its out=.
+        let file = DownloadPlan.make(
+            urls: ["http://h/a"],
+            output: "/d/f.bin",
+            given: ["g.bin"],
+            isDirectory: { _ in false }
+        )
+        #expect(file.items.map(\.destination) == ["/d/f.bin"])
+    }
+
+    @Test("an input file's lines end with LF, CR LF or CR, and errors count them so")
+    func inputFileLineEnds() throws {
+        #expect(InputFile.lines(of: "a\r\nb\rc\nd").map(String.init) == ["a", "b", "c", "d"])
+        #expect(InputFile.lines(of: "a\n\r\n").map(String.init) == ["a", "", ""])
+        #expect(InputFile.lines(of: "").map(String.init) == [""])
+        // "é" and a URL past it keep their bytes.
+        #expect(
+            try InputFile.parse("http://h/é\r\n  out=é.bin\r\n").entries == [
+                InputFile.Entry(urls: ["http://h/é"], out: "é.bin")
+            ]
+        )
+        #expect(throws: CLIError.self) { try InputFile.parse("http://h/a\r\n  out=../x\r\n") }
+        do {
+            _ = try InputFile.parse("http://h/a\r\n\r\n  out\r\n")
+            Issue.record("a line without = was read")
+        } catch {
+            #expect(error.description.contains("line 3"))
+        }
+    }
+
     @Test func aSuffixedNameStillFitsInAFileName() {
         let long = String(repeating: "é", count: 127) + ".b"  // 256 bytes before trimming
         let base = ServerFileName.fromURL(

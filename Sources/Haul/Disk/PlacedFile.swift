@@ -21,7 +21,12 @@ struct PlacedFile: Equatable, Sendable {
     /// Whether `path` holds the file Haul placed there: the same length and, when recorded, the
     /// same modification time (rows from before Haul recorded it compare the length only).
     static func isIntact(_ path: String, length: Int64?, modificationTime: Double?) -> Bool {
-        guard let length, let file = at(path), file.length == length else { return false }
+        isIntact(at(path), length: length, modificationTime: modificationTime)
+    }
+
+    /// Whether `file` (what a path held when looked at, `nil` for nothing) is the file Haul placed.
+    static func isIntact(_ file: PlacedFile?, length: Int64?, modificationTime: Double?) -> Bool {
+        guard let length, let file, file.length == length else { return false }
         // Within a microsecond: a time that went through `Date` may differ in its last bits.
         return modificationTime.map { abs($0 - file.modificationTime) < 1e-6 } ?? true
     }

@@ -24,6 +24,9 @@ extension DownloadQueue {
         var maxBytesPerSecond: Int64? = nil
         /// Its own number of connections.
         var connections: Int? = nil
+        /// The file at `destination` when the request was checked (`nil`: none, or a folder): what
+        /// tells a row recorded complete whether its file is still there, without a second `stat`.
+        var found: PlacedFile? = nil
 
         /// Its URL and its mirrors, in order; empty without mirrors.
         var allURLs: [URL] { mirrors.isEmpty ? [] : [url] + mirrors }
@@ -96,20 +99,37 @@ extension DownloadQueue {
             folder: request.takesFileNameFromServer ? destination : nil,
             mirrors: mirrors,
             maxBytesPerSecond: request.maxBytesPerSecond,
-            connections: request.connections.map { min(64, max(1, $0)) }
+            connections: request.connections.map { min(64, max(1, $0)) },
+            found: exists && (status.st_mode & S_IFMT) == S_IFREG
+                ? PlacedFile(length: Int64(status.st_size), modificationTime: PlacedFile.modificationTime(of: status))
+                : nil
         )
     }
 
     /// Writes the journal row a request asks for. Call with the journal locked.
-    func writeRow(for request: PreparedRequest, in journal: Journal) throws(DownloadError) -> QueueOutcome {
+    ///
+    /// - Parameter rowsExist: whether the last request's row existed already, which makes this one's
+    ///   likely too (a list run again): it is looked up before an insertion is tried. Updated.
+    func writeRow(
+        for request: PreparedRequest,
+        in journal: Journal,
+        rowsExist: inout Bool
+    ) throws(DownloadError) -> QueueOutcome {
         catalog.remember(request.url, headers: request.headers, urls: request.allURLs, for: request.id)
         // Rows hold URLs without their user name and password (they never reach the disk).
         let urlText = request.url.redactedString
-        // The common case, a download never seen: one insertion, no lookup.
-        var record = fresh(request)
-        if let length = journal.adoptOrphanPartial(for: request.id) { record.bytesCommitted = length }
-        if try journal.insertIfAbsent(record, for: request.id) { return .queued(record) }
-        var existing = try journal.record(for: request.id)
+        var existing = rowsExist ? try journal.record(for: request.id) : nil
+        if existing == nil {
+            // A download never seen: one insertion, no lookup.
+            var record = fresh(request)
+            if let length = journal.adoptOrphanPartial(for: request.id) { record.bytesCommitted = length }
+            if try journal.insertIfAbsent(record, for: request.id) {
+                rowsExist = false
+                return .queued(record)
+            }
+            existing = try journal.record(for: request.id)
+        }
+        rowsExist = true
         if let record = existing,
             record.folder != request.folder
                 || (record.folder == nil
@@ -149,12 +169,15 @@ extension DownloadQueue {
             return .waiting(record)
         case .refused:
             // Completed: the file stays unless it is gone or changed, or is to be revalidated.
+            // The file the request found at its destination, when it is the one the row describes;
+            // else looked at now: the download may have placed it since (a row into a folder names
+            // its own file).
+            let intact = { (file: PlacedFile?) in
+                PlacedFile.isIntact(file, length: record.totalBytes, modificationTime: record.placedModificationTime)
+            }
             guard
-                PlacedFile.isIntact(
-                    record.destination,
-                    length: record.totalBytes,
-                    modificationTime: record.placedModificationTime
-                )
+                (record.destination == request.destination && intact(request.found))
+                    || intact(PlacedFile.at(record.destination))
             else {
                 // The file recorded as complete is gone or changed at its destination: fetch it anew.
                 unlink(journal.partialPath(for: request.id))

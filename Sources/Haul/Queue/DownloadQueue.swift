@@ -36,7 +36,8 @@ final class DownloadQueue: Sendable {
         }
         let (download, outcome) = try catalog.withJournal(for: request.stateDirectory) {
             journal throws(DownloadError) -> (Download, QueueOutcome) in
-            let outcome = try writeRow(for: request, in: journal)
+            var rowsExist = false
+            let outcome = try writeRow(for: request, in: journal, rowsExist: &rowsExist)
             let download = publish(outcome, for: request, in: journal, creatingHandle: true)!
             return (download, outcome)
         }
