@@ -36,9 +36,11 @@ extension DownloadManager {
         /// Default 4 MiB.
         public var minimumSegmentSize: Int64 = 4 * 1024 * 1024
         /// How many bytes are collected before a write to the partial file (YYDownload's
-        /// `kBufferSize`). Progress counts written bytes only. Default 128 KiB. Buffers take at most
-        /// 2 MiB at once (at least 4 buffers): more fast transfers than that write each chunk
-        /// straight to their file, and slow ones always do.
+        /// `kBufferSize`). Progress counts written bytes only. Default 128 KiB. Buffers are one per
+        /// slot at most, within 16 MiB (at least 2 MiB' worth, and 4 buffers, are allowed): more
+        /// fast transfers than that write each chunk straight to their file, and slow ones always do.
+        /// A buffer's pages are touched as bytes arrive (a 64 KiB file touches 64 KiB of one), and
+        /// buffers left idle are unmapped within half a second.
         public var bufferSize: Int = 128 * 1024
         /// The shortest time between two `.progress` events of one download. Default 200 ms.
         public var progressInterval: Duration = .milliseconds(200)

@@ -88,9 +88,13 @@ struct DownloadManagerTests {
             #expect(try Data(contentsOf: directory.appendingPathComponent("\(index).bin")) == sources[index])
         }
         #expect(server.accessLog().filter { $0.uri.hasPrefix("/many/") }.count == 200)
-        // 200 fast transfers shared at most 2 MiB of 64 KiB write buffers; the others wrote through.
-        #expect(Scheduler.writeBufferLimit(bufferSize: 64 * 1024) == 32)
-        #expect((1...32).contains(peakBuffers))
+        // 200 fast transfers had a write buffer each at most (within 16 MiB).
+        #expect(Scheduler.writeBufferLimit(bufferSize: 64 * 1024, slots: 200) == 200)
+        #expect((1...200).contains(peakBuffers))
+        // Fewer slots keep 2 MiB' worth; many more stop at 16 MiB; a huge buffer still gets 4.
+        #expect(Scheduler.writeBufferLimit(bufferSize: 128 * 1024, slots: 2) == 16)
+        #expect(Scheduler.writeBufferLimit(bufferSize: 128 * 1024, slots: 10_000) == 128)
+        #expect(Scheduler.writeBufferLimit(bufferSize: 64 * 1024 * 1024, slots: 100) == 4)
     }
 
     @Test("pause in the middle, then resume: identical, and about one file's worth sent")

@@ -97,7 +97,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             buffers: BufferPool(
                 bufferSize: configuration.bufferSize,
                 idleLimit: slots,
-                limit: Self.writeBufferLimit(bufferSize: configuration.bufferSize)
+                limit: Self.writeBufferLimit(bufferSize: configuration.bufferSize, slots: slots)
             ),
             openPartialFiles: OpenPartialFiles(limit: budget.openPartialFiles),
             census: catalog.census,
