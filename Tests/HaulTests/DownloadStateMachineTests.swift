@@ -444,7 +444,8 @@ struct RetryTests {
             "", "Sun, 06 Nov 1994 08:49:37", "Sun, 06 Nov 1994 08:49:37 PST", "Sun, 31 Feb 1994 08:49:37 GMT",
             "Sun, 06 Foo 1994 08:49:37 GMT", "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Nov 1994 8:49:37 GMT",
             "Sun, +6 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 19945 08:49:37 GMT", "Sunday, 06-Nov-1994 08:49:37 GMT",
-            "Sun Nov  6 08:49 1994", "1994-11-06T08:49:37Z",
+            "Sun Nov  6 08:49 1994", "1994-11-06T08:49:37Z", "Sun, \u{0666}6 Nov 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 08:49:37\u{00a0}GMT",
         ] {
             #expect(HTTPDate.parse(garbage) == nil, "\(garbage)")
         }

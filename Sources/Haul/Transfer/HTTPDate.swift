@@ -6,29 +6,37 @@ import Glibc
 enum HTTPDate {
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
-    /// The date `text` names, or `nil` when it is none of the three forms.
+    /// The date `text` names, or `nil` when it is none of the three forms. (Read by byte: every
+    /// form is ASCII, and the loop parses a response's dates for every download.)
     static func parse(_ text: String) -> Date? {
-        let value = text.trimmingWhitespace
-        let fields: (day: Substring, month: Substring, year: Substring, time: Substring)
-        if let comma = value.firstIndex(of: ",") {
-            let parts = value[value.index(after: comma)...].split(separator: " ")
-            if parts.count == 5, parts[4] == "GMT" {  // Sun, 06 Nov 1994 08:49:37 GMT
+        let bytes = Array(text.utf8)
+        var low = 0
+        var high = bytes.count
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || (0x09...0x0D).contains(byte) }
+        while low < high, isSpace(bytes[low]) { low += 1 }
+        while high > low, isSpace(bytes[high - 1]) { high -= 1 }
+        let value = bytes[low..<high]
+        let space = UInt8(ascii: " ")
+        let fields: (day: ArraySlice<UInt8>, month: ArraySlice<UInt8>, year: ArraySlice<UInt8>, time: ArraySlice<UInt8>)
+        if let comma = value.firstIndex(of: UInt8(ascii: ",")) {
+            let parts = value[(comma + 1)...].split(separator: space)
+            if parts.count == 5, parts[4].elementsEqual("GMT".utf8) {  // Sun, 06 Nov 1994 08:49:37 GMT
                 fields = (parts[0], parts[1], parts[2], parts[3])
-            } else if parts.count == 3, parts[2] == "GMT" {  // Sunday, 06-Nov-94 08:49:37 GMT
-                let date = parts[0].split(separator: "-", omittingEmptySubsequences: false)
+            } else if parts.count == 3, parts[2].elementsEqual("GMT".utf8) {  // Sunday, 06-Nov-94 08:49:37 GMT
+                let date = parts[0].split(separator: UInt8(ascii: "-"), omittingEmptySubsequences: false)
                 guard date.count == 3, date[2].count == 2 else { return nil }
                 fields = (date[0], date[1], date[2], parts[1])
             } else {
                 return nil
             }
         } else {  // Sun Nov  6 08:49:37 1994
-            let parts = value.split(separator: " ")
+            let parts = value.split(separator: space)
             guard parts.count == 5 else { return nil }
             fields = (parts[2], parts[1], parts[4], parts[3])
         }
-        let clock = fields.time.split(separator: ":", omittingEmptySubsequences: false)
+        let clock = fields.time.split(separator: UInt8(ascii: ":"), omittingEmptySubsequences: false)
         guard fields.day.count <= 2, let day = number(fields.day), (1...31).contains(day),
-            let month = months.firstIndex(where: { $0 == fields.month }),
+            let month = months.firstIndex(where: { $0.utf8.elementsEqual(fields.month) }),
             fields.year.count == 2 || fields.year.count == 4, var year = number(fields.year),
             clock.count == 3, clock.allSatisfy({ $0.count == 2 }),
             let hour = number(clock[0]), let minute = number(clock[1]), let second = number(clock[2]),
@@ -57,11 +65,14 @@ enum HTTPDate {
         return sent.timeIntervalSince1970 - modified.timeIntervalSince1970 >= 60
     }
 
-    /// A decimal number of ASCII digits only.
-    private static func number(_ text: Substring) -> Int? {
-        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
-            return nil
+    /// A decimal number of ASCII digits only (at most 4 here).
+    private static func number(_ digits: ArraySlice<UInt8>) -> Int? {
+        guard !digits.isEmpty, digits.count <= 4 else { return nil }
+        var value = 0
+        for digit in digits {
+            guard digit >= UInt8(ascii: "0") && digit <= UInt8(ascii: "9") else { return nil }
+            value = value * 10 + Int(digit - UInt8(ascii: "0"))
         }
-        return Int(text)
+        return value
     }
 }
