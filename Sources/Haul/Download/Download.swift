@@ -142,8 +142,9 @@ public final class Download: Sendable, Identifiable {
     ///
     /// - Returns: the destination, which holds the whole file.
     /// - Throws: the ``DownloadError`` it failed with (code `.cancelled` when cancelled, `.shutdown` when
-    ///   the manager shut down first), or `CancellationError` when the waiting task is cancelled
-    ///   (the download itself goes on).
+    ///   the manager shut down first), or `CancellationError` when the waiting task is cancelled:
+    ///   the download itself goes on, since other tasks may wait for it too (pause or cancel it for
+    ///   that, or use ``DownloadManager/fetch(_:)``, whose cancellation pauses it).
     public func finished() async throws -> URL {
         try await hub.result()
     }
