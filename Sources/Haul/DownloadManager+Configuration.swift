@@ -12,7 +12,7 @@ extension DownloadManager {
         /// may wait on the disk at once, and admission waits when they do.
         ///
         /// At most half of the process's open-files limit (`RLIMIT_NOFILE`, raised to its hard limit
-        /// when the first manager starts) runs at once, whatever is set here: each transfer holds a
+        /// when a manager starts, unless ``raisesOpenFilesLimit`` is off) runs at once, whatever is set here: each transfer holds a
         /// socket. With the common hard limit of 1,048,576 that is never reached; where the limit is
         /// lower, the manager logs the number it runs at.
         public var maxConcurrentDownloads: Int = 16
@@ -74,6 +74,18 @@ extension DownloadManager {
         /// changed (If-None-Match / If-Modified-Since) instead of transferring nothing. A 304 keeps the
         /// file; a 200 fetches the new version and replaces it atomically. Default `false`.
         public var revalidatesCompletedFiles = false
+        /// Whether a manager that starts sets SIGPIPE to be ignored in the whole process. Default
+        /// `true`: a write to a connection the server closed raises SIGPIPE, which ends a process
+        /// that neither ignores nor handles it; curl keeps it off its own socket writes, but not
+        /// every TLS library's path does. Set `false` when the application ignores or handles
+        /// SIGPIPE itself (as SwiftNIO servers do) and wants no library to change its signals.
+        public var ignoresSIGPIPE = true
+        /// Whether a manager that starts raises the process's open-files soft limit
+        /// (`RLIMIT_NOFILE`) to its hard limit. Default `true`: each transfer holds a socket (and,
+        /// between writes, its partial file), and the common soft limit of 1,024 would cap a
+        /// manager at 512 transfers. With `false` the limit stays as the application set it, and
+        /// the manager runs at most half of it at once (``maxConcurrentDownloads``).
+        public var raisesOpenFilesLimit = true
         /// Tests inject another boot's id to simulate a reboot.
         var bootIDOverride: String?
         /// Tests inject a smaller open-files limit than the process's (see ``DescriptorBudget``).

@@ -50,7 +50,11 @@ public final class DownloadManager: Sendable {
         self.configuration = configuration
         let catalog = Catalog(configuration: configuration)
         self.catalog = catalog
-        Reactor.prepareProcess()  // raises the open-files limit, which the budget is taken from
+        // Raises the open-files limit (if allowed), which the budget is taken from.
+        Reactor.prepareProcess(
+            ignoringSIGPIPE: configuration.ignoresSIGPIPE,
+            raisingOpenFilesLimit: configuration.raisesOpenFilesLimit
+        )
         let budget = DescriptorBudget(
             openFilesLimit: configuration.openFilesLimitOverride ?? DescriptorBudget.currentLimit()
         )

@@ -39,7 +39,7 @@ final class Reactor: @unchecked Sendable {
     /// Sets up the event base and the multi handle; the loop starts with ``start()``.
     init(logger: Logger, idleConnections: Int, streamsPerConnection: Int = 100) throws(DownloadError) {
         self.logger = logger
-        Reactor.prepareProcess()
+        Reactor.initializeCurl()
         guard let base = event_base_new() else {
             throw DownloadError(code: .internalError, url: nil, detail: "libevent could not create an event base")
         }
@@ -89,21 +89,25 @@ final class Reactor: @unchecked Sendable {
         event_base_free(base)
     }
 
-    /// Process-wide set-up, run by the first call only: curl's global state, SIGPIPE ignored (curl is
-    /// told `CURLOPT_NOSIGNAL`), and the open-files limit raised to its hard limit.
-    static func prepareProcess() {
-        initializeProcessOnce
-    }
-
-    private static let initializeProcessOnce: Void = {
-        curl_global_init(Int(CURL_GLOBAL_DEFAULT))
-        signal(SIGPIPE, SIG_IGN)
+    /// Process-wide set-up for a manager that starts: curl's global state (once), and what the
+    /// application lets the manager change in the whole process (see
+    /// ``DownloadManager/Configuration/ignoresSIGPIPE`` and
+    /// ``DownloadManager/Configuration/raisesOpenFilesLimit``): SIGPIPE ignored (curl is told
+    /// `CURLOPT_NOSIGNAL`), the open-files soft limit raised to the hard one. Both are idempotent.
+    static func prepareProcess(ignoringSIGPIPE: Bool, raisingOpenFilesLimit: Bool) {
+        initializeCurl()
+        if ignoringSIGPIPE { signal(SIGPIPE, SIG_IGN) }
+        guard raisingOpenFilesLimit else { return }
         var limit = rlimit()
         if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max {
             limit.rlim_cur = limit.rlim_max
             _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
         }
-    }()
+    }
+
+    /// curl's global state, set up by the first call only.
+    static func initializeCurl() { initializeCurlOnce }
+    private static let initializeCurlOnce: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
 
     // MARK: thread
 
