@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Logging
 
 /// One download to queue with ``DownloadManager/enqueue(_:)``.
 public struct DownloadRequest: Sendable, Hashable {
@@ -55,6 +56,16 @@ public struct DownloadRequest: Sendable, Hashable {
     /// (`.warning(.urlDropped)`); nothing it sent is spliced. `.switchedURL` events say which URL
     /// is in use. Recorded in the journal (without user names and passwords, which stay in memory).
     public var mirrors: [URL] = []
+    /// The logger of this download's messages, instead of the manager's
+    /// (``DownloadManager/Configuration/logger``), as AsyncHTTPClient takes one per request: its
+    /// metadata (a request id, a trace id) comes with every message, beside Haul's
+    /// `haul.download.id`. Kept in memory only: a download restored by a later process logs to
+    /// that manager's logger. Not part of a request's equality.
+    public var logger: Logger? {
+        get { loggerBox.value }
+        set { loggerBox.value = newValue }
+    }
+    private var loggerBox = Unhashed<Logger?>(value: nil)
 
     /// The id of the download this request asks for: its destination's (``DownloadID/init(destination:)``),
     /// or for one that takes its file name from the server, its folder's and its ``key`` or URL's.
@@ -129,4 +140,11 @@ extension DownloadRequest {
         }
         return url
     }
+}
+
+/// A value that takes no part in its owner's equality and hash.
+struct Unhashed<Value: Sendable>: Hashable, Sendable {
+    var value: Value
+    static func == (lhs: Self, rhs: Self) -> Bool { true }
+    func hash(into hasher: inout Hasher) {}
 }

@@ -53,7 +53,7 @@ struct ProcessSetupTests {
         #expect(Self.sigpipe() == Self.defaultHandler)
         #expect(getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 && limit.rlim_cur == 512)
         // It runs within half of the limit it was left, and says so.
-        #expect(log.text.contains("running at most=256"), "\(log.text)")
+        #expect(log.text.contains("haul.slots=256"), "\(log.text)")
         await kept.shutdown()
 
         configuration = DownloadManager.Configuration()

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import Logging
 import Synchronization
 
 /// What a manager's threads share: the open journals (which hold the queue), and the ``Download``
@@ -55,8 +56,10 @@ final class Catalog: Sendable {
         var headers: [DownloadHeader]?
         /// The URLs of a download with mirrors, when one has a user name or password.
         var urls: [URL]?
+        /// The logger its request came with (``DownloadRequest/logger``).
+        var logger: Logger?
 
-        var isEmpty: Bool { url == nil && headers == nil && urls == nil }
+        var isEmpty: Bool { url == nil && headers == nil && urls == nil && logger == nil }
     }
     private let idleWaiters = Mutex<[CheckedContinuation<Void, Never>]>([])
     private let journals = Mutex(Journals())
@@ -70,11 +73,12 @@ final class Catalog: Sendable {
 
     /// Keeps what the latest request for `id` gives that its row cannot hold (its URL and mirrors
     /// when they carry a user name or password, its headers), and forgets what an earlier one gave.
-    func remember(_ url: URL, headers: [DownloadHeader], urls: [URL], for id: DownloadID) {
+    func remember(_ url: URL, headers: [DownloadHeader], urls: [URL], logger: Logger?, for id: DownloadID) {
         update(id) { entry in
             entry.url = url.hasCredentials ? url : nil
             entry.headers = headers.isEmpty ? nil : headers
             entry.urls = urls.contains(where: \.hasCredentials) ? urls : nil
+            entry.logger = logger
         }
     }
 
@@ -96,6 +100,9 @@ final class Catalog: Sendable {
 
     /// The URLs of `id` with its mirrors, when its row cannot hold them.
     func rememberedMirrors(_ id: DownloadID) -> [URL]? { lookUp(id)?.urls }
+
+    /// The logger `id` was last asked for with in this process, if any.
+    func rememberedLogger(_ id: DownloadID) -> Logger? { lookUp(id)?.logger }
 
     /// Forgets what was kept for a download that ended.
     func forget(_ id: DownloadID) {

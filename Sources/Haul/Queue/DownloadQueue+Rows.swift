@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import Logging
 
 /// A request's journal row: what asking for a download does to it.
 extension DownloadQueue {
@@ -24,6 +25,8 @@ extension DownloadQueue {
         var maxBytesPerSecond: Int64? = nil
         /// Its own number of connections.
         var connections: Int? = nil
+        /// Its own logger.
+        var logger: Logger? = nil
         /// The file at `destination` when the request was checked (`nil`: none, or a folder): what
         /// tells a row recorded complete whether its file is still there, without a second `stat`.
         var found: PlacedFile? = nil
@@ -100,6 +103,7 @@ extension DownloadQueue {
             mirrors: mirrors,
             maxBytesPerSecond: request.maxBytesPerSecond,
             connections: request.connections.map { min(64, max(1, $0)) },
+            logger: request.logger,
             found: exists && (status.st_mode & S_IFMT) == S_IFREG
                 ? PlacedFile(length: Int64(status.st_size), modificationTime: PlacedFile.modificationTime(of: status))
                 : nil
@@ -115,7 +119,13 @@ extension DownloadQueue {
         in journal: Journal,
         rowsExist: inout Bool
     ) throws(DownloadError) -> QueueOutcome {
-        catalog.remember(request.url, headers: request.headers, urls: request.allURLs, for: request.id)
+        catalog.remember(
+            request.url,
+            headers: request.headers,
+            urls: request.allURLs,
+            logger: request.logger,
+            for: request.id
+        )
         // Rows hold URLs without their user name and password (they never reach the disk).
         let urlText = request.url.redactedString
         var existing = rowsExist ? try journal.record(for: request.id) : nil

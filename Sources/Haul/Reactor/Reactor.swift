@@ -247,7 +247,7 @@ final class Reactor: @unchecked Sendable {
             // info_read below.
             logger.error(
                 "curl_multi_socket_action failed",
-                metadata: ["code": "\(String(cString: curl_multi_strerror(code)))"]
+                metadata: ["haul.code": "\(String(cString: curl_multi_strerror(code)))"]
             )
         }
         collectFinishedTransfers()

@@ -49,9 +49,9 @@ extension Scheduler {
         if transfer.machine.restarts > 0 { restartsBeforeRetry[transfer.id] = transfer.machine.restarts }
         let progress = transfer.setAside(on: .retryScheduled(at: time, error: error.description))
         requestSync(of: transfer, bytes: progress.bytesReceived)
-        logger.info(
+        transfer.logger.debug(
             "retrying",
-            metadata: ["url": "\(transfer.urlForErrors)", "after": "\(delay)", "error": "\(error)"]
+            metadata: ["haul.url": "\(transfer.urlForErrors)", "haul.after": "\(delay)", "haul.error": "\(error)"]
         )
         transfer.download.hub.publish(.retrying(error, after: delay))
         forget(transfer)
@@ -70,7 +70,10 @@ extension Scheduler {
         } else {
             transfer.checkpoint(.failed(error: error.description), bytes: bytes)
         }
-        logger.info("download failed", metadata: ["url": "\(transfer.urlForErrors)", "error": "\(error)"])
+        transfer.logger.debug(
+            "download failed",
+            metadata: ["haul.url": "\(transfer.urlForErrors)", "haul.error": "\(error)"]
+        )
         transfer.download.hub.publish(.failed(error))
         catalog.forget(transfer.id)
         forget(transfer)

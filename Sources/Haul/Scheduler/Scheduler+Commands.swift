@@ -66,7 +66,7 @@ extension Scheduler {
                 } catch {
                     logger.warning(
                         "could not write the journal",
-                        metadata: ["url": "\(download.url.redactedString)", "error": "\(error)"]
+                        metadata: ["haul.url": "\(download.url.redactedString)", "haul.error": "\(error)"]
                     )
                 }
             }

@@ -56,9 +56,9 @@ extension Scheduler {
             perform(transfer.perform(transfer.machine.urlRefused(cause)), for: transfer)
             return
         case .failure(let error):
-            logger.notice(
+            transfer.logger.debug(
                 "the URL refresher failed",
-                metadata: ["url": "\(transfer.urlForErrors)", "error": "\(error)"]
+                metadata: ["haul.url": "\(transfer.urlForErrors)", "haul.error": "\(error)"]
             )
             perform(transfer.perform(transfer.machine.urlRefused(cause)), for: transfer)
             return

@@ -71,9 +71,9 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             finishingLimit: min(slots, max(1, budget.openPartialFiles / 2))
         )
         if slots < configuration.maxConcurrentDownloads {
-            configuration.logger.notice(
+            configuration.logger.info(
                 "the open-files limit allows fewer downloads at once than configured",
-                metadata: ["configured": "\(configuration.maxConcurrentDownloads)", "running at most": "\(slots)"]
+                metadata: ["haul.configured": "\(configuration.maxConcurrentDownloads)", "haul.slots": "\(slots)"]
             )
         }
         let options = EasyHandle.Options(
@@ -134,7 +134,10 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
         if !environment.wantingConnections.isEmpty { grantConnections() }
         for (journal, error) in catalog.writeBatch.commit() {
-            logger.error("could not write the journal", metadata: ["journal": "\(journal.path)", "error": "\(error)"])
+            logger.error(
+                "could not write the journal",
+                metadata: ["haul.journal": "\(journal.path)", "haul.error": "\(error)"]
+            )
         }
         // After the commit: a sync's report must not overtake the row that it completes.
         disk.send()
@@ -258,7 +261,10 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
                     wakeForRetry(in: directory, at: retryAt)
                 }
             } catch {
-                logger.error("could not read the queue", metadata: ["journal": "\(journal.path)", "error": "\(error)"])
+                logger.error(
+                    "could not read the queue",
+                    metadata: ["haul.journal": "\(journal.path)", "haul.error": "\(error)"]
+                )
                 head = nil
             }
             guard let head else {
@@ -280,7 +286,10 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             guard let claimed = try journal.claim(head) else { return }  // no longer queued
             record = claimed
         } catch {
-            logger.error("could not write the journal", metadata: ["journal": "\(journal.path)", "error": "\(error)"])
+            logger.error(
+                "could not write the journal",
+                metadata: ["haul.journal": "\(journal.path)", "haul.error": "\(error)"]
+            )
             admission.queueDrained(in: journal.directory)
             return
         }
@@ -290,7 +299,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             journal.remove(id)
             logger.error(
                 "a journal row has an unreadable URL",
-                metadata: ["journal": "\(journal.path)", "url": "\(record.url)"]
+                metadata: ["haul.journal": "\(journal.path)", "haul.url": "\(record.url)"]
             )
             return
         }
@@ -311,7 +320,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             environment: environment,
             restarts: restartsBeforeRetry.removeValue(forKey: id) ?? 0,
             mirrors: record.mirrors.isEmpty
-                ? [] : catalog.rememberedMirrors(id) ?? record.mirrors.compactMap { URL(string: $0) }
+                ? [] : catalog.rememberedMirrors(id) ?? record.mirrors.compactMap { URL(string: $0) },
+            logger: catalog.rememberedLogger(id)
         )
         transfers[id] = transfer
         transfersByDirectory[journal.directory, default: 0] += 1

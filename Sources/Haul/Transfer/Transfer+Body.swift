@@ -116,7 +116,7 @@ extension Transfer {
         guard request.overlapMatched == expected.count else { return UnsafeRawBufferPointer(start: nil, count: 0) }
         request.heldDecision = nil
         request.overlap = nil
-        environment.logger.debug("overlap matched", metadata: ["url": "\(urlForErrors)", "bytes": "\(count)"])
+        logger.debug("overlap matched", metadata: ["haul.url": "\(urlForErrors)", "haul.bytes": "\(count)"])
         _ = perform(feed(decision))
         return UnsafeRawBufferPointer(rebasing: bytes[count...])
     }
@@ -130,7 +130,7 @@ extension Transfer {
         let status = easy.responseCode
         if Redirect.isRedirect(status: status), easy.header("Location") != nil {
             request.isRedirect = true
-            environment.logger.debug("redirect", metadata: ["url": "\(urlForErrors)", "status": "\(status)"])
+            logger.debug("redirect", metadata: ["haul.url": "\(urlForErrors)", "haul.status": "\(status)"])
             return .none
         }
         var head = ResponseHead(
@@ -161,9 +161,9 @@ extension Transfer {
         if !(200..<300).contains(head.status) {
             request.retryAfter = RetryPolicy.parseRetryAfter(easy.header("Retry-After"))
         }
-        environment.logger.debug(
+        logger.debug(
             "response",
-            metadata: ["url": "\(urlForErrors)", "status": "\(head.status)", "decision": "\(decision)"]
+            metadata: ["haul.url": "\(urlForErrors)", "haul.status": "\(head.status)", "haul.decision": "\(decision)"]
         )
         if let reason = request.restartReason, case .append(let total) = decision {
             decision = .replace(total: total, reason: reason)
@@ -195,7 +195,7 @@ extension Transfer {
     }
 
     func restarted(because reason: RestartReason) {
-        environment.logger.info("restarting from zero", metadata: ["url": "\(urlForErrors)", "reason": "\(reason)"])
+        logger.debug("restarting from zero", metadata: ["haul.url": "\(urlForErrors)", "haul.reason": "\(reason)"])
         download.hub.publish(.restarted(reason))
     }
 
@@ -255,9 +255,9 @@ extension Transfer {
         }
         if let restart { restarted(because: restart) }
         if let encoding = head.contentEncoding, !environment.easyHandles.options.decodesCompression {
-            environment.logger.notice(
+            logger.debug(
                 "an encoded body nobody asked for is saved as sent",
-                metadata: ["url": "\(urlForErrors)", "encoding": "\(encoding)"]
+                metadata: ["haul.url": "\(urlForErrors)", "haul.encoding": "\(encoding)"]
             )
             download.hub.publish(.warning(.unrequestedContentEncoding(encoding)))
         }
@@ -341,7 +341,7 @@ extension Transfer {
         environment.claimedNames.insert(path)
         record.destination = path
         download.update(destinationPath: path)
-        environment.logger.debug("file named by the server", metadata: ["url": "\(urlForErrors)", "path": "\(path)"])
+        logger.debug("file named by the server", metadata: ["haul.url": "\(urlForErrors)", "haul.path": "\(path)"])
         return true
     }
 

@@ -115,9 +115,12 @@ extension Transfer {
                 )
             )
         }
-        environment.logger.debug(
+        logger.debug(
             "request",
-            metadata: ["url": "\(hop == nil ? urlForErrors : target.redactedString)", "from": "\(request.rangeStart)"]
+            metadata: [
+                "haul.url": "\(hop == nil ? urlForErrors : target.redactedString)",
+                "haul.range.first": "\(request.rangeStart)",
+            ]
         )
         if hop == nil { download.hub.publish(.connecting(progress())) }
         return .none

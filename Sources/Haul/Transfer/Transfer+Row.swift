@@ -19,9 +19,9 @@ extension Transfer {
         do {
             try store.update(record, for: id)
         } catch {
-            environment.logger.warning(
+            logger.warning(
                 "could not write the journal",
-                metadata: ["url": "\(urlForErrors)", "error": "\(error)"]
+                metadata: ["haul.url": "\(urlForErrors)", "haul.error": "\(error)"]
             )
         }
     }
@@ -62,9 +62,9 @@ extension Transfer {
         do {
             try sink?.close()
         } catch {
-            environment.logger.warning(
+            logger.debug(
                 "could not write buffered bytes",
-                metadata: ["url": "\(urlForErrors)", "error": "\(error)"]
+                metadata: ["haul.url": "\(urlForErrors)", "haul.error": "\(error)"]
             )
         }
         sink = nil

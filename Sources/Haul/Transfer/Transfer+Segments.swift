@@ -178,9 +178,11 @@ extension Transfer {
         made.primaryStart = 0
         segments = made
         record.segments = map.encoded
-        environment.logger.debug(
+        logger.debug(
             "split over connections",
-            metadata: ["url": "\(urlForErrors)", "segments": "\(map.segments.count)", "total": "\(total)"]
+            metadata: [
+                "haul.url": "\(urlForErrors)", "haul.segments": "\(map.segments.count)", "haul.total": "\(total)",
+            ]
         )
     }
 
@@ -357,9 +359,12 @@ extension Transfer {
             extra: segments.sendsHeaders ? headers : []
         )
         guard environment.reactor.add(easy.raw) == CURLM_OK else { return false }
-        environment.logger.debug(
+        logger.debug(
             "segment request",
-            metadata: ["url": "\(urlForErrors)", "from": "\(segment.next)", "to": "\(segment.end - 1)"]
+            metadata: [
+                "haul.url": "\(urlForErrors)", "haul.range.first": "\(segment.next)",
+                "haul.range.last": "\(segment.end - 1)",
+            ]
         )
         return true
     }
@@ -492,9 +497,12 @@ extension Transfer {
             // Others go on: this one stops, and the download uses one connection fewer from now on;
             // its segment goes to the next connection that finishes its own.
             segments.connections = max(1, liveConnections - 1)
-            environment.logger.debug(
+            logger.debug(
                 "a connection failed; the others go on",
-                metadata: ["url": "\(urlForErrors)", "error": "\(error)", "connections": "\(segments.connections)"]
+                metadata: [
+                    "haul.url": "\(urlForErrors)", "haul.error": "\(error)",
+                    "haul.connections": "\(segments.connections)",
+                ]
             )
             retire(fetch)
             segmentBytesWritten()

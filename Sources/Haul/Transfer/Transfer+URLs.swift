@@ -17,9 +17,11 @@ extension Transfer {
 
     /// Sends the next request to `url`, which must prove it serves the partial's file.
     func move(to url: URL, after cause: DownloadError, counted: Bool) -> DownloadStateMachine.Action {
-        environment.logger.info(
+        logger.debug(
             "moving to another URL",
-            metadata: ["from": "\(urlForErrors)", "to": "\(url.redactedString)", "after": "\(cause.cause)"]
+            metadata: [
+                "haul.url": "\(urlForErrors)", "haul.url.next": "\(url.redactedString)", "haul.after": "\(cause.cause)",
+            ]
         )
         let from = moved?.from ?? download.url
         download.update(url: url)
@@ -47,9 +49,9 @@ extension Transfer {
         let dropped = download.url
         droppedURLs.insert(dropped)
         if counted { machine.alternativeDropped() }
-        environment.logger.notice(
+        logger.debug(
             "a URL serves another file than the partial's: not used",
-            metadata: ["url": "\(dropped.redactedString)", "reason": "\(reason)"]
+            metadata: ["haul.url": "\(dropped.redactedString)", "haul.reason": "\(reason)"]
         )
         download.hub.publish(.warning(.urlDropped(URL(string: dropped.redactedString) ?? dropped, reason: reason)))
         returnToProvenURL()

@@ -1,6 +1,7 @@
 import CHaul
 import FoundationEssentials
 import Glibc
+import Logging
 
 /// The loop thread's side of one admitted download, as AsyncHTTPClient's `RequestBag` is of one
 /// request: it owns its state machine, its partial file (``FileSink``), its curl request and the
@@ -14,6 +15,9 @@ final class Transfer {
     let download: Download
     let store: Journal
     let environment: TransferEnvironment
+    /// Its messages' logger: its request's (``DownloadRequest/logger``) or the manager's, with
+    /// `haul.download.id`.
+    let logger: Logger
     /// Where the download is in its life; the source of every decision.
     var machine: DownloadStateMachine
     /// The download's journal row as this transfer last wrote it or will write it.
@@ -137,9 +141,13 @@ final class Transfer {
         store: Journal,
         environment: TransferEnvironment,
         restarts: Int,
-        mirrors: [URL] = []
+        mirrors: [URL] = [],
+        logger: Logger? = nil
     ) {
         environment.census.transfers.add(1, ordering: .relaxed)
+        var logger = logger ?? environment.logger
+        logger[metadataKey: "haul.download.id"] = "\(download.id)"
+        self.logger = logger
         self.download = download
         self.store = store
         self.environment = environment
