@@ -10,6 +10,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
     ],
     targets: [
         // The one C module: libcurl, libevent, SQLite and OpenSSL digest headers plus typed shims for curl's variadic functions.
@@ -27,6 +28,7 @@ let package = Package(
             dependencies: [
                 "CHaul",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
         ),
         // The `haul` command-line downloader.
@@ -40,7 +42,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HaulTests",
-            dependencies: ["Haul", "HaulCLI", "CHaul", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "Haul", "HaulCLI", "CHaul", .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,3 +1,4 @@
+import CoreMetrics
 import FoundationEssentials
 import Logging
 
@@ -74,6 +75,10 @@ extension DownloadManager {
         /// changed (If-None-Match / If-Modified-Since) instead of transferring nothing. A 304 keeps the
         /// file; a 200 fetches the new version and replaces it atomically. Default `false`.
         public var revalidatesCompletedFiles = false
+        /// Where the manager's metrics go (swift-metrics; the names are in the README): by default
+        /// the process's `MetricsSystem`, which records nothing until the application bootstraps a
+        /// backend. A factory of its own keeps one manager's metrics apart (a test's `TestMetrics`).
+        public var metricsFactory: (any MetricsFactory)?
         /// Whether a manager that starts sets SIGPIPE to be ignored in the whole process. Default
         /// `true`: a write to a connection the server closed raises SIGPIPE, which ends a process
         /// that neither ignores nor handles it; curl keeps it off its own socket writes, but not

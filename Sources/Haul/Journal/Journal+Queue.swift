@@ -67,6 +67,17 @@ extension Journal {
         }
     }
 
+    /// How many rows are queued, and how many of them wait for a retry's time after `now`.
+    func queueCounts(at now: Double) throws(DownloadError) -> (queued: Int, waitingToRetry: Int) {
+        try locked { () throws(DownloadError) -> (queued: Int, waitingToRetry: Int) in
+            let statement = try prepared(.queueCounts)
+            defer { sqlite3_reset(statement) }
+            sqlite3_bind_double(statement, 1, now)
+            guard sqlite3_step(statement) == SQLITE_ROW else { throw failure("read") }
+            return (Int(sqlite3_column_int64(statement, 0)), Int(sqlite3_column_int64(statement, 1)))
+        }
+    }
+
     /// The earliest time after `now` at which a queued download waiting for a retry may run.
     func nextRetryTime(after now: Double) throws(DownloadError) -> Double? {
         acquire()

@@ -27,7 +27,8 @@ extension Journal {
 
     /// The statements run for every download, prepared once each and found without hashing their text.
     enum Query: Int, CaseIterable {
-        case recordByID, queueHead, nextRetry, claim, updateRow, upsertRow, insertRowIfAbsent, recordSynced, delete
+        case recordByID, queueHead, nextRetry, queueCounts, claim, updateRow, upsertRow, insertRowIfAbsent,
+            recordSynced, delete
 
         var sql: String {
             switch self {
@@ -38,6 +39,8 @@ extension Journal {
                 ORDER BY priority DESC, queue_seq LIMIT ?2
                 """
             case .nextRetry: "SELECT min(retry_at) FROM downloads WHERE \(Journal.admissible) AND retry_at > ?1"
+            case .queueCounts:
+                "SELECT count(*), count(CASE WHEN retry_at > ?1 THEN 1 END) FROM downloads WHERE \(Journal.admissible)"
             case .claim:
                 """
                 UPDATE downloads SET state = '\(QueueState.running.column)', retry_at = 0, updated_at = ?2

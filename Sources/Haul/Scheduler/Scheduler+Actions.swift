@@ -1,3 +1,4 @@
+import Dispatch
 import FoundationEssentials
 
 /// The actions of a download's machine that reach beyond its transfer: a pause, a retry, a failure, a
@@ -49,10 +50,12 @@ extension Scheduler {
         if transfer.machine.restarts > 0 { restartsBeforeRetry[transfer.id] = transfer.machine.restarts }
         let progress = transfer.setAside(on: .retryScheduled(at: time, error: error.description))
         requestSync(of: transfer, bytes: progress.bytesReceived)
-        transfer.logger.debug(
+        transfer.log(
+            .debug,
             "retrying",
             metadata: ["haul.url": "\(transfer.urlForErrors)", "haul.after": "\(delay)", "haul.error": "\(error)"]
         )
+        environment.metrics.retries.increment()
         transfer.download.hub.publish(.retrying(error, after: delay))
         forget(transfer)
         wakeForRetry(in: transfer.store.directory, at: time)
@@ -70,10 +73,12 @@ extension Scheduler {
         } else {
             transfer.checkpoint(.failed(error: error.description), bytes: bytes)
         }
-        transfer.logger.debug(
+        transfer.log(
+            .debug,
             "download failed",
             metadata: ["haul.url": "\(transfer.urlForErrors)", "haul.error": "\(error)"]
         )
+        environment.metrics.failed(error.code).increment()
         transfer.download.hub.publish(.failed(error))
         catalog.forget(transfer.id)
         forget(transfer)
@@ -109,6 +114,8 @@ extension Scheduler {
                 )
             )
         )
+        environment.metrics.completed.increment()
+        environment.metrics.duration.recordNanoseconds(DispatchTime.now().uptimeNanoseconds - transfer.admittedAt)
         transfer.download.hub.publish(.completed(transfer.download.destination))
         catalog.forget(transfer.id)
         forget(transfer)

@@ -56,7 +56,8 @@ extension Scheduler {
             perform(transfer.perform(transfer.machine.urlRefused(cause)), for: transfer)
             return
         case .failure(let error):
-            transfer.logger.debug(
+            transfer.log(
+                .debug,
                 "the URL refresher failed",
                 metadata: ["haul.url": "\(transfer.urlForErrors)", "haul.error": "\(error)"]
             )

@@ -38,6 +38,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     var timersStarted = false
     /// A task waits (``DownloadManager/waitUntilIdle()``) for no download to be queued or running.
     var idleWaitersPending = false
+    /// When the queue gauges last read the journals (uptime nanoseconds).
+    var queueGaugesReadAt: UInt64 = 0
     var retryTimer: OpaquePointer?
     /// Segmented transfers that wanted a connection the limits did not allow yet.
     var connectionWaiters: [DownloadID: Transfer] = [:]
@@ -112,7 +114,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             preallocatesFiles: configuration.preallocatesFiles,
             rateLimits: configuration.rateLimits,
             connectionsPerFile: configuration.connectionsPerFile,
-            minimumSegmentSize: configuration.minimumSegmentSize
+            minimumSegmentSize: configuration.minimumSegmentSize,
+            metrics: HaulMetrics(factory: configuration.metricsFactory)
         )
     }
 
@@ -141,6 +144,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
         // After the commit: a sync's report must not overtake the row that it completes.
         disk.send()
+        updateGauges()
         // The turn's events reach the manager's feed readers with one wake-up each.
         catalog.feed.wakeDeferred()
         // Idle: nothing queued or running, and no disk job whose result (a download's outcome)
@@ -327,6 +331,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         transfersByDirectory[journal.directory, default: 0] += 1
         if record.revalidate { unlink(transfer.partialPath) }
         admission.startTransferring(id, host: transfer.hostKey)
+        environment.metrics.started.increment()
         environment.rateLimiter.admit(transfer, ownLimit: record.maxBytesPerSecond)
         if !record.headerNames.isEmpty {
             guard let headers = catalog.rememberedHeaders(id) else {

@@ -27,6 +27,7 @@ extension Transfer {
         let taken = receiveChunk(chunk)
         if taken == chunk.count, !request.isRedirect {
             download.receivedBytes.add(Int64(taken), ordering: .relaxed)
+            if environment.metrics.isRecording { environment.metrics.bytesReceived.increment(by: taken) }
             if now != 0 { limiter.took(taken, by: self, now: now) }
         }
         return taken
@@ -113,10 +114,11 @@ extension Transfer {
             return nil
         }
         request.overlapMatched += count
+        environment.metrics.bytesResent.increment(by: count)
         guard request.overlapMatched == expected.count else { return UnsafeRawBufferPointer(start: nil, count: 0) }
         request.heldDecision = nil
         request.overlap = nil
-        logger.debug("overlap matched", metadata: ["haul.url": "\(urlForErrors)", "haul.bytes": "\(count)"])
+        log(.debug, "overlap matched", metadata: ["haul.url": "\(urlForErrors)", "haul.bytes": "\(count)"])
         _ = perform(feed(decision))
         return UnsafeRawBufferPointer(rebasing: bytes[count...])
     }
@@ -130,7 +132,7 @@ extension Transfer {
         let status = easy.responseCode
         if Redirect.isRedirect(status: status), easy.header("Location") != nil {
             request.isRedirect = true
-            logger.debug("redirect", metadata: ["haul.url": "\(urlForErrors)", "haul.status": "\(status)"])
+            log(.debug, "redirect", metadata: ["haul.url": "\(urlForErrors)", "haul.status": "\(status)"])
             return .none
         }
         var head = ResponseHead(
@@ -161,7 +163,8 @@ extension Transfer {
         if !(200..<300).contains(head.status) {
             request.retryAfter = RetryPolicy.parseRetryAfter(easy.header("Retry-After"))
         }
-        logger.debug(
+        log(
+            .debug,
             "response",
             metadata: ["haul.url": "\(urlForErrors)", "haul.status": "\(head.status)", "haul.decision": "\(decision)"]
         )
@@ -189,13 +192,16 @@ extension Transfer {
         let decision = vet(decision)
         let action = machine.responseReceived(decision)
         if case .retryFromZero(let reason) = decision, case .closing(.restartFromZero) = machine.state {
-            restarted(because: reason)
+            restarted(because: reason, discarding: bytesOnDisk)
         }
         return action
     }
 
-    func restarted(because reason: RestartReason) {
-        logger.debug("restarting from zero", metadata: ["haul.url": "\(urlForErrors)", "haul.reason": "\(reason)"])
+    /// The download starts over: `discarded` bytes it had will come again.
+    func restarted(because reason: RestartReason, discarding discarded: Int64) {
+        environment.metrics.restarted(reason).increment()
+        environment.metrics.bytesResent.increment(by: discarded)
+        log(.debug, "restarting from zero", metadata: ["haul.url": "\(urlForErrors)", "haul.reason": "\(reason)"])
         download.hub.publish(.restarted(reason))
     }
 
@@ -203,6 +209,7 @@ extension Transfer {
     /// starts from zero, and take the response's validators into the row.
     func acceptBody(total: Int64?, truncating: Bool, restart: RestartReason?) {
         guard let sink, let head = request.head else { return }
+        environment.metrics.timeToFirstByte.recordNanoseconds(DispatchTime.now().uptimeNanoseconds - request.startedAt)
         request.head = nil  // read once
         if let total, let expected = record.expectedSize, total != expected {
             bodyFailed(
@@ -224,6 +231,7 @@ extension Transfer {
             )
             return
         }
+        let discarded = sink.receivedLength
         if truncating {
             do {
                 try sink.truncate()
@@ -253,9 +261,10 @@ extension Transfer {
                 effectiveURL: easy.effectiveURL
             )
         }
-        if let restart { restarted(because: restart) }
+        if let restart { restarted(because: restart, discarding: discarded) }
         if let encoding = head.contentEncoding, !environment.easyHandles.options.decodesCompression {
-            logger.debug(
+            log(
+                .debug,
                 "an encoded body nobody asked for is saved as sent",
                 metadata: ["haul.url": "\(urlForErrors)", "haul.encoding": "\(encoding)"]
             )
@@ -341,7 +350,7 @@ extension Transfer {
         environment.claimedNames.insert(path)
         record.destination = path
         download.update(destinationPath: path)
-        logger.debug("file named by the server", metadata: ["haul.url": "\(urlForErrors)", "haul.path": "\(path)"])
+        log(.debug, "file named by the server", metadata: ["haul.url": "\(urlForErrors)", "haul.path": "\(path)"])
         return true
     }
 

@@ -115,7 +115,8 @@ extension Transfer {
                 )
             )
         }
-        logger.debug(
+        log(
+            .debug,
             "request",
             metadata: [
                 "haul.url": "\(hop == nil ? urlForErrors : target.redactedString)",

@@ -19,7 +19,8 @@ extension Transfer {
         do {
             try store.update(record, for: id)
         } catch {
-            logger.warning(
+            log(
+                .warning,
                 "could not write the journal",
                 metadata: ["haul.url": "\(urlForErrors)", "haul.error": "\(error)"]
             )
@@ -62,7 +63,8 @@ extension Transfer {
         do {
             try sink?.close()
         } catch {
-            logger.debug(
+            log(
+                .debug,
                 "could not write buffered bytes",
                 metadata: ["haul.url": "\(urlForErrors)", "haul.error": "\(error)"]
             )

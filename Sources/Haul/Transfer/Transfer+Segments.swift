@@ -178,7 +178,8 @@ extension Transfer {
         made.primaryStart = 0
         segments = made
         record.segments = map.encoded
-        logger.debug(
+        log(
+            .debug,
             "split over connections",
             metadata: [
                 "haul.url": "\(urlForErrors)", "haul.segments": "\(map.segments.count)", "haul.total": "\(total)",
@@ -359,7 +360,8 @@ extension Transfer {
             extra: segments.sendsHeaders ? headers : []
         )
         guard environment.reactor.add(easy.raw) == CURLM_OK else { return false }
-        logger.debug(
+        log(
+            .debug,
             "segment request",
             metadata: [
                 "haul.url": "\(urlForErrors)", "haul.range.first": "\(segment.next)",
@@ -497,7 +499,8 @@ extension Transfer {
             // Others go on: this one stops, and the download uses one connection fewer from now on;
             // its segment goes to the next connection that finishes its own.
             segments.connections = max(1, liveConnections - 1)
-            logger.debug(
+            log(
+                .debug,
                 "a connection failed; the others go on",
                 metadata: [
                     "haul.url": "\(urlForErrors)", "haul.error": "\(error)",
@@ -608,7 +611,7 @@ extension Transfer {
         let action = machine.fileChanged(reason)
         if case .startRequest = action {
             if reason == .rangeIgnored { segmentsRefused = true }
-            restarted(because: reason)
+            restarted(because: reason, discarding: bytesOnDisk)
         }
         return perform(action)
     }

@@ -17,7 +17,8 @@ extension Transfer {
 
     /// Sends the next request to `url`, which must prove it serves the partial's file.
     func move(to url: URL, after cause: DownloadError, counted: Bool) -> DownloadStateMachine.Action {
-        logger.debug(
+        log(
+            .debug,
             "moving to another URL",
             metadata: [
                 "haul.url": "\(urlForErrors)", "haul.url.next": "\(url.redactedString)", "haul.after": "\(cause.cause)",
@@ -49,7 +50,8 @@ extension Transfer {
         let dropped = download.url
         droppedURLs.insert(dropped)
         if counted { machine.alternativeDropped() }
-        logger.debug(
+        log(
+            .debug,
             "a URL serves another file than the partial's: not used",
             metadata: ["haul.url": "\(dropped.redactedString)", "haul.reason": "\(reason)"]
         )

@@ -1,4 +1,5 @@
 import CHaul
+import Dispatch
 import FoundationEssentials
 import Glibc
 import Logging
@@ -15,9 +16,24 @@ final class Transfer {
     let download: Download
     let store: Journal
     let environment: TransferEnvironment
-    /// Its messages' logger: its request's (``DownloadRequest/logger``) or the manager's, with
-    /// `haul.download.id`.
-    let logger: Logger
+    /// When it was admitted (uptime nanoseconds): its duration's start.
+    let admittedAt = DispatchTime.now().uptimeNanoseconds
+    /// Its messages' logger: its request's (``DownloadRequest/logger``) or the manager's. Messages
+    /// go through ``log(_:_:metadata:)``, which adds `haul.download.id`.
+    private let baseLogger: Logger
+
+    /// Logs `message` with `metadata` and the download's id; nothing is built unless `level` is
+    /// enabled (a transfer's metadata made for each download cost the loop even when nobody logs).
+    func log(
+        _ level: Logger.Level,
+        _ message: @autoclosure () -> Logger.Message,
+        metadata: @autoclosure () -> Logger.Metadata = [:]
+    ) {
+        guard baseLogger.logLevel <= level else { return }
+        var all = metadata()
+        all["haul.download.id"] = "\(id)"
+        baseLogger.log(level: level, message(), metadata: all)
+    }
     /// Where the download is in its life; the source of every decision.
     var machine: DownloadStateMachine
     /// The download's journal row as this transfer last wrote it or will write it.
@@ -96,6 +112,8 @@ final class Transfer {
     struct Request {
         /// The partial file's length when the request was made: where the answer's new bytes go.
         var offset: Int64 = 0
+        /// When it was made (uptime nanoseconds): the time to its first byte starts here.
+        var startedAt = DispatchTime.now().uptimeNanoseconds
         /// Where the asked range starts (`Range: bytes=rangeStart-`): `offset`, or before it when an
         /// unvalidated resume checks the overlap (``ResumePlan``).
         var rangeStart: Int64 = 0
@@ -145,9 +163,7 @@ final class Transfer {
         logger: Logger? = nil
     ) {
         environment.census.transfers.add(1, ordering: .relaxed)
-        var logger = logger ?? environment.logger
-        logger[metadataKey: "haul.download.id"] = "\(download.id)"
-        self.logger = logger
+        self.baseLogger = logger ?? environment.logger
         self.download = download
         self.store = store
         self.environment = environment

@@ -38,6 +38,8 @@ final class TransferEnvironment {
     /// Connections per file by default, and the smallest segment (``DownloadManager/Configuration``).
     let connectionsPerFile: Int
     let minimumSegmentSize: Int64
+    /// The manager's metrics.
+    let metrics: HaulMetrics
     /// Segmented transfers with work for another connection, collected during a loop turn: the
     /// scheduler grants them connections at its end (``Admission``), outside curl's callbacks.
     var wantingConnections: [DownloadID: Transfer] = [:]
@@ -64,7 +66,8 @@ final class TransferEnvironment {
         preallocatesFiles: Bool = true,
         rateLimits: RateLimits = RateLimits(),
         connectionsPerFile: Int = 1,
-        minimumSegmentSize: Int64 = 4 * 1024 * 1024
+        minimumSegmentSize: Int64 = 4 * 1024 * 1024,
+        metrics: HaulMetrics = HaulMetrics(factory: nil)
     ) {
         self.reactor = reactor
         self.easyHandles = easyHandles
@@ -83,5 +86,6 @@ final class TransferEnvironment {
         self.rateLimiter = RateLimiter(reactor: reactor, limits: rateLimits)
         self.connectionsPerFile = connectionsPerFile
         self.minimumSegmentSize = minimumSegmentSize
+        self.metrics = metrics
     }
 }

@@ -1,0 +1,107 @@
+import CoreMetrics
+import Synchronization
+
+/// A manager's metrics (swift-metrics), made once when it starts: counting costs a call on an
+/// object kept here, and nothing more while no backend is bootstrapped (swift-metrics' no-op
+/// handlers). Names follow Prometheus' conventions (snake case, `haul_` first, `_total` on counters,
+/// units last), which is what swift-metrics backends export; README lists them.
+final class HaulMetrics: Sendable {
+    /// Downloads admitted to transfer (each admission, a retry's too).
+    let started: Counter
+    /// Downloads whose file was put in place.
+    let completed: Counter
+    /// Retries scheduled after a failure.
+    let retries: Counter
+    /// Body bytes received from servers.
+    let bytesReceived: Counter
+    /// Body bytes received again: a restart's discarded partial, an unvalidated resume's overlap.
+    let bytesResent: Counter
+    /// Downloads transferring now.
+    let running: Gauge
+    /// Downloads queued in the open journals (those waiting for a retry's time included).
+    let queued: Gauge
+    /// Queued downloads waiting for a retry's time.
+    let waitingToRetry: Gauge
+    /// Write buffers in use.
+    let writeBuffersInUse: Gauge
+    /// Partial files held open between writes.
+    let partialFilesOpen: Gauge
+    /// From a request's start to its accepted answer's first body byte.
+    let timeToFirstByte: CoreMetrics.Timer
+    /// From a download's admission to its file in place.
+    let duration: CoreMetrics.Timer
+
+    private let factory: any MetricsFactory
+    private let failedByCode = Mutex<[String: Counter]>([:])
+    private let restartedByReason = Mutex<[String: Counter]>([:])
+    /// Whether a backend records anything: the journal counts behind the queue gauges are read
+    /// only then.
+    let isRecording: Bool
+
+    init(factory: (any MetricsFactory)?) {
+        let factory = factory ?? MetricsSystem.factory
+        self.factory = factory
+        isRecording = !(factory is NOOPMetricsHandler)
+        started = Counter(label: "haul_downloads_started_total", factory: factory)
+        completed = Counter(label: "haul_downloads_completed_total", factory: factory)
+        retries = Counter(label: "haul_download_retries_total", factory: factory)
+        bytesReceived = Counter(label: "haul_received_bytes_total", factory: factory)
+        bytesResent = Counter(label: "haul_resent_bytes_total", factory: factory)
+        running = Gauge(label: "haul_downloads_running", factory: factory)
+        queued = Gauge(label: "haul_downloads_queued", factory: factory)
+        waitingToRetry = Gauge(label: "haul_downloads_waiting_to_retry", factory: factory)
+        writeBuffersInUse = Gauge(label: "haul_write_buffers_in_use", factory: factory)
+        partialFilesOpen = Gauge(label: "haul_partial_files_open", factory: factory)
+        timeToFirstByte = CoreMetrics.Timer(
+            label: "haul_time_to_first_byte_seconds",
+            preferredDisplayUnit: .seconds,
+            factory: factory
+        )
+        duration = CoreMetrics.Timer(
+            label: "haul_download_duration_seconds",
+            preferredDisplayUnit: .seconds,
+            factory: factory
+        )
+    }
+
+    /// Downloads that failed, by ``DownloadError/Code`` (`code`).
+    func failed(_ code: DownloadError.Code) -> Counter {
+        let key = code.description
+        return failedByCode.withLock { counters in
+            if let counter = counters[key] { return counter }
+            let counter = Counter(label: "haul_downloads_failed_total", dimensions: [("code", key)], factory: factory)
+            counters[key] = counter
+            return counter
+        }
+    }
+
+    /// Restarts from zero, by ``RestartReason`` (`reason`).
+    func restarted(_ reason: RestartReason) -> Counter {
+        let key = reason.metricLabel
+        return restartedByReason.withLock { counters in
+            if let counter = counters[key] { return counter }
+            let counter = Counter(
+                label: "haul_downloads_restarted_total",
+                dimensions: [("reason", key)],
+                factory: factory
+            )
+            counters[key] = counter
+            return counter
+        }
+    }
+}
+
+extension RestartReason {
+    /// The reason as a metric's dimension: its case's name.
+    var metricLabel: String {
+        switch self {
+        case .rangeIgnored: "range_ignored"
+        case .remoteChanged: "remote_changed"
+        case .rangeMismatch: "range_mismatch"
+        case .rangeNotSatisfiable: "range_not_satisfiable"
+        case .noValidator: "no_validator"
+        case .overlapMismatch: "overlap_mismatch"
+        case .decodedBody: "decoded_body"
+        }
+    }
+}

@@ -1,0 +1,29 @@
+import Dispatch
+import FoundationEssentials
+
+/// The gauges of ``HaulMetrics``, set at the end of each loop turn.
+extension Scheduler {
+    /// Downloads admitted and not ended (receiving, or waiting on the disk), write buffers in use and
+    /// partial files open; and, while a backend records, at most once a second, the rows queued and
+    /// waiting for a retry in the open journals (a count over the queue's index).
+    func updateGauges() {
+        let metrics = environment.metrics
+        guard metrics.isRecording else { return }  // no backend: no call at all
+        metrics.running.record(transfers.count)
+        metrics.writeBuffersInUse.record(environment.buffers.inUseCount)
+        metrics.partialFilesOpen.record(environment.openPartialFiles.count)
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard now &- queueGaugesReadAt >= 1_000_000_000 else { return }
+        queueGaugesReadAt = now
+        var queued = 0
+        var waiting = 0
+        let time = Date().timeIntervalSince1970
+        for journal in catalog.openJournals {
+            guard let counts = try? journal.queueCounts(at: time) else { continue }
+            queued += counts.queued
+            waiting += counts.waitingToRetry
+        }
+        metrics.queued.record(queued)
+        metrics.waitingToRetry.record(waiting)
+    }
+}

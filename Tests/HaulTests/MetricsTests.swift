@@ -1,0 +1,112 @@
+import Foundation
+import MetricsTestKit
+import Testing
+
+@testable import Haul
+
+/// The manager's swift-metrics, recorded into a `TestMetrics` of the test's own
+/// (``DownloadManager/Configuration/metricsFactory``): nothing process-wide is bootstrapped.
+@Suite("metrics", .timeLimit(.minutes(1)))
+struct MetricsTests {
+    func configuration(_ metrics: TestMetrics) -> DownloadManager.Configuration {
+        var configuration = DownloadManager.Configuration()
+        configuration.metricsFactory = metrics
+        configuration.bufferSize = 64 * 1024
+        configuration.progressInterval = .milliseconds(20)
+        return configuration
+    }
+
+    @Test("downloads started, completed and failed by code, bytes received, and the timers and gauges of each")
+    func countsDownloads() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let sizes = [10_000, 200_000, 1_000_000]
+        for (index, size) in sizes.enumerated() { try server.makeFile("m\(index).bin", size: size) }
+        let metrics = TestMetrics()
+        try await withDownloadManager(configuration: configuration(metrics)) { manager in
+            for index in sizes.indices {
+                let destination = directory.appendingPathComponent("m\(index).bin")
+                let file = try await manager.fetch(server.url("m\(index).bin"), to: destination)
+                #expect(file == destination)
+            }
+            await #expect {
+                try await manager.fetch(server.url("missing.bin"), to: directory.appendingPathComponent("missing.bin"))
+            } throws: { error in
+                (error as? DownloadError)?.code == .httpStatus
+            }
+            await manager.waitUntilIdle()
+        }
+        #expect(try metrics.expectCounter("haul_downloads_started_total").totalValue == 4)
+        #expect(try metrics.expectCounter("haul_downloads_completed_total").totalValue == 3)
+        #expect(try metrics.expectCounter("haul_downloads_failed_total", [("code", "httpStatus")]).totalValue == 1)
+        #expect(try metrics.expectCounter("haul_received_bytes_total").totalValue == Int64(sizes.reduce(0, +)))
+        #expect(try metrics.expectTimer("haul_time_to_first_byte_seconds").values.count == 3)
+        let durations = try metrics.expectTimer("haul_download_duration_seconds").values
+        #expect(durations.count == 3 && durations.allSatisfy { $0 > 0 })
+        let running = try metrics.expectGauge("haul_downloads_running").values
+        #expect(running.contains(1) && running.last == 0)
+        #expect(try metrics.expectGauge("haul_downloads_queued").values.allSatisfy { $0 >= 0 })
+        #expect(try metrics.expectGauge("haul_write_buffers_in_use").lastValue == 0)
+        // A download that did not fail was never counted as one.
+        #expect(metrics.counters(label: "haul_downloads_failed_total").count == 1)
+    }
+
+    @Test("a restart from zero counts its reason and the bytes that come again")
+    func restartsAndResentBytes() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let size = 2 * 1024 * 1024
+        let source = try server.makeFile("norange.bin", size: size)
+        let destination = directory.appendingPathComponent("norange.bin")
+        let metrics = TestMetrics()
+        var pausedAt: Int64 = 0
+        try await withDownloadManager(configuration: configuration(metrics)) { manager in
+            // 1 MiB at once, then slowly; a resume's range is ignored (a 200 with the whole file).
+            let download = try manager.download(from: server.url("gated-norange/norange.bin"), to: destination)
+            var events = download.events.makeAsyncIterator()
+            await events.next { if case .progress(let p) = $0 { p.bytesReceived >= 256 * 1024 } else { false } }
+            download.pause()
+            guard
+                case .paused(let progress)? = await events.next(where: { if case .paused = $0 { true } else { false } })
+            else {
+                Issue.record("no pause")
+                return
+            }
+            pausedAt = progress.bytesReceived
+            download.resume()
+            #expect(try await download.finished() == destination)
+        }
+        #expect(try Data(contentsOf: destination) == source)
+        #expect(
+            try metrics.expectCounter("haul_downloads_restarted_total", [("reason", "range_ignored")]).totalValue == 1
+        )
+        #expect(try metrics.expectCounter("haul_resent_bytes_total").totalValue == pausedAt)
+        #expect(try metrics.expectCounter("haul_received_bytes_total").totalValue == Int64(size) + pausedAt)
+        #expect(try metrics.expectCounter("haul_downloads_started_total").totalValue == 2)
+        #expect(try metrics.expectCounter("haul_downloads_completed_total").totalValue == 1)
+    }
+
+    @Test("a refused connection's retries are counted, then its failure by code")
+    func retries() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let metrics = TestMetrics()
+        var configuration = configuration(metrics)
+        configuration.retryLimit = 2
+        configuration.retryDelay = .milliseconds(10)
+        try await withDownloadManager(configuration: configuration) { manager in
+            // Port 1 on loopback: nothing listens there, the connection is refused at once.
+            await #expect {
+                try await manager.fetch(
+                    URL(string: "http://127.0.0.1:1/file")!,
+                    to: directory.appendingPathComponent("f")
+                )
+            } throws: { error in
+                (error as? DownloadError)?.code == .transport
+            }
+        }
+        #expect(try metrics.expectCounter("haul_download_retries_total").totalValue == 2)
+        #expect(try metrics.expectCounter("haul_downloads_started_total").totalValue == 3)
+        #expect(try metrics.expectCounter("haul_downloads_failed_total", [("code", "transport")]).totalValue == 1)
+    }
+}
