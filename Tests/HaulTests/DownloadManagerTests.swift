@@ -16,10 +16,7 @@ struct DownloadManagerTests {
     }
 
     func configuration(bufferSize: Int = 64 * 1024) -> DownloadManager.Configuration {
-        var configuration = DownloadManager.Configuration()
-        configuration.bufferSize = bufferSize
-        configuration.progressInterval = .milliseconds(20)
-        return configuration
+        .forTests(bufferSize: bufferSize)
     }
 
     @Test("one download arrives byte-identical, with its states in order")

@@ -9,10 +9,8 @@ import Testing
 @Suite("metrics", .timeLimit(.minutes(1)))
 struct MetricsTests {
     func configuration(_ metrics: TestMetrics) -> DownloadManager.Configuration {
-        var configuration = DownloadManager.Configuration()
+        var configuration = DownloadManager.Configuration.forTests()
         configuration.metricsFactory = metrics
-        configuration.bufferSize = 64 * 1024
-        configuration.progressInterval = .milliseconds(20)
         return configuration
     }
 
