@@ -1,6 +1,7 @@
 import CoreMetrics
 import FoundationEssentials
 import Logging
+import Tracing
 
 extension DownloadManager {
     /// How a manager runs its downloads.
@@ -79,6 +80,14 @@ extension DownloadManager {
         /// the process's `MetricsSystem`, which records nothing until the application bootstraps a
         /// backend. A factory of its own keeps one manager's metrics apart (a test's `TestMetrics`).
         public var metricsFactory: (any MetricsFactory)?
+        /// Where each attempt's span goes (swift-distributed-tracing): a span per request a download
+        /// makes (with the redirects it follows), with OpenTelemetry's HTTP client attributes
+        /// (`http.request.method`, `url.full` without credentials, `server.address`,
+        /// `server.port`, `http.request.resend_count`, `http.response.status_code`,
+        /// `http.response.body.size`), a child of the caller's `ServiceContext` when it asked for
+        /// the download. By default `InstrumentationSystem.tracer`: nothing until the application
+        /// bootstraps one.
+        public var tracer: (any Tracer)?
         /// Whether a manager that starts sets SIGPIPE to be ignored in the whole process. Default
         /// `true`: a write to a connection the server closed raises SIGPIPE, which ends a process
         /// that neither ignores nor handles it; curl keeps it off its own socket writes, but not

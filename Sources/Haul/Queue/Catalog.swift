@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import Logging
+import Tracing
 import Synchronization
 
 /// What a manager's threads share: the open journals (which hold the queue), and the ``Download``
@@ -58,8 +59,10 @@ final class Catalog: Sendable {
         var urls: [URL]?
         /// The logger its request came with (``DownloadRequest/logger``).
         var logger: Logger?
+        /// The caller's service context when it asked (its trace): the parent of the download's spans.
+        var context: ServiceContext?
 
-        var isEmpty: Bool { url == nil && headers == nil && urls == nil && logger == nil }
+        var isEmpty: Bool { url == nil && headers == nil && urls == nil && logger == nil && context == nil }
     }
     private let idleWaiters = Mutex<[CheckedContinuation<Void, Never>]>([])
     private let journals = Mutex(Journals())
@@ -73,12 +76,20 @@ final class Catalog: Sendable {
 
     /// Keeps what the latest request for `id` gives that its row cannot hold (its URL and mirrors
     /// when they carry a user name or password, its headers), and forgets what an earlier one gave.
-    func remember(_ url: URL, headers: [DownloadHeader], urls: [URL], logger: Logger?, for id: DownloadID) {
+    func remember(
+        _ url: URL,
+        headers: [DownloadHeader],
+        urls: [URL],
+        logger: Logger?,
+        context: ServiceContext?,
+        for id: DownloadID
+    ) {
         update(id) { entry in
             entry.url = url.hasCredentials ? url : nil
             entry.headers = headers.isEmpty ? nil : headers
             entry.urls = urls.contains(where: \.hasCredentials) ? urls : nil
             entry.logger = logger
+            entry.context = context
         }
     }
 
@@ -103,6 +114,9 @@ final class Catalog: Sendable {
 
     /// The logger `id` was last asked for with in this process, if any.
     func rememberedLogger(_ id: DownloadID) -> Logger? { lookUp(id)?.logger }
+
+    /// The service context `id` was last asked for in, if any.
+    func rememberedContext(_ id: DownloadID) -> ServiceContext? { lookUp(id)?.context }
 
     /// Forgets what was kept for a download that ended.
     func forget(_ id: DownloadID) {

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import Logging
+import Tracing
 
 /// A request's journal row: what asking for a download does to it.
 extension DownloadQueue {
@@ -124,6 +125,7 @@ extension DownloadQueue {
             headers: request.headers,
             urls: request.allURLs,
             logger: request.logger,
+            context: ServiceContext.current,
             for: request.id
         )
         // Rows hold URLs without their user name and password (they never reach the disk).

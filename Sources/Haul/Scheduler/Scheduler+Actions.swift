@@ -46,6 +46,7 @@ extension Scheduler {
             random: Double.random(in: 0..<1)
         )
         let time = Date().timeIntervalSince1970 + delay.inSeconds
+        transfer.spanFailed(error)
         transfer.record.failures = transfer.machine.failures
         if transfer.machine.restarts > 0 { restartsBeforeRetry[transfer.id] = transfer.machine.restarts }
         let progress = transfer.setAside(on: .retryScheduled(at: time, error: error.description))
@@ -63,6 +64,7 @@ extension Scheduler {
 
     /// Ends the download with `error`, keeping its partial file if it holds anything.
     private func fail(_ transfer: Transfer, with error: DownloadError) {
+        transfer.spanFailed(error)
         transfer.stopAll()
         try? transfer.sink?.close()
         transfer.sink = nil

@@ -2,6 +2,7 @@ import CHaul
 import FoundationEssentials
 import Glibc
 import Logging
+import Tracing
 
 /// The loop thread's owner of every admitted download: takes the next row of the journals' queue
 /// when a slot frees (``Admission`` decides who may run), creates its ``Transfer``, and performs the
@@ -115,7 +116,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             rateLimits: configuration.rateLimits,
             connectionsPerFile: configuration.connectionsPerFile,
             minimumSegmentSize: configuration.minimumSegmentSize,
-            metrics: HaulMetrics(factory: configuration.metricsFactory)
+            metrics: HaulMetrics(factory: configuration.metricsFactory),
+            tracer: configuration.tracer ?? InstrumentationSystem.tracer
         )
     }
 
@@ -325,7 +327,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             restarts: restartsBeforeRetry.removeValue(forKey: id) ?? 0,
             mirrors: record.mirrors.isEmpty
                 ? [] : catalog.rememberedMirrors(id) ?? record.mirrors.compactMap { URL(string: $0) },
-            logger: catalog.rememberedLogger(id)
+            logger: catalog.rememberedLogger(id),
+            context: catalog.rememberedContext(id)
         )
         transfers[id] = transfer
         transfersByDirectory[journal.directory, default: 0] += 1

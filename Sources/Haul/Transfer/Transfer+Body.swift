@@ -151,6 +151,7 @@ extension Transfer {
             head.conflictingContentLengths = nil
         }
         request.head = head
+        spanAnswered(status: status)
         request.rangeEnd = ResponseDecision.rangeEnd(of: head)
         var decision = ResponseDecision.decide(
             head: head,

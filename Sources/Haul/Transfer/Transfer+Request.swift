@@ -61,6 +61,7 @@ extension Transfer {
         }
         // Bytes still in the buffer are the file's too: they are written before the next ones.
         request = Request(offset: sink?.receivedLength ?? 0)
+        if hop == nil { startSpan(url: urlForErrors) }
         if let segments, let start = segments.primaryStart, let index = segments.map.index(startingAt: start) {
             request.rangeLast = segments.map.segments[index].end - 1
         }

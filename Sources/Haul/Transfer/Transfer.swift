@@ -3,6 +3,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import Logging
+import Tracing
 
 /// The loop thread's side of one admitted download, as AsyncHTTPClient's `RequestBag` is of one
 /// request: it owns its state machine, its partial file (``FileSink``), its curl request and the
@@ -16,6 +17,13 @@ final class Transfer {
     let download: Download
     let store: Journal
     let environment: TransferEnvironment
+    /// The caller's context when it asked for the download: the parent of its attempts' spans.
+    let serviceContext: ServiceContext?
+    /// The current attempt's span (``startSpan(url:)``), and the bytes received when it began.
+    var span: (any Span)?
+    var spanStartBytes: Int64 = 0
+    /// Attempts begun in this admission.
+    var attemptsStarted = 0
     /// When it was admitted (uptime nanoseconds): its duration's start.
     let admittedAt = DispatchTime.now().uptimeNanoseconds
     /// Its messages' logger: its request's (``DownloadRequest/logger``) or the manager's. Messages
@@ -160,8 +168,10 @@ final class Transfer {
         environment: TransferEnvironment,
         restarts: Int,
         mirrors: [URL] = [],
-        logger: Logger? = nil
+        logger: Logger? = nil,
+        context: ServiceContext? = nil
     ) {
+        self.serviceContext = context
         environment.census.transfers.add(1, ordering: .relaxed)
         self.baseLogger = logger ?? environment.logger
         self.download = download
@@ -217,6 +227,7 @@ final class Transfer {
     func stopAll() {
         stopFetches()
         stopRequest()
+        endSpan()
     }
 
     /// The same error, attributed to this download's URL.

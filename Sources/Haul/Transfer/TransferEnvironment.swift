@@ -1,5 +1,6 @@
 import CHaul
 import Logging
+import Tracing
 
 /// What every transfer of one scheduler shares: the loop, the pools, the limits. Loop thread only.
 final class TransferEnvironment {
@@ -40,6 +41,8 @@ final class TransferEnvironment {
     let minimumSegmentSize: Int64
     /// The manager's metrics.
     let metrics: HaulMetrics
+    /// Where each attempt's span goes.
+    let tracer: any Tracer
     /// Segmented transfers with work for another connection, collected during a loop turn: the
     /// scheduler grants them connections at its end (``Admission``), outside curl's callbacks.
     var wantingConnections: [DownloadID: Transfer] = [:]
@@ -67,7 +70,8 @@ final class TransferEnvironment {
         rateLimits: RateLimits = RateLimits(),
         connectionsPerFile: Int = 1,
         minimumSegmentSize: Int64 = 4 * 1024 * 1024,
-        metrics: HaulMetrics = HaulMetrics(factory: nil)
+        metrics: HaulMetrics = HaulMetrics(factory: nil),
+        tracer: any Tracer = InstrumentationSystem.tracer
     ) {
         self.reactor = reactor
         self.easyHandles = easyHandles
@@ -87,5 +91,6 @@ final class TransferEnvironment {
         self.connectionsPerFile = connectionsPerFile
         self.minimumSegmentSize = minimumSegmentSize
         self.metrics = metrics
+        self.tracer = tracer
     }
 }
