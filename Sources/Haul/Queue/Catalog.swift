@@ -1,8 +1,8 @@
 import FoundationEssentials
 import Glibc
 import Logging
-import Tracing
 import Synchronization
+import Tracing
 
 /// What a manager's threads share: the open journals (which hold the queue), and the ``Download``
 /// handles that callers hold.
