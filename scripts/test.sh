@@ -11,7 +11,10 @@ swift build --build-tests
 # A backstop: a hung test fails CI in minutes, not at its 90-minute limit.
 timeout 900 swift test --skip-build
 # The DocC catalog builds without a warning: every symbol and article it names exists.
-rm -rf .build/symbol-graphs .build/docc
+# Haul's own graphs only: the dependencies' (swift-distributed-tracing's) link articles of their own catalogs.
+rm -rf .build/symbol-graphs .build/symbol-graphs-haul .build/docc
 swift build --target Haul -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc .build/symbol-graphs
-docc convert Sources/Haul/Haul.docc --additional-symbol-graph-dir .build/symbol-graphs --output-path .build/docc \
+mkdir -p .build/symbol-graphs-haul
+cp .build/symbol-graphs/Haul.symbols.json .build/symbol-graphs/Haul@*.symbols.json .build/symbol-graphs-haul/ 2>/dev/null || true
+docc convert Sources/Haul/Haul.docc --additional-symbol-graph-dir .build/symbol-graphs-haul --output-path .build/docc \
     --fallback-display-name Haul --fallback-bundle-identifier haul --warnings-as-errors
