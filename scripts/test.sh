@@ -16,5 +16,15 @@ rm -rf .build/symbol-graphs .build/symbol-graphs-haul .build/docc
 swift build --target Haul -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc .build/symbol-graphs
 mkdir -p .build/symbol-graphs-haul
 cp .build/symbol-graphs/Haul.symbols.json .build/symbol-graphs/Haul@*.symbols.json .build/symbol-graphs-haul/ 2>/dev/null || true
+# Every public type of the module is in the catalog's topics (nested ones come with their parent).
+python3 - .build/symbol-graphs-haul/Haul.symbols.json Sources/Haul/Haul.docc/Haul.md <<'PY'
+import json, sys
+graph, page = json.load(open(sys.argv[1])), open(sys.argv[2]).read()
+kinds = {"swift.struct", "swift.class", "swift.enum", "swift.protocol", "swift.typealias"}
+types = {s["pathComponents"][0] for s in graph["symbols"] if s["kind"]["identifier"] in kinds and len(s["pathComponents"]) == 1}
+missing = sorted(t for t in types if "``" + t + "``" not in page)
+if missing:
+    sys.exit("public types missing from Haul.md's topics: " + ", ".join(missing))
+PY
 docc convert Sources/Haul/Haul.docc --additional-symbol-graph-dir .build/symbol-graphs-haul --output-path .build/docc \
     --fallback-display-name Haul --fallback-bundle-identifier haul --warnings-as-errors
