@@ -5,6 +5,9 @@ let package = Package(
     name: "Haul",
     products: [
         .library(name: "Haul", targets: ["Haul"]),
+        // The manager as a swift-service-lifecycle Service: a product of its own, so that the
+        // library and `haul` build without it.
+        .library(name: "HaulService", targets: ["HaulService"]),
         .executable(name: "haul", targets: ["HaulCLI"]),
     ],
     dependencies: [
@@ -15,6 +18,7 @@ let package = Package(
         // `swift package generate-documentation --target Haul` (the test command builds the same
         // catalog with docc directly, warnings as errors).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.0.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
     ],
     targets: [
         // The one C module: libcurl, libevent, SQLite and OpenSSL digest headers plus typed shims for curl's variadic functions.
@@ -36,6 +40,10 @@ let package = Package(
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
+        .target(
+            name: "HaulService",
+            dependencies: ["Haul", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]
+        ),
         // The `haul` command-line downloader.
         .executableTarget(
             name: "HaulCLI",
@@ -48,7 +56,7 @@ let package = Package(
         .testTarget(
             name: "HaulTests",
             dependencies: [
-                "Haul", "HaulCLI", "CHaul", .product(name: "Logging", package: "swift-log"),
+                "Haul", "HaulCLI", "HaulService", "CHaul", .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ]
