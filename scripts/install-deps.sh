@@ -6,6 +6,8 @@ missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
 done
+# The test command's small checks are Python (any python3 will do: Debian's when there is none).
+command -v python3 >/dev/null || missing+=(python3)
 if ((${#missing[@]})); then
     echo "installing: ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive

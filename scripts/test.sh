@@ -28,3 +28,6 @@ if missing:
 PY
 docc convert Sources/Haul/Haul.docc --additional-symbol-graph-dir .build/symbol-graphs-haul --output-path .build/docc \
     --fallback-display-name Haul --fallback-bundle-identifier haul --warnings-as-errors
+# The example service (Examples/service, a package of its own with Hummingbird and
+# swift-prometheus): built, started, driven over HTTP, stopped with SIGTERM mid-download, restarted.
+bash Examples/service/test.sh
