@@ -45,6 +45,8 @@ struct MetricsTests {
         #expect(running.contains(1) && running.last == 0)
         #expect(try metrics.expectGauge("haul_downloads_queued").values.allSatisfy { $0 >= 0 })
         #expect(try metrics.expectGauge("haul_write_buffers_in_use").lastValue == 0)
+        // This process holds its standard streams and the journal at least.
+        #expect(try (metrics.expectGauge("haul_open_descriptors").lastValue ?? 0) >= 4)
         // A download that did not fail was never counted as one.
         #expect(metrics.counters(label: "haul_downloads_failed_total").count == 1)
     }

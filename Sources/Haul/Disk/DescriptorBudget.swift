@@ -20,6 +20,20 @@ struct DescriptorBudget {
         openPartialFiles = max(1, limit / 4)
     }
 
+    /// How many descriptors the process has open now (the entries of `/proc/self/fd`, less the one
+    /// that reads them), or `nil` without `/proc`.
+    static func openCount() -> Int? {
+        guard let directory = opendir("/proc/self/fd") else { return nil }
+        defer { closedir(directory) }
+        var count = 0
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { $0.prefix { $0 != 0 } }
+            if name.elementsEqual(".".utf8) || name.elementsEqual("..".utf8) { continue }
+            count += 1
+        }
+        return count - 1
+    }
+
     /// The process's current (soft) open-files limit.
     static func currentLimit() -> Int {
         var limit = rlimit()

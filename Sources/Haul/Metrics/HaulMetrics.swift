@@ -26,6 +26,9 @@ final class HaulMetrics: Sendable {
     let writeBuffersInUse: Gauge
     /// Partial files held open between writes.
     let partialFilesOpen: Gauge
+    /// Descriptors the process has open (sockets, partial files, journals, the application's own):
+    /// what `RLIMIT_NOFILE` bounds.
+    let openDescriptors: Gauge
     /// From a request's start to its accepted answer's first body byte.
     let timeToFirstByte: CoreMetrics.Timer
     /// From a download's admission to its file in place.
@@ -52,6 +55,7 @@ final class HaulMetrics: Sendable {
         waitingToRetry = Gauge(label: "haul_downloads_waiting_to_retry", factory: factory)
         writeBuffersInUse = Gauge(label: "haul_write_buffers_in_use", factory: factory)
         partialFilesOpen = Gauge(label: "haul_partial_files_open", factory: factory)
+        openDescriptors = Gauge(label: "haul_open_descriptors", factory: factory)
         timeToFirstByte = CoreMetrics.Timer(
             label: "haul_time_to_first_byte_seconds",
             preferredDisplayUnit: .seconds,

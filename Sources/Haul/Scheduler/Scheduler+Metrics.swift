@@ -4,8 +4,9 @@ import FoundationEssentials
 /// The gauges of ``HaulMetrics``, set at the end of each loop turn.
 extension Scheduler {
     /// Downloads admitted and not ended (receiving, or waiting on the disk), write buffers in use and
-    /// partial files open; and, while a backend records, at most once a second, the rows queued and
-    /// waiting for a retry in the open journals (a count over the queue's index).
+    /// partial files open; and, at most once a second, the rows queued and waiting for a retry in the
+    /// open journals (a count over the queue's index) and the process's open descriptors. Nothing
+    /// while no backend records.
     func updateGauges() {
         let metrics = environment.metrics
         guard metrics.isRecording else { return }  // no backend: no call at all
@@ -25,5 +26,6 @@ extension Scheduler {
         }
         metrics.queued.record(queued)
         metrics.waitingToRetry.record(waiting)
+        if let open = DescriptorBudget.openCount() { metrics.openDescriptors.record(open) }
     }
 }
