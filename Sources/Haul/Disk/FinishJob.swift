@@ -128,7 +128,8 @@ struct FinishJob: Sendable {
             }
         }
         var status = stat()
-        let length: Int64 = fstat(descriptor, &status) == 0 ? Int64(status.st_size) : 0
+        let described = fstat(descriptor, &status) == 0
+        let length: Int64 = described ? Int64(status.st_size) : 0
         close(descriptor)
         if let mismatch = integrityError(length: length) {
             unlink(partialPath)
@@ -136,15 +137,20 @@ struct FinishJob: Sendable {
         }
         var target = destination
         if case .ownOnly(let own) = replaces { target = freeName(ownModificationTime: own) }
+        let renamed: Bool
         do throws(DownloadError) {
-            try Self.moveIntoPlace(from: partialPath, to: target)
+            renamed = try Self.moveIntoPlace(from: partialPath, to: target)
         } catch {
             var error = error
             error.url = url
             return .failure(error)
         }
-        // A rename keeps the time; a copy across file systems does not: read it where it is now.
-        var placed = PlacedFile.at(target) ?? PlacedFile(length: length, modificationTime: 0)
+        // A rename keeps the file and its time, as the descriptor showed them; a copy across file
+        // systems does not: read it where it is now.
+        var placed =
+            renamed && described
+            ? PlacedFile(length: length, modificationTime: PlacedFile.modificationTime(of: status))
+            : PlacedFile.at(target) ?? PlacedFile(length: length, modificationTime: 0)
         if target != destination { placed.path = target }
         return .success(placed)
     }
@@ -205,13 +211,15 @@ struct FinishJob: Sendable {
 
     /// Renames the finished partial file to its destination: the destination holds either its old
     /// content or the whole new file, never a part. The destination's folder is created when missing.
-    static func moveIntoPlace(from source: String, to destination: String) throws(DownloadError) {
-        if rename(source, destination) == 0 { return }
+    /// Returns whether it was renamed (`false`: copied across file systems, with a new time).
+    @discardableResult
+    static func moveIntoPlace(from source: String, to destination: String) throws(DownloadError) -> Bool {
+        if rename(source, destination) == 0 { return true }
         var renameError = errno
         let directory = FilePath.directory(of: destination)
         if renameError == ENOENT, !directory.isEmpty {
             _ = FilePath.makeDirectories(directory)
-            if rename(source, destination) == 0 { return }
+            if rename(source, destination) == 0 { return true }
             renameError = errno
         }
         if renameError == ENOENT, access(source, F_OK) != 0 { throw partialDeleted(source, url: nil) }
@@ -255,5 +263,6 @@ struct FinishJob: Sendable {
             )
         }
         unlink(source)
+        return false
     }
 }
