@@ -87,4 +87,38 @@ struct TracingTests {
         // Each attempt is its own trace root: no caller's context was given.
         #expect(refused.allSatisfy { $0.parentSpanID == nil })
     }
+
+    @Test("a resumed download's attempt says where its range starts, and answers 206")
+    func resumedAttempt() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let source = try server.makeFile("resumed.bin", size: 3 * 1024 * 1024)
+        let destination = directory.appendingPathComponent("resumed.bin")
+        let tracer = InMemoryTracer()
+        var pausedAt: Int64 = 0
+        try await withDownloadManager(configuration: configuration(tracer)) { manager in
+            // 1 MiB at once, then slowly; a range at full speed.
+            let download = try manager.download(from: server.url("gated/resumed.bin"), to: destination)
+            var events = download.events.makeAsyncIterator()
+            await events.next { if case .progress(let p) = $0 { p.bytesReceived >= 256 * 1024 } else { false } }
+            download.pause()
+            guard
+                case .paused(let progress)? = await events.next(where: { if case .paused = $0 { true } else { false } })
+            else {
+                Issue.record("no pause")
+                return
+            }
+            pausedAt = progress.bytesReceived
+            download.resume()
+            #expect(try await download.finished() == destination)
+        }
+        #expect(try Data(contentsOf: destination) == source)
+        let spans = attempts(tracer)
+        try #require(spans.count == 2)
+        #expect(spans[0].attributes.get("haul.range.first") == nil)
+        #expect(spans[0].attributes.get("http.response.status_code") == .int64(200))
+        #expect(spans[1].attributes.get("haul.range.first") == .int64(pausedAt))
+        #expect(spans[1].attributes.get("http.response.status_code") == .int64(206))
+        #expect(spans[1].attributes.get("http.response.body.size") == .int64(Int64(source.count) - pausedAt))
+    }
 }

@@ -61,7 +61,6 @@ extension Transfer {
         }
         // Bytes still in the buffer are the file's too: they are written before the next ones.
         request = Request(offset: sink?.receivedLength ?? 0)
-        if hop == nil { startSpan(url: urlForErrors) }
         if let segments, let start = segments.primaryStart, let index = segments.map.index(startingAt: start) {
             request.rangeLast = segments.map.segments[index].end - 1
         }
@@ -76,6 +75,7 @@ extension Transfer {
             // From 0; the answer replaces the partial once accepted (``decideResponse(easy:)``).
             request.restartReason = reason
         }
+        if hop == nil { startSpan() }
         var target = download.url
         var sendsHeaders = true
         if case .follow(let url, let sameOrigin) = hop { (target, sendsHeaders) = (url, sameOrigin) }

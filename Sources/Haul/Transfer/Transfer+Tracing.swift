@@ -6,8 +6,8 @@ import Tracing
 /// Its parent is the caller's service context when it asked for the download. With the no-op tracer
 /// (nothing bootstrapped) no attribute is built.
 extension Transfer {
-    /// An attempt begins at `url` (without credentials): the last one's span ends.
-    func startSpan(url: String) {
+    /// An attempt begins (its request's range known): the last one's span ends.
+    func startSpan() {
         endSpan()
         attemptsStarted += 1
         let span = environment.tracer.startAnySpan("GET", context: serviceContext ?? .topLevel, ofKind: .client)
@@ -15,10 +15,11 @@ extension Transfer {
         spanStartBytes = sink?.receivedLength ?? 0
         guard span.isRecording else { return }
         span.attributes["http.request.method"] = "GET"
-        span.attributes["url.full"] = url
-        if let components = URLComponents(string: url), let host = components.host {
+        span.attributes["url.full"] = urlForErrors  // without user name and password
+        let url = download.url
+        if let host = url.host {
             span.attributes["server.address"] = host
-            span.attributes["server.port"] = components.port ?? (components.scheme == "https" ? 443 : 80)
+            span.attributes["server.port"] = url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80)
         }
         // Sent before, for this download: earlier failures' attempts and this admission's.
         let resends = record.failures + attemptsStarted - 1
