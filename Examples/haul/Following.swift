@@ -54,9 +54,9 @@ final class Following: Sendable {
     }
 
     /// `enqueue` refused the request of item `index` (its error is reported).
-    func refused(index: Int) {
+    func refused(_ id: DownloadID, index: Int) {
         state.withLock { state in
-            if let id = state.pending.first(where: { $0.value == index })?.key { state.pending[id] = nil }
+            if state.pending[id] == index { state.pending[id] = nil }
         }
     }
 

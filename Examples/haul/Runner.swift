@@ -141,7 +141,7 @@ struct Runner {
                 }
             }
             // Positions in the sequence given to `enqueue` are those of the requests that exist.
-            var positions: [Int] = []
+            var positions: [(index: Int, id: DownloadID)] = []
             do {
                 let summary = try manager.enqueue(
                     items.indices.lazy.compactMap { index -> DownloadRequest? in
@@ -157,7 +157,7 @@ struct Runner {
                                 reporter.joined()  // the same destination again: one download
                                 return nil
                             }
-                            positions.append(index)
+                            positions.append((index, request.id))
                             return request
                         } catch {
                             failures += 1
@@ -167,10 +167,10 @@ struct Runner {
                     }
                 )
                 for rejection in summary.rejected {
-                    let index = positions[rejection.index]
+                    let (index, id) = positions[rejection.index]
                     refuse(items[index], error: rejection.error, reporter: reporter)
                     failures += 1
-                    following.refused(index: index)
+                    following.refused(id, index: index)
                 }
             } catch {
                 // The manager shut down (a signal) or its journal failed: what was queued is kept.

@@ -54,7 +54,7 @@ extension Scheduler {
         transfer.log(
             .debug,
             "retrying",
-            metadata: ["haul.url": "\(transfer.urlForErrors)", "haul.after": "\(delay)", "haul.error": "\(error)"]
+            metadata: ["haul.after": "\(delay)", "haul.error": "\(error)"]
         )
         environment.metrics.retries.increment()
         transfer.download.hub.publish(.retrying(error, after: delay))
@@ -78,7 +78,7 @@ extension Scheduler {
         transfer.log(
             .debug,
             "download failed",
-            metadata: ["haul.url": "\(transfer.urlForErrors)", "haul.error": "\(error)"]
+            metadata: ["haul.error": "\(error)"]
         )
         environment.metrics.failed(error.code).increment()
         transfer.download.hub.publish(.failed(error))

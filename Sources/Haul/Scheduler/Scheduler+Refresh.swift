@@ -59,7 +59,7 @@ extension Scheduler {
             transfer.log(
                 .debug,
                 "the URL refresher failed",
-                metadata: ["haul.url": "\(transfer.urlForErrors)", "haul.error": "\(error)"]
+                metadata: ["haul.error": "\(error)"]
             )
             perform(transfer.perform(transfer.machine.urlRefused(cause)), for: transfer)
             return

@@ -118,7 +118,7 @@ extension Transfer {
         guard request.overlapMatched == expected.count else { return UnsafeRawBufferPointer(start: nil, count: 0) }
         request.heldDecision = nil
         request.overlap = nil
-        log(.debug, "overlap matched", metadata: ["haul.url": "\(urlForErrors)", "haul.bytes": "\(count)"])
+        log(.debug, "overlap matched", metadata: ["haul.bytes": "\(count)"])
         _ = perform(feed(decision))
         return UnsafeRawBufferPointer(rebasing: bytes[count...])
     }
@@ -132,7 +132,7 @@ extension Transfer {
         let status = easy.responseCode
         if Redirect.isRedirect(status: status), easy.header("Location") != nil {
             request.isRedirect = true
-            log(.debug, "redirect", metadata: ["haul.url": "\(urlForErrors)", "haul.status": "\(status)"])
+            log(.debug, "redirect", metadata: ["haul.status": "\(status)"])
             return .none
         }
         var head = ResponseHead(
@@ -167,7 +167,7 @@ extension Transfer {
         log(
             .debug,
             "response",
-            metadata: ["haul.url": "\(urlForErrors)", "haul.status": "\(head.status)", "haul.decision": "\(decision)"]
+            metadata: ["haul.status": "\(head.status)", "haul.decision": "\(decision)"]
         )
         if let reason = request.restartReason, case .append(let total) = decision {
             decision = .replace(total: total, reason: reason)
@@ -202,7 +202,7 @@ extension Transfer {
     func restarted(because reason: RestartReason, discarding discarded: Int64) {
         environment.metrics.restarted(reason).increment()
         environment.metrics.bytesResent.increment(by: discarded)
-        log(.debug, "restarting from zero", metadata: ["haul.url": "\(urlForErrors)", "haul.reason": "\(reason)"])
+        log(.debug, "restarting from zero", metadata: ["haul.reason": "\(reason)"])
         download.hub.publish(.restarted(reason))
     }
 
@@ -267,7 +267,7 @@ extension Transfer {
             log(
                 .debug,
                 "an encoded body nobody asked for is saved as sent",
-                metadata: ["haul.url": "\(urlForErrors)", "haul.encoding": "\(encoding)"]
+                metadata: ["haul.encoding": "\(encoding)"]
             )
             download.hub.publish(.warning(.unrequestedContentEncoding(encoding)))
         }
@@ -351,7 +351,7 @@ extension Transfer {
         environment.claimedNames.insert(path)
         record.destination = path
         download.update(destinationPath: path)
-        log(.debug, "file named by the server", metadata: ["haul.url": "\(urlForErrors)", "haul.path": "\(path)"])
+        log(.debug, "file named by the server", metadata: ["haul.path": "\(path)"])
         return true
     }
 

@@ -22,7 +22,7 @@ extension Transfer {
             log(
                 .warning,
                 "could not write the journal",
-                metadata: ["haul.url": "\(urlForErrors)", "haul.error": "\(error)"]
+                metadata: ["haul.error": "\(error)"]
             )
         }
     }
@@ -66,7 +66,7 @@ extension Transfer {
             log(
                 .debug,
                 "could not write buffered bytes",
-                metadata: ["haul.url": "\(urlForErrors)", "haul.error": "\(error)"]
+                metadata: ["haul.error": "\(error)"]
             )
         }
         sink = nil

@@ -182,7 +182,7 @@ extension Transfer {
             .debug,
             "split over connections",
             metadata: [
-                "haul.url": "\(urlForErrors)", "haul.segments": "\(map.segments.count)", "haul.total": "\(total)",
+                "haul.segments": "\(map.segments.count)", "haul.total": "\(total)",
             ]
         )
     }
@@ -364,7 +364,7 @@ extension Transfer {
             .debug,
             "segment request",
             metadata: [
-                "haul.url": "\(urlForErrors)", "haul.range.first": "\(segment.next)",
+                "haul.range.first": "\(segment.next)",
                 "haul.range.last": "\(segment.end - 1)",
             ]
         )
@@ -503,7 +503,7 @@ extension Transfer {
                 .debug,
                 "a connection failed; the others go on",
                 metadata: [
-                    "haul.url": "\(urlForErrors)", "haul.error": "\(error)",
+                    "haul.error": "\(error)",
                     "haul.connections": "\(segments.connections)",
                 ]
             )

@@ -21,7 +21,7 @@ extension Transfer {
             .debug,
             "moving to another URL",
             metadata: [
-                "haul.url": "\(urlForErrors)", "haul.url.next": "\(url.redactedString)", "haul.after": "\(cause.cause)",
+                "haul.url.next": "\(url.redactedString)", "haul.after": "\(cause.cause)",
             ]
         )
         let from = moved?.from ?? download.url

@@ -19,7 +19,7 @@ final class Transfer {
     let environment: TransferEnvironment
     /// The caller's context when it asked for the download: the parent of its attempts' spans.
     let serviceContext: ServiceContext?
-    /// The current attempt's span (``startSpan(url:)``), and the bytes received when it began.
+    /// The current attempt's span (``startSpan()``), and the bytes received when it began.
     var span: (any Span)?
     var spanStartBytes: Int64 = 0
     /// Attempts begun in this admission.
@@ -27,11 +27,12 @@ final class Transfer {
     /// When it was admitted (uptime nanoseconds): its duration's start.
     let admittedAt = DispatchTime.now().uptimeNanoseconds
     /// Its messages' logger: its request's (``DownloadRequest/logger``) or the manager's. Messages
-    /// go through ``log(_:_:metadata:)``, which adds `haul.download.id`.
+    /// go through ``log(_:_:metadata:)``, which adds `haul.download.id` and `haul.url`.
     private let baseLogger: Logger
 
-    /// Logs `message` with `metadata` and the download's id; nothing is built unless `level` is
-    /// enabled (a transfer's metadata made for each download cost the loop even when nobody logs).
+    /// Logs `message` with `metadata`, the download's id and, unless `metadata` names another, the
+    /// URL in use (without credentials); nothing is built unless `level` is enabled (a transfer's
+    /// metadata made for each download cost the loop even when nobody logs).
     func log(
         _ level: Logger.Level,
         _ message: @autoclosure () -> Logger.Message,
@@ -40,6 +41,7 @@ final class Transfer {
         guard baseLogger.logLevel <= level else { return }
         var all = metadata()
         all["haul.download.id"] = "\(id)"
+        if all["haul.url"] == nil { all["haul.url"] = "\(urlForErrors)" }
         baseLogger.log(level: level, message(), metadata: all)
     }
     /// Where the download is in its life; the source of every decision.
