@@ -1,3 +1,4 @@
+import CHaul
 import Foundation
 import Testing
 
@@ -208,4 +209,42 @@ struct RandomizedParserTests {
             }
         }
     }
+
+    @Test("IMF-fixdates read by byte name the instant curl_getdate reads (20,000 generated, and near-misses)")
+    func fixdatesAgreeWithCurl() {
+        var random = Generator(seed: Self.seed)
+        let days = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        for index in 0..<20_000 {
+            // Any second to the year 9999, or one near the ends of months, leap days and centuries.
+            let seconds: Int64 =
+                index % 4 == 0
+                ? Int64.random(in: 0...253_402_300_799, using: &random)
+                : [951_782_400, 4_107_456_000, 1_709_164_800, 946_684_800, 4_102_444_800].randomElement(using: &random)!
+                    + Int64.random(in: -172_800...172_800, using: &random)
+            var time = time_t(seconds)
+            var parts = tm()
+            gmtime_r(&time, &parts)
+            let text =
+                "\(days[Int(seconds / 86_400 % 7)]), \(pad(parts.tm_mday)) \(months[Int(parts.tm_mon)]) "
+                + "\(parts.tm_year + 1900) \(pad(parts.tm_hour)):\(pad(parts.tm_min)):\(pad(parts.tm_sec)) GMT"
+            #expect(HTTPDate.fixdateSeconds(text) == seconds, "seed \(Self.seed): \(text)")
+            #expect(Int64(curl_getdate(text, nil)) == seconds, "seed \(Self.seed): \(text)")
+            // One byte changed: the fast path either refuses (curl reads it) or agrees with curl.
+            var bytes = Array(text.utf8)
+            bytes[Int.random(in: 0..<bytes.count, using: &random)] = UInt8.random(in: 0x20...0x7E, using: &random)
+            let changed = String(decoding: bytes, as: UTF8.self)
+            if let fast = HTTPDate.fixdateSeconds(changed) {
+                #expect(fast == Int64(curl_getdate(changed, nil)), "seed \(Self.seed): \(changed)")
+            }
+        }
+        for refused in [
+            "Sun, 29 Feb 2023 00:00:00 GMT", "Sun, 31 Apr 2023 00:00:00 GMT", "Sun, 06 Nov 1994 24:00:00 GMT",
+            "Sun, 06 Nov 1994 08:49:37 UTC", "Sun, 06 Nov 1969 08:49:37 GMT", "Sun,  6 Nov 1994 08:49:37 GMT",
+        ] {
+            #expect(HTTPDate.fixdateSeconds(refused) == nil, "\(refused)")
+        }
+    }
+
+    private func pad(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
 }
