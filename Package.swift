@@ -8,6 +8,9 @@ let package = Package(
         // The manager as a swift-service-lifecycle Service: a product of its own, so that the
         // library and `haul` build without it.
         .library(name: "HaulService", targets: ["HaulService"]),
+        // A download queue shared by a fleet of processes in PostgreSQL (libpq): a product of its
+        // own, so that the library and `haul` build without libpq.
+        .library(name: "HaulPostgres", targets: ["HaulPostgres"]),
         .executable(name: "haul", targets: ["HaulCLI"]),
     ],
     dependencies: [
@@ -44,6 +47,12 @@ let package = Package(
             name: "HaulService",
             dependencies: ["Haul", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]
         ),
+        .systemLibrary(
+            name: "CHaulPostgres",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        .target(name: "HaulPostgres", dependencies: ["Haul", "CHaulPostgres"]),
         // The `haul` command-line downloader.
         .executableTarget(
             name: "HaulCLI",
@@ -56,7 +65,7 @@ let package = Package(
         .testTarget(
             name: "HaulTests",
             dependencies: [
-                "Haul", "HaulCLI", "HaulService", "CHaul", .product(name: "Logging", package: "swift-log"),
+                "Haul", "HaulCLI", "HaulService", "HaulPostgres", "CHaul", .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ]

@@ -5,7 +5,7 @@ extension URL {
     var hasCredentials: Bool { user != nil || password != nil }
 
     /// The URL as text with any user name and password removed, safe for logs, events and errors.
-    var redactedString: String {
+    package var redactedString: String {
         guard hasCredentials,
             var components = URLComponents(url: self, resolvingAgainstBaseURL: false)
         else { return absoluteString }
@@ -26,7 +26,7 @@ extension URL {
     }
 
     /// The key of per-host limits: `host:port`.
-    var hostKey: String {
+    package var hostKey: String {
         let host = host?.lowercased() ?? ""
         let port = port ?? (scheme?.lowercased() == "https" ? 443 : 80)
         return "\(host):\(port)"

@@ -1,0 +1,107 @@
+import Foundation
+import Haul
+
+/// Where a download of the fleet's queue stands.
+public enum FleetState: String, Sendable, Hashable, CaseIterable {
+    /// Waiting for a worker.
+    case queued
+    /// Claimed by a worker, under its lease.
+    case running
+    /// Held back until resumed.
+    case paused
+    /// Downloaded whole by a worker.
+    case completed
+    /// Given up on, with the reason.
+    case failed
+    /// Cancelled; never taken again.
+    case cancelled
+}
+
+/// A download this worker claimed: its row's id and what it needs to fetch it, with the lease's
+/// version, which every later change of the row must show (fencing).
+public struct FleetLease: Sendable, Hashable {
+    /// The download's id (``DownloadRequest/id``: its destination's).
+    public let id: DownloadID
+    /// Where it comes from (never with credentials: the queue holds none).
+    public let url: URL
+    /// The file to write.
+    public let destination: URL
+    /// `host:port`, what the fleet-wide per-host limit counts.
+    public let host: String
+    /// Higher runs first.
+    public let priority: Int
+    /// The row's place in the fleet's order (first in, first out within a priority).
+    public let sequence: Int64
+    /// Grows with each claim of the row: a lease of an older version is another worker's past.
+    public let version: Int64
+    /// How many times the row was claimed, this claim included (more than one: taken over or retried).
+    public let attempts: Int
+
+    init?(row: [String?]) {
+        guard row.count >= 8, let id = row[0], let url = row[1].flatMap(URL.init(string:)), let path = row[2],
+            let host = row[3], let priority = row[4].flatMap({ Int($0) }), let sequence = row[5].flatMap({ Int64($0) }),
+            let version = row[6].flatMap({ Int64($0) }), let attempts = row[7].flatMap({ Int($0) })
+        else { return nil }
+        self.id = DownloadID(rawValue: id)
+        self.url = url
+        destination = URL(fileURLWithPath: path)
+        self.host = host
+        self.priority = priority
+        self.sequence = sequence
+        self.version = version
+        self.attempts = attempts
+    }
+
+    /// The request a worker's ``DownloadManager`` runs for this lease.
+    public var request: DownloadRequest {
+        DownloadRequest(url: url, destination: destination, priority: priority)
+    }
+}
+
+/// A row of the fleet's queue as any process reads it.
+public struct FleetEntry: Sendable, Hashable {
+    /// The download's id.
+    public let id: DownloadID
+    /// Where it comes from.
+    public let url: URL
+    /// The file to write.
+    public let destination: URL
+    /// `host:port`.
+    public let host: String
+    /// Higher runs first.
+    public let priority: Int
+    /// Where it stands.
+    public let state: FleetState
+    /// The worker holding it while it runs.
+    public let owner: String?
+    /// How many times it was claimed (the version of its latest lease).
+    public let leaseVersion: Int64
+    /// How many claims it took.
+    public let attempts: Int
+    /// The file's length once completed.
+    public let bytes: Int64?
+    /// Why it failed.
+    public let lastError: String?
+    /// The worker that recorded its outcome.
+    public let finishedBy: String?
+
+    init?(row: [String?]) {
+        guard row.count >= 12, let id = row[0], let url = row[1].flatMap(URL.init(string:)), let path = row[2],
+            let host = row[3], let priority = row[4].flatMap({ Int($0) }),
+            let state = row[5].flatMap(FleetState.init(rawValue:)), let version = row[7].flatMap({ Int64($0) }),
+            let attempts = row[8].flatMap({ Int($0) })
+        else { return nil }
+        self.id = DownloadID(rawValue: id)
+        self.url = url
+        destination = URL(fileURLWithPath: path)
+        self.host = host
+        self.priority = priority
+        self.state = state
+        owner = row[6]
+        leaseVersion = version
+        self.attempts = attempts
+        bytes = row[9].flatMap { Int64($0) }
+        lastError = row[10]
+        finishedBy = row[11]
+    }
+}

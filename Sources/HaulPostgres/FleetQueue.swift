@@ -1,0 +1,310 @@
+import Dispatch
+import Foundation
+import Haul
+
+/// A download queue in PostgreSQL that any number of processes share: each row is claimed by one
+/// worker at a time under a lease, and a worker that stops renewing its leases loses its rows to
+/// the others.
+///
+/// The queue holds what a worker needs to start a download (its URL without credentials, its
+/// destination, priority, the fleet's order), who holds it (`owner`, `lease_version`,
+/// `lease_expires`) and its outcome. Bytes, partial files and validators stay in each worker's own
+/// ``DownloadManager`` journal: this is the fleet's queue, not its disk.
+///
+/// - Claims take rows with `SELECT … FOR UPDATE SKIP LOCKED` in batches, highest priority first,
+///   then first in; rows whose lease expired are queued again (in their old place) before each claim.
+/// - With ``Configuration/maxConcurrentDownloadsPerHost``, claims are serialised by a transaction
+///   advisory lock and count the running rows per host, so the limit holds across the fleet.
+/// - Fencing: ``complete(_:bytes:)``, ``fail(_:reason:)``, ``renew(_:)`` and ``release(_:)`` change
+///   a row only while the caller's lease (owner and version) is the row's: a worker whose lease was
+///   taken over changes nothing.
+///
+/// Every statement is parameterised. The connection string's password never appears in an error.
+public final class FleetQueue: @unchecked Sendable {
+    // @unchecked Sendable: `connection` is touched only on `queue`, a serial queue.
+
+    /// Where the queue is and how this worker takes part.
+    public struct Configuration: Sendable {
+        /// A libpq connection string: `postgres://user:password@host:port/database` or `key=value` pairs.
+        public var connectionString: String
+        /// This process's name in the leases it takes: unique in the fleet (by default host name,
+        /// process id and a random suffix).
+        public var worker: String
+        /// How long a claimed row stays this worker's without a renewal. A worker renews well within it
+        /// (a third); a worker that stops (killed, hung, cut off) loses its rows this long after its
+        /// last renewal.
+        public var leaseDuration: Duration = .seconds(30)
+        /// At most this many rows of one host (`host:port`) running at once across every worker of
+        /// the fleet; `nil` for no limit.
+        public var maxConcurrentDownloadsPerHost: Int?
+
+        /// The queue at `connectionString`, for `worker` (a name made unique when `nil`).
+        public init(connectionString: String, worker: String? = nil) {
+            self.connectionString = connectionString
+            self.worker =
+                worker
+                ?? "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        }
+    }
+
+    /// What the queue was made with.
+    public let configuration: Configuration
+    /// The database, without its password.
+    public let target: String
+    private let connection: PostgresConnection
+    private let queue = DispatchQueue(label: "haul.fleet-queue")
+
+    /// Connects and creates the queue's table and indexes when they are missing.
+    public init(configuration: Configuration) async throws(FleetError) {
+        guard !configuration.worker.isEmpty, configuration.leaseDuration > .zero else {
+            throw FleetError(
+                .invalidArgument,
+                target: PostgresConnection.redacted(configuration.connectionString),
+                detail: "a worker needs a name and a lease longer than zero"
+            )
+        }
+        self.configuration = configuration
+        let connection = try await Self.onQueue(queue) { () throws(FleetError) in
+            let connection = try PostgresConnection(configuration.connectionString)
+            try FleetSchema.migrate(connection)
+            return connection
+        }
+        self.connection = connection
+        target = connection.target
+    }
+
+    // MARK: adding
+
+    /// Adds downloads to the queue; a download whose id is queued already (the same destination) is
+    /// left as it is. Returns how many were added.
+    ///
+    /// A fleet's queue holds no secrets: a request with a user name or password in its URL, or with
+    /// headers, is refused (give credentials to the workers' managers instead).
+    @discardableResult
+    public func enqueue(_ requests: [DownloadRequest]) async throws(FleetError) -> Int {
+        var rows: [[String?]] = []
+        for request in requests {
+            guard request.url.user == nil, request.url.password == nil, request.headers.isEmpty else {
+                throw FleetError(
+                    .invalidArgument,
+                    target: target,
+                    detail:
+                        "\(request.url.redactedString) carries credentials or headers, which a shared queue never stores"
+                )
+            }
+            let unsupported = [
+                ("a checksum", request.checksum != nil), ("an expected size", request.expectedSize != nil),
+                ("a user agent", request.userAgent != nil),
+                ("a file name from the server", request.takesFileNameFromServer),
+                ("a key", request.key != nil), ("a rate limit", request.maxBytesPerSecond != nil),
+                ("connections", request.connections != nil), ("mirrors", !request.mirrors.isEmpty),
+            ].filter(\.1).map(\.0)
+            guard unsupported.isEmpty else {
+                throw FleetError(
+                    .invalidArgument,
+                    target: target,
+                    detail:
+                        "\(request.url.redactedString) asks for \(unsupported.joined(separator: ", ")), which the fleet queue does not carry yet"
+                )
+            }
+            guard request.destination.isFileURL, request.url.host != nil else {
+                throw FleetError(.invalidArgument, target: target, detail: "\(request.url.redactedString) has no host")
+            }
+            rows.append([
+                request.id.rawValue, request.url.absoluteString, request.destination.path, request.url.hostKey,
+                String(request.priority),
+            ])
+        }
+        guard !rows.isEmpty else { return 0 }
+        let allRows = rows
+        return try await run { connection throws(FleetError) -> Int in
+            var added = 0
+            // One statement per 1,000 rows, as arrays: a parameterised multi-row insert.
+            for start in stride(from: 0, to: allRows.count, by: 1000) {
+                let chunk = allRows[start..<min(start + 1000, allRows.count)]
+                let columns = (0..<5).map { column in FleetSchema.array(chunk.map { $0[column] }) }
+                let inserted = try connection.query(
+                    """
+                    INSERT INTO haul_downloads (id, url, destination, host, priority)
+                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[])
+                    ON CONFLICT (id) DO NOTHING RETURNING 1
+                    """,
+                    columns
+                )
+                added += inserted.count
+            }
+            return added
+        }
+    }
+
+    // MARK: claiming
+
+    /// Claims up to `limit` queued downloads for this worker, highest priority first, then first in,
+    /// within the fleet-wide per-host limit. Rows whose lease expired are queued again first.
+    public func claim(upTo limit: Int) async throws(FleetError) -> [FleetLease] {
+        guard limit > 0 else { return [] }
+        let worker = configuration.worker
+        let lease = FleetSchema.interval(configuration.leaseDuration)
+        let perHost = configuration.maxConcurrentDownloadsPerHost
+        return try await run { connection throws(FleetError) -> [FleetLease] in
+            try connection.transaction { () throws(FleetError) -> [FleetLease] in
+                try connection.query(FleetSchema.requeueExpired)
+                let rows: [[String?]]
+                if let perHost {
+                    // Counting running rows per host is exact only if no other claim runs meanwhile.
+                    try connection.query("SELECT pg_advisory_xact_lock($1)", [String(FleetSchema.claimLock)])
+                    rows = try connection.query(
+                        FleetSchema.claimWithinHostLimit,
+                        [worker, lease, String(limit), String(max(1, perHost)), String(limit * 8 + 256)]
+                    )
+                } else {
+                    rows = try connection.query(FleetSchema.claim, [worker, lease, String(limit)])
+                }
+                return rows.compactMap(FleetLease.init(row:))
+            }
+        }
+    }
+
+    /// Extends the leases still this worker's; the others were taken over (their transfers must stop
+    /// and report nothing).
+    public func renew(_ leases: [FleetLease]) async throws(FleetError) -> (renewed: [FleetLease], lost: [FleetLease]) {
+        guard !leases.isEmpty else { return ([], []) }
+        let worker = configuration.worker
+        let lease = FleetSchema.interval(configuration.leaseDuration)
+        let held = try await run { connection throws(FleetError) -> Set<String> in
+            let rows = try connection.query(
+                """
+                UPDATE haul_downloads SET lease_expires = now() + $2::interval
+                FROM unnest($3::text[], $4::bigint[]) AS mine(id, version)
+                WHERE haul_downloads.id = mine.id AND lease_version = mine.version AND owner = $1 AND state = 'running'
+                RETURNING haul_downloads.id
+                """,
+                [
+                    worker, lease, FleetSchema.array(leases.map { $0.id.rawValue }),
+                    FleetSchema.array(leases.map { String($0.version) }),
+                ]
+            )
+            return Set(rows.compactMap { $0.first ?? nil })
+        }
+        var renewed: [FleetLease] = []
+        var lost: [FleetLease] = []
+        for lease in leases {
+            if held.contains(lease.id.rawValue) { renewed.append(lease) } else { lost.append(lease) }
+        }
+        return (renewed, lost)
+    }
+
+    /// Records a download as completed with `bytes`, if `lease` is still the row's: whether it was
+    /// (`false`: another worker holds it now, and nothing was recorded).
+    public func complete(_ lease: FleetLease, bytes: Int64) async throws(FleetError) -> Bool {
+        try await finish(lease, state: .completed, bytes: bytes, error: nil)
+    }
+
+    /// Records a download as failed for good with `reason`, if `lease` is still the row's.
+    public func fail(_ lease: FleetLease, reason: String) async throws(FleetError) -> Bool {
+        try await finish(lease, state: .failed, bytes: nil, error: reason)
+    }
+
+    /// Gives leased rows back to the queue (in their old places) for any worker to take: a worker
+    /// that stops. Rows whose lease is no longer this worker's are left alone. Returns how many.
+    @discardableResult
+    public func release(_ leases: [FleetLease]) async throws(FleetError) -> Int {
+        guard !leases.isEmpty else { return 0 }
+        let worker = configuration.worker
+        return try await run { connection throws(FleetError) -> Int in
+            try connection.query(
+                """
+                UPDATE haul_downloads SET state = 'queued', owner = NULL, lease_expires = NULL, updated_at = now()
+                FROM unnest($2::text[], $3::bigint[]) AS mine(id, version)
+                WHERE haul_downloads.id = mine.id AND lease_version = mine.version AND owner = $1 AND state = 'running'
+                RETURNING 1
+                """,
+                [
+                    worker, FleetSchema.array(leases.map { $0.id.rawValue }),
+                    FleetSchema.array(leases.map { String($0.version) }),
+                ]
+            ).count
+        }
+    }
+
+    // MARK: reading
+
+    /// The queue's row for `id`, or `nil`.
+    public func entry(_ id: DownloadID) async throws(FleetError) -> FleetEntry? {
+        try await run { connection throws(FleetError) -> FleetEntry? in
+            try connection.query("SELECT \(FleetSchema.entryColumns) FROM haul_downloads WHERE id = $1", [id.rawValue])
+                .first.flatMap(FleetEntry.init(row:))
+        }
+    }
+
+    /// How many rows are in each state.
+    public func counts() async throws(FleetError) -> [FleetState: Int] {
+        try await run { connection throws(FleetError) -> [FleetState: Int] in
+            var counts: [FleetState: Int] = [:]
+            for row in try connection.query("SELECT state, count(*) FROM haul_downloads GROUP BY state") {
+                if let state = row[0].flatMap(FleetState.init(rawValue:)), let count = row[1].flatMap({ Int($0) }) {
+                    counts[state] = count
+                }
+            }
+            return counts
+        }
+    }
+
+    // MARK: internals
+
+    private func finish(_ lease: FleetLease, state: FleetState, bytes: Int64?, error: String?) async throws(FleetError)
+        -> Bool
+    {
+        let worker = configuration.worker
+        return try await run { connection throws(FleetError) -> Bool in
+            try connection.transaction { () throws(FleetError) -> Bool in
+                let rows = try connection.query(
+                    """
+                    UPDATE haul_downloads
+                    SET state = $4, bytes = $5::bigint, last_error = $6, owner = NULL, lease_expires = NULL,
+                        finished_by = $2, updated_at = now()
+                    WHERE id = $1 AND owner = $2 AND lease_version = $3::bigint AND state = 'running'
+                    RETURNING 1
+                    """,
+                    [lease.id.rawValue, worker, String(lease.version), state.rawValue, bytes.map { String($0) }, error]
+                )
+                guard !rows.isEmpty else { return false }
+                // Delivered at commit to every process listening (an awaiting caller anywhere).
+                try connection.query(
+                    "SELECT pg_notify('haul_downloads', $1)",
+                    [lease.id.rawValue + " " + state.rawValue]
+                )
+                return true
+            }
+        }
+    }
+
+    private func run<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws(FleetError) -> T)
+        async throws(FleetError) -> T
+    {
+        let connection = UncheckedBox(connection)
+        return try await Self.onQueue(queue) { () throws(FleetError) -> T in try body(connection.value) }
+    }
+
+    private static func onQueue<T>(_ queue: DispatchQueue, _ body: @escaping () throws(FleetError) -> T)
+        async throws(FleetError) -> T
+    {
+        let result: Result<UncheckedBox<T>, FleetError> = await withCheckedContinuation { continuation in
+            let body = UncheckedBox(body)
+            queue.async {
+                do throws(FleetError) {
+                    continuation.resume(returning: .success(UncheckedBox(try body.value())))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        }
+        return try result.get().value
+    }
+}
+
+/// A value handed between the caller and the queue's serial queue, which alone touches it.
+private struct UncheckedBox<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}

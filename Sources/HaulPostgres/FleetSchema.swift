@@ -1,0 +1,120 @@
+import Foundation
+
+/// The queue's table, its indexes and the statements that move its rows.
+enum FleetSchema {
+    /// The key of the transaction advisory lock that serialises migrations and per-host-limited
+    /// claims across the fleet ("haul" in ASCII).
+    static let claimLock: Int64 = 0x6861_756C
+
+    /// Creates what is missing, once per database however many processes start at once.
+    static func migrate(_ connection: PostgresConnection) throws(FleetError) {
+        try connection.transaction { () throws(FleetError) in
+            try connection.query("SELECT pg_advisory_xact_lock($1)", [String(claimLock)])
+            try connection.query(
+                """
+                CREATE TABLE IF NOT EXISTS haul_downloads (
+                    id text PRIMARY KEY,
+                    url text NOT NULL,
+                    destination text NOT NULL,
+                    host text NOT NULL,
+                    priority integer NOT NULL DEFAULT 0,
+                    seq bigserial NOT NULL,
+                    state text NOT NULL DEFAULT 'queued'
+                        CHECK (state IN ('queued', 'running', 'paused', 'completed', 'failed', 'cancelled')),
+                    owner text,
+                    lease_version bigint NOT NULL DEFAULT 0,
+                    lease_expires timestamptz,
+                    attempts integer NOT NULL DEFAULT 0,
+                    bytes bigint,
+                    last_error text,
+                    finished_by text,
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    updated_at timestamptz NOT NULL DEFAULT now()
+                )
+                """
+            )
+            try connection.query(
+                "CREATE INDEX IF NOT EXISTS haul_downloads_queue ON haul_downloads (priority DESC, seq) WHERE state = 'queued'"
+            )
+            try connection.query(
+                "CREATE INDEX IF NOT EXISTS haul_downloads_leases ON haul_downloads (lease_expires) WHERE state = 'running'"
+            )
+            try connection.query(
+                "CREATE INDEX IF NOT EXISTS haul_downloads_running ON haul_downloads (host) WHERE state = 'running'"
+            )
+        }
+    }
+
+    /// Rows whose lease expired go back to the queue, in their old places (their `seq`).
+    static let requeueExpired = """
+        UPDATE haul_downloads SET state = 'queued', owner = NULL, lease_expires = NULL, updated_at = now()
+        WHERE id IN (
+            SELECT id FROM haul_downloads WHERE state = 'running' AND lease_expires < now()
+            FOR UPDATE SKIP LOCKED
+        )
+        """
+
+    /// What a claim sets and returns; `picked` names the claimed ids.
+    private static let claimUpdate = """
+        UPDATE haul_downloads AS d
+        SET state = 'running', owner = $1, lease_version = d.lease_version + 1,
+            lease_expires = now() + $2::interval, attempts = d.attempts + 1, updated_at = now()
+        FROM picked WHERE d.id = picked.id
+        RETURNING d.id, d.url, d.destination, d.host, d.priority, d.seq, d.lease_version, d.attempts
+        """
+
+    /// $1 worker, $2 lease, $3 how many.
+    static let claim = """
+        WITH picked AS (
+            SELECT id FROM haul_downloads WHERE state = 'queued'
+            ORDER BY priority DESC, seq LIMIT $3::integer FOR UPDATE SKIP LOCKED
+        )
+        \(claimUpdate)
+        """
+
+    /// $1 worker, $2 lease, $3 how many, $4 the per-host limit, $5 how many queued rows to look
+    /// through (a bounded cost per claim, whatever the queue's length). Run under ``claimLock``.
+    static let claimWithinHostLimit = """
+        WITH running AS (
+            SELECT host, count(*) AS n FROM haul_downloads WHERE state = 'running' GROUP BY host
+        ), candidates AS (
+            SELECT id, host, priority, seq FROM haul_downloads WHERE state = 'queued'
+            ORDER BY priority DESC, seq LIMIT $5::integer FOR UPDATE SKIP LOCKED
+        ), ranked AS (
+            SELECT c.id, c.priority, c.seq, coalesce(r.n, 0) AS n,
+                row_number() OVER (PARTITION BY c.host ORDER BY c.priority DESC, c.seq) AS k
+            FROM candidates AS c LEFT JOIN running AS r ON r.host = c.host
+        ), picked AS (
+            SELECT id FROM ranked WHERE k + n <= $4::integer ORDER BY priority DESC, seq LIMIT $3::integer
+        )
+        \(claimUpdate)
+        """
+
+    static let entryColumns =
+        "id, url, destination, host, priority, state, owner, lease_version, attempts, bytes, last_error, finished_by"
+
+    /// A PostgreSQL array literal of `values` (each quoted; `nil` is NULL), for a `$n::text[]` parameter.
+    static func array(_ values: [String?]) -> String {
+        var text = "{"
+        for (index, value) in values.enumerated() {
+            if index > 0 { text += "," }
+            guard let value else {
+                text += "NULL"
+                continue
+            }
+            text += "\""
+            for character in value.unicodeScalars {
+                if character == "\"" || character == "\\" { text += "\\" }
+                text.unicodeScalars.append(character)
+            }
+            text += "\""
+        }
+        return text + "}"
+    }
+
+    /// `duration` as a PostgreSQL interval's text, to the millisecond.
+    static func interval(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        return "\(seconds * 1000 + attoseconds / 1_000_000_000_000_000) milliseconds"
+    }
+}

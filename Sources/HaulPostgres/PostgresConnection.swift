@@ -1,0 +1,137 @@
+import CHaulPostgres
+import Foundation
+
+/// One libpq connection, used by one thread at a time (its ``FleetQueue``'s serial queue).
+///
+/// Every statement is parameterised (`PQexecParams`, text values): no value is ever spliced into
+/// SQL. A statement that fails because the connection broke is retried once on a fresh connection
+/// (`PQreset`) unless it was inside a transaction the server may have committed.
+final class PostgresConnection {
+    private var raw: OpaquePointer?
+    /// Where the connection goes, without its password: what errors and logs show.
+    let target: String
+
+    init(_ connectionString: String) throws(FleetError) {
+        target = Self.redacted(connectionString)
+        raw = PQconnectdb(connectionString)
+        guard PQstatus(raw) == CONNECTION_OK else {
+            let message = Self.message(raw)
+            PQfinish(raw)
+            raw = nil
+            throw FleetError(.connection, target: target, detail: message)
+        }
+        // Notices (a table that exists already) are not errors and not for stderr.
+        PQsetNoticeProcessor(raw, { _, _ in }, nil)
+    }
+
+    deinit { PQfinish(raw) }
+
+    /// The rows `sql` returns, each a list of text values (`nil` for NULL), with `parameters` for
+    /// `$1`, `$2`… Reconnects once when the connection is found broken.
+    @discardableResult
+    func query(_ sql: String, _ parameters: [String?] = []) throws(FleetError) -> [[String?]] {
+        do {
+            return try run(sql, parameters)
+        } catch let error where error.code == .connection {
+            PQreset(raw)
+            guard PQstatus(raw) == CONNECTION_OK else { throw error }
+            return try run(sql, parameters)
+        }
+    }
+
+    /// Runs `body` inside a transaction, committed when it returns and rolled back when it throws.
+    func transaction<T>(_ body: () throws(FleetError) -> T) throws(FleetError) -> T {
+        try query("BEGIN")
+        do {
+            let value = try body()
+            _ = try run("COMMIT", [])
+            return value
+        } catch {
+            _ = try? run("ROLLBACK", [])
+            throw error
+        }
+    }
+
+    /// The connection's socket, for waiting on notifications.
+    var socket: Int32 { PQsocket(raw) }
+
+    /// Notifications received so far (`LISTEN`): channel and payload each.
+    func notifications() throws(FleetError) -> [(channel: String, payload: String)] {
+        guard PQconsumeInput(raw) == 1 else {
+            throw FleetError(.connection, target: target, detail: Self.message(raw))
+        }
+        var received: [(String, String)] = []
+        while let notice = PQnotifies(raw) {
+            received.append((String(cString: notice.pointee.relname), String(cString: notice.pointee.extra)))
+            PQfreemem(notice)
+        }
+        return received
+    }
+
+    private func run(_ sql: String, _ parameters: [String?]) throws(FleetError) -> [[String?]] {
+        let values = parameters.map { $0.map { strdup($0) } ?? nil }
+        defer { for value in values { free(value) } }
+        let result = values.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) { pointers in
+                PQexecParams(raw, sql, Int32(parameters.count), nil, pointers.baseAddress, nil, nil, 0)
+            }
+        }
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK:
+            return []
+        case PGRES_TUPLES_OK:
+            let (rows, columns) = (PQntuples(result), PQnfields(result))
+            var table: [[String?]] = []
+            table.reserveCapacity(Int(rows))
+            for row in 0..<rows {
+                var values: [String?] = []
+                values.reserveCapacity(Int(columns))
+                for column in 0..<columns {
+                    values.append(
+                        PQgetisnull(result, row, column) == 1 ? nil : String(cString: PQgetvalue(result, row, column))
+                    )
+                }
+                table.append(values)
+            }
+            return table
+        default:
+            let broken = PQstatus(raw) != CONNECTION_OK
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            let detail = result.flatMap { PQresultErrorMessage($0) }.map { String(cString: $0) } ?? Self.message(raw)
+            throw FleetError(
+                broken ? .connection : .query,
+                target: target,
+                detail: detail.trimmingCharacters(in: .whitespacesAndNewlines),
+                sqlState: state
+            )
+        }
+    }
+
+    private static func message(_ raw: OpaquePointer?) -> String {
+        guard let raw, let text = PQerrorMessage(raw) else { return "out of memory" }
+        return String(cString: text).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// `postgres://user@host:port/database` from any connection string libpq reads (a URI or
+    /// `key=value` pairs), never with its password.
+    static func redacted(_ connectionString: String) -> String {
+        var error: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(connectionString, &error) else {
+            if let error { PQfreemem(error) }
+            return "postgres://(a connection string libpq cannot read)"
+        }
+        defer { PQconninfoFree(options) }
+        var values: [String: String] = [:]
+        var option = options
+        while let keyword = option.pointee.keyword {
+            if let value = option.pointee.val { values[String(cString: keyword)] = String(cString: value) }
+            option += 1
+        }
+        let user = values["user"].map { "\($0)@" } ?? ""
+        let host = values["host"] ?? values["hostaddr"] ?? "localhost"
+        let port = values["port"].map { ":\($0)" } ?? ""
+        let database = values["dbname"].map { "/\($0)" } ?? ""
+        return "postgres://\(user)\(host)\(port)\(database)"
+    }
+}

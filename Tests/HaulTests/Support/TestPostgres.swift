@@ -1,0 +1,85 @@
+import Foundation
+import Testing
+
+@testable import HaulPostgres
+
+/// A throwaway PostgreSQL cluster of the tests' own (`scripts/postgres-cluster.sh`), started once per
+/// test process on a free loopback port and stopped when the process ends; each test gets a fresh
+/// database in it.
+enum TestPostgres {
+    /// The password of the cluster's `haul` user: tests check that it never reaches an error or a row.
+    static let password = "pw-\(UInt64.random(in: 1...UInt64.max))-secret"
+
+    private static let cluster = Task { () throws -> Int in
+        let port = try freePort()
+        let directory = "/tmp/haul-postgres-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
+                "scripts/postgres-cluster.sh"
+            )
+            .path
+        let errors = "\(NSTemporaryDirectory())haul-postgres-\(getpid())-start.log"
+        defer { unlink(errors) }
+        let script = try ChildProcess(
+            "/bin/bash",
+            [path, "start", directory, String(port), password, String(getpid())],
+            stderr: errors
+        )
+        guard await script.exited() == 0 else {
+            let message = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+            throw TestFailure("the test cluster did not start: \(message)")
+        }
+        return port
+    }
+
+    /// A connection string to a new, empty database.
+    static func database() async throws -> String {
+        let port = try await cluster.value
+        let name = "t\(UInt64.random(in: 1...UInt64.max))"
+        let admin = try PostgresConnection(url(port: port, database: "postgres"))
+        try admin.query("CREATE DATABASE \(name)")  // a name of digits and a letter: no quoting needed
+        return url(port: port, database: name)
+    }
+
+    static func url(port: Int, database: String, password: String = password) -> String {
+        "postgres://haul:\(password)@127.0.0.1:\(port)/\(database)?connect_timeout=10"
+    }
+
+    static func port() async throws -> Int { try await cluster.value }
+
+    /// Waits until `connection` (which `LISTEN`s) has a notification or `milliseconds` pass, on a
+    /// thread of its own (Swift concurrency's shared threads are two here; one blocked in `poll`
+    /// would hold up the downloads the test waits for). Returns what arrived.
+    @discardableResult
+    static func waitForNotification(on connection: PostgresConnection, upTo milliseconds: Int32) async throws
+        -> [(channel: String, payload: String)]
+    {
+        let socket = connection.socket
+        await withCheckedContinuation { continuation in
+            Thread {
+                var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+                _ = poll(&descriptor, 1, milliseconds)
+                continuation.resume()
+            }.start()
+        }
+        return try connection.notifications()
+    }
+
+    /// A port nothing listens on now: bound to 0, read and released.
+    private static func freePort() throws -> Int {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(socket, pointer, length) == 0 && getsockname(socket, pointer, &length) == 0
+            }
+        }
+        guard bound else { throw TestFailure("no free port: errno \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
