@@ -1,0 +1,145 @@
+import Foundation
+import Haul
+import Logging
+
+/// Works through a ``FleetQueue`` with a ``DownloadManager``: claims rows while it has room, fetches
+/// each with the manager (its own journal and partial files), records the outcome under its lease,
+/// and renews its leases.
+///
+/// - A download whose lease is lost (another worker took the row over after this one missed its
+///   renewals) is cancelled here, and nothing is recorded for it: the other worker's outcome counts.
+/// - ``run()`` works until its task is cancelled; then it pauses its transfers (the bytes stay in
+///   the manager's state directory), gives their rows back to the queue for any worker, and returns.
+///   A worker that is killed instead loses its rows when their leases expire.
+/// - A download that fails for good (a 404, a checksum) is recorded as failed with the error's text
+///   (never credentials: the queue holds none, and ``DownloadError`` redacts them).
+public final class FleetWorker: Sendable {
+    /// The queue it works through.
+    public let queue: FleetQueue
+    /// The manager that downloads.
+    public let manager: DownloadManager
+    /// How many rows it holds at once.
+    public let concurrency: Int
+    /// How long it waits before looking at an empty queue again.
+    public let pollInterval: Duration
+    private let logger: Logger
+
+    /// A worker for `queue` that downloads with `manager`, at most `concurrency` at once.
+    public init(
+        queue: FleetQueue,
+        manager: DownloadManager,
+        concurrency: Int,
+        pollInterval: Duration = .milliseconds(500),
+        logger: Logger = Logger(label: "haul.fleet")
+    ) {
+        self.queue = queue
+        self.manager = manager
+        self.concurrency = max(1, concurrency)
+        self.pollInterval = pollInterval
+        self.logger = logger
+    }
+
+    private enum Event: Sendable {
+        case tick
+        case ended(FleetLease, Result<URL, any Error>)
+    }
+
+    /// Works until cancelled (see the type's description). Throws when the queue's database fails
+    /// (after pausing and giving back what it held, as far as the database lets it).
+    public func run() async throws {
+        let (events, continuation) = AsyncStream.makeStream(of: Event.self)
+        let renewEvery = queue.configuration.leaseDuration / 3
+        let ticker = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: min(renewEvery, pollInterval))
+                continuation.yield(.tick)
+            }
+        }
+        defer { ticker.cancel() }
+        var held: [DownloadID: (lease: FleetLease, task: Task<Void, Never>)] = [:]
+        var lost: Set<DownloadID> = []
+        var renewedAt = ContinuousClock.now
+        var failure: (any Error)?
+        do {
+            try await claim(into: &held, continuation)
+            for await event in events {
+                switch event {
+                case .tick:
+                    if ContinuousClock.now - renewedAt >= renewEvery {
+                        renewedAt = .now
+                        let (_, gone) = try await queue.renew(held.values.map(\.lease))
+                        for lease in gone where lost.insert(lease.id).inserted {
+                            logger.warning(
+                                "a lease was taken over: the download stops here",
+                                metadata: ["haul.download.id": "\(lease.id)", "haul.url": "\(lease.url)"]
+                            )
+                            manager.download(id: lease.id)?.cancel()
+                        }
+                    }
+                case .ended(let lease, let result):
+                    held[lease.id] = nil
+                    if lost.remove(lease.id) == nil { try await record(lease, result) }
+                }
+                try await claim(into: &held, continuation)
+            }
+        } catch {
+            failure = error
+        }
+        // Stopping: each transfer pauses (its fetch's task is cancelled), then its row goes back.
+        for (_, entry) in held { entry.task.cancel() }
+        for (_, entry) in held { await entry.task.value }
+        let leases = held.values.map(\.lease).filter { !lost.contains($0.id) }
+        do {
+            try await queue.release(leases)
+        } catch {
+            failure = failure ?? error
+        }
+        if let failure { throw failure }
+    }
+
+    private func claim(
+        into held: inout [DownloadID: (lease: FleetLease, task: Task<Void, Never>)],
+        _ continuation: AsyncStream<Event>.Continuation
+    ) async throws {
+        guard !Task.isCancelled, held.count < concurrency else { return }
+        for lease in try await queue.claim(upTo: concurrency - held.count) {
+            let manager = manager
+            held[lease.id] = (
+                lease,
+                Task {
+                    let result: Result<URL, any Error>
+                    do {
+                        result = .success(try await manager.fetch(lease.request))
+                    } catch {
+                        result = .failure(error)
+                    }
+                    continuation.yield(.ended(lease, result))
+                }
+            )
+        }
+    }
+
+    private func record(_ lease: FleetLease, _ result: Result<URL, any Error>) async throws {
+        let recorded: Bool
+        switch result {
+        case .success(let file):
+            var status = stat()
+            let bytes = stat(file.path, &status) == 0 ? Int64(status.st_size) : 0
+            recorded = try await queue.complete(lease, bytes: bytes)
+        case .failure(is CancellationError):
+            try await queue.release([lease])  // paused here: any worker may take it
+            return
+        case .failure(let error as DownloadError) where error.code == .cancelled || error.code == .shutdown:
+            try await queue.release([lease])  // cancelled in this process, or its manager shut down
+            return
+        case .failure(let error):
+            recorded = try await queue.fail(lease, reason: "\(error)")
+        }
+        if !recorded {
+            logger.warning(
+                "an outcome came after the lease was taken over: not recorded",
+                metadata: ["haul.download.id": "\(lease.id)", "haul.url": "\(lease.url)"]
+            )
+        }
+    }
+}

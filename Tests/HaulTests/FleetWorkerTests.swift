@@ -1,0 +1,166 @@
+import Foundation
+import Haul
+import Testing
+
+@testable import HaulPostgres
+
+/// Workers (each a DownloadManager with its own state directory) sharing one PostgreSQL queue,
+/// downloading from a real nginx.
+@Suite("Fleet workers (PostgreSQL, nginx)")
+struct FleetWorkerTests {
+    func worker(
+        _ database: String,
+        name: String,
+        state: URL,
+        concurrency: Int = 4,
+        lease: Duration = .seconds(30)
+    ) async throws -> FleetWorker {
+        var queueConfiguration = FleetQueue.Configuration(connectionString: database, worker: name)
+        queueConfiguration.leaseDuration = lease
+        let queue = try await FleetQueue(configuration: queueConfiguration)
+        var configuration = DownloadManager.Configuration.forTests()
+        configuration.stateDirectory = state
+        return FleetWorker(
+            queue: queue,
+            manager: try DownloadManager(configuration: configuration),
+            concurrency: concurrency,
+            pollInterval: .milliseconds(50)
+        )
+    }
+
+    /// Waits until no row is queued or running: looks again at each completion or failure
+    /// announced on `haul_downloads` (and at least once a second, in case one came between a look
+    /// and the wait).
+    func drained(_ database: String) async throws -> [FleetState: Int] {
+        let listener = try PostgresConnection(database)
+        try listener.query("LISTEN haul_downloads")
+        let queue = try await FleetQueue(configuration: .init(connectionString: database, worker: "observer"))
+        while true {
+            let counts = try await queue.counts()
+            if counts[.queued, default: 0] + counts[.running, default: 0] == 0 { return counts }
+            try await TestPostgres.waitForNotification(on: listener, upTo: 1000)
+        }
+    }
+
+    @Test("two workers share 60 downloads: every file whole, every row completed once, each file fetched once")
+    func twoWorkers() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let database = try await TestPostgres.database()
+        var sources: [Data] = []
+        for index in 0..<6 {
+            sources.append(try server.makeFile("f\(index).bin", size: 100_000 + index * 7_919, seed: UInt64(index + 1)))
+        }
+        let requests = (0..<60).map { index in
+            DownloadRequest(
+                url: server.url("f\(index % 6).bin?copy=\(index)"),
+                destination: directory.appendingPathComponent("out/\(index).bin")
+            )
+        }
+        let workers = try await [
+            worker(database, name: "one", state: directory.appendingPathComponent("state-one")),
+            worker(database, name: "two", state: directory.appendingPathComponent("state-two")),
+        ]
+        #expect(try await workers[0].queue.enqueue(requests) == 60)
+        let running = workers.map { worker in Task { try await worker.run() } }
+        let counts = try await drained(database)
+        for task in running { task.cancel() }
+        for task in running { try await task.value }
+        #expect(counts == [.completed: 60])
+        for index in 0..<60 {
+            let file = try Data(contentsOf: directory.appendingPathComponent("out/\(index).bin"))
+            #expect(file == sources[index % 6], "file \(index)")
+            let entry = try #require(try await workers[0].queue.entry(requests[index].id))
+            #expect(entry.attempts == 1 && entry.bytes == Int64(sources[index % 6].count))
+        }
+        // Both took part, and nginx sent each URL whole, once.
+        let finishers = try PostgresConnection(database).query(
+            "SELECT finished_by, count(*) FROM haul_downloads GROUP BY finished_by ORDER BY finished_by"
+        )
+        #expect(finishers.map { $0[0] } == ["one", "two"], "\(finishers)")
+        let fetched = server.accessLog().filter { $0.uri.contains("copy=") && $0.status == 200 }
+        #expect(fetched.count == 60)
+        #expect(Set(fetched.map(\.uri)).count == 60)
+        for worker in workers { await worker.manager.shutdown() }
+    }
+
+    @Test("a dead worker's rows are taken over when its leases expire; its late completions change nothing")
+    func takeover() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let database = try await TestPostgres.database()
+        let source = try server.makeFile("t.bin", size: 300_000, seed: 9)
+        let requests = (0..<10).map { index in
+            DownloadRequest(
+                url: server.url("t.bin?n=\(index)"),
+                destination: directory.appendingPathComponent("out/\(index).bin")
+            )
+        }
+        // A worker that claims four rows and then does nothing (killed, hung), and whose leases run out.
+        let dead = try await FleetQueue(configuration: .init(connectionString: database, worker: "dead"))
+        try await dead.enqueue(requests)
+        let abandoned = try await dead.claim(upTo: 4)
+        #expect(abandoned.count == 4)
+        try PostgresConnection(database).query(
+            "UPDATE haul_downloads SET lease_expires = now() - interval '1 second' WHERE owner = 'dead'"
+        )
+        let live = try await worker(database, name: "live", state: directory.appendingPathComponent("state"))
+        let task = Task { try await live.run() }
+        #expect(try await drained(database) == [.completed: 10])
+        task.cancel()
+        try await task.value
+        for index in 0..<10 {
+            #expect(try Data(contentsOf: directory.appendingPathComponent("out/\(index).bin")) == source)
+        }
+        for lease in abandoned {
+            let entry = try #require(try await live.queue.entry(lease.id))
+            #expect(entry.attempts == 2 && entry.leaseVersion == 2 && entry.state == .completed)
+            #expect(entry.finishedBy == "live")
+            #expect(try await dead.complete(lease, bytes: 1) == false)
+        }
+        #expect(try await live.queue.counts() == [.completed: 10])
+        await live.manager.shutdown()
+    }
+
+    @Test("a worker whose lease is taken mid-transfer cancels its download and records nothing")
+    func lostLease() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let database = try await TestPostgres.database()
+        _ = try server.makeFile("slow.bin", size: 8 * 1024 * 1024, seed: 3)  // 16 s at 512 KB/s
+        let request = DownloadRequest(
+            url: server.url("slow/slow.bin"),
+            destination: directory.appendingPathComponent("slow.bin")
+        )
+        // Renewals every 300 ms (a third of the lease).
+        let worker = try await worker(
+            database,
+            name: "w",
+            state: directory.appendingPathComponent("state"),
+            lease: .milliseconds(900)
+        )
+        try await worker.queue.enqueue([request])
+        var events = worker.manager.events.makeAsyncIterator()
+        let task = Task { try await worker.run() }
+        // Once it receives, another worker takes the row over (as after a partition).
+        var download: Download?
+        while download == nil, let next = await events.next() {
+            if case .progress = next.event, next.id == request.id { download = next.download }
+        }
+        let receiving = try #require(download)
+        try PostgresConnection(database).query(
+            "UPDATE haul_downloads SET owner = 'thief', lease_version = lease_version + 1 WHERE id = $1",
+            [request.id.rawValue]
+        )
+        // Its next renewal finds the lease gone: the download is cancelled, nothing recorded.
+        await #expect(throws: DownloadError.self) { _ = try await receiving.finished() }
+        #expect(receiving.state == .cancelled)
+        let entry = try #require(try await worker.queue.entry(request.id))
+        #expect(entry.state == .running && entry.owner == "thief" && entry.leaseVersion == 2)
+        #expect(!FileManager.default.fileExists(atPath: request.destination.path))
+        task.cancel()
+        try await task.value
+        #expect(try await worker.queue.entry(request.id)?.owner == "thief")  // stopping released nothing of it
+        await worker.manager.shutdown()
+    }
+}
