@@ -9,7 +9,7 @@ let package = Package(
         // library and `haul` build without it.
         .library(name: "HaulService", targets: ["HaulService"]),
         // A download queue shared by a fleet of processes in PostgreSQL (libpq): a product of its
-        // own, so that the library and `haul` build without libpq.
+        // own, so that the library builds without libpq (`haul` links it for --queue and worker).
         .library(name: "HaulPostgres", targets: ["HaulPostgres"]),
         .executable(name: "haul", targets: ["HaulCLI"]),
     ],
@@ -58,6 +58,7 @@ let package = Package(
             name: "HaulCLI",
             dependencies: [
                 "Haul",
+                "HaulPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Examples/haul"

@@ -5,6 +5,8 @@
 #       initdb in DIR (as the postgres user when run as root), user `haul` with PASSWORD
 #       (scram-sha-256), listening on 127.0.0.1:PORT only; with OWNER_PID, the cluster is stopped
 #       and DIR removed when that process ends, however it ends.
+#   scripts/postgres-cluster.sh down DIR | up DIR
+#       stops the server, keeping its data; starts it again as before (a database restart mid-run)
 #   scripts/postgres-cluster.sh stop DIR
 set -euo pipefail
 bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)"
@@ -22,8 +24,8 @@ start)
         > "$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
     rm -f "$dir/password"
     # fsync off: the tests check Haul's queue, not PostgreSQL's durability.
-    as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-        -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300" start > /dev/null \
+    echo "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300" > "$dir/options"
+    as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -o "$(cat "$dir/options")" start > /dev/null \
         || { cat "$dir/server.log" >&2; exit 1; }
     if [ -n "$owner" ]; then
         # tail --pid waits for the owner to end without holding it up.
@@ -31,9 +33,15 @@ start)
             as_owner '$bin/pg_ctl' -D '$dir/data' -m immediate -w stop; rm -rf '$dir'" > /dev/null 2>&1 < /dev/null &
     fi
     ;;
+down)
+    as_owner "$bin/pg_ctl" -D "$2/data" -m fast -w stop > /dev/null
+    ;;
+up)
+    as_owner "$bin/pg_ctl" -D "$2/data" -l "$2/server.log" -w -t 60 -o "$(cat "$2/options")" start > /dev/null
+    ;;
 stop)
     as_owner "$bin/pg_ctl" -D "$2/data" -m fast -w stop > /dev/null
     rm -rf "$2"
     ;;
-*) echo "usage: $0 start DIR PORT PASSWORD [OWNER_PID] | stop DIR" >&2; exit 2 ;;
+*) echo "usage: $0 start DIR PORT PASSWORD [OWNER_PID] | down DIR | up DIR | stop DIR" >&2; exit 2 ;;
 esac

@@ -14,8 +14,20 @@ struct HaulCommand: AsyncParsableCommand {
             Ctrl-C (the bytes received are kept) and run the same command again to resume. \
             The exit status is 0 only when every download completed.
             """,
-        version: DownloadManager.version
+        version: DownloadManager.version,
+        subcommands: [WorkerCommand.self]
     )
+
+    /// `haul worker …` runs ``WorkerCommand``: ArgumentParser would read `worker` as a URL (the
+    /// command takes URLs as arguments), so the first word is looked at here.
+    static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.first == "worker" {
+            await WorkerCommand.main(Array(arguments.dropFirst()))
+        } else {
+            await main(arguments)
+        }
+    }
 
     @Argument(help: "The URLs to download (http:// or https://).")
     var urls: [String] = []
@@ -161,6 +173,16 @@ struct HaulCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "List the downloads recorded in the state directory's journal, then exit.")
     var list = false
 
+    @Option(
+        name: .long,
+        help: """
+            Put the URLs into the queue a fleet of workers shares in this PostgreSQL database \
+            (postgres://user:password@host:port/db) and return; with --list, show that queue. \
+            haul worker downloads them.
+            """
+    )
+    var queue: String?
+
     @Flag(name: [.short, .long], help: "Print nothing but errors.")
     var quiet = false
 
@@ -227,6 +249,7 @@ struct HaulCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let queue { throw ExitCode(await runQueue(queue)) }
         if list { throw ExitCode(listJournal()) }
         let status = await Runner(command: self).run()
         throw ExitCode(status)

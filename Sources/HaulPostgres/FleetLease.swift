@@ -37,14 +37,14 @@ public struct FleetLease: Sendable, Hashable {
     /// How many times the row was claimed, this claim included (more than one: taken over or retried).
     public let attempts: Int
 
-    init?(row: [String?]) {
+    init?(row: [String?], outputFolder: URL) {
         guard row.count >= 8, let id = row[0], let url = row[1].flatMap(URL.init(string:)), let path = row[2],
             let host = row[3], let priority = row[4].flatMap({ Int($0) }), let sequence = row[5].flatMap({ Int64($0) }),
             let version = row[6].flatMap({ Int64($0) }), let attempts = row[7].flatMap({ Int($0) })
         else { return nil }
         self.id = DownloadID(rawValue: id)
         self.url = url
-        destination = URL(fileURLWithPath: path)
+        destination = FleetSchema.destination(path, in: outputFolder)
         self.host = host
         self.priority = priority
         self.sequence = sequence
@@ -64,8 +64,10 @@ public struct FleetEntry: Sendable, Hashable {
     public let id: DownloadID
     /// Where it comes from.
     public let url: URL
-    /// The file to write.
+    /// The file to write (a relative row's under this process's output folder).
     public let destination: URL
+    /// The destination as the row holds it: absolute, or relative to each worker's output folder.
+    public let path: String
     /// `host:port`.
     public let host: String
     /// Higher runs first.
@@ -85,7 +87,7 @@ public struct FleetEntry: Sendable, Hashable {
     /// The worker that recorded its outcome.
     public let finishedBy: String?
 
-    init?(row: [String?]) {
+    init?(row: [String?], outputFolder: URL) {
         guard row.count >= 12, let id = row[0], let url = row[1].flatMap(URL.init(string:)), let path = row[2],
             let host = row[3], let priority = row[4].flatMap({ Int($0) }),
             let state = row[5].flatMap(FleetState.init(rawValue:)), let version = row[7].flatMap({ Int64($0) }),
@@ -93,7 +95,8 @@ public struct FleetEntry: Sendable, Hashable {
         else { return nil }
         self.id = DownloadID(rawValue: id)
         self.url = url
-        destination = URL(fileURLWithPath: path)
+        destination = FleetSchema.destination(path, in: outputFolder)
+        self.path = path
         self.host = host
         self.priority = priority
         self.state = state

@@ -30,6 +30,9 @@ public final class FleetQueue: @unchecked Sendable {
         /// This process's name in the leases it takes: unique in the fleet (by default host name,
         /// process id and a random suffix).
         public var worker: String
+        /// Where this process puts the files of rows queued with relative names (see
+        /// ``FleetQueue/enqueue(_:relativeTo:)``): by default the current directory.
+        public var outputFolder: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)
         /// How long a claimed row stays this worker's without a renewal. A worker renews well within it
         /// (a third); a worker that stops (killed, hung, cut off) loses its rows this long after its
         /// last renewal.
@@ -56,21 +59,23 @@ public final class FleetQueue: @unchecked Sendable {
 
     /// Connects and creates the queue's table and indexes when they are missing.
     public init(configuration: Configuration) async throws(FleetError) {
+        let target = PostgresConnection.redacted(configuration.connectionString)
         guard !configuration.worker.isEmpty, configuration.leaseDuration > .zero else {
             throw FleetError(
                 .invalidArgument,
-                target: PostgresConnection.redacted(configuration.connectionString),
+                target: target,
                 detail: "a worker needs a name and a lease longer than zero"
             )
         }
+        // Every stored property but the connection is set before the wait for it: a `let` assigned
+        // after the `await` read as empty later (Swift 6.3.1, debug build; the cause was not found).
         self.configuration = configuration
-        let connection = try await Self.onQueue(queue) { () throws(FleetError) in
+        self.target = target
+        connection = try await Self.onQueue(queue) { () throws(FleetError) in
             let connection = try PostgresConnection(configuration.connectionString)
             try FleetSchema.migrate(connection)
             return connection
         }
-        self.connection = connection
-        target = connection.target
     }
 
     // MARK: adding
@@ -78,10 +83,17 @@ public final class FleetQueue: @unchecked Sendable {
     /// Adds downloads to the queue; a download whose id is queued already (the same destination) is
     /// left as it is. Returns how many were added.
     ///
+    /// With `folder`, each destination must lie inside it and is stored by its path relative to it:
+    /// each worker puts the file under its own ``Configuration/outputFolder`` (as `haul worker -o`).
+    /// Such a row's id is that of its relative path taken from `/`, the same whoever queues it.
+    ///
     /// A fleet's queue holds no secrets: a request with a user name or password in its URL, or with
     /// headers, is refused (give credentials to the workers' managers instead).
     @discardableResult
-    public func enqueue(_ requests: [DownloadRequest]) async throws(FleetError) -> Int {
+    public func enqueue(_ requests: [DownloadRequest], relativeTo folder: URL? = nil) async throws(FleetError) -> Int {
+        let base = folder.map {
+            $0.standardizedFileURL.path.hasSuffix("/") ? $0.standardizedFileURL.path : $0.standardizedFileURL.path + "/"
+        }
         var rows: [[String?]] = []
         for request in requests {
             guard request.url.user == nil, request.url.password == nil, request.headers.isEmpty else {
@@ -110,10 +122,16 @@ public final class FleetQueue: @unchecked Sendable {
             guard request.destination.isFileURL, request.url.host != nil else {
                 throw FleetError(.invalidArgument, target: target, detail: "\(request.url.redactedString) has no host")
             }
-            rows.append([
-                request.id.rawValue, request.url.absoluteString, request.destination.path, request.url.hostKey,
-                String(request.priority),
-            ])
+            var path = request.destination.standardizedFileURL.path
+            var id = request.id
+            if let base {
+                guard path.hasPrefix(base), path.count > base.count else {
+                    throw FleetError(.invalidArgument, target: target, detail: "\(path) is not inside \(base)")
+                }
+                path.removeFirst(base.count)
+                id = DownloadID(destination: URL(fileURLWithPath: "/" + path))
+            }
+            rows.append([id.rawValue, request.url.absoluteString, path, request.url.hostKey, String(request.priority)])
         }
         guard !rows.isEmpty else { return 0 }
         let allRows = rows
@@ -146,6 +164,7 @@ public final class FleetQueue: @unchecked Sendable {
         let worker = configuration.worker
         let lease = FleetSchema.interval(configuration.leaseDuration)
         let perHost = configuration.maxConcurrentDownloadsPerHost
+        let outputFolder = configuration.outputFolder
         return try await run { connection throws(FleetError) -> [FleetLease] in
             try connection.transaction { () throws(FleetError) -> [FleetLease] in
                 try connection.query(FleetSchema.requeueExpired)
@@ -160,7 +179,7 @@ public final class FleetQueue: @unchecked Sendable {
                 } else {
                     rows = try connection.query(FleetSchema.claim, [worker, lease, String(limit)])
                 }
-                return rows.compactMap(FleetLease.init(row:))
+                return rows.compactMap { FleetLease(row: $0, outputFolder: outputFolder) }
             }
         }
     }
@@ -231,9 +250,21 @@ public final class FleetQueue: @unchecked Sendable {
 
     /// The queue's row for `id`, or `nil`.
     public func entry(_ id: DownloadID) async throws(FleetError) -> FleetEntry? {
-        try await run { connection throws(FleetError) -> FleetEntry? in
+        let outputFolder = configuration.outputFolder
+        return try await run { connection throws(FleetError) -> FleetEntry? in
             try connection.query("SELECT \(FleetSchema.entryColumns) FROM haul_downloads WHERE id = $1", [id.rawValue])
-                .first.flatMap(FleetEntry.init(row:))
+                .first.flatMap { FleetEntry(row: $0, outputFolder: outputFolder) }
+        }
+    }
+
+    /// Every row in the fleet's order (priority, then first in), at most `limit`, after `offset`.
+    public func entries(limit: Int = 1000, offset: Int = 0) async throws(FleetError) -> [FleetEntry] {
+        let outputFolder = configuration.outputFolder
+        return try await run { connection throws(FleetError) -> [FleetEntry] in
+            try connection.query(
+                "SELECT \(FleetSchema.entryColumns) FROM haul_downloads ORDER BY priority DESC, seq LIMIT $1 OFFSET $2",
+                [String(max(0, limit)), String(max(0, offset))]
+            ).compactMap { FleetEntry(row: $0, outputFolder: outputFolder) }
         }
     }
 

@@ -93,6 +93,13 @@ enum FleetSchema {
     static let entryColumns =
         "id, url, destination, host, priority, state, owner, lease_version, attempts, bytes, last_error, finished_by"
 
+    /// A row's destination: an absolute path as it is, a relative one under `folder`.
+    static func destination(_ path: String, in folder: URL) -> URL {
+        path.hasPrefix("/")
+            ? URL(fileURLWithPath: path, isDirectory: false)
+            : URL(fileURLWithPath: path, isDirectory: false, relativeTo: folder).standardizedFileURL
+    }
+
     /// A PostgreSQL array literal of `values` (each quoted; `nil` is NULL), for a `$n::text[]` parameter.
     static func array(_ values: [String?]) -> String {
         var text = "{"

@@ -11,6 +11,8 @@ import Logging
 /// - ``run()`` works until its task is cancelled; then it pauses its transfers (the bytes stay in
 ///   the manager's state directory), gives their rows back to the queue for any worker, and returns.
 ///   A worker that is killed instead loses its rows when their leases expire.
+/// - While the database cannot be reached (a restart), the transfers go on and every statement is
+///   tried again, up to every 5 s; leases that expired meanwhile are found lost at the next renewal.
 /// - A download that fails for good (a 404, a checksum) is recorded as failed with the error's text
 ///   (never credentials: the queue holds none, and ``DownloadError`` redacts them).
 public final class FleetWorker: Sendable {
@@ -67,13 +69,16 @@ public final class FleetWorker: Sendable {
                 case .tick:
                     if ContinuousClock.now - renewedAt >= renewEvery {
                         renewedAt = .now
-                        let (_, gone) = try await queue.renew(held.values.map(\.lease))
+                        let leases = held.values.map(\.lease)
+                        let (_, gone) = try await persisting("renew") {
+                            try await queue.renew(leases)
+                        }
                         for lease in gone where lost.insert(lease.id).inserted {
                             logger.warning(
                                 "a lease was taken over: the download stops here",
                                 metadata: ["haul.download.id": "\(lease.id)", "haul.url": "\(lease.url)"]
                             )
-                            manager.download(id: lease.id)?.cancel()
+                            manager.download(id: lease.request.id)?.cancel()
                         }
                     }
                 case .ended(let lease, let result):
@@ -90,9 +95,11 @@ public final class FleetWorker: Sendable {
         for (_, entry) in held { await entry.task.value }
         let leases = held.values.map(\.lease).filter { !lost.contains($0.id) }
         do {
-            try await queue.release(leases)
-        } catch {
+            try await persisting("release") { try await queue.release(leases) }
+        } catch let error as FleetError {
             failure = failure ?? error
+        } catch {
+            // Cancelled while the database could not be reached: the leases expire instead.
         }
         if let failure { throw failure }
     }
@@ -102,7 +109,9 @@ public final class FleetWorker: Sendable {
         _ continuation: AsyncStream<Event>.Continuation
     ) async throws {
         guard !Task.isCancelled, held.count < concurrency else { return }
-        for lease in try await queue.claim(upTo: concurrency - held.count) {
+        let room = concurrency - held.count
+        let claimed = try await persisting("claim") { try await queue.claim(upTo: room) }
+        for lease in claimed {
             let manager = manager
             held[lease.id] = (
                 lease,
@@ -119,21 +128,49 @@ public final class FleetWorker: Sendable {
         }
     }
 
+    /// Runs `operation` again while the queue's database cannot be reached (restarted, cut off),
+    /// after 0.2 s, then twice as long each time up to 5 s; the transfers go on meanwhile. A refused
+    /// statement, or the task's cancellation, ends it (the leases then expire for other workers).
+    @discardableResult
+    private func persisting<T>(_ what: String, _ operation: () async throws -> T) async throws -> T {
+        var delay = Duration.milliseconds(200)
+        while true {
+            do {
+                return try await operation()
+            } catch let error as FleetError {
+                guard error.code == .connection, !Task.isCancelled else { throw error }
+                logger.warning(
+                    "the queue's database cannot be reached: trying again",
+                    metadata: ["haul.operation": "\(what)", "haul.error": "\(error)"]
+                )
+                try await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(5))
+            }
+        }
+    }
+
     private func record(_ lease: FleetLease, _ result: Result<URL, any Error>) async throws {
         let recorded: Bool
         switch result {
         case .success(let file):
             var status = stat()
             let bytes = stat(file.path, &status) == 0 ? Int64(status.st_size) : 0
-            recorded = try await queue.complete(lease, bytes: bytes)
+            recorded = try await persisting("complete") {
+                try await queue.complete(lease, bytes: bytes)
+            }
         case .failure(is CancellationError):
-            try await queue.release([lease])  // paused here: any worker may take it
+            // Paused here: any worker may take it.
+            try await persisting("release") { try await queue.release([lease]) }
             return
         case .failure(let error as DownloadError) where error.code == .cancelled || error.code == .shutdown:
-            try await queue.release([lease])  // cancelled in this process, or its manager shut down
+            // Cancelled in this process, or its manager shut down.
+            try await persisting("release") { try await queue.release([lease]) }
             return
         case .failure(let error):
-            recorded = try await queue.fail(lease, reason: "\(error)")
+            let reason = "\(error)"
+            recorded = try await persisting("fail") {
+                try await queue.fail(lease, reason: reason)
+            }
         }
         if !recorded {
             logger.warning(

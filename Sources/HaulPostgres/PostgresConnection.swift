@@ -5,9 +5,11 @@ import Foundation
 ///
 /// Every statement is parameterised (`PQexecParams`, text values): no value is ever spliced into
 /// SQL. A statement that fails because the connection broke is retried once on a fresh connection
-/// (`PQreset`) unless it was inside a transaction the server may have committed.
+/// (`PQreset`), unless it is inside a transaction: that one fails whole (`FleetError.connection`),
+/// and its caller runs it again (a statement of it retried alone would run outside it).
 final class PostgresConnection {
     private var raw: OpaquePointer?
+    private var inTransaction = false
     /// Where the connection goes, without its password: what errors and logs show.
     let target: String
 
@@ -30,6 +32,7 @@ final class PostgresConnection {
     /// `$1`, `$2`… Reconnects once when the connection is found broken.
     @discardableResult
     func query(_ sql: String, _ parameters: [String?] = []) throws(FleetError) -> [[String?]] {
+        if inTransaction { return try run(sql, parameters) }
         do {
             return try run(sql, parameters)
         } catch let error where error.code == .connection {
@@ -42,12 +45,14 @@ final class PostgresConnection {
     /// Runs `body` inside a transaction, committed when it returns and rolled back when it throws.
     func transaction<T>(_ body: () throws(FleetError) -> T) throws(FleetError) -> T {
         try query("BEGIN")
+        inTransaction = true
+        defer { inTransaction = false }
         do {
             let value = try body()
             _ = try run("COMMIT", [])
             return value
         } catch {
-            _ = try? run("ROLLBACK", [])
+            if PQstatus(raw) == CONNECTION_OK { _ = try? run("ROLLBACK", []) }
             throw error
         }
     }

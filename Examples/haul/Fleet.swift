@@ -1,0 +1,237 @@
+import ArgumentParser
+import Dispatch
+import FoundationEssentials
+import Glibc
+import Haul
+import HaulPostgres
+import Synchronization
+
+/// `haul --queue URL …`: the list goes into a fleet's queue in PostgreSQL (and `haul` returns), or
+/// `--list` shows that queue. Workers (`haul worker`) do the downloading.
+extension HaulCommand {
+    func runQueue(_ connectionString: String) async -> Int32 {
+        let queue: FleetQueue
+        do {
+            queue = try await FleetQueue(configuration: .init(connectionString: connectionString))
+        } catch {
+            Reporter.write("haul: \(error)\n", to: STDERR_FILENO)
+            return 1
+        }
+        return list ? await listQueue(queue) : await enqueue(into: queue)
+    }
+
+    /// Each file is queued by its name relative to a worker's output folder: `-o` (relative, if
+    /// given) is a folder inside it; out= names a file inside that.
+    private func enqueue(into queue: FleetQueue) async -> Int32 {
+        do {
+            if let output, output.hasPrefix("/") {
+                throw CLIError(
+                    "with --queue, -o names a folder inside each worker's output folder (haul worker -o): give a relative one"
+                )
+            }
+            let all = try allEntries()
+            guard !all.entries.isEmpty else { throw CLIError("the input file has no URLs") }
+            for (option, line) in all.ignored {
+                Reporter.write(
+                    "haul: the input file's option '\(option)' (line \(line)) is not supported and is ignored\n",
+                    to: STDERR_FILENO
+                )
+            }
+            let plan = DownloadPlan.make(
+                urls: all.entries.map { $0.urls[0] },
+                output: (output ?? ".").hasSuffix("/") ? output : (output ?? ".") + "/",
+                given: all.entries.map(\.out),
+                isDirectory: { _ in true }
+            )
+            let root = URL(fileURLWithPath: "/", isDirectory: true)
+            var requests: [DownloadRequest] = []
+            for (item, entry) in zip(plan.items, all.entries) {
+                var relative = item.destination
+                while relative.hasPrefix("./") { relative.removeFirst(2) }
+                let placed = DownloadPlan.Item(url: item.url, destination: "/" + relative)
+                var request = try Runner.request(for: placed, entry, into: nil)
+                request.destination = URL(fileURLWithPath: "/" + relative).standardizedFileURL
+                requests.append(request)
+            }
+            let added = try await queue.enqueue(requests, relativeTo: root)
+            if !quiet {
+                let already = requests.count - added
+                let note = already > 0 ? " (\(already) were there already)" : ""
+                Reporter.write("haul: queued \(added) downloads\(note) in \(queue.target)\n", to: STDERR_FILENO)
+            }
+            return 0
+        } catch {
+            Reporter.write("haul: \(Runner.describe(error))\n", to: STDERR_FILENO)
+            return 1
+        }
+    }
+
+    /// `--queue URL --list`: the shared queue, one line (or JSON object) per row.
+    private func listQueue(_ queue: FleetQueue) async -> Int32 {
+        do {
+            var offset = 0
+            while true {
+                let entries = try await queue.entries(limit: 1000, offset: offset)
+                for entry in entries {
+                    if json {
+                        let line = JSONEvent.ListEntry(
+                            id: entry.id.rawValue,
+                            url: entry.url.absoluteString,
+                            path: entry.path,
+                            state: entry.state.rawValue,
+                            bytes: entry.bytes ?? 0,
+                            total: entry.bytes,
+                            error: entry.lastError
+                        )
+                        Reporter.write(JSONEvent.line(line), to: STDOUT_FILENO)
+                        continue
+                    }
+                    let who = entry.owner.map { " [\($0)]" } ?? entry.finishedBy.map { " [\($0)]" } ?? ""
+                    let size = entry.bytes.map { " \(Reporter.size($0))" } ?? ""
+                    var line =
+                        "\(entry.state.rawValue.padded(to: 10))\(size)  \(entry.url.absoluteString) -> \(entry.path)\(who)"
+                    if let error = entry.lastError, entry.state == .failed { line += "\n          \(error)" }
+                    Reporter.write(line + "\n", to: STDOUT_FILENO)
+                }
+                if entries.count < 1000 { break }
+                offset += entries.count
+            }
+            return 0
+        } catch {
+            Reporter.write("haul: \(error)\n", to: STDERR_FILENO)
+            return 1
+        }
+    }
+}
+
+/// `haul worker --queue URL -o DIR -j N`: works through a fleet's queue until stopped.
+struct WorkerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "haul worker",
+        abstract: "Download the files of a queue shared in PostgreSQL, with other workers, until stopped.",
+        discussion: """
+            Claims downloads from the queue (haul --queue URL -i LIST fills it) under leases, downloads \
+            them into DIR, and records each outcome. SIGTERM or SIGINT: the transfers pause (their \
+            bytes stay in the state directory), their downloads go back to the queue for any worker, \
+            and haul exits with 143 or 130. A worker that is killed loses its downloads to the others \
+            when its leases expire (--lease).
+            """
+    )
+
+    @Option(name: .long, help: "The queue's PostgreSQL database (postgres://user:password@host:port/db).")
+    var queue: String
+
+    @Option(name: [.short, .long], help: "The folder the queue's files go into (default: .).")
+    var output: String = "."
+
+    @Option(name: [.customShort("j"), .long], help: "How many downloads transfer at once.")
+    var concurrency: Int = 4
+
+    @Option(name: .long, help: "The folder for partial files and state (default: <output directory>/.haul).")
+    var state: String?
+
+    @Option(name: .long, help: "Seconds a claimed download stays this worker's without a renewal.")
+    var lease: Double = 30
+
+    @Option(name: .long, help: "At most this many downloads from one host at once across every worker.")
+    var perHost: Int?
+
+    @Option(name: .long, help: "This worker's name in the queue (default: host name, process id, a random suffix).")
+    var name: String?
+
+    @Flag(name: [.short, .long], help: "Print nothing but errors.")
+    var quiet = false
+
+    func validate() throws {
+        if concurrency < 1 { throw ValidationError("--concurrency must be at least 1.") }
+        if !(lease >= 1) { throw ValidationError("--lease must be at least 1 second.") }
+        if let perHost, perHost < 1 { throw ValidationError("--per-host must be at least 1.") }
+    }
+
+    func run() async throws {
+        throw ExitCode(await work())
+    }
+
+    private func work() async -> Int32 {
+        let folder = URL(fileURLWithPath: output, isDirectory: true).standardizedFileURL
+        var queueConfiguration = FleetQueue.Configuration(connectionString: queue, worker: name)
+        queueConfiguration.outputFolder = folder
+        queueConfiguration.leaseDuration = .milliseconds(Int64(lease * 1000))
+        queueConfiguration.maxConcurrentDownloadsPerHost = perHost
+        var configuration = DownloadManager.Configuration()
+        configuration.maxConcurrentDownloads = concurrency
+        configuration.stateDirectory = URL(
+            fileURLWithPath: state ?? DownloadManager.defaultStateDirectory(besideFolder: folder.path),
+            isDirectory: true
+        )
+        // Only what this worker claims runs: a download left in its journal by an earlier run is
+        // the queue's again (released, or taken over), not this journal's to resume.
+        configuration.resumesUnfinishedDownloads = false
+        let fleet: FleetQueue
+        let manager: DownloadManager
+        do {
+            try Runner.makeDirectory(folder.path)
+            fleet = try await FleetQueue(configuration: queueConfiguration)
+            manager = try DownloadManager(configuration: configuration)
+        } catch {
+            Reporter.write("haul: \(Runner.describe(error))\n", to: STDERR_FILENO)
+            return 1
+        }
+        if !quiet {
+            Reporter.write(
+                "haul worker \(fleet.configuration.worker): \(fleet.target) into \(folder.path), \(concurrency) at once\n",
+                to: STDERR_FILENO
+            )
+        }
+        let worker = FleetWorker(queue: fleet, manager: manager, concurrency: concurrency)
+        let task = Task { try await worker.run() }
+        let stop = WorkerStop(task: task)
+        stop.install()
+        var status: Int32 = 0
+        do {
+            try await task.value
+        } catch {
+            Reporter.write("haul: \(error)\n", to: STDERR_FILENO)
+            status = 1
+        }
+        await manager.shutdown()
+        if let signal = stop.received {
+            if !quiet {
+                Reporter.write("haul worker: stopped; its downloads are back in the queue\n", to: STDERR_FILENO)
+            }
+            return 128 + signal
+        }
+        return status
+    }
+}
+
+/// SIGTERM, SIGINT and SIGHUP stop a worker: its task is cancelled (transfers pause, rows go back).
+/// A second signal exits at once.
+final class WorkerStop: @unchecked Sendable {
+    // @unchecked Sendable: `sources` is written once in `install()` before any signal can arrive;
+    // `signal` is guarded by its mutex.
+    private let task: Task<Void, any Error>
+    private let signal = Mutex<Int32?>(nil)
+    private var sources: [any DispatchSourceSignal] = []
+
+    init(task: Task<Void, any Error>) { self.task = task }
+
+    var received: Int32? { signal.withLock { $0 } }
+
+    func install() {
+        for number in [SIGINT, SIGTERM, SIGHUP] where !Interruption.isIgnored(number) {
+            Glibc.signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { [self] in
+                let first = signal.withLock { signal -> Bool in
+                    defer { if signal == nil { signal = number } }
+                    return signal == nil
+                }
+                guard first else { exit(128 + number) }
+                task.cancel()
+            }
+            source.resume()
+            sources.append(source)
+        }
+    }
+}

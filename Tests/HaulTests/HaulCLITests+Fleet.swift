@@ -1,0 +1,201 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import HaulPostgres
+
+/// `haul --queue` and `haul worker`: several worker processes sharing one PostgreSQL queue.
+extension HaulCLITests {
+    /// Waits until `done` says so about the queue's counts, looking again at each outcome announced
+    /// on `haul_downloads` (and at least once a second).
+    func waitForQueue(_ database: String, until done: ([FleetState: Int]) -> Bool) async throws -> [FleetState: Int] {
+        let listener = try PostgresConnection(database)
+        try listener.query("LISTEN haul_downloads")
+        let queue = try await FleetQueue(configuration: .init(connectionString: database, worker: "observer"))
+        while true {
+            let counts = try await queue.counts()
+            if done(counts) { return counts }
+            try await TestPostgres.waitForNotification(on: listener, upTo: 1000)
+        }
+    }
+
+    @Test(
+        "three workers over 5,000 URLs, one SIGKILLed mid-way: every file whole, every URL completed once, fetched again only if the killed one held it"
+    )
+    func fleetOfWorkers() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let database = try await TestPostgres.database()
+        var sources: [Data] = []
+        for index in 0..<50 {
+            sources.append(try server.makeFile("f\(index).bin", size: 20_000 + index * 131, seed: UInt64(index + 1)))
+        }
+        let count = 5_000
+        let list = work.appendingPathComponent("list.txt")
+        try (0..<count).map { "\(server.url("f\($0 % 50).bin?n=\($0)").absoluteString)\n  out=\($0).bin\n" }.joined()
+            .write(to: list, atomically: true, encoding: .utf8)
+        let queued = try await haul(["--queue", database, "-i", list.path], in: work)
+        #expect(queued.status == 0, "\(queued.stderr)")
+        #expect(queued.stderr.contains("queued 5000 downloads in postgres://haul@127.0.0.1:"))
+        let again = try await haul(["--queue", database, "-i", list.path], in: work)
+        #expect(again.stderr.contains("queued 0 downloads (5000 were there already)"))
+
+        let output = work.appendingPathComponent("out")
+        var workers: [ChildProcess] = []
+        for index in 1...3 {
+            let arguments = [
+                "worker", "--queue", database, "-o", output.path, "-j", "8", "--lease", "3",
+                "--state", work.appendingPathComponent("state-\(index)").path, "--name", "w\(index)",
+            ]
+            workers.append(
+                try ChildProcess(
+                    Self.haulPath,
+                    arguments,
+                    stderr: work.appendingPathComponent("worker-\(index).log").path
+                )
+            )
+        }
+        _ = try await waitForQueue(database) { $0[.completed, default: 0] >= 1_000 }
+        workers[1].signal(SIGKILL)
+        #expect(await workers[1].exited() == 128 + SIGKILL)
+        // What it held when it died: those rows, and only those, are claimed a second time.
+        let held = Set(
+            try PostgresConnection(database).query(
+                "SELECT id FROM haul_downloads WHERE owner = 'w2' AND state = 'running'"
+            ).compactMap { $0[0] }
+        )
+        #expect(!held.isEmpty && held.count <= 8, "the killed worker held \(held.count)")
+        let counts = try await waitForQueue(database) { $0[.queued, default: 0] + $0[.running, default: 0] == 0 }
+        #expect(counts == [.completed: count])
+        for index in [0, 2] {
+            workers[index].signal(SIGTERM)
+            #expect(await workers[index].exited() == 143)
+        }
+
+        for index in 0..<count {
+            let file = try Data(contentsOf: output.appendingPathComponent("\(index).bin"))
+            #expect(file == sources[index % 50], "file \(index)")
+        }
+        // Completed once each; claimed twice exactly the rows the killed worker held, by the others.
+        let rows = try PostgresConnection(database).query("SELECT id, attempts, finished_by, url FROM haul_downloads")
+        #expect(rows.count == count)
+        let retaken = rows.filter { $0[1] != "1" }
+        #expect(Set(retaken.compactMap { $0[0] }) == held)
+        #expect(retaken.allSatisfy { $0[1] == "2" && $0[2] != "w2" })
+        #expect(Set(rows.compactMap { $0[2] }).isSuperset(of: ["w1", "w3"]))
+        // nginx sent each URL whole once, and a second time only those rows' (begun by the killed one).
+        var fetched: [String: Int] = [:]
+        for entry in server.accessLog() where entry.uri.contains("?n=") && entry.status == 200 {
+            fetched[entry.uri, default: 0] += 1
+        }
+        #expect(fetched.count == count)
+        let heldURIs = Set(
+            retaken.compactMap { $0[3].flatMap { URL(string: $0) }.map { "\($0.path)?\($0.query ?? "")" } }
+        )
+        for (uri, times) in fetched where times > 1 {
+            #expect(times == 2 && heldURIs.contains(uri), "\(uri) fetched \(times) times")
+        }
+        // No worker wrote the database's password anywhere.
+        for index in 1...3 {
+            let log = try String(contentsOf: work.appendingPathComponent("worker-\(index).log"), encoding: .utf8)
+            #expect(!log.contains(TestPostgres.password))
+        }
+    }
+
+    func startWorker(_ name: String, _ database: String, into output: URL, work: URL, lease: String = "2") throws
+        -> ChildProcess
+    {
+        try ChildProcess(
+            Self.haulPath,
+            [
+                "worker", "--queue", database, "-o", output.path, "-j", "4", "--lease", lease,
+                "--state", work.appendingPathComponent("state-\(name)").path, "--name", name,
+            ],
+            stderr: work.appendingPathComponent("\(name).log").path
+        )
+    }
+
+    @Test("a hung worker (SIGSTOP) loses its rows to another; woken, it records nothing and stops those transfers")
+    func hungWorker() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let database = try await TestPostgres.database()
+        let source = try server.makeFile("big.bin", size: 1_500_000, seed: 7)  // 3 s each at 512 KB/s
+        let list = work.appendingPathComponent("list.txt")
+        try (0..<4).map { "\(server.url("slow/big.bin?n=\($0)").absoluteString)\n  out=\($0).bin\n" }.joined()
+            .write(to: list, atomically: true, encoding: .utf8)
+        #expect(try await haul(["--queue", database, "-i", list.path], in: work).status == 0)
+        let output = work.appendingPathComponent("out")
+        let hung = try startWorker("hung", database, into: output, work: work)
+        _ = try await waitForQueue(database) { $0[.running, default: 0] == 4 }
+        hung.signal(SIGSTOP)
+        let other = try startWorker("other", database, into: output, work: work)
+        #expect(try await waitForQueue(database) { $0[.completed, default: 0] == 4 } == [.completed: 4])
+        hung.signal(SIGCONT)
+        // Awake, its next renewal finds every lease gone: it stops those transfers and records nothing.
+        let log = work.appendingPathComponent("hung.log")
+        try await waitForFile(log) { $0.components(separatedBy: "a lease was taken over").count - 1 == 4 }
+        for process in [hung, other] {
+            process.signal(SIGTERM)
+            #expect(await process.exited() == 143)
+        }
+        let rows = try PostgresConnection(database).query("SELECT finished_by, attempts FROM haul_downloads")
+        #expect(rows.count == 4 && rows.allSatisfy { $0[0] == "other" && $0[1] == "2" }, "\(rows)")
+        for index in 0..<4 {
+            #expect(try Data(contentsOf: output.appendingPathComponent("\(index).bin")) == source)
+        }
+        // Its transfers were cancelled: no partial file of theirs is left in its state directory.
+        let left = try FileManager.default.contentsOfDirectory(atPath: work.appendingPathComponent("state-hung").path)
+        #expect(!left.contains { $0.hasSuffix(".part") }, "\(left)")
+    }
+
+    @Test("PostgreSQL stopped and started again mid-run: the workers wait for it and finish")
+    func databaseRestart() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let cluster = try await TestPostgres.Cluster.start()  // its own: other tests keep theirs
+        let database = try await cluster.database()
+        var sources: [Data] = []
+        for index in 0..<20 {
+            sources.append(try server.makeFile("f\(index).bin", size: 30_000 + index, seed: UInt64(index + 5)))
+        }
+        let count = 1_500
+        let list = work.appendingPathComponent("list.txt")
+        try (0..<count).map { "\(server.url("f\($0 % 20).bin?n=\($0)").absoluteString)\n  out=\($0).bin\n" }.joined()
+            .write(to: list, atomically: true, encoding: .utf8)
+        #expect(try await haul(["--queue", database, "-i", list.path], in: work).status == 0)
+        let output = work.appendingPathComponent("out")
+        let workers = try ["a", "b"].map { try startWorker($0, database, into: output, work: work, lease: "30") }
+        _ = try await waitForQueue(database) { $0[.completed, default: 0] >= 200 }
+        try await cluster.down()
+        for name in ["a", "b"] {
+            try await waitForFile(work.appendingPathComponent("\(name).log")) { $0.contains("cannot be reached") }
+        }
+        try await cluster.up()
+        #expect(try await waitForQueue(database) { $0[.completed, default: 0] == count } == [.completed: count])
+        for worker in workers {
+            worker.signal(SIGTERM)
+            #expect(await worker.exited() == 143)
+        }
+        for index in 0..<count {
+            #expect(try Data(contentsOf: output.appendingPathComponent("\(index).bin")) == sources[index % 20])
+        }
+        let log = try String(contentsOf: work.appendingPathComponent("a.log"), encoding: .utf8)
+        #expect(!log.contains(TestPostgres.password))
+    }
+
+    /// Waits until `file`'s text satisfies `done`, reading it again every 50 ms, for at most 60 s
+    /// (a worker's log: a process of its own, with no other way to say what it did).
+    func waitForFile(_ file: URL, until done: (String) -> Bool) async throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(60)
+        while !done((try? String(contentsOf: file, encoding: .utf8)) ?? "") {
+            guard clock.now < deadline else {
+                throw TestFailure(
+                    "\(file.lastPathComponent) never showed it: \((try? String(contentsOf: file, encoding: .utf8)) ?? "")"
+                )
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+}
