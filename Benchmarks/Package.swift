@@ -18,6 +18,12 @@ let package = Package(
             dependencies: ["BenchSupport", .product(name: "Haul", package: "Haul")],
             path: "Sources/HaulBench"
         ),
+        // (g): the fleet's queue in PostgreSQL alone.
+        .executableTarget(
+            name: "fleet-bench",
+            dependencies: [.product(name: "Haul", package: "Haul"), .product(name: "HaulPostgres", package: "Haul")],
+            path: "Sources/FleetBench"
+        ),
         // AsyncHTTPClient and URLSession.
         .executableTarget(
             name: "peer-bench",

@@ -223,3 +223,23 @@ for kind in ("download", "host", "total"):
         line(f"(g) rate {'in total' if kind == 'total' else 'per ' + kind} within ±5 % over 10 s", f"{(worst - 1) * 100:+.1f} % (worst of {len(ratios)})", abs(worst - 1) <= 0.05)
 for r in queue:
     line(f"(d) {r['queued']} queued: peak RSS ≤ 100 MB", f"{r['peakRSSKB'] / 1024:.1f} MB", r["peakRSSKB"] <= 100 * 1024)
+
+claims = [r for r in rows if r["scenario"] == "fleet-claims"]
+if claims:
+    print("\n## (j) The fleet's queue in PostgreSQL\n")
+    print("Rows claimed and recorded completed per second (`fleet-bench`: batches of 100, leases, one")
+    print("statement per claim and per record; no HTTP), all worker processes started at once, PostgreSQL")
+    print("on the same machine (fsync off), process start included:\n")
+    print("| worker processes | wall s | rows/s |")
+    print("|---|---|---|")
+    for workers in sorted({r["workers"] for r in claims}):
+        values = [r["wallSeconds"] for r in claims if r["workers"] == workers]
+        wall = statistics.median(values)
+        print(f"| {workers} | {wall:.2f} | {claims[0]['rows'] / wall:.0f} |")
+    if median("fleet-run", "haul", "wallSeconds"):
+        print(f"\n(a)'s list ({count} files of 64 KiB, 100 in flight, tmpfs) through the queue in PostgreSQL")
+        print("(`haul --queue … -i`, then one `haul worker -j 100 --until-empty`) beside `haul -i` (the SQLite")
+        print("journal), same rounds:\n")
+        throughput_table("fleet-run", count, "files/s",
+                         {"haul": "haul -i (SQLite journal)", "haul-worker": "haul worker (queue in PostgreSQL)"})
+

@@ -257,5 +257,42 @@ rm -rf "$work/queue"; mkdir -p "$work/queue"
 "$bin/haul-bench" queue "$base/limited" "$queued" "$work/queue/state" >> "$results"
 rm -rf "$work/queue"
 
+# (j): the fleet's queue in PostgreSQL (a throwaway cluster of this run's own, fsync off as in the
+# tests): rows claimed and recorded completed per second by 1, 2 and 4 worker processes (fleet-bench:
+# batches of 100, no HTTP), then (a)'s list through `haul worker` beside `haul -i` (SQLite), same rounds.
+echo "== (j) the fleet's queue in PostgreSQL"
+fleet_rows="${FLEET_ROWS:-20000}"
+pg_port=$((port + 2))
+pg_dir="$(mktemp -u /tmp/haul-bench-pg.XXXXXX)"   # not under $work: the postgres user cannot enter it
+bash ../scripts/postgres-cluster.sh start "$pg_dir" "$pg_port" bench-pw $$
+fleet_url="postgres://haul:bench-pw@127.0.0.1:$pg_port"
+fleet_db() { PGPASSWORD=bench-pw psql -h 127.0.0.1 -p "$pg_port" -U haul -d postgres -qc "CREATE DATABASE $1"; }
+for round in $(seq 1 "$repeat"); do
+    for workers in 1 2 4; do
+        db="claims_${workers}_$round"
+        fleet_db "$db"
+        "$bin/fleet-bench" fill "$fleet_url/$db" "$fleet_rows" > /dev/null
+        started=$(date +%s.%N)
+        for _ in $(seq 1 "$workers"); do "$bin/fleet-bench" claims "$fleet_url/$db" 100 > /dev/null & done
+        wait
+        ended=$(date +%s.%N)
+        echo "{\"scenario\":\"fleet-claims\",\"client\":\"haul\",\"workers\":$workers,\"rows\":$fleet_rows,\"wallSeconds\":$(awk -v a="$started" -v b="$ended" 'BEGIN { printf "%.3f", b - a }')}" >> "$results"
+    done
+    db="run_$round"
+    fleet_db "$db"
+    "$haul_cli" --queue "$fleet_url/$db" -i "$work/haul.list" --quiet
+    for client in $(rotated "$round" haul-worker haul); do
+        rm -rf "$work/out"; mkdir -p "$work/out"
+        if [ "$client" = haul-worker ]; then
+            timed fleet-run haul-worker "$haul_cli" worker --queue "$fleet_url/$db" -o "$work/out" -j 100 --until-empty --quiet
+        else
+            timed fleet-run haul "$haul_cli" --quiet -j 100 -o "$work/out" -i "$work/haul.list"
+        fi
+        check "(j) $client"
+    done
+done
+bash ../scripts/postgres-cluster.sh stop "$pg_dir"
+rm -rf "$work/out"
+
 python3 report.py "$results" > RESULTS.md
 cat RESULTS.md

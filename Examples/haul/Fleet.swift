@@ -139,6 +139,9 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(name: .long, help: "This worker's name in the queue (default: host name, process id, a random suffix).")
     var name: String?
 
+    @Flag(name: .long, help: "Exit (0) once the queue has nothing left for this worker, instead of waiting for more.")
+    var untilEmpty = false
+
     @Flag(name: [.short, .long], help: "Print nothing but errors.")
     var quiet = false
 
@@ -184,7 +187,7 @@ struct WorkerCommand: AsyncParsableCommand {
             )
         }
         let worker = FleetWorker(queue: fleet, manager: manager, concurrency: concurrency)
-        let task = Task { try await worker.run() }
+        let task = Task { [untilEmpty] in try await worker.run(untilEmpty: untilEmpty) }
         let stop = WorkerStop(task: task)
         stop.install()
         var status: Int32 = 0

@@ -56,6 +56,13 @@ public final class FleetQueue: @unchecked Sendable {
     public let target: String
     private let connection: PostgresConnection
     private let queue = DispatchQueue(label: "haul.fleet-queue")
+    /// When this process last queued expired leases again (touched on `queue` only).
+    private let requeue = RequeueClock()
+
+    private final class RequeueClock: @unchecked Sendable {
+        // @unchecked Sendable: used on the queue's serial queue only.
+        var lastDone: ContinuousClock.Instant?
+    }
 
     /// Connects and creates the queue's table and indexes when they are missing.
     public init(configuration: Configuration) async throws(FleetError) {
@@ -151,6 +158,9 @@ public final class FleetQueue: @unchecked Sendable {
                 )
                 added += inserted.count
             }
+            // Fresh statistics after a large batch: without them the planner took the queue for a
+            // few rows and sorted all of it for every claim (24 ms instead of 4 for 20,000 rows).
+            if added >= 1000 { try connection.query("ANALYZE haul_downloads") }
             return added
         }
     }
@@ -165,21 +175,30 @@ public final class FleetQueue: @unchecked Sendable {
         let lease = FleetSchema.interval(configuration.leaseDuration)
         let perHost = configuration.maxConcurrentDownloadsPerHost
         let outputFolder = configuration.outputFolder
+        let requeue = requeue
         return try await run { connection throws(FleetError) -> [FleetLease] in
-            try connection.transaction { () throws(FleetError) -> [FleetLease] in
+            // Expired leases are looked for at most once a second by each process (every worker
+            // does it, and a lease is seconds long): one statement fewer per claim.
+            let now = ContinuousClock.now
+            if requeue.lastDone.map({ now - $0 >= .seconds(1) }) ?? true {
                 try connection.query(FleetSchema.requeueExpired)
-                let rows: [[String?]]
-                if let perHost {
+                requeue.lastDone = now
+            }
+            let rows: [[String?]]
+            if let perHost {
+                rows = try connection.transaction { () throws(FleetError) -> [[String?]] in
                     // Counting running rows per host is exact only if no other claim runs meanwhile.
                     try connection.query("SELECT pg_advisory_xact_lock($1)", [String(FleetSchema.claimLock)])
-                    rows = try connection.query(
+                    return try connection.query(
                         FleetSchema.claimWithinHostLimit,
                         [worker, lease, String(limit), String(max(1, perHost)), String(limit * 8 + 256)]
                     )
-                } else {
-                    rows = try connection.query(FleetSchema.claim, [worker, lease, String(limit)])
                 }
-                return rows.compactMap { FleetLease(row: $0, outputFolder: outputFolder) }
+            } else {
+                rows = try connection.query(FleetSchema.claim, [worker, lease, String(limit)])  // one statement
+            }
+            return rows.compactMap { FleetLease(row: $0, outputFolder: outputFolder) }.sorted {
+                $0.priority != $1.priority ? $0.priority > $1.priority : $0.sequence < $1.sequence
             }
         }
     }
@@ -216,12 +235,34 @@ public final class FleetQueue: @unchecked Sendable {
     /// Records a download as completed with `bytes`, if `lease` is still the row's: whether it was
     /// (`false`: another worker holds it now, and nothing was recorded).
     public func complete(_ lease: FleetLease, bytes: Int64) async throws(FleetError) -> Bool {
-        try await finish(lease, state: .completed, bytes: bytes, error: nil)
+        try await record([FleetOutcome(lease, .completed(bytes: bytes))]).contains(lease.id)
     }
 
     /// Records a download as failed for good with `reason`, if `lease` is still the row's.
     public func fail(_ lease: FleetLease, reason: String) async throws(FleetError) -> Bool {
-        try await finish(lease, state: .failed, bytes: nil, error: reason)
+        try await record([FleetOutcome(lease, .failed(reason: reason))]).contains(lease.id)
+    }
+
+    /// Records many outcomes in one statement, each only if its lease is still the row's, and
+    /// announces each recorded one on `haul_downloads`: the ids recorded (the others' leases were
+    /// taken over, and nothing was written for them).
+    public func record(_ outcomes: [FleetOutcome]) async throws(FleetError) -> Set<DownloadID> {
+        guard !outcomes.isEmpty else { return [] }
+        let parameters: [String?] = [
+            configuration.worker,
+            FleetSchema.array(outcomes.map { $0.lease.id.rawValue }),
+            FleetSchema.array(outcomes.map { String($0.lease.version) }),
+            FleetSchema.array(outcomes.map { $0.state.rawValue }),
+            FleetSchema.array(
+                outcomes.map { if case .completed(let bytes) = $0.result { String(bytes) } else { nil } }
+            ),
+            FleetSchema.array(outcomes.map { if case .failed(let reason) = $0.result { reason } else { nil } }),
+        ]
+        return try await run { connection throws(FleetError) -> Set<DownloadID> in
+            // pg_notify's messages are delivered at the statement's commit, with its rows.
+            let rows = try connection.query(FleetSchema.record, parameters)
+            return Set(rows.compactMap { $0[0].map(DownloadID.init(rawValue:)) })
+        }
     }
 
     /// Gives leased rows back to the queue (in their old places) for any worker to take: a worker
@@ -282,33 +323,6 @@ public final class FleetQueue: @unchecked Sendable {
     }
 
     // MARK: internals
-
-    private func finish(_ lease: FleetLease, state: FleetState, bytes: Int64?, error: String?) async throws(FleetError)
-        -> Bool
-    {
-        let worker = configuration.worker
-        return try await run { connection throws(FleetError) -> Bool in
-            try connection.transaction { () throws(FleetError) -> Bool in
-                let rows = try connection.query(
-                    """
-                    UPDATE haul_downloads
-                    SET state = $4, bytes = $5::bigint, last_error = $6, owner = NULL, lease_expires = NULL,
-                        finished_by = $2, updated_at = now()
-                    WHERE id = $1 AND owner = $2 AND lease_version = $3::bigint AND state = 'running'
-                    RETURNING 1
-                    """,
-                    [lease.id.rawValue, worker, String(lease.version), state.rawValue, bytes.map { String($0) }, error]
-                )
-                guard !rows.isEmpty else { return false }
-                // Delivered at commit to every process listening (an awaiting caller anywhere).
-                try connection.query(
-                    "SELECT pg_notify('haul_downloads', $1)",
-                    [lease.id.rawValue + " " + state.rawValue]
-                )
-                return true
-            }
-        }
-    }
 
     private func run<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws(FleetError) -> T)
         async throws(FleetError) -> T

@@ -90,6 +90,20 @@ enum FleetSchema {
         \(claimUpdate)
         """
 
+    /// $1 worker; arrays: $2 ids, $3 lease versions, $4 states, $5 bytes, $6 errors. Each row changes
+    /// only under its lease; each changed one is announced.
+    static let record = """
+        WITH done AS (
+            UPDATE haul_downloads AS d
+            SET state = o.state, bytes = o.bytes, last_error = o.error, owner = NULL, lease_expires = NULL,
+                finished_by = $1, updated_at = now()
+            FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::text[]) AS o(id, version, state, bytes, error)
+            WHERE d.id = o.id AND d.owner = $1 AND d.lease_version = o.version AND d.state = 'running'
+            RETURNING d.id, d.state
+        )
+        SELECT id, pg_notify('haul_downloads', id || ' ' || state) FROM done
+        """
+
     static let entryColumns =
         "id, url, destination, host, priority, state, owner, lease_version, attempts, bytes, last_error, finished_by"
 

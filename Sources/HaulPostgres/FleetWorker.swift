@@ -44,11 +44,15 @@ public final class FleetWorker: Sendable {
     private enum Event: Sendable {
         case tick
         case ended(FleetLease, Result<URL, any Error>)
+        /// Records what ended so far and claims again: queued behind the `.ended` that found none
+        /// pending, so that every download that ended meanwhile is recorded in the same statement.
+        case flush
     }
 
-    /// Works until cancelled (see the type's description). Throws when the queue's database fails
+    /// Works until cancelled (see the type's description), or with `untilEmpty` until a claim finds
+    /// nothing while it holds nothing (a batch job's end). Throws when the queue's database fails
     /// (after pausing and giving back what it held, as far as the database lets it).
-    public func run() async throws {
+    public func run(untilEmpty: Bool = false) async throws {
         let (events, continuation) = AsyncStream.makeStream(of: Event.self)
         let renewEvery = queue.configuration.leaseDuration / 3
         let ticker = Task {
@@ -60,11 +64,13 @@ public final class FleetWorker: Sendable {
         defer { ticker.cancel() }
         var held: [DownloadID: (lease: FleetLease, task: Task<Void, Never>)] = [:]
         var lost: Set<DownloadID> = []
+        var ended: [(FleetLease, Result<URL, any Error>)] = []
         var renewedAt = ContinuousClock.now
         var failure: (any Error)?
         do {
             try await claim(into: &held, continuation)
             for await event in events {
+                if untilEmpty, held.isEmpty, ended.isEmpty { break }
                 switch event {
                 case .tick:
                     if ContinuousClock.now - renewedAt >= renewEvery {
@@ -83,14 +89,28 @@ public final class FleetWorker: Sendable {
                     }
                 case .ended(let lease, let result):
                     held[lease.id] = nil
-                    if lost.remove(lease.id) == nil { try await record(lease, result) }
+                    guard lost.remove(lease.id) == nil else { continue }
+                    if ended.isEmpty { continuation.yield(.flush) }
+                    ended.append((lease, result))
+                    continue
+                case .flush:
+                    let batch = ended
+                    ended.removeAll()
+                    try await record(batch)
                 }
                 try await claim(into: &held, continuation)
+                if untilEmpty, held.isEmpty, ended.isEmpty { break }
             }
         } catch {
             failure = error
         }
-        // Stopping: each transfer pauses (its fetch's task is cancelled), then its row goes back.
+        // Stopping: what ended is recorded (one try: the leases expire otherwise), each transfer
+        // pauses (its fetch's task is cancelled), then its row goes back.
+        do {
+            try await record(ended)
+        } catch {
+            failure = failure ?? error
+        }
         for (_, entry) in held { entry.task.cancel() }
         for (_, entry) in held { await entry.task.value }
         let leases = held.values.map(\.lease).filter { !lost.contains($0.id) }
@@ -149,34 +169,32 @@ public final class FleetWorker: Sendable {
         }
     }
 
-    private func record(_ lease: FleetLease, _ result: Result<URL, any Error>) async throws {
-        let recorded: Bool
-        switch result {
-        case .success(let file):
-            var status = stat()
-            let bytes = stat(file.path, &status) == 0 ? Int64(status.st_size) : 0
-            recorded = try await persisting("complete") {
-                try await queue.complete(lease, bytes: bytes)
-            }
-        case .failure(is CancellationError):
-            // Paused here: any worker may take it.
-            try await persisting("release") { try await queue.release([lease]) }
-            return
-        case .failure(let error as DownloadError) where error.code == .cancelled || error.code == .shutdown:
-            // Cancelled in this process, or its manager shut down.
-            try await persisting("release") { try await queue.release([lease]) }
-            return
-        case .failure(let error):
-            let reason = "\(error)"
-            recorded = try await persisting("fail") {
-                try await queue.fail(lease, reason: reason)
+    /// Records the outcomes of downloads that ended, in one statement; gives back the rows of those
+    /// paused or cancelled here.
+    private func record(_ batch: [(FleetLease, Result<URL, any Error>)]) async throws {
+        var outcomes: [FleetOutcome] = []
+        var released: [FleetLease] = []
+        for (lease, result) in batch {
+            switch result {
+            case .success(let file):
+                var status = stat()
+                let bytes = stat(file.path, &status) == 0 ? Int64(status.st_size) : 0
+                outcomes.append(FleetOutcome(lease, .completed(bytes: bytes)))
+            case .failure(is CancellationError):
+                released.append(lease)  // paused here: any worker may take it
+            case .failure(let error as DownloadError) where error.code == .cancelled || error.code == .shutdown:
+                released.append(lease)  // cancelled in this process, or its manager shut down
+            case .failure(let error):
+                outcomes.append(FleetOutcome(lease, .failed(reason: "\(error)")))
             }
         }
-        if !recorded {
+        let recorded = try await persisting("record") { try await queue.record(outcomes) }
+        for outcome in outcomes where !recorded.contains(outcome.lease.id) {
             logger.warning(
                 "an outcome came after the lease was taken over: not recorded",
-                metadata: ["haul.download.id": "\(lease.id)", "haul.url": "\(lease.url)"]
+                metadata: ["haul.download.id": "\(outcome.lease.id)", "haul.url": "\(outcome.lease.url)"]
             )
         }
+        if !released.isEmpty { try await persisting("release") { try await queue.release(released) } }
     }
 }

@@ -10,6 +10,9 @@ import Foundation
 final class PostgresConnection {
     private var raw: OpaquePointer?
     private var inTransaction = false
+    /// Statements prepared on this connection, by their text: planned once, not at every call (the
+    /// claim's planning took longer than its execution). A fresh connection (`PQreset`) has none.
+    private var preparedNames: [String: String] = [:]
     /// Where the connection goes, without its password: what errors and logs show.
     let target: String
 
@@ -37,6 +40,7 @@ final class PostgresConnection {
             return try run(sql, parameters)
         } catch let error where error.code == .connection {
             PQreset(raw)
+            preparedNames.removeAll()
             guard PQstatus(raw) == CONNECTION_OK else { throw error }
             return try run(sql, parameters)
         }
@@ -76,9 +80,24 @@ final class PostgresConnection {
     private func run(_ sql: String, _ parameters: [String?]) throws(FleetError) -> [[String?]] {
         let values = parameters.map { $0.map { strdup($0) } ?? nil }
         defer { for value in values { free(value) } }
+        var name = preparedNames[sql]
+        if name == nil, !parameters.isEmpty {
+            let fresh = "haul_\(preparedNames.count)"
+            let prepared = PQprepare(raw, fresh, sql, Int32(parameters.count), nil)
+            let status = PQresultStatus(prepared)
+            PQclear(prepared)
+            if status == PGRES_COMMAND_OK {
+                preparedNames[sql] = fresh
+                name = fresh
+            }  // otherwise run as it is, which reports the error
+        }
         let result = values.withUnsafeBufferPointer { buffer in
             buffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) { pointers in
-                PQexecParams(raw, sql, Int32(parameters.count), nil, pointers.baseAddress, nil, nil, 0)
+                if let name {
+                    PQexecPrepared(raw, name, Int32(parameters.count), pointers.baseAddress, nil, nil, 0)
+                } else {
+                    PQexecParams(raw, sql, Int32(parameters.count), nil, pointers.baseAddress, nil, nil, 0)
+                }
             }
         }
         defer { PQclear(result) }

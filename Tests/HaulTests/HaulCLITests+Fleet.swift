@@ -198,4 +198,29 @@ extension HaulCLITests {
             try await Task.sleep(for: .milliseconds(50))
         }
     }
+
+    @Test("haul worker --until-empty: a batch job's worker exits 0 once the queue has nothing left for it")
+    func workerUntilEmpty() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let database = try await TestPostgres.database()
+        let source = try server.makeFile("u.bin", size: 50_000, seed: 11)
+        let list = work.appendingPathComponent("list.txt")
+        try (0..<20).map { "\(server.url("u.bin?n=\($0)").absoluteString)\n  out=sub/\($0).bin\n" }.joined()
+            .write(to: list, atomically: true, encoding: .utf8)
+        #expect(try await haul(["--queue", database, "-i", list.path, "-o", "batch"], in: work).status == 0)
+        let output = work.appendingPathComponent("out")
+        let run = try await haul(
+            ["worker", "--queue", database, "-o", output.path, "--until-empty", "--quiet"],
+            in: work
+        )
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stderr.isEmpty)
+        for index in 0..<20 {
+            #expect(try Data(contentsOf: output.appendingPathComponent("batch/sub/\(index).bin")) == source)
+        }
+        let listed = try await haul(["--queue", database, "--list"], in: work)
+        #expect(listed.stdout.split(separator: "\n").filter { $0.hasPrefix("completed") }.count == 20)
+        #expect(listed.stdout.contains("-> batch/sub/0.bin"))
+    }
 }
