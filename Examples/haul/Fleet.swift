@@ -1,10 +1,8 @@
 import ArgumentParser
-import Dispatch
 import FoundationEssentials
 import Glibc
 import Haul
 import HaulPostgres
-import Synchronization
 
 /// `haul --queue URL …`: the list goes into a fleet's queue in PostgreSQL (and `haul` returns), or
 /// `--list` shows that queue. Workers (`haul worker`) do the downloading.
@@ -17,7 +15,31 @@ extension HaulCommand {
             Reporter.write("haul: \(error)\n", to: STDERR_FILENO)
             return 1
         }
+        if let id = pause ?? resume ?? cancel ?? wait { return await control(queue, DownloadID(rawValue: id)) }
         return list ? await listQueue(queue) : await enqueue(into: queue)
+    }
+
+    /// `--pause`, `--resume`, `--cancel`, `--wait ID`.
+    private func control(_ queue: FleetQueue, _ id: DownloadID) async -> Int32 {
+        do {
+            if wait != nil {
+                let entry = try await queue.outcome(of: id)
+                let detail = entry.lastError.map { ": \($0)" } ?? ""
+                if !quiet { Reporter.write("\(entry.state.rawValue)  \(entry.path)\(detail)\n", to: STDOUT_FILENO) }
+                return entry.state == .completed ? 0 : 1
+            }
+            let done =
+                pause != nil
+                ? try await queue.pause(id) : resume != nil ? try await queue.resume(id) : try await queue.cancel(id)
+            guard done else {
+                let what = pause != nil ? "to pause" : resume != nil ? "paused to resume" : "to cancel"
+                throw CLIError("no download \(id) \(what) in \(queue.target)")
+            }
+            return 0
+        } catch {
+            Reporter.write("haul: \(Runner.describe(error))\n", to: STDERR_FILENO)
+            return 1
+        }
     }
 
     /// Each file is queued by its name relative to a worker's output folder: `-o` (relative, if
@@ -188,7 +210,7 @@ struct WorkerCommand: AsyncParsableCommand {
         }
         let worker = FleetWorker(queue: fleet, manager: manager, concurrency: concurrency)
         let task = Task { [untilEmpty] in try await worker.run(untilEmpty: untilEmpty) }
-        let stop = WorkerStop(task: task)
+        let stop = Interruption { task.cancel() }  // the worker pauses its transfers and gives their rows back
         stop.install()
         var status: Int32 = 0
         do {
@@ -205,36 +227,5 @@ struct WorkerCommand: AsyncParsableCommand {
             return 128 + signal
         }
         return status
-    }
-}
-
-/// SIGTERM, SIGINT and SIGHUP stop a worker: its task is cancelled (transfers pause, rows go back).
-/// A second signal exits at once.
-final class WorkerStop: @unchecked Sendable {
-    // @unchecked Sendable: `sources` is written once in `install()` before any signal can arrive;
-    // `signal` is guarded by its mutex.
-    private let task: Task<Void, any Error>
-    private let signal = Mutex<Int32?>(nil)
-    private var sources: [any DispatchSourceSignal] = []
-
-    init(task: Task<Void, any Error>) { self.task = task }
-
-    var received: Int32? { signal.withLock { $0 } }
-
-    func install() {
-        for number in [SIGINT, SIGTERM, SIGHUP] where !Interruption.isIgnored(number) {
-            Glibc.signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [self] in
-                let first = signal.withLock { signal -> Bool in
-                    defer { if signal == nil { signal = number } }
-                    return signal == nil
-                }
-                guard first else { exit(128 + number) }
-                task.cancel()
-            }
-            source.resume()
-            sources.append(source)
-        }
     }
 }

@@ -183,6 +183,18 @@ struct HaulCommand: AsyncParsableCommand {
     )
     var queue: String?
 
+    @Option(name: .long, help: "With --queue: pause the download with this id (see --list --json), then exit.")
+    var pause: String?
+
+    @Option(name: .long, help: "With --queue: queue the paused download with this id again, then exit.")
+    var resume: String?
+
+    @Option(name: .long, help: "With --queue: cancel the download with this id, then exit.")
+    var cancel: String?
+
+    @Option(name: .long, help: "With --queue: wait until the download with this id ends; exit 0 if it completed.")
+    var wait: String?
+
     @Flag(name: [.short, .long], help: "Print nothing but errors.")
     var quiet = false
 
@@ -190,6 +202,14 @@ struct HaulCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
+        let controls = [pause, resume, cancel, wait].compactMap { $0 }
+        if !controls.isEmpty {
+            if queue == nil { throw ValidationError("--pause, --resume, --cancel and --wait need --queue.") }
+            if controls.count > 1 || list {
+                throw ValidationError("Give one of --pause, --resume, --cancel, --wait, --list.")
+            }
+            return
+        }
         if list { return }
         if urls.isEmpty && inputFile == nil {
             throw ValidationError("Give at least one URL, or --input-file FILE.")

@@ -3,21 +3,26 @@ import Glibc
 import Haul
 import Synchronization
 
-/// SIGINT, SIGTERM and SIGHUP (a closed terminal): pause everything (buffered bytes are written),
-/// then let the run end with 130, 143 or 129. A second signal exits at once. A signal ignored when
+/// SIGINT, SIGTERM and SIGHUP (a closed terminal): stop (a run pauses everything, its buffered bytes
+/// written; a worker cancels its work, which pauses and gives its rows back), then let the command
+/// end with 130, 143 or 129. A second signal exits at once. A signal ignored when
 /// `haul` started stays ignored: a shell starts background jobs with SIGINT ignored, so that Ctrl-C
 /// at the prompt does not reach them (`nohup` does the same for SIGHUP), as curl and wget respect.
 final class Interruption: @unchecked Sendable {
     // @unchecked Sendable: `sources` is written once in `install()` before any signal can arrive;
-    // `signal` is guarded by `lock`.
-    private let manager: DownloadManager
-    private let reporter: Reporter
+    // `signal` is guarded by its mutex.
+    private let stop: @Sendable () -> Void
     private var sources: [DispatchSourceSignal] = []
     private let signal = Mutex<Int32?>(nil)
 
-    init(manager: DownloadManager, reporter: Reporter) {
-        self.manager = manager
-        self.reporter = reporter
+    /// `stop` runs at the first signal.
+    init(stop: @escaping @Sendable () -> Void) {
+        self.stop = stop
+    }
+
+    /// A run's: the first signal shuts the manager down (every download pauses).
+    convenience init(manager: DownloadManager) {
+        self.init { Task { await manager.shutdown() } }
     }
 
     var received: Int32? { signal.withLock { $0 } }
@@ -40,7 +45,7 @@ final class Interruption: @unchecked Sendable {
                     return signal == nil
                 }
                 guard first else { exit(128 + number) }
-                Task { await self.manager.shutdown() }
+                stop()
             }
             source.resume()
             sources.append(source)

@@ -104,7 +104,7 @@ struct Runner {
         // --content-disposition: the server names each file in the folder, unless -o or out= named it.
         let namesFolder = command.contentDisposition && intoFolder ? plan.outputDirectory : nil
         let reporter = Reporter(mode: command.reporterMode)
-        let interruption = Interruption(manager: manager, reporter: reporter)
+        let interruption = Interruption(manager: manager)
         interruption.install()
 
         // The list becomes journal rows in large transactions (`enqueue`): no handle, task or loop

@@ -203,33 +203,176 @@ public final class FleetQueue: @unchecked Sendable {
         }
     }
 
+    /// What a renewal found.
+    public struct Renewal: Sendable, Hashable {
+        /// Still this worker's, for another lease's length.
+        public var renewed: [FleetLease] = []
+        /// Taken over: their transfers must stop and report nothing.
+        public var lost: [FleetLease] = []
+        /// Renewed, and another process asked for them to pause (``FleetQueue/pause(_:)``) or be
+        /// cancelled: stop them and ``settle(_:as:)`` them so.
+        public var requested: [FleetLease: FleetState] = [:]
+    }
+
     /// Extends the leases still this worker's; the others were taken over (their transfers must stop
     /// and report nothing).
-    public func renew(_ leases: [FleetLease]) async throws(FleetError) -> (renewed: [FleetLease], lost: [FleetLease]) {
-        guard !leases.isEmpty else { return ([], []) }
+    public func renew(_ leases: [FleetLease]) async throws(FleetError) -> Renewal {
+        guard !leases.isEmpty else { return Renewal() }
         let worker = configuration.worker
         let lease = FleetSchema.interval(configuration.leaseDuration)
-        let held = try await run { connection throws(FleetError) -> Set<String> in
+        let held = try await run { connection throws(FleetError) -> [String: String?] in
             let rows = try connection.query(
                 """
                 UPDATE haul_downloads SET lease_expires = now() + $2::interval
                 FROM unnest($3::text[], $4::bigint[]) AS mine(id, version)
                 WHERE haul_downloads.id = mine.id AND lease_version = mine.version AND owner = $1 AND state = 'running'
-                RETURNING haul_downloads.id
+                RETURNING haul_downloads.id, haul_downloads.requested
                 """,
                 [
                     worker, lease, FleetSchema.array(leases.map { $0.id.rawValue }),
                     FleetSchema.array(leases.map { String($0.version) }),
                 ]
             )
-            return Set(rows.compactMap { $0.first ?? nil })
+            var held: [String: String?] = [:]
+            for row in rows { if let id = row[0] { held[id] = row[1] } }
+            return held
         }
-        var renewed: [FleetLease] = []
-        var lost: [FleetLease] = []
+        var renewal = Renewal()
         for lease in leases {
-            if held.contains(lease.id.rawValue) { renewed.append(lease) } else { lost.append(lease) }
+            guard let request = held[lease.id.rawValue] else {
+                renewal.lost.append(lease)
+                continue
+            }
+            renewal.renewed.append(lease)
+            if let state = request.flatMap(FleetState.init(rawValue:)) { renewal.requested[lease] = state }
         }
-        return (renewed, lost)
+        return renewal
+    }
+
+    /// Ends leased rows as `state` (``FleetState/paused`` or ``FleetState/cancelled``, as asked), each
+    /// only while its lease is the caller's, and announces each: the ids settled.
+    @discardableResult
+    public func settle(_ leases: [FleetLease], as state: FleetState) async throws(FleetError) -> Set<DownloadID> {
+        guard !leases.isEmpty, state == .paused || state == .cancelled else { return [] }
+        let parameters: [String?] = [
+            configuration.worker, FleetSchema.array(leases.map { $0.id.rawValue }),
+            FleetSchema.array(leases.map { String($0.version) }), state.rawValue,
+        ]
+        return try await run { connection throws(FleetError) -> Set<DownloadID> in
+            let rows = try connection.query(
+                """
+                WITH done AS (
+                    UPDATE haul_downloads AS d
+                    SET state = $4, owner = NULL, lease_expires = NULL, requested = NULL, finished_by = $1,
+                        updated_at = now()
+                    FROM unnest($2::text[], $3::bigint[]) AS mine(id, version)
+                    WHERE d.id = mine.id AND d.lease_version = mine.version AND d.owner = $1 AND d.state = 'running'
+                    RETURNING d.id, d.state
+                )
+                SELECT id, pg_notify('haul_downloads', id || ' ' || state) FROM done
+                """,
+                parameters
+            )
+            return Set(rows.compactMap { $0[0].map(DownloadID.init(rawValue:)) })
+        }
+    }
+
+    // MARK: from any process
+
+    /// Pauses a download: a queued one at once; a running one is asked to, and its worker pauses it
+    /// at its next renewal (within a third of the lease). Whether the row was there to pause.
+    @discardableResult
+    public func pause(_ id: DownloadID) async throws(FleetError) -> Bool {
+        try await request(id, .paused)
+    }
+
+    /// Cancels a download: a queued or paused one at once; a running one through its worker, as
+    /// ``pause(_:)``. Whether the row was there to cancel.
+    @discardableResult
+    public func cancel(_ id: DownloadID) async throws(FleetError) -> Bool {
+        try await request(id, .cancelled)
+    }
+
+    /// Queues a paused download again, at the end of its priority's queue. Whether it was paused.
+    @discardableResult
+    public func resume(_ id: DownloadID) async throws(FleetError) -> Bool {
+        try await run { connection throws(FleetError) -> Bool in
+            !(try connection.query(
+                """
+                UPDATE haul_downloads SET state = 'queued', seq = nextval(pg_get_serial_sequence('haul_downloads', 'seq')),
+                    last_error = NULL, updated_at = now()
+                WHERE id = $1 AND state = 'paused' RETURNING 1
+                """,
+                [id.rawValue]
+            )).isEmpty
+        }
+    }
+
+    private func request(_ id: DownloadID, _ state: FleetState) async throws(FleetError) -> Bool {
+        try await run { connection throws(FleetError) -> Bool in
+            let waiting = state == .paused ? "'queued'" : "'queued', 'paused'"
+            let settled = try connection.query(
+                """
+                WITH done AS (
+                    UPDATE haul_downloads SET state = $2, updated_at = now()
+                    WHERE id = $1 AND state IN (\(waiting)) RETURNING id, state
+                )
+                SELECT id, pg_notify('haul_downloads', id || ' ' || state) FROM done
+                """,
+                [id.rawValue, state.rawValue]
+            )
+            if !settled.isEmpty { return true }
+            return
+                !(try connection.query(
+                    "UPDATE haul_downloads SET requested = $2 WHERE id = $1 AND state = 'running' RETURNING 1",
+                    [id.rawValue, state.rawValue]
+                )).isEmpty
+        }
+    }
+
+    /// Waits until download `id` is completed, failed or cancelled, and returns its row: without
+    /// polling, on a connection of its own that listens on `haul_downloads` (looking at the row again
+    /// at each announcement for it, and at least every 5 s). Throws `CancellationError` when the
+    /// calling task is cancelled (within a second), and `invalidArgument` when there is no such row.
+    public func outcome(of id: DownloadID) async throws -> FleetEntry {
+        let connectionString = configuration.connectionString
+        let outputFolder = configuration.outputFolder
+        let listener = try await Self.onQueue(DispatchQueue(label: "haul.fleet-listener")) { () throws(FleetError) in
+            let connection = try PostgresConnection(connectionString)
+            try connection.query("LISTEN haul_downloads")
+            return connection
+        }
+        let box = UncheckedBox(listener)
+        let listening = DispatchQueue(label: "haul.fleet-listener")
+        var sinceLook = ContinuousClock.now
+        var look = true
+        while true {
+            try Task.checkCancellation()
+            if look {
+                sinceLook = .now
+                let row = try await Self.onQueue(listening) { () throws(FleetError) -> [String?]? in
+                    try box.value.query(
+                        "SELECT \(FleetSchema.entryColumns) FROM haul_downloads WHERE id = $1",
+                        [id.rawValue]
+                    )
+                    .first
+                }
+                guard let row, let entry = FleetEntry(row: row, outputFolder: outputFolder) else {
+                    throw FleetError(.invalidArgument, target: target, detail: "no download \(id) in the queue")
+                }
+                if [.completed, .failed, .cancelled].contains(entry.state) { return entry }
+            }
+            // Waits on the listening socket for at most a second (then looks at the cancellation).
+            let announced = try await Self.onQueue(listening) {
+                () throws(FleetError) -> [(channel: String, payload: String)] in
+                var descriptor = pollfd(fd: box.value.socket, events: Int16(POLLIN), revents: 0)
+                _ = poll(&descriptor, 1, 1000)
+                return try box.value.notifications()
+            }
+            look =
+                announced.contains { $0.payload.hasPrefix(id.rawValue + " ") }
+                || ContinuousClock.now - sinceLook >= .seconds(5)
+        }
     }
 
     /// Records a download as completed with `bytes`, if `lease` is still the row's: whether it was

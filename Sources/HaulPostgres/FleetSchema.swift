@@ -2,14 +2,26 @@ import Foundation
 
 /// The queue's table, its indexes and the statements that move its rows.
 enum FleetSchema {
-    /// The key of the transaction advisory lock that serialises migrations and per-host-limited
-    /// claims across the fleet ("haul" in ASCII).
+    /// The key of the transaction advisory lock that serialises per-host-limited claims across the
+    /// fleet ("haul" in ASCII).
     static let claimLock: Int64 = 0x6861_756C
+    /// The key of the one that serialises migrations ("haulschm").
+    static let migrationLock: Int64 = 0x6861_756C_7363_686D
 
-    /// Creates what is missing, once per database however many processes start at once.
+    /// Creates what is missing, once per database however many processes start at once. A database
+    /// whose table has the latest column is left alone, without a lock: DDL on a table the fleet is
+    /// using waits for every transaction on it and makes every later one wait (a worker starting
+    /// beside three busy ones deadlocked that way).
     static func migrate(_ connection: PostgresConnection) throws(FleetError) {
+        let current = try connection.query(
+            """
+            SELECT 1 FROM pg_attribute
+            WHERE attrelid = to_regclass('haul_downloads') AND attname = 'requested' AND NOT attisdropped
+            """
+        )
+        guard current.isEmpty else { return }
         try connection.transaction { () throws(FleetError) in
-            try connection.query("SELECT pg_advisory_xact_lock($1)", [String(claimLock)])
+            try connection.query("SELECT pg_advisory_xact_lock($1)", [String(migrationLock)])
             try connection.query(
                 """
                 CREATE TABLE IF NOT EXISTS haul_downloads (
@@ -42,6 +54,9 @@ enum FleetSchema {
             try connection.query(
                 "CREATE INDEX IF NOT EXISTS haul_downloads_running ON haul_downloads (host) WHERE state = 'running'"
             )
+            // What another process asked of a running row ('paused' or 'cancelled'): its worker
+            // learns it at its next renewal.
+            try connection.query("ALTER TABLE haul_downloads ADD COLUMN IF NOT EXISTS requested text")
         }
     }
 
@@ -96,7 +111,7 @@ enum FleetSchema {
         WITH done AS (
             UPDATE haul_downloads AS d
             SET state = o.state, bytes = o.bytes, last_error = o.error, owner = NULL, lease_expires = NULL,
-                finished_by = $1, updated_at = now()
+                requested = NULL, finished_by = $1, updated_at = now()
             FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::text[]) AS o(id, version, state, bytes, error)
             WHERE d.id = o.id AND d.owner = $1 AND d.lease_version = o.version AND d.state = 'running'
             RETURNING d.id, d.state

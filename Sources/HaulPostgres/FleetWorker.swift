@@ -64,6 +64,7 @@ public final class FleetWorker: Sendable {
         defer { ticker.cancel() }
         var held: [DownloadID: (lease: FleetLease, task: Task<Void, Never>)] = [:]
         var lost: Set<DownloadID> = []
+        var requested: [DownloadID: FleetState] = [:]
         var ended: [(FleetLease, Result<URL, any Error>)] = []
         var renewedAt = ContinuousClock.now
         var failure: (any Error)?
@@ -76,10 +77,17 @@ public final class FleetWorker: Sendable {
                     if ContinuousClock.now - renewedAt >= renewEvery {
                         renewedAt = .now
                         let leases = held.values.map(\.lease)
-                        let (_, gone) = try await persisting("renew") {
-                            try await queue.renew(leases)
+                        let renewal = try await persisting("renew") { try await queue.renew(leases) }
+                        for (lease, state) in renewal.requested
+                        where requested.updateValue(state, forKey: lease.id) == nil {
+                            // Asked by another process: a pause pauses here (bytes kept), a cancel cancels.
+                            if state == .cancelled {
+                                manager.download(id: lease.request.id)?.cancel()
+                            } else {
+                                held[lease.id]?.task.cancel()
+                            }
                         }
-                        for lease in gone where lost.insert(lease.id).inserted {
+                        for lease in renewal.lost where lost.insert(lease.id).inserted {
                             logger.warning(
                                 "a lease was taken over: the download stops here",
                                 metadata: ["haul.download.id": "\(lease.id)", "haul.url": "\(lease.url)"]
@@ -96,7 +104,8 @@ public final class FleetWorker: Sendable {
                 case .flush:
                     let batch = ended
                     ended.removeAll()
-                    try await record(batch)
+                    try await record(batch, requested: requested)
+                    for (lease, _) in batch { requested[lease.id] = nil }
                 }
                 try await claim(into: &held, continuation)
                 if untilEmpty, held.isEmpty, ended.isEmpty { break }
@@ -107,7 +116,7 @@ public final class FleetWorker: Sendable {
         // Stopping: what ended is recorded (one try: the leases expire otherwise), each transfer
         // pauses (its fetch's task is cancelled), then its row goes back.
         do {
-            try await record(ended)
+            try await record(ended, requested: requested)
         } catch {
             failure = failure ?? error
         }
@@ -171,10 +180,17 @@ public final class FleetWorker: Sendable {
 
     /// Records the outcomes of downloads that ended, in one statement; gives back the rows of those
     /// paused or cancelled here.
-    private func record(_ batch: [(FleetLease, Result<URL, any Error>)]) async throws {
+    private func record(_ batch: [(FleetLease, Result<URL, any Error>)], requested: [DownloadID: FleetState])
+        async throws
+    {
         var outcomes: [FleetOutcome] = []
         var released: [FleetLease] = []
+        var settled: [FleetState: [FleetLease]] = [:]
         for (lease, result) in batch {
+            if let state = requested[lease.id], case .failure = result {
+                settled[state, default: []].append(lease)  // paused or cancelled as asked
+                continue
+            }
             switch result {
             case .success(let file):
                 var status = stat()
@@ -196,5 +212,8 @@ public final class FleetWorker: Sendable {
             )
         }
         if !released.isEmpty { try await persisting("release") { try await queue.release(released) } }
+        for (state, leases) in settled {
+            try await persisting("settle") { try await queue.settle(leases, as: state) }
+        }
     }
 }

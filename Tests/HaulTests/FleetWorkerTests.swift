@@ -149,7 +149,8 @@ struct FleetWorkerTests {
         }
         let receiving = try #require(download)
         try PostgresConnection(database).query(
-            "UPDATE haul_downloads SET owner = 'thief', lease_version = lease_version + 1 WHERE id = $1",
+            "UPDATE haul_downloads SET owner = 'thief', lease_version = lease_version + 1,"
+                + " lease_expires = now() + interval '1 hour' WHERE id = $1",  // a thief that renews
             [request.id.rawValue]
         )
         // Its next renewal finds the lease gone: the download is cancelled, nothing recorded.
@@ -162,5 +163,72 @@ struct FleetWorkerTests {
         try await task.value
         #expect(try await worker.queue.entry(request.id)?.owner == "thief")  // stopping released nothing of it
         await worker.manager.shutdown()
+    }
+
+    @Test("from another process: pause, resume and cancel a download, queued or running, and await its outcome")
+    func controlFromAnywhere() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let database = try await TestPostgres.database()
+        let source = try server.makeFile("slow.bin", size: 2_000_000, seed: 21)  // 4 s at 512 KB/s
+        let requests = (0..<3).map { index in
+            DownloadRequest(
+                url: server.url("slow/slow.bin?n=\(index)"),
+                destination: directory.appendingPathComponent("out/\(index).bin"),
+                priority: 3 - index
+            )
+        }
+        let control = try await FleetQueue(configuration: .init(connectionString: database, worker: "control"))
+        try await control.enqueue(requests)
+        // Queued: paused, resumed and cancelled at once.
+        #expect(try await control.pause(requests[2].id))
+        #expect(try await control.entry(requests[2].id)?.state == .paused)
+        #expect(try await control.resume(requests[2].id))
+        #expect(try await control.cancel(requests[2].id))
+        #expect(try await control.outcome(of: requests[2].id).state == .cancelled)
+        #expect(try await control.resume(requests[2].id) == false)
+
+        // Running: the worker learns at its next renewal (every 300 ms).
+        let worker = try await worker(
+            database,
+            name: "w",
+            state: directory.appendingPathComponent("state"),
+            concurrency: 2,
+            lease: .milliseconds(900)
+        )
+        var events = worker.manager.events.makeAsyncIterator()
+        let task = Task { try await worker.run() }
+        var receiving: Set<DownloadID> = []
+        while receiving.count < 2, let next = await events.next() {
+            if case .progress = next.event { receiving.insert(next.id) }
+        }
+        let waiting = Task { try await control.outcome(of: requests[0].id) }
+        let announcements = try listener(database)
+        #expect(try await control.pause(requests[0].id))
+        #expect(try await control.cancel(requests[1].id))
+        #expect(try await control.outcome(of: requests[1].id).state == .cancelled)
+        var paused: FleetEntry?
+        while paused?.state != .paused {
+            try await TestPostgres.waitForNotification(on: announcements, upTo: 1000)
+            paused = try await control.entry(requests[0].id)
+        }
+        #expect(paused?.finishedBy == "w")
+        #expect(!FileManager.default.fileExists(atPath: requests[1].destination.path))
+        // Resumed: the same worker takes it again and continues from its bytes (a range request).
+        #expect(try await control.resume(requests[0].id))
+        let outcome = try await waiting.value
+        #expect(outcome.state == .completed && outcome.bytes == Int64(source.count))
+        #expect(try Data(contentsOf: requests[0].destination) == source)
+        let ranges = server.accessLog().filter { $0.uri.hasSuffix("n=0") }.map(\.range)
+        #expect(ranges.count == 2 && ranges[0] == "-" && ranges[1].hasPrefix("bytes="), "\(ranges)")
+        task.cancel()
+        try await task.value
+        await worker.manager.shutdown()
+    }
+
+    func listener(_ database: String) throws -> PostgresConnection {
+        let connection = try PostgresConnection(database)
+        try connection.query("LISTEN haul_downloads")
+        return connection
     }
 }

@@ -199,7 +199,7 @@ extension HaulCLITests {
         }
     }
 
-    @Test("haul worker --until-empty: a batch job's worker exits 0 once the queue has nothing left for it")
+    @Test("haul worker --until-empty exits 0 once nothing is left for it; --pause, --resume, --wait and --cancel by id")
     func workerUntilEmpty() async throws {
         let (server, work) = try startServerAndDirectory()
         defer { stop(server, work) }
@@ -209,16 +209,33 @@ extension HaulCLITests {
         try (0..<20).map { "\(server.url("u.bin?n=\($0)").absoluteString)\n  out=sub/\($0).bin\n" }.joined()
             .write(to: list, atomically: true, encoding: .utf8)
         #expect(try await haul(["--queue", database, "-i", list.path, "-o", "batch"], in: work).status == 0)
-        let output = work.appendingPathComponent("out")
-        let run = try await haul(
-            ["worker", "--queue", database, "-o", output.path, "--until-empty", "--quiet"],
-            in: work
+        // One of them paused by id (ids from --list --json): the worker leaves it.
+        let json = try await haul(["--queue", database, "--list", "--json"], in: work).stdout
+        let line = try #require(
+            json.split(separator: "\n").first {
+                $0.contains("\"batch\\/sub\\/7.bin\"") || $0.contains("\"batch/sub/7.bin\"")
+            }
         )
+        let id = try #require(
+            (try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["id"] as? String
+        )
+        #expect(try await haul(["--queue", database, "--pause", id], in: work).status == 0)
+        let output = work.appendingPathComponent("out")
+        let worker = ["worker", "--queue", database, "-o", output.path, "--until-empty", "--quiet"]
+        let run = try await haul(worker, in: work)
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stderr.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: output.appendingPathComponent("batch/sub/7.bin").path))
+        // Resumed, then fetched by the next worker; --wait reports it.
+        #expect(try await haul(["--queue", database, "--resume", id], in: work).status == 0)
+        #expect(try await haul(worker, in: work).status == 0)
+        let waited = try await haul(["--queue", database, "--wait", id], in: work)
+        #expect(waited.status == 0 && waited.stdout == "completed  batch/sub/7.bin\n", "\(waited.stdout)")
         for index in 0..<20 {
             #expect(try Data(contentsOf: output.appendingPathComponent("batch/sub/\(index).bin")) == source)
         }
+        let unknown = try await haul(["--queue", database, "--cancel", "0123"], in: work)
+        #expect(unknown.status == 1 && unknown.stderr.contains("no download 0123 to cancel in postgres://haul@"))
         let listed = try await haul(["--queue", database, "--list"], in: work)
         #expect(listed.stdout.split(separator: "\n").filter { $0.hasPrefix("completed") }.count == 20)
         #expect(listed.stdout.contains("-> batch/sub/0.bin"))

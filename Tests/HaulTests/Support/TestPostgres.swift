@@ -23,7 +23,7 @@ enum TestPostgres {
             // server): a start that fails is tried again on another port.
             var failure: (any Error)?
             for _ in 0..<3 {
-                let port = try freePort()
+                let port = try NginxServer.freePort()
                 let directory = "/tmp/haul-postgres-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
                 do {
                     try await script(["start", directory, String(port), password, String(getpid())])
@@ -89,23 +89,5 @@ enum TestPostgres {
             }.start()
         }
         return try connection.notifications()
-    }
-
-    /// A port nothing listens on now: bound to 0, read and released.
-    private static func freePort() throws -> Int {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(socket, pointer, length) == 0 && getsockname(socket, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw TestFailure("no free port: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
