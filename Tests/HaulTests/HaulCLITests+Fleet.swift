@@ -95,6 +95,12 @@ extension HaulCLITests {
         for (uri, times) in fetched where times > 1 {
             #expect(times == 2 && heldURIs.contains(uri), "\(uri) fetched \(times) times")
         }
+        let sent = server.accessLog().filter { $0.uri.contains("?n=") }.reduce(Int64(0)) { $0 + $1.bytesSent }
+        let whole = (0..<count).reduce(Int64(0)) { $0 + Int64(sources[$1 % 50].count) }
+        print(
+            "haul fleet test: the killed worker held \(held.count) rows; \(fetched.values.filter { $0 > 1 }.count) fetched"
+                + " again, \(sent - whole) bytes re-sent"
+        )
         // No worker wrote the database's password anywhere.
         for index in 1...3 {
             let log = try String(contentsOf: work.appendingPathComponent("worker-\(index).log"), encoding: .utf8)
