@@ -18,6 +18,14 @@ final class PostgresConnection {
 
     init(_ connectionString: String) throws(FleetError) {
         target = Self.redacted(connectionString)
+        // libpq's message for a string it cannot read quotes a piece of it, which may be a password.
+        guard Self.isReadable(connectionString) else {
+            throw FleetError(
+                .invalidArgument,
+                target: target,
+                detail: "not a connection string: give postgres://user:password@host:port/database or key=value pairs"
+            )
+        }
         raw = PQconnectdb(connectionString)
         guard PQstatus(raw) == CONNECTION_OK else {
             let message = Self.message(raw)
@@ -135,6 +143,16 @@ final class PostgresConnection {
     private static func message(_ raw: OpaquePointer?) -> String {
         guard let raw, let text = PQerrorMessage(raw) else { return "out of memory" }
         return String(cString: text).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Whether libpq can read `connectionString`.
+    static func isReadable(_ connectionString: String) -> Bool {
+        var error: UnsafeMutablePointer<CChar>?
+        let options = PQconninfoParse(connectionString, &error)
+        if let error { PQfreemem(error) }
+        guard let options else { return false }
+        PQconninfoFree(options)
+        return true
     }
 
     /// `postgres://user@host:port/database` from any connection string libpq reads (a URI or

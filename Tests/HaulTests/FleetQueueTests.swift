@@ -189,6 +189,14 @@ struct FleetQueueTests {
         let text = "\(refused.map { "\($0)" } ?? "")"
         #expect(text.contains("postgres://haul@127.0.0.1") && text.contains("password authentication failed"))
         #expect(!text.contains("wrong-pw-x1") && !text.contains(TestPostgres.password))
+        // A string libpq cannot read: libpq's own message would quote it; ours does not.
+        let malformed = await #expect(throws: FleetError.self) {
+            try await FleetQueue(
+                configuration: .init(connectionString: "host=127.0.0.1 leaked-pw-3", worker: "a")
+            )
+        }
+        #expect(malformed?.code == .invalidArgument)
+        #expect(!"\(malformed.map { "\($0)" } ?? "")".contains("leaked-pw-3"))
         // Credentials in a URL, or headers: refused with the URL redacted.
         let withPassword = DownloadRequest(
             url: URL(string: "http://user:url-pw-9@127.0.0.1/f.bin")!,
