@@ -5,7 +5,19 @@ import Testing
 @testable import HaulPostgres
 
 /// `haul --queue` and `haul worker`: several worker processes sharing one PostgreSQL queue.
-extension HaulCLITests {
+///
+/// Heavy (worker processes, PostgreSQL, nginx, thousands of files on two cores): `scripts/test.sh`
+/// runs this suite alone after the others, whose timing bounds it would otherwise starve.
+@Suite("haul worker processes (PostgreSQL, nginx)", .timeLimit(.minutes(3)))
+struct FleetProcessTests {
+    static var haulPath: String { HaulCLITests.haulPath }
+
+    func haul(_ arguments: [String], in directory: URL, environment: [String: String]? = nil) async throws
+        -> HaulCLITests.Run
+    {
+        try await HaulCLITests().haul(arguments, in: directory, environment: environment)
+    }
+
     /// Waits until `done` says so about the queue's counts, looking again at each outcome announced
     /// on `haul_downloads` (and at least once a second).
     func waitForQueue(_ database: String, until done: ([FleetState: Int]) -> Bool) async throws -> [FleetState: Int] {
@@ -42,6 +54,7 @@ extension HaulCLITests {
 
         let output = work.appendingPathComponent("out")
         var workers: [ChildProcess] = []
+        defer { Self.killStillRunning(workers) }  // a failed expectation must not leave workers behind
         for index in 1...3 {
             let arguments = [
                 "worker", "--queue", database, "-o", output.path, "-j", "8", "--lease", "3",
@@ -108,6 +121,14 @@ extension HaulCLITests {
         }
     }
 
+    /// SIGKILLs the workers a test leaves running (when an expectation failed before it stopped them).
+    static func killStillRunning(_ workers: [ChildProcess]) {
+        for worker in workers where worker.isRunning {
+            worker.signal(SIGKILL)
+            worker.wait()
+        }
+    }
+
     func startWorker(_ name: String, _ database: String, into output: URL, work: URL, lease: String = "2") throws
         -> ChildProcess
     {
@@ -133,9 +154,11 @@ extension HaulCLITests {
         #expect(try await haul(["--queue", database, "-i", list.path], in: work).status == 0)
         let output = work.appendingPathComponent("out")
         let hung = try startWorker("hung", database, into: output, work: work)
+        defer { Self.killStillRunning([hung]) }
         _ = try await waitForQueue(database) { $0[.running, default: 0] == 4 }
         hung.signal(SIGSTOP)
         let other = try startWorker("other", database, into: output, work: work)
+        defer { Self.killStillRunning([other]) }
         #expect(try await waitForQueue(database) { $0[.completed, default: 0] == 4 } == [.completed: 4])
         hung.signal(SIGCONT)
         // Awake, its next renewal finds every lease gone: it stops those transfers and records nothing.
@@ -165,13 +188,14 @@ extension HaulCLITests {
         for index in 0..<20 {
             sources.append(try server.makeFile("f\(index).bin", size: 30_000 + index, seed: UInt64(index + 5)))
         }
-        let count = 1_500
+        let count = 600
         let list = work.appendingPathComponent("list.txt")
         try (0..<count).map { "\(server.url("f\($0 % 20).bin?n=\($0)").absoluteString)\n  out=\($0).bin\n" }.joined()
             .write(to: list, atomically: true, encoding: .utf8)
         #expect(try await haul(["--queue", database, "-i", list.path], in: work).status == 0)
         let output = work.appendingPathComponent("out")
         let workers = try ["a", "b"].map { try startWorker($0, database, into: output, work: work, lease: "30") }
+        defer { Self.killStillRunning(workers) }
         _ = try await waitForQueue(database) { $0[.completed, default: 0] >= 200 }
         try await cluster.down()
         for name in ["a", "b"] {
@@ -242,7 +266,15 @@ extension HaulCLITests {
         }
         let unknown = try await haul(["--queue", database, "--cancel", "0123"], in: work)
         #expect(unknown.status == 1 && unknown.stderr.contains("no download 0123 to cancel in postgres://haul@"))
-        let listed = try await haul(["--queue", database, "--list"], in: work)
+        // The password from libpq's PGPASSWORD, not the command line (where `ps` shows it).
+        let withoutPassword = database.replacingOccurrences(of: ":\(TestPostgres.password)@", with: "@")
+        #expect(!withoutPassword.contains(TestPostgres.password))
+        let listed = try await haul(
+            ["--queue", withoutPassword, "--list"],
+            in: work,
+            environment: ["PGPASSWORD": TestPostgres.password]
+        )
+        #expect(listed.status == 0, "\(listed.stderr)")
         #expect(listed.stdout.split(separator: "\n").filter { $0.hasPrefix("completed") }.count == 20)
         #expect(listed.stdout.contains("-> batch/sub/0.bin"))
     }
