@@ -598,3 +598,20 @@ extension DownloadEvents.AsyncIterator {
         return nil
     }
 }
+
+extension Download {
+    /// Pauses once `bytes` are received, resumes at once, and waits for the file: the bytes the
+    /// pause reported, or nil (recorded as an issue) when no pause came.
+    func pauseOnceAndFinish(after bytes: Int64) async throws -> (pausedAt: Int64, file: URL)? {
+        var events = events.makeAsyncIterator()
+        await events.next { if case .progress(let p) = $0 { p.bytesReceived >= bytes } else { false } }
+        pause()
+        guard case .paused(let progress)? = await events.next(where: { if case .paused = $0 { true } else { false } })
+        else {
+            Issue.record("no pause")
+            return nil
+        }
+        resume()
+        return (progress.bytesReceived, try await finished())
+    }
+}

@@ -63,18 +63,9 @@ struct MetricsTests {
         try await withDownloadManager(configuration: configuration(metrics)) { manager in
             // 1 MiB at once, then slowly; a resume's range is ignored (a 200 with the whole file).
             let download = try manager.download(from: server.url("gated-norange/norange.bin"), to: destination)
-            var events = download.events.makeAsyncIterator()
-            await events.next { if case .progress(let p) = $0 { p.bytesReceived >= 256 * 1024 } else { false } }
-            download.pause()
-            guard
-                case .paused(let progress)? = await events.next(where: { if case .paused = $0 { true } else { false } })
-            else {
-                Issue.record("no pause")
-                return
-            }
-            pausedAt = progress.bytesReceived
-            download.resume()
-            #expect(try await download.finished() == destination)
+            let paused = try #require(try await download.pauseOnceAndFinish(after: 256 * 1024))
+            pausedAt = paused.pausedAt
+            #expect(paused.file == destination)
         }
         #expect(try Data(contentsOf: destination) == source)
         #expect(

@@ -99,18 +99,9 @@ struct TracingTests {
         try await withDownloadManager(configuration: configuration(tracer)) { manager in
             // 1 MiB at once, then slowly; a range at full speed.
             let download = try manager.download(from: server.url("gated/resumed.bin"), to: destination)
-            var events = download.events.makeAsyncIterator()
-            await events.next { if case .progress(let p) = $0 { p.bytesReceived >= 256 * 1024 } else { false } }
-            download.pause()
-            guard
-                case .paused(let progress)? = await events.next(where: { if case .paused = $0 { true } else { false } })
-            else {
-                Issue.record("no pause")
-                return
-            }
-            pausedAt = progress.bytesReceived
-            download.resume()
-            #expect(try await download.finished() == destination)
+            let paused = try #require(try await download.pauseOnceAndFinish(after: 256 * 1024))
+            pausedAt = paused.pausedAt
+            #expect(paused.file == destination)
         }
         #expect(try Data(contentsOf: destination) == source)
         let spans = attempts(tracer)
