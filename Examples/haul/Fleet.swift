@@ -51,29 +51,21 @@ extension HaulCommand {
                     "with --queue, -o names a folder inside each worker's output folder (haul worker -o): give a relative one"
                 )
             }
-            let all = try allEntries()
-            guard !all.entries.isEmpty else { throw CLIError("the input file has no URLs") }
-            for (option, line) in all.ignored {
-                Reporter.write(
-                    "haul: the input file's option '\(option)' (line \(line)) is not supported and is ignored\n",
-                    to: STDERR_FILENO
-                )
-            }
+            let entries = try entriesToFetch()
+            // Names under `/` stand for names under each worker's folder (`-o` is always a folder).
             let plan = DownloadPlan.make(
-                urls: all.entries.map { $0.urls[0] },
-                output: (output ?? ".").hasSuffix("/") ? output : (output ?? ".") + "/",
-                given: all.entries.map(\.out),
+                urls: entries.map { $0.urls[0] },
+                output: output,
+                given: entries.map(\.out),
                 isDirectory: { _ in true }
             )
             let root = URL(fileURLWithPath: "/", isDirectory: true)
             var requests: [DownloadRequest] = []
-            for (item, entry) in zip(plan.items, all.entries) {
-                var relative = item.destination
-                while relative.hasPrefix("./") { relative.removeFirst(2) }
-                let placed = DownloadPlan.Item(url: item.url, destination: "/" + relative)
-                var request = try Runner.request(for: placed, entry, into: nil)
-                request.destination = URL(fileURLWithPath: "/" + relative).standardizedFileURL
-                requests.append(request)
+            for (item, entry) in zip(plan.items, entries) {
+                let path = URL(fileURLWithPath: item.destination, relativeTo: root).standardizedFileURL.path
+                requests.append(
+                    try Runner.request(for: DownloadPlan.Item(url: item.url, destination: path), entry, into: nil)
+                )
             }
             let added = try await queue.enqueue(requests, relativeTo: root)
             if !quiet {

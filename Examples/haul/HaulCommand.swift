@@ -320,6 +320,20 @@ struct HaulCommand: AsyncParsableCommand {
         }
     }
 
+    /// ``allEntries()`` for a run: none is an error, and each ignored option of the input file is
+    /// reported on standard error.
+    func entriesToFetch() throws -> [InputFile.Entry] {
+        let all = try allEntries()
+        guard !all.entries.isEmpty else { throw CLIError("the input file has no URLs") }
+        for (option, line) in all.ignored {
+            Reporter.write(
+                "haul: the input file's option '\(option)' (line \(line)) is not supported and is ignored\n",
+                to: STDERR_FILENO
+            )
+        }
+        return all.entries
+    }
+
     /// Every file to fetch: the arguments' URLs (each with `--checksum`, when given), then the
     /// input file's entries; and the input file's options that haul ignores.
     func allEntries() throws -> (entries: [InputFile.Entry], ignored: [(option: String, line: Int)]) {

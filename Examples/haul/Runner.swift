@@ -15,15 +15,7 @@ struct Runner {
             return stat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
         }
         do {
-            let all = try command.allEntries()
-            entries = all.entries
-            guard !entries.isEmpty else { throw CLIError("the input file has no URLs") }
-            for (option, line) in all.ignored {
-                Reporter.write(
-                    "haul: the input file's option '\(option)' (line \(line)) is not supported and is ignored\n",
-                    to: STDERR_FILENO
-                )
-            }
+            entries = try command.entriesToFetch()
             directory =
                 DownloadPlan.resolve(output: command.output, urlCount: entries.count, isDirectory: isDirectory)
                 .directory

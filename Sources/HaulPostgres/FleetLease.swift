@@ -38,15 +38,11 @@ public struct FleetLease: Sendable, Hashable {
     public let attempts: Int
 
     init?(row: [String?], outputFolder: URL) {
-        guard row.count >= 8, let id = row[0], let url = row[1].flatMap(URL.init(string:)), let path = row[2],
-            let host = row[3], let priority = row[4].flatMap({ Int($0) }), let sequence = row[5].flatMap({ Int64($0) }),
-            let version = row[6].flatMap({ Int64($0) }), let attempts = row[7].flatMap({ Int($0) })
+        guard row.count >= 8, let head = FleetSchema.RowHead(row, outputFolder: outputFolder),
+            let sequence = row[5].flatMap({ Int64($0) }), let version = row[6].flatMap({ Int64($0) }),
+            let attempts = row[7].flatMap({ Int($0) })
         else { return nil }
-        self.id = DownloadID(rawValue: id)
-        self.url = url
-        destination = FleetSchema.destination(path, in: outputFolder)
-        self.host = host
-        self.priority = priority
+        (id, url, destination, host, priority) = (head.id, head.url, head.destination, head.host, head.priority)
         self.sequence = sequence
         self.version = version
         self.attempts = attempts
@@ -114,17 +110,12 @@ public struct FleetEntry: Sendable, Hashable {
     public let finishedBy: String?
 
     init?(row: [String?], outputFolder: URL) {
-        guard row.count >= 12, let id = row[0], let url = row[1].flatMap(URL.init(string:)), let path = row[2],
-            let host = row[3], let priority = row[4].flatMap({ Int($0) }),
+        guard row.count >= 12, let head = FleetSchema.RowHead(row, outputFolder: outputFolder),
             let state = row[5].flatMap(FleetState.init(rawValue:)), let version = row[7].flatMap({ Int64($0) }),
             let attempts = row[8].flatMap({ Int($0) })
         else { return nil }
-        self.id = DownloadID(rawValue: id)
-        self.url = url
-        destination = FleetSchema.destination(path, in: outputFolder)
-        self.path = path
-        self.host = host
-        self.priority = priority
+        (id, url, destination, host, priority) = (head.id, head.url, head.destination, head.host, head.priority)
+        path = head.path
         self.state = state
         owner = row[6]
         leaseVersion = version

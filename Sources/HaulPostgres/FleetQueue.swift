@@ -228,10 +228,7 @@ public final class FleetQueue: @unchecked Sendable {
                 WHERE haul_downloads.id = mine.id AND lease_version = mine.version AND owner = $1 AND state = 'running'
                 RETURNING haul_downloads.id, haul_downloads.requested
                 """,
-                [
-                    worker, lease, FleetSchema.array(leases.map { $0.id.rawValue }),
-                    FleetSchema.array(leases.map { String($0.version) }),
-                ]
+                [worker, lease] + FleetSchema.leaseArrays(leases)
             )
             var held: [String: String?] = [:]
             for row in rows { if let id = row[0] { held[id] = row[1] } }
@@ -253,28 +250,13 @@ public final class FleetQueue: @unchecked Sendable {
     /// only while its lease is the caller's, and announces each: the ids settled.
     @discardableResult
     public func settle(_ leases: [FleetLease], as state: FleetState) async throws(FleetError) -> Set<DownloadID> {
-        guard !leases.isEmpty, state == .paused || state == .cancelled else { return [] }
-        let parameters: [String?] = [
-            configuration.worker, FleetSchema.array(leases.map { $0.id.rawValue }),
-            FleetSchema.array(leases.map { String($0.version) }), state.rawValue,
-        ]
-        return try await run { connection throws(FleetError) -> Set<DownloadID> in
-            let rows = try connection.query(
-                """
-                WITH done AS (
-                    UPDATE haul_downloads AS d
-                    SET state = $4, owner = NULL, lease_expires = NULL, requested = NULL, finished_by = $1,
-                        updated_at = now()
-                    FROM unnest($2::text[], $3::bigint[]) AS mine(id, version)
-                    WHERE d.id = mine.id AND d.lease_version = mine.version AND d.owner = $1 AND d.state = 'running'
-                    RETURNING d.id, d.state
-                )
-                SELECT id, pg_notify('haul_downloads', id || ' ' || state) FROM done
-                """,
-                parameters
-            )
-            return Set(rows.compactMap { $0[0].map(DownloadID.init(rawValue:)) })
-        }
+        guard state == .paused || state == .cancelled else { return [] }
+        return try await end(
+            leases,
+            states: leases.map { _ in state },
+            bytes: leases.map { _ in nil },
+            errors: leases.map { _ in nil }
+        )
     }
 
     // MARK: from any process
@@ -337,13 +319,13 @@ public final class FleetQueue: @unchecked Sendable {
     public func outcome(of id: DownloadID) async throws -> FleetEntry {
         let connectionString = configuration.connectionString
         let outputFolder = configuration.outputFolder
-        let listener = try await Self.onQueue(DispatchQueue(label: "haul.fleet-listener")) { () throws(FleetError) in
+        let listening = DispatchQueue(label: "haul.fleet-listener")
+        let listener = try await Self.onQueue(listening) { () throws(FleetError) in
             let connection = try PostgresConnection(connectionString)
             try connection.query("LISTEN haul_downloads")
             return connection
         }
         let box = UncheckedBox(listener)
-        let listening = DispatchQueue(label: "haul.fleet-listener")
         var sinceLook = ContinuousClock.now
         var look = true
         while true {
@@ -390,17 +372,24 @@ public final class FleetQueue: @unchecked Sendable {
     /// announces each recorded one on `haul_downloads`: the ids recorded (the others' leases were
     /// taken over, and nothing was written for them).
     public func record(_ outcomes: [FleetOutcome]) async throws(FleetError) -> Set<DownloadID> {
-        guard !outcomes.isEmpty else { return [] }
-        let parameters: [String?] = [
-            configuration.worker,
-            FleetSchema.array(outcomes.map { $0.lease.id.rawValue }),
-            FleetSchema.array(outcomes.map { String($0.lease.version) }),
-            FleetSchema.array(outcomes.map { $0.state.rawValue }),
-            FleetSchema.array(
-                outcomes.map { if case .completed(let bytes) = $0.result { String(bytes) } else { nil } }
-            ),
-            FleetSchema.array(outcomes.map { if case .failed(let reason) = $0.result { reason } else { nil } }),
-        ]
+        try await end(
+            outcomes.map(\.lease),
+            states: outcomes.map(\.state),
+            bytes: outcomes.map { if case .completed(let bytes) = $0.result { bytes } else { nil } },
+            errors: outcomes.map { if case .failed(let reason) = $0.result { reason } else { nil } }
+        )
+    }
+
+    /// Ends running rows under their leases (``FleetSchema/record``): the ids ended.
+    private func end(_ leases: [FleetLease], states: [FleetState], bytes: [Int64?], errors: [String?])
+        async throws(FleetError) -> Set<DownloadID>
+    {
+        guard !leases.isEmpty else { return [] }
+        let parameters: [String?] =
+            [configuration.worker] + FleetSchema.leaseArrays(leases) + [
+                FleetSchema.array(states.map(\.rawValue)), FleetSchema.array(bytes.map { $0.map(String.init) }),
+                FleetSchema.array(errors),
+            ]
         return try await run { connection throws(FleetError) -> Set<DownloadID> in
             // pg_notify's messages are delivered at the statement's commit, with its rows.
             let rows = try connection.query(FleetSchema.record, parameters)
@@ -422,10 +411,7 @@ public final class FleetQueue: @unchecked Sendable {
                 WHERE haul_downloads.id = mine.id AND lease_version = mine.version AND owner = $1 AND state = 'running'
                 RETURNING 1
                 """,
-                [
-                    worker, FleetSchema.array(leases.map { $0.id.rawValue }),
-                    FleetSchema.array(leases.map { String($0.version) }),
-                ]
+                [worker] + FleetSchema.leaseArrays(leases)
             ).count
         }
     }

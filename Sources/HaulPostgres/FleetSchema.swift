@@ -1,4 +1,5 @@
 import Foundation
+import Haul
 
 /// The queue's table, its indexes and the statements that move its rows.
 enum FleetSchema {
@@ -106,7 +107,8 @@ enum FleetSchema {
         """
 
     /// $1 worker; arrays: $2 ids, $3 lease versions, $4 states, $5 bytes, $6 errors. Each row changes
-    /// only under its lease; each changed one is announced.
+    /// only under its lease; each changed one is announced. Outcomes, and the pauses and cancels a
+    /// worker settles, all end a running row this way.
     static let record = """
         WITH done AS (
             UPDATE haul_downloads AS d
@@ -121,6 +123,34 @@ enum FleetSchema {
 
     static let entryColumns =
         "id, url, destination, host, priority, state, owner, lease_version, attempts, bytes, last_error, finished_by"
+
+    /// The first five columns every read of a row starts with: id, url, destination, host, priority.
+    struct RowHead {
+        let id: DownloadID
+        let url: URL
+        /// The destination as the row holds it.
+        let path: String
+        /// It resolved under the reader's output folder.
+        let destination: URL
+        let host: String
+        let priority: Int
+
+        init?(_ row: [String?], outputFolder: URL) {
+            guard row.count >= 5, let id = row[0], let url = row[1].flatMap(URL.init(string:)), let path = row[2],
+                let host = row[3], let priority = row[4].flatMap({ Int($0) })
+            else { return nil }
+            (self.id, self.url, self.path, self.host, self.priority) = (
+                DownloadID(rawValue: id), url, path, host, priority
+            )
+            destination = FleetSchema.destination(path, in: outputFolder)
+        }
+    }
+
+    /// The `$n::text[]` of `leases`' ids and the `$n+1::bigint[]` of their versions: what every
+    /// fenced statement matches rows with.
+    static func leaseArrays(_ leases: [FleetLease]) -> [String?] {
+        [array(leases.map { $0.id.rawValue }), array(leases.map { String($0.version) })]
+    }
 
     /// A row's destination: an absolute path as it is, a relative one under `folder`.
     static func destination(_ path: String, in folder: URL) -> URL {

@@ -97,7 +97,10 @@ public final class FleetWorker: Sendable {
                     }
                 case .ended(let lease, let result):
                     held[lease.id] = nil
-                    guard lost.remove(lease.id) == nil else { continue }
+                    guard lost.remove(lease.id) == nil else {
+                        requested[lease.id] = nil  // another worker's now: nothing to settle
+                        continue
+                    }
                     if ended.isEmpty { continuation.yield(.flush) }
                     ended.append((lease, result))
                     continue
