@@ -31,3 +31,31 @@ extension DownloadManager {
         return nil
     }
 }
+
+extension DownloadManager {
+    /// Takes over what another manager's state directory holds of `requests`: for each download that
+    /// is unfinished there with bytes in its partial file, the partial file moves into this manager's
+    /// state directory and its row (validators, bytes synced, the segments of a download over several
+    /// connections) into this manager's journal, and leaves the other journal. Asking for the
+    /// download then continues from those bytes under the usual rules: a `Range` from where they end,
+    /// `If-Range` with the validator on record, the answer's start checked.
+    ///
+    /// For a fleet of processes whose state directories are on storage they all share: the work of one
+    /// that died is taken over by another without fetching again what it had written. The other
+    /// directory's manager must be gone: its journal's lock is taken for the move (adopters wait for
+    /// each other; a manager still running refuses them).
+    ///
+    /// - A download this manager has queued or running, or holding at least as many bytes, is left
+    ///   alone; so is one whose partial file is on another file system (it starts over).
+    /// - When the other journal was last written in another boot (another machine's, a crash), its
+    ///   partial files are first cut back to the bytes that were synced, as after a reboot.
+    ///
+    /// - Returns: the downloads taken over, and how many bytes each brings.
+    /// - Throws: ``DownloadError`` with code `.journalLocked` while a manager runs on
+    ///   `stateDirectory`, or the journal's and file system's errors; a request's own errors
+    ///   (`.invalidURL`…) as ``download(_:)`` throws them.
+    @discardableResult
+    public func takeOver(_ requests: [DownloadRequest], from stateDirectory: URL) throws -> [DownloadID: Int64] {
+        try queue.takeOver(requests, from: stateDirectory)
+    }
+}

@@ -29,7 +29,7 @@ public final class DownloadManager: Sendable {
     private let inbox: CommandInbox<SchedulerCommand>
     let scheduler: Scheduler
     let catalog: Catalog
-    private let queue: DownloadQueue
+    let queue: DownloadQueue
     private let currentRateLimits: Mutex<RateLimits>
 
     /// Starts a manager and its loop thread.

@@ -1,0 +1,85 @@
+import FoundationEssentials
+import Glibc
+
+/// Taking over the partial files of a manager that is gone (a worker of a fleet that died, its
+/// state directory on storage the others share).
+extension DownloadQueue {
+    /// The lock file adopters take (blocking) before the journal's own lock (not blocking): two
+    /// adopters wait for each other, a few milliseconds, while a manager that still runs on the
+    /// directory refuses them at once.
+    static let takeOverLockName = "takeover.lock"
+
+    /// See ``DownloadManager/takeOver(_:from:)``.
+    func takeOver(_ requests: [DownloadRequest], from directory: URL) throws(DownloadError) -> [DownloadID: Int64] {
+        let source = FilePath.standardized(directory)
+        // Nothing to take where no manager ever wrote a journal (and no folder is created there).
+        guard access("\(source)/\(Journal.fileName)", F_OK) == 0 else { return [:] }
+        var prepared: [PreparedRequest] = []
+        for request in requests {
+            let request = try prepare(request)
+            if request.stateDirectory != source { prepared.append(request) }
+        }
+        guard !prepared.isEmpty else { return [:] }
+        let lockPath = "\(source)/\(Self.takeOverLockName)"
+        let lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard lock >= 0 else {
+            throw DownloadError(
+                code: .fileSystem,
+                url: nil,
+                errno: errno,
+                path: lockPath,
+                detail: "could not open the lock for taking over a state directory"
+            )
+        }
+        defer { Glibc.close(lock) }
+        while flock(lock, LOCK_EX) != 0 {
+            guard errno == EINTR else {
+                throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: lockPath, detail: "flock failed")
+            }
+        }
+        defer { flock(lock, LOCK_UN) }
+        // Its own lock: `.journalLocked` while its manager lives. Opening it marks what ran there as
+        // interrupted and, when it was last written in another boot (another machine's, on shared
+        // storage), cuts each partial file back to the bytes that were synced: only those are sure
+        // to have reached the storage.
+        let other = try Journal(directory: source)
+        defer { other.close() }
+        var taken: [DownloadID: Int64] = [:]
+        for request in prepared {
+            guard let record = try other.record(for: request.id), record.isUnfinished, record.mayHaveStarted,
+                record.destination == request.destination || record.folder == request.folder && request.folder != nil,
+                FilePath.fileLength(other.partialPath(for: request.id)) != nil
+            else { continue }
+            let bytes = try catalog.withJournal(for: request.stateDirectory) {
+                journal throws(DownloadError) -> Int64? in
+                try move(request.id, record: record, from: other, into: journal)
+            }
+            guard let bytes else { continue }
+            other.remove(request.id)
+            taken[request.id] = bytes
+        }
+        return taken
+    }
+
+    /// Moves one download's partial file and row from `other` into `journal` (locked), unless
+    /// `journal`'s own row for it is queued or running, or holds as many bytes: the bytes now in
+    /// `journal`'s partial file, or `nil` when nothing moved (a partial file on another file system
+    /// is not copied: the download starts over).
+    private func move(
+        _ id: DownloadID,
+        record: DownloadRecord,
+        from other: Journal,
+        into journal: Journal
+    ) throws(DownloadError) -> Int64? {
+        if let own = try journal.record(for: id) {
+            guard [.paused, .interrupted, .failed].contains(own.state), own.bytesCommitted < record.bytesCommitted
+            else { return nil }
+        }
+        let target = journal.partialPath(for: id)
+        guard rename(other.partialPath(for: id), target) == 0 else { return nil }
+        // Interrupted (opening `other` marked it so, had it run) or paused: asking for it continues it.
+        try journal.save(record, for: id)
+        // Over several connections, the map says which bytes are there; else the file's length.
+        return record.segments != nil ? record.bytesCommitted : FilePath.fileLength(target) ?? 0
+    }
+}
