@@ -128,14 +128,16 @@ struct WorkerCommand: AsyncParsableCommand {
             them into DIR, and records each outcome. SIGTERM or SIGINT: the transfers pause (their \
             bytes stay in the state directory), their downloads go back to the queue for any worker, \
             and haul exits with 143 or 130. A worker that is killed loses its downloads to the others \
-            when its leases expire (--lease).
+            when its leases expire (--lease). With --shared-state on storage every worker mounts, a \
+            download taken over from a worker that is gone continues from the bytes it left; with \
+            --state (each worker's own), it starts over.
             """
     )
 
     @Option(name: .long, help: "The queue's PostgreSQL database (postgres://user:password@host:port/db).")
     var queue: String
 
-    @Option(name: [.short, .long], help: "The folder the queue's files go into (default: .).")
+    @Option(name: [.short, .long], help: "The folder the queue's files go into.")
     var output: String = "."
 
     @Option(name: [.customShort("j"), .long], help: "How many downloads transfer at once.")
@@ -143,6 +145,15 @@ struct WorkerCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: "The folder for partial files and state (default: <output directory>/.haul).")
     var state: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "A folder on storage every worker shares, holding each worker's state in a folder named after it.",
+            discussion: "A download taken over from a worker that is gone continues from its bytes."
+        )
+    )
+    var sharedState: String?
 
     @Option(name: .long, help: "Seconds a claimed download stays this worker's without a renewal.")
     var lease: Double = 30
@@ -163,6 +174,11 @@ struct WorkerCommand: AsyncParsableCommand {
         if concurrency < 1 { throw ValidationError("--concurrency must be at least 1.") }
         if !(lease >= 1) { throw ValidationError("--lease must be at least 1 second.") }
         if let perHost, perHost < 1 { throw ValidationError("--per-host must be at least 1.") }
+        if state != nil, sharedState != nil { throw ValidationError("--state and --shared-state: give one.") }
+        if sharedState != nil, let name, FleetWorker.stateDirectory(in: URL(fileURLWithPath: "/"), worker: name) == nil
+        {
+            throw ValidationError("with --shared-state, --name is a folder's name: not empty, '.', '..', nor with '/'.")
+        }
     }
 
     func run() async throws {
@@ -177,10 +193,15 @@ struct WorkerCommand: AsyncParsableCommand {
         queueConfiguration.maxConcurrentDownloadsPerHost = perHost
         var configuration = DownloadManager.Configuration()
         configuration.maxConcurrentDownloads = concurrency
-        configuration.stateDirectory = URL(
-            fileURLWithPath: state ?? DownloadManager.defaultStateDirectory(besideFolder: folder.path),
-            isDirectory: true
-        )
+        let shared = sharedState.map { URL(fileURLWithPath: $0, isDirectory: true).standardizedFileURL }
+        if let shared, let own = FleetWorker.stateDirectory(in: shared, worker: queueConfiguration.worker) {
+            configuration.stateDirectory = own
+        } else {
+            configuration.stateDirectory = URL(
+                fileURLWithPath: state ?? DownloadManager.defaultStateDirectory(besideFolder: folder.path),
+                isDirectory: true
+            )
+        }
         // Only what this worker claims runs: a download left in its journal by an earlier run is
         // the queue's again (released, or taken over), not this journal's to resume.
         configuration.resumesUnfinishedDownloads = false
@@ -200,7 +221,7 @@ struct WorkerCommand: AsyncParsableCommand {
                 to: STDERR_FILENO
             )
         }
-        let worker = FleetWorker(queue: fleet, manager: manager, concurrency: concurrency)
+        let worker = FleetWorker(queue: fleet, manager: manager, concurrency: concurrency, sharedStateDirectory: shared)
         let task = Task { [untilEmpty] in try await worker.run(untilEmpty: untilEmpty) }
         let stop = Interruption { task.cancel() }  // the worker pauses its transfers and gives their rows back
         stop.install()

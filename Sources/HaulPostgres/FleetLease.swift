@@ -36,6 +36,10 @@ public struct FleetLease: Sendable, Hashable {
     public let version: Int64
     /// How many times the row was claimed, this claim included (more than one: taken over or retried).
     public let attempts: Int
+    /// The worker that claimed the row before this claim (`nil` for a first claim): one that stopped,
+    /// or died and lost it. Its state directory may hold the row's bytes
+    /// (``FleetWorker/init(queue:manager:concurrency:sharedStateDirectory:pollInterval:logger:)``).
+    public let previousWorker: String?
 
     init?(row: [String?], outputFolder: URL) {
         guard row.count >= 8, let head = FleetSchema.RowHead(row, outputFolder: outputFolder),
@@ -46,6 +50,7 @@ public struct FleetLease: Sendable, Hashable {
         self.sequence = sequence
         self.version = version
         self.attempts = attempts
+        previousWorker = row.count > 8 ? row[8] : nil
     }
 
     /// The request a worker's ``DownloadManager`` runs for this lease.

@@ -9,6 +9,9 @@ enum FleetSchema {
     /// The key of the one that serialises migrations ("haulschm").
     static let migrationLock: Int64 = 0x6861_756C_7363_686D
 
+    /// The column the latest schema added: a table that has it needs nothing.
+    static let latestColumn = "last_worker"
+
     /// Creates what is missing, once per database however many processes start at once. A database
     /// whose table has the latest column is left alone, without a lock: DDL on a table the fleet is
     /// using waits for every transaction on it and makes every later one wait (a worker starting
@@ -17,8 +20,9 @@ enum FleetSchema {
         let current = try connection.query(
             """
             SELECT 1 FROM pg_attribute
-            WHERE attrelid = to_regclass('haul_downloads') AND attname = 'requested' AND NOT attisdropped
-            """
+            WHERE attrelid = to_regclass('haul_downloads') AND attname = $1 AND NOT attisdropped
+            """,
+            [latestColumn]
         )
         guard current.isEmpty else { return }
         try connection.transaction { () throws(FleetError) in
@@ -58,6 +62,9 @@ enum FleetSchema {
             // What another process asked of a running row ('paused' or 'cancelled'): its worker
             // learns it at its next renewal.
             try connection.query("ALTER TABLE haul_downloads ADD COLUMN IF NOT EXISTS requested text")
+            // The worker that claimed the row last: its state directory may hold the row's bytes
+            // (kept when the row goes back to the queue, released or expired).
+            try connection.query("ALTER TABLE haul_downloads ADD COLUMN IF NOT EXISTS last_worker text")
         }
     }
 
@@ -70,19 +77,21 @@ enum FleetSchema {
         )
         """
 
-    /// What a claim sets and returns; `picked` names the claimed ids.
+    /// What a claim sets and returns; `picked` names the claimed ids and the worker that claimed
+    /// each before (returned last).
     private static let claimUpdate = """
         UPDATE haul_downloads AS d
-        SET state = 'running', owner = $1, lease_version = d.lease_version + 1,
+        SET state = 'running', owner = $1, last_worker = $1, lease_version = d.lease_version + 1,
             lease_expires = now() + $2::interval, attempts = d.attempts + 1, updated_at = now()
         FROM picked WHERE d.id = picked.id
-        RETURNING d.id, d.url, d.destination, d.host, d.priority, d.seq, d.lease_version, d.attempts
+        RETURNING d.id, d.url, d.destination, d.host, d.priority, d.seq, d.lease_version, d.attempts,
+            picked.last_worker
         """
 
     /// $1 worker, $2 lease, $3 how many.
     static let claim = """
         WITH picked AS (
-            SELECT id FROM haul_downloads WHERE state = 'queued'
+            SELECT id, last_worker FROM haul_downloads WHERE state = 'queued'
             ORDER BY priority DESC, seq LIMIT $3::integer FOR UPDATE SKIP LOCKED
         )
         \(claimUpdate)
@@ -94,14 +103,14 @@ enum FleetSchema {
         WITH running AS (
             SELECT host, count(*) AS n FROM haul_downloads WHERE state = 'running' GROUP BY host
         ), candidates AS (
-            SELECT id, host, priority, seq FROM haul_downloads WHERE state = 'queued'
+            SELECT id, host, priority, seq, last_worker FROM haul_downloads WHERE state = 'queued'
             ORDER BY priority DESC, seq LIMIT $5::integer FOR UPDATE SKIP LOCKED
         ), ranked AS (
-            SELECT c.id, c.priority, c.seq, coalesce(r.n, 0) AS n,
+            SELECT c.id, c.priority, c.seq, c.last_worker, coalesce(r.n, 0) AS n,
                 row_number() OVER (PARTITION BY c.host ORDER BY c.priority DESC, c.seq) AS k
             FROM candidates AS c LEFT JOIN running AS r ON r.host = c.host
         ), picked AS (
-            SELECT id FROM ranked WHERE k + n <= $4::integer ORDER BY priority DESC, seq LIMIT $3::integer
+            SELECT id, last_worker FROM ranked WHERE k + n <= $4::integer ORDER BY priority DESC, seq LIMIT $3::integer
         )
         \(claimUpdate)
         """

@@ -2,9 +2,11 @@ import Foundation
 import Haul
 import Logging
 
-/// Works through a ``FleetQueue`` with a ``DownloadManager``: claims rows while it has room, fetches
-/// each with the manager (its own journal and partial files), records the outcome under its lease,
-/// and renews its leases.
+/// Works through a ``FleetQueue`` with a ``DownloadManager``: claims rows while it has room, downloads
+/// them with the manager (its own journal and partial files; each claimed batch is one `enqueue`, and
+/// outcomes come from the manager's ``DownloadManager/events``), records the outcomes under their
+/// leases, and renews its leases. Give it a manager of its own: it waits for that manager to be idle
+/// when it stops.
 ///
 /// - A download whose lease is lost (another worker took the row over after this one missed its
 ///   renewals) is cancelled here, and nothing is recorded for it: the other worker's outcome counts.
@@ -15,6 +17,11 @@ import Logging
 ///   tried again, up to every 5 s; leases that expired meanwhile are found lost at the next renewal.
 /// - A download that fails for good (a 404, a checksum) is recorded as failed with the error's text
 ///   (never credentials: the queue holds none, and ``DownloadError`` redacts them).
+/// - Where the bytes are: each worker's manager keeps its partial files in its own state directory.
+///   With those directories in one folder on storage every worker shares
+///   (``sharedStateDirectory``, each named after its worker), a row taken over from a worker that
+///   is gone (killed, stopped) continues from the bytes it left, with the usual validator rules
+///   (``DownloadManager/takeOver(_:from:)``). With local state directories it starts over.
 public final class FleetWorker: Sendable {
     /// The queue it works through.
     public let queue: FleetQueue
@@ -22,36 +29,77 @@ public final class FleetWorker: Sendable {
     public let manager: DownloadManager
     /// How many rows it holds at once.
     public let concurrency: Int
+    /// The folder on shared storage that holds every worker's state directory, or `nil`.
+    public let sharedStateDirectory: URL?
     /// How long it waits before looking at an empty queue again.
     public let pollInterval: Duration
     private let logger: Logger
 
     /// A worker for `queue` that downloads with `manager`, at most `concurrency` at once.
+    ///
+    /// - Parameter sharedStateDirectory: a folder on storage every worker shares (a mounted volume)
+    ///   in which each worker's manager has its state directory,
+    ///   ``stateDirectory(in:worker:)`` (this one's too: give `manager` that one). A row another
+    ///   worker held before (``FleetLease/previousWorker``) is then taken over with its bytes when
+    ///   that worker is gone. `nil`: state directories are each worker's own, and a row taken over
+    ///   starts over.
     public init(
         queue: FleetQueue,
         manager: DownloadManager,
         concurrency: Int,
+        sharedStateDirectory: URL? = nil,
         pollInterval: Duration = .milliseconds(500),
         logger: Logger = Logger(label: "haul.fleet")
     ) {
         self.queue = queue
         self.manager = manager
         self.concurrency = max(1, concurrency)
+        self.sharedStateDirectory = sharedStateDirectory
         self.pollInterval = pollInterval
         self.logger = logger
     }
 
+    /// The state directory of `worker` in a shared folder: a folder named after it, or `nil` for a
+    /// name that cannot be one (empty, `.`, `..`, or with a `/`).
+    public static func stateDirectory(in shared: URL, worker: String) -> URL? {
+        guard !worker.isEmpty, worker != ".", worker != "..", !worker.contains("/") else { return nil }
+        return shared.appendingPathComponent(worker, isDirectory: true)
+    }
+
+    /// How a download this worker holds ended in its manager.
+    private enum Ending: Sendable {
+        case completed(URL)
+        case failed(DownloadError)
+        /// Cancelled here (a lost lease, a cancel asked for), or its manager shut down.
+        case cancelled
+        /// Paused here (a pause asked for, or the worker stopping).
+        case paused
+    }
+
     private enum Event: Sendable {
         case tick
-        case ended(FleetLease, Result<URL, any Error>)
+        /// A download of the manager ended (by its request's id).
+        case ended(DownloadID, Ending)
         /// Records what ended so far and claims again: queued behind the `.ended` that found none
         /// pending, so that every download that ended meanwhile is recorded in the same statement.
         case flush
     }
 
+    /// What the worker holds, by the id of the request its manager runs.
+    private struct Held {
+        var leases: [DownloadID: FleetLease] = [:]
+        /// Leases taken over by another worker: their downloads were cancelled here.
+        var lost: Set<DownloadID> = []
+        /// What another process asked of a held download ('paused' or 'cancelled').
+        var requested: [DownloadID: FleetState] = [:]
+    }
+
     /// Works until cancelled (see the type's description), or with `untilEmpty` until a claim finds
     /// nothing while it holds nothing (a batch job's end). Throws when the queue's database fails
     /// (after pausing and giving back what it held, as far as the database lets it).
+    ///
+    /// Each batch of claimed rows goes to the manager in one `enqueue` (journal rows in one
+    /// transaction, no task per download), and outcomes come from the manager's feed by id.
     public func run(untilEmpty: Bool = false) async throws {
         let (events, continuation) = AsyncStream.makeStream(of: Event.self)
         let renewEvery = queue.configuration.leaseDuration / 3
@@ -62,72 +110,80 @@ public final class FleetWorker: Sendable {
             }
         }
         defer { ticker.cancel() }
-        var held: [DownloadID: (lease: FleetLease, task: Task<Void, Never>)] = [:]
-        var lost: Set<DownloadID> = []
-        var requested: [DownloadID: FleetState] = [:]
-        var ended: [(FleetLease, Result<URL, any Error>)] = []
+        // Subscribed before the first claim: a download that ends at once (its file already
+        // complete here) is seen too.
+        let (subscription, subscribed) = AsyncStream.makeStream(of: Void.self)
+        let reader = Task { [manager] in
+            var feed = manager.events.makeAsyncIterator()
+            subscribed.finish()
+            while let event = await feed.next() {
+                switch event.event {
+                case .completed(let file): continuation.yield(.ended(event.id, .completed(file)))
+                case .failed(let error): continuation.yield(.ended(event.id, .failed(error)))
+                case .cancelled: continuation.yield(.ended(event.id, .cancelled))
+                case .paused: continuation.yield(.ended(event.id, .paused))
+                default: continue
+                }
+            }
+        }
+        for await _ in subscription {}
+        var held = Held()
+        var ended: [(FleetLease, Ending)] = []
         var renewedAt = ContinuousClock.now
         var failure: (any Error)?
         do {
-            try await claim(into: &held, continuation)
+            try await claim(into: &held)
             for await event in events {
-                if untilEmpty, held.isEmpty, ended.isEmpty { break }
+                if untilEmpty, held.leases.isEmpty, ended.isEmpty { break }
                 switch event {
                 case .tick:
                     if ContinuousClock.now - renewedAt >= renewEvery {
                         renewedAt = .now
-                        let leases = held.values.map(\.lease)
-                        let renewal = try await persisting("renew") { try await queue.renew(leases) }
-                        for (lease, state) in renewal.requested
-                        where requested.updateValue(state, forKey: lease.id) == nil {
-                            // Asked by another process: a pause pauses here (bytes kept), a cancel cancels.
-                            if state == .cancelled {
-                                manager.download(id: lease.request.id)?.cancel()
-                            } else {
-                                held[lease.id]?.task.cancel()
-                            }
-                        }
-                        for lease in renewal.lost where lost.insert(lease.id).inserted {
-                            logger.warning(
-                                "a lease was taken over: the download stops here",
-                                metadata: ["haul.download.id": "\(lease.id)", "haul.url": "\(lease.url)"]
-                            )
-                            manager.download(id: lease.request.id)?.cancel()
-                        }
+                        try await renew(&held)
                     }
-                case .ended(let lease, let result):
-                    held[lease.id] = nil
-                    guard lost.remove(lease.id) == nil else {
-                        requested[lease.id] = nil  // another worker's now: nothing to settle
+                    // A pause whose event the feed dropped (it keeps final events only, when a
+                    // reader falls 4,096 behind): the journal says it.
+                    for (id, state) in held.requested where state == .paused && held.leases[id] != nil {
+                        if manager.journalEntry(id: id)?.state == .paused { continuation.yield(.ended(id, .paused)) }
+                    }
+                case .ended(let id, let ending):
+                    guard let lease = held.leases.removeValue(forKey: id) else { continue }  // not held
+                    guard held.lost.remove(id) == nil else {
+                        held.requested[id] = nil  // another worker's now: nothing to settle
                         continue
                     }
                     if ended.isEmpty { continuation.yield(.flush) }
-                    ended.append((lease, result))
+                    ended.append((lease, ending))
                     continue
                 case .flush:
                     let batch = ended
                     ended.removeAll()
-                    try await record(batch, requested: requested)
-                    for (lease, _) in batch { requested[lease.id] = nil }
+                    try await record(batch, requested: held.requested)
+                    for (lease, _) in batch { held.requested[lease.request.id] = nil }
                 }
-                try await claim(into: &held, continuation)
-                if untilEmpty, held.isEmpty, ended.isEmpty { break }
+                try await claim(into: &held)
+                if untilEmpty, held.leases.isEmpty, ended.isEmpty { break }
             }
         } catch {
             failure = error
         }
-        // Stopping: what ended is recorded (one try: the leases expire otherwise), each transfer
-        // pauses (its fetch's task is cancelled), then its row goes back.
-        do {
-            try await record(ended, requested: requested)
-        } catch {
-            failure = failure ?? error
+        // Stopping: what ended is recorded (one try: the leases expire otherwise); each transfer
+        // pauses, and once the manager is idle each held download's row says how it stands: a
+        // completed one is recorded, the others go back to the queue.
+        let stillHeld = held.leases.filter { !held.lost.contains($0.key) }
+        for id in stillHeld.keys { manager.download(id: id)?.pause() }
+        await manager.waitUntilIdle()
+        reader.cancel()
+        for (id, lease) in stillHeld {
+            switch manager.journalEntry(id: id)?.state {
+            case .completed?:
+                ended.append((lease, .completed(lease.destination)))
+            default:
+                ended.append((lease, .paused))
+            }
         }
-        for (_, entry) in held { entry.task.cancel() }
-        for (_, entry) in held { await entry.task.value }
-        let leases = held.values.map(\.lease).filter { !lost.contains($0.id) }
         do {
-            try await persisting("release") { try await queue.release(leases) }
+            try await record(ended, requested: held.requested)
         } catch let error as FleetError {
             failure = failure ?? error
         } catch {
@@ -136,27 +192,81 @@ public final class FleetWorker: Sendable {
         if let failure { throw failure }
     }
 
-    private func claim(
-        into held: inout [DownloadID: (lease: FleetLease, task: Task<Void, Never>)],
-        _ continuation: AsyncStream<Event>.Continuation
-    ) async throws {
-        guard !Task.isCancelled, held.count < concurrency else { return }
-        let room = concurrency - held.count
-        let claimed = try await persisting("claim") { try await queue.claim(upTo: room) }
-        for lease in claimed {
-            let manager = manager
-            held[lease.id] = (
-                lease,
-                Task {
-                    let result: Result<URL, any Error>
-                    do {
-                        result = .success(try await manager.fetch(lease.request))
-                    } catch {
-                        result = .failure(error)
-                    }
-                    continuation.yield(.ended(lease, result))
-                }
+    /// Renews the held leases; acts on what another process asked (a pause pauses here, bytes kept;
+    /// a cancel cancels) and on leases lost (the download is cancelled here).
+    private func renew(_ held: inout Held) async throws {
+        let leases = Array(held.leases.values)
+        let renewal = try await persisting("renew") { try await queue.renew(leases) }
+        for (lease, state) in renewal.requested
+        where held.requested.updateValue(state, forKey: lease.request.id) == nil {
+            let download = manager.download(id: lease.request.id)
+            if state == .cancelled { download?.cancel() } else { download?.pause() }
+        }
+        for lease in renewal.lost where held.lost.insert(lease.request.id).inserted {
+            logger.warning(
+                "a lease was taken over: the download stops here",
+                metadata: ["haul.download.id": "\(lease.id)", "haul.url": "\(lease.url)"]
             )
+            manager.download(id: lease.request.id)?.cancel()
+        }
+    }
+
+    /// Claims rows while there is room and hands them to the manager in one `enqueue`.
+    private func claim(into held: inout Held) async throws {
+        guard !Task.isCancelled, held.leases.count < concurrency else { return }
+        let room = concurrency - held.leases.count
+        let claimed = try await persisting("claim") { try await queue.claim(upTo: room) }
+        guard !claimed.isEmpty else { return }
+        takeOverBytes(of: claimed)
+        var requests: [DownloadRequest] = []
+        for lease in claimed {
+            let request = lease.request
+            held.leases[request.id] = lease
+            requests.append(request)
+        }
+        let summary = try manager.enqueue(requests)
+        // Refused here (a destination that is a folder): failed for the fleet, with the reason.
+        var refused: [(FleetLease, Ending)] = []
+        for rejection in summary.rejected {
+            if let lease = held.leases.removeValue(forKey: requests[rejection.index].id) {
+                refused.append((lease, .failed(rejection.error)))
+            }
+        }
+        if !refused.isEmpty { try await record(refused, requested: [:]) }
+    }
+
+    /// Moves into this worker's state directory what the previous workers of `leases` left in
+    /// theirs, in a shared folder, so that each download continues from those bytes. A previous
+    /// worker still running (it released the row, or hangs) keeps its directory locked: the download
+    /// starts over.
+    private func takeOverBytes(of leases: [FleetLease]) {
+        guard let shared = sharedStateDirectory else { return }
+        let me = queue.configuration.worker
+        var byWorker: [String: [FleetLease]] = [:]
+        for lease in leases {
+            if let previous = lease.previousWorker, previous != me { byWorker[previous, default: []].append(lease) }
+        }
+        for (previous, leases) in byWorker {
+            guard let directory = Self.stateDirectory(in: shared, worker: previous) else { continue }
+            do {
+                let taken = try manager.takeOver(leases.map(\.request), from: directory)
+                for (id, bytes) in taken {
+                    logger.info(
+                        "continues from the bytes another worker left",
+                        metadata: ["haul.download.id": "\(id)", "haul.worker": "\(previous)", "haul.bytes": "\(bytes)"]
+                    )
+                }
+            } catch let error as DownloadError where error.code == .journalLocked {
+                logger.debug(
+                    "the previous worker still runs: its downloads start over here",
+                    metadata: ["haul.worker": "\(previous)"]
+                )
+            } catch {
+                logger.warning(
+                    "could not take over another worker's bytes: its downloads start over here",
+                    metadata: ["haul.worker": "\(previous)", "haul.error": "\(error)"]
+                )
+            }
         }
     }
 
@@ -182,29 +292,31 @@ public final class FleetWorker: Sendable {
     }
 
     /// Records the outcomes of downloads that ended, in one statement; gives back the rows of those
-    /// paused or cancelled here.
-    private func record(_ batch: [(FleetLease, Result<URL, any Error>)], requested: [DownloadID: FleetState])
-        async throws
-    {
+    /// paused or cancelled here (settled as asked when another process asked).
+    private func record(_ batch: [(FleetLease, Ending)], requested: [DownloadID: FleetState]) async throws {
         var outcomes: [FleetOutcome] = []
         var released: [FleetLease] = []
         var settled: [FleetState: [FleetLease]] = [:]
-        for (lease, result) in batch {
-            if let state = requested[lease.id], case .failure = result {
-                settled[state, default: []].append(lease)  // paused or cancelled as asked
-                continue
-            }
-            switch result {
-            case .success(let file):
+        for (lease, ending) in batch {
+            if case .completed(let file) = ending {
                 var status = stat()
                 let bytes = stat(file.path, &status) == 0 ? Int64(status.st_size) : 0
                 outcomes.append(FleetOutcome(lease, .completed(bytes: bytes)))
-            case .failure(is CancellationError):
-                released.append(lease)  // paused here: any worker may take it
-            case .failure(let error as DownloadError) where error.code == .cancelled || error.code == .shutdown:
-                released.append(lease)  // cancelled in this process, or its manager shut down
-            case .failure(let error):
+                continue
+            }
+            if let state = requested[lease.request.id] {
+                settled[state, default: []].append(lease)  // paused or cancelled as asked
+                continue
+            }
+            switch ending {
+            case .completed:
+                break
+            case .failed(let error) where error.code == .cancelled || error.code == .shutdown:
+                released.append(lease)  // its manager shut down
+            case .failed(let error):
                 outcomes.append(FleetOutcome(lease, .failed(reason: "\(error)")))
+            case .cancelled, .paused:
+                released.append(lease)  // stopped here: any worker may take it
             }
         }
         let recorded = try await persisting("record") { try await queue.record(outcomes) }

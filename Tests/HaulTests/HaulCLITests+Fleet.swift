@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Haul
 import Testing
 
 @testable import HaulPostgres
@@ -129,17 +130,92 @@ struct FleetProcessTests {
         }
     }
 
-    func startWorker(_ name: String, _ database: String, into output: URL, work: URL, lease: String = "2") throws
-        -> ChildProcess
-    {
-        try ChildProcess(
+    /// A worker process named `name`, its state in `work/state-<name>`, or in `shared/<name>` with
+    /// `--shared-state`.
+    func startWorker(
+        _ name: String,
+        _ database: String,
+        into output: URL,
+        work: URL,
+        lease: String = "2",
+        shared: URL? = nil
+    ) throws -> ChildProcess {
+        let state =
+            shared.map { ["--shared-state", $0.path] } ?? [
+                "--state", work.appendingPathComponent("state-\(name)").path,
+            ]
+        return try ChildProcess(
             Self.haulPath,
-            [
-                "worker", "--queue", database, "-o", output.path, "-j", "4", "--lease", lease,
-                "--state", work.appendingPathComponent("state-\(name)").path, "--name", name,
-            ],
+            ["worker", "--queue", database, "-o", output.path, "-j", "4", "--lease", lease, "--name", name] + state,
             stderr: work.appendingPathComponent("\(name).log").path
         )
+    }
+
+    @Test(
+        "a download taken over from a killed worker: with shared state it continues from the bytes left, with local state it starts over",
+        arguments: [true, false]
+    )
+    func takeOverBytes(sharedState: Bool) async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let database = try await TestPostgres.database()
+        // /gated/: 1 MiB at once, then 16 KB/s without a Range (2 s for the rest), at once with one.
+        let size = 1024 * 1024 + 32 * 1024
+        let source = try server.makeFile("big.bin", size: size, seed: 11)
+        let list = work.appendingPathComponent("list.txt")
+        try "\(server.url("gated/big.bin").absoluteString)\n  out=big.bin\n".write(
+            to: list,
+            atomically: true,
+            encoding: .utf8
+        )
+        #expect(try await haul(["--queue", database, "-i", list.path], in: work).status == 0)
+        let output = work.appendingPathComponent("out")
+        let shared = sharedState ? work.appendingPathComponent("shared") : nil
+        let first = try startWorker("w1", database, into: output, work: work, shared: shared)
+        defer { Self.killStillRunning([first]) }
+        // Killed once its partial file holds half a MiB (the first MiB comes at once).
+        let firstState = shared?.appendingPathComponent("w1") ?? work.appendingPathComponent("state-w1")
+        let partialLength = {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: firstState.path)) ?? []
+            return names.first { $0.hasSuffix(".part") }.flatMap {
+                (try? FileManager.default.attributesOfItem(atPath: firstState.appendingPathComponent($0).path))?[.size]
+                    as? Int
+            } ?? 0
+        }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while partialLength() < 512 * 1024, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(partialLength() >= 512 * 1024)
+        first.signal(SIGKILL)
+        #expect(await first.exited() == 128 + SIGKILL)
+        let second = try startWorker("w2", database, into: output, work: work, shared: shared)
+        defer { Self.killStillRunning([second]) }
+        #expect(try await waitForQueue(database) { $0[.completed, default: 0] == 1 } == [.completed: 1])
+        second.signal(SIGTERM)
+        #expect(await second.exited() == 143)
+
+        #expect(try Data(contentsOf: output.appendingPathComponent("big.bin")) == source)
+        let rows = try PostgresConnection(database).query("SELECT attempts, finished_by FROM haul_downloads")
+        #expect(rows.count == 1 && rows[0] == ["2", "w2"], "\(rows)")
+        let requests = await server.requests(to: "/gated/big.bin", atLeast: 2)
+        #expect(requests.count == 2)
+        let again = try #require(requests.last)
+        if sharedState {
+            // From where the killed worker's partial file ended, for the rest only.
+            let start = Int64(again.range.dropFirst("bytes=".count).dropLast()) ?? -1
+            #expect(again.range.hasPrefix("bytes=") && start >= 512 * 1024, "range \(again.range)")
+            #expect(again.ifRange != "-")
+            #expect(again.status == 206)
+            #expect(again.bytesSent == Int64(size) - start)
+            #expect(try DownloadManager.journalEntries(stateDirectory: firstState).isEmpty)
+            let log = try String(contentsOf: work.appendingPathComponent("w2.log"), encoding: .utf8)
+            #expect(!log.contains(TestPostgres.password))
+        } else {
+            #expect(again.range == "-" && again.status == 200 && again.bytesSent == Int64(size))
+            // The bytes stay behind in the killed worker's own directory.
+            #expect(partialLength() >= 512 * 1024)
+        }
     }
 
     @Test("a hung worker (SIGSTOP) loses its rows to another; woken, it records nothing and stops those transfers")
