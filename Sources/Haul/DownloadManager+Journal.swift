@@ -40,6 +40,9 @@ extension DownloadManager {
     /// download then continues from those bytes under the usual rules: a `Range` from where they end,
     /// `If-Range` with the validator on record, the answer's start checked.
     ///
+    /// A download the other manager completed (its file placed, unchanged since) moves too: asking
+    /// for it here transfers nothing.
+    ///
     /// For a fleet of processes whose state directories are on storage they all share: the work of one
     /// that died is taken over by another without fetching again what it had written. The other
     /// directory's manager must be gone: its journal's lock is taken for the move (adopters wait for

@@ -33,7 +33,7 @@ struct FleetProcessTests {
     }
 
     @Test(
-        "three workers over 5,000 URLs, one SIGKILLed mid-way: every file whole, every URL completed once, fetched again only if the killed one held it"
+        "three workers over 5,000 URLs with shared state, one SIGKILLed mid-way: every file whole, every URL completed once, fetched again only if the killed one held it"
     )
     func fleetOfWorkers() async throws {
         let (server, work) = try startServerAndDirectory()
@@ -59,7 +59,7 @@ struct FleetProcessTests {
         for index in 1...3 {
             let arguments = [
                 "worker", "--queue", database, "-o", output.path, "-j", "8", "--lease", "3",
-                "--state", work.appendingPathComponent("state-\(index)").path, "--name", "w\(index)",
+                "--shared-state", work.appendingPathComponent("shared").path, "--name", "w\(index)",
             ]
             workers.append(
                 try ChildProcess(
@@ -97,7 +97,8 @@ struct FleetProcessTests {
         #expect(Set(retaken.compactMap { $0[0] }) == held)
         #expect(retaken.allSatisfy { $0[1] == "2" && $0[2] != "w2" })
         #expect(Set(rows.compactMap { $0[2] }).isSuperset(of: ["w1", "w3"]))
-        // nginx sent each URL whole once, and a second time only those rows' (begun by the killed one).
+        // nginx sent each URL whole once, and a second time only those rows' (begun by the killed one;
+        // a partial or a file it placed is taken over by the next worker, through the shared state).
         var fetched: [String: Int] = [:]
         for entry in server.accessLog() where entry.uri.contains("?n=") && entry.status == 200 {
             fetched[entry.uri, default: 0] += 1
@@ -109,11 +110,14 @@ struct FleetProcessTests {
         for (uri, times) in fetched where times > 1 {
             #expect(times == 2 && heldURIs.contains(uri), "\(uri) fetched \(times) times")
         }
+        // Resumed (206) only rows the killed worker held, never one nginx had not sent a part of.
+        let resumed = server.accessLog().filter { $0.uri.contains("?n=") && $0.status == 206 }
+        #expect(resumed.allSatisfy { heldURIs.contains($0.uri) }, "\(resumed.map(\.uri))")
         let sent = server.accessLog().filter { $0.uri.contains("?n=") }.reduce(Int64(0)) { $0 + $1.bytesSent }
         let whole = (0..<count).reduce(Int64(0)) { $0 + Int64(sources[$1 % 50].count) }
         print(
             "haul fleet test: the killed worker held \(held.count) rows; \(fetched.values.filter { $0 > 1 }.count) fetched"
-                + " again, \(sent - whole) bytes re-sent"
+                + " again whole, \(resumed.count) resumed, \(sent - whole) bytes re-sent"
         )
         // No worker wrote the database's password anywhere.
         for index in 1...3 {
@@ -215,6 +219,64 @@ struct FleetProcessTests {
             #expect(again.range == "-" && again.status == 200 && again.bytesSent == Int64(size))
             // The bytes stay behind in the killed worker's own directory.
             #expect(partialLength() >= 512 * 1024)
+        }
+    }
+
+    @Test("three workers with --per-host 3 over two hosts: never more than 3 of a host running, sampled all along")
+    func fleetWidePerHostLimit() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let database = try await TestPostgres.database()
+        let source = try server.makeFile("p.bin", size: 100_000, seed: 3)  // 0.2 s each at 512 KB/s
+        // Two hosts for one nginx: 127.0.0.1 and localhost.
+        let hosts = ["127.0.0.1", "localhost"]
+        let list = work.appendingPathComponent("list.txt")
+        try (0..<60).map { "http://\(hosts[$0 % 2]):\(server.port)/slow/p.bin?n=\($0)\n  out=\($0).bin\n" }.joined()
+            .write(to: list, atomically: true, encoding: .utf8)
+        #expect(try await haul(["--queue", database, "-i", list.path], in: work).status == 0)
+        let output = work.appendingPathComponent("out")
+        var workers: [ChildProcess] = []
+        defer { Self.killStillRunning(workers) }
+        for name in ["a", "b", "c"] {
+            workers.append(
+                try ChildProcess(
+                    Self.haulPath,
+                    [
+                        "worker", "--queue", database, "-o", output.path, "-j", "8", "--per-host", "3", "--name", name,
+                        "--state", work.appendingPathComponent("state-\(name)").path,
+                    ],
+                    stderr: work.appendingPathComponent("\(name).log").path
+                )
+            )
+        }
+        // Sampled until every row is completed: the running rows of each host.
+        let monitor = try PostgresConnection(database)
+        var highest: [String: Int] = [:]
+        var samples = 0
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            let rows = try monitor.query("SELECT host, state, count(*) FROM haul_downloads GROUP BY host, state")
+            samples += 1
+            for row in rows where row[1] == "running" {
+                let host = row[0] ?? ""
+                highest[host] = max(highest[host] ?? 0, Int(row[2] ?? "") ?? 0)
+            }
+            if rows.allSatisfy({ $0[1] == "completed" }) { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        for worker in workers {
+            worker.signal(SIGTERM)
+            #expect(await worker.exited() == 143)
+        }
+        let hostKeys = hosts.map { "\($0):\(server.port)" }
+        // Never above the limit, and the limit was used in full (24 places among three workers).
+        #expect(
+            highest == [hostKeys[0]: 3, hostKeys[1]: 3],
+            "highest running per host in \(samples) samples: \(highest)"
+        )
+        #expect(try await waitForQueue(database) { _ in true } == [.completed: 60])
+        for index in 0..<60 {
+            #expect(try Data(contentsOf: output.appendingPathComponent("\(index).bin")) == source)
         }
     }
 

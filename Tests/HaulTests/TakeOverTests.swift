@@ -98,6 +98,36 @@ struct TakeOverTests {
         for manager in managers { await manager.shutdown() }
     }
 
+    @Test("a download the gone manager completed moves as completed while its file is unchanged: nothing is sent again")
+    func completedMovesWhileIntact() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let sources = try (0..<2).map { try server.makeFile("d\($0).bin", size: 200_000, seed: UInt64(30 + $0)) }
+        let requests = (0..<2).map {
+            DownloadRequest(url: server.url("d\($0).bin"), destination: directory.appendingPathComponent("d\($0).bin"))
+        }
+        let gone = directory.appendingPathComponent("state/gone")
+        try await withDownloadManager(configuration: configuration(gone)) { manager in
+            for request in requests { _ = try await manager.download(request).finished() }
+        }
+        // The second file changed since it was placed: that one is not taken as complete.
+        try Data("changed".utf8).write(to: requests[1].destination)
+        try await withDownloadManager(configuration: configuration(directory.appendingPathComponent("state/b"))) {
+            manager in
+            let taken = try manager.takeOver(requests, from: gone)
+            #expect(taken == [requests[0].id: 200_000])
+            for request in requests {
+                let file = try await manager.download(request).finished()
+                #expect(file == request.destination)
+            }
+        }
+        for index in 0..<2 {
+            #expect(try Data(contentsOf: requests[index].destination) == sources[index])
+        }
+        #expect(server.accessLog().filter { $0.uri == "/d0.bin" }.count == 1)
+        #expect(await server.requests(to: "/d1.bin", atLeast: 2).count == 2)
+    }
+
     @Test("a journal last written in another boot (another machine) gives only its synced bytes")
     func anotherBootCutsBackToSynced() async throws {
         let (server, directory) = try startServerAndDirectory()

@@ -46,10 +46,24 @@ extension DownloadQueue {
         defer { other.close() }
         var taken: [DownloadID: Int64] = [:]
         for request in prepared {
-            guard let record = try other.record(for: request.id), record.isUnfinished, record.mayHaveStarted,
-                record.destination == request.destination || record.folder == request.folder && request.folder != nil,
-                FilePath.fileLength(other.partialPath(for: request.id)) != nil
+            guard let record = try other.record(for: request.id),
+                record.destination == request.destination || record.folder == request.folder && request.folder != nil
             else { continue }
+            if record.state == .completed {
+                // Placed whole by the gone manager, which died before telling anyone: this row says
+                // so here, while the file is still the one it placed (asking for it transfers nothing).
+                guard
+                    PlacedFile.isIntact(
+                        record.destination,
+                        length: record.totalBytes,
+                        modificationTime: record.placedModificationTime
+                    )
+                else { continue }
+            } else {
+                guard record.isUnfinished, record.mayHaveStarted,
+                    FilePath.fileLength(other.partialPath(for: request.id)) != nil
+                else { continue }
+            }
             let bytes = try catalog.withJournal(for: request.stateDirectory) {
                 journal throws(DownloadError) -> Int64? in
                 try move(request.id, record: record, from: other, into: journal)
@@ -61,7 +75,8 @@ extension DownloadQueue {
         return taken
     }
 
-    /// Moves one download's partial file and row from `other` into `journal` (locked), unless
+    /// Moves one download's partial file (none for a completed one) and row from `other` into
+    /// `journal` (locked), unless
     /// `journal`'s own row for it is queued or running, or holds as many bytes: the bytes now in
     /// `journal`'s partial file, or `nil` when nothing moved (a partial file on another file system
     /// is not copied: the download starts over).
@@ -74,6 +89,10 @@ extension DownloadQueue {
         if let own = try journal.record(for: id) {
             guard [.paused, .interrupted, .failed].contains(own.state), own.bytesCommitted < record.bytesCommitted
             else { return nil }
+        }
+        if record.state == .completed {
+            try journal.save(record, for: id)
+            return record.totalBytes ?? 0
         }
         let target = journal.partialPath(for: id)
         guard rename(other.partialPath(for: id), target) == 0 else { return nil }
