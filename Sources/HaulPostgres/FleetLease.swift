@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Haul
 
 /// Where a download of the fleet's queue stands.

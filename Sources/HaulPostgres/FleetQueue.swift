@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import Haul
 
 /// A download queue in PostgreSQL that any number of processes share: each row is claimed by one

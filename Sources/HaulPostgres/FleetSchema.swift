@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Haul
 
 /// The queue's table, its indexes and the statements that move its rows.

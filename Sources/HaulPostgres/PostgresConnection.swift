@@ -1,5 +1,6 @@
 import CHaulPostgres
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One libpq connection, used by one thread at a time (its ``FleetQueue``'s serial queue).
 ///
@@ -134,7 +135,7 @@ final class PostgresConnection {
             throw FleetError(
                 broken ? .connection : .query,
                 target: target,
-                detail: detail.trimmingCharacters(in: .whitespacesAndNewlines),
+                detail: Self.trimmed(detail),
                 sqlState: state
             )
         }
@@ -142,7 +143,12 @@ final class PostgresConnection {
 
     private static func message(_ raw: OpaquePointer?) -> String {
         guard let raw, let text = PQerrorMessage(raw) else { return "out of memory" }
-        return String(cString: text).trimmingCharacters(in: .whitespacesAndNewlines)
+        return trimmed(String(cString: text))
+    }
+
+    /// `text` without the white space and line ends libpq puts around its messages.
+    static func trimmed(_ text: String) -> String {
+        String(text.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
     }
 
     /// Whether libpq can read `connectionString`.

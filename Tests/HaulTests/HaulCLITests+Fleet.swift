@@ -135,14 +135,15 @@ struct FleetProcessTests {
     }
 
     /// A worker process named `name`, its state in `work/state-<name>`, or in `shared/<name>` with
-    /// `--shared-state`.
+    /// `--shared-state`; `extra` arguments last.
     func startWorker(
         _ name: String,
         _ database: String,
         into output: URL,
         work: URL,
         lease: String = "2",
-        shared: URL? = nil
+        shared: URL? = nil,
+        extra: [String] = []
     ) throws -> ChildProcess {
         let state =
             shared.map { ["--shared-state", $0.path] } ?? [
@@ -150,7 +151,8 @@ struct FleetProcessTests {
             ]
         return try ChildProcess(
             Self.haulPath,
-            ["worker", "--queue", database, "-o", output.path, "-j", "4", "--lease", lease, "--name", name] + state,
+            ["worker", "--queue", database, "-o", output.path, "-j", "4", "--lease", lease, "--name", name] + state
+                + extra,
             stderr: work.appendingPathComponent("\(name).log").path
         )
     }
@@ -235,20 +237,11 @@ struct FleetProcessTests {
             .write(to: list, atomically: true, encoding: .utf8)
         #expect(try await haul(["--queue", database, "-i", list.path], in: work).status == 0)
         let output = work.appendingPathComponent("out")
-        var workers: [ChildProcess] = []
-        defer { Self.killStillRunning(workers) }
-        for name in ["a", "b", "c"] {
-            workers.append(
-                try ChildProcess(
-                    Self.haulPath,
-                    [
-                        "worker", "--queue", database, "-o", output.path, "-j", "8", "--per-host", "3", "--name", name,
-                        "--state", work.appendingPathComponent("state-\(name)").path,
-                    ],
-                    stderr: work.appendingPathComponent("\(name).log").path
-                )
-            )
+        let workers = try ["a", "b", "c"].map {
+            // -j 8 each: 24 places, 30 rows of each host.
+            try startWorker($0, database, into: output, work: work, lease: "30", extra: ["-j", "8", "--per-host", "3"])
         }
+        defer { Self.killStillRunning(workers) }
         // Sampled until every row is completed: the running rows of each host.
         let monitor = try PostgresConnection(database)
         var highest: [String: Int] = [:]
