@@ -455,6 +455,24 @@ struct HaulCLITests {
         )
     }
 
+    @Test(
+        "haul loads FoundationEssentials, not the whole of Foundation with ICU (5.5 MB of RSS; HaulPostgres once pulled it in)"
+    )
+    func linksFoundationEssentialsOnly() async throws {
+        let work = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: work) }
+        let listing = work.appendingPathComponent("ldd.txt")
+        let ldd = try ChildProcess("/usr/bin/ldd", [Self.haulPath], stdout: listing.path)
+        #expect(await ldd.exited() == 0)
+        let libraries = try String(contentsOf: listing, encoding: .utf8).split(separator: "\n").compactMap {
+            $0.split(whereSeparator: { $0 == " " || $0 == "\t" }).first.map(String.init)
+        }
+        #expect(libraries.contains("libFoundationEssentials.so"))
+        #expect(libraries.contains("libcurl.so.4"))
+        let whole = libraries.filter { ["libFoundation.so", "lib_FoundationICU.so"].contains($0) }
+        #expect(whole.isEmpty, "haul loads \(whole)")
+    }
+
     static func fileSize(_ path: String) -> Int64? {
         var status = stat()
         return stat(path, &status) == 0 ? Int64(status.st_size) : nil
