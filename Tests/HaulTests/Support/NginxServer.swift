@@ -249,9 +249,25 @@ final class NginxServer: @unchecked Sendable {
     }()
 
     /// Stops nginx and removes its files.
+    ///
+    /// nginx without a master process can miss a SIGTERM that arrives just before it blocks in
+    /// `epoll_wait` with no timer armed: a CI run hung here for ten minutes, nginx asleep with the
+    /// signal handled. So the signal goes again each second until it exits, then SIGKILL.
     func stop() {
-        process.signal(SIGTERM)
-        process.wait()
+        let exited = DispatchSemaphore(value: 0)
+        Thread { [process] in
+            process.wait()
+            exited.signal()
+        }.start()
+        for _ in 0..<5 {
+            process.signal(SIGTERM)
+            if exited.wait(timeout: .now() + 1) == .success {
+                try? FileManager.default.removeItem(at: prefix)
+                return
+            }
+        }
+        process.signal(SIGKILL)
+        exited.wait()
         try? FileManager.default.removeItem(at: prefix)
     }
 
