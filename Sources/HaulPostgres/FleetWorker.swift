@@ -70,7 +70,8 @@ public final class FleetWorker: Sendable {
     /// How a download this worker holds ended in its manager.
     private enum Ending: Sendable {
         case completed(URL)
-        case failed(DownloadError)
+        /// Failed for good, with the error's text (credentials redacted).
+        case failed(reason: String)
         /// Cancelled here (a lost lease, a cancel asked for), or its manager shut down.
         case cancelled
         /// Paused here (a pause asked for, or the worker stopping).
@@ -120,7 +121,9 @@ public final class FleetWorker: Sendable {
             while let event = await feed.next() {
                 switch event.event {
                 case .completed(let file): continuation.yield(.ended(event.id, .completed(file)))
-                case .failed(let error): continuation.yield(.ended(event.id, .failed(error)))
+                case .failed(let error) where error.code == .cancelled || error.code == .shutdown:
+                    continuation.yield(.ended(event.id, .cancelled))
+                case .failed(let error): continuation.yield(.ended(event.id, .failed(reason: "\(error)")))
                 case .cancelled: continuation.yield(.ended(event.id, .cancelled))
                 case .paused: continuation.yield(.ended(event.id, .paused))
                 default: continue
@@ -176,9 +179,12 @@ public final class FleetWorker: Sendable {
         await manager.waitUntilIdle()
         reader.cancel()
         for (id, lease) in stillHeld {
-            switch manager.journalEntry(id: id)?.state {
+            let entry = manager.journalEntry(id: id)
+            switch entry?.state {
             case .completed?:
                 ended.append((lease, .completed(lease.destination)))
+            case .failed?:
+                ended.append((lease, .failed(reason: entry?.lastError ?? "failed")))
             default:
                 ended.append((lease, .paused))
             }
@@ -230,7 +236,7 @@ public final class FleetWorker: Sendable {
         var refused: [(FleetLease, Ending)] = []
         for rejection in summary.rejected {
             if let lease = held.leases.removeValue(forKey: requests[rejection.index].id) {
-                refused.append((lease, .failed(rejection.error)))
+                refused.append((lease, .failed(reason: "\(rejection.error)")))
             }
         }
         if !refused.isEmpty { try await record(refused, requested: [:]) }
@@ -312,12 +318,10 @@ public final class FleetWorker: Sendable {
             switch ending {
             case .completed:
                 break
-            case .failed(let error) where error.code == .cancelled || error.code == .shutdown:
-                released.append(lease)  // its manager shut down
-            case .failed(let error):
-                outcomes.append(FleetOutcome(lease, .failed(reason: "\(error)")))
+            case .failed(let reason):
+                outcomes.append(FleetOutcome(lease, .failed(reason: reason)))
             case .cancelled, .paused:
-                released.append(lease)  // stopped here: any worker may take it
+                released.append(lease)  // stopped here, or its manager shut down: any worker may take it
             }
         }
         let recorded = try await persisting("record") { try await queue.record(outcomes) }

@@ -84,6 +84,33 @@ struct FleetWorkerTests {
         for worker in workers { await worker.manager.shutdown() }
     }
 
+    @Test(
+        "a download that fails for good (a 404) is recorded failed with its reason; the others complete; until-empty returns"
+    )
+    func failuresAreRecorded() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let database = try await TestPostgres.database()
+        let source = try server.makeFile("here.bin", size: 30_000, seed: 9)
+        let requests = [
+            DownloadRequest(url: server.url("here.bin"), destination: directory.appendingPathComponent("out/a.bin")),
+            DownloadRequest(url: server.url("missing.bin"), destination: directory.appendingPathComponent("out/b.bin")),
+            DownloadRequest(url: server.url("here.bin?2"), destination: directory.appendingPathComponent("out/c.bin")),
+        ]
+        let worker = try await worker(database, name: "w", state: directory.appendingPathComponent("state"))
+        #expect(try await worker.queue.enqueue(requests) == 3)
+        try await worker.run(untilEmpty: true)
+        #expect(try await worker.queue.counts() == [.completed: 2, .failed: 1])
+        let failed = try #require(try await worker.queue.entry(requests[1].id))
+        #expect(failed.state == .failed && failed.finishedBy == "w")
+        #expect(failed.lastError?.contains("404") == true, "\(failed.lastError ?? "")")
+        #expect(!FileManager.default.fileExists(atPath: requests[1].destination.path))
+        for index in [0, 2] {
+            #expect(try Data(contentsOf: requests[index].destination) == source)
+        }
+        await worker.manager.shutdown()
+    }
+
     @Test("a dead worker's rows are taken over when its leases expire; its late completions change nothing")
     func takeover() async throws {
         let (server, directory) = try startServerAndDirectory()
