@@ -20,7 +20,8 @@ public enum FleetState: String, Sendable, Hashable, CaseIterable {
 /// A download this worker claimed: its row's id and what it needs to fetch it, with the lease's
 /// version, which every later change of the row must show (fencing).
 public struct FleetLease: Sendable, Hashable {
-    /// The download's id (``DownloadRequest/id``: its destination's).
+    /// The row's id in the queue (``DownloadRequest/id`` of the request queued; for one queued by a
+    /// relative name, that name's id taken from `/`, whoever queued it).
     public let id: DownloadID
     /// Where it comes from (never with credentials: the queue holds none).
     public let url: URL
@@ -40,6 +41,10 @@ public struct FleetLease: Sendable, Hashable {
     /// or died and lost it. Its state directory may hold the row's bytes
     /// (``FleetWorker/init(queue:manager:concurrency:sharedStateDirectory:pollInterval:logger:)``).
     public let previousWorker: String?
+    /// ``request``'s id in the worker's manager (its destination's, under the worker's output
+    /// folder: for a row queued by a relative name, not ``id``), hashed once here rather than at
+    /// each lookup of a held download.
+    let requestID: DownloadID
 
     init?(row: [String?], outputFolder: URL) {
         guard row.count >= 8, let head = FleetSchema.RowHead(row, outputFolder: outputFolder),
@@ -51,6 +56,7 @@ public struct FleetLease: Sendable, Hashable {
         self.version = version
         self.attempts = attempts
         previousWorker = row.count > 8 ? row[8] : nil
+        requestID = DownloadRequest(url: head.url, destination: head.destination, priority: head.priority).id
     }
 
     /// The request a worker's ``DownloadManager`` runs for this lease.

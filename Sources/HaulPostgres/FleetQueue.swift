@@ -335,7 +335,7 @@ public final class FleetQueue: @unchecked Sendable {
                 sinceLook = .now
                 let row = try await Self.onQueue(listening) { () throws(FleetError) -> [String?]? in
                     try box.value.query(
-                        "SELECT \(FleetSchema.entryColumns) FROM haul_downloads WHERE id = $1",
+                        FleetSchema.entryByID,
                         [id.rawValue]
                     )
                     .first
@@ -423,7 +423,7 @@ public final class FleetQueue: @unchecked Sendable {
     public func entry(_ id: DownloadID) async throws(FleetError) -> FleetEntry? {
         let outputFolder = configuration.outputFolder
         return try await run { connection throws(FleetError) -> FleetEntry? in
-            try connection.query("SELECT \(FleetSchema.entryColumns) FROM haul_downloads WHERE id = $1", [id.rawValue])
+            try connection.query(FleetSchema.entryByID, [id.rawValue])
                 .first.flatMap { FleetEntry(row: $0, outputFolder: outputFolder) }
         }
     }

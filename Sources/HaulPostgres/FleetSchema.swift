@@ -133,6 +133,9 @@ enum FleetSchema {
     static let entryColumns =
         "id, url, destination, host, priority, state, owner, lease_version, attempts, bytes, last_error, finished_by"
 
+    /// $1 the id: the row ``FleetEntry`` reads.
+    static let entryByID = "SELECT \(entryColumns) FROM haul_downloads WHERE id = $1"
+
     /// The first five columns every read of a row starts with: id, url, destination, host, priority.
     struct RowHead {
         let id: DownloadID

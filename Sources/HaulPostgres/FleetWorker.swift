@@ -163,7 +163,7 @@ public final class FleetWorker: Sendable {
                     let batch = ended
                     ended.removeAll()
                     try await record(batch, requested: held.requested)
-                    for (lease, _) in batch { held.requested[lease.request.id] = nil }
+                    for (lease, _) in batch { held.requested[lease.requestID] = nil }
                 }
                 try await claim(into: &held)
                 if untilEmpty, held.leases.isEmpty, ended.isEmpty { break }
@@ -205,16 +205,16 @@ public final class FleetWorker: Sendable {
         let leases = Array(held.leases.values)
         let renewal = try await persisting("renew") { try await queue.renew(leases) }
         for (lease, state) in renewal.requested
-        where held.requested.updateValue(state, forKey: lease.request.id) == nil {
-            let download = manager.download(id: lease.request.id)
+        where held.requested.updateValue(state, forKey: lease.requestID) == nil {
+            let download = manager.download(id: lease.requestID)
             if state == .cancelled { download?.cancel() } else { download?.pause() }
         }
-        for lease in renewal.lost where held.lost.insert(lease.request.id).inserted {
+        for lease in renewal.lost where held.lost.insert(lease.requestID).inserted {
             logger.warning(
                 "a lease was taken over: the download stops here",
                 metadata: ["haul.download.id": "\(lease.id)", "haul.url": "\(lease.url)"]
             )
-            manager.download(id: lease.request.id)?.cancel()
+            manager.download(id: lease.requestID)?.cancel()
         }
     }
 
@@ -227,15 +227,14 @@ public final class FleetWorker: Sendable {
         takeOverBytes(of: claimed)
         var requests: [DownloadRequest] = []
         for lease in claimed {
-            let request = lease.request
-            held.leases[request.id] = lease
-            requests.append(request)
+            held.leases[lease.requestID] = lease
+            requests.append(lease.request)
         }
         let summary = try manager.enqueue(requests)
         // Refused here (a destination that is a folder): failed for the fleet, with the reason.
         var refused: [(FleetLease, Ending)] = []
         for rejection in summary.rejected {
-            if let lease = held.leases.removeValue(forKey: requests[rejection.index].id) {
+            if let lease = held.leases.removeValue(forKey: claimed[rejection.index].requestID) {
                 refused.append((lease, .failed(reason: "\(rejection.error)")))
             }
         }
@@ -311,7 +310,7 @@ public final class FleetWorker: Sendable {
                 outcomes.append(FleetOutcome(lease, .completed(bytes: bytes)))
                 continue
             }
-            if let state = requested[lease.request.id] {
+            if let state = requested[lease.requestID] {
                 settled[state, default: []].append(lease)  // paused or cancelled as asked
                 continue
             }
