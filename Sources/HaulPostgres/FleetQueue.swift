@@ -104,7 +104,7 @@ public final class FleetQueue: @unchecked Sendable {
         }
         var rows: [[String?]] = []
         for request in requests {
-            guard request.url.user == nil, request.url.password == nil, request.headers.isEmpty else {
+            guard !request.url.hasCredentials, request.headers.isEmpty else {
                 throw FleetError(
                     .invalidArgument,
                     target: target,

@@ -2,7 +2,7 @@ import FoundationEssentials
 
 extension URL {
     /// Whether it carries a user name or a password.
-    var hasCredentials: Bool { user != nil || password != nil }
+    package var hasCredentials: Bool { user != nil || password != nil }
 
     /// The URL as text with any user name and password removed, safe for logs, events and errors.
     package var redactedString: String {
