@@ -1,6 +1,7 @@
 import CHaulPostgres
 import FoundationEssentials
 import Glibc
+import Haul
 
 /// One libpq connection, used by one thread at a time (its ``FleetQueue``'s serial queue).
 ///
@@ -135,7 +136,7 @@ final class PostgresConnection {
             throw FleetError(
                 broken ? .connection : .query,
                 target: target,
-                detail: Self.trimmed(detail),
+                detail: detail.trimmingWhitespace,
                 sqlState: state
             )
         }
@@ -143,12 +144,7 @@ final class PostgresConnection {
 
     private static func message(_ raw: OpaquePointer?) -> String {
         guard let raw, let text = PQerrorMessage(raw) else { return "out of memory" }
-        return trimmed(String(cString: text))
-    }
-
-    /// `text` without the white space and line ends libpq puts around its messages.
-    static func trimmed(_ text: String) -> String {
-        String(text.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+        return String(cString: text).trimmingWhitespace
     }
 
     /// Whether libpq can read `connectionString`.

@@ -3,7 +3,7 @@
 /// uses Haul).
 extension StringProtocol {
     /// Without leading and trailing spaces, tabs, carriage returns and line feeds.
-    var trimmingWhitespace: String { String(trimmedWhitespace) }
+    package var trimmingWhitespace: String { String(trimmedWhitespace) }
 
     /// Without leading and trailing spaces, tabs, carriage returns and line feeds, as a slice (no copy).
     var trimmedWhitespace: SubSequence {
