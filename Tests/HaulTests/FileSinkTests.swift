@@ -359,6 +359,106 @@ struct FileSinkTests {
         #expect(left == ["0.bin", "1.bin", "3.bin", "4.bin", "5.bin", "open.part"], "\(left)")
     }
 
+    @Test("a whole file is linked straight at its destination: one name, no partial left, nothing replaced in part")
+    func wholeFileLinkedAtDestination() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let state = directory.appendingPathComponent(".haul").path
+        #expect(FilePath.makeDirectories(state) == nil)
+        let pool = BufferPool(bufferSize: 64 * 1024, idleLimit: 4)
+        func finish(
+            _ name: String,
+            _ data: [UInt8],
+            truncatingOlderPartial: Bool = false,
+            replaces: FinishJob.Replacement = .any
+        ) throws -> Result<PlacedFile, DownloadError> {
+            let partial = "\(state)/\(name).part"
+            let sink = try FileSink(path: partial, pool: pool, startsEmpty: !truncatingOlderPartial)
+            if truncatingOlderPartial { try sink.truncate() }  // a restart from zero over an older partial
+            #expect(try append(data, to: sink, at: 1) == false)
+            var job = FinishJob(
+                id: DownloadID(rawValue: name),
+                partialPath: partial,
+                destination: directory.appendingPathComponent(name).path,
+                remainder: sink.handOff(),
+                writeWhole: true,
+                keepDestination: false,
+                expectedSize: Int64(data.count),
+                expectedChecksum: nil,
+                url: "http://h/\(name)"
+            )
+            job.replaces = replaces
+            return job.perform()
+        }
+        func links(_ path: String) -> Int {
+            var status = stat()
+            return stat(path, &status) == 0 ? Int(status.st_nlink) : 0
+        }
+
+        // Nothing at the destination: the file appears there, whole, with one name (none left in
+        // the state directory), and the placed length and time are the destination's.
+        let fresh = bytes(40 * 1024, seed: 41)
+        let placed = try finish("fresh.bin", fresh).get()
+        let freshPath = directory.appendingPathComponent("fresh.bin").path
+        #expect(contents(freshPath) == fresh)
+        #expect(links(freshPath) == 1)
+        #expect(placed.path == nil)
+        #expect(placed == PlacedFile.at(freshPath))
+
+        // An older partial this download started over from: gone once the new file is placed.
+        let older = "\(state)/restarted.bin.part"
+        #expect(FileManager.default.createFile(atPath: older, contents: Data(repeating: 0xEE, count: 100_000)))
+        let restarted = bytes(30 * 1024, seed: 42)
+        _ = try finish("restarted.bin", restarted, truncatingOlderPartial: true).get()
+        #expect(contents(directory.appendingPathComponent("restarted.bin").path) == restarted)
+        #expect(!FileManager.default.fileExists(atPath: older))
+
+        // A file already at the destination of a download to that file: replaced whole (renamed
+        // over, as before), never written into.
+        let taken = directory.appendingPathComponent("taken.bin").path
+        #expect(FileManager.default.createFile(atPath: taken, contents: Data(repeating: 0xAB, count: 90_000)))
+        let replacing = bytes(20 * 1024, seed: 43)
+        _ = try finish("taken.bin", replacing).get()
+        #expect(contents(taken) == replacing)
+        #expect(links(taken) == 1)
+
+        // A download into a folder never replaces a file that is not its own: it takes the next name.
+        let mine = bytes(10 * 1024, seed: 44)
+        let beside = try finish("taken.bin", mine, replaces: .ownOnly(placedModificationTime: nil)).get()
+        #expect(contents(taken) == replacing)
+        let besidePath = try #require(beside.path)
+        #expect(besidePath != taken)
+        #expect(contents(besidePath) == mine)
+
+        // A wrong length fails before anything is named.
+        var wrong = FinishJob(
+            id: DownloadID(rawValue: "wrong"),
+            partialPath: "\(state)/wrong.part",
+            destination: directory.appendingPathComponent("wrong.bin").path,
+            remainder: try {
+                let sink = try FileSink(path: "\(state)/wrong.part", pool: pool, startsEmpty: true)
+                #expect(try append(bytes(20 * 1024, seed: 45), to: sink, at: 1) == false)
+                return sink.handOff()
+            }(),
+            writeWhole: true,
+            keepDestination: false,
+            expectedSize: 20 * 1024 - 1,
+            expectedChecksum: nil,
+            url: "http://h/wrong.bin"
+        )
+        wrong.replaces = .any
+        guard case .failure(let error) = wrong.perform() else {
+            Issue.record("a file of the wrong length was placed")
+            return
+        }
+        #expect(error.code == .checksumMismatch)
+        let left = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+        let placedNames = [".haul", "fresh.bin", "restarted.bin", "taken.bin", FilePath.lastComponent(of: besidePath)]
+        #expect(left == placedNames.sorted())
+        #expect(try FileManager.default.contentsOfDirectory(atPath: state).isEmpty)
+        #expect(pool.inUseCount == 0)
+    }
+
     @Test("a partial file deleted before it is moved into place fails the download; it is never reported complete")
     func partialDeletedBeforeFinish() throws {
         let directory = try makeTemporaryDirectory()

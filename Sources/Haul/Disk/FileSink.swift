@@ -53,6 +53,9 @@ final class FileSink {
 
     /// Whether the file is emptied when first opened: its bytes, if any, are not this download's.
     private var replacesFile = false
+    /// Whether a file may be at `path`: found there, truncated or opened by this sink (a sink that
+    /// starts empty does not look).
+    private var pathMayHoldFile = false
 
     /// The partial file at `path` (which need not exist yet), continued after its current bytes; its
     /// buffer comes from `pool` when bytes arrive. With `startsEmpty`, the file is not looked at and
@@ -75,6 +78,7 @@ final class FileSink {
         var status = stat()
         if stat(path, &status) == 0 {
             committedLength = Int64(status.st_size)
+            pathMayHoldFile = true
         } else if errno == ENOENT {
             committedLength = 0
         } else {
@@ -227,6 +231,7 @@ final class FileSink {
         guard status == 0 || (descriptor < 0 && errno == ENOENT) else {
             throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "ftruncate failed")
         }
+        if status == 0 { pathMayHoldFile = true }
         committedLength = 0
     }
 
@@ -255,7 +260,8 @@ final class FileSink {
             count: buffered,
             offset: committedLength,
             pool: pool,
-            replacesFile: replacesFile && descriptor < 0
+            replacesFile: replacesFile && descriptor < 0,
+            partialMayExist: pathMayHoldFile
         )
     }
 
@@ -266,6 +272,7 @@ final class FileSink {
         }
         openFiles.opened()
         replacesFile = false
+        pathMayHoldFile = true
     }
 
     private func closeDescriptor() {

@@ -12,6 +12,9 @@ struct PartialRemainder: @unchecked Sendable {
     let pool: BufferPool
     /// Whether the file, when it must be opened, is emptied first (see `FileSink.init`).
     var replacesFile = false
+    /// Whether a file may be at the partial path (the sink found, truncated or opened one): a whole
+    /// file named elsewhere must not leave it behind.
+    var partialMayExist = false
     /// `descriptor` is a nameless file that already holds the first `offset` bytes, the whole
     /// download (``writtenNameless(in:)``); ``writeWhole(to:tryNameless:)`` syncs and names it.
     var isNameless = false
@@ -38,6 +41,7 @@ struct PartialRemainder: @unchecked Sendable {
             count: 0,
             offset: Int64(count),
             pool: pool,
+            partialMayExist: partialMayExist,
             isNameless: true
         )
     }
