@@ -159,14 +159,13 @@ struct FinishJob: Sendable {
         return .success(placed)
     }
 
-    /// `destination` when nothing is there or the file there is the one Haul placed for this
-    /// download; else the first of `destination.1`, `destination.2`… where nothing is.
     /// A whole file in the nameless, synced `descriptor` linked straight at its destination, where no
     /// file is there: one directory entry made, where naming it in the state directory and renaming
-    /// it into place made two (`linkat` and `rename`, each a journaled change on a disk: measured in
-    /// RESULTS.md's (i)). The destination appears whole, as a rename makes it. `nil`, with nothing
-    /// changed, where it cannot be linked so (a file at the destination, a folder missing, the state
-    /// directory on another file system, no /proc): the caller names and renames it as before.
+    /// it into place made two (`linkat` and `rename`, each a journaled change on a disk; `haul -i`
+    /// over 10,000 files to ext4 made 0.01 `rename` per file, was 1.00). The destination appears
+    /// whole, as a rename makes it. `nil`, with nothing changed, where it cannot be linked so (a file
+    /// at the destination, a folder missing, the state directory on another file system, no /proc):
+    /// the caller names and renames it as before.
     /// Checksums read the file by its path in the state directory, so such files go that way too.
     private func linkedIntoPlace(_ descriptor: Int32) -> Result<PlacedFile, DownloadError>? {
         var status = stat()
@@ -189,6 +188,8 @@ struct FinishJob: Sendable {
         return .success(placed)
     }
 
+    /// `destination` when nothing is there or the file there is the one Haul placed for this
+    /// download; else the first of `destination.1`, `destination.2`… where nothing is.
     private func freeName(ownModificationTime: Double?) -> String {
         guard let existing = PlacedFile.at(destination) else { return destination }
         if let own = ownModificationTime, abs(existing.modificationTime - own) < 1e-6 { return destination }
