@@ -232,10 +232,45 @@ struct DownloadErrorTests {
         #expect(a.rawValue.count == 32 && a.rawValue.allSatisfy(\.isHexDigit))
         // The first 128 bits of SHA-256("haul/1\n" + path): `printf 'haul/1\n/tmp/a' | sha256sum`.
         #expect(a.rawValue == "e569e2163383c241ed7db5fd68f3084a")
+        // Non-ASCII paths are hashed as their UTF-8 bytes.
+        #expect(DownloadID(destinationPath: "/tmp/données/é.bin").rawValue == "ef414af0fc65c15314047118b99c0ea4")
         // The public form standardizes the destination, as the manager does.
         #expect(DownloadID(destination: URL(fileURLWithPath: "/tmp/x/../a")) == a)
         #expect(DownloadID(destination: URL(fileURLWithPath: "/tmp/./a")) == a)
         #expect(DownloadID(destination: URL(fileURLWithPath: "/tmp//a")) == a)
+    }
+
+    @Test("a request's id follows every change of what it is made of")
+    func requestIDFollowsChanges() {
+        let folder = URL(fileURLWithPath: "/tmp/folder", isDirectory: true)
+        var request = DownloadRequest(
+            url: URL(string: "https://example.com/a.bin")!,
+            destination: URL(fileURLWithPath: "/tmp/a.bin")
+        )
+        #expect(request.id == DownloadID(destinationPath: "/tmp/a.bin"))
+        request.destination = URL(fileURLWithPath: "/tmp/b.bin")
+        #expect(request.id == DownloadID(destinationPath: "/tmp/b.bin"))
+        request.destination.deleteLastPathComponent()
+        request.destination.appendPathComponent("c.bin")
+        #expect(request.id == DownloadID(destinationPath: "/tmp/c.bin"))
+        // A download to a file is its file, whatever its URL.
+        request.url = URL(string: "https://example.com/other.bin")!
+        #expect(request.id == DownloadID(destinationPath: "/tmp/c.bin"))
+        request.destination = folder
+        request.takesFileNameFromServer = true
+        #expect(request.id == DownloadID(url: request.url, folder: folder))
+        request.url = URL(string: "https://example.com/a.bin")!
+        #expect(request.id == DownloadID(url: URL(string: "https://example.com/a.bin")!, folder: folder))
+        request.key = "object-7"
+        #expect(request.id == DownloadID(key: "object-7", folder: folder))
+        request.url = URL(string: "https://example.com/signed?sig=B")!
+        #expect(request.id == DownloadID(key: "object-7", folder: folder))
+        request.takesFileNameFromServer = false
+        #expect(request.id == DownloadID(destinationPath: "/tmp/folder"))
+        let byFolder = DownloadRequest(url: URL(string: "https://example.com/d.bin")!, folder: folder)
+        #expect(byFolder.id == DownloadID(url: URL(string: "https://example.com/d.bin")!, folder: folder))
+        // Equal requests have equal ids, and the id takes no part in equality of its own.
+        #expect(byFolder == DownloadRequest(url: URL(string: "https://example.com/d.bin")!, folder: folder))
     }
 
     @Test("paths that need no standardizing are recognised, and only those")

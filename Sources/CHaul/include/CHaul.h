@@ -22,6 +22,10 @@
 #include <unistd.h>
 #include <sys/syscall.h>
 
+/// The SHA-256 of the `length` bytes at `data`, into the 32 bytes at `digest`: 1, or 0 where
+/// libcrypto has none. Fetches the implementation once per process (see shim.c).
+int CHaul_sha256(const void *data, size_t length, unsigned char *digest);
+
 typedef size_t (*CHaul_data_callback)(char *ptr, size_t size, size_t nmemb, void *userdata);
 
 // MARK: easy handle options

@@ -48,20 +48,23 @@ public struct DownloadID: Hashable, Sendable, CustomStringConvertible {
     }
 
     private init(hashing text: String) {
-        var digest = [UInt8](repeating: 0, count: 32)
-        var bytes = Array(text.utf8)
-        var length: UInt32 = 0
-        let status = EVP_Digest(&bytes, bytes.count, &digest, &length, EVP_sha256(), nil)
-        precondition(status == 1 && length == 32, "SHA-256 is not available from libcrypto")
-        let hex: [UInt8] = Array("0123456789abcdef".utf8)
-        var text = [UInt8]()
-        text.reserveCapacity(32)
-        for byte in digest.prefix(16) {
-            text.append(hex[Int(byte >> 4)])
-            text.append(hex[Int(byte & 0x0f)])
+        var text = text
+        self.rawValue = text.withUTF8 { bytes in
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { digest in
+                let status = CHaul_sha256(bytes.baseAddress, bytes.count, digest.baseAddress)
+                precondition(status == 1, "SHA-256 is not available from libcrypto")
+                return String(unsafeUninitializedCapacity: 32) { hex in
+                    for (index, byte) in digest.prefix(16).enumerated() {
+                        hex[2 * index] = Self.hexDigits[Int(byte >> 4)]
+                        hex[2 * index + 1] = Self.hexDigits[Int(byte & 0x0f)]
+                    }
+                    return 32
+                }
+            }
         }
-        self.rawValue = String(decoding: text, as: UTF8.self)
     }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// The raw value.
     public var description: String { rawValue }
