@@ -240,12 +240,24 @@ extension DownloadQueue {
         let download: Download
         let isNew: Bool
         let foundComplete = if case .complete = outcome { true } else { false }
-        // Found complete while someone follows the feed: a handle (released once they read it) tells
-        // them, with ``Download/wasAlreadyComplete``, as a caller of `download(…)` is told.
-        if creatingHandle || (foundComplete && catalog.feed.hasSubscribers) {
+        if creatingHandle {
             (download, isNew) = catalog.handle(request.id) {
                 // A download into a folder shows the file it chose, once it chose one.
                 makeHandle(for: request, destinationPath: record.destination, progress: progress)
+            }
+        } else if foundComplete && catalog.feed.hasSubscribers {
+            // Found complete while someone follows the feed: a handle (released once they read it)
+            // tells them, with ``Download/wasAlreadyComplete``, as a caller of `download(…)` is told.
+            // The catalog does not keep it (its download ends with these events, and the catalog
+            // replaces an ended handle anyway): no weak reference, whose side table cost an
+            // allocation per row and a slower release on the reader's thread, on a rerun of
+            // 100,000 finished URLs.
+            if let live = catalog.existingHandle(request.id), !live.hub.isClosed {
+                (download, isNew) = (live, false)
+            } else {
+                (download, isNew) = (
+                    makeHandle(for: request, destinationPath: record.destination, progress: progress), true
+                )
             }
         } else if let live = catalog.existingHandle(request.id) {
             (download, isNew) = (live, false)
@@ -254,7 +266,7 @@ extension DownloadQueue {
             if case .queued = outcome, catalog.feed.hasSubscribers {
                 catalog.feed.publish(
                     DownloadManagerEvent(
-                        id: request.id,
+                        id: request.takesFileNameFromServer ? request.id : DownloadID(destinationPath: destination),
                         destinationPath: record.destination,
                         event: .queued,
                         download: nil
