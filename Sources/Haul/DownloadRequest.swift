@@ -4,9 +4,13 @@ import Logging
 /// One download to queue with ``DownloadManager/enqueue(_:)``.
 public struct DownloadRequest: Sendable, Hashable {
     /// An absolute `http` or `https` URL.
-    public var url: URL
+    public var url: URL {
+        didSet { if takesFileNameFromServer, key == nil { identify() } }
+    }
     /// Where the whole file goes; or, when ``takesFileNameFromServer``, the folder it goes into.
-    public var destination: URL
+    public var destination: URL {
+        didSet { identify() }
+    }
     /// Higher priorities are admitted first; first in, first out within one priority.
     public var priority: Int
     /// The whole file's expected digest, checked before it is moved into place: a mismatch fails
@@ -32,14 +36,18 @@ public struct DownloadRequest: Sendable, Hashable {
     /// written, and is recorded: it stays across resumes and restarts. ``Download/destination``
     /// tells it. Such a download is its folder and URL (its id is theirs), as a download to a file
     /// is its file. Off by default (as `wget --content-disposition`).
-    public var takesFileNameFromServer = false
+    public var takesFileNameFromServer = false {
+        didSet { identify() }
+    }
     /// What makes a download that takes its file name from the server the same download when it is
     /// asked for again (its id, with its folder): by default its URL, without user name, password
     /// and fragment. Give a key of your own (an object's name, a database id) when the URL changes
     /// between requests, as a signed link does, so that the bytes on disk continue (if the new URL's
     /// answer proves the same file) instead of starting a second download. A download to a file is
     /// its file, whatever its URL; this is not used for it.
-    public var key: String?
+    public var key: String? {
+        didSet { if takesFileNameFromServer { identify() } }
+    }
     /// This download's bandwidth limit in bytes per second, instead of the manager's default per
     /// download (``RateLimits/perDownload``); the host's and the manager's limits still hold.
     /// Recorded in the journal; ``Download/setMaxBytesPerSecond(_:)`` changes it while it runs.
@@ -71,9 +79,19 @@ public struct DownloadRequest: Sendable, Hashable {
     /// or for one that takes its file name from the server, its folder's and its ``key`` or URL's.
     /// Two requests with one id are one download. Lets a caller of ``DownloadManager/enqueue(_:)``
     /// follow its requests on ``DownloadManager/events`` without a handle for each.
-    public var id: DownloadID {
-        guard takesFileNameFromServer else { return DownloadID(destination: destination) }
-        return key.map { DownloadID(key: $0, folder: destination) } ?? DownloadID(url: url, folder: destination)
+    public var id: DownloadID { identity.value }
+    /// ``id``, derived once per change of what it is made of rather than at every read: `haul`
+    /// reads it to follow a request and the manager again to write its row (a SHA-256 and a file
+    /// URL's path each time).
+    private var identity = Unhashed(value: DownloadID(rawValue: ""))
+
+    private mutating func identify() {
+        identity.value =
+            if !takesFileNameFromServer {
+                DownloadID(destination: destination)
+            } else {
+                key.map { DownloadID(key: $0, folder: destination) } ?? DownloadID(url: url, folder: destination)
+            }
     }
 
     /// A request for `url` into `folder`, under the name the server gives
@@ -97,6 +115,7 @@ public struct DownloadRequest: Sendable, Hashable {
             headers: headers
         )
         self.takesFileNameFromServer = true
+        identify()
     }
 
     /// A request for `url` to `destination`.
@@ -116,6 +135,7 @@ public struct DownloadRequest: Sendable, Hashable {
         self.expectedSize = expectedSize
         self.userAgent = userAgent
         self.headers = headers
+        identify()
     }
 }
 

@@ -93,7 +93,7 @@ extension DownloadQueue {
         return PreparedRequest(
             url: url,
             destination: destination,
-            id: request.takesFileNameFromServer ? request.id : DownloadID(destinationPath: destination),
+            id: request.id,
             stateDirectory: stateDirectory,
             priority: request.priority,
             checksum: request.checksum,
@@ -266,7 +266,7 @@ extension DownloadQueue {
             if case .queued = outcome, catalog.feed.hasSubscribers {
                 catalog.feed.publish(
                     DownloadManagerEvent(
-                        id: request.takesFileNameFromServer ? request.id : DownloadID(destinationPath: destination),
+                        id: request.id,
                         destinationPath: record.destination,
                         event: .queued,
                         download: nil
