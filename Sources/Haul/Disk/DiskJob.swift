@@ -37,7 +37,7 @@ enum DiskJob: Sendable {
             case finish(FinishJob, FinishJob.Staged)
         }
         var steps: [Step] = []
-        var descriptors: [Int32] = []
+        var files: [(descriptor: Int32, folder: String)] = []
         for job in batch {
             switch job {
             case .checkpoint(let id, let directory, let path, _, let segments):
@@ -46,18 +46,19 @@ enum DiskJob: Sendable {
                     steps.append(.done(.synced(id, directory: directory, bytes: -1, segments: segments)))
                     continue
                 }
-                descriptors.append(descriptor)
+                files.append((descriptor, FilePath.directory(of: path)))
                 steps.append(.checkpoint(descriptor))
             case .finish(let finish):
                 switch finish.stage() {
                 case .ended(let result): steps.append(.done(.finished(finish.id, result)))
                 case .written(let staged):
-                    descriptors.append(staged.descriptor)
+                    // Nameless or not, its file is in the partial file's folder until it is named.
+                    files.append((staged.descriptor, FilePath.directory(of: finish.partialPath)))
                     steps.append(.finish(finish, staged))
                 }
             }
         }
-        let synced = descriptors.count >= groupSync && syncTogether(descriptors)
+        let synced = files.count >= groupSync && syncTogether(files)
         return zip(batch, steps).map { job, step in
             switch step {
             case .done(let result):
@@ -75,15 +76,18 @@ enum DiskJob: Sendable {
         }
     }
 
-    /// One `syncfs` per file system the `descriptors` are on: whether all succeeded. A file system in
+    /// One `syncfs` per file system the `files` are on: whether all succeeded. A file system in
     /// memory (tmpfs, ramfs) has nothing to write back: its `fdatasync` does nothing, while its
     /// `syncfs` walks every inode it holds (milliseconds with thousands of files), so it is skipped.
-    private static func syncTogether(_ descriptors: [Int32]) -> Bool {
+    /// Files in one folder are on one file system: one `fstat` per folder tells which (one per file
+    /// was a third of `haul -i`'s `newfstatat`s).
+    private static func syncTogether(_ files: [(descriptor: Int32, folder: String)]) -> Bool {
+        var folders: Set<String> = []
         var fileSystems: [UInt64: Int32] = [:]
         var status = stat()
-        for descriptor in descriptors {
-            guard fstat(descriptor, &status) == 0 else { return false }
-            if fileSystems[UInt64(status.st_dev)] == nil { fileSystems[UInt64(status.st_dev)] = descriptor }
+        for file in files where folders.insert(file.folder).inserted {
+            guard fstat(file.descriptor, &status) == 0 else { return false }
+            if fileSystems[UInt64(status.st_dev)] == nil { fileSystems[UInt64(status.st_dev)] = file.descriptor }
         }
         return fileSystems.values.allSatisfy { CHaul_isInMemory($0) != 0 || CHaul_syncfs($0) == 0 }
     }
