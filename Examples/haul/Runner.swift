@@ -120,14 +120,10 @@ struct Runner {
                         }
                         let item = items[index]
                         let path = event.destinationPath
-                        // The file's name: what follows the last "/" (the plan's paths never end in one).
-                        let name = item.destination.lastIndex(of: "/").map {
-                            String(item.destination[item.destination.index(after: $0)...])
-                        }
                         reporter.report(
                             event.event,
                             index: index,
-                            name: name ?? item.destination,
+                            name: FilePath.lastComponent(of: item.destination),
                             url: Reporter.shown(item.url),
                             path: path,
                             download: event.download

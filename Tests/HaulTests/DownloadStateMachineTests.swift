@@ -461,6 +461,12 @@ struct RetryTests {
         #expect(FilePath.lastComponent(of: "/a/b/c.bin") == "c.bin")
         #expect(FilePath.lastComponent(of: "c.bin") == "c.bin")
         #expect(FilePath.lastComponent(of: "/a/b/") == "b")
+        // The root stays itself; names that are one character of several bytes are names.
+        #expect(FilePath.directory(of: "/") == "/")
+        #expect(FilePath.lastComponent(of: "/") == "")
+        #expect(FilePath.directory(of: "/données/é/") == "/données")
+        #expect(FilePath.lastComponent(of: "/données/é/") == "é")
+        #expect(FilePath.lastComponent(of: "é") == "é")
         #expect("  a b \t\r\n".trimmingWhitespace == "a b")
         #expect(" \n ".trimmingWhitespace == "")
 

@@ -2,19 +2,20 @@ import FoundationEssentials
 import Glibc
 
 /// POSIX path pieces, as `dirname` and `basename` take them apart (without their special cases for
-/// `/` and `..`, which no file Haul writes is called).
-enum FilePath {
+/// `/` and `..`, which no file Haul writes is called). A path's length is read in bytes, not in
+/// characters: counting characters walks the whole path, per file on the disk lanes.
+package enum FilePath {
     /// Everything before the last `/` (without trailing slashes), or "" for a bare name.
     static func directory(of path: String) -> String {
-        let trimmed = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+        let trimmed = path.utf8.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
         guard let slash = trimmed.lastIndex(of: "/") else { return "" }
         if slash == trimmed.startIndex { return "/" }
         return String(trimmed[..<slash])
     }
 
     /// Everything after the last `/` (ignoring trailing slashes).
-    static func lastComponent(of path: String) -> String {
-        let trimmed = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+    package static func lastComponent(of path: String) -> String {
+        let trimmed = path.utf8.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
         guard let slash = trimmed.lastIndex(of: "/") else { return trimmed }
         return String(trimmed[trimmed.index(after: slash)...])
     }
