@@ -108,14 +108,13 @@ public struct DownloadRequest: Sendable, Hashable {
         self.init(
             url: url,
             destination: folder,
+            takesFileNameFromServer: true,
             priority: priority,
             checksum: checksum,
             expectedSize: expectedSize,
             userAgent: userAgent,
             headers: headers
         )
-        self.takesFileNameFromServer = true
-        identify()
     }
 
     /// A request for `url` to `destination`.
@@ -128,8 +127,33 @@ public struct DownloadRequest: Sendable, Hashable {
         userAgent: String? = nil,
         headers: [DownloadHeader] = []
     ) {
+        self.init(
+            url: url,
+            destination: destination,
+            takesFileNameFromServer: false,
+            priority: priority,
+            checksum: checksum,
+            expectedSize: expectedSize,
+            userAgent: userAgent,
+            headers: headers
+        )
+    }
+
+    /// Both public initialisers: the id is derived once, for the kind of request it is (observers
+    /// do not run in an initialiser, and a folder's request made as a file's first hashed twice).
+    private init(
+        url: URL,
+        destination: URL,
+        takesFileNameFromServer: Bool,
+        priority: Int,
+        checksum: Checksum?,
+        expectedSize: Int64?,
+        userAgent: String?,
+        headers: [DownloadHeader]
+    ) {
         self.url = url
         self.destination = destination
+        self.takesFileNameFromServer = takesFileNameFromServer
         self.priority = priority
         self.checksum = checksum
         self.expectedSize = expectedSize
