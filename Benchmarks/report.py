@@ -33,9 +33,10 @@ print("numbers come from, whole runs of the same build differ by up to a third (
 print("tmpfs's page cost): compare clients within one run, and runs with care.\n")
 print(f"Machine: {cpu_model()}, {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores.\n")
 
-clients = ["haul", "ahc", "urlsession", "curl", "libcurl-multi"]
+clients = ["haul", "ahc", "urlsession", "curl", "libcurl-multi", "libcurl-events"]
 names = {"haul": "Haul", "ahc": "AsyncHTTPClient 1.37.0 (FileDownloadDelegate)", "urlsession": "URLSession (FoundationNetworking)",
-         "curl": "curl --parallel (process)", "libcurl-multi": "bare libcurl multi program (floor/many.c)"}
+         "curl": "curl --parallel (process)", "libcurl-multi": "bare libcurl multi program (floor/many.c)",
+         "libcurl-events": "bare multi-socket + libevent program (floor/events.c)"}
 
 def throughput_table(scenario, amount, unit, labels=None, cpu_per_item=False):
     """One row per client: wall, rate (`amount` / wall, in `unit`), CPU (and CPU ms per item), peak
@@ -65,6 +66,11 @@ if median("many", "libcurl-multi", "wallSeconds"):
     print("\nThe bare libcurl multi program is not a peer but a bound: the same libcurl, easy handles reused,")
     print("each response written straight to its file, and nothing else (no journal, no sync, no rename, no")
     print("events). No client built on libcurl's multi interface does less work per file on this machine.")
+if median("many", "libcurl-events", "wallSeconds"):
+    print("\nThe bare multi-socket program does the same work driven the way Haul drives libcurl: one libevent")
+    print("event base and `curl_multi_socket_action` (curl's hiperfifo.c), where many.c calls")
+    print("`curl_multi_perform` and `curl_multi_poll`. It is the floor of the reactor design itself: what")
+    print("any client built like Haul costs at least, before any work of its own.")
 if any(r["scenario"] == "many-h2" for r in rows):
     print(f"\n## (e) {count} files of 64 KiB over HTTPS with HTTP/2, 100 in flight\n")
     print("The same files from the same nginx over TLS (self-signed, trusted through a CA file) with HTTP/2")
@@ -84,7 +90,7 @@ for where, title in (("tmpfs", "tmpfs"), ("disk", "the machine's disk (ext4)")):
         print("LD_PRELOAD): the difference is what durability costs, written back inside the run.\n")
     throughput_table(f"cli-{where}", count, "files/s", cpu_per_item=True,
                      labels={"haul": "haul -i", "haul-nosync": "haul -i, syncs left out", "curl": names["curl"],
-                             "libcurl-multi": names["libcurl-multi"]})
+                             "libcurl-multi": names["libcurl-multi"], "libcurl-events": names["libcurl-events"]})
 syscall_rows = [r for r in rows if r["scenario"] == "syscalls"]
 if syscall_rows:
     print(f"\n## (i) System calls per file (`strace -f -c`, {syscall_rows[0]['files']} files of 64 KiB)\n")
@@ -188,6 +194,12 @@ if floor_files and haul_files:
     line("(a) ≥ 0.85× the bare libcurl program's files/s", f"{haul_files / floor_files:.2f}×", haul_files >= 0.85 * floor_files)
     haul_cpu, floor_cpu = median("many", "haul", "cpuSeconds"), median("many", "libcurl-multi", "cpuSeconds")
     line("(a) CPU per file ≤ 1.2× the bare program's", f"{haul_cpu / floor_cpu:.2f}×", haul_cpu <= 1.2 * floor_cpu)
+events_files = rate("many", "libcurl-events", count)
+if floor_files and events_files and haul_files:
+    events_cpu = median("many", "libcurl-events", "cpuSeconds")
+    print(f"| (context) the multi-socket floor's files/s ÷ many.c's | {events_files / floor_files:.2f}× | |")
+    print(f"| (context) Haul's files/s ÷ the multi-socket floor's | {haul_files / events_files:.2f}× | |")
+    print(f"| (context) Haul's CPU per file ÷ the multi-socket floor's | {median('many', 'haul', 'cpuSeconds') / events_cpu:.2f}× | |")
 for where in ("tmpfs", "disk"):
     cli_haul, cli_curl = rate(f"cli-{where}", "haul", count), rate(f"cli-{where}", "curl", count)
     if cli_haul and cli_curl:

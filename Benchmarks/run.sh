@@ -14,6 +14,7 @@ bench() {  # bench SCENARIO CLIENT ARGS…: Haul runs alone in haul-bench, the p
 }
 cc -O2 floor/multi.c -lcurl -o .build/multi
 cc -O2 floor/many.c -lcurl -o .build/many
+cc -O2 floor/events.c -lcurl -levent -o .build/events
 cc -O2 -shared -fPIC floor/nosync.c -ldl -o .build/nosync.so
 repeat="${REPEAT:-3}"
 count="${COUNT:-10000}"
@@ -91,6 +92,8 @@ run_many() {  # run_many CLIENT: one round of (a) for CLIENT, checked
         timed many curl curl -s --parallel --parallel-max 100 --create-dirs -K "$work/curl.config"
     elif [ "$1" = libcurl-multi ]; then
         timed many libcurl-multi .build/many "$base" "$count" 100 "$work/out"
+    elif [ "$1" = libcurl-events ]; then
+        timed many libcurl-events .build/events "$base" "$count" 100 "$work/out"
     else
         bench many "$1" "$base" "$count" 100 "$work/out" >> "$results"
     fi
@@ -101,7 +104,7 @@ echo "== (a) $count files of 64 KiB, 100 in flight"
 seq 0 $((count - 1)) | awk -v base="$base" -v out="$work/out" '{ printf "url = \"%s/f%d.bin\"\noutput = \"%s/%d.bin\"\n", base, $1 % 1000, out, $1 }' > "$work/curl.config"
 warm
 for round in $(seq 1 "$repeat"); do
-    for client in $(rotated "$round" haul ahc urlsession curl libcurl-multi); do run_many "$client"; done
+    for client in $(rotated "$round" haul ahc urlsession curl libcurl-multi libcurl-events); do run_many "$client"; done
 done
 
 # (h): the command users run, `haul -i LIST -o DIR`, beside `curl --parallel -K` and the bare program,
@@ -125,6 +128,7 @@ run_cli() {  # run_cli CLIENT WHERE (tmpfs or disk): one round of (h), checked
         curl) sed "s|$work/out|$out|" "$work/curl.config" > "$work/curl-cli.config"
               timed "$scenario" curl curl -s --parallel --parallel-max 100 --create-dirs -K "$work/curl-cli.config" ;;
         libcurl-multi) timed "$scenario" libcurl-multi .build/many "$base" "$count" 100 "$out" ;;
+        libcurl-events) timed "$scenario" libcurl-events .build/events "$base" "$count" 100 "$out" ;;
     esac
     local i
     for i in $(seq 0 $((count - 1))); do
@@ -136,8 +140,8 @@ echo "== (h) haul -i over $count files of 64 KiB, 100 in flight, to tmpfs and to
 rm -rf "$disk_dir"
 for round in $(seq 1 "$repeat"); do
     for where in tmpfs disk; do
-        clients="haul curl libcurl-multi"
-        [ "$where" = disk ] && clients="haul haul-nosync curl libcurl-multi"
+        clients="haul curl libcurl-multi libcurl-events"
+        [ "$where" = disk ] && clients="haul haul-nosync curl libcurl-multi libcurl-events"
         for client in $(rotated "$round" $clients); do run_cli "$client" "$where"; done
     done
 done

@@ -1,0 +1,135 @@
+// The floor of Haul's own design for scenario (a): many.c's work (COUNT files with WIDTH in flight,
+// WIDTH easy handles reused, each response written straight to its own file) driven the way Haul
+// drives libcurl: one libevent event base and the multi *socket* API (CURLMOPT_SOCKETFUNCTION,
+// CURLMOPT_TIMERFUNCTION, curl_multi_socket_action), as in curl's hiperfifo.c example. The
+// difference between this program and many.c (curl_multi_perform + curl_multi_poll) is what the
+// reactor design itself costs per file, before any of Haul's own work. It prints nothing.
+//
+//   cc -O2 events.c -lcurl -levent -o events && ./events BASE COUNT WIDTH OUTDIR
+#include <curl/curl.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+struct slot { CURL *easy; int fd; int index; };
+struct watch { struct event *event; };
+
+static const char *base_url, *outdir;
+static struct event_base *base;
+static struct event *timer;
+static CURLM *multi;
+static struct slot *slots;
+static int count, next_index, done, failed;
+
+static size_t on_data(char *data, size_t size, size_t items, void *context) {
+    struct slot *slot = context;
+    if (slot->fd < 0) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%d.bin", outdir, slot->index);
+        slot->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (slot->fd < 0) return 0;
+    }
+    ssize_t written = write(slot->fd, data, size * items);
+    return written == (ssize_t)(size * items) ? (size_t)written : 0;
+}
+
+static void start(struct slot *slot, int index) {
+    char url[1024];
+    snprintf(url, sizeof url, "%s/f%d.bin", base_url, index % 1000);
+    slot->index = index;
+    slot->fd = -1;
+    curl_easy_setopt(slot->easy, CURLOPT_URL, url);
+    curl_multi_add_handle(multi, slot->easy);
+}
+
+static void collect(void) {
+    CURLMsg *message;
+    int queued;
+    while ((message = curl_multi_info_read(multi, &queued))) {
+        if (message->msg != CURLMSG_DONE) continue;
+        struct slot *slot;
+        curl_easy_getinfo(message->easy_handle, CURLINFO_PRIVATE, (char **)&slot);
+        if (message->data.result != CURLE_OK || slot->fd < 0 || close(slot->fd) != 0) {
+            fprintf(stderr, "events: file %d failed: %s\n", slot->index, curl_easy_strerror(message->data.result));
+            failed = 1;
+            event_base_loopbreak(base);
+            return;
+        }
+        done++;
+        curl_multi_remove_handle(multi, slot->easy);
+        if (next_index < count) start(slot, next_index++);
+    }
+    if (done == count) event_base_loopbreak(base);
+}
+
+static void socket_ready(evutil_socket_t fd, short flags, void *unused) {
+    (void)unused;
+    int mask = (flags & EV_READ ? CURL_CSELECT_IN : 0) | (flags & EV_WRITE ? CURL_CSELECT_OUT : 0);
+    int running;
+    curl_multi_socket_action(multi, fd, mask, &running);
+    collect();
+}
+
+static void timer_fired(evutil_socket_t fd, short flags, void *unused) {
+    (void)fd; (void)flags; (void)unused;
+    int running;
+    curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    collect();
+}
+
+static int on_socket(CURL *easy, curl_socket_t fd, int what, void *unused, void *socket_pointer) {
+    (void)easy; (void)unused;
+    struct watch *watch = socket_pointer;
+    if (what == CURL_POLL_REMOVE) {
+        if (watch) { event_free(watch->event); free(watch); }
+        return 0;
+    }
+    short flags = EV_PERSIST | (what & CURL_POLL_IN ? EV_READ : 0) | (what & CURL_POLL_OUT ? EV_WRITE : 0);
+    if (!watch) {
+        watch = malloc(sizeof *watch);
+        watch->event = event_new(base, fd, flags, socket_ready, NULL);
+        curl_multi_assign(multi, fd, watch);
+    } else {
+        event_del(watch->event);
+        event_assign(watch->event, base, fd, flags, socket_ready, NULL);
+    }
+    event_add(watch->event, NULL);
+    return 0;
+}
+
+static int on_timer(CURLM *unused, long milliseconds, void *context) {
+    (void)unused; (void)context;
+    if (milliseconds < 0) { event_del(timer); return 0; }
+    struct timeval delay = { milliseconds / 1000, (milliseconds % 1000) * 1000 };
+    event_add(timer, &delay);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 5) { fprintf(stderr, "usage: events BASE COUNT WIDTH OUTDIR\n"); return 2; }
+    base_url = argv[1];
+    count = atoi(argv[2]);
+    int width = atoi(argv[3]);
+    outdir = argv[4];
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    base = event_base_new();
+    timer = evtimer_new(base, timer_fired, NULL);
+    multi = curl_multi_init();
+    curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, on_timer);
+    curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, (long)width);
+    slots = calloc((size_t)width, sizeof *slots);
+    for (int i = 0; i < width && next_index < count; i++) {
+        slots[i].easy = curl_easy_init();
+        curl_easy_setopt(slots[i].easy, CURLOPT_WRITEFUNCTION, on_data);
+        curl_easy_setopt(slots[i].easy, CURLOPT_WRITEDATA, &slots[i]);
+        curl_easy_setopt(slots[i].easy, CURLOPT_PRIVATE, &slots[i]);
+        curl_easy_setopt(slots[i].easy, CURLOPT_FAILONERROR, 1L);
+        curl_easy_setopt(slots[i].easy, CURLOPT_NOSIGNAL, 1L);
+        start(&slots[i], next_index++);
+    }
+    event_base_dispatch(base);
+    return failed || done != count;
+}
