@@ -5,6 +5,11 @@
 // difference between this program and many.c (curl_multi_perform + curl_multi_poll) is what the
 // reactor design itself costs per file, before any of Haul's own work. It prints nothing.
 //
+// Like Haul, it starts the next files at the end of a loop turn, not inside the callback that saw
+// a file end. Started inside the callback (hiperfifo's way), each request went out alone while
+// nginx was idle: nginx slept and was woken about once per file (8,900 wake-ups for 10,000 files,
+// against 260-300 this way) and the program took 0.88-1.18 s instead of 0.79-0.88 s here.
+//
 //   cc -O2 events.c -lcurl -levent -o events && ./events BASE COUNT WIDTH OUTDIR
 #include <curl/curl.h>
 #include <event2/event.h>
@@ -22,6 +27,8 @@ static struct event *timer;
 static CURLM *multi;
 static struct slot *slots;
 static int count, next_index, done, failed;
+static struct slot **ended;  // slots whose file ended this turn, started again at its end
+static int ended_count;
 
 static size_t on_data(char *data, size_t size, size_t items, void *context) {
     struct slot *slot = context;
@@ -59,7 +66,7 @@ static void collect(void) {
         }
         done++;
         curl_multi_remove_handle(multi, slot->easy);
-        if (next_index < count) start(slot, next_index++);
+        ended[ended_count++] = slot;
     }
     if (done == count) event_base_loopbreak(base);
 }
@@ -130,6 +137,11 @@ int main(int argc, char **argv) {
         curl_easy_setopt(slots[i].easy, CURLOPT_NOSIGNAL, 1L);
         start(&slots[i], next_index++);
     }
-    event_base_dispatch(base);
+    ended = calloc((size_t)width, sizeof *ended);
+    while (!failed && done < count) {
+        if (event_base_loop(base, EVLOOP_ONCE) < 0) return 1;
+        while (ended_count > 0 && next_index < count) start(ended[--ended_count], next_index++);
+        ended_count = 0;
+    }
     return failed || done != count;
 }
