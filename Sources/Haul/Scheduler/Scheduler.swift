@@ -32,6 +32,9 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// that answers every resume from the wrong byte ends in `rangeNotHonored`, not endless restarts.
     var restartsBeforeRetry: [DownloadID: Int] = [:]
     var admission: Admission
+    /// A slot may have freed or a queue changed this turn: queued downloads are admitted at its end
+    /// (``admitAtTurnEnd()``).
+    var admissionDue = false
     var shuttingDown = false
     /// Syncs, checks and renames, off the loop thread.
     let disk: DiskLanes
@@ -137,6 +140,10 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             environment.refusedWhenUnpaused = []
             for (handle, code) in refused { self.reactor(reactor, transferDidFinish: handle, result: code) }
         }
+        if admissionDue {
+            admissionDue = false
+            admitWaiting()
+        }
         if !environment.wantingConnections.isEmpty { grantConnections() }
         for (journal, error) in catalog.writeBatch.commit() {
             logger.error(
@@ -176,7 +183,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             case .shutdown: shutdown()
             }
         }
-        admitWaiting()
+        admitAtTurnEnd()
     }
 
     func reactor(_ reactor: Reactor, transferDidFinish raw: UnsafeMutableRawPointer, result: CURLcode) {
@@ -194,7 +201,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             }
             perform(transfer.fetchFinished(fetch, result: result), for: transfer)
             connectionsChanged(transfer)
-            admitWaiting()
+            admitAtTurnEnd()
             return
         }
         guard let transfer = owner as? Transfer, transfer.easy?.raw == raw else {
@@ -203,7 +210,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
         perform(transfer.requestFinished(result), for: transfer)
         connectionsChanged(transfer)
-        admitWaiting()
+        admitAtTurnEnd()
     }
 
     // MARK: connections
@@ -239,6 +246,13 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     }
 
     // MARK: admission
+
+    /// Asks for ``admitWaiting()`` at the end of this loop turn, once every callback of the turn has
+    /// run. Admitted inside the callback that freed a slot, each new request left alone while the
+    /// others were still being read, and curl sent it within the next socket's action: a local
+    /// server went idle and was woken for almost every request. Admitted together, the turn's
+    /// requests go out together at the start of the next turn.
+    func admitAtTurnEnd() { admissionDue = true }
 
     /// Admits queued downloads while slots are free: the highest priority first, then the oldest,
     /// across every journal with queued rows.
@@ -368,6 +382,6 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     private func retryTimerFired() {
         admission.retriesDue(at: Date().timeIntervalSince1970)
         armRetryTimer()
-        admitWaiting()
+        admitAtTurnEnd()
     }
 }
