@@ -147,6 +147,31 @@ for round in $(seq 1 "$repeat"); do
 done
 rm -rf "$disk_dir"
 
+# (a) on the disk: the library (durable: one sync per batch, then each file named) beside curl and both
+# floors, and the library with its syncs made no-ops; a folder of its own per run, as for (h).
+run_many_disk() {  # run_many_disk CLIENT: one round of (a) written to the disk, checked
+    local out="$disk_dir/a-$1-$round" i
+    rm -rf "$out"; mkdir -p "$out"; sync
+    case "$1" in
+        haul) bench many-disk haul "$base" "$count" 100 "$out" >> "$results" ;;
+        haul-nosync) LD_PRELOAD="$PWD/.build/nosync.so" "$bin/haul-bench" many-disk haul "$base" "$count" 100 "$out" \
+                         | sed 's/"client":"haul"/"client":"haul-nosync"/' >> "$results" ;;
+        curl) sed "s|$work/out|$out|" "$work/curl.config" > "$work/curl-disk.config"
+              timed many-disk curl curl -s --parallel --parallel-max 100 --create-dirs -K "$work/curl-disk.config" ;;
+        libcurl-multi) timed many-disk libcurl-multi .build/many "$base" "$count" 100 "$out" ;;
+        libcurl-events) timed many-disk libcurl-events .build/events "$base" "$count" 100 "$out" ;;
+    esac
+    for i in $(seq 0 $((count - 1))); do
+        cmp -s "$out/$i.bin" "$work/www/f$((i % 1000)).bin" || { echo "(a) on the disk, $1: file $i is wrong"; exit 1; }
+    done
+}
+echo "== (a) on the disk ($disk_dir)"
+rm -rf "$disk_dir"
+for round in $(seq 1 "$repeat"); do
+    for client in $(rotated "$round" haul haul-nosync curl libcurl-multi libcurl-events); do run_many_disk "$client"; done
+done
+rm -rf "$disk_dir"
+
 # (i): system calls per file under strace (counts only; strace slows every client alike): haul -i to
 # the disk, the library's (a) on tmpfs, the bare program and curl --parallel, same list.
 command -v strace > /dev/null || apt-get install -y -q strace > /dev/null

@@ -7,6 +7,7 @@ import Haul
 //
 //   haul-bench many  haul BASE COUNT CONCURRENCY OUTDIR   (COUNT files BASE/f<i % 1000>.bin)
 //   haul-bench many-h2 …                                  (the same, recorded as the HTTPS/HTTP/2 scenario)
+//   haul-bench many-disk …                                (the same, recorded as written to the disk)
 //   haul-bench one   haul URL OUTFILE
 //   haul-bench live  haul BASE COUNT OUTDIR               (COUNT transfers at once; RSS while all are live)
 //   haul-bench queue BASE COUNT STATEDIR                  (COUNT enqueued; peak RSS, time to first byte)
@@ -37,7 +38,8 @@ func parent(of path: String) -> String { String(path[..<(path.lastIndex(of: "/")
 let arguments = Array(CommandLine.arguments.dropFirst())
 let started = ContinuousClock.now
 switch (arguments.first, arguments.count) {
-case ("many", 6) where arguments[1] == "haul", ("many-h2", 6) where arguments[1] == "haul":
+case ("many", 6) where arguments[1] == "haul", ("many-h2", 6) where arguments[1] == "haul",
+    ("many-disk", 6) where arguments[1] == "haul":
     let (base, count, width, out) = (arguments[2], Int(arguments[3])!, Int(arguments[4])!, arguments[5])
     try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
     let manager = try DownloadManager(configuration: haulConfiguration(concurrency: width, state: "\(out)/.haul"))
