@@ -60,6 +60,48 @@ struct JournalTests {
         #expect(fresh.state == .running)
     }
 
+    @Test("a claim and a transfer's writes find their row where it was claimed, never another row in its place")
+    func rowWritesFollowTheRowNotItsPlace() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let journal = try Journal(directory: directory.path)
+        defer { journal.close() }
+        let (a, b) = (DownloadID(destinationPath: "/tmp/a"), DownloadID(destinationPath: "/tmp/b"))
+        func queued(_ name: String) -> DownloadRecord {
+            var record = DownloadRecord(url: "http://h/\(name)", destination: "/tmp/\(name)")
+            record.state = .queued
+            return record
+        }
+        let now = Date().timeIntervalSince1970
+
+        // A head read, then its row removed and another row queued in its place (SQLite gives the new
+        // row the freed rowid): the claim takes neither.
+        try journal.save(queued("a"), for: a)
+        let stale = try #require(try journal.nextQueued(at: now).head)
+        journal.remove(a)
+        try journal.save(queued("b"), for: b)
+        #expect(try journal.nextQueued(at: now).head?.rowID == stale.rowID)
+        #expect(try journal.claim(stale) == nil)
+        #expect(try journal.record(for: b)?.state == .queued)
+
+        // The claimed row's writes land on it by its place.
+        let head = try #require(try journal.nextQueued(at: now).head)
+        var running = try #require(try journal.claim(head))
+        running.bytesCommitted = 10
+        try journal.update(running, for: b, at: head.rowID)
+        #expect(try journal.record(for: b) == running)
+
+        // Removed and queued again while running, it is in another place: found by its id, and the
+        // row now in its old place (another download's) is left as it is.
+        journal.remove(b)
+        try journal.save(queued("a"), for: a)  // takes b's old place
+        try journal.save(queued("b"), for: b)
+        running.bytesCommitted = 20
+        try journal.update(running, for: b, at: head.rowID)
+        #expect(try journal.record(for: b) == running)
+        #expect(try journal.record(for: a) == queued("a"))
+    }
+
     @Test("the loop thread's writes share one transaction per turn; a failed transaction inside it rolls back alone")
     func batchedWrites() throws {
         let directory = try makeTemporaryDirectory()

@@ -36,6 +36,7 @@ extension Journal {
                     id: DownloadID(rawValue: Self.text(statement, 15) ?? ""),
                     place: QueuePlace(priority: record.priority, sequence: record.queueSequence),
                     record: record,
+                    rowID: sqlite3_column_int64(statement, Self.rowIDColumn),
                     changes: sqlite3_total_changes64(database)
                 )
                 return (head, blocked)
@@ -52,6 +53,9 @@ extension Journal {
         let id: DownloadID
         let place: QueuePlace
         let record: DownloadRecord
+        /// Where the row is in the table (SQLite's `rowid`): the claim and the transfer's writes find
+        /// it there, and check its id.
+        let rowID: Int64
         /// The journal's count of changed rows when it was read: if no row changed since, `record`
         /// is still the row.
         let changes: Int64

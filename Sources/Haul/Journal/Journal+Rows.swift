@@ -12,8 +12,10 @@ extension Journal {
         url, destination, total_bytes, etag, last_modified, bytes_committed, state, attempts, last_error,
         priority, expected_checksum, bytes_synced, queue_seq, host, revalidate, id, failures, retry_at,
         expected_size, last_modified_strong, placed_mtime, user_agent, header_names, folder, mirrors, rate_limit,
-        connections, segments
+        connections, segments, rowid
         """
+    /// The index of `rowid` in ``columns``: where the row is in the table, found without the id's index.
+    static let rowIDColumn: Int32 = 28
 
     /// The stored record, or `nil` when there is none.
     func record(for id: DownloadID) throws(DownloadError) -> DownloadRecord? {
@@ -120,6 +122,7 @@ extension Journal {
             defer { sqlite3_reset(statement) }
             CHaul_sqlite_bind_text(statement, 1, head.id.rawValue)
             sqlite3_bind_double(statement, 2, Date().timeIntervalSince1970)
+            sqlite3_bind_int64(statement, 3, head.rowID)
             guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
             guard sqlite3_changes(database) == 1 else { return nil }  // no longer queued
             guard unchanged else { return try storedRecord(for: head.id) }
@@ -129,9 +132,17 @@ extension Journal {
         }
     }
 
-    /// Rewrites a download's row (inserting it if it is gone).
-    func update(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) {
+    /// Rewrites a download's row (inserting it if it is gone). `rowID`, where the row was when it
+    /// was claimed (``QueueHead/rowID``), finds it without a search of the ids' index (a fifth of a
+    /// completion's write); a row that moved since (removed, then queued again) is found by its id.
+    func update(_ record: DownloadRecord, for id: DownloadID, at rowID: Int64? = nil) throws(DownloadError) {
         try writing { () throws(DownloadError) in
+            if let rowID {
+                let statement = try prepared(.updateRowAt)
+                sqlite3_bind_int64(statement, 30, rowID)
+                try write(record, for: id, with: statement)
+                if sqlite3_changes(database) == 1 { return }
+            }
             try write(record, for: id, with: try prepared(.updateRow))
             if sqlite3_changes(database) == 0 { try save(record, for: id) }
         }

@@ -27,8 +27,8 @@ extension Journal {
 
     /// The statements run for every download, prepared once each and found without hashing their text.
     enum Query: Int, CaseIterable {
-        case recordByID, queueHead, nextRetry, queueCounts, claim, updateRow, upsertRow, insertRowIfAbsent,
-            recordSynced, delete
+        case recordByID, queueHead, nextRetry, queueCounts, claim, updateRow, updateRowAt, upsertRow,
+            insertRowIfAbsent, recordSynced, delete
 
         var sql: String {
             switch self {
@@ -44,9 +44,10 @@ extension Journal {
             case .claim:
                 """
                 UPDATE downloads SET state = '\(QueueState.running.column)', retry_at = 0, updated_at = ?2
-                WHERE id = ?1 AND \(Journal.admissible)
+                WHERE rowid = ?3 AND id = ?1 AND \(Journal.admissible)
                 """
             case .updateRow: "UPDATE downloads SET \(Journal.assignments) WHERE id = ?1"
+            case .updateRowAt: "UPDATE downloads SET \(Journal.assignments) WHERE rowid = ?30 AND id = ?1"
             case .upsertRow: "\(Journal.insertion) ON CONFLICT(id) DO UPDATE SET \(Journal.assignments)"
             case .insertRowIfAbsent: "\(Journal.insertion) ON CONFLICT(id) DO NOTHING"
             case .recordSynced:

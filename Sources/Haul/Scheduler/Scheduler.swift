@@ -336,6 +336,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         let transfer = Transfer(
             download: download,
             record: record,
+            rowID: head.rowID,
             store: journal,
             environment: environment,
             restarts: restartsBeforeRetry.removeValue(forKey: id) ?? 0,

@@ -17,7 +17,7 @@ extension Transfer {
         rowBehind = false
         sink?.beforeFirstWrite = nil
         do {
-            try store.update(record, for: id)
+            try store.update(record, for: id, at: rowID)
         } catch {
             log(
                 .warning,
@@ -34,7 +34,7 @@ extension Transfer {
         guard rowBehind else { return true }
         rowBehind = false
         do {
-            try store.update(record, for: id)
+            try store.update(record, for: id, at: rowID)
             return true
         } catch {
             bodyFailed(attributed(error))

@@ -63,6 +63,8 @@ final class Transfer {
     /// written before the first bytes of that response reach the partial file (see
     /// ``acceptBody(total:truncating:restart:)``), or with the next row written for another reason.
     var rowBehind = false
+    /// Where its row is in the journal's table (from the claim): the row's writes find it there.
+    let rowID: Int64?
     var speed = SpeedMeter()
     var lastProgressAt: UInt64 = 0
     /// The headers its requests send (the manager's, with the download's over them): to the
@@ -161,11 +163,14 @@ final class Transfer {
         var rangeLast: Int64?
     }
 
-    /// - Parameter mirrors: every URL of the download's file, in the order asked for (empty without
-    ///   mirrors): the one in use is tried first, then the ones after it, round and round.
+    /// - Parameters:
+    ///   - rowID: where its row is in `store`'s table (``Journal/QueueHead/rowID``).
+    ///   - mirrors: every URL of the download's file, in the order asked for (empty without mirrors):
+    ///     the one in use is tried first, then the ones after it, round and round.
     init(
         download: Download,
         record: DownloadRecord,
+        rowID: Int64? = nil,
         store: Journal,
         environment: TransferEnvironment,
         restarts: Int,
@@ -198,6 +203,7 @@ final class Transfer {
             refreshesURLs: environment.refreshesURLs
         )
         self.record = record
+        self.rowID = rowID
         self.revalidating = record.revalidate
         self.headers = environment.defaultHeaders
     }
