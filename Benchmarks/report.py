@@ -87,10 +87,12 @@ for where, title in (("tmpfs", "tmpfs"), ("disk", "the machine's disk (ext4)")):
         print("curl and the bare program never sync: the kernel writes their files back after they exit (the")
         print("dirty pages fit in memory), while `haul -i` reports a file complete only once it is on the disk.")
         print("`haul -i, syncs left out` is the same command with its syncs made no-ops (`floor/nosync.c`,")
-        print("LD_PRELOAD): the difference is what durability costs, written back inside the run.\n")
+        print("LD_PRELOAD): the difference is what durability costs, written back inside the run. `curl --parallel,")
+        print("then sync` is curl followed by `sync`: its files on the disk when it is done, as haul's are.\n")
     throughput_table(f"cli-{where}", count, "files/s", cpu_per_item=True,
                      labels={"haul": "haul -i", "haul-nosync": "haul -i, syncs left out", "curl": names["curl"],
-                             "libcurl-multi": names["libcurl-multi"], "libcurl-events": names["libcurl-events"]})
+                             "curl-sync": "curl --parallel, then sync", "libcurl-multi": names["libcurl-multi"],
+                             "libcurl-events": names["libcurl-events"]})
 if median("many-disk", "haul", "wallSeconds"):
     print(f"\n## (a) on the machine's disk (ext4): {count} files of 64 KiB, 100 in flight\n")
     print("The library as in (a), each run writing to a folder of its own on the disk. As in (h), curl and the")
@@ -218,6 +220,10 @@ for where in ("tmpfs", "disk"):
     cli_haul, cli_curl = rate(f"cli-{where}", "haul", count), rate(f"cli-{where}", "curl", count)
     if cli_haul and cli_curl:
         line(f"(h) haul -i on {where} ≥ 1.0× curl --parallel's files/s", f"{cli_haul / cli_curl:.2f}×", cli_haul >= cli_curl)
+        cli_curl_sync = rate(f"cli-{where}", "curl-sync", count)
+        if cli_curl_sync:
+            print(f"| (context) (h) durable haul -i on {where} ÷ curl --parallel then sync | "
+                  f"{cli_haul / cli_curl_sync:.2f}× | |")
         cli_rss = median(f"cli-{where}", "haul", "peakRSSKB")
         line(f"(h) haul -i on {where}: peak RSS ≤ 32 MB", f"{cli_rss / 1024:.1f} MB", cli_rss <= 32 * 1024)
 haul_rss = median("many", "haul", "peakRSSKB")

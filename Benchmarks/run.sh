@@ -127,6 +127,10 @@ run_cli() {  # run_cli CLIENT WHERE (tmpfs or disk): one round of (h), checked
                          "$haul_cli" --quiet -j 100 -o "$out" -i "$work/haul.list" ;;
         curl) sed "s|$work/out|$out|" "$work/curl.config" > "$work/curl-cli.config"
               timed "$scenario" curl curl -s --parallel --parallel-max 100 --create-dirs -K "$work/curl-cli.config" ;;
+        # curl, then `sync`: its files on the disk when it is done, as haul's are when it exits.
+        curl-sync) sed "s|$work/out|$out|" "$work/curl.config" > "$work/curl-cli.config"
+                   timed "$scenario" curl-sync sh -c \
+                       "curl -s --parallel --parallel-max 100 --create-dirs -K '$work/curl-cli.config' && sync" ;;
         libcurl-multi) timed "$scenario" libcurl-multi .build/many "$base" "$count" 100 "$out" ;;
         libcurl-events) timed "$scenario" libcurl-events .build/events "$base" "$count" 100 "$out" ;;
     esac
@@ -141,7 +145,7 @@ rm -rf "$disk_dir"
 for round in $(seq 1 "$repeat"); do
     for where in tmpfs disk; do
         clients="haul curl libcurl-multi libcurl-events"
-        [ "$where" = disk ] && clients="haul haul-nosync curl libcurl-multi libcurl-events"
+        [ "$where" = disk ] && clients="haul haul-nosync curl curl-sync libcurl-multi libcurl-events"
         for client in $(rotated "$round" $clients); do run_cli "$client" "$where"; done
     done
 done
