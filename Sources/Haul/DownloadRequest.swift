@@ -37,7 +37,7 @@ public struct DownloadRequest: Sendable, Hashable {
     /// tells it. Such a download is its folder and URL (its id is theirs), as a download to a file
     /// is its file. Off by default (as `wget --content-disposition`).
     public var takesFileNameFromServer = false {
-        didSet { identify() }
+        didSet { if takesFileNameFromServer != oldValue { identify() } }
     }
     /// What makes a download that takes its file name from the server the same download when it is
     /// asked for again (its id, with its folder): by default its URL, without user name, password

@@ -267,6 +267,8 @@ struct DownloadErrorTests {
         #expect(request.id == DownloadID(key: "object-7", folder: folder))
         request.takesFileNameFromServer = false
         #expect(request.id == DownloadID(destinationPath: "/tmp/folder"))
+        request.takesFileNameFromServer = false  // unchanged: the same id
+        #expect(request.id == DownloadID(destinationPath: "/tmp/folder"))
         let byFolder = DownloadRequest(url: URL(string: "https://example.com/d.bin")!, folder: folder)
         #expect(byFolder.id == DownloadID(url: URL(string: "https://example.com/d.bin")!, folder: folder))
         // Equal requests have equal ids, and the id takes no part in equality of its own.
