@@ -36,21 +36,48 @@ struct DownloadPlan: Equatable {
         isOccupied: (_ url: String, _ path: String) -> Bool = { _, _ in false }
     ) -> DownloadPlan {
         let given = given + [String?](repeating: nil, count: max(0, urls.count - given.count))
-        let (file, directory) = resolve(output: output, urlCount: urls.count, isDirectory: isDirectory)
-        func path(_ name: String) -> String { directory == "/" ? "/\(name)" : "\(directory)/\(name)" }
-        if let file {
-            return DownloadPlan(items: [Item(url: urls[0], destination: file)], outputDirectory: directory)
+        var namer = Namer(
+            output: output,
+            urlCount: urls.count,
+            givenNames: Set(given.compactMap { $0 }),
+            isDirectory: isDirectory
+        )
+        let items = zip(urls, given).map { url, given in namer.item(url: url, given: given, isOccupied: isOccupied) }
+        return DownloadPlan(items: items, outputDirectory: namer.directory)
+    }
+
+    /// ``make(urls:output:given:isDirectory:isOccupied:)`` one URL at a time, in the order given, for a
+    /// list read as it is queued: it holds the names given (`out=`) and the names it chose, not the
+    /// URLs.
+    struct Namer {
+        /// The one file `-o` names, when it names one.
+        let file: String?
+        /// The folder that receives the files.
+        let directory: String
+        /// Names given are the user's: taken before any URL is named (which is then numbered past
+        /// them), and never looked up (100,000 lines with out= cost no name, stat or journal read).
+        private var taken: Set<String>
+        /// Per name, the suffixes tried so far: every one below `next` is taken, or in `holes`
+        /// (skipped because something else was there for an earlier URL; it may be this URL's own
+        /// file). The same as trying every suffix from the name itself, without 100,000 URLs of one
+        /// name each trying every name before theirs.
+        private var next: [String: Int] = [:]
+        private var holes: [String: [Int]] = [:]
+
+        /// - Parameters:
+        ///   - urlCount: how many URLs the run has (one URL may go to the file `-o` names).
+        ///   - givenNames: every path given inside the folder (`out=`), of the whole list.
+        init(output: String?, urlCount: Int, givenNames: Set<String>, isDirectory: (String) -> Bool) {
+            (file, directory) = DownloadPlan.resolve(output: output, urlCount: urlCount, isDirectory: isDirectory)
+            taken = givenNames
         }
-        // Names given are the user's: taken before any URL is named (which is then numbered past
-        // them), and never looked up (100,000 lines with out= cost no name, stat or journal read).
-        var taken = Set(given.compactMap { $0 })
-        // Per name, the suffixes tried so far: every one below `next` is taken, or in `holes` (skipped
-        // because something else was there for an earlier URL; it may be this URL's own file). The
-        // same as trying every suffix from the name itself, without 100,000 URLs of one name each
-        // trying every name before theirs.
-        var next: [String: Int] = [:]
-        var holes: [String: [Int]] = [:]
-        let items = zip(urls, given).map { url, given -> Item in
+
+        private func path(_ name: String) -> String { directory == "/" ? "/\(name)" : "\(directory)/\(name)" }
+
+        /// Where `url` goes: the file `-o` names, the path `given` inside the folder, or a name from
+        /// the URL not taken by an earlier URL nor by something else there (`isOccupied`).
+        mutating func item(url: String, given: String?, isOccupied: (_ url: String, _ path: String) -> Bool) -> Item {
+            if let file { return Item(url: url, destination: file) }
             if let given { return Item(url: url, destination: path(given)) }
             let base = ServerFileName.fromURL(url)
             func name(_ counter: Int) -> String { ServerFileName.numbered(base, counter) }
@@ -68,7 +95,6 @@ struct DownloadPlan: Equatable {
             taken.insert(name(counter))
             return Item(url: url, destination: path(name(counter)))
         }
-        return DownloadPlan(items: items, outputDirectory: directory)
     }
 
     /// What `-o` names for `urlCount` URLs: the one file (when there is one URL and the path is not

@@ -12,10 +12,16 @@ final class Following: Sendable {
         var notCompleted = 0
     }
 
+    /// A download followed: the first item of the list that asks for it (two items with one
+    /// destination are one download), and its position in the list.
+    struct Followed {
+        var index: Int
+        var item: DownloadPlan.Item
+    }
+
     private struct State {
-        /// The downloads without an outcome yet, each with the first item of the list that asks
-        /// for it (two items with one destination are one download).
-        var pending: [DownloadID: Int] = [:]
+        /// The downloads without an outcome yet.
+        var pending: [DownloadID: Followed] = [:]
         /// The whole list went to `enqueue` (or it stopped): no download joins `pending`.
         var queued = false
         var outcome = Outcome()
@@ -23,19 +29,19 @@ final class Following: Sendable {
 
     private let state = Mutex(State())
 
-    /// Follows the download `id` for item `index` of the list, unless an earlier item asks for the
-    /// same download (the same destination): returns whether it is new.
-    func follow(_ id: DownloadID, index: Int) -> Bool {
+    /// Follows the download `id` for `item`, item `index` of the list, unless an earlier item asks
+    /// for the same download (the same destination): returns whether it is new.
+    func follow(_ id: DownloadID, index: Int, item: DownloadPlan.Item) -> Bool {
         state.withLock { state in
             guard state.pending[id] == nil else { return false }
-            state.pending[id] = index
+            state.pending[id] = Followed(index: index, item: item)
             return true
         }
     }
 
     /// The item an event of download `id` is shown for; `nil` when it is not followed (another
     /// download of the journal, or one that ended).
-    func index(of id: DownloadID) -> Int? {
+    func followed(_ id: DownloadID) -> Followed? {
         state.withLock { $0.pending[id] }
     }
 
@@ -56,7 +62,7 @@ final class Following: Sendable {
     /// `enqueue` refused the request of item `index` (its error is reported).
     func refused(_ id: DownloadID, index: Int) {
         state.withLock { state in
-            if state.pending[id] == index { state.pending[id] = nil }
+            if state.pending[id]?.index == index { state.pending[id] = nil }
         }
     }
 

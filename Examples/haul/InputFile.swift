@@ -38,61 +38,106 @@ struct InputFile: Equatable {
 
     /// Reads `text`; throws what is wrong and on which line.
     static func parse(_ text: String) throws(CLIError) -> InputFile {
-        var file = InputFile(entries: [], ignored: [])
-        for (index, line) in lines(of: text).enumerated() {
-            let number = index + 1
-            let content = line.trimmingSpaces
-            if content.isEmpty || content.utf8.first == UInt8(ascii: "#") { continue }
-            // An indented URL is a URL (an option's name never holds "://"), as older haul read it.
-            // (Read by byte: every test here is of ASCII.)
-            let bytes = content.utf8
-            let beforeEquals = bytes.prefix { $0 != UInt8(ascii: "=") }
-            let isURL = beforeEquals.indices.contains { index in
-                beforeEquals[index...].starts(with: "://".utf8)
-            }
-            let indent = line.utf8.first
-            guard indent == UInt8(ascii: " ") || indent == UInt8(ascii: "\t"), !isURL else {
-                let urls = line.utf8.split(separator: UInt8(ascii: "\t")).map { Substring($0).trimmingSpaces }
-                file.entries.append(Entry(urls: urls.filter { !$0.isEmpty }))
-                continue
-            }
-            guard !file.entries.isEmpty else {
-                throw CLIError("the input file's line \(number) sets an option before any URL")
-            }
-            guard let equals = bytes.firstIndex(of: UInt8(ascii: "=")) else {
-                throw CLIError("the input file's line \(number) is not an option (NAME=VALUE)")
-            }
-            let name = content[..<equals].trimmingSpaces
-            let value = content[content.utf8.index(after: equals)...].trimmingSpaces
-            try apply(name, value, line: number, to: &file)
-        }
-        return file
+        var reader = Reader(text)
+        var entries: [Entry] = []
+        while let entry = try reader.next() { entries.append(entry) }
+        return InputFile(entries: entries, ignored: reader.ignored)
     }
 
-    /// The lines of `text`, ended by LF, CR LF, CR, VT or FF (found by byte: reading a list of
-    /// 100,000 URLs as Characters took a tenth of a rerun).
-    static func lines(of text: String) -> [Substring] {
-        var lines: [Substring] = []
-        let bytes = text.utf8
-        var start = bytes.startIndex
-        var index = start
-        while index != bytes.endIndex {
-            let byte = bytes[index]
-            guard (0x0A...0x0D).contains(byte) else {
+    /// Reads an input file one entry at a time, so that a list of millions is never held as
+    /// entries: an entry is whole at the next URL line or at the end of the text.
+    struct Reader {
+        private let text: String
+        private var position: String.Index
+        private var lineNumber = 0
+        /// The entry whose option lines are being read.
+        private var current: Entry?
+        private var ended = false
+        /// Options the file sets that haul does not support, with their line, as read so far.
+        private(set) var ignored: [(option: String, line: Int)] = []
+
+        init(_ text: String) {
+            self.text = text
+            position = text.utf8.startIndex
+        }
+
+        /// The next entry, `nil` after the last; throws what is wrong and on which line.
+        mutating func next() throws(CLIError) -> Entry? {
+            while let line = nextLine() {
+                let content = line.trimmedSpaces
+                if content.isEmpty || content.utf8.first == UInt8(ascii: "#") { continue }
+                // An indented URL is a URL (an option's name never holds "://"), as older haul read it.
+                // (Read by byte: every test here is of ASCII.)
+                let bytes = content.utf8
+                let beforeEquals = bytes.prefix { $0 != UInt8(ascii: "=") }
+                let isURL = beforeEquals.indices.contains { index in
+                    beforeEquals[index...].starts(with: "://".utf8)
+                }
+                let indent = line.utf8.first
+                guard indent == UInt8(ascii: " ") || indent == UInt8(ascii: "\t"), !isURL else {
+                    let urls = line.utf8.split(separator: UInt8(ascii: "\t")).map { Substring($0).trimmingSpaces }
+                    let entry = Entry(urls: urls.filter { !$0.isEmpty })
+                    defer { current = entry }
+                    if let done = current { return done }
+                    continue
+                }
+                guard current != nil else {
+                    throw CLIError("the input file's line \(lineNumber) sets an option before any URL")
+                }
+                guard let equals = bytes.firstIndex(of: UInt8(ascii: "=")) else {
+                    throw CLIError("the input file's line \(lineNumber) is not an option (NAME=VALUE)")
+                }
+                let name = content[..<equals].trimmingSpaces
+                let value = content[content.utf8.index(after: equals)...].trimmingSpaces
+                if let option = try InputFile.apply(name, value, line: lineNumber, to: &current!) {
+                    ignored.append((option, lineNumber))
+                }
+            }
+            defer { current = nil }
+            return current
+        }
+
+        /// The next line, ended by LF, CR LF, CR, VT or FF (found by byte: reading a list of 100,000
+        /// URLs as Characters took a tenth of a rerun); `nil` after the last.
+        private mutating func nextLine() -> Substring? {
+            guard !ended else { return nil }
+            let bytes = text.utf8
+            let start = position
+            var index = start
+            while index != bytes.endIndex {
+                let byte = bytes[index]
+                guard (0x0A...0x0D).contains(byte) else {
+                    index = bytes.index(after: index)
+                    continue
+                }
+                let line = text[start..<index]
                 index = bytes.index(after: index)
-                continue
+                if byte == 0x0D, index != bytes.endIndex, bytes[index] == 0x0A { index = bytes.index(after: index) }
+                position = index
+                lineNumber += 1
+                return line
             }
-            lines.append(text[start..<index])
-            index = bytes.index(after: index)
-            if byte == 0x0D, index != bytes.endIndex, bytes[index] == 0x0A { index = bytes.index(after: index) }
-            start = index
+            ended = true
+            lineNumber += 1
+            return text[start...]
         }
-        lines.append(text[start...])
-        return lines
+
+        /// Every line of the text (for tests).
+        static func lines(of text: String) -> [Substring] {
+            var reader = Reader(text)
+            var lines: [Substring] = []
+            while let line = reader.nextLine() { lines.append(line) }
+            return lines
+        }
     }
 
-    private static func apply(_ name: String, _ value: String, line: Int, to file: inout InputFile) throws(CLIError) {
-        let last = file.entries.count - 1
+    /// The lines of `text`, as the reader reads them.
+    static func lines(of text: String) -> [Substring] { Reader.lines(of: text) }
+
+    /// Sets option `name` of `entry`; returns its name when haul does not support it (ignored).
+    fileprivate static func apply(_ name: String, _ value: String, line: Int, to entry: inout Entry) throws(CLIError)
+        -> String?
+    {
         switch name {
         case "out":
             let parts = value.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
@@ -103,7 +148,7 @@ struct InputFile: Equatable {
                     "the input file's out= on line \(line) must be a path inside the output folder (no '..', not absolute)"
                 )
             }
-            file.entries[last].out = value
+            entry.out = value
         case "checksum":
             let algorithms = ["sha-256": "sha256", "sha-1": "sha1", "md5": "md5"]
             guard let equals = value.firstIndex(of: "="),
@@ -114,14 +159,15 @@ struct InputFile: Equatable {
                     "the input file's checksum= on line \(line) must be TYPE=HEX with TYPE sha-256, sha-1 or md5"
                 )
             }
-            file.entries[last].checksum = checksum
+            entry.checksum = checksum
         case "header":
             switch HaulCommand.parseHeader(value) {
-            case .success(let header): file.entries[last].headers.append(header)
+            case .success(let header): entry.headers.append(header)
             case .failure(let problem): throw CLIError("the input file's header= on line \(line): \(problem)")
             }
         default:
-            file.ignored.append((name, line))
+            return name
         }
+        return nil
     }
 }

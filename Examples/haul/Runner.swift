@@ -8,16 +8,16 @@ struct Runner {
     let command: HaulCommand
 
     func run() async -> Int32 {
-        let entries: [InputFile.Entry]
+        let source: EntrySource
         let directory: String
         let isDirectory = { (path: String) -> Bool in
             var status = stat()
             return stat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
         }
         do {
-            entries = try command.entriesToFetch()
+            source = try command.entrySource()
             directory =
-                DownloadPlan.resolve(output: command.output, urlCount: entries.count, isDirectory: isDirectory)
+                DownloadPlan.resolve(output: command.output, urlCount: source.count, isDirectory: isDirectory)
                 .directory
             try Self.makeDirectory(directory)
         } catch {
@@ -76,14 +76,15 @@ struct Runner {
         // it placed it (same length and modification time), is this download's (complete, or to be
         // revalidated); anything else there (another URL's file, a file edited since, the user's own)
         // is not replaced. One lookup per name that exists, not the whole journal in memory.
-        let urls = entries.map { $0.urls[0] }
-        // The input file's out= names a file in the output folder.
-        let plan = DownloadPlan.make(
-            urls: urls,
+        // The input file's out= names a file in the output folder. Each URL is named as the list is
+        // read (``DownloadPlan/Namer``), in order.
+        var namer = DownloadPlan.Namer(
             output: command.output,
-            given: entries.map(\.out),
+            urlCount: source.count,
+            givenNames: source.givenNames,
             isDirectory: isDirectory
-        ) { url, path in
+        )
+        let isOccupied = { (url: String, path: String) -> Bool in
             var status = stat()
             guard lstat(path, &status) == 0 else { return false }
             guard let entry = manager.journalEntry(id: DownloadID(destination: URL(fileURLWithPath: path))) else {
@@ -91,10 +92,8 @@ struct Runner {
             }
             return !(entry.destinationHoldsPlacedFile && entry.url == Reporter.shown(url))
         }
-        let intoFolder =
-            DownloadPlan.resolve(output: command.output, urlCount: urls.count, isDirectory: isDirectory).file == nil
         // --content-disposition: the server names each file in the folder, unless -o or out= named it.
-        let namesFolder = command.contentDisposition && intoFolder ? plan.outputDirectory : nil
+        let namesFolder = command.contentDisposition && namer.file == nil ? namer.directory : nil
         let reporter = Reporter(mode: command.reporterMode)
         let interruption = Interruption(manager: manager)
         interruption.install()
@@ -102,12 +101,12 @@ struct Runner {
         // The list becomes journal rows in large transactions (`enqueue`): no handle, task or loop
         // command per URL. Outcomes are followed by id on the manager's feed, subscribed before the
         // first row is written, so a download that ends before the list is in is seen too.
-        // Requests are made as `enqueue` reads them, not kept: a list of 100,000 held two URLs of
-        // about 400 bytes each per line for the whole run.
+        // Entries, names and requests are made as `enqueue` reads them, not kept: a list of 100,000
+        // held about 700 bytes per URL as entries, plan items and positions for the whole run. What
+        // stays is each download followed (its id and item) until its outcome.
         var failures = 0
         let following = Following()
-        reporter.expect(plan.items.count)
-        let items = plan.items
+        reporter.expect(source.count)
         let outcome = await withTaskGroup(of: Void.self) { group -> Following.Outcome in
             await withCheckedContinuation { (subscribed: CheckedContinuation<Void, Never>) in
                 group.addTask {
@@ -115,14 +114,14 @@ struct Runner {
                     subscribed.resume()
                     let everyEvent = reporter.wantsEveryEvent
                     while let event = await events.next() {
-                        guard everyEvent || event.event.isFinal, let index = following.index(of: event.id) else {
+                        guard everyEvent || event.event.isFinal, let followed = following.followed(event.id) else {
                             continue
                         }
-                        let item = items[index]
+                        let item = followed.item
                         let path = event.destinationPath
                         reporter.report(
                             event.event,
-                            index: index,
+                            index: followed.index,
                             name: FilePath.lastComponent(of: item.destination),
                             url: Reporter.shown(item.url),
                             path: path,
@@ -132,37 +131,38 @@ struct Runner {
                     }
                 }
             }
-            // Positions in the sequence given to `enqueue` are those of the requests that exist.
-            var positions: [(index: Int, id: DownloadID)] = []
-            do {
-                let summary = try manager.enqueue(
-                    items.indices.lazy.compactMap { index -> DownloadRequest? in
-                        let entry = entries[index]
-                        do {
-                            let request = try Self.request(
-                                for: items[index],
-                                entry,
-                                into: entry.out == nil ? namesFolder : nil
-                            )
-                            // Before its row is written: no event for it can come earlier.
-                            guard following.follow(request.id, index: index) else {
-                                reporter.joined()  // the same destination again: one download
-                                return nil
-                            }
-                            positions.append((index, request.id))
-                            return request
-                        } catch {
-                            failures += 1
-                            refuse(items[index], error: error, reporter: reporter)
-                            return nil
+            // The ids of the requests given to `enqueue`, by their position in its sequence.
+            var positions: [DownloadID] = []
+            var entries = source.makeIterator()
+            var index = -1
+            let requests = sequence(state: ()) { _ -> DownloadRequest? in
+                while let entry = entries.next() {
+                    index += 1
+                    let item = namer.item(url: entry.urls[0], given: entry.out, isOccupied: isOccupied)
+                    do {
+                        let request = try Self.request(for: item, entry, into: entry.out == nil ? namesFolder : nil)
+                        // Before its row is written: no event for it can come earlier.
+                        guard following.follow(request.id, index: index, item: item) else {
+                            reporter.joined()  // the same destination again: one download
+                            continue
                         }
+                        positions.append(request.id)
+                        return request
+                    } catch {
+                        failures += 1
+                        refuse(item, error: error, reporter: reporter)
                     }
-                )
+                }
+                return nil
+            }
+            do {
+                let summary = try manager.enqueue(requests)
                 for rejection in summary.rejected {
-                    let (index, id) = positions[rejection.index]
-                    refuse(items[index], error: rejection.error, reporter: reporter)
+                    let id = positions[rejection.index]
+                    guard let followed = following.followed(id) else { continue }
+                    refuse(followed.item, error: rejection.error, reporter: reporter)
                     failures += 1
-                    following.refused(id, index: index)
+                    following.refused(id, index: followed.index)
                 }
             } catch {
                 // The manager shut down (a signal) or its journal failed: what was queued is kept.

@@ -5,20 +5,30 @@ import Glibc
 // CLI links FoundationEssentials only, like the library, which keeps about 7 MB of Foundation and ICU
 // out of every `haul` process. JSON comes from FoundationEssentials' JSONEncoder (`JSONEvent`).
 
-extension StringProtocol {
-    /// Without leading and trailing white space (spaces, tabs, line breaks, Unicode spaces).
-    var trimmingSpaces: String {
+extension Substring {
+    /// Without leading and trailing white space (spaces, tabs, line breaks, Unicode spaces), as a
+    /// slice of this text (no copy).
+    var trimmedSpaces: Substring {
         // Most text starts and ends with a printable ASCII byte: no Character needs to be formed.
-        if let first = utf8.first, let last = utf8.reversed().first, (0x21..<0x7F).contains(first),
-            (0x21..<0x7F).contains(last)
-        {
-            return String(self)
+        // (On a generic StringProtocol, `utf8.reversed()` copied every byte of the text into an array.)
+        if let first = utf8.first, let last = utf8.last, (0x21..<0x7F).contains(first), (0x21..<0x7F).contains(last) {
+            return self
         }
-        guard let first = firstIndex(where: { !$0.isWhitespace }) else { return "" }
+        guard let first = firstIndex(where: { !$0.isWhitespace }) else { return self[endIndex...] }
         let last = lastIndex(where: { !$0.isWhitespace })!
-        return String(self[first...last])
+        return self[first...last]
     }
 
+    /// ``trimmedSpaces`` as a string of its own.
+    var trimmingSpaces: String { String(trimmedSpaces) }
+}
+
+extension String {
+    /// Without leading and trailing white space (spaces, tabs, line breaks, Unicode spaces).
+    var trimmingSpaces: String { self[...].trimmingSpaces }
+}
+
+extension StringProtocol {
     /// `%XX` sequences decoded as UTF-8; `nil` when one is malformed or the bytes are not UTF-8.
     var percentDecoded: String? {
         var bytes: [UInt8] = []

@@ -200,6 +200,34 @@ struct HaulCLITests {
         #expect(try String(contentsOf: file, encoding: .utf8) == "x")
     }
 
+    @Test(
+        "a list read as it is queued: a mistake on its last line stops the run before any download; out= names are known before any URL is named"
+    )
+    func listCheckedWholeThenReadAsQueued() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let a = try server.makeFile("a.bin", size: 20_000)
+        let b = try server.makeFile("b.bin", size: 30_000)
+        let out = work.appendingPathComponent("out")
+        // The last line is wrong: nothing is fetched, and the line is named.
+        let bad = work.appendingPathComponent("bad.txt")
+        try "\(server.url("a.bin").absoluteString)\n\(server.url("b.bin").absoluteString)\n  out=../b.bin\n"
+            .write(to: bad, atomically: true, encoding: .utf8)
+        let refused = try await haul(["--quiet", "-i", bad.path, "-o", out.path], in: work)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("line 3"), "\(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: out.appendingPathComponent("a.bin").path))
+        // The first URL's own name is given to the second with out= further down: the first is
+        // numbered, the second gets it.
+        let list = work.appendingPathComponent("list.txt")
+        try "\(server.url("a.bin").absoluteString)\n\(server.url("b.bin").absoluteString)\n  out=a.bin\n"
+            .write(to: list, atomically: true, encoding: .utf8)
+        let run = try await haul(["--quiet", "-i", list.path, "-o", out.path], in: work)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(try Data(contentsOf: out.appendingPathComponent("a.bin.1")) == a)
+        #expect(try Data(contentsOf: out.appendingPathComponent("a.bin")) == b)
+    }
+
     @Test("--json prints one event object per line; an input file is read")
     func jsonAndInputFile() async throws {
         let (server, work) = try startServerAndDirectory()

@@ -182,6 +182,38 @@ struct HaulArgumentTests {
         }
     }
 
+    @Test("the input file is read one entry at a time: an entry is whole at the next URL line or at the end")
+    func inputFileReaderYieldsEntriesInTurn() throws {
+        let text = "http://h/a\n  out=x/a.bin\n  split=2\nhttp://h/b\thttp://m/b\n# c\nhttp://h/c\n  out=../c\n"
+        var reader = InputFile.Reader(text)
+        #expect(try reader.next() == InputFile.Entry(urls: ["http://h/a"], out: "x/a.bin"))
+        #expect(reader.ignored.map(\.option) == ["split"] && reader.ignored.map(\.line) == [3])
+        #expect(try reader.next() == InputFile.Entry(urls: ["http://h/b", "http://m/b"]))
+        // The third entry's mistake is met when it is read, after the entries before it.
+        #expect(throws: CLIError.self) { try reader.next() }
+        var good = InputFile.Reader(String(text.dropLast("  out=../c\n".count)))
+        var urls: [[String]] = []
+        while let entry = try good.next() { urls.append(entry.urls) }
+        #expect(urls == [["http://h/a"], ["http://h/b", "http://m/b"], ["http://h/c"]])
+        #expect(try good.next() == nil)
+    }
+
+    @Test("a run's list is checked and counted whole; the names given are kept only when some URL is to be named")
+    func entrySourceCountsAndKeepsGivenNames() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let list = directory.appendingPathComponent("list.txt").path
+        try "http://h/a\n  out=a.bin\nhttp://h/b\n  out=b.bin\n".write(toFile: list, atomically: true, encoding: .utf8)
+        let named = try HaulCommand.parse(["-i", list]).entrySource()
+        #expect(named.count == 2 && named.givenNames.isEmpty)
+        #expect(Array(named).map(\.out) == ["a.bin", "b.bin"])
+        let mixed = try HaulCommand.parse(["-i", list, "http://h/c"]).entrySource()
+        #expect(mixed.count == 3 && mixed.givenNames == ["a.bin", "b.bin"])
+        #expect(Array(mixed).map(\.urls) == [["http://h/c"], ["http://h/a"], ["http://h/b"]])
+        try "# nothing\n".write(toFile: list, atomically: true, encoding: .utf8)
+        #expect(throws: CLIError.self) { try HaulCommand.parse(["-i", list]).entrySource() }
+    }
+
     @Test func inputFileIgnoresBlanksAndComments() throws {
         let text = "# mirrors\nhttp://h/a\n\n  http://h/b  \r\n#http://h/c\n"
         #expect(try InputFile.parse(text).entries.map(\.urls) == [["http://h/a"], ["http://h/b"]])
