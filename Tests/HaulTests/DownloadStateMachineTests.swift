@@ -467,6 +467,10 @@ struct RetryTests {
         #expect(FilePath.directory(of: "/données/é/") == "/données")
         #expect(FilePath.lastComponent(of: "/données/é/") == "é")
         #expect(FilePath.lastComponent(of: "é") == "é")
+        // A name that starts with a combining mark makes one Character with the `/` before it: paths
+        // are cut at the byte.
+        #expect(FilePath.directory(of: "/a/\u{301}x") == "/a")
+        #expect(FilePath.lastComponent(of: "/a/\u{301}x") == "\u{301}x")
         #expect("  a b \t\r\n".trimmingWhitespace == "a b")
         #expect(" \n ".trimmingWhitespace == "")
 

@@ -7,17 +7,24 @@ import Glibc
 package enum FilePath {
     /// Everything before the last `/` (without trailing slashes), or "" for a bare name.
     static func directory(of path: String) -> String {
-        let trimmed = path.utf8.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
-        guard let slash = trimmed.lastIndex(of: "/") else { return "" }
+        let trimmed = withoutTrailingSlash(path)
+        guard let slash = trimmed.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "" }
         if slash == trimmed.startIndex { return "/" }
         return String(trimmed[..<slash])
     }
 
     /// Everything after the last `/` (ignoring trailing slashes).
     package static func lastComponent(of path: String) -> String {
-        let trimmed = path.utf8.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
-        guard let slash = trimmed.lastIndex(of: "/") else { return trimmed }
-        return String(trimmed[trimmed.index(after: slash)...])
+        let trimmed = withoutTrailingSlash(path)
+        guard let slash = trimmed.utf8.lastIndex(of: UInt8(ascii: "/")) else { return String(trimmed) }
+        return String(trimmed[trimmed.utf8.index(after: slash)...])
+    }
+
+    /// `path` without one trailing `/`, unless it is the root. Found by byte: comparing Characters
+    /// from the end (`lastIndex(of: "/")` on the String) was 1 % of the disk lane's time per file.
+    private static func withoutTrailingSlash(_ path: String) -> Substring {
+        guard path.utf8.count > 1, path.utf8.last == UInt8(ascii: "/") else { return path[...] }
+        return path[..<path.utf8.index(before: path.utf8.endIndex)]
     }
 
     /// Creates `path` and every missing folder above it (`mkdir -p`): `nil`, or the `errno` of the
