@@ -149,7 +149,7 @@ for round in $(seq 1 "$repeat"); do
         for client in $(rotated "$round" $clients); do run_cli "$client" "$where"; done
     done
 done
-rm -rf "$disk_dir"
+# (h)'s folders stay until (a) on the disk is done too: deleted now, their inodes would slow its creates.
 
 # (a) on the disk: the library (durable: one sync per batch, then each file named) beside curl and both
 # floors, and the library with its syncs made no-ops; a folder of its own per run, as for (h).
@@ -170,7 +170,6 @@ run_many_disk() {  # run_many_disk CLIENT: one round of (a) written to the disk,
     done
 }
 echo "== (a) on the disk ($disk_dir)"
-rm -rf "$disk_dir"
 for round in $(seq 1 "$repeat"); do
     for client in $(rotated "$round" haul haul-nosync curl libcurl-multi libcurl-events); do run_many_disk "$client"; done
 done
