@@ -11,17 +11,13 @@
 // against 260-300 this way) and the program took 0.88-1.18 s instead of 0.79-0.88 s here.
 //
 //   cc -O2 events.c -lcurl -levent -o events && ./events BASE COUNT WIDTH OUTDIR
-#include <curl/curl.h>
 #include <event2/event.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
-struct slot { CURL *easy; int fd; int index; };
+#include "slots.h"
+
 struct watch { struct event *event; };
 
-static const char *base_url, *outdir;
 static struct event_base *base;
 static struct event *timer;
 static CURLM *multi;
@@ -29,27 +25,6 @@ static struct slot *slots;
 static int count, next_index, done, failed;
 static struct slot **ended;  // slots whose file ended this turn, started again at its end
 static int ended_count;
-
-static size_t on_data(char *data, size_t size, size_t items, void *context) {
-    struct slot *slot = context;
-    if (slot->fd < 0) {
-        char path[1024];
-        snprintf(path, sizeof path, "%s/%d.bin", outdir, slot->index);
-        slot->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (slot->fd < 0) return 0;
-    }
-    ssize_t written = write(slot->fd, data, size * items);
-    return written == (ssize_t)(size * items) ? (size_t)written : 0;
-}
-
-static void start(struct slot *slot, int index) {
-    char url[1024];
-    snprintf(url, sizeof url, "%s/f%d.bin", base_url, index % 1000);
-    slot->index = index;
-    slot->fd = -1;
-    curl_easy_setopt(slot->easy, CURLOPT_URL, url);
-    curl_multi_add_handle(multi, slot->easy);
-}
 
 static void collect(void) {
     CURLMsg *message;
@@ -129,18 +104,13 @@ int main(int argc, char **argv) {
     curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, (long)width);
     slots = calloc((size_t)width, sizeof *slots);
     for (int i = 0; i < width && next_index < count; i++) {
-        slots[i].easy = curl_easy_init();
-        curl_easy_setopt(slots[i].easy, CURLOPT_WRITEFUNCTION, on_data);
-        curl_easy_setopt(slots[i].easy, CURLOPT_WRITEDATA, &slots[i]);
-        curl_easy_setopt(slots[i].easy, CURLOPT_PRIVATE, &slots[i]);
-        curl_easy_setopt(slots[i].easy, CURLOPT_FAILONERROR, 1L);
-        curl_easy_setopt(slots[i].easy, CURLOPT_NOSIGNAL, 1L);
-        start(&slots[i], next_index++);
+        make_easy(&slots[i]);
+        start(multi, &slots[i], next_index++);
     }
     ended = calloc((size_t)width, sizeof *ended);
     while (!failed && done < count) {
         if (event_base_loop(base, EVLOOP_ONCE) < 0) return 1;
-        while (ended_count > 0 && next_index < count) start(ended[--ended_count], next_index++);
+        while (ended_count > 0 && next_index < count) start(multi, ended[--ended_count], next_index++);
         ended_count = 0;
     }
     return failed || done != count;

@@ -4,39 +4,13 @@
 // built on libcurl's multi interface costs at least on this machine. It prints nothing; run.sh times it.
 //
 //   cc -O2 many.c -lcurl -o many && ./many BASE COUNT WIDTH OUTDIR   (COUNT files BASE/f<i % 1000>.bin)
-#include <curl/curl.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
-struct slot { CURL *easy; int fd; int index; };
-static const char *base, *outdir;
-
-static size_t on_data(char *data, size_t size, size_t count, void *context) {
-    struct slot *slot = context;
-    if (slot->fd < 0) {
-        char path[1024];
-        snprintf(path, sizeof path, "%s/%d.bin", outdir, slot->index);
-        slot->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (slot->fd < 0) return 0;
-    }
-    ssize_t written = write(slot->fd, data, size * count);
-    return written == (ssize_t)(size * count) ? (size_t)written : 0;
-}
-
-static void start(CURLM *multi, struct slot *slot, int index) {
-    char url[1024];
-    snprintf(url, sizeof url, "%s/f%d.bin", base, index % 1000);
-    slot->index = index;
-    slot->fd = -1;
-    curl_easy_setopt(slot->easy, CURLOPT_URL, url);
-    curl_multi_add_handle(multi, slot->easy);
-}
+#include "slots.h"
 
 int main(int argc, char **argv) {
     if (argc != 5) { fprintf(stderr, "usage: many BASE COUNT WIDTH OUTDIR\n"); return 2; }
-    base = argv[1];
+    base_url = argv[1];
     int count = atoi(argv[2]), width = atoi(argv[3]);
     outdir = argv[4];
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -44,12 +18,7 @@ int main(int argc, char **argv) {
     struct slot *slots = calloc((size_t)width, sizeof *slots);
     int next = 0, done = 0;
     for (int i = 0; i < width && next < count; i++) {
-        slots[i].easy = curl_easy_init();
-        curl_easy_setopt(slots[i].easy, CURLOPT_WRITEFUNCTION, on_data);
-        curl_easy_setopt(slots[i].easy, CURLOPT_WRITEDATA, &slots[i]);
-        curl_easy_setopt(slots[i].easy, CURLOPT_PRIVATE, &slots[i]);
-        curl_easy_setopt(slots[i].easy, CURLOPT_FAILONERROR, 1L);
-        curl_easy_setopt(slots[i].easy, CURLOPT_NOSIGNAL, 1L);
+        make_easy(&slots[i]);
         start(multi, &slots[i], next++);
     }
     while (done < count) {
