@@ -51,17 +51,18 @@ extension HaulCommand {
                     "with --queue, -o names a folder inside each worker's output folder (haul worker -o): give a relative one"
                 )
             }
-            let entries = try entriesToFetch()
+            let source = try entrySource()
             // Names under `/` stand for names under each worker's folder (`-o` is always a folder).
-            let plan = DownloadPlan.make(
-                urls: entries.map { $0.urls[0] },
+            var namer = DownloadPlan.Namer(
                 output: output,
-                given: entries.map(\.out),
+                urlCount: source.count,
+                givenNames: source.givenNames,
                 isDirectory: { _ in true }
             )
             let root = URL(fileURLWithPath: "/", isDirectory: true)
             var requests: [DownloadRequest] = []
-            for (item, entry) in zip(plan.items, entries) {
+            for entry in source {
+                let item = namer.item(url: entry.urls[0], given: entry.out) { _, _ in false }
                 let path = URL(fileURLWithPath: item.destination, relativeTo: root).standardizedFileURL.path
                 requests.append(
                     try Runner.request(for: DownloadPlan.Item(url: item.url, destination: path), entry, into: nil)

@@ -320,37 +320,6 @@ struct HaulCommand: AsyncParsableCommand {
         }
     }
 
-    /// ``allEntries()`` for a run: none is an error, and each ignored option of the input file is
-    /// reported on standard error.
-    func entriesToFetch() throws -> [InputFile.Entry] {
-        let all = try allEntries()
-        guard !all.entries.isEmpty else { throw CLIError("the input file has no URLs") }
-        for (option, line) in all.ignored {
-            Reporter.write(
-                "haul: the input file's option '\(option)' (line \(line)) is not supported and is ignored\n",
-                to: STDERR_FILENO
-            )
-        }
-        return all.entries
-    }
-
-    /// Every file to fetch: the arguments' URLs (each with `--checksum`, when given), then the
-    /// input file's entries; and the input file's options that haul ignores.
-    func allEntries() throws -> (entries: [InputFile.Entry], ignored: [(option: String, line: Int)]) {
-        let checksum = self.checksum.flatMap(Checksum.init)
-        var all = urls.map { InputFile.Entry(urls: [$0], checksum: checksum) }
-        var ignored: [(option: String, line: Int)] = []
-        if let inputFile {
-            guard let data = FileManager.default.contents(atPath: inputFile) else {
-                throw CLIError("cannot read the input file '\(inputFile)': \(String(cString: strerror(errno)))")
-            }
-            let file = try InputFile.parse(String(decoding: data, as: UTF8.self))
-            all += file.entries
-            ignored = file.ignored
-        }
-        return (all, ignored)
-    }
-
     /// A size or rate as curl reads one: a number, optionally with a fraction, then `K`, `M` or `G`
     /// (1024, 1024², 1024³; either case) or nothing. `nil` when it is not one or not above 0.
     static func parseSize(_ text: String) -> Int64? {
