@@ -50,8 +50,12 @@ struct InputFile: Equatable {
         private let text: String
         private var position: String.Index
         private var lineNumber = 0
-        /// The entry whose option lines are being read.
+        /// The entry whose option lines are being read, and where its URL line starts.
         private var current: Entry?
+        private var currentStart = 0
+        /// Where the entry ``next()`` returned last starts in the text (its URL line's first byte):
+        /// ``init(_:at:)`` reads it again from there.
+        private(set) var entryStart = 0
         private var ended = false
         /// Options the file sets that haul does not support, with their line, as read so far.
         private(set) var ignored: [(option: String, line: Int)] = []
@@ -59,6 +63,14 @@ struct InputFile: Equatable {
         init(_ text: String) {
             self.text = text
             position = text.utf8.startIndex
+        }
+
+        /// A reader whose first entry is the one that starts at byte `offset` of `text` (an
+        /// ``entryStart`` of a reader of the same text).
+        init(_ text: String, at offset: Int) {
+            self.text = text
+            let bytes = text.utf8
+            position = bytes.index(bytes.startIndex, offsetBy: min(max(0, offset), bytes.count))
         }
 
         /// The next entry, `nil` after the last; throws what is wrong and on which line.
@@ -77,8 +89,12 @@ struct InputFile: Equatable {
                 guard indent == UInt8(ascii: " ") || indent == UInt8(ascii: "\t"), !isURL else {
                     let urls = line.utf8.split(separator: UInt8(ascii: "\t")).map { Substring($0).trimmingSpaces }
                     let entry = Entry(urls: urls.filter { !$0.isEmpty })
-                    defer { current = entry }
-                    if let done = current { return done }
+                    let start = text.utf8.distance(from: text.utf8.startIndex, to: line.startIndex)
+                    defer { (current, currentStart) = (entry, start) }
+                    if let done = current {
+                        entryStart = currentStart
+                        return done
+                    }
                     continue
                 }
                 guard current != nil else {
@@ -94,6 +110,7 @@ struct InputFile: Equatable {
                 }
             }
             defer { current = nil }
+            entryStart = currentStart
             return current
         }
 

@@ -103,7 +103,7 @@ struct Runner {
         // first row is written, so a download that ends before the list is in is seen too.
         // Entries, names and requests are made as `enqueue` reads them, not kept: a list of 100,000
         // held about 700 bytes per URL as entries, plan items and positions for the whole run. What
-        // stays is each download followed (its id and item) until its outcome.
+        // stays is each download followed (its id's bits and its place in the list) until its outcome.
         var failures = 0
         let following = Following()
         reporter.expect(source.count)
@@ -117,13 +117,12 @@ struct Runner {
                         guard everyEvent || event.event.isFinal, let followed = following.followed(event.id) else {
                             continue
                         }
-                        let item = followed.item
                         let path = event.destinationPath
                         reporter.report(
                             event.event,
                             index: followed.index,
-                            name: FilePath.lastComponent(of: item.destination),
-                            url: Reporter.shown(item.url),
+                            name: FilePath.lastComponent(of: followed.destination ?? path),
+                            url: Reporter.shown(source.entry(at: followed.index)?.urls.first ?? ""),
                             path: path,
                             download: event.download
                         )
@@ -131,22 +130,22 @@ struct Runner {
                     }
                 }
             }
-            // The ids of the requests given to `enqueue`, by their position in its sequence.
-            var positions: [DownloadID] = []
             var entries = source.makeIterator()
             var index = -1
             let requests = sequence(state: ()) { _ -> DownloadRequest? in
                 while let entry = entries.next() {
                     index += 1
                     let item = namer.item(url: entry.urls[0], given: entry.out, isOccupied: isOccupied)
+                    let folder = entry.out == nil ? namesFolder : nil
                     do {
-                        let request = try Self.request(for: item, entry, into: entry.out == nil ? namesFolder : nil)
-                        // Before its row is written: no event for it can come earlier.
-                        guard following.follow(request.id, index: index, item: item) else {
+                        let request = try Self.request(for: item, entry, into: folder)
+                        // Before its row is written: no event for it can come earlier. Its events
+                        // show its destination, but for a name the server gives.
+                        let shownDestination = folder == nil ? nil : item.destination
+                        guard following.follow(request.id, index: index, destination: shownDestination) else {
                             reporter.joined()  // the same destination again: one download
                             continue
                         }
-                        positions.append(request.id)
                         return request
                     } catch {
                         failures += 1
@@ -158,11 +157,15 @@ struct Runner {
             do {
                 let summary = try manager.enqueue(requests)
                 for rejection in summary.rejected {
-                    let id = positions[rejection.index]
-                    guard let followed = following.followed(id) else { continue }
-                    refuse(followed.item, error: rejection.error, reporter: reporter)
+                    let request = rejection.request
+                    guard let followed = following.followed(request.id) else { continue }
+                    let item = DownloadPlan.Item(
+                        url: source.entry(at: followed.index)?.urls.first ?? request.url.redactedString,
+                        destination: followed.destination ?? request.destination.path
+                    )
+                    refuse(item, error: rejection.error, reporter: reporter)
                     failures += 1
-                    following.refused(id, index: followed.index)
+                    following.refused(request.id, index: followed.index)
                 }
             } catch {
                 // The manager shut down (a signal) or its journal failed: what was queued is kept.

@@ -6,6 +6,9 @@ public struct EnqueueSummary: Sendable {
         public var index: Int
         /// Why (an invalid URL, an unsupported scheme, a destination that is a directory).
         public var error: DownloadError
+        /// The request as it was given: a caller who hands `enqueue` a sequence made as it is read
+        /// (a list of millions) learns which one it was without keeping every request it made.
+        public var request: DownloadRequest
     }
 
     /// Requests queued now (new ones, and paused, interrupted or failed ones queued again).

@@ -264,6 +264,44 @@ struct HaulCLITests {
         #expect(try Data(contentsOf: work.appendingPathComponent("out")) == data)
     }
 
+    @Test("an entry the manager refuses (its out= is a folder) is one failure, shown with its own URL and path")
+    func refusedEntryIsReportedAsItself() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let a = try server.makeFile("r/a.bin", size: 40_000, seed: 11)
+        let c = try server.makeFile("r/c.bin", size: 50_000, seed: 12)
+        let out = work.appendingPathComponent("out")
+        try FileManager.default.createDirectory(
+            at: out.appendingPathComponent("taken"),
+            withIntermediateDirectories: true
+        )
+        let refusedURL = server.url("r/b.bin?x=1").absoluteString
+        let list = work.appendingPathComponent("urls.txt")
+        try """
+        \(server.url("r/a.bin").absoluteString)
+        # the second is refused by the manager: its out= names a folder
+        \(refusedURL)
+          out=taken
+        \(server.url("r/c.bin").absoluteString)
+        """.write(to: list, atomically: true, encoding: .utf8)
+        let run = try await haul(["--json", "-i", list.path, "-o", out.path], in: work)
+        #expect(run.status == 1, "\(run.stderr)")
+        let objects = try run.stdout.split(separator: "\n").map {
+            try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        let failed = objects.filter { $0["event"] as? String == "failed" }
+        #expect(failed.count == 1)
+        #expect(failed.first?["url"] as? String == refusedURL)
+        #expect(failed.first?["path"] as? String == out.appendingPathComponent("taken").path)
+        let completed = objects.filter { $0["event"] as? String == "completed" }.compactMap { $0["url"] as? String }
+        #expect(Set(completed) == [server.url("r/a.bin").absoluteString, server.url("r/c.bin").absoluteString])
+        let summary = try #require(objects.last)
+        #expect((summary["completed"] as? NSNumber)?.intValue == 2 && (summary["failed"] as? NSNumber)?.intValue == 1)
+        #expect(try Data(contentsOf: out.appendingPathComponent("a.bin")) == a)
+        #expect(try Data(contentsOf: out.appendingPathComponent("c.bin")) == c)
+        #expect(run.stderr.contains("taken"), "\(run.stderr)")
+    }
+
     @Test("a list longer than the window of started downloads: every file arrives, a bad line is one failure")
     func longInputFile() async throws {
         let (server, work) = try startServerAndDirectory()

@@ -198,6 +198,87 @@ struct HaulArgumentTests {
         #expect(try good.next() == nil)
     }
 
+    @Test("an entry is read again from where the reader said it starts: each, and only it, whatever the line ends")
+    func inputFileEntriesAreReadAgainFromTheirStart() throws {
+        let text =
+            "# list\r\nhttp://h/é\r\n  out=é/a.bin\r\n  header=X-A: 1\r\n\r\nhttp://h/b\thttp://m/b\n  # note\n"
+            + "  out=b.bin\rhttp://h/c\u{0C}\thttp://h/indented\n  checksum=md5=900150983cd24fb0d6963f7d28e17f72\nhttp://h/last"
+        var reader = InputFile.Reader(text)
+        var entries: [(InputFile.Entry, Int)] = []
+        while let entry = try reader.next() { entries.append((entry, reader.entryStart)) }
+        #expect(
+            entries.map(\.0.urls) == [
+                ["http://h/é"], ["http://h/b", "http://m/b"], ["http://h/c"], ["http://h/indented"], ["http://h/last"],
+            ]
+        )
+        #expect(entries[1].0.out == "b.bin" && entries[3].0.checksum != nil)
+        for (entry, start) in entries {
+            var again = InputFile.Reader(text, at: start)
+            #expect(try again.next() == entry)
+            #expect(text.utf8.dropFirst(start).starts(with: entry.urls[0].utf8) || entry.urls[0] == "http://h/indented")
+        }
+        // Past the end: nothing, and no crash.
+        var past = InputFile.Reader(text, at: text.utf8.count + 10)
+        #expect(try past.next() == nil)
+    }
+
+    @Test("a run finds each entry again by its place in the run: the arguments' first, then the input file's")
+    func entrySourceFindsEntriesByIndex() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let list = directory.appendingPathComponent("list.txt").path
+        let lines = (0..<500).map {
+            "http://h/\($0)\n" + ($0 % 3 == 0 ? "  out=\($0).bin\n" : "") + ($0 % 7 == 0 ? "\n# gap\n" : "")
+        }
+        try lines.joined().write(toFile: list, atomically: true, encoding: .utf8)
+        let source = try HaulCommand.parse(["-i", list, "http://arg/0", "http://arg/1"]).entrySource()
+        let all = Array(source)
+        #expect(all.count == 502 && source.count == 502)
+        for index in all.indices { #expect(source.entry(at: index) == all[index]) }
+        #expect(source.entry(at: 502) == nil && source.entry(at: -1) == nil)
+    }
+
+    @Test("a run follows downloads by their ids' bits: one per destination, each until its outcome, caller ids too")
+    func followingKeepsIndexesUntilOutcomes() {
+        let ids = (0..<4).map { DownloadID(destination: URL(fileURLWithPath: "/out/\($0).bin")) }
+        #expect(ids.allSatisfy { Following.Key($0) != nil })
+        #expect(Set(ids.compactMap(Following.Key.init)).count == 4)
+        #expect(Following.Key(DownloadID(rawValue: ids[0].rawValue)) == Following.Key(ids[0]))
+        for odd in ["", "abc", String(repeating: "g", count: 32), ids[0].rawValue.uppercased(), ids[0].rawValue + "0"] {
+            #expect(Following.Key(DownloadID(rawValue: odd)) == nil, "\(odd)")
+        }
+        let own = DownloadID(rawValue: "a caller's own id")
+        let following = Following()
+        #expect(following.follow(ids[0], index: 0))
+        #expect(following.follow(ids[1], index: 1, destination: "out/from-url.bin"))
+        #expect(!following.follow(ids[0], index: 2))  // the same destination again: one download
+        #expect(following.follow(own, index: 3))
+        #expect(following.follow(ids[2], index: 4))
+        #expect(following.followed(ids[0]) == Following.Followed(index: 0))
+        #expect(following.followed(ids[1]) == Following.Followed(index: 1, destination: "out/from-url.bin"))
+        #expect(following.followed(own) == Following.Followed(index: 3))
+        #expect(following.followed(ids[3]) == nil)
+        following.refused(ids[2], index: 0)  // not its item: still followed
+        #expect(following.followed(ids[2]) == Following.Followed(index: 4))
+        following.refused(ids[2], index: 4)
+        #expect(following.followed(ids[2]) == nil)
+        func event(_ id: DownloadID, _ what: DownloadEvent) -> DownloadManagerEvent {
+            DownloadManagerEvent(id: id, destination: URL(fileURLWithPath: "/out/x"), event: what)
+        }
+        #expect(!following.ended(event(ids[0], .paused(DownloadProgress(bytesReceived: 0, totalBytes: nil)))))
+        #expect(following.followed(ids[0]) != nil)
+        #expect(!following.ended(event(ids[0], .completed(URL(fileURLWithPath: "/out/0.bin")))))
+        #expect(following.followed(ids[0]) == nil)
+        #expect(!following.ended(event(ids[1], .cancelled)))
+        #expect(!following.allQueued())
+        // Its place is free again: a later follow of another download there shows no old destination.
+        #expect(following.follow(ids[3], index: 1))
+        #expect(following.followed(ids[3]) == Following.Followed(index: 1))
+        #expect(!following.ended(event(own, .failed(DownloadError(code: .httpStatus, url: nil)))))
+        let outcome = following.finish()
+        #expect(outcome.completed == 1 && outcome.failed == 1 && outcome.notCompleted == 2)
+    }
+
     @Test("a run's list is checked and counted whole; the names given are kept only when some URL is to be named")
     func entrySourceCountsAndKeepsGivenNames() throws {
         let directory = try makeTemporaryDirectory()

@@ -147,6 +147,16 @@ struct QueueTests {
             #expect(summary.queued == 4)
             #expect(summary.rejected.map(\.index) == [2, 4])
             #expect(summary.rejected.map(\.error.code) == [.unsupportedScheme, .fileSystem])
+            #expect(
+                summary.rejected.map(\.request.url.absoluteString) == [
+                    "ftp://127.0.0.1/x", server.url("a.bin").absoluteString,
+                ]
+            )
+            #expect(
+                summary.rejected.map(\.request.destination.path) == [
+                    directory.appendingPathComponent("x").path, directory.path,
+                ]
+            )
             await manager.waitUntilIdle()
             #expect(
                 server.accessLog().map(\.uri).filter { $0.hasSuffix(".bin") } == [

@@ -11,7 +11,7 @@ extension DownloadQueue {
                 do throws(DownloadError) {
                     return try prepare(candidate)
                 } catch {
-                    summary.rejected.append(.init(index: position, error: error))
+                    summary.rejected.append(.init(index: position, error: error, request: candidate))
                 }
             }
             return nil
