@@ -253,6 +253,11 @@ struct DownloadErrorTests {
         request.destination.deleteLastPathComponent()
         request.destination.appendPathComponent("c.bin")
         #expect(request.id == DownloadID(destinationPath: "/tmp/c.bin"))
+        // The standardised path the id comes from follows the destination (the manager reuses it).
+        #expect(request.destinationPath == "/tmp/c.bin")
+        request.destination = URL(fileURLWithPath: "/tmp/sub/../d.bin")
+        #expect(request.destinationPath == "/tmp/d.bin" && request.id == DownloadID(destinationPath: "/tmp/d.bin"))
+        request.destination = URL(fileURLWithPath: "/tmp/c.bin")
         // A download to a file is its file, whatever its URL.
         request.url = URL(string: "https://example.com/other.bin")!
         #expect(request.id == DownloadID(destinationPath: "/tmp/c.bin"))
@@ -263,6 +268,7 @@ struct DownloadErrorTests {
         #expect(request.id == DownloadID(url: URL(string: "https://example.com/a.bin")!, folder: folder))
         request.key = "object-7"
         #expect(request.id == DownloadID(key: "object-7", folder: folder))
+        #expect(request.destinationPath == "/tmp/folder")
         request.url = URL(string: "https://example.com/signed?sig=B")!
         #expect(request.id == DownloadID(key: "object-7", folder: folder))
         request.takesFileNameFromServer = false

@@ -33,13 +33,23 @@ public struct DownloadID: Hashable, Sendable, CustomStringConvertible {
     /// (``DownloadRequest/takesFileNameFromServer``): its folder and its URL (without user name,
     /// password and fragment), as the file it names is not known before it answers.
     public init(url: URL, folder: URL) {
-        self.init(hashing: "haul/folder/1\n\(FilePath.standardized(folder))\n\(url.identityString)")
+        self.init(url: url, folderPath: FilePath.standardized(folder))
+    }
+
+    /// ``init(url:folder:)`` of the standardised path of the folder.
+    init(url: URL, folderPath: String) {
+        self.init(hashing: "haul/folder/1\n\(folderPath)\n\(url.identityString)")
     }
 
     /// The id of a download into `folder` under the name the server gives, identified by the
     /// caller's `key` rather than its URL (``DownloadRequest/key``).
     public init(key: String, folder: URL) {
-        self.init(hashing: "haul/folder-key/1\n\(FilePath.standardized(folder))\n\(key)")
+        self.init(key: key, folderPath: FilePath.standardized(folder))
+    }
+
+    /// ``init(key:folder:)`` of the standardised path of the folder.
+    init(key: String, folderPath: String) {
+        self.init(hashing: "haul/folder-key/1\n\(folderPath)\n\(key)")
     }
 
     /// The id of the download to `destinationPath`, a standardised path.

@@ -62,7 +62,7 @@ extension DownloadQueue {
         try DownloadHeader.check(request.headers, url: url.redactedString)
         var mirrors: [URL] = []
         for mirror in request.mirrors { mirrors.append(try Self.validate(mirror)) }
-        let destination = FilePath.standardized(request.destination)
+        let destination = request.destinationPath
         var status = stat()
         let exists = stat(destination, &status) == 0
         if request.takesFileNameFromServer, exists, (status.st_mode & S_IFMT) != S_IFDIR {
