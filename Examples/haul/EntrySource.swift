@@ -21,16 +21,16 @@ struct EntrySource: Sequence {
     /// URL may not take); empty when every entry has one (nothing is named from a URL).
     let givenNames: Set<String>
     /// Where each of the input file's entries starts in ``text`` (8 bytes an entry): what a run
-    /// shows of a download is read again from there (``entry(at:)``), not kept per download.
+    /// shows of a download is read again from there (``url(at:)``), not kept per download.
     let starts: [Int]
 
-    /// Entry `index` of the run (the arguments' first, then the input file's), read again.
-    func entry(at index: Int) -> InputFile.Entry? {
-        if index < arguments.count { return index >= 0 ? arguments[index] : nil }
+    /// The first URL of entry `index` of the run (the arguments' first, then the input file's), read
+    /// again: what a line or `--json` shows of a download.
+    func url(at index: Int) -> String? {
+        if index < arguments.count { return index >= 0 ? arguments[index].urls.first : nil }
         let position = index - arguments.count
         guard let text, position < starts.count else { return nil }
-        var reader = InputFile.Reader(text, at: starts[position])
-        return try? reader.next()
+        return InputFile.Reader.firstURL(in: text, at: starts[position])
     }
 
     func makeIterator() -> Iterator {

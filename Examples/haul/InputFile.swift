@@ -87,8 +87,7 @@ struct InputFile: Equatable {
                 }
                 let indent = line.utf8.first
                 guard indent == UInt8(ascii: " ") || indent == UInt8(ascii: "\t"), !isURL else {
-                    let urls = line.utf8.split(separator: UInt8(ascii: "\t")).map { Substring($0).trimmingSpaces }
-                    let entry = Entry(urls: urls.filter { !$0.isEmpty })
+                    let entry = Entry(urls: Self.urls(ofLine: line))
                     let start = text.utf8.distance(from: text.utf8.startIndex, to: line.startIndex)
                     defer { (current, currentStart) = (entry, start) }
                     if let done = current {
@@ -112,6 +111,18 @@ struct InputFile: Equatable {
             defer { current = nil }
             entryStart = currentStart
             return current
+        }
+
+        /// The URLs of an entry's first line: its fields between TABs, trimmed, the empty ones left out.
+        static func urls(ofLine line: Substring) -> [String] {
+            line.utf8.split(separator: UInt8(ascii: "\t")).map { Substring($0).trimmingSpaces }.filter { !$0.isEmpty }
+        }
+
+        /// The first URL of the entry that starts at byte `offset` of `text` (an ``entryStart``):
+        /// its first line only, where ``init(_:at:)`` and ``next()`` read all of the entry.
+        static func firstURL(in text: String, at offset: Int) -> String? {
+            var reader = Reader(text, at: offset)
+            return reader.nextLine().flatMap { urls(ofLine: $0).first }
         }
 
         /// The next line, ended by LF, CR LF, CR, VT or FF (found by byte: reading a list of 100,000

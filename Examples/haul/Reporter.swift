@@ -60,6 +60,8 @@ final class Reporter: Sendable {
 
     /// Whether this mode shows more than each download's outcome (lines tell restarts and retries).
     var wantsEveryEvent: Bool { mode != .quiet }
+    /// Whether a download's URL is shown: not with `--quiet`, where only an error is (and names its URL).
+    var showsURLs: Bool { mode != .quiet }
 
     /// The number of downloads the command will start, shown as "more" until they start.
     func expect(_ count: Int) {

@@ -113,6 +113,7 @@ struct Runner {
                     var events = manager.events.makeAsyncIterator()
                     subscribed.resume()
                     let everyEvent = reporter.wantsEveryEvent
+                    let showsURLs = reporter.showsURLs
                     while let event = await events.next() {
                         guard everyEvent || event.event.isFinal, let followed = following.followed(event.id) else {
                             continue
@@ -122,7 +123,7 @@ struct Runner {
                             event.event,
                             index: followed.index,
                             name: FilePath.lastComponent(of: followed.destination ?? path),
-                            url: Reporter.shown(source.entry(at: followed.index)?.urls.first ?? ""),
+                            url: showsURLs ? Reporter.shown(source.url(at: followed.index) ?? "") : "",
                             path: path,
                             download: event.download
                         )
@@ -160,7 +161,7 @@ struct Runner {
                     let request = rejection.request
                     guard let followed = following.followed(request.id) else { continue }
                     let item = DownloadPlan.Item(
-                        url: source.entry(at: followed.index)?.urls.first ?? request.url.redactedString,
+                        url: source.url(at: followed.index) ?? request.url.redactedString,
                         destination: followed.destination ?? request.destination.path
                     )
                     refuse(item, error: rejection.error, reporter: reporter)

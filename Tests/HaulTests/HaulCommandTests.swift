@@ -215,6 +215,7 @@ struct HaulArgumentTests {
         for (entry, start) in entries {
             var again = InputFile.Reader(text, at: start)
             #expect(try again.next() == entry)
+            #expect(InputFile.Reader.firstURL(in: text, at: start) == entry.urls.first)
             #expect(text.utf8.dropFirst(start).starts(with: entry.urls[0].utf8) || entry.urls[0] == "http://h/indented")
         }
         // Past the end: nothing, and no crash.
@@ -222,7 +223,7 @@ struct HaulArgumentTests {
         #expect(try past.next() == nil)
     }
 
-    @Test("a run finds each entry again by its place in the run: the arguments' first, then the input file's")
+    @Test("a run finds each entry's URL again by its place in the run: the arguments' first, then the input file's")
     func entrySourceFindsEntriesByIndex() throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -234,8 +235,8 @@ struct HaulArgumentTests {
         let source = try HaulCommand.parse(["-i", list, "http://arg/0", "http://arg/1"]).entrySource()
         let all = Array(source)
         #expect(all.count == 502 && source.count == 502)
-        for index in all.indices { #expect(source.entry(at: index) == all[index]) }
-        #expect(source.entry(at: 502) == nil && source.entry(at: -1) == nil)
+        for index in all.indices { #expect(source.url(at: index) == all[index].urls.first) }
+        #expect(source.url(at: 502) == nil && source.url(at: -1) == nil)
     }
 
     @Test("a run follows downloads by their ids' bits: one per destination, each until its outcome, caller ids too")
