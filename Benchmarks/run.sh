@@ -114,9 +114,16 @@ haul_cli="$(cd .. && swift build -c release --product haul --show-bin-path)/haul
 (cd .. && swift build -c release --product haul > /dev/null)
 seq 0 $((count - 1)) | awk -v base="$base" '{ printf "%s/f%d.bin\n  out=%d.bin\n", base, $1 % 1000, $1 }' > "$work/haul.list"
 # On the disk each run writes a folder of its own, and the folders go only after the last round:
-# ext4 skips inodes freed in the last minutes when it allocates new ones (recently_deleted), and
-# 10,000 files deleted between rounds made the next client's creates cost more than its writes
-# (curl took 7 s instead of 1.5 s, most of it in the allocator's scan).
+# ext4 without a journal skips inodes freed in the last minutes when it allocates new ones
+# (recently_deleted, which it checks only when it has no journal), and 10,000 files deleted between
+# rounds made the next client's creates cost more than its writes (curl took 7 s instead of 1.5 s,
+# most of it in the allocator's scan). What the disk is, and whether it has a journal, is recorded.
+mkdir -p "$disk_dir"
+disk_source="$(findmnt -no SOURCE -T "$disk_dir")"
+disk_fs="$(findmnt -no FSTYPE -T "$disk_dir")"
+disk_journal=false
+ls /proc/fs/jbd2 2>/dev/null | grep -q "^$(basename "$(readlink -f "$disk_source")")-" && disk_journal=true
+printf '{"scenario":"disk","client":"machine","fileSystem":"%s","journal":%s}\n' "$disk_fs" "$disk_journal" >> "$results"
 run_cli() {  # run_cli CLIENT WHERE (tmpfs or disk): one round of (h), checked
     local out="$work/out" scenario="cli-$2"
     [ "$2" = disk ] && out="$disk_dir/$1-$round"
