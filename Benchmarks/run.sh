@@ -124,10 +124,31 @@ disk_fs="$(findmnt -no FSTYPE -T "$disk_dir")"
 disk_journal=false
 ls /proc/fs/jbd2 2>/dev/null | grep -q "^$(basename "$(readlink -f "$disk_source")")-" && disk_journal=true
 printf '{"scenario":"disk","client":"machine","fileSystem":"%s","journal":%s}\n' "$disk_fs" "$disk_journal" >> "$results"
+# Before each run on the disk: the last run's files written back, then their pages dropped from the
+# page cache (the programs' own pages stay). Kept, the 30-odd runs' 650 MB each outgrew free memory
+# half-way through, and every client of the later rounds paid for reclaiming pages (the bare programs
+# too took twice the time and twice the CPU of the first round).
+last_disk_out=""
+settle_disk() {  # settle_disk OUT: before a run that writes OUT on the disk
+    sync
+    [ -n "$last_disk_out" ] && python3 - "$last_disk_out" <<'PY'
+import os, sys
+for root, _, files in os.walk(sys.argv[1]):
+    for name in files:
+        try:
+            descriptor = os.open(os.path.join(root, name), os.O_RDONLY)
+        except OSError:
+            continue
+        os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(descriptor)
+PY
+    last_disk_out="$1"
+}
 run_cli() {  # run_cli CLIENT WHERE (tmpfs or disk): one round of (h), checked
     local out="$work/out" scenario="cli-$2"
     [ "$2" = disk ] && out="$disk_dir/$1-$round"
-    rm -rf "$out"; mkdir -p "$out"; sync
+    rm -rf "$out"; mkdir -p "$out"
+    if [ "$2" = disk ]; then settle_disk "$out"; else sync; fi
     case "$1" in
         haul) timed "$scenario" haul "$haul_cli" --quiet -j 100 -o "$out" -i "$work/haul.list" ;;
         haul-nosync) timed "$scenario" haul-nosync env LD_PRELOAD="$PWD/.build/nosync.so" \
@@ -162,7 +183,7 @@ done
 # floors, and the library with its syncs made no-ops; a folder of its own per run, as for (h).
 run_many_disk() {  # run_many_disk CLIENT: one round of (a) written to the disk, checked
     local out="$disk_dir/a-$1-$round" i
-    rm -rf "$out"; mkdir -p "$out"; sync
+    rm -rf "$out"; mkdir -p "$out"; settle_disk "$out"
     case "$1" in
         haul) bench many-disk haul "$base" "$count" 100 "$out" >> "$results" ;;
         haul-nosync) LD_PRELOAD="$PWD/.build/nosync.so" "$bin/haul-bench" many-disk haul "$base" "$count" 100 "$out" \
