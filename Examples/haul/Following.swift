@@ -31,23 +31,22 @@ final class Following: Sendable {
         let low: UInt64
 
         init?(_ id: DownloadID) {
-            let digits = id.rawValue.utf8
-            guard digits.count == 32 else { return nil }
             var high: UInt64 = 0
             var low: UInt64 = 0
-            for (offset, digit) in digits.enumerated() {
-                let value: UInt8
+            var count = 0
+            for digit in id.rawValue.utf8 {
+                let value: UInt64
                 switch digit {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): value = digit - UInt8(ascii: "0")
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): value = digit - UInt8(ascii: "a") + 10
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): value = UInt64(digit &- UInt8(ascii: "0"))
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): value = UInt64(digit &- UInt8(ascii: "a") &+ 10)
                 default: return nil
                 }
-                if offset < 16 {
-                    high = high << 4 | UInt64(value)
-                } else {
-                    low = low << 4 | UInt64(value)
-                }
+                // The high 64 bits fill first; once they are full, the low ones.
+                if count < 16 { high = high << 4 | value } else { low = low << 4 | value }
+                count += 1
+                if count > 32 { return nil }
             }
+            guard count == 32 else { return nil }
             (self.high, self.low) = (high, low)
         }
     }

@@ -81,10 +81,7 @@ struct InputFile: Equatable {
                 // An indented URL is a URL (an option's name never holds "://"), as older haul read it.
                 // (Read by byte: every test here is of ASCII.)
                 let bytes = content.utf8
-                let beforeEquals = bytes.prefix { $0 != UInt8(ascii: "=") }
-                let isURL = beforeEquals.indices.contains { index in
-                    beforeEquals[index...].starts(with: "://".utf8)
-                }
+                let isURL = Self.hasSchemeSeparator(beforeEquals: bytes)
                 let indent = line.utf8.first
                 guard indent == UInt8(ascii: " ") || indent == UInt8(ascii: "\t"), !isURL else {
                     let entry = Entry(urls: Self.urls(ofLine: line))
@@ -111,6 +108,22 @@ struct InputFile: Equatable {
             defer { current = nil }
             entryStart = currentStart
             return current
+        }
+
+        /// Whether `bytes` hold "://" before their first "=" (a URL; an option's name never does).
+        static func hasSchemeSeparator(beforeEquals bytes: Substring.UTF8View) -> Bool {
+            var matched = 0  // how much of "://" the last bytes were
+            for byte in bytes {
+                switch byte {
+                case UInt8(ascii: "="): return false
+                case UInt8(ascii: ":"): matched = 1
+                case UInt8(ascii: "/") where matched == 1 || matched == 2:
+                    matched += 1
+                    if matched == 3 { return true }
+                default: matched = 0
+                }
+            }
+            return false
         }
 
         /// The URLs of an entry's first line: its fields between TABs, trimmed, the empty ones left out.

@@ -223,6 +223,17 @@ struct HaulArgumentTests {
         #expect(try past.next() == nil)
     }
 
+    @Test("a line is a URL when \"://\" comes before any \"=\"; an option's value may hold one")
+    func schemeSeparatorBeforeEquals() {
+        let cases: [(String, Bool)] = [
+            ("http://h/a", true), ("  https://h/a?x=1", true), ("out=http://h/a", false), ("a:/b", false),
+            (":/://x", true), ("::// ", true), ("a=b://c", false), ("", false), ("://", true), (":/=//", false),
+        ]
+        for (line, isURL) in cases {
+            #expect(InputFile.Reader.hasSchemeSeparator(beforeEquals: line[...].utf8) == isURL, "\(line)")
+        }
+    }
+
     @Test("a run finds each entry's URL again by its place in the run: the arguments' first, then the input file's")
     func entrySourceFindsEntriesByIndex() throws {
         let directory = try makeTemporaryDirectory()
