@@ -84,7 +84,10 @@ struct Runner {
             givenNames: source.givenNames,
             isDirectory: isDirectory
         )
-        let workingDirectory = FileManager.default.currentDirectoryPath
+        // Read once for every relative destination (`request(for:_:into:workingDirectory:)`); none
+        // when it cannot be read (a folder deleted under the shell): each URL then asks as before.
+        let currentDirectory = FileManager.default.currentDirectoryPath
+        let workingDirectory = currentDirectory.hasPrefix("/") ? currentDirectory : nil
         let isOccupied = { (url: String, path: String) -> Bool in
             var status = stat()
             guard lstat(path, &status) == 0 else { return false }
