@@ -172,9 +172,6 @@ struct InputFile: Equatable {
         }
     }
 
-    /// The lines of `text`, as the reader reads them.
-    static func lines(of text: String) -> [Substring] { Reader.lines(of: text) }
-
     /// Sets option `name` of `entry`; returns its name when haul does not support it (ignored).
     fileprivate static func apply(_ name: String, _ value: String, line: Int, to entry: inout Entry) throws(CLIError)
         -> String?

@@ -9,7 +9,7 @@ public struct DownloadRequest: Sendable, Hashable {
     }
     /// Where the whole file goes; or, when ``takesFileNameFromServer``, the folder it goes into.
     public var destination: URL {
-        didSet { identify() }
+        didSet { identify(destinationPath: FilePath.standardized(destination)) }
     }
     /// Higher priorities are admitted first; first in, first out within one priority.
     public var priority: Int
@@ -93,8 +93,10 @@ public struct DownloadRequest: Sendable, Hashable {
         var destinationPath: String
     }
 
-    private mutating func identify() {
-        let path = FilePath.standardized(destination)
+    /// Derives the id again; `destinationPath` when the destination changed (otherwise the path
+    /// stays: a change of the URL, the key or the kind of request leaves it as it was).
+    private mutating func identify(destinationPath: String? = nil) {
+        let path = destinationPath ?? identity.value.destinationPath
         let id =
             if !takesFileNameFromServer {
                 DownloadID(destinationPath: path)
@@ -169,7 +171,7 @@ public struct DownloadRequest: Sendable, Hashable {
         self.expectedSize = expectedSize
         self.userAgent = userAgent
         self.headers = headers
-        identify()
+        identify(destinationPath: FilePath.standardized(destination))
     }
 }
 

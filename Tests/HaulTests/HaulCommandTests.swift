@@ -109,9 +109,9 @@ struct HaulArgumentTests {
 
     @Test("an input file's lines end with LF, CR LF or CR, and errors count them so")
     func inputFileLineEnds() throws {
-        #expect(InputFile.lines(of: "a\r\nb\rc\nd").map(String.init) == ["a", "b", "c", "d"])
-        #expect(InputFile.lines(of: "a\n\r\n").map(String.init) == ["a", "", ""])
-        #expect(InputFile.lines(of: "").map(String.init) == [""])
+        #expect(InputFile.Reader.lines(of: "a\r\nb\rc\nd").map(String.init) == ["a", "b", "c", "d"])
+        #expect(InputFile.Reader.lines(of: "a\n\r\n").map(String.init) == ["a", "", ""])
+        #expect(InputFile.Reader.lines(of: "").map(String.init) == [""])
         // "é" and a URL past it keep their bytes.
         #expect(
             try InputFile.parse("http://h/é\r\n  out=é.bin\r\n").entries == [
