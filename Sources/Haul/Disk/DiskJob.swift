@@ -27,7 +27,8 @@ enum DiskJob: Sendable {
 
     /// Performs a batch (the jobs a lane found waiting: those sent while its last batch ran) with one
     /// sync for all: every job writes its bytes, then one `syncfs` per file system makes them all
-    /// durable (a database's group commit), then each checks and renames its file. A sync that
+    /// durable (a database's group commit; shared with the other lanes that wait for one at the same
+    /// time, ``SharedSync``), then each checks and renames its file. A sync that
     /// fails, or a batch too small to gain from it, falls back to a `fdatasync` per file.
     static func perform(_ batch: [DiskJob]) -> [DiskResult] {
         guard batch.count >= groupSync else { return batch.map { $0.perform() } }
@@ -89,7 +90,9 @@ enum DiskJob: Sendable {
             guard fstat(file.descriptor, &status) == 0 else { return false }
             if fileSystems[UInt64(status.st_dev)] == nil { fileSystems[UInt64(status.st_dev)] = file.descriptor }
         }
-        return fileSystems.values.allSatisfy { CHaul_isInMemory($0) != 0 || CHaul_syncfs($0) == 0 }
+        return fileSystems.allSatisfy { device, descriptor in
+            CHaul_isInMemory(descriptor) != 0 || SharedSync.shared.sync(device: device, descriptor: descriptor)
+        }
     }
 
     func perform() -> DiskResult {

@@ -4,8 +4,10 @@ import Synchronization
 /// Where partial files are synced, checked and renamed, away from the loop thread: serial lanes, a
 /// download's jobs in the one its id picks. While disk jobs are slow (a disk's `fdatasync`), all
 /// lanes are used: syncs from several threads share the file system's journal commits (8 threads
-/// synced 4,700 new 64 KiB files a second on this machine's ext4, one thread 1,600). While they are
-/// fast (tmpfs), one lane: more would only take CPU from the loop thread.
+/// synced 4,700 new 64 KiB files a second on this machine's ext4, one thread 1,600), and a lane
+/// writes its batch while another's `syncfs` runs (which the lanes waiting for one share,
+/// ``SharedSync``). While they are fast (tmpfs), one lane: more would only take CPU from the loop
+/// thread.
 ///
 /// The loop collects a turn's jobs (``add(_:)``) and sends them together when the turn ends
 /// (``send()``): one thread wake-up for many downloads. Loop thread only.
