@@ -72,9 +72,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             slots: slots,
             perHostLimit: configuration.maxConcurrentDownloadsPerHost,
             connectionLimit: budget.transfers,
-            // A finishing download may hold its partial file's descriptor (not its socket): they
-            // share the partial files' quarter of the budget with the receiving ones.
-            finishingLimit: min(slots, max(1, budget.openPartialFiles / 2))
+            finishingLimit: Self.finishingLimit(slots: slots, openPartialFiles: budget.openPartialFiles)
         )
         if slots < configuration.maxConcurrentDownloads {
             configuration.logger.info(
