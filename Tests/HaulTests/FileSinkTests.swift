@@ -507,16 +507,60 @@ struct FileSinkTests {
         }
     }
 
-    @Test("disk jobs use one lane while they are fast and every lane once they wait on a disk")
-    func diskLanesFollowJobTime() {
+    @Test("disk jobs use one lane while their syncs are fast and every lane once they wait on a disk")
+    func diskLanesFollowSyncTime() {
         let timing = DiskTiming()
         #expect(timing.lanes(of: 8) == 1)
-        timing.record(nanoseconds: 10 * 30_000, jobs: 10)  // tmpfs: 30 µs a job
+        timing.record(syncNanoseconds: 10 * 1_000)  // tmpfs: ten no-op syncs of a microsecond
         #expect(timing.lanes(of: 8) == 1)
-        for _ in 0..<4 { timing.record(nanoseconds: 600_000, jobs: 1) }  // a disk's sync: 0.6 ms
+        for _ in 0..<4 { timing.record(syncNanoseconds: 600_000) }  // a disk's sync: 0.6 ms
         #expect(timing.lanes(of: 8) == 8)
-        for _ in 0..<8 { timing.record(nanoseconds: 20_000, jobs: 1) }  // fast again
+        for _ in 0..<8 { timing.record(syncNanoseconds: 20_000) }  // fast again
         #expect(timing.lanes(of: 8) == 1)
+    }
+
+    @Test("a batch's sync time counts its syncs: none where every job ended without one")
+    func syncClockCountsOnlySyncs() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var clock = SyncClock()
+        #expect(clock.timed { 7 } == 7)
+        let timedNothing = clock.nanoseconds
+        // A job whose destination is kept ends before any sync: the clock does not move.
+        let destination = directory.appendingPathComponent("kept.bin").path
+        FileManager.default.createFile(atPath: destination, contents: Data([1, 2, 3]))
+        let kept = FinishJob(
+            id: DownloadID(destinationPath: destination),
+            partialPath: directory.appendingPathComponent("kept.part").path,
+            destination: destination,
+            remainder: nil,
+            writeWhole: false,
+            keepDestination: true,
+            expectedSize: nil,
+            expectedChecksum: nil,
+            url: "http://h/kept",
+            modificationTime: nil
+        )
+        let results = DiskJob.perform([.finish(kept)], clock: &clock)
+        guard case .finished(_, .success(let placed)) = results.first else {
+            Issue.record("kept: \(results)")
+            return
+        }
+        #expect(placed.length == 3)
+        #expect(clock.nanoseconds == timedNothing)
+        // A checkpoint syncs its partial file: the clock moves.
+        let partial = directory.appendingPathComponent("p.part").path
+        FileManager.default.createFile(atPath: partial, contents: Data(repeating: 9, count: 10))
+        let synced = DiskJob.perform(
+            [.checkpoint(DownloadID(destinationPath: partial), directory: directory.path, path: partial, bytes: 10)],
+            clock: &clock
+        )
+        guard case .synced(_, _, let bytes, _) = synced.first else {
+            Issue.record("checkpoint: \(synced)")
+            return
+        }
+        #expect(bytes == 10)
+        #expect(clock.nanoseconds > timedNothing)
     }
 
     @Test("the pool keeps buffers given back and frees only those idle for a whole trim period")

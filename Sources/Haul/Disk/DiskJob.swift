@@ -31,7 +31,13 @@ enum DiskJob: Sendable {
     /// time, ``SharedSync``), then each checks and renames its file. A sync that
     /// fails, or a batch too small to gain from it, falls back to a `fdatasync` per file.
     static func perform(_ batch: [DiskJob]) -> [DiskResult] {
-        guard batch.count >= groupSync else { return batch.map { $0.perform() } }
+        var clock = SyncClock()
+        return perform(batch, clock: &clock)
+    }
+
+    /// ``perform(_:)``, adding the time its syncs took to `clock`.
+    static func perform(_ batch: [DiskJob], clock: inout SyncClock) -> [DiskResult] {
+        guard batch.count >= groupSync else { return batch.map { $0.perform(clock: &clock) } }
         enum Step {
             case done(DiskResult)
             case checkpoint(Int32)
@@ -59,20 +65,20 @@ enum DiskJob: Sendable {
                 }
             }
         }
-        let synced = files.count >= groupSync && syncTogether(files)
+        let synced = files.count >= groupSync && clock.timed { syncTogether(files) }
         return zip(batch, steps).map { job, step in
             switch step {
             case .done(let result):
                 return result
             case .checkpoint(let descriptor):
-                let durable = synced || fdatasync(descriptor) == 0
+                let durable = synced || clock.fdatasync(descriptor)
                 close(descriptor)
                 guard case .checkpoint(let id, let directory, _, let bytes, let segments) = job else {
                     return .synced(job.id, directory: "", bytes: -1)
                 }
                 return .synced(id, directory: directory, bytes: durable ? bytes : -1, segments: segments)
             case .finish(let finish, let staged):
-                return .finished(finish.id, finish.finish(staged, synced: synced))
+                return .finished(finish.id, finish.finish(staged, synced: synced, clock: &clock))
             }
         }
     }
@@ -95,18 +101,18 @@ enum DiskJob: Sendable {
         }
     }
 
-    func perform() -> DiskResult {
+    func perform(clock: inout SyncClock) -> DiskResult {
         switch self {
         case .checkpoint(let id, let directory, let path, let bytes, let segments):
             let descriptor = open(path, O_RDONLY | O_CLOEXEC)
             var durable = false
             if descriptor >= 0 {
-                durable = fdatasync(descriptor) == 0
+                durable = clock.fdatasync(descriptor)
                 close(descriptor)
             }
             return .synced(id, directory: directory, bytes: durable ? bytes : -1, segments: segments)
         case .finish(let job):
-            return .finished(job.id, job.perform())
+            return .finished(job.id, job.perform(clock: &clock))
         }
     }
 }

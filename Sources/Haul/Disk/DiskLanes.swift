@@ -71,9 +71,9 @@ final class DiskLanes {
                 return state.jobs
             }
             guard !batch.isEmpty else { return }
-            let start = DispatchTime.now().uptimeNanoseconds
-            let results = DiskJob.perform(batch)
-            timing.record(nanoseconds: DispatchTime.now().uptimeNanoseconds - start, jobs: batch.count)
+            var clock = SyncClock()
+            let results = DiskJob.perform(batch, clock: &clock)
+            timing.record(syncNanoseconds: clock.nanoseconds)
             report(results)
         }
     }

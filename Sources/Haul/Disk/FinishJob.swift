@@ -35,9 +35,15 @@ struct FinishJob: Sendable {
     /// Syncs, checks and renames; the partial file of a wrong download is deleted, and the destination
     /// keeps what it had.
     func perform() -> Result<PlacedFile, DownloadError> {
+        var clock = SyncClock()
+        return perform(clock: &clock)
+    }
+
+    /// ``perform()``, adding the time its sync took to `clock`.
+    func perform(clock: inout SyncClock) -> Result<PlacedFile, DownloadError> {
         switch stage() {
         case .ended(let result): result
-        case .written(let staged): finish(staged, synced: false)
+        case .written(let staged): finish(staged, synced: false, clock: &clock)
         }
     }
 
@@ -109,10 +115,11 @@ struct FinishJob: Sendable {
     }
 
     /// Makes the staged bytes durable (unless `synced`: a sync of the whole file system covered
-    /// them), names a file written whole, checks the file and renames it into place.
-    func finish(_ staged: Staged, synced: Bool) -> Result<PlacedFile, DownloadError> {
+    /// them), names a file written whole, checks the file and renames it into place. The sync's time
+    /// goes to `clock`.
+    func finish(_ staged: Staged, synced: Bool, clock: inout SyncClock) -> Result<PlacedFile, DownloadError> {
         var descriptor = staged.descriptor
-        if !synced { _ = fdatasync(descriptor) }
+        if !synced { _ = clock.fdatasync(descriptor) }
         if case .nameless = staged.naming, expectedChecksum == nil, let placed = linkedIntoPlace(descriptor) {
             return placed
         }
