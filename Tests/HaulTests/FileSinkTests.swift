@@ -528,7 +528,7 @@ struct FileSinkTests {
         let timedNothing = clock.nanoseconds
         // A job whose destination is kept ends before any sync: the clock does not move.
         let destination = directory.appendingPathComponent("kept.bin").path
-        FileManager.default.createFile(atPath: destination, contents: Data([1, 2, 3]))
+        #expect(FileManager.default.createFile(atPath: destination, contents: Data([1, 2, 3])))
         let kept = FinishJob(
             id: DownloadID(destinationPath: destination),
             partialPath: directory.appendingPathComponent("kept.part").path,
@@ -550,7 +550,7 @@ struct FileSinkTests {
         #expect(clock.nanoseconds == timedNothing)
         // A checkpoint syncs its partial file: the clock moves.
         let partial = directory.appendingPathComponent("p.part").path
-        FileManager.default.createFile(atPath: partial, contents: Data(repeating: 9, count: 10))
+        #expect(FileManager.default.createFile(atPath: partial, contents: Data(repeating: 9, count: 10)))
         let synced = DiskJob.perform(
             [.checkpoint(DownloadID(destinationPath: partial), directory: directory.path, path: partial, bytes: 10)],
             clock: &clock
