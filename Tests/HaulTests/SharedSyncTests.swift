@@ -49,33 +49,39 @@ struct SharedSyncTests {
         return shared.waitingThreads == count
     }
 
+    /// One caller starts a sync, which `fake` holds; `others` more come while it runs (seen waiting
+    /// on `shared`), then it is let go. Every caller's result, once all returned.
+    private func callersDuringAHeldSync(_ fake: FakeSync, _ shared: SharedSync, device: UInt64, others: Int) -> [Bool] {
+        let results = Mutex<[Bool]>([])
+        let group = DispatchGroup()
+        spawn(in: group) {
+            let result = shared.sync(device: device, descriptor: 1)
+            results.withLock { $0.append(result) }
+        }
+        #expect(fake.started.wait(timeout: .now() + 10) == .success)
+        for descriptor in 0..<others {
+            spawn(in: group) {
+                let result = shared.sync(device: device, descriptor: Int32(2 + descriptor))
+                results.withLock { $0.append(result) }
+            }
+        }
+        #expect(waitForWaiters(others, on: shared))
+        // While the first runs, nobody started another.
+        #expect(fake.calls.load(ordering: .sequentiallyConsistent) == 1)
+        fake.release.signal()
+        #expect(group.wait(timeout: .now() + 10) == .success)
+        return results.withLock { $0 }
+    }
+
     @Test("callers that come while a sync runs wait for the next one, and share it")
     func callersShareTheNextSync() {
         let fake = FakeSync(holdsFirst: true)
         let shared = SharedSync(sync: { fake.sync($0) })
-        let results = Mutex<[Bool]>([])
-        let group = DispatchGroup()
-        // The first caller starts a sync, which holds.
-        spawn(in: group) {
-            let result = shared.sync(device: 7, descriptor: 1)
-            results.withLock { $0.append(result) }
-        }
-        #expect(fake.started.wait(timeout: .now() + 10) == .success)
-        // Three more come while it runs: it may have started before their writes, so none starts
-        // its own and none returns when it ends; they wait for one started after.
-        for descriptor in 2...4 {
-            spawn(in: group) {
-                let result = shared.sync(device: 7, descriptor: Int32(descriptor))
-                results.withLock { $0.append(result) }
-            }
-        }
-        #expect(waitForWaiters(3, on: shared))
-        #expect(fake.calls.load(ordering: .sequentiallyConsistent) == 1)
-        fake.release.signal()
-        #expect(group.wait(timeout: .now() + 10) == .success)
-        // The first sync, and one more for the three.
+        // The first sync may have started before the three callers' writes: none returns when it
+        // ends, and none starts its own; they wait for one started after, and share it.
+        let results = callersDuringAHeldSync(fake, shared, device: 7, others: 3)
         #expect(fake.calls.load(ordering: .sequentiallyConsistent) == 2)
-        #expect(results.withLock { $0 } == [true, true, true, true])
+        #expect(results == [true, true, true, true])
         #expect(shared.waitingThreads == 0)
     }
 
@@ -93,25 +99,10 @@ struct SharedSyncTests {
     func failureReachesItsCallers() {
         let fake = FakeSync(holdsFirst: true, results: [true, false])
         let shared = SharedSync(sync: { fake.sync($0) })
-        let results = Mutex<[Bool]>([])
-        let group = DispatchGroup()
-        spawn(in: group) {
-            let result = shared.sync(device: 9, descriptor: 1)
-            results.withLock { $0.append(result) }
-        }
-        #expect(fake.started.wait(timeout: .now() + 10) == .success)
-        for _ in 0..<2 {
-            spawn(in: group) {
-                let result = shared.sync(device: 9, descriptor: 2)
-                results.withLock { $0.append(result) }
-            }
-        }
-        #expect(waitForWaiters(2, on: shared))
-        fake.release.signal()
-        #expect(group.wait(timeout: .now() + 10) == .success)
+        let results = callersDuringAHeldSync(fake, shared, device: 9, others: 2)
         // The first sync succeeded for its caller; the second, shared by the two, failed for both
         // (each then syncs its files one by one).
-        #expect(results.withLock { $0.sorted { !$0 && $1 } } == [false, false, true])
+        #expect(results.sorted { !$0 && $1 } == [false, false, true])
         #expect(fake.calls.load(ordering: .sequentiallyConsistent) == 2)
         #expect(shared.sync(device: 9, descriptor: 2))
         #expect(fake.calls.load(ordering: .sequentiallyConsistent) == 3)
