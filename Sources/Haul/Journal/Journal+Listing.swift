@@ -55,7 +55,7 @@ extension Journal {
         guard let statement else { throw failure("read failed") }
         let hasPlacedTime = sqlite3_column_count(statement) > 8
         defer { sqlite3_finalize(statement) }
-        if let id { CHaul_sqlite_bind_text(statement, 1, id.rawValue) }
+        if let id { Self.bind(statement, 1, id.rawValue) }
         var entries: [JournalEntry] = []
         while true {
             switch sqlite3_step(statement) {

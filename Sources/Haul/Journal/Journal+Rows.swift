@@ -28,7 +28,7 @@ extension Journal {
     func storedRecord(for id: DownloadID) throws(DownloadError) -> DownloadRecord? {
         let statement = try prepared(.recordByID)
         defer { sqlite3_reset(statement) }
-        CHaul_sqlite_bind_text(statement, 1, id.rawValue)
+        Self.bind(statement, 1, id.rawValue)
         switch sqlite3_step(statement) {
         case SQLITE_ROW: return Self.record(from: statement)
         case SQLITE_DONE: return nil
@@ -85,7 +85,7 @@ extension Journal {
         try writing { () throws(DownloadError) in
             let statement = try prepared(.recordSynced)
             defer { sqlite3_reset(statement) }
-            CHaul_sqlite_bind_text(statement, 1, id.rawValue)
+            Self.bind(statement, 1, id.rawValue)
             sqlite3_bind_int64(statement, 2, bytes)
             guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
         }
@@ -120,7 +120,7 @@ extension Journal {
             let unchanged = sqlite3_total_changes64(database) == head.changes
             let statement = try prepared(.claim)
             defer { sqlite3_reset(statement) }
-            CHaul_sqlite_bind_text(statement, 1, head.id.rawValue)
+            Self.bind(statement, 1, head.id.rawValue)
             sqlite3_bind_double(statement, 2, Date().timeIntervalSince1970)
             sqlite3_bind_int64(statement, 3, head.rowID)
             guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
@@ -167,22 +167,22 @@ extension Journal {
         throws(DownloadError)
     {
         defer { sqlite3_reset(statement) }
-        CHaul_sqlite_bind_text(statement, 1, id.rawValue)
-        CHaul_sqlite_bind_text(statement, 2, record.url)
-        CHaul_sqlite_bind_text(statement, 3, record.destination)
+        Self.bind(statement, 1, id.rawValue)
+        Self.bind(statement, 2, record.url)
+        Self.bind(statement, 3, record.destination)
         Self.bind(statement, 4, record.totalBytes)
-        CHaul_sqlite_bind_text(statement, 5, record.entityTag)
-        CHaul_sqlite_bind_text(statement, 6, record.lastModified)
+        Self.bind(statement, 5, record.entityTag)
+        Self.bind(statement, 6, record.lastModified)
         sqlite3_bind_int64(statement, 7, record.bytesCommitted)
-        CHaul_sqlite_bind_text(statement, 8, record.state.column)
+        Self.bind(statement, 8, record.state.column)
         sqlite3_bind_int64(statement, 9, Int64(record.attempts))
-        CHaul_sqlite_bind_text(statement, 10, record.lastError)
+        Self.bind(statement, 10, record.lastError)
         sqlite3_bind_int64(statement, 11, Int64(record.priority))
-        CHaul_sqlite_bind_text(statement, 12, record.expectedChecksum)
+        Self.bind(statement, 12, record.expectedChecksum)
         sqlite3_bind_double(statement, 13, Date().timeIntervalSince1970)
         sqlite3_bind_int64(statement, 14, record.bytesSynced)
         sqlite3_bind_int64(statement, 15, record.queueSequence)
-        CHaul_sqlite_bind_text(statement, 16, record.host)
+        Self.bind(statement, 16, record.host)
         sqlite3_bind_int64(statement, 17, record.revalidate ? 1 : 0)
         sqlite3_bind_int64(statement, 18, Int64(record.failures))
         sqlite3_bind_double(statement, 19, record.retryAt)
@@ -193,17 +193,17 @@ extension Journal {
         } else {
             sqlite3_bind_null(statement, 22)
         }
-        CHaul_sqlite_bind_text(statement, 23, record.userAgent)
-        CHaul_sqlite_bind_text(
+        Self.bind(statement, 23, record.userAgent)
+        Self.bind(
             statement,
             24,
             record.headerNames.isEmpty ? nil : record.headerNames.joined(separator: "\n")
         )
-        CHaul_sqlite_bind_text(statement, 25, record.folder)
-        CHaul_sqlite_bind_text(statement, 26, record.mirrors.isEmpty ? nil : record.mirrors.joined(separator: "\n"))
+        Self.bind(statement, 25, record.folder)
+        Self.bind(statement, 26, record.mirrors.isEmpty ? nil : record.mirrors.joined(separator: "\n"))
         Self.bind(statement, 27, record.maxBytesPerSecond)
         Self.bind(statement, 28, record.connections.map(Int64.init))
-        CHaul_sqlite_bind_text(statement, 29, record.segments)
+        Self.bind(statement, 29, record.segments)
         guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
     }
 
@@ -216,8 +216,8 @@ extension Journal {
             "SELECT 1 FROM downloads WHERE folder IS NOT NULL AND destination = ?1 AND id != ?2 LIMIT 1"
         )
         defer { sqlite3_reset(statement) }
-        CHaul_sqlite_bind_text(statement, 1, path)
-        CHaul_sqlite_bind_text(statement, 2, id.rawValue)
+        Self.bind(statement, 1, path)
+        Self.bind(statement, 2, id.rawValue)
         switch sqlite3_step(statement) {
         case SQLITE_ROW: return true
         case SQLITE_DONE: return try storedRecord(for: DownloadID(destinationPath: path)) != nil
@@ -232,7 +232,7 @@ extension Journal {
         try? joinBatch()
         defer { yieldIfContended() }
         if let statement = try? prepared(.delete) {
-            CHaul_sqlite_bind_text(statement, 1, id.rawValue)
+            Self.bind(statement, 1, id.rawValue)
             _ = sqlite3_step(statement)
             sqlite3_reset(statement)
         }

@@ -110,7 +110,7 @@ extension Journal {
     private func run(_ sql: String, _ values: String...) throws(DownloadError) {
         let statement = try prepared(sql)
         defer { sqlite3_reset(statement) }
-        for (index, value) in values.enumerated() { CHaul_sqlite_bind_text(statement, Int32(index + 1), value) }
+        for (index, value) in values.enumerated() { Self.bind(statement, Int32(index + 1), value) }
         guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
     }
 
@@ -165,8 +165,8 @@ extension Journal {
         sqlite3_reset(statement)
         let update = try prepared("UPDATE downloads SET host = ?2 WHERE id = ?1")
         for (id, host) in hosts {
-            CHaul_sqlite_bind_text(update, 1, id)
-            CHaul_sqlite_bind_text(update, 2, host)
+            Self.bind(update, 1, id)
+            Self.bind(update, 2, host)
             let status = sqlite3_step(update)
             sqlite3_reset(update)
             guard status == SQLITE_DONE else { throw failure("write") }
