@@ -199,22 +199,26 @@ final class EasyHandle {
     /// A header of the final response, copied.
     func header(_ name: String) -> String? {
         var amount = 0
-        return CHaul_easy_header_at(raw, name, 0, &amount).map { String(cString: $0) }
+        // Through withCString: a String handed straight to a C string parameter is first copied
+        // into a new array (seven allocations per file in (a), measured with heaptrack).
+        return name.withCString { CHaul_easy_header_at(raw, $0, 0, &amount) }.map { String(cString: $0) }
     }
 
     /// The values of header `name` when the final response has it more than once and they differ
     /// (two Content-Length headers: curl 7.88 believes the last); `nil` otherwise.
     func conflictingValues(of name: String) -> [String]? {
-        var amount = 0
-        guard let first = CHaul_easy_header_at(raw, name, 0, &amount), amount > 1 else { return nil }
-        var values = [String(cString: first).trimmingWhitespace]
-        for index in 1..<amount {
-            var ignored = 0
-            if let value = CHaul_easy_header_at(raw, name, index, &ignored) {
-                values.append(String(cString: value).trimmingWhitespace)
+        name.withCString { name in
+            var amount = 0
+            guard let first = CHaul_easy_header_at(raw, name, 0, &amount), amount > 1 else { return nil }
+            var values = [String(cString: first).trimmingWhitespace]
+            for index in 1..<amount {
+                var ignored = 0
+                if let value = CHaul_easy_header_at(raw, name, index, &ignored) {
+                    values.append(String(cString: value).trimmingWhitespace)
+                }
             }
+            return Set(values).count > 1 ? values : nil
         }
-        return Set(values).count > 1 ? values : nil
     }
 
     /// What curl wrote into the error buffer for the last failure, if anything.
