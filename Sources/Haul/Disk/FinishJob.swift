@@ -187,7 +187,7 @@ struct FinishJob: Sendable {
         }
         var target = destination
         if case .ownOnly(let own) = replaces { target = freeName(ownModificationTime: own) }
-        guard CHaul_link_nameless(descriptor, target) == 0 else { return nil }
+        guard target.withCString({ CHaul_link_nameless(descriptor, $0) }) == 0 else { return nil }
         close(descriptor)
         removeOlderPartial()
         var placed = PlacedFile(length: length, modificationTime: PlacedFile.modificationTime(of: status))

@@ -26,7 +26,7 @@ struct PartialRemainder: @unchecked Sendable {
     /// files or the write fails: the disk thread then does it all and reports the error.
     func writtenNameless(in folder: String) -> PartialRemainder? {
         guard descriptor < 0, let buffer, count > 0 else { return nil }
-        let nameless = CHaul_open_nameless(folder.isEmpty ? "." : folder)
+        let nameless = (folder.isEmpty ? "." : folder).withCString { CHaul_open_nameless($0) }
         guard nameless >= 0 else { return nil }
         do {
             try writeBuffered(to: nameless, at: 0, path: folder)
@@ -93,7 +93,7 @@ struct PartialRemainder: @unchecked Sendable {
             if isNameless { return (descriptor, .nameless) }
             defer { if let buffer { pool.give(buffer) } }
             let folder = FilePath.directory(of: path)
-            let nameless = tryNameless ? CHaul_open_nameless(folder.isEmpty ? "." : folder) : -1
+            let nameless = tryNameless ? (folder.isEmpty ? "." : folder).withCString { CHaul_open_nameless($0) } : -1
             if nameless >= 0 {
                 do throws(DownloadError) {
                     try writeBuffered(to: nameless, at: 0, path: path)

@@ -64,7 +64,7 @@ extension DownloadQueue {
         for mirror in request.mirrors { mirrors.append(try Self.validate(mirror)) }
         let destination = request.destinationPath
         var status = stat()
-        let exists = stat(destination, &status) == 0
+        let exists = destination.withCString { stat($0, &status) } == 0
         if request.takesFileNameFromServer, exists, (status.st_mode & S_IFMT) != S_IFDIR {
             throw DownloadError(
                 code: .fileSystem,

@@ -160,7 +160,7 @@ final class EasyHandle {
     }
 
     func set(_ option: CURLoption, _ value: String) {
-        _ = CHaul_easy_setopt_string(raw, option, value)
+        _ = value.withCString { CHaul_easy_setopt_string(raw, option, $0) }  // curl copies it
     }
 
     /// The final response's status code (0 before one arrived).
