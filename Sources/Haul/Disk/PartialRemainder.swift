@@ -19,6 +19,12 @@ struct PartialRemainder: @unchecked Sendable {
     /// download (``writtenNameless(in:)``); ``writeWhole(to:tryNameless:)`` syncs and names it.
     var isNameless = false
 
+    /// A nameless file in `folder` (the working directory for ""), or -1 with errno
+    /// (`CHaul_open_nameless`; the path through `withCString`, which does not copy it).
+    static func openNameless(in folder: String) -> Int32 {
+        (folder.isEmpty ? "." : folder).withCString { CHaul_open_nameless($0) }
+    }
+
     /// This remainder of a sink that never wrote, written now into a nameless file in `folder`:
     /// its buffer goes back to the pool at once rather than after its turn on the disk thread
     /// (with 100 small downloads at once, the disk thread's queue held about half of the 100
@@ -26,7 +32,7 @@ struct PartialRemainder: @unchecked Sendable {
     /// files or the write fails: the disk thread then does it all and reports the error.
     func writtenNameless(in folder: String) -> PartialRemainder? {
         guard descriptor < 0, let buffer, count > 0 else { return nil }
-        let nameless = (folder.isEmpty ? "." : folder).withCString { CHaul_open_nameless($0) }
+        let nameless = Self.openNameless(in: folder)
         guard nameless >= 0 else { return nil }
         do {
             try writeBuffered(to: nameless, at: 0, path: folder)
@@ -93,7 +99,7 @@ struct PartialRemainder: @unchecked Sendable {
             if isNameless { return (descriptor, .nameless) }
             defer { if let buffer { pool.give(buffer) } }
             let folder = FilePath.directory(of: path)
-            let nameless = tryNameless ? (folder.isEmpty ? "." : folder).withCString { CHaul_open_nameless($0) } : -1
+            let nameless = tryNameless ? Self.openNameless(in: folder) : -1
             if nameless >= 0 {
                 do throws(DownloadError) {
                     try writeBuffered(to: nameless, at: 0, path: path)

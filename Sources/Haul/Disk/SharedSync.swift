@@ -24,6 +24,20 @@ final class SharedSync: @unchecked Sendable {
         var running = false
         /// The last sync that failed (0: none).
         var lastFailure: UInt64 = 0
+
+        /// A sync starts: its number.
+        mutating func start() -> UInt64 {
+            started += 1
+            running = true
+            return started
+        }
+
+        /// Sync `generation` ended.
+        mutating func end(_ generation: UInt64, succeeded: Bool) {
+            running = false
+            finished = generation
+            if !succeeded { lastFailure = generation }
+        }
     }
 
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
@@ -66,15 +80,11 @@ final class SharedSync: @unchecked Sendable {
                 waiting -= 1
                 continue
             }
-            let generation = state.started + 1
-            fileSystems[device, default: FileSystem()].started = generation
-            fileSystems[device, default: FileSystem()].running = true
+            let generation = fileSystems[device, default: FileSystem()].start()
             pthread_mutex_unlock(mutex)
             let succeeded = sync(descriptor)
             pthread_mutex_lock(mutex)
-            fileSystems[device, default: FileSystem()].running = false
-            fileSystems[device, default: FileSystem()].finished = generation
-            if !succeeded { fileSystems[device, default: FileSystem()].lastFailure = generation }
+            fileSystems[device, default: FileSystem()].end(generation, succeeded: succeeded)
             pthread_cond_broadcast(finishedOne)
         }
     }
