@@ -21,7 +21,7 @@ enum DiskJob: Sendable {
         }
     }
 
-    /// The fewest files synced together by one `syncfs` (``perform(_:)``): below, each its own
+    /// The fewest files synced together by one `syncfs` (``perform(_:clock:)``): below, each its own
     /// `fdatasync`, which costs less than writing back a whole file system for one or two files.
     static let groupSync = 4
 
@@ -29,13 +29,8 @@ enum DiskJob: Sendable {
     /// sync for all: every job writes its bytes, then one `syncfs` per file system makes them all
     /// durable (a database's group commit; shared with the other lanes that wait for one at the same
     /// time, ``SharedSync``), then each checks and renames its file. A sync that
-    /// fails, or a batch too small to gain from it, falls back to a `fdatasync` per file.
-    static func perform(_ batch: [DiskJob]) -> [DiskResult] {
-        var clock = SyncClock()
-        return perform(batch, clock: &clock)
-    }
-
-    /// ``perform(_:)``, adding the time its syncs took to `clock`.
+    /// fails, or a batch too small to gain from it, falls back to a `fdatasync` per file. The syncs'
+    /// time goes to `clock` (``DiskTiming``).
     static func perform(_ batch: [DiskJob], clock: inout SyncClock) -> [DiskResult] {
         guard batch.count >= groupSync else { return batch.map { $0.perform(clock: &clock) } }
         enum Step {

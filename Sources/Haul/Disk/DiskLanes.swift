@@ -15,7 +15,7 @@ final class DiskLanes {
     private let lanes = (0..<8).map { Lane(label: "haul.disk.\($0)") }
 
     /// A serial queue and the jobs waiting for it: while it runs a batch, the jobs sent meanwhile
-    /// wait, and the next batch takes them all (one sync for all of them, ``DiskJob/perform(_:)``).
+    /// wait, and the next batch takes them all (one sync for all of them, ``DiskJob/perform(_:clock:)``).
     final class Lane: Sendable {
         let queue: DispatchQueue
         let waiting = Mutex<(jobs: [DiskJob], running: Bool)>(([], false))

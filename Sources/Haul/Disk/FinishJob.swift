@@ -33,13 +33,7 @@ struct FinishJob: Sendable {
     var replaces = Replacement.any
 
     /// Syncs, checks and renames; the partial file of a wrong download is deleted, and the destination
-    /// keeps what it had.
-    func perform() -> Result<PlacedFile, DownloadError> {
-        var clock = SyncClock()
-        return perform(clock: &clock)
-    }
-
-    /// ``perform()``, adding the time its sync took to `clock`.
+    /// keeps what it had. The sync's time goes to `clock`.
     func perform(clock: inout SyncClock) -> Result<PlacedFile, DownloadError> {
         switch stage() {
         case .ended(let result): result
