@@ -11,13 +11,13 @@ struct AdmissionTests {
 
     @Test func slotsBoundTheTransfersAndAreHeldOncePerDownload() {
         var admission = Admission(slots: 2, perHostLimit: nil)
-        #expect(admission.hasFreeSlot)
+        #expect(admission.hasFreeSlot && admission.freeSlots == 2)
         admission.startTransferring(a, host: "h:80")
         admission.startTransferring(a, host: "h:80")  // a next request of the same download
-        #expect(admission.active == 1)
+        #expect(admission.active == 1 && admission.freeSlots == 1)
         admission.startTransferring(b, host: "h:80")
         #expect(admission.active == 2)
-        #expect(!admission.hasFreeSlot)
+        #expect(!admission.hasFreeSlot && admission.freeSlots == 0)
         #expect(admission.holdsSlot(a) && admission.holdsSlot(b) && !admission.holdsSlot(c))
         admission.stopTransferring(a)
         admission.stopTransferring(a)  // a second stop frees nothing more
@@ -36,6 +36,8 @@ struct AdmissionTests {
         admission.startFinishing(a)
         #expect(admission.active == 0 && admission.finishingCount == 1)
         #expect(!admission.holdsSlot(a) && admission.saturatedHosts.isEmpty && admission.hasFreeSlot)
+        // Two slots are free, but only one more may wait on the disk after them.
+        #expect(admission.freeSlots == 1)
         admission.startTransferring(b, host: "h:80")
         admission.startFinishing(b)
         // Two wait on the disk: nobody else starts, though every slot is free...
@@ -96,7 +98,7 @@ struct AdmissionTests {
         admission.startTransferring(b, host: "two:80")
         admission.setConnections(b, 3)
         #expect(!admission.mayOpenConnection(for: b, live: 3))
-        #expect(!admission.hasFreeSlot)
+        #expect(!admission.hasFreeSlot && admission.freeSlots == 0)
         admission.stopTransferring(b)  // its extra connections go with it
         #expect(admission.hasFreeSlot)
         #expect(admission.mayOpenConnection(for: a, live: 2))

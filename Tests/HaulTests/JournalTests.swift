@@ -60,6 +60,54 @@ struct JournalTests {
         #expect(fresh.state == .running)
     }
 
+    @Test("heads read together come in the queue's order, and each claim keeps the next head's record trusted")
+    func headsReadTogetherAreClaimedOneAfterAnother() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let journal = try Journal(directory: directory.path)
+        defer { journal.close() }
+        let ids = (0..<5).map { DownloadID(destinationPath: "/tmp/\($0)") }
+        for (index, id) in ids.enumerated() {
+            var record = DownloadRecord(url: "http://h\(index % 2)/\(index)", destination: "/tmp/\(index)")
+            record.state = .queued
+            record.queueSequence = Int64(index)
+            record.priority = index == 3 ? 1 : 0
+            record.host = "h\(index % 2):80"
+            try journal.save(record, for: id)
+        }
+        let now = Date().timeIntervalSince1970
+        // Priority first, then first in; the read stops at its limit and says more may be queued.
+        var heads = journal.nextQueuedOrFail(at: now, limit: 3)
+        #expect(heads.count == 3 && heads.mayHaveMore && !heads.blocked)
+        var claimed: [String] = []
+        while let head = heads.removeFirst() {
+            let record = try #require(try journal.claim(head, unchangedSince: &heads.changes))
+            #expect(record.state == .running)
+            claimed.append(record.url)
+        }
+        #expect(claimed == ["http://h1/3", "http://h0/0", "http://h1/1"])
+        // Excluding a host: its rows are passed over (blocked), the rest read to the end.
+        heads = journal.nextQueuedOrFail(at: now, excludingHosts: ["h0:80"], limit: 3)
+        #expect(heads.count == 0 && heads.blocked && !heads.mayHaveMore)
+        heads = journal.nextQueuedOrFail(at: now, limit: 3)
+        #expect(heads.count == 2 && !heads.mayHaveMore)
+        // Another row changed after the read: the next claim reads its row again, and so does every
+        // one after it (the count of changes no longer tells).
+        let taken = heads.removeFirst()
+        let first = try #require(taken)
+        var changed = try #require(try journal.record(for: ids[4]))
+        changed.expectedChecksum = "sha256:" + String(repeating: "cd", count: 32)
+        try journal.save(changed, for: ids[4])
+        let before = heads.changes
+        #expect(try journal.claim(first, unchangedSince: &heads.changes)?.url == "http://h0/2")
+        #expect(heads.changes == before)
+        let next = heads.removeFirst()
+        let second = try #require(next)
+        #expect(try journal.claim(second, unchangedSince: &heads.changes)?.expectedChecksum == changed.expectedChecksum)
+        #expect(heads.removeFirst() == nil)
+        #expect(journal.nextQueuedOrFail(at: now, limit: 3).count == 0)
+    }
+
     @Test("a claim and a transfer's writes find their row where it was claimed, never another row in its place")
     func rowWritesFollowTheRowNotItsPlace() throws {
         let directory = try makeTemporaryDirectory()
@@ -973,5 +1021,21 @@ struct ManyFoldersTests {
         }
         for folder in folders { #expect(try Data(contentsOf: folder.appendingPathComponent("f.bin")) == source) }
         #expect(server.accessLog().filter { $0.uri == "/f.bin" }.count == 200)
+    }
+}
+
+extension Journal {
+    /// ``nextQueued(at:excludingHosts:limit:)``, recording a thrown error as the test's failure.
+    fileprivate func nextQueuedOrFail(
+        at now: Double,
+        excludingHosts excludedHosts: Set<String> = [],
+        limit: Int
+    ) -> QueueHeads {
+        do {
+            return try nextQueued(at: now, excludingHosts: excludedHosts, limit: limit)
+        } catch {
+            Issue.record(error)
+            return QueueHeads(changes: -1)
+        }
     }
 }

@@ -8,47 +8,107 @@ extension Journal {
 
     /// The queue's head: the queued download with the highest priority, first in within it, that may
     /// run at `now` (seconds since 1970; a retry waits for its time) and whose host is not in
-    /// `excludedHosts`.
-    ///
-    /// With hosts excluded, only the first ``hostSearchWindow`` queued rows are searched (a bounded
-    /// cost per admission, whatever the queue's length); `blocked` then says that rows were passed
-    /// over for their host.
+    /// `excludedHosts`; `blocked` says that rows were passed over for their host. (One of
+    /// ``nextQueued(at:excludingHosts:limit:)``'s heads.)
     func nextQueued(
         at now: Double,
         excludingHosts excludedHosts: Set<String> = []
     ) throws(DownloadError) -> (head: QueueHead?, blocked: Bool) {
+        let heads = try nextQueued(at: now, excludingHosts: excludedHosts, limit: 1)
+        return (heads.first, heads.blocked)
+    }
+
+    /// The queue's first `limit` heads in the queue's order, read by one query: a scheduler that
+    /// fills many slots in one loop turn claims them one after another (``claim(_:unchangedSince:)``)
+    /// instead of reading the queue again for each.
+    ///
+    /// With hosts excluded, only the first ``hostSearchWindow`` queued rows (more when `limit` is
+    /// larger) are searched: a bounded cost per read, whatever the queue's length.
+    func nextQueued(
+        at now: Double,
+        excludingHosts excludedHosts: Set<String> = [],
+        limit: Int
+    ) throws(DownloadError) -> QueueHeads {
+        let limit = max(1, limit)
         acquire()
         defer { lock.unlock() }
         let statement = try prepared(.queueHead)
         defer { sqlite3_reset(statement) }
+        let rowLimit = excludedHosts.isEmpty ? limit : max(limit, Self.hostSearchWindow)
         sqlite3_bind_double(statement, 1, now)
-        sqlite3_bind_int64(statement, 2, excludedHosts.isEmpty ? 1 : Int64(Self.hostSearchWindow))
-        var blocked = false
+        sqlite3_bind_int64(statement, 2, Int64(rowLimit))
+        var heads = QueueHeads(changes: sqlite3_total_changes64(database))
+        var rows = 0
         while true {
             switch sqlite3_step(statement) {
             case SQLITE_ROW:
+                rows += 1
                 if !excludedHosts.isEmpty, excludedHosts.contains(Self.text(statement, 13) ?? "") {
-                    blocked = true
+                    heads.blocked = true
                     continue
                 }
                 let record = Self.record(from: statement)
-                let head = QueueHead(
-                    id: DownloadID(rawValue: Self.text(statement, 15) ?? ""),
-                    place: QueuePlace(priority: record.priority, sequence: record.queueSequence),
-                    record: record,
-                    rowID: sqlite3_column_int64(statement, Self.rowIDColumn),
-                    changes: sqlite3_total_changes64(database)
+                heads.append(
+                    QueueHead(
+                        id: DownloadID(rawValue: Self.text(statement, 15) ?? ""),
+                        place: QueuePlace(priority: record.priority, sequence: record.queueSequence),
+                        record: record,
+                        rowID: sqlite3_column_int64(statement, Self.rowIDColumn),
+                        changes: heads.changes
+                    )
                 )
-                return (head, blocked)
+                guard heads.count < limit else {
+                    heads.mayHaveMore = true
+                    return heads
+                }
             case SQLITE_DONE:
-                return (nil, blocked)
+                // Rows past a window full of excluded hosts' are read again once these are claimed.
+                heads.mayHaveMore = rows == rowLimit
+                return heads
             default:
                 throw failure("read")
             }
         }
     }
 
-    /// The queue's head as ``nextQueued(at:excludingHosts:)`` read it.
+    /// Queue heads read together (``nextQueued(at:excludingHosts:limit:)``), taken one at a time
+    /// from the front.
+    struct QueueHeads {
+        private var heads: [QueueHead] = []
+        private var next = 0
+        /// The journal's count of changed rows when the heads were read, moved on by each claim made
+        /// through ``Journal/claim(_:unchangedSince:)``: while no other row changed, each head's
+        /// record is still its row.
+        var changes: Int64
+        /// Whether rows were passed over for their host (by the read, or since: ``dropFirst()``).
+        var blocked = false
+        /// Whether the read stopped at its limit: more rows may be queued behind these.
+        var mayHaveMore = false
+
+        init(changes: Int64) { self.changes = changes }
+
+        fileprivate mutating func append(_ head: QueueHead) { heads.append(head) }
+
+        var count: Int { heads.count - next }
+        /// The next head, if any is left.
+        var first: QueueHead? { next < heads.count ? heads[next] : nil }
+
+        /// Takes the next head off the front.
+        mutating func removeFirst() -> QueueHead? {
+            guard next < heads.count else { return nil }
+            defer { next += 1 }
+            return heads[next]
+        }
+
+        /// Passes over the next head, whose host reached its limit since the read.
+        mutating func passOverFirst() {
+            guard next < heads.count else { return }
+            next += 1
+            blocked = true
+        }
+    }
+
+    /// A queue head as ``nextQueued(at:excludingHosts:limit:)`` read it.
     struct QueueHead {
         let id: DownloadID
         let place: QueuePlace

@@ -116,8 +116,16 @@ extension Journal {
     /// again. (With `RETURNING`, SQLite first stores the returned rows aside: a claim cost three times
     /// as much, 17 against 6 µs.)
     func claim(_ head: QueueHead) throws(DownloadError) -> DownloadRecord? {
+        var changes = head.changes
+        return try claim(head, unchangedSince: &changes)
+    }
+
+    /// ``claim(_:)`` for one of several heads read together: `changes` is the journal's count of
+    /// changed rows at the read (``QueueHeads/changes``), and moves on by this claim when nothing
+    /// else changed a row meanwhile, so that the next head's record is trusted too.
+    func claim(_ head: QueueHead, unchangedSince changes: inout Int64) throws(DownloadError) -> DownloadRecord? {
         try writing { () throws(DownloadError) -> DownloadRecord? in
-            let unchanged = sqlite3_total_changes64(database) == head.changes
+            let unchanged = sqlite3_total_changes64(database) == changes
             let statement = try prepared(.claim)
             defer { sqlite3_reset(statement) }
             Self.bind(statement, 1, head.id.rawValue)
@@ -126,6 +134,7 @@ extension Journal {
             guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
             guard sqlite3_changes(database) == 1 else { return nil }  // no longer queued
             guard unchanged else { return try storedRecord(for: head.id) }
+            changes = sqlite3_total_changes64(database)
             var record = head.record
             record.apply(.admitted)
             return record

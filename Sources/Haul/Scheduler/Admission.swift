@@ -55,8 +55,11 @@ struct Admission {
     var finishingCount: Int { finishing.count }
 
     /// Whether another download may start now: a slot is free, and the disk keeps up.
-    var hasFreeSlot: Bool {
-        holders.count < slots && finishing.count < finishingLimit && holders.count + extraTotal < connectionLimit
+    var hasFreeSlot: Bool { freeSlots > 0 }
+
+    /// How many more downloads may start now (slots, the disk's share, connections).
+    var freeSlots: Int {
+        max(0, min(slots - holders.count, finishingLimit - finishing.count, connectionLimit - holders.count - extraTotal))
     }
 
     /// Whether nothing is queued, waiting for a host or waiting to retry (transfers aside).

@@ -253,55 +253,83 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     func admitAtTurnEnd() { admissionDue = true }
 
     /// Admits queued downloads while slots are free: the highest priority first, then the oldest,
-    /// across every journal with queued rows.
+    /// across every journal with queued rows. Each journal's queue is read once for as many heads as
+    /// slots are free (`read`, by state directory), and again only when those are taken and more may
+    /// be queued. (In 10,000 small downloads at 100 at once, a turn fills about 40 slots: read for
+    /// each, the queue took a quarter of the journal's time on the loop.)
     func admitWaiting() {
+        var read: [String: Journal.QueueHeads] = [:]
         while !shuttingDown, admission.hasFreeSlot {
-            guard let (journal, head) = nextQueued() else { break }
-            admit(head, from: journal)
+            guard let (journal, head) = nextQueued(&read) else { break }
+            var changes = read[journal.directory]?.changes ?? head.changes
+            admit(head, from: journal, unchangedSince: &changes)
+            read[journal.directory]?.changes = changes
         }
     }
 
-    private func nextQueued() -> (Journal, Journal.QueueHead)? {
+    /// The best head across the queued directories, taken off the front of its directory's `read`.
+    private func nextQueued(_ read: inout [String: Journal.QueueHeads]) -> (Journal, Journal.QueueHead)? {
         var best: (journal: Journal, head: Journal.QueueHead)?
         for directory in admission.queuedDirectories {
             guard let journal = catalog.openJournal(for: directory) else {
                 admission.queueDrained(in: directory)
+                read[directory] = nil
                 continue
             }
-            let now = Date().timeIntervalSince1970
-            var head: Journal.QueueHead?
-            var blocked = false
-            do {
-                let next = try journal.nextQueued(at: now, excludingHosts: admission.saturatedHosts)
-                head = next.head
-                blocked = next.blocked
-                if head == nil, let retryAt = try journal.nextRetryTime(after: now) {
-                    wakeForRetry(in: directory, at: retryAt)
-                }
-            } catch {
-                logger.error(
-                    "could not read the queue",
-                    metadata: ["haul.journal": "\(journal.path)", "haul.error": "\(error)"]
-                )
-                head = nil
+            // Heads whose host reached its limit since the read wait, as the read would have left them.
+            while let first = read[directory]?.first, admission.saturatedHosts.contains(first.record.host) {
+                read[directory]?.passOverFirst()
             }
-            guard let head else {
-                admission.queueDrained(in: directory, blockedByHosts: blocked)
+            if read[directory].map({ $0.count == 0 && $0.mayHaveMore }) ?? true {
+                let blockedBefore = read[directory]?.blocked ?? false
+                read[directory] = readQueue(of: journal, in: directory)
+                if blockedBefore { read[directory]?.blocked = true }
+            }
+            guard let head = read[directory]?.first else {
+                admission.queueDrained(in: directory, blockedByHosts: read[directory]?.blocked ?? false)
+                read[directory] = nil
                 closeJournalIfIdle(directory)
                 continue
             }
             if let current = best, !head.place.isAhead(of: current.head.place) { continue }
             best = (journal, head)
         }
-        return best.map { ($0.journal, $0.head) }
+        guard let best else { return nil }
+        _ = read[best.journal.directory]?.removeFirst()
+        return best
+    }
+
+    /// Up to as many of `journal`'s queue heads as slots are free; none when it cannot be read. When
+    /// none may run now, a retry's time wakes the queue again.
+    private func readQueue(of journal: Journal, in directory: String) -> Journal.QueueHeads? {
+        let now = Date().timeIntervalSince1970
+        do {
+            let heads = try journal.nextQueued(
+                at: now,
+                excludingHosts: admission.saturatedHosts,
+                limit: admission.freeSlots
+            )
+            if heads.count == 0, let retryAt = try journal.nextRetryTime(after: now) {
+                wakeForRetry(in: directory, at: retryAt)
+            }
+            return heads
+        } catch {
+            logger.error(
+                "could not read the queue",
+                metadata: ["haul.journal": "\(journal.path)", "haul.error": "\(error)"]
+            )
+            return nil
+        }
     }
 
     /// Takes a queued row (marking it running) and starts its transfer.
-    private func admit(_ head: Journal.QueueHead, from journal: Journal) {
+    /// `changes` is the journal's count of changed rows when `head` was read, moved on by the claim
+    /// (``Journal/claim(_:unchangedSince:)``).
+    private func admit(_ head: Journal.QueueHead, from journal: Journal, unchangedSince changes: inout Int64) {
         let id = head.id
         let record: DownloadRecord
         do {
-            guard let claimed = try journal.claim(head) else { return }  // no longer queued
+            guard let claimed = try journal.claim(head, unchangedSince: &changes) else { return }  // no longer queued
             record = claimed
         } catch {
             logger.error(
