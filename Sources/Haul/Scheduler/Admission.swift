@@ -59,7 +59,8 @@ struct Admission {
 
     /// How many more downloads may start now (slots, the disk's share, connections).
     var freeSlots: Int {
-        max(0, min(slots - holders.count, finishingLimit - finishing.count, connectionLimit - holders.count - extraTotal))
+        let connections = connectionLimit - holders.count - extraTotal
+        return max(0, min(slots - holders.count, finishingLimit - finishing.count, connections))
     }
 
     /// Whether nothing is queued, waiting for a host or waiting to retry (transfers aside).
