@@ -46,9 +46,14 @@ final class DiskLanes {
     func send() {
         guard !jobs.isEmpty else { return }
         let laneCount = timing.lanes(of: lanes.count)
-        var batches = [[DiskJob]](repeating: [], count: laneCount)
-        for job in jobs {
-            batches[Int(UInt(bitPattern: job.id.hashValue) % UInt(laneCount))].append(job)
+        var batches: [[DiskJob]]
+        if laneCount == 1 {
+            batches = [jobs]  // on one lane, the turn's jobs as they are: no hashing, no copies
+        } else {
+            batches = [[DiskJob]](repeating: [], count: laneCount)
+            for job in jobs {
+                batches[Int(UInt(bitPattern: job.id.hashValue) % UInt(laneCount))].append(job)
+            }
         }
         jobs.removeAll(keepingCapacity: true)
         let (timing, report) = (timing, report)

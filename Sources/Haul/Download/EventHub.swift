@@ -165,6 +165,9 @@ final class EventHub: Sendable {
             buffer[buffer.count - 1] = event
             return
         }
+        // A download's usual events (connecting, receiving, progress, completed) in one allocation:
+        // grown one by one, a buffer took three (30,000 in 10,000 small downloads).
+        if buffer.capacity == 0 { buffer.reserveCapacity(4) }
         buffer.append(event)
         if buffer.count > subscriberBufferLimit {
             // Drop a progress first if there is one, else the oldest event.

@@ -37,7 +37,7 @@ extension Journal {
         let rowLimit = excludedHosts.isEmpty ? limit : max(limit, Self.hostSearchWindow)
         sqlite3_bind_double(statement, 1, now)
         sqlite3_bind_int64(statement, 2, Int64(rowLimit))
-        var heads = QueueHeads(changes: sqlite3_total_changes64(database))
+        var heads = QueueHeads(changes: sqlite3_total_changes64(database), capacity: limit)
         var rows = 0
         while true {
             switch sqlite3_step(statement) {
@@ -85,7 +85,10 @@ extension Journal {
         /// Whether the read stopped at its limit: more rows may be queued behind these.
         var mayHaveMore = false
 
-        init(changes: Int64) { self.changes = changes }
+        init(changes: Int64, capacity: Int = 0) {
+            self.changes = changes
+            heads.reserveCapacity(capacity)
+        }
 
         fileprivate mutating func append(_ head: QueueHead) { heads.append(head) }
 

@@ -258,44 +258,51 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// be queued. (In 10,000 small downloads at 100 at once, a turn fills about 40 slots: read for
     /// each, the queue took a quarter of the journal's time on the loop.)
     func admitWaiting() {
-        var read: [String: Journal.QueueHeads] = [:]
+        var read: [String: QueueRead] = [:]
         while !shuttingDown, admission.hasFreeSlot {
-            guard let (journal, head) = nextQueued(&read) else { break }
-            var changes = read[journal.directory]?.changes ?? head.changes
-            admit(head, from: journal, unchangedSince: &changes)
-            read[journal.directory]?.changes = changes
+            guard let (journal, head, pending) = nextQueued(&read) else { break }
+            admit(head, from: journal, unchangedSince: &pending.heads.changes)
         }
     }
 
+    /// A journal's queue heads read in this admission pass. (A class: mutated through a dictionary's
+    /// subscript, the heads cost two allocations per admission, the accessor's.)
+    private final class QueueRead {
+        var heads: Journal.QueueHeads
+        init(_ heads: Journal.QueueHeads) { self.heads = heads }
+    }
+
     /// The best head across the queued directories, taken off the front of its directory's `read`.
-    private func nextQueued(_ read: inout [String: Journal.QueueHeads]) -> (Journal, Journal.QueueHead)? {
-        var best: (journal: Journal, head: Journal.QueueHead)?
+    private func nextQueued(_ read: inout [String: QueueRead]) -> (Journal, Journal.QueueHead, QueueRead)? {
+        var best: (journal: Journal, head: Journal.QueueHead, read: QueueRead)?
         for directory in admission.queuedDirectories {
             guard let journal = catalog.openJournal(for: directory) else {
                 admission.queueDrained(in: directory)
                 read[directory] = nil
                 continue
             }
+            var pending = read[directory]
             // Heads whose host reached its limit since the read wait, as the read would have left them.
-            while let first = read[directory]?.first, admission.saturatedHosts.contains(first.record.host) {
-                read[directory]?.passOverFirst()
+            while let pending, let first = pending.heads.first, admission.saturatedHosts.contains(first.record.host) {
+                pending.heads.passOverFirst()
             }
-            if read[directory].map({ $0.count == 0 && $0.mayHaveMore }) ?? true {
-                let blockedBefore = read[directory]?.blocked ?? false
-                read[directory] = readQueue(of: journal, in: directory)
-                if blockedBefore { read[directory]?.blocked = true }
+            if pending.map({ $0.heads.count == 0 && $0.heads.mayHaveMore }) ?? true {
+                let blockedBefore = pending?.heads.blocked ?? false
+                pending = readQueue(of: journal, in: directory).map(QueueRead.init)
+                if blockedBefore { pending?.heads.blocked = true }
+                read[directory] = pending
             }
-            guard let head = read[directory]?.first else {
-                admission.queueDrained(in: directory, blockedByHosts: read[directory]?.blocked ?? false)
+            guard let pending, let head = pending.heads.first else {
+                admission.queueDrained(in: directory, blockedByHosts: pending?.heads.blocked ?? false)
                 read[directory] = nil
                 closeJournalIfIdle(directory)
                 continue
             }
             if let current = best, !head.place.isAhead(of: current.head.place) { continue }
-            best = (journal, head)
+            best = (journal, head, pending)
         }
         guard let best else { return nil }
-        _ = read[best.journal.directory]?.removeFirst()
+        _ = best.read.heads.removeFirst()
         return best
     }
 
