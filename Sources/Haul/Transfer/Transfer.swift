@@ -183,6 +183,7 @@ final class Transfer {
         self.baseLogger = logger ?? environment.logger
         self.download = download
         self.store = store
+        self.partialPath = store.partialPath(for: download.id)
         self.environment = environment
         let current = download.url
         var urls: [URL] = []
@@ -213,7 +214,8 @@ final class Transfer {
     var id: DownloadID { download.id }
     /// `host:port`, the key of per-host limits.
     var hostKey: String { record.host.isEmpty ? download.url.hostKey : record.host }
-    var partialPath: String { store.partialPath(for: id) }
+    /// The partial file's path, made once (each use made it again: two strings per small download).
+    let partialPath: String
     var urlForErrors: String { machine.url }
 
     /// Bytes received so far, as progress.
