@@ -22,10 +22,18 @@ live="${LIVE:-10000}"
 queued="${QUEUED:-1000000}"
 
 work="$(mktemp -d /dev/shm/haul-bench.XXXXXX)"   # files and downloads on tmpfs: the network path is measured, not a disk
+trap 'nginx -p "$work" -c "$work/nginx.conf" -e "$work/logs/error.log" -s stop 2>/dev/null || true; rm -rf "$work"' EXIT
 mkdir -p "$work/www" "$work/logs" "$work/tmp"
 for i in $(seq 0 999); do head -c 65536 /dev/urandom > "$work/www/f$i.bin"; done
 head -c $((1024 * 1024 * 1024)) /dev/urandom > "$work/www/big.bin"
-port=$((20000 + RANDOM % 40000))
+# Ports below the kernel's range for outgoing connections (32768 and up on Debian): a port picked
+# in it can be held by a client socket of an earlier run, and nginx then fails to bind. One that a
+# server listens on is passed over too.
+first_local_port=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+port=$((10000 + RANDOM % (first_local_port - 10002)))
+while ss -ltnH "( sport = :$port or sport = :$((port + 1)) )" 2>/dev/null | grep -q .; do
+    port=$((10000 + RANDOM % (first_local_port - 10002)))
+done
 tls_port=$((port + 1))
 openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
     -keyout "$work/key.pem" -out "$work/cert.pem" 2> /dev/null
@@ -57,7 +65,6 @@ http {
 }
 CONF
 nginx -p "$work" -c "$work/nginx.conf" -e "$work/logs/error.log"
-trap 'nginx -p "$work" -c "$work/nginx.conf" -e "$work/logs/error.log" -s stop 2>/dev/null || true; rm -rf "$work"' EXIT
 base="http://127.0.0.1:$port"
 tls_base="https://127.0.0.1:$tls_port"
 results="$PWD/results.jsonl"

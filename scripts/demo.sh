@@ -37,7 +37,7 @@ CONF
 }
 # A free loopback port: try random ones until nginx can listen.
 for attempt in $(seq 1 20); do
-    port=$((20000 + RANDOM % 40000))
+    port=$((10000 + RANDOM % 22000))   # below the ports of outgoing connections (32768 and up)
     write_config
     if nginx -p "$work" -c "$work/nginx.conf" -e "$work/logs/error.log" 2>/dev/null; then break; fi
     if ((attempt == 20)); then echo "nginx could not start:"; cat "$work/logs/error.log"; exit 1; fi

@@ -13,7 +13,14 @@ mkdir -p "$work/www" "$work/logs" "$work/tmp" "$work/out"
 head -c 200000 /dev/urandom > "$work/www/a.bin"
 head -c 3000000 /dev/urandom > "$work/www/b.bin"
 head -c 3000000 /dev/urandom > "$work/www/slow.bin"
-nginx_port=$((20000 + RANDOM % 20000)); service_port=$((nginx_port + 1))
+# Two ports below the kernel's range for outgoing connections (32768 and up on Debian), where a
+# client socket of an earlier run can hold a port; none a server listens on.
+first_local_port=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+nginx_port=$((10000 + RANDOM % (first_local_port - 10002)))
+while ss -ltnH "( sport = :$nginx_port or sport = :$((nginx_port + 1)) )" 2>/dev/null | grep -q .; do
+    nginx_port=$((10000 + RANDOM % (first_local_port - 10002)))
+done
+service_port=$((nginx_port + 1))
 cat > "$work/nginx.conf" <<CONF
 daemon on; worker_processes 1; user root; pid $work/nginx.pid; error_log $work/logs/error.log;
 events { worker_connections 256; }
