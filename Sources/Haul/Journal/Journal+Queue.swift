@@ -80,7 +80,7 @@ extension Journal {
         /// through ``Journal/claim(_:unchangedSince:)``: while no other row changed, each head's
         /// record is still its row.
         var changes: Int64
-        /// Whether rows were passed over for their host (by the read, or since: ``dropFirst()``).
+        /// Whether rows were passed over for their host (by the read, or since: ``passOverFirst()``).
         var blocked = false
         /// Whether the read stopped at its limit: more rows may be queued behind these.
         var mayHaveMore = false
