@@ -1,5 +1,7 @@
+import CHaul
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 
 @testable import Haul
@@ -104,6 +106,59 @@ struct FileSinkTests {
         }
         #expect(pool.inUseCount == 0)
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["n.part"])
+    }
+
+    @Test("a nameless file is named through its descriptor or through /proc; a taken name or missing folder is refused")
+    func namelessFilesAreLinked() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let ways: [(String, (Int32, UnsafePointer<CChar>) -> Int32)] = [
+            ("directly", CHaul_link_nameless_directly),
+            ("through-proc", CHaul_link_nameless_through_proc),
+            ("either", CHaul_link_nameless),
+        ]
+        for (name, link) in ways {
+            let descriptor = PartialRemainder.openNameless(in: directory.path)
+            try #require(descriptor >= 0)
+            defer { close(descriptor) }
+            let data = bytes(5000, seed: name.count)
+            #expect(data.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) } == data.count)
+            let path = directory.appendingPathComponent(name).path
+            let linked = link(descriptor, path)
+            if name == "directly", linked != 0 {
+                // Refused only for want of CAP_DAC_READ_SEARCH (not root): CHaul_link_nameless then
+                // goes through /proc.
+                #expect(geteuid() != 0 && (errno == ENOENT || errno == EPERM), "errno \(errno)")
+                continue
+            }
+            #expect(linked == 0, "\(name): errno \(errno)")
+            #expect(contents(path) == data, "\(name)")
+            #expect(link(descriptor, path) == -1 && errno == EEXIST, "\(name)")
+            let missing = directory.appendingPathComponent("missing/\(name)").path
+            #expect(link(descriptor, missing) == -1 && errno == ENOENT, "\(name)")
+        }
+        // Where the direct way is refused (a kernel before 6.10, no privilege), the link goes
+        // through /proc, and from then on straight there.
+        var refused: Int32 = 0
+        let descriptor = PartialRemainder.openNameless(in: directory.path)
+        try #require(descriptor >= 0)
+        defer { close(descriptor) }
+        let refusing: @convention(c) (Int32, UnsafePointer<CChar>?) -> Int32 = { _, _ in
+            refusals.add(1, ordering: .relaxed)
+            errno = ENOENT
+            return -1
+        }
+        let path = directory.appendingPathComponent("refused").path
+        #expect(CHaul_link_nameless_remembering(descriptor, path, refusing, &refused) == 0)
+        #expect(refused == 1 && refusals.load(ordering: .relaxed) == 1)
+        #expect(FileManager.default.fileExists(atPath: path))
+        #expect(CHaul_link_nameless_remembering(descriptor, path + ".2", refusing, &refused) == 0)
+        #expect(refusals.load(ordering: .relaxed) == 1)  // not asked again
+        // A missing folder fails both ways and is not taken for a refusal.
+        var notRefused: Int32 = 0
+        let missing = directory.appendingPathComponent("missing/x").path
+        #expect(CHaul_link_nameless_remembering(descriptor, missing, CHaul_link_nameless_directly, &notRefused) == -1)
+        #expect(errno == ENOENT && notRefused == 0)
     }
 
     @Test("a whole file that cannot be written fails with its errno and does not claim a partial file is kept")
@@ -674,3 +729,7 @@ struct FileSinkTests {
         }
     }
 }
+
+/// How often the refusing direct link of `namelessFilesAreLinked` was called (a C function pointer
+/// captures nothing).
+private let refusals = Atomic<Int>(0)

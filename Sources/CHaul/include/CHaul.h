@@ -194,9 +194,21 @@ static inline int CHaul_isInMemory(int descriptor) {
     return status.f_type == 0x01021994 /* TMPFS_MAGIC */ || status.f_type == (typeof(status.f_type))0x858458f6 /* RAMFS_MAGIC */;
 }
 
-/// Names the nameless file `descriptor` `path` (which must not exist), through /proc: linking the
-/// descriptor itself (AT_EMPTY_PATH) needs a privilege.
-static inline int CHaul_link_nameless(int descriptor, const char *path) {
+/// Names the nameless file `descriptor` `path` (which must not exist): 0, or -1 with errno. Linking
+/// the descriptor itself (`AT_EMPTY_PATH`) needs CAP_DAC_READ_SEARCH; without it the link goes
+/// through /proc/self/fd, and once that worked where the first was refused, every later call goes
+/// there straight (see shim.c).
+int CHaul_link_nameless(int descriptor, const char *path);
+
+/// ``CHaul_link_nameless`` with the direct way and the memory of its refusal given (for tests).
+int CHaul_link_nameless_remembering(int descriptor, const char *path, int (*directly)(int, const char *), int *refused);
+
+/// The two ways of ``CHaul_link_nameless``, for tests: through the descriptor (`AT_EMPTY_PATH`), or
+/// through its /proc/self/fd link.
+static inline int CHaul_link_nameless_directly(int descriptor, const char *path) {
+    return linkat(descriptor, "", AT_FDCWD, path, 0x1000 /* AT_EMPTY_PATH, shown only to _GNU_SOURCE */);
+}
+static inline int CHaul_link_nameless_through_proc(int descriptor, const char *path) {
     char source[32];
     snprintf(source, sizeof source, "/proc/self/fd/%d", descriptor);
     return linkat(AT_FDCWD, source, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
