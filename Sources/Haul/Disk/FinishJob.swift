@@ -165,7 +165,8 @@ struct FinishJob: Sendable {
     /// it into place made two (`linkat` and `rename`, each a journaled change on a disk; `haul -i`
     /// over 10,000 files to ext4 made 0.01 `rename` per file, was 1.00). The destination appears
     /// whole, as a rename makes it. `nil`, with nothing changed, where it cannot be linked so (a file
-    /// at the destination, a folder missing, the state directory on another file system, no /proc):
+    /// at the destination, a folder missing, the state directory on another file system, neither
+    /// the descriptor's own link nor /proc allowed):
     /// the caller names and renames it as before.
     /// Checksums read the file by its path in the state directory, so such files go that way too.
     private func linkedIntoPlace(_ descriptor: Int32) -> Result<PlacedFile, DownloadError>? {

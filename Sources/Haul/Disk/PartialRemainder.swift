@@ -81,7 +81,7 @@ struct PartialRemainder: @unchecked Sendable {
 
     /// Writes the bytes of a sink that never wrote any so that `path` appears only once it holds
     /// all of them, durably: a nameless file in `path`'s folder, synced, then named (or, where the
-    /// file system has no nameless files or /proc cannot name one, a file beside `path` renamed
+    /// file system has no nameless files or one cannot be named, a file beside `path` renamed
     /// onto it). A crash leaves either no file or the whole one, never a start that a resume would
     /// continue. Returns the open descriptor; the buffer goes back to its pool either way.
     /// (`tryNameless: false` goes straight to the named file, for tests.)
@@ -130,7 +130,8 @@ struct PartialRemainder: @unchecked Sendable {
     }
 
     /// Names a whole file ``stageWhole(to:tryNameless:)`` wrote, once it is synced: `path` appears
-    /// holding all of its `length` bytes. Where a nameless file cannot be named (no /proc), its bytes
+    /// holding all of its `length` bytes. Where a nameless file cannot be named (``CHaul_link_nameless``
+    /// refused both by its descriptor and through /proc), its bytes
     /// are read back and written to a named file, synced. Returns the open descriptor.
     static func nameWhole(
         _ descriptor: Int32,
@@ -161,7 +162,8 @@ struct PartialRemainder: @unchecked Sendable {
     }
 
     /// The bytes of the nameless file `descriptor` (at most a buffer's worth), read back and written
-    /// whole to `path`, for a system that cannot name it (no /proc, or not allowed).
+    /// whole to `path`, for a system that cannot name it (no /proc, and no privilege to link the
+    /// descriptor itself).
     private static func copyNamed(_ descriptor: Int32, to path: String, length: Int, pool: BufferPool)
         throws(DownloadError) -> Int32
     {
