@@ -131,8 +131,8 @@ struct PartialRemainder: @unchecked Sendable {
 
     /// Names a whole file ``stageWhole(to:tryNameless:)`` wrote, once it is synced: `path` appears
     /// holding all of its `length` bytes. Where a nameless file cannot be named (``CHaul_link_nameless``
-    /// refused both by its descriptor and through /proc), its bytes
-    /// are read back and written to a named file, synced. Returns the open descriptor.
+    /// refused both by its descriptor and through /proc), its bytes are read back and written to a
+    /// named file, synced. Returns the open descriptor.
     static func nameWhole(
         _ descriptor: Int32,
         _ naming: WholeNaming,
