@@ -35,13 +35,7 @@ struct JournalTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let journal = try Journal(directory: directory.path)
         defer { journal.close() }
-        let ids = (0..<2).map { DownloadID(destinationPath: "/tmp/\($0)") }
-        for (index, id) in ids.enumerated() {
-            var record = DownloadRecord(url: "http://h/\(index)", destination: "/tmp/\(index)")
-            record.state = .queued
-            record.queueSequence = Int64(index)
-            try journal.save(record, for: id)
-        }
+        let ids = try journal.queueRows(2)
         let now = Date().timeIntervalSince1970
         // Unchanged since the peek: the peeked row, now running.
         let first = try #require(try journal.nextQueued(at: now).head)
@@ -66,14 +60,10 @@ struct JournalTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let journal = try Journal(directory: directory.path)
         defer { journal.close() }
-        let ids = (0..<5).map { DownloadID(destinationPath: "/tmp/\($0)") }
-        for (index, id) in ids.enumerated() {
-            var record = DownloadRecord(url: "http://h\(index % 2)/\(index)", destination: "/tmp/\(index)")
-            record.state = .queued
-            record.queueSequence = Int64(index)
+        let ids = try journal.queueRows(5) { index, record in
+            record.url = "http://h\(index % 2)/\(index)"
             record.priority = index == 3 ? 1 : 0
             record.host = "h\(index % 2):80"
-            try journal.save(record, for: id)
         }
         let now = Date().timeIntervalSince1970
         // Priority first, then first in; the read stops at its limit and says more may be queued.
@@ -1025,6 +1015,23 @@ struct ManyFoldersTests {
 }
 
 extension Journal {
+    /// Queues `count` rows (`http://h/i` to `/tmp/i`, in that order), each shaped by `shape` first;
+    /// their ids.
+    fileprivate func queueRows(
+        _ count: Int,
+        _ shape: (Int, inout DownloadRecord) -> Void = { _, _ in }
+    ) throws -> [DownloadID] {
+        try (0..<count).map { index in
+            let id = DownloadID(destinationPath: "/tmp/\(index)")
+            var record = DownloadRecord(url: "http://h/\(index)", destination: "/tmp/\(index)")
+            record.state = .queued
+            record.queueSequence = Int64(index)
+            shape(index, &record)
+            try save(record, for: id)
+            return id
+        }
+    }
+
     /// ``nextQueued(at:excludingHosts:limit:)``, recording a thrown error as the test's failure.
     fileprivate func nextQueuedOrFail(
         at now: Double,
