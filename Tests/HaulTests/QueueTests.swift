@@ -180,6 +180,48 @@ struct QueueTests {
         }
     }
 
+    @Test("across journals, the highest priority first: each journal's queue is read, the best head taken")
+    func priorityAcrossJournals() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        // 1 MiB at once, then 16 KB/s: it holds the one slot while the others are queued.
+        try server.makeFile("blocker.bin", size: 1024 * 1024 + 256 * 1024)
+        let names = ["a1", "a2", "b", "c", "d", "top"]
+        for name in names { try server.makeFile("\(name).bin", size: 1000) }
+        var configuration = DownloadManager.Configuration()  // a journal beside each folder
+        configuration.maxConcurrentDownloads = 1
+        try await withDownloadManager(configuration: configuration) { manager in
+            let blocker = try manager.download(
+                from: server.url("gated/blocker.bin"),
+                to: directory.appendingPathComponent("blocker/blocker.bin")
+            )
+            for await event in blocker.events {
+                if case .receiving = event { break }
+            }
+            // Five folders, five journals; the one row of priority 5 is queued last, in its own.
+            func request(_ name: String, priority: Int = 0) -> DownloadRequest {
+                DownloadRequest(
+                    url: server.url("\(name).bin"),
+                    destination: directory.appendingPathComponent("\(name.prefix(1))/\(name).bin"),
+                    priority: priority
+                )
+            }
+            #expect(try manager.enqueue([request("a1"), request("a2")]).queued == 2)
+            #expect(try manager.enqueue([request("b"), request("c"), request("d")]).queued == 3)
+            #expect(try manager.enqueue([request("top", priority: 5)]).queued == 1)
+            blocker.pause()  // its slot frees: the next download is the best of five journals' heads
+            await manager.waitUntilIdle()
+        }
+        let order = server.accessLog().map(\.uri).filter { $0.hasSuffix(".bin") && !$0.contains("blocker") }
+        #expect(order.sorted() == names.map { "/\($0).bin" })
+        #expect(order.first == "/top.bin", "\(order)")
+        #expect((order.firstIndex(of: "/a1.bin") ?? 6) < (order.firstIndex(of: "/a2.bin") ?? 0), "\(order)")
+        for name in names {
+            let file = directory.appendingPathComponent("\(name.prefix(1))/\(name).bin")
+            #expect(try Data(contentsOf: file).count == 1000)
+        }
+    }
+
     @Test("a queued download can be paused and cancelled before it runs, and resumed later")
     func controlsOfQueuedDownloads() async throws {
         try await withFaultServer { server, directory in
