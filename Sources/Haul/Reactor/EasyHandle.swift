@@ -200,8 +200,8 @@ final class EasyHandle {
     ///
     /// Each lookup walks the response's headers; a response's usual eight cost 1.4 % of the loop
     /// thread in (a). One pass with `curl_easy_nextheader` is no cheaper with curl 7.88: each of its
-    /// calls counts the headers of the same name (a `curl_strequal` per header), 52 samples of perf's
-    /// 3,349 against 47 for the lookups.
+    /// calls counts the headers of the same name (a `curl_strequal` per header): 52 of the loop's
+    /// 3,349 samples in a profile of that build, against 47 of 3,453 for the lookups in one of this.
     func header(_ name: String) -> String? {
         var amount = 0
         // Through withCString: a String handed straight to a C string parameter is first copied
