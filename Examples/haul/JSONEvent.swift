@@ -53,7 +53,7 @@ enum JSONEvent {
         let path: String
         /// A sentence.
         let warning: String
-        /// `unrequestedContentEncoding` or `urlDropped`.
+        /// `unrequestedContentEncoding`, `urlDropped` or `versionsDiffer`.
         let code: String
         /// The body's Content-Encoding, for `unrequestedContentEncoding`.
         var encoding: String? = nil
@@ -205,6 +205,8 @@ enum JSONEvent {
                         droppedURL: dropped.absoluteString
                     )
                 )
+            case .versionsDiffer:
+                return line(Warning(url: url, path: path, warning: Reporter.explain(warning), code: "versionsDiffer"))
             }
         case .switchedURL(let next, let error):
             return line(

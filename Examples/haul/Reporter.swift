@@ -376,6 +376,7 @@ final class Reporter: Sendable {
         case .unrequestedContentEncoding:
             "\(warning) (--compressed asks for such bodies and decodes them)"
         case .urlDropped: "\(warning)"
+        case .versionsDiffer: "\(warning) (-x 1 asks for one connection from the start)"
         }
     }
 

@@ -35,6 +35,7 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
             case internalError
             case invalidHeader
             case headersUnavailable
+            case unexpectedAnswer
         }
         fileprivate let base: Base
         fileprivate init(_ base: Base) { self.base = base }
@@ -81,6 +82,11 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         /// (see ``DownloadHeader``), and no ``DownloadManager/Configuration/headerProvider`` gave them
         /// back: it was not sent without them. Its partial file is kept.
         public static let headersUnavailable = Code(.headersUnavailable)
+        /// The server's answer did not prove it is the file: it lacked the validator (ETag,
+        /// Last-Modified) the download's bytes are pinned to, or a new version came without a
+        /// validator and a length. Typically an overloaded server's or load balancer's error page sent
+        /// as `200 OK`. Transient: retried; nothing on disk was replaced.
+        public static let unexpectedAnswer = Code(.unexpectedAnswer)
 
         /// The code's name, e.g. `httpStatus`.
         public var description: String { base.rawValue }
@@ -193,6 +199,9 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         case .invalidHeader:
             let what = url == nil ? "The download manager was not started" : "\(subject) was not queued"
             return "\(what): \(detail ?? "a request header cannot be sent"). Fix or remove that header."
+        case .unexpectedAnswer:
+            return "\(subject) failed: \(detail ?? "the server's answer is not the file"). Nothing on disk was "
+                + "replaced; try again later (the server may be overloaded)."
         case .headersUnavailable:
             return "\(subject) was not resumed: \(detail ?? "it needs request headers whose values are not stored"). "
                 + "Header values are never written to disk: ask for the download again with its headers "
@@ -229,7 +238,7 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
     /// ``DownloadManager/Configuration/retryLimit``); other failures are permanent for the request as made.
     public var isTransient: Bool {
         switch code.base {
-        case .sizeMismatch:
+        case .sizeMismatch, .unexpectedAnswer:
             return true
         case .fileSystem:
             return isOutOfDescriptors
@@ -252,7 +261,7 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
     /// a checksum, a size limit) would follow the download anywhere.
     public var movesToAnotherURL: Bool {
         switch code.base {
-        case .httpStatus, .sizeMismatch, .rangeNotHonored: return true
+        case .httpStatus, .sizeMismatch, .rangeNotHonored, .unexpectedAnswer: return true
         case .transport:
             // Not: a write the callback refused (23), a transfer it aborted (42), memory (27).
             return ![23, 27, 42].contains(curlCode ?? 0)

@@ -94,6 +94,37 @@ struct SegmentedDownloadTests {
         return server.accessLog().filter { $0.uri == "/\(location)/\(name)" }
     }
 
+    @Test(
+        "past two connections nginx sends an error page as 200: those connections fail, the others finish; nothing restarts"
+    )
+    func errorPageAsTwoHundred() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let size = 4 * 1024 * 1024
+        let source = try server.makeFile("busy.bin", size: size, seed: 38)
+        let destination = directory.appendingPathComponent("busy.bin")
+        var configuration = configuration(connections: 4)
+        configuration.retryDelay = .milliseconds(10)
+        var events: [DownloadEvent] = []
+        try await withDownloadManager(configuration: configuration) { manager in
+            var feed = manager.events.makeAsyncIterator()
+            let download = try manager.download(from: server.url("busy-page/busy.bin"), to: destination)
+            while let event = await feed.next() {
+                events.append(event.event)
+                if event.event.isFinal { break }
+            }
+            _ = try await download.finished()
+        }
+        // Before: "the remote file changed; started over", and the 79-byte page became the file.
+        #expect(try Data(contentsOf: destination) == source)
+        #expect(!events.contains { if case .restarted = $0 { true } else { false } })
+        let pages = server.accessLog().filter {
+            $0.uri == "/busy-page/busy.bin" && $0.status == 200 && $0.range != "-"
+        }
+        #expect(!pages.isEmpty, "nginx never sent its page: nothing was tested")
+        #expect(pages.allSatisfy { $0.bytesSent == Int64(NginxServer.busyPage.utf8.count) })
+    }
+
     @Test("a connection that finishes its segment takes half of the largest one left (aria2's dynamic split)")
     func dynamicSplit() async throws {
         let (server, directory) = try startServerAndDirectory()

@@ -10,6 +10,10 @@ public enum DownloadWarning: Sendable, Hashable, CustomStringConvertible {
     /// A URL the download moved to (a mirror, a fresh URL) serves another file than the bytes on
     /// disk (for this reason): it is not used, and nothing it sent was written.
     case urlDropped(URL, reason: RestartReason)
+    /// The connections of a download over several were answered with different versions of the file
+    /// (different ETags) twice: two servers behind one name, each with its own version, as a load
+    /// balancer spreads connections. The download goes on over one connection, on one version.
+    case versionsDiffer
 
     /// A sentence for logs and the CLI.
     public var description: String {
@@ -18,6 +22,9 @@ public enum DownloadWarning: Sendable, Hashable, CustomStringConvertible {
             "the server sent the body with Content-Encoding: \(encoding) without being asked; it is saved as sent"
         case .urlDropped(let url, let reason):
             "\(url.absoluteString) is not used: it serves another file than the bytes on disk (\(reason))"
+        case .versionsDiffer:
+            "the server's connections answered with different versions of the file (several servers behind one "
+                + "name?); it is fetched over one connection"
         }
     }
 }

@@ -33,6 +33,9 @@ struct DownloadStateMachine: Sendable {
         case unchanged
         case fail(DownloadError)
         case restartFromZero
+        /// The server ignored the range's `If-Range`: the same range is asked for again at once, in
+        /// another form (not a failure, not a restart; the forms run out after two).
+        case askAgain
     }
 
     enum State: Equatable, Sendable {
@@ -180,6 +183,13 @@ struct DownloadStateMachine: Sendable {
             // curl's own code for an answer that is not valid HTTP (CURLE_WEIRD_SERVER_REPLY): not retried.
             state = .closing(.fail(DownloadError(code: .transport, url: url, curlCode: 8, detail: detail)))
             return .rejectBody
+        case .unproven(let detail):
+            // Not the file (an error page sent as 200): a failed attempt, retried; nothing is replaced.
+            state = .closing(.fail(DownloadError(code: .unexpectedAnswer, url: url, detail: detail)))
+            return .rejectBody
+        case .askAgain:
+            state = .closing(.askAgain)
+            return .rejectBody
         }
     }
 
@@ -219,6 +229,9 @@ struct DownloadStateMachine: Sendable {
         case (.closing(.restartFromZero), _):
             state = .connecting
             return .startRequest(truncatingPartial: true)
+        case (.closing(.askAgain), _):
+            state = .connecting
+            return .startRequest(truncatingPartial: false)
         default:
             preconditionFailure("transferEnded(\(result)) in state \(state)")
         }

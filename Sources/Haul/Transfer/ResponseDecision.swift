@@ -17,6 +17,13 @@ enum ResponseDecision: Equatable, Sendable {
     /// The answer of a URL the download moved to (a mirror, a fresh URL) is another file than the
     /// partial's: that URL is dropped, and the download goes on as the failure that made it move says.
     case rejectURL(DownloadError)
+    /// The answer does not prove it is the file (why): it lacks the validator the download is pinned
+    /// to (``PinnedVersion``), or the validator and length a new version must show. A failed attempt,
+    /// retried with a backoff; nothing on disk is replaced.
+    case unproven(String)
+    /// The server answered a range pinned with an ETag `If-Range` by the whole file with that same
+    /// ETag: it ignored the `If-Range`. Drop the body and ask for the same range in this form.
+    case askAgain(IfRangeForm)
 
     /// Where the body of `head` ends when it is a 206 for a range that stops before the end of a
     /// file of known length (`last + 1`); `nil` for an answer that runs to the end.
@@ -35,22 +42,53 @@ enum ResponseDecision: Equatable, Sendable {
     ///   - knownTotal: the file's length as recorded from an earlier response, if any.
     ///   - knownEntityTag: the ETag recorded with the partial, if any.
     ///   - revalidating: the request was conditional on the complete file having changed.
+    ///   - pinned: the version the row is pinned to (``PinnedVersion``), if any: a resume's answer that
+    ///     does not carry its validator is ``unproven(_:)``, not a new version; an answer from byte 0
+    ///     (a restart, whose partial was emptied) must carry a validator of its kind and a length.
+    ///   - ifRange: the form of `If-Range` the request was sent with (``IfRangeForm``), and whether the
+    ///     file has a strong date to try next.
     static func decide(
         head: ResponseHead,
         requestedOffset: Int64,
         knownTotal: Int64?,
         knownEntityTag: String? = nil,
-        revalidating: Bool = false
+        revalidating: Bool = false,
+        pinned: PinnedVersion? = nil,
+        ifRange: (form: IfRangeForm, hasStrongDate: Bool) = (.validator, false)
     ) -> ResponseDecision {
         if revalidating && head.status == 304, let knownTotal { return .notModified(total: knownTotal) }
         let changed: Bool = {
             if let knownEntityTag, let tag = head.entityTag, tag != knownEntityTag { return true }
-            return false
+            return requestedOffset > 0
+                && pinned?.match(entityTag: head.entityTag, lastModified: head.lastModified) == .other
         }()
         if (200...299).contains(head.status), let lengths = head.conflictingContentLengths {
             return .invalid(
                 "the server announced different lengths (Content-Length: \(lengths.joined(separator: ", ")))"
             )
+        }
+        if (200...299).contains(head.status), head.status != 206 || requestedOffset == 0 {
+            // A body from byte 0 that would replace pinned bytes, or stand for a changed file, must
+            // name its version as strongly as the pin did.
+            if let kind = pinned?.kind, head.contentLength == nil || !head.names(kind) {
+                return .unproven(
+                    PinnedVersion.unprovenDetail(kind: kind, contentType: head.contentType, length: head.contentLength)
+                )
+            }
+        }
+        if requestedOffset > 0, let pinned {
+            let match = pinned.match(entityTag: head.entityTag, lastModified: head.lastModified)
+            if head.status == 206, match == .unproven, ifRange.form == .plainRange {
+                // Without If-Range, only the validator proves that the range is of the pinned version.
+                return .unproven(
+                    PinnedVersion.unprovenDetail(kind: pinned.kind, contentType: head.contentType, length: nil)
+                )
+            }
+            if head.status == 200, match == .same, head.acceptsRanges, head.contentLength == knownTotal,
+                let next = ifRange.form.next(hasStrongDate: ifRange.hasStrongDate)
+            {
+                return .askAgain(next)
+            }
         }
         switch head.status {
         case 206:

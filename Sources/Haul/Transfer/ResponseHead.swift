@@ -13,4 +13,16 @@ struct ResponseHead: Equatable, Sendable {
     /// Every Content-Length value, when the response announced differing ones: its body cannot be
     /// framed (RFC 9112, 6.3), whichever length curl used.
     var conflictingContentLengths: [String]? = nil
+    /// The `Content-Type`, and whether `Accept-Ranges: bytes` was sent: read only for an answer to a
+    /// resume or a restart, where they tell an error page or an ignored `If-Range` (``ResponseDecision``).
+    var contentType: String? = nil
+    var acceptsRanges = false
+
+    /// Whether it names its version with a validator of this kind (a strong ETag; a Last-Modified).
+    func names(_ kind: PinnedVersion.Kind) -> Bool {
+        switch kind {
+        case .entityTag: entityTag.map { !$0.hasPrefix("W/") } ?? false
+        case .lastModified: lastModified != nil
+        }
+    }
 }

@@ -150,6 +150,14 @@ extension Transfer {
             head.contentLength = nil
             head.conflictingContentLengths = nil
         }
+        // The version on record: a resume's answer must be of it, and an answer from byte 0 (a
+        // restart) must name its own as strongly to replace it.
+        let pinned = record.pinnedVersion
+        if pinned != nil {
+            // A resume's or a restart's answer: what tells an error page, or an ignored If-Range.
+            head.contentType = easy.header("Content-Type")
+            head.acceptsRanges = easy.header("Accept-Ranges")?.lowercased() == "bytes"
+        }
         request.head = head
         spanAnswered(status: status)
         request.rangeEnd = ResponseDecision.rangeEnd(of: head)
@@ -158,7 +166,9 @@ extension Transfer {
             requestedOffset: request.rangeStart,
             knownTotal: record.totalBytes,
             knownEntityTag: request.offset > 0 ? record.entityTag : nil,
-            revalidating: revalidating
+            revalidating: revalidating,
+            pinned: pinned,
+            ifRange: (request.ifRangeForm, record.lastModifiedIsStrong && record.lastModified != nil)
         )
         // Retry-After only matters for a response that is retried (each header lookup walks them all).
         if !(200..<300).contains(head.status) {
@@ -192,8 +202,19 @@ extension Transfer {
     func feed(_ decision: ResponseDecision) -> DownloadStateMachine.Action {
         let decision = vet(decision)
         let action = machine.responseReceived(decision)
-        if case .retryFromZero(let reason) = decision, case .closing(.restartFromZero) = machine.state {
+        switch decision {
+        case .retryFromZero(let reason):
+            guard case .closing(.restartFromZero) = machine.state else { break }
             restarted(because: reason, discarding: bytesOnDisk)
+        case .askAgain(let form):
+            // The host ignored this If-Range: it is asked in the next form from now on.
+            let host = (request.target ?? download.url).hostKey
+            environment.ifRangeForms[host] = form
+            log(.debug, "the server ignored If-Range; asking again", metadata: ["haul.if-range": "\(form)"])
+        case .unproven(let detail):
+            log(.debug, "an answer that does not prove it is the file", metadata: ["haul.reason": "\(detail)"])
+        default:
+            break
         }
         return action
     }

@@ -65,9 +65,14 @@ extension Transfer {
             request.rangeLast = segments.map.segments[index].end - 1
         }
         var ifRange: String?
+        var target = download.url
+        var sendsHeaders = true
+        if case .follow(let url, let sameOrigin) = hop { (target, sendsHeaders) = (url, sameOrigin) }
         switch plan {
         case .resume(let offset, let validator):
-            (request.rangeStart, ifRange) = (offset, validator)
+            // In the form the host honours (a CDN that ignores an ETag If-Range gets a date, or none).
+            request.ifRangeForm = environment.ifRangeForms[target.hostKey] ?? .validator
+            (request.rangeStart, ifRange) = (offset, validator.flatMap { _ in ifRangeValue(request.ifRangeForm) })
         case .verify(let rangeStart, _, let validator):
             (request.rangeStart, ifRange) = (rangeStart, validator)
             request.overlap = overlap
@@ -76,9 +81,6 @@ extension Transfer {
             request.restartReason = reason
         }
         if hop == nil { startSpan() }
-        var target = download.url
-        var sendsHeaders = true
-        if case .follow(let url, let sameOrigin) = hop { (target, sendsHeaders) = (url, sameOrigin) }
         (request.target, request.sendsHeaders) = (target, sendsHeaders)
         easy.configure(
             url: target.absoluteString,
@@ -220,14 +222,23 @@ extension Transfer {
         return .finished
     }
 
-    /// Empties the partial file and forgets what the row knew of the bytes that were in it.
+    /// The `If-Range` value of the row's pin in `form` (``IfRangeForm``); `nil` for none.
+    func ifRangeValue(_ form: IfRangeForm) -> String? {
+        form.value(
+            entityTag: record.entityTag,
+            lastModified: record.lastModified,
+            lastModifiedIsStrong: record.lastModifiedIsStrong
+        )
+    }
+
+    /// Empties the partial file and forgets what the row knew of the bytes that were in it, but its
+    /// validators: they pin the version the download had, and an answer that replaces it must name
+    /// its own version as strongly (``PinnedVersion``, ``ResponseDecision``), so that an error page
+    /// sent as 200 after a restart is not taken for the new file.
     private func emptyPartial(_ sink: FileSink) throws(DownloadError) {
         try sink.truncate()
         partialTruncated()
         dropSegments()
-        record.entityTag = nil
-        record.lastModified = nil
-        record.lastModifiedIsStrong = false
         record.totalBytes = nil
     }
 

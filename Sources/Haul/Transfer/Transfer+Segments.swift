@@ -224,30 +224,44 @@ extension Transfer {
     }
 
     /// The decision on an answer to the transfer's own request for one segment: the same file (a 206
-    /// from the asked byte with the same length and validator) is appended; another version, or the
-    /// whole file, starts over; any other answer is decided as usual.
+    /// from the asked byte with the same length and validator) is appended; another version (another
+    /// validator of the pin's kind), or the whole file, starts over; an answer that names no version
+    /// (an error page as 200) is a failed attempt; any other answer is decided as usual.
     func segmentDecision(_ head: ResponseHead, otherwise decision: ResponseDecision) -> ResponseDecision {
-        guard let segments else { return decision }
-        let sameVersion: Bool
-        if let tag = record.entityTag, !tag.hasPrefix("W/") {
-            sameVersion = head.entityTag == tag
-        } else {
-            sameVersion = head.lastModified == record.lastModified
+        guard let segments, let pin = record.pinnedVersion else { return decision }
+        let match = pin.match(entityTag: head.entityTag, lastModified: head.lastModified)
+        guard (200...299).contains(head.status) else { return decision }
+        if match == .unproven {
+            return .unproven(
+                PinnedVersion.unprovenDetail(kind: pin.kind, contentType: head.contentType, length: head.contentLength)
+            )
         }
+        if match == .other { versionsDiffered() }
         switch head.status {
         case 206:
             guard case .range(let first, _, let total)? = head.contentRange.flatMap(ContentRange.init),
-                total == segments.map.total, sameVersion
+                total == segments.map.total, match == .same
             else { return .retryFromZero(reason: .remoteChanged) }
             guard first == request.rangeStart else { return .retryFromZero(reason: .rangeMismatch) }
             return .append(total: total)
         case 200:
-            let ignored = sameVersion && head.contentLength == segments.map.total
+            let ignored = match == .same && head.contentLength == segments.map.total
             if ignored { segmentsRefused = true }
             return .replace(total: head.contentLength, reason: ignored ? .rangeIgnored : .remoteChanged)
         default:
             return decision
         }
+    }
+
+    /// Connections of this download were answered with different versions of the file. At the
+    /// second time (two servers behind one name, each with its own version, as a load balancer
+    /// spreads connections), the download goes on over one connection, on one version, and says why.
+    func versionsDiffered() {
+        versionConflicts += 1
+        guard versionConflicts == 2, !segmentsRefused else { return }
+        segmentsRefused = true
+        log(.debug, "connections got different versions of the file; one connection from now on")
+        download.hub.publish(.warning(.versionsDiffer))
     }
 
     /// Forgets the segments (the partial is emptied): their connections stop.
@@ -453,12 +467,26 @@ extension Transfer {
         fetch.answered = true
         guard let segments, let index = segments.map.index(startingAt: fetch.start) else { return false }
         let status = easy.responseCode
-        let sameVersion: Bool
-        if let tag = record.entityTag, !tag.hasPrefix("W/") {
-            sameVersion = easy.header("ETag") == tag
-        } else {
-            sameVersion = easy.header("Last-Modified") == record.lastModified
+        // Segments are planned only for a file with a strong validator: its pin.
+        let match =
+            record.pinnedVersion?.match(entityTag: easy.header("ETag"), lastModified: easy.header("Last-Modified"))
+            ?? .unproven
+        if (200...299).contains(status), match == .unproven {
+            // No version named (an overloaded server's error page as 200): this connection failed,
+            // the others go on; it is not "the file changed".
+            fetch.error = DownloadError(
+                code: .unexpectedAnswer,
+                url: urlForErrors,
+                detail: PinnedVersion.unprovenDetail(
+                    kind: record.pinnedVersion?.kind ?? .entityTag,
+                    contentType: easy.header("Content-Type"),
+                    length: easy.contentLength
+                )
+            )
+            return false
         }
+        if match == .other { versionsDiffered() }
+        let sameVersion = match == .same
         switch status {
         case 206:
             guard case .range(let first, _, let total)? = easy.header("Content-Range").flatMap(ContentRange.init),

@@ -119,6 +119,9 @@ final class Transfer {
     var segments: Segments?
     /// A server answered a segment's range with the whole file: this transfer uses one connection.
     var segmentsRefused = false
+    /// How many times connections of a download over several were answered with different versions
+    /// of the file: at the second, it goes on over one connection (two servers behind one name).
+    var versionConflicts = 0
 
     /// One request of the transfer: what it asked for and what the answer said.
     struct Request {
@@ -161,6 +164,8 @@ final class Transfer {
         var segmentEnded = false
         /// The last byte asked for, when the request is for one segment (`Range: bytes=a-b`).
         var rangeLast: Int64?
+        /// The form of its `If-Range` (``IfRangeForm``), for a resume.
+        var ifRangeForm = IfRangeForm.validator
     }
 
     /// - Parameters:

@@ -51,6 +51,10 @@ final class TransferEnvironment {
     /// done, so the scheduler ends them at the end of the turn as if curl had (their handle and the
     /// code curl returned).
     var refusedWhenUnpaused: [(handle: UnsafeMutableRawPointer, code: CURLcode)] = []
+    /// The `If-Range` form each host showed it honours, for the hosts that ignored the default one
+    /// (``IfRangeForm``): a CDN that answers an ETag `If-Range` by the whole file is asked with a date
+    /// or a plain range from then on. Only misbehaving hosts have an entry.
+    var ifRangeForms: [String: IfRangeForm] = [:]
 
     init(
         reactor: Reactor,

@@ -37,6 +37,16 @@ import Glibc
 ///   request gets 403. `/file/SIZE` serves the same file (same bytes, same ETag).
 /// - `/impostor/SIZE`: another file of the same size (version 2's bytes), with no validator, that
 ///   honours Range whatever If-Range says.
+/// - `/twoversions/SIZE`: two backends behind one port, as a load balancer spreads requests: odd
+///   requests get version 1, even ones version 2 (same size, their own ETags), at 3.2 MB/s each.
+/// - `/etag-ignored/N/SIZE`: a CDN that answers a range with an ETag `If-Range` by the whole file
+///   (200, the same ETag) but honours a date `If-Range` or none; its Last-Modified is strong (a `Date`
+///   is sent). The first response ends after N. `/etag-ignored-nodate/N/SIZE`: the same without a
+///   `Date` (its Last-Modified alone is not strong).
+/// - `/relabel/N/SIZE`: the first response ends after N; the second answers the resume with a 206 of
+///   version 2 (another ETag), whatever If-Range says; the third is an error page as `200 OK
+///   text/html` with no ETag (``errorPage``); later ones serve version 2.
+/// Ranges are `bytes=N-` or `bytes=A-B`.
 final class FaultServer: @unchecked Sendable {
     // @unchecked Sendable: mutable state is guarded by `lock`; `listener` and `port` are immutable.
 
@@ -299,6 +309,34 @@ final class FaultServer: @unchecked Sendable {
             } else {
                 sendStatus(403, extra: "", request: &request, index: index, on: connection)
             }
+        case "twoversions":
+            // 64 KiB every 20 ms per connection: slow enough that the other connections start.
+            sendFile(
+                size: size,
+                version: number % 2 == 1 ? 1 : 2,
+                request: &request,
+                index: index,
+                on: connection,
+                drip: (64 * 1024, 20)
+            )
+        case "etag-ignored" where numbers.count == 2, "etag-ignored-nodate" where numbers.count == 2:
+            sendFile(
+                size: size,
+                request: &request,
+                index: index,
+                on: connection,
+                limit: number == 1 ? numbers[0] : nil,
+                validators: parts[0] == "etag-ignored" ? .strongWithDate : .strong,
+                ignoresEntityTagIfRange: true
+            )
+        case "relabel" where numbers.count == 2:
+            switch number {
+            case 1: sendFile(size: size, request: &request, index: index, on: connection, limit: numbers[0])
+            case 2:
+                sendFile(size: size, version: 2, request: &request, index: index, on: connection, ignoresIfRange: true)
+            case 3: sendErrorPage(request: &request, index: index, on: connection)
+            default: sendFile(size: size, version: 2, request: &request, index: index, on: connection)
+            }
         case "impostor":
             sendFile(
                 size: size,
@@ -330,6 +368,19 @@ final class FaultServer: @unchecked Sendable {
         request.bytesSent = write(Data(body.utf8), to: connection)
     }
 
+    /// What an overloaded server or load balancer sends as `200 OK`: 79 bytes of HTML, no validator.
+    static let errorPage = "<html><body><h1>Too many connections</h1><p>Try again later.</p></body></html>\n"
+
+    private func sendErrorPage(request: inout Request, index: Int, on connection: Int32) {
+        let body = Self.errorPage
+        let head =
+            "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n"
+        request.status = 200
+        note(request, at: index)
+        _ = write(Data(head.utf8), to: connection)
+        request.bytesSent = write(Data(body.utf8), to: connection)
+    }
+
     /// The routes that differ only in what their responses say of their version (see the list above).
     static let validatorRoutes: Set<String> = [
         "plain", "plain-changing", "weak-changing", "dated", "dated-fresh-changing",
@@ -339,6 +390,8 @@ final class FaultServer: @unchecked Sendable {
     enum Validators: Equatable {
         /// A strong ETag and a Last-Modified (no Date: the Last-Modified alone is not strong).
         case strong
+        /// A strong ETag, a Last-Modified and a `Date` long after it: both strong.
+        case strongWithDate
         case none
         case weakTag
         /// A Last-Modified and a `Date`, and no ETag: the version's date (long before the Date:
@@ -360,7 +413,8 @@ final class FaultServer: @unchecked Sendable {
         secondLength: Int? = nil,
         cap: Int? = nil,
         validators: Validators = .strong,
-        ignoresIfRange: Bool = false
+        ignoresIfRange: Bool = false,
+        ignoresEntityTagIfRange: Bool = false
     ) {
         let body = Self.body(size: size, version: version)
         let now = Int(Date().timeIntervalSince1970)
@@ -370,6 +424,7 @@ final class FaultServer: @unchecked Sendable {
         var date: String?
         switch validators {
         case .strong: break
+        case .strongWithDate: date = Self.httpDate(now)
         case .none: (entityTag, lastModified) = (nil, nil)
         case .weakTag: (entityTag, lastModified) = ("W/\"v\(version)-\(size)\"", nil)
         case .lastModified(let fresh):
@@ -379,12 +434,16 @@ final class FaultServer: @unchecked Sendable {
         // If-Range holds only with a strong validator equal to the current one (RFC 9110 §13.1.5).
         let strongValidators = [entityTag, validators == .strong ? nil : lastModified].compactMap { $0 }
             .filter { !$0.hasPrefix("W/") }
-        let rangeHolds = request.ifRange == nil || ignoresIfRange || strongValidators.contains(request.ifRange!)
+        var rangeHolds = request.ifRange == nil || ignoresIfRange || strongValidators.contains(request.ifRange!)
+        if ignoresEntityTagIfRange, request.ifRange?.hasPrefix("\"") == true { rangeHolds = false }
         var start = 0
-        if honorsRange, let range = request.range, range.hasPrefix("bytes="), range.hasSuffix("-"),
-            let from = Int(range.dropFirst(6).dropLast()), rangeHolds
-        {
+        var last: Int?
+        let bounds = request.range.flatMap { range in
+            range.hasPrefix("bytes=") ? range.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false) : nil
+        }
+        if honorsRange, let bounds, bounds.count == 2, let from = Int(bounds[0]), rangeHolds {
             start = rangeStartsAtZero ? 0 : from
+            last = bounds[1].isEmpty ? nil : Int(bounds[1])
         }
         var head: String
         if start >= size && size > 0 && request.range != nil && honorsRange && !rangeStartsAtZero {
@@ -401,7 +460,8 @@ final class FaultServer: @unchecked Sendable {
             head = "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes \(start)-\(end - 1)/\(size)\r\n"
             request.status = 206
         } else if request.range != nil && honorsRange && rangeHolds {
-            head = "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes \(start)-\(size - 1)/\(size)\r\n"
+            if let last { end = min(size, last + 1) }
+            head = "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes \(start)-\(end - 1)/\(size)\r\n"
             request.status = 206
         } else {
             start = 0

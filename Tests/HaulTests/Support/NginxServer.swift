@@ -17,6 +17,8 @@ final class NginxServer: @unchecked Sendable {
     static let bearer = "t0ken-s3cret-4f1c"
     static let cookie = "c00kie-s3cret-9a2e"
     static let apiKey = "k3y-s3cret-77d0"
+    /// The page `/busy-page/` sends as `200 OK` past two connections.
+    static let busyPage = "<html><body>Too many connections; try again later.</body></html>"
     let prefix: URL
     let port: Int
     private let process: ChildProcess
@@ -126,6 +128,7 @@ final class NginxServer: @unchecked Sendable {
                     map $http_range $haul_uneven_rate { "" 8m; default 1m; }
                     map $http_x_speed $haul_crawl_rate { fast 0; default 64k; }
                     limit_conn_zone $binary_remote_addr zone=haul_per_client:1m;
+                    limit_conn_zone $binary_remote_addr zone=haul_busy_page:1m;
                     server {
                         listen 127.0.0.1:\(port);
                         \(tlsListener)
@@ -148,6 +151,13 @@ final class NginxServer: @unchecked Sendable {
                         location /precompressed/ { alias \(root.path)/; gzip_static always; }
                         location /redirect/ { rewrite ^/redirect/(.*)$ /$1 redirect; }
                         location /noetag/ { alias \(root.path)/; etag off; limit_rate 1m; }
+                        # /busy-page/: past two connections at once, an HTML error page as 200 OK
+                        # (no ETag), as overloaded servers and load balancers send (NginxServer.busyPage).
+                        location /busy-page/ {
+                            alias \(root.path)/; limit_conn haul_busy_page 2; limit_conn_status 503; limit_rate 1m;
+                            error_page 503 =200 /busy.html;
+                        }
+                        location = /busy.html { internal; default_type text/html; return 200 "\(Self.busyPage)"; }
                         location /twoconn/ { alias \(root.path)/; limit_conn haul_per_client 2; limit_conn_status 503; limit_rate 1m; }
                         location /to-crawl/ { rewrite ^/to-crawl/(.*)$ /crawl/$1 redirect; }
                         # Headers (NginxServer.bearer, .cookie, .apiKey): 401 without the right one.

@@ -1,0 +1,116 @@
+import Foundation
+import Testing
+
+@testable import Haul
+
+/// Issue 38, items 3–5: what CDNs and load balancers really send. An error page as 200 is never taken
+/// for the file, an ignored ETag `If-Range` is asked again in a form the server honours, and two
+/// versions behind one name end on one of them, whole.
+extension FaultTests {
+    @Test(
+        "a resume answered by another version, then by an error page as 200: the page is a failed attempt; the new version, whole"
+    )
+    func errorPageAfterARestart() async throws {
+        try await withFaultServer { server, directory in
+            let (events, result) = try await fetch(
+                "relabel/100000/400000",
+                from: server,
+                into: directory,
+                configuration: patient(directory)
+            )
+            #expect(try result.get() == directory.appendingPathComponent("out"))
+            // Before: the 79-byte page was the file, "completed".
+            #expect(
+                try Data(contentsOf: directory.appendingPathComponent("out"))
+                    == FaultServer.body(size: 400_000, version: 2)
+            )
+            let requests = server.requests(to: "/relabel/100000/400000")
+            #expect(requests.map(\.status) == [200, 206, 200, 200])
+            #expect(requests[2].bytesSent == FaultServer.errorPage.utf8.count && requests[2].range == nil)
+            #expect(restarts(in: events) == [.remoteChanged])
+            #expect(retries(in: events).contains { $0.0.code == .unexpectedAnswer })
+        }
+    }
+
+    @Test(
+        "a CDN that ignores an ETag If-Range: the whole answer is stopped at once and the range asked with the date; the host is remembered"
+    )
+    func entityTagIfRangeIgnored() async throws {
+        try await withFaultServer { server, directory in
+            try await withDownloadManager(configuration: patient(directory)) { manager in
+                for (size, name) in [(400_000, "first"), (300_000, "second")] {
+                    let download = try manager.download(
+                        from: server.url("etag-ignored/100000/\(size)"),
+                        to: directory.appendingPathComponent(name)
+                    )
+                    var restarted: [RestartReason] = []
+                    for await event in download.events {
+                        if case .restarted(let reason) = event { restarted.append(reason) }
+                    }
+                    _ = try await download.finished()
+                    #expect(
+                        try Data(contentsOf: directory.appendingPathComponent(name)) == FaultServer.body(size: size)
+                    )
+                    #expect(restarted.isEmpty, "\(name): restarted \(restarted)")
+                }
+            }
+            let first = server.requests(to: "/etag-ignored/100000/400000")
+            let date = FaultServer.httpDate(784_111_777)
+            // The interrupted first answer; the resume with the ETag, answered whole (and stopped);
+            // the same range with the date, answered with the rest.
+            #expect(first.map(\.range) == [nil, "bytes=100000-", "bytes=100000-"])
+            #expect(first.map(\.ifRange) == [nil, "\"v1-400000\"", date])
+            #expect(first.map(\.status) == [200, 200, 206])
+            #expect(first[2].bytesSent == 300_000)
+            // The second file's resume goes straight to the date.
+            let second = server.requests(to: "/etag-ignored/100000/300000")
+            #expect(second.map(\.ifRange) == [nil, date])
+            #expect(second.map(\.status) == [200, 206])
+            print("an ETag-ignoring CDN: the stopped whole answer sent \(first[1].bytesSent) bytes (socket buffers)")
+        }
+    }
+
+    @Test("the same CDN without a strong date: the range is asked with no If-Range, and its 206 must carry the ETag")
+    func entityTagIfRangeIgnoredWithoutADate() async throws {
+        try await withFaultServer { server, directory in
+            let (events, result) = try await fetch(
+                "etag-ignored-nodate/100000/400000",
+                from: server,
+                into: directory,
+                configuration: patient(directory)
+            )
+            _ = try result.get()
+            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 400_000))
+            let requests = server.requests(to: "/etag-ignored-nodate/100000/400000")
+            #expect(requests.map(\.ifRange) == [nil, "\"v1-400000\"", nil])
+            #expect(requests.map(\.range) == [nil, "bytes=100000-", "bytes=100000-"])
+            #expect(requests.map(\.status) == [200, 200, 206])
+            #expect(restarts(in: events).isEmpty)
+        }
+    }
+
+    @Test(
+        "two backends with different versions behind one name, 4 connections: one connection, one version, whole; the event says why"
+    )
+    func twoVersionsBehindOneName() async throws {
+        try await withFaultServer { server, directory in
+            var configuration = patient(directory)
+            configuration.connectionsPerFile = 4
+            configuration.minimumSegmentSize = 128 * 1024
+            let size = 2 * 1024 * 1024
+            let (events, result) = try await fetch(
+                "twoversions/\(size)",
+                from: server,
+                into: directory,
+                configuration: configuration
+            )
+            _ = try result.get()
+            let file = try Data(contentsOf: directory.appendingPathComponent("out"))
+            #expect(
+                file == FaultServer.body(size: size, version: 1) || file == FaultServer.body(size: size, version: 2)
+            )
+            #expect(events.contains(.warning(.versionsDiffer)), "restarts: \(restarts(in: events))")
+            #expect(restarts(in: events).allSatisfy { $0 == .remoteChanged } && restarts(in: events).count <= 2)
+        }
+    }
+}
