@@ -173,6 +173,16 @@ struct HaulCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "List the downloads recorded in the state directory's journal, then exit.")
     var list = false
 
+    @Flag(
+        name: .long,
+        help: """
+            Hash the file of every completed download in the state directory's journal against the checksum \
+            it was asked for (--checksum, checksum=), without fetching; files without one are compared by \
+            length and modification time. Exits 1 when a file differs or is missing.
+            """
+    )
+    var verify = false
+
     @Option(
         name: .long,
         help: """
@@ -210,7 +220,8 @@ struct HaulCommand: AsyncParsableCommand {
             }
             return
         }
-        if list { return }
+        if list && verify { throw ValidationError("Give one of --list, --verify.") }
+        if list || verify { return }
         if urls.isEmpty && inputFile == nil {
             throw ValidationError("Give at least one URL, or --input-file FILE.")
         }
@@ -271,20 +282,72 @@ struct HaulCommand: AsyncParsableCommand {
     func run() async throws {
         if let queue { throw ExitCode(await runQueue(queue)) }
         if list { throw ExitCode(listJournal()) }
+        if verify { throw ExitCode(verifyJournal()) }
         let status = await Runner(command: self).run()
         throw ExitCode(status)
     }
 
-    /// `--list`: one line per download in the journal.
-    func listJournal() -> Int32 {
+    /// The state directory `--list` and `--verify` read; `nil` (and a message) when it has no journal.
+    func journalDirectory() -> String? {
         let directory = state ?? DownloadManager.defaultStateDirectory(besideFolder: output ?? ".")
         guard FileManager.default.fileExists(atPath: "\(directory)/journal.sqlite") else {
             Reporter.write(
                 "haul: no journal in '\(directory)': nothing was downloaded with this state directory\n",
                 to: STDERR_FILENO
             )
+            return nil
+        }
+        return directory
+    }
+
+    /// `--verify`: one line per completed download, its file hashed again.
+    func verifyJournal() -> Int32 {
+        guard let directory = journalDirectory() else { return 1 }
+        let results: [FileVerification]
+        do {
+            results = try DownloadManager.verify(stateDirectory: URL(fileURLWithPath: directory, isDirectory: true))
+        } catch {
+            Reporter.write("haul: \(error)\n", to: STDERR_FILENO)
             return 1
         }
+        for result in results {
+            let entry = result.entry
+            var line = JSONEvent.Verified(
+                id: entry.id.rawValue,
+                url: Reporter.shown(entry.url),
+                path: entry.destination,
+                result: "matches",
+                intact: result.isIntact,
+                expected: entry.checksum?.description
+            )
+            let text: String
+            switch result.outcome {
+            case .matches:
+                text = "ok         \(entry.destination) (\(entry.checksum?.algorithm.rawValue ?? "checksum") matches)"
+            case .differs(let actual):
+                (line.result, line.actual) = ("differs", actual)
+                text =
+                    "DIFFERS    \(entry.destination): expected \(entry.checksum?.description ?? "?"), the file has "
+                    + "\(actual); run haul again with --checksum to fetch it again"
+            case .missing(let detail):
+                (line.result, line.detail) = ("missing", detail)
+                text = "MISSING    \(entry.destination): \(detail)"
+            case .notRecorded(let placed):
+                line.result = "notRecorded"
+                text =
+                    placed
+                    ? "unchecked  \(entry.destination) (no checksum was asked for; length and mtime as placed)"
+                    : "CHANGED    \(entry.destination) (no checksum was asked for; its length or mtime changed since)"
+            }
+            Reporter.write(json ? JSONEvent.line(line) : text + "\n", to: STDOUT_FILENO)
+        }
+        if results.isEmpty, !json { Reporter.write("no completed downloads in \(directory)\n", to: STDOUT_FILENO) }
+        return results.allSatisfy(\.isIntact) ? 0 : 1
+    }
+
+    /// `--list`: one line per download in the journal.
+    func listJournal() -> Int32 {
+        guard let directory = journalDirectory() else { return 1 }
         do {
             let entries = try DownloadManager.journalEntries(
                 stateDirectory: URL(fileURLWithPath: directory, isDirectory: true)

@@ -146,6 +146,22 @@ enum JSONEvent {
         let error: String?
     }
 
+    /// `haul --verify --json`: one completed download's file, hashed again.
+    struct Verified: Encodable {
+        var schema = JSONEvent.schema
+        let id: String
+        let url: String
+        let path: String
+        /// `matches`, `differs`, `missing` or `notRecorded` (no checksum was asked for).
+        var result: String
+        /// Whether nothing is wrong as far as can be known (`FileVerification.isIntact`).
+        let intact: Bool
+        /// The recorded checksum (`sha256:HEX`); the file's digest when it differs; why it is missing.
+        var expected: String? = nil
+        var actual: String? = nil
+        var detail: String? = nil
+    }
+
     private static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

@@ -142,6 +142,65 @@ struct HaulCLITests {
         #expect(!FileManager.default.fileExists(atPath: work.appendingPathComponent("c.bin").path))
     }
 
+    @Test(
+        "--checksum on a file downloaded before is checked, not remembered: a wrong one fails, a corrupted file is fetched again"
+    )
+    func checksumOfAFileDownloadedBefore() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let source = try server.makeFile("v.bin", size: 300_000)
+        let url = server.url("v.bin").absoluteString
+        let output = work.appendingPathComponent("v.bin")
+        let right =
+            "sha256:"
+            + (try Checksum.digest(ofFileAt: server.root.appendingPathComponent("v.bin").path, algorithm: .sha256))
+        #expect(try await haul(["-o", output.path, url], in: work).status == 0)
+        // Corrupted in place, its length and mtime kept: with the checksum, fetched again, whole.
+        // (Before: "already complete", exit 0.)
+        func corrupt() throws {
+            let modified = try FileManager.default.attributesOfItem(atPath: output.path)[.modificationDate] as! Date
+            var corrupted = source
+            corrupted[150_000] ^= 0xFF
+            let handle = try FileHandle(forWritingTo: output)
+            try handle.write(contentsOf: corrupted)
+            try handle.close()
+            try FileManager.default.setAttributes([.modificationDate: modified], ofItemAtPath: output.path)
+        }
+        try corrupt()
+        let requestsBefore = server.accessLog().filter { $0.uri == "/v.bin" }.count
+        let repaired = try await haul(["-o", output.path, "--checksum", right, url], in: work)
+        #expect(repaired.status == 0, "\(repaired.stderr)")
+        #expect(!repaired.stdout.contains("already complete"), "\(repaired.stdout)")
+        #expect(try Data(contentsOf: output) == source)
+        #expect(server.accessLog().filter { $0.uri == "/v.bin" }.count == requestsBefore + 1)
+        // Intact and matching: nothing is fetched.
+        let again = try await haul(["-o", output.path, "--checksum", right, url], in: work)
+        #expect(again.status == 0 && again.stdout.contains("already complete"), "\(again.stdout)")
+        #expect(server.accessLog().filter { $0.uri == "/v.bin" }.count == requestsBefore + 1)
+        // --verify hashes what the journal recorded, without fetching.
+        let verified = try await haul(["--verify", "-o", work.path], in: work)
+        #expect(
+            verified.status == 0 && verified.stdout.contains("ok") && verified.stdout.contains("v.bin"),
+            "\(verified.stdout)"
+        )
+        try corrupt()
+        let caught = try await haul(["--verify", "--json", "-o", work.path], in: work)
+        #expect(caught.status == 1, "\(caught.stdout)\(caught.stderr)")
+        #expect(caught.stdout.contains("\"result\":\"differs\"") && caught.stdout.contains(right), "\(caught.stdout)")
+        #expect(server.accessLog().filter { $0.uri == "/v.bin" }.count == requestsBefore + 1)
+        #expect(try await haul(["-o", output.path, "--checksum", right, url], in: work).status == 0)
+        #expect(try Data(contentsOf: output) == source)
+        // A wrong checksum on the complete file: fetched again, checked, failed; the file stays.
+        // (Before: "already complete", exit 0.)
+        let wrong = try await haul(
+            ["-o", output.path, "--checksum", "sha256:" + String(repeating: "ab", count: 32), url],
+            in: work
+        )
+        #expect(wrong.status == 1, "\(wrong.stdout)\(wrong.stderr)")
+        #expect(wrong.stderr.contains(String(repeating: "ab", count: 32)), "\(wrong.stderr)")
+        #expect(try Data(contentsOf: output) == source)
+    }
+
     @Test("a failure is one line naming the URL and the reason, and the exit status is not 0")
     func failureLine() async throws {
         let (server, work) = try startServerAndDirectory()

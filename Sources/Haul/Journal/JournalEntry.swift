@@ -18,6 +18,9 @@ public struct JournalEntry: Sendable, Hashable {
     public var lastError: String?
     /// The destination's modification time when Haul placed the complete file there.
     public var placedModificationTime: Date?
+    /// The checksum the download was asked for (and its file was checked against before it was
+    /// placed), if any: what ``DownloadManager/verify(stateDirectory:)`` hashes the file against.
+    public var checksum: Checksum? = nil
 
     /// Whether the destination holds the file Haul placed there: same length and modification time.
     /// `false` when it was never placed, or was deleted, replaced or edited since (then it is not
@@ -42,7 +45,8 @@ extension JournalEntry {
             bytesReceived: record.bytesCommitted,
             totalBytes: record.totalBytes,
             lastError: record.lastError,
-            placedModificationTime: record.placedModificationTime.map(Date.init(timeIntervalSince1970:))
+            placedModificationTime: record.placedModificationTime.map(Date.init(timeIntervalSince1970:)),
+            checksum: record.expectedChecksum.flatMap(Checksum.init)
         )
     }
 }

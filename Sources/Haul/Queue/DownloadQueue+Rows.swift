@@ -31,6 +31,9 @@ extension DownloadQueue {
         /// The file at `destination` when the request was checked (`nil`: none, or a folder): what
         /// tells a row recorded complete whether its file is still there, without a second `stat`.
         var found: PlacedFile? = nil
+        /// Whether the file found there has the request's checksum, when one was asked for: hashed
+        /// when the request was checked, before the journal is locked (`nil`: not hashed).
+        var foundHasChecksum: Bool? = nil
 
         /// Its URL and its mirrors, in order; empty without mirrors.
         var allURLs: [URL] { mirrors.isEmpty ? [] : [url] + mirrors }
@@ -107,7 +110,13 @@ extension DownloadQueue {
             logger: request.logger,
             found: exists && (status.st_mode & S_IFMT) == S_IFREG
                 ? PlacedFile(length: Int64(status.st_size), modificationTime: PlacedFile.modificationTime(of: status))
-                : nil
+                : nil,
+            // A checksum is checked, not remembered: a file already there is hashed again (a file
+            // corrupted in place keeps its length and mtime), outside the journal's lock.
+            foundHasChecksum: request.checksum.flatMap { checksum in
+                guard exists, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
+                return (try? Checksum.digest(ofFileAt: destination, algorithm: checksum.algorithm)) == checksum.hex
+            }
         )
     }
 
@@ -189,9 +198,12 @@ extension DownloadQueue {
             }
             guard
                 (record.destination == request.destination && intact(request.found))
-                    || intact(PlacedFile.at(record.destination))
+                    || intact(PlacedFile.at(record.destination)),
+                request.checksum == nil || hasChecksum(record.destination, request)
             else {
-                // The file recorded as complete is gone or changed at its destination: fetch it anew.
+                // The file recorded as complete is gone or changed at its destination, or does not
+                // have the checksum asked for (the record was stale): fetch it anew; the final check
+                // decides.
                 unlink(journal.partialPath(for: request.id))
                 return .queued(try saveFresh(request, in: journal))
             }
@@ -203,6 +215,14 @@ extension DownloadQueue {
             try journal.save(record, for: request.id)
             return .queued(record)
         }
+    }
+
+    /// Whether the file at `path` has the request's checksum: hashed when the request was checked
+    /// if it was found there then, else now (a download into a folder names its own file).
+    private func hasChecksum(_ path: String, _ request: PreparedRequest) -> Bool {
+        guard let checksum = request.checksum else { return true }
+        if path == request.destination, let found = request.foundHasChecksum { return found }
+        return (try? Checksum.digest(ofFileAt: path, algorithm: checksum.algorithm)) == checksum.hex
     }
 
     /// A new row for the request, queued at the end of its priority.
