@@ -231,6 +231,14 @@ struct HaulCommand: AsyncParsableCommand {
                 "-o - (standard output) is not supported: haul writes files it can resume. Give a file or directory name."
             )
         }
+        if let output, let kind = Self.specialFileKind(output) {
+            // Never replaced by a file (as root, -o /dev/null would have become one), and no .haul/
+            // beside it.
+            throw ValidationError(
+                "-o \(output) is \(kind): haul writes regular files it can resume and place whole, and never "
+                    + "replaces a device, a FIFO or a socket. Give a file or directory name."
+            )
+        }
         if concurrency < 1 { throw ValidationError("--concurrency must be at least 1.") }
         if !(checkpointInterval > 0) { throw ValidationError("--checkpoint-interval must be above 0.") }
         if bufferSize < 4096 { throw ValidationError("--buffer-size must be at least 4096.") }
@@ -380,6 +388,21 @@ struct HaulCommand: AsyncParsableCommand {
         } catch {
             Reporter.write("haul: \(error)\n", to: STDERR_FILENO)
             return 1
+        }
+    }
+
+    /// What is at `path` when it is neither a regular file nor a directory (following links, as
+    /// the kernel does: `/dev/stdout` is the pipe or terminal it leads to); `nil` otherwise.
+    static func specialFileKind(_ path: String) -> String? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        switch status.st_mode & S_IFMT {
+        case S_IFREG, S_IFDIR: return nil
+        case S_IFCHR: return "a character device"
+        case S_IFBLK: return "a block device"
+        case S_IFIFO: return "a FIFO (named pipe)"
+        case S_IFSOCK: return "a socket"
+        default: return "not a regular file"
         }
     }
 

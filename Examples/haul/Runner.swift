@@ -16,9 +16,17 @@ struct Runner {
         }
         do {
             source = try command.entrySource()
-            directory =
-                DownloadPlan.resolve(output: command.output, urlCount: source.count, isDirectory: isDirectory)
-                .directory
+            let plan = DownloadPlan.resolve(output: command.output, urlCount: source.count, isDirectory: isDirectory)
+            var link = stat()
+            if let file = plan.file, lstat(file, &link) == 0, (link.st_mode & S_IFMT) == S_IFLNK,
+                let target = FilePath.linkTarget(of: file)
+            {
+                // The file is placed at the link's target: its partial is beside the target, on the
+                // same file system, so that the rename into place is atomic.
+                directory = DownloadPlan.resolve(output: target, urlCount: 1, isDirectory: isDirectory).directory
+            } else {
+                directory = plan.directory
+            }
             try Self.makeDirectory(directory)
         } catch {
             Reporter.write("haul: \(Self.describe(error))\n", to: STDERR_FILENO)

@@ -36,6 +36,7 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
             case invalidHeader
             case headersUnavailable
             case unexpectedAnswer
+            case unsupportedDestination
         }
         fileprivate let base: Base
         fileprivate init(_ base: Base) { self.base = base }
@@ -87,6 +88,9 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         /// validator and a length. Typically an overloaded server's or load balancer's error page sent
         /// as `200 OK`. Transient: retried; nothing on disk was replaced.
         public static let unexpectedAnswer = Code(.unexpectedAnswer)
+        /// The destination is a device, a FIFO or a socket: Haul places regular files (whole, by
+        /// rename) and never replaces one of these with a file. Nothing was sent.
+        public static let unsupportedDestination = Code(.unsupportedDestination)
 
         /// The code's name, e.g. `httpStatus`.
         public var description: String { base.rawValue }
@@ -199,6 +203,10 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         case .invalidHeader:
             let what = url == nil ? "The download manager was not started" : "\(subject) was not queued"
             return "\(what): \(detail ?? "a request header cannot be sent"). Fix or remove that header."
+        case .unsupportedDestination:
+            return "\(subject) was not started: \(path.map { "'\($0)'" } ?? "the destination") is "
+                + "\(detail ?? "not a regular file"), which Haul does not write to and never replaces with a file; "
+                + "nothing was sent. Give the path of a regular file."
         case .unexpectedAnswer:
             return "\(subject) failed: \(detail ?? "the server's answer is not the file"). Nothing on disk was "
                 + "replaced; try again later (the server may be overloaded)."

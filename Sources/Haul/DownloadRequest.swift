@@ -8,6 +8,13 @@ public struct DownloadRequest: Sendable, Hashable {
         didSet { if takesFileNameFromServer, key == nil { identify() } }
     }
     /// Where the whole file goes; or, when ``takesFileNameFromServer``, the folder it goes into.
+    ///
+    /// The file appears there only whole, by rename. A symbolic link there is followed, as curl, wget
+    /// and aria2c write through one: the file is placed at the link's target (through a chain of
+    /// links; a dangling link names the file to create), its partial file and state directory are
+    /// beside the target, and the link stays; ``Download/destination`` is the target. A device, a
+    /// FIFO or a socket there (or a link to one) is never replaced by a file: the request throws
+    /// ``DownloadError/Code-swift.struct/unsupportedDestination`` before anything is sent or created.
     public var destination: URL {
         didSet { identify(destinationPath: FilePath.standardized(destination)) }
     }

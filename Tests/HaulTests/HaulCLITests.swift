@@ -201,6 +201,42 @@ struct HaulCLITests {
         #expect(try Data(contentsOf: output) == source)
     }
 
+    @Test(
+        "-o at a FIFO or a device: refused (exit 64), left as it was, no .haul beside it; -o at a symlink: placed at its target"
+    )
+    func specialDestinations() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let source = try server.makeFile("s.bin", size: 50_000)
+        let folder = work.appendingPathComponent("specials")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let fifo = folder.appendingPathComponent("pipe").path
+        #expect(mkfifo(fifo, 0o644) == 0)
+        let device = folder.appendingPathComponent("null").path
+        try #require(mknod(device, S_IFCHR | 0o666, dev_t((1 << 8) | 3)) == 0, "mknod needs root, as CI runs")
+        for (path, kind) in [(fifo, "a FIFO"), (device, "a character device")] {
+            let run = try await haul(["-o", path, server.url("s.bin").absoluteString], in: work)
+            #expect(run.status == 64 && run.stderr.contains(kind), "\(run.stderr)")
+        }
+        var status = stat()
+        #expect(lstat(fifo, &status) == 0 && status.st_mode & S_IFMT == S_IFIFO)
+        #expect(lstat(device, &status) == 0 && status.st_mode & S_IFMT == S_IFCHR)
+        #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent(".haul").path))
+        #expect(server.accessLog().filter { $0.uri == "/s.bin" }.isEmpty)
+        let target = folder.appendingPathComponent("target.bin")
+        try Data("old".utf8).write(to: target)
+        #expect(symlink("target.bin", folder.appendingPathComponent("link.bin").path) == 0)
+        let linked = try await haul(
+            ["-o", folder.appendingPathComponent("link.bin").path, server.url("s.bin").absoluteString],
+            in: work
+        )
+        #expect(linked.status == 0, "\(linked.stderr)")
+        #expect(try Data(contentsOf: target) == source)
+        #expect(
+            lstat(folder.appendingPathComponent("link.bin").path, &status) == 0 && status.st_mode & S_IFMT == S_IFLNK
+        )
+    }
+
     @Test("a failure is one line naming the URL and the reason, and the exit status is not 0")
     func failureLine() async throws {
         let (server, work) = try startServerAndDirectory()

@@ -65,9 +65,34 @@ extension DownloadQueue {
         try DownloadHeader.check(request.headers, url: url.redactedString)
         var mirrors: [URL] = []
         for mirror in request.mirrors { mirrors.append(try Self.validate(mirror)) }
-        let destination = request.destinationPath
+        var destination = request.destinationPath
         var status = stat()
-        let exists = destination.withCString { stat($0, &status) } == 0
+        var exists = destination.withCString { lstat($0, &status) } == 0
+        if exists, (status.st_mode & S_IFMT) == S_IFLNK {
+            // A symbolic link is followed, as curl, wget and aria2c write through one: the file is
+            // placed (by rename, whole) at its target, and the link stays. The id stays the link's.
+            guard let target = FilePath.linkTarget(of: destination) else {
+                throw DownloadError(
+                    code: .fileSystem,
+                    url: url.redactedString,
+                    errno: ELOOP,
+                    path: destination,
+                    detail: "the destination is a symbolic link that cannot be followed"
+                )
+            }
+            // What is there, as the kernel follows the link (/proc's links to pipes included).
+            exists = destination.withCString { stat($0, &status) } == 0
+            if !exists || [S_IFREG, S_IFDIR].contains(status.st_mode & S_IFMT) { destination = target }
+        }
+        if exists, !request.takesFileNameFromServer, ![S_IFREG, S_IFDIR].contains(status.st_mode & S_IFMT) {
+            // A device, a FIFO or a socket is never replaced by a file (as root, -o /dev/null did).
+            throw DownloadError(
+                code: .unsupportedDestination,
+                url: url.redactedString,
+                path: destination,
+                detail: Self.kind(of: status.st_mode)
+            )
+        }
         if request.takesFileNameFromServer, exists, (status.st_mode & S_IFMT) != S_IFDIR {
             throw DownloadError(
                 code: .fileSystem,
@@ -118,6 +143,17 @@ extension DownloadQueue {
                 return (try? Checksum.digest(ofFileAt: destination, algorithm: checksum.algorithm)) == checksum.hex
             }
         )
+    }
+
+    /// What a file that is neither a regular file nor a folder is, in words.
+    static func kind(of mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        case S_IFIFO: "a FIFO (named pipe)"
+        case S_IFSOCK: "a socket"
+        default: "not a regular file"
+        }
     }
 
     /// Writes the journal row a request asks for. Call with the journal locked.

@@ -43,6 +43,38 @@ package enum FilePath {
         return error == EEXIST && isDirectory(path) ? nil : error
     }
 
+    /// Where the symbolic link at `path` leads, through every link of a chain (at most 40, as the
+    /// kernel's `ELOOP`): a relative target is taken from the link's folder. `nil` when the chain
+    /// loops or a link cannot be read. The target need not exist (a dangling link names the file to
+    /// create). Call only for a path that `lstat` found to be a link.
+    package static func linkTarget(of path: String) -> String? {
+        var current = path
+        for _ in 0..<40 {
+            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let count = readlink(current, &buffer, buffer.count - 1)
+            // EINVAL: not a link; ENOENT: nothing there (a dangling link's target). Either is the end.
+            guard count > 0 else { return errno == EINVAL || errno == ENOENT ? canonicalFolder(of: current) : nil }
+            let target = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if target.hasPrefix("/") {
+                current = target
+            } else {
+                let folder = directory(of: current)
+                current = folder.isEmpty ? target : (folder == "/" ? "/" : folder + "/") + target
+            }
+        }
+        return nil
+    }
+
+    /// `path` with its folder resolved by `realpath` (no `..`, no link in it: `a/link-to-dir/../b`
+    /// is where the kernel finds it); as it is when the folder does not exist.
+    private static func canonicalFolder(of path: String) -> String {
+        let folder = directory(of: path)
+        guard let resolved = realpath(folder.isEmpty ? "." : folder, nil) else { return path }
+        defer { free(resolved) }
+        let real = String(cString: resolved)
+        return (real == "/" ? "" : real) + "/" + lastComponent(of: path)
+    }
+
     /// The length of the regular file at `path`, or `nil` when there is none.
     static func fileLength(_ path: String) -> Int64? {
         var status = stat()
