@@ -64,7 +64,10 @@ extension HaulCommand {
         var someUnnamed = !arguments.isEmpty
         if let inputFile {
             guard let data = FileManager.default.contents(atPath: inputFile) else {
-                throw CLIError("cannot read the input file '\(inputFile)': \(String(cString: strerror(errno)))")
+                throw CLIError(
+                    "cannot read the input file '\(inputFile)': \(String(cString: strerror(errno)))",
+                    exitStatus: ExitStatus.localFiles
+                )
             }
             let checked = String(decoding: data, as: UTF8.self)
             var reader = InputFile.Reader(checked)

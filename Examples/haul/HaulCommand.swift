@@ -9,11 +9,15 @@ struct HaulCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "haul",
         abstract: "Download files over HTTP(S); interrupted downloads resume where they stopped.",
+        usage: """
+            haul [<options>] <url> ...
+            haul [<options>] -i <file>
+            haul worker [<options>]
+            """,
         discussion: """
             Partial files and state live in <output directory>/.haul/ (see --state). Interrupt with \
-            Ctrl-C (the bytes received are kept) and run the same command again to resume. \
-            The exit status is 0 only when every download completed.
-            """,
+            Ctrl-C (the bytes received are kept) and run the same command again to resume.
+            """ + "\n\n" + ExitStatus.table,
         version: DownloadManager.version,
         subcommands: [WorkerCommand.self]
     )
@@ -61,10 +65,13 @@ struct HaulCommand: AsyncParsableCommand {
 
     @Option(
         name: .long,
-        help:
-            "How many attempts in a row that fail transiently (connection, timeout, 408/429/5xx) without receiving a byte are retried; each retry resumes."
+        help: """
+            How many attempts in a row that fail transiently (connection, timeout, 408/429/5xx) without \
+            receiving a byte are retried; each retry resumes (default: 5). A server that never answered \
+            (connection refused, host unreachable) fails at once unless --retries is given.
+            """
     )
-    var retries: Int = 5
+    var retries: Int?
 
     @Option(name: .long, help: "Seconds without receiving anything before a transfer is aborted and retried.")
     var stallTimeout: Double = 30
@@ -243,7 +250,7 @@ struct HaulCommand: AsyncParsableCommand {
         if !(checkpointInterval > 0) { throw ValidationError("--checkpoint-interval must be above 0.") }
         if bufferSize < 4096 { throw ValidationError("--buffer-size must be at least 4096.") }
         if quiet && json { throw ValidationError("--quiet and --json cannot be used together.") }
-        if retries < 0 { throw ValidationError("--retries must be 0 or more.") }
+        if let retries, retries < 0 { throw ValidationError("--retries must be 0 or more.") }
         if maxRedirects < 0 { throw ValidationError("--max-redirects must be 0 or more.") }
         if !(stallTimeout >= 1) { throw ValidationError("--stall-timeout must be at least 1 second.") }
         if let maxSize, maxSize < 0 { throw ValidationError("--max-size must be 0 or more.") }

@@ -37,6 +37,8 @@ final class Reporter: Sendable {
         var received: Int64 = 0
         /// Downloads of the command not started yet (see ``expect(_:)``).
         var waiting = 0
+        /// The exit statuses of the failures seen (``ExitStatus``).
+        var failureStatuses: Set<Int32> = []
     }
 
     let mode: Mode
@@ -76,11 +78,17 @@ final class Reporter: Sendable {
 
     /// A download of the command that could not be started (its error is printed already): failed,
     /// no longer waiting.
-    func refused() {
+    func refused(_ error: any Error) {
         state.withLock {
             $0.waiting = max(0, $0.waiting - 1)
             $0.failed += 1
+            $0.failureStatuses.insert((error as? DownloadError).map(ExitStatus.of) ?? ExitStatus.usage)
         }
+    }
+
+    /// The exit status of the failures seen: theirs when they agree, else 1 (``ExitStatus``).
+    var failureStatus: Int32 {
+        state.withLock { ExitStatus.of(failures: $0.failureStatuses) }
     }
 
     /// Registers a download at its first event past `.queued`.
@@ -114,6 +122,7 @@ final class Reporter: Sendable {
         case .completed, .failed, .cancelled, .paused: if let download { ended(download) }
         default: break
         }
+        if case .failed(let error) = event { state.withLock { _ = $0.failureStatuses.insert(ExitStatus.of(error)) } }
         report(event, index: index, url: url, path: path, download: download)
     }
 

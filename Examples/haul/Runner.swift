@@ -30,13 +30,16 @@ struct Runner {
             try Self.makeDirectory(directory)
         } catch {
             Reporter.write("haul: \(Self.describe(error))\n", to: STDERR_FILENO)
-            return 1
+            return ExitStatus.of(error)
         }
 
         var configuration = DownloadManager.Configuration()
         configuration.maxConcurrentDownloads = command.concurrency
         configuration.bufferSize = command.bufferSize
-        configuration.retryLimit = command.retries
+        configuration.retryLimit = command.retries ?? 5
+        // A wrong port or a host that is down fails at once, as with curl and wget, unless retries
+        // were asked for.
+        configuration.connectionRetryLimit = command.retries == nil ? 0 : nil
         configuration.stallTimeout = .milliseconds(Int64(command.stallTimeout * 1000))
         configuration.maximumFileSize = command.maxSize
         configuration.resumesWithoutValidator = command.resumeUnvalidated
@@ -78,7 +81,7 @@ struct Runner {
             manager = try DownloadManager(configuration: configuration)
         } catch {
             Reporter.write("haul: \(error)\n", to: STDERR_FILENO)
-            return 1
+            return ExitStatus.of(error)
         }
         // Names are chosen once the journal is open: a file Haul placed there from the same URL, as
         // it placed it (same length and modification time), is this download's (complete, or to be
@@ -209,7 +212,11 @@ struct Runner {
             return 128 + signal
         }
         reporter.finish(interrupted: false)
-        return failures == 0 && outcome.failed == 0 && outcome.notCompleted == 0 ? 0 : 1
+        guard failures == 0, outcome.failed == 0, outcome.notCompleted == 0 else {
+            // A download left without an outcome (paused) is no failure of a class.
+            return outcome.notCompleted > 0 ? ExitStatus.other : reporter.failureStatus
+        }
+        return ExitStatus.success
     }
 
     /// The request for `item` (into `folder` under the server's name, when given).
@@ -246,7 +253,7 @@ struct Runner {
 
     /// Reports a URL of the list that could not be queued.
     func refuse(_ item: DownloadPlan.Item, error: any Error, reporter: Reporter) {
-        reporter.refused()
+        reporter.refused(error)
         if command.json {
             Reporter.write(
                 JSONEvent.line(
@@ -269,12 +276,18 @@ struct Runner {
         for component in path.split(separator: "/") {
             prefix += "/\(component)"
             if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
-                throw CLIError("cannot create the output folder '\(prefix)': \(String(cString: strerror(errno)))")
+                throw CLIError(
+                    "cannot create the output folder '\(prefix)': \(String(cString: strerror(errno)))",
+                    exitStatus: ExitStatus.localFiles
+                )
             }
         }
         var status = stat()
         guard stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR else {
-            throw CLIError("cannot use '\(path)' as the output folder: \(String(cString: strerror(ENOTDIR)))")
+            throw CLIError(
+                "cannot use '\(path)' as the output folder: \(String(cString: strerror(ENOTDIR)))",
+                exitStatus: ExitStatus.localFiles
+            )
         }
     }
 

@@ -17,7 +17,7 @@ import Glibc
 public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The kind of failure. Compare with the static members, e.g. `error.code == .httpStatus`.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        fileprivate enum Base: String, Hashable, Sendable {
+        enum Base: String, Hashable, Sendable {
             case invalidURL
             case unsupportedScheme
             case httpStatus
@@ -38,7 +38,7 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
             case unexpectedAnswer
             case unsupportedDestination
         }
-        fileprivate let base: Base
+        let base: Base
         fileprivate init(_ base: Base) { self.base = base }
 
         /// The URL could not be parsed or has no host.

@@ -113,6 +113,12 @@ extension DownloadManager {
         /// before the download fails; an attempt that wrote bytes resets the count. Every retry
         /// resumes from the bytes on disk. 0 turns retries off. Default 5.
         public var retryLimit = 5
+        /// How many attempts that could not connect (refused, host or network unreachable, connect
+        /// timeout) are retried while no server has answered the download yet: `nil` (the default)
+        /// retries them as ``retryLimit`` says (a server that is restarting); 0 fails a wrong port
+        /// or a host that is down at once, as curl and wget do (`haul` does, unless `--retries` is
+        /// given). Once a server answered, a refused connection is retried as any transient failure.
+        public var connectionRetryLimit: Int? = nil
         /// The delay before the first retry; each next one doubles it, up to ``maximumRetryDelay``,
         /// with a random part (between half and all of it). A server's `Retry-After` is honoured
         /// instead (up to an hour). Default 1 s.

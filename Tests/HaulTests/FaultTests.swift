@@ -97,6 +97,31 @@ struct FaultTests {
         }
     }
 
+    @Test("a stall is noticed within the stall timeout and a second (curl's own check averages over 5 s first)")
+    func stallNoticedInTime() async throws {
+        try await withFaultServer { server, directory in
+            var configuration = patient(directory)
+            configuration.stallTimeout = .seconds(2)
+            let (events, result) = try await fetch(
+                "stall/100000/300000",
+                from: server,
+                into: directory,
+                configuration: configuration
+            )
+            _ = try result.get()
+            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 300_000))
+            let stalls = retries(in: events)
+            #expect(stalls.count == 1 && stalls.first?.0.curlCode == 28)
+            #expect(stalls.first?.0.description.contains("no data arrived for 2 s") == true, "\(stalls)")
+            let requests = server.requests(to: "/stall/100000/300000")
+            try #require(requests.count == 2)
+            // From the first request (its 100,000 bytes take milliseconds) to the resume: the 2 s
+            // timeout, the sweep's quarter of a second, the retry's delay. Before: about 7 s.
+            let noticed = requests[1].arrival - requests[0].arrival
+            #expect(noticed >= .seconds(2) && noticed < .seconds(3), "noticed after \(noticed)")
+        }
+    }
+
     @Test("connections are closed on exec: a child process started meanwhile cannot keep one open")
     func socketsCloseOnExec() async throws {
         try await withFaultServer { server, directory in

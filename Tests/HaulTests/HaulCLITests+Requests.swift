@@ -136,7 +136,7 @@ extension HaulCLITests {
         """.write(to: list, atomically: true, encoding: .utf8)
         let output = work.appendingPathComponent("out")
         let run = try await haul(["--json", "-i", list.path, "-o", output.path + "/"], in: work)
-        #expect(run.status == 1, "\(run.stderr)")  // c.bin's checksum is wrong
+        #expect(run.status == 6, "\(run.stderr)")  // c.bin's checksum is wrong (exit 6: a check failed)
         #expect(try Data(contentsOf: output.appendingPathComponent("sub/renamed-a.bin")) == a)
         #expect(try Data(contentsOf: output.appendingPathComponent("b.bin")) == b)
         #expect(!FileManager.default.fileExists(atPath: output.appendingPathComponent("c.bin").path))

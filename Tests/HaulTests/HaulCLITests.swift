@@ -123,7 +123,7 @@ struct HaulCLITests {
         #expect(server.accessLog().filter { $0.uri == "/s.bin" }.isEmpty)
     }
 
-    @Test("--checksum: a wrong digest fails with both values, exit 1, nothing at the destination")
+    @Test("--checksum: a wrong digest fails with both values, exit 6, nothing at the destination")
     func wrongChecksum() async throws {
         let (server, work) = try startServerAndDirectory()
         defer { stop(server, work) }
@@ -133,7 +133,7 @@ struct HaulCLITests {
             ["-o", work.appendingPathComponent("c.bin").path, "--checksum", wrong, server.url("c.bin").absoluteString],
             in: work
         )
-        #expect(run.status == 1)
+        #expect(run.status == 6)  // a check failed
         let lines = run.stderr.split(separator: "\n")
         #expect(
             lines.count == 1 && lines[0].contains(String(repeating: "0", count: 40)) && lines[0].contains("c.bin"),
@@ -196,7 +196,7 @@ struct HaulCLITests {
             ["-o", output.path, "--checksum", "sha256:" + String(repeating: "ab", count: 32), url],
             in: work
         )
-        #expect(wrong.status == 1, "\(wrong.stdout)\(wrong.stderr)")
+        #expect(wrong.status == 6, "\(wrong.stdout)\(wrong.stderr)")
         #expect(wrong.stderr.contains(String(repeating: "ab", count: 32)), "\(wrong.stderr)")
         #expect(try Data(contentsOf: output) == source)
     }
@@ -237,6 +237,37 @@ struct HaulCLITests {
         )
     }
 
+    @Test("exit statuses by class: 404 is 2, a name that does not resolve 3, a refused port 4 (at once), mixed 1")
+    func exitStatuses() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        try server.makeFile("e.bin", size: 10_000)
+        let missing = try await haul(["-o", work.path, server.url("missing.bin").absoluteString], in: work)
+        #expect(missing.status == 2, "\(missing.stderr)")
+        let unresolvable = try await haul(["-o", work.path, "http://no-such-host.invalid/e.bin"], in: work)
+        #expect(unresolvable.status == 3, "\(unresolvable.stderr)")
+        // A refused port fails at once, not after 24.5 s of retries (curl, wget and aria2c: 0.1 s).
+        let port = try NginxServer.freePort()
+        let started = ContinuousClock.now
+        let refused = try await haul(["-o", work.path, "http://127.0.0.1:\(port)/e.bin"], in: work)
+        #expect(refused.status == 4, "\(refused.stderr)")
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(!refused.stdout.contains("retrying"), "\(refused.stdout)")
+        // Asked for, the retries happen, each one shown.
+        let retried = try await haul(["-o", work.path, "--retries", "1", "http://127.0.0.1:\(port)/e.bin"], in: work)
+        #expect(retried.status == 4, "\(retried.stderr)")
+        #expect(retried.stdout.components(separatedBy: "retrying").count == 2, "\(retried.stdout)")
+        // Failures of two classes: 1.
+        let mixed = try await haul(
+            ["-o", work.path, server.url("missing.bin").absoluteString, "http://127.0.0.1:\(port)/e.bin"],
+            in: work
+        )
+        #expect(mixed.status == 1, "\(mixed.stderr)")
+        // The table is in the help.
+        let help = try await haul(["--help"], in: work)
+        #expect(help.stdout.contains("Exit status:") && help.stdout.contains("4    no connection"), "\(help.stdout)")
+    }
+
     @Test("a failure is one line naming the URL and the reason, and the exit status is not 0")
     func failureLine() async throws {
         let (server, work) = try startServerAndDirectory()
@@ -268,10 +299,10 @@ struct HaulCLITests {
         let work = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: work) }
         let missingList = try await haul(["-i", work.appendingPathComponent("nope.txt").path], in: work)
-        #expect(missingList.status == 1)
+        #expect(missingList.status == 7)  // a local file that cannot be read
         #expect(missingList.stderr.contains("cannot read the input file"))
         let garbage = try await haul(["-o", work.path, "http://", "not a url", "::::"], in: work)
-        #expect(garbage.status == 1)
+        #expect(garbage.status == 64)  // invalid URLs: usage
         #expect(garbage.stderr.split(separator: "\n").count == 3, "\(garbage.stderr)")
         let noJournal = try await haul(["--list", "--state", work.appendingPathComponent("none").path], in: work)
         #expect(noJournal.status == 1)
@@ -286,7 +317,7 @@ struct HaulCLITests {
             ["-o", file.appendingPathComponent("dir/").path, "http://127.0.0.1:1/a", "http://127.0.0.1:1/b"],
             in: work
         )
-        #expect(unwritable.status == 1)
+        #expect(unwritable.status == 7)  // the output folder cannot be made
         #expect(unwritable.stderr.hasPrefix("haul: "))
         for run in [missingList, garbage, noArguments, unwritable] {
             #expect(!run.stderr.contains("Fatal error"))
@@ -309,7 +340,7 @@ struct HaulCLITests {
         try "\(server.url("a.bin").absoluteString)\n\(server.url("b.bin").absoluteString)\n  out=../b.bin\n"
             .write(to: bad, atomically: true, encoding: .utf8)
         let refused = try await haul(["--quiet", "-i", bad.path, "-o", out.path], in: work)
-        #expect(refused.status == 1)
+        #expect(refused.status == 64)  // a mistake in the list: usage
         #expect(refused.stderr.contains("line 3"), "\(refused.stderr)")
         #expect(!FileManager.default.fileExists(atPath: out.appendingPathComponent("a.bin").path))
         // The first URL's own name is given to the second with out= further down: the first is
@@ -380,7 +411,7 @@ struct HaulCLITests {
         \(server.url("r/c.bin").absoluteString)
         """.write(to: list, atomically: true, encoding: .utf8)
         let run = try await haul(["--json", "-i", list.path, "-o", out.path], in: work)
-        #expect(run.status == 1, "\(run.stderr)")
+        #expect(run.status == 7, "\(run.stderr)")
         let objects = try run.stdout.split(separator: "\n").map {
             try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
         }
@@ -411,7 +442,7 @@ struct HaulCLITests {
         try lines.joined(separator: "\n").write(to: list, atomically: true, encoding: .utf8)
         let output = work.appendingPathComponent("out")
         let run = try await haul(["-j", "2", "-i", list.path, "-o", output.path], in: work)
-        #expect(run.status == 1)
+        #expect(run.status == 64)  // the bad line is the only failure: usage
         #expect(run.stdout.contains("300 completed, 1 failed"), "\(run.stdout.suffix(300))")
         #expect(
             run.stderr.split(separator: "\n").filter { $0.hasPrefix("haul: ") } == [

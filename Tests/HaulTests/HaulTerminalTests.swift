@@ -112,7 +112,7 @@ struct HaulTerminalTests {
         // task was once held up for the 6 s a shorter tail lasted, and read its first frame after
         // haul had ended.
         let (frames, _, history, exit) = try await run(width: width, slowTail: 384 * 1024)
-        #expect(exit == 1)
+        #expect(exit == 2)  // 404s: the HTTP error class
         let drawn = frames.flatMap(Self.bars)
         #expect(!drawn.isEmpty, "no frame showed a bar in \(frames.count) frames")
         for bar in drawn { #expect(Text.columns(of: bar) <= width - 1, "a bar wrapped at \(width): \(bar)") }
@@ -126,7 +126,7 @@ struct HaulTerminalTests {
         // read after five seconds, the second after the downloads ended, leaving no frame after the
         // resize to look at.
         let (frames, last, history, exit) = try await run(width: 200, resizeTo: 40, slowTail: 384 * 1024)
-        #expect(exit == 1)
+        #expect(exit == 2)
         // After the resize, haul redraws at 40 columns: some frame shows bars that all fit.
         #expect(frames.contains { !Self.bars($0).isEmpty && Self.bars($0).allSatisfy { Text.columns(of: $0) <= 39 } })
         // The screen is clean at the end. (Rows the terminal rewrapped and pushed into its history when

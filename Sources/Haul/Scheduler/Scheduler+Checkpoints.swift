@@ -1,3 +1,4 @@
+import CHaul
 import Dispatch
 
 /// Durability off the loop thread: syncs of partial files, their reports, the periodic checkpoint,
@@ -92,12 +93,22 @@ extension Scheduler {
         }
     }
 
-    /// Slow downloads give their buffers back (see ``FileSink``), and idle buffers and easy handles
-    /// are freed a whole period after they were last needed.
+    /// Slow downloads give their buffers back (see ``FileSink``), idle buffers and easy handles are
+    /// freed a whole period after they were last needed, and requests that stalled are ended
+    /// (``Transfer/isStalled(now:after:)``).
     private func releaseIdleBuffers() {
         let now = DispatchTime.now().uptimeNanoseconds
+        let stallTimeout = configuration.stallTimeout.nanoseconds
+        var stalled: [Transfer] = []
         for transfer in transfers.values {
             transfer.releaseIdleBuffer(now: now)
+            if transfer.isStalled(now: now, after: stallTimeout) { stalled.append(transfer) }
+        }
+        for transfer in stalled {
+            // Ended as curl ends a request that timed out: retried (resuming), or failed.
+            guard let raw = transfer.easy?.raw else { continue }
+            transfer.request.stalledFor = configuration.stallTimeout.components.seconds
+            self.reactor(reactor, transferDidFinish: raw, result: CURLE_OPERATION_TIMEDOUT)
         }
         buffers.trim()
         environment.easyHandles.trim()  // freed here, on the loop thread, as their deinit cleans up

@@ -109,6 +109,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             progressInterval: configuration.progressInterval,
             maximumFileSize: configuration.maximumFileSize,
             retryLimit: configuration.retryLimit,
+            connectionRetryLimit: configuration.connectionRetryLimit,
             resumesWithoutValidator: configuration.resumesWithoutValidator,
             setsModificationTimeFromServer: configuration.setsModificationTimeFromServer,
             defaultHeaders: configuration.headers,

@@ -106,6 +106,12 @@ struct DownloadStateMachine: Sendable {
     private(set) var failures: Int
     /// How many such attempts are retried before the download fails.
     let retryLimit: Int
+    /// How many attempts that could not connect (refused, unreachable) are retried while no server
+    /// ever answered this download: a wrong port or a host that is down fails at once, as curl and
+    /// wget do, unless the caller asked for such retries.
+    let connectionRetryLimit: Int
+    /// Whether a server answered this download (now or in an earlier attempt or process).
+    private(set) var answered: Bool
     /// The URL for errors this machine creates, credentials removed: the one requests go to.
     private(set) var url: String
     /// How many other URLs the download has (mirrors), and how many of them were tried since it
@@ -123,18 +129,25 @@ struct DownloadStateMachine: Sendable {
     ///   - retryLimit: how many of them are retried.
     ///   - alternatives: how many other URLs (mirrors) the download may move to.
     ///   - refreshesURLs: whether a refresh hook gives fresh URLs for 401, 403 and 410.
+    ///   - connectionRetryLimit: how many failed connections are retried before any answer (by
+    ///     default as many as `retryLimit`).
+    ///   - answered: whether a server answered the download before.
     init(
         url: String,
         failures: Int = 0,
         restarts: Int = 0,
         retryLimit: Int = 0,
         alternatives: Int = 0,
-        refreshesURLs: Bool = false
+        refreshesURLs: Bool = false,
+        connectionRetryLimit: Int? = nil,
+        answered: Bool = false
     ) {
         self.url = url
         self.failures = failures
         self.restarts = restarts
         self.retryLimit = retryLimit
+        self.connectionRetryLimit = connectionRetryLimit ?? retryLimit
+        self.answered = answered
         self.alternatives = max(0, alternatives)
         self.refreshesURLs = refreshesURLs
     }
@@ -151,6 +164,7 @@ struct DownloadStateMachine: Sendable {
     /// The final response's head arrived (or the transfer ended before any body byte).
     mutating func responseReceived(_ decision: ResponseDecision) -> Action {
         guard case .connecting = state else { preconditionFailure("responseReceived(\(decision)) in state \(state)") }
+        answered = true
         switch decision {
         case .append(let total):
             state = .receiving
@@ -248,7 +262,8 @@ struct DownloadStateMachine: Sendable {
             state = .connecting
             return .tryNextURL(error)
         }
-        guard error.isTransient, failures < retryLimit else {
+        let limit = !answered && error.category == .connection ? min(retryLimit, connectionRetryLimit) : retryLimit
+        guard error.isTransient, failures < limit else {
             state = .done(.failed(error))
             return .fail(error)
         }

@@ -191,7 +191,9 @@ extension Transfer {
             ended = finishedResult()
         } else {
             let code = Int(result.rawValue)
-            let message = easy.errorMessage ?? String(cString: curl_easy_strerror(result))
+            let message =
+                request.stalledFor.map { "no data arrived for \($0) s (the stall timeout)" }
+                ?? easy.errorMessage ?? String(cString: curl_easy_strerror(result))
             let kind: DownloadError.Code = result == CURLE_PARTIAL_FILE ? .sizeMismatch : .transport
             ended = .failed(DownloadError(code: kind, url: urlForErrors, curlCode: code, detail: message))
         }

@@ -119,6 +119,9 @@ final class Transfer {
     var segments: Segments?
     /// A server answered a segment's range with the whole file: this transfer uses one connection.
     var segmentsRefused = false
+    /// The bytes received when they last changed, and when (uptime nanoseconds): what tells a
+    /// stall (``isStalled(now:after:)``).
+    var stallMark: (bytes: Int64, since: UInt64)?
     /// How many times connections of a download over several were answered with different versions
     /// of the file: at the second, it goes on over one connection (two servers behind one name).
     var versionConflicts = 0
@@ -166,6 +169,8 @@ final class Transfer {
         var rangeLast: Int64?
         /// The form of its `If-Range` (``IfRangeForm``), for a resume.
         var ifRangeForm = IfRangeForm.validator
+        /// Set when the scheduler ended it for receiving nothing for this many seconds.
+        var stalledFor: Int64?
     }
 
     /// - Parameters:
@@ -206,7 +211,9 @@ final class Transfer {
             restarts: restarts,
             retryLimit: environment.retryLimit,
             alternatives: urls.count - 1,
-            refreshesURLs: environment.refreshesURLs
+            refreshesURLs: environment.refreshesURLs,
+            connectionRetryLimit: environment.connectionRetryLimit,
+            answered: record.attempts > 0 || record.bytesCommitted > 0
         )
         self.record = record
         self.rowID = rowID

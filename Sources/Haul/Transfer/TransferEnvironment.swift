@@ -23,6 +23,8 @@ final class TransferEnvironment {
     let maximumFileSize: Int64?
     /// How many transient failures in a row are retried.
     let retryLimit: Int
+    /// ``DownloadManager/Configuration/connectionRetryLimit``.
+    let connectionRetryLimit: Int?
     /// Partials without a strong validator are continued after an overlap check (see
     /// ``DownloadManager/Configuration/resumesWithoutValidator``).
     let resumesWithoutValidator: Bool
@@ -66,6 +68,7 @@ final class TransferEnvironment {
         progressInterval: Duration,
         maximumFileSize: Int64?,
         retryLimit: Int,
+        connectionRetryLimit: Int? = nil,
         resumesWithoutValidator: Bool,
         setsModificationTimeFromServer: Bool,
         defaultHeaders: [DownloadHeader] = [],
@@ -86,6 +89,7 @@ final class TransferEnvironment {
         self.progressInterval = progressInterval.nanoseconds
         self.maximumFileSize = maximumFileSize
         self.retryLimit = max(0, retryLimit)
+        self.connectionRetryLimit = connectionRetryLimit.map { max(0, $0) }
         self.resumesWithoutValidator = resumesWithoutValidator
         self.setsModificationTimeFromServer = setsModificationTimeFromServer
         self.defaultHeaders = defaultHeaders

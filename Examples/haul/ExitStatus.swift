@@ -1,0 +1,60 @@
+import FoundationEssentials
+import Haul
+
+/// haul's exit statuses: one per class of failure (``DownloadError/Category``), so that a script
+/// can tell a missing file from a dead host, a bad checksum or a full disk. Shown in `haul --help`
+/// and the README.
+enum ExitStatus {
+    static let success: Int32 = 0
+    /// Failures of several classes at once, or one of no class below.
+    static let other: Int32 = 1
+    /// Bad options or arguments (ArgumentParser's own, `EX_USAGE`).
+    static let usage: Int32 = 64
+    /// A local file or folder cannot be read or written.
+    static let localFiles: Int32 = 7
+
+    /// The status of one failure.
+    static func of(_ error: DownloadError) -> Int32 {
+        switch error.category {
+        case .httpStatus: 2
+        case .nameResolution: 3
+        case .connection: 4
+        case .tls: 5
+        case .verification: 6
+        case .localFiles: localFiles
+        case .transfer: 8
+        case .invalidRequest: usage
+        case .stopped, .other: other
+        }
+    }
+
+    /// The status of a failure before any download: the input file or arguments (usage), the
+    /// output folder or the journal (local files).
+    static func of(_ error: any Error) -> Int32 {
+        if let error = error as? DownloadError { return of(error) }
+        if let error = error as? CLIError { return error.exitStatus }
+        if error is CocoaError { return localFiles }
+        return other
+    }
+
+    /// The status of a run whose failures had these statuses: theirs when they agree, else 1.
+    static func of(failures statuses: Set<Int32>) -> Int32 {
+        statuses.count == 1 ? statuses.first! : other
+    }
+
+    /// The table, as `haul --help` and the README show it.
+    static let table = """
+        Exit status:
+          0    every download completed (or was complete already)
+          1    failures of several kinds at once, or of none below
+          2    the server answered with an HTTP error (404, 403, 5xx after retries)
+          3    a host name (the server's or the proxy's) could not be resolved
+          4    no connection: refused, unreachable, or connecting timed out
+          5    TLS: the handshake or the certificate's verification failed
+          6    the file failed a check: --checksum, its expected size, --max-size
+          7    local files: a file or folder cannot be read or written (disk full)
+          8    the transfer failed midway: dropped, stalled, a misbehaving server
+          64   usage: bad options or arguments, a bad URL, -o at a device or FIFO
+          129, 130, 143   interrupted by SIGHUP, SIGINT, SIGTERM: run it again
+        """
+}
