@@ -1,3 +1,11 @@
+import Haul
+
+extension DownloadError {
+    /// The error's sentence in haul's words: its advice names options (`--ca-file`), never the
+    /// library's properties.
+    var forCommandLine: String { describe(forCommandLine: true) }
+}
+
 /// A failure of the command itself (not of one download), printed as one line.
 struct CLIError: Error, CustomStringConvertible {
     let description: String

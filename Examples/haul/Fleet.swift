@@ -12,7 +12,7 @@ extension HaulCommand {
         do {
             queue = try await FleetQueue(configuration: .init(connectionString: connectionString))
         } catch {
-            Reporter.write("haul: \(error)\n", to: STDERR_FILENO)
+            Reporter.write("haul: \(Runner.describe(error))\n", to: STDERR_FILENO)
             return 1
         }
         if let id = pause ?? resume ?? cancel ?? wait { return await control(queue, DownloadID(rawValue: id)) }
@@ -113,7 +113,7 @@ extension HaulCommand {
             }
             return 0
         } catch {
-            Reporter.write("haul: \(error)\n", to: STDERR_FILENO)
+            Reporter.write("haul: \(Runner.describe(error))\n", to: STDERR_FILENO)
             return 1
         }
     }
@@ -230,7 +230,7 @@ struct WorkerCommand: AsyncParsableCommand {
         do {
             try await task.value
         } catch {
-            Reporter.write("haul: \(error)\n", to: STDERR_FILENO)
+            Reporter.write("haul: \(Runner.describe(error))\n", to: STDERR_FILENO)
             status = 1
         }
         await manager.shutdown()

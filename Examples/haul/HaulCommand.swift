@@ -322,7 +322,7 @@ struct HaulCommand: AsyncParsableCommand {
         do {
             results = try DownloadManager.verify(stateDirectory: URL(fileURLWithPath: directory, isDirectory: true))
         } catch {
-            Reporter.write("haul: \(error)\n", to: STDERR_FILENO)
+            Reporter.write("haul: \(Runner.describe(error))\n", to: STDERR_FILENO)
             return 1
         }
         for result in results {
@@ -393,7 +393,7 @@ struct HaulCommand: AsyncParsableCommand {
             if entries.isEmpty { Reporter.write("no downloads in \(directory)\n", to: STDOUT_FILENO) }
             return 0
         } catch {
-            Reporter.write("haul: \(error)\n", to: STDERR_FILENO)
+            Reporter.write("haul: \(Runner.describe(error))\n", to: STDERR_FILENO)
             return 1
         }
     }

@@ -263,7 +263,7 @@ enum JSONEvent {
                 Failed(
                     url: url,
                     path: path,
-                    error: error.description,
+                    error: error.forCommandLine,
                     code: error.code.description,
                     httpStatus: error.httpStatus
                 )

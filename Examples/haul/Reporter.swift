@@ -134,15 +134,20 @@ final class Reporter: Sendable {
             Self.write(JSONEvent.line(for: event, url: url, path: path, download: download), to: STDOUT_FILENO)
             count(event, index: index)
         case .quiet:
-            if case .failed(let error) = event { Self.write("haul: \(error)\n", to: STDERR_FILENO) }
+            if case .failed(let error) = event { Self.write("haul: \(error.forCommandLine)\n", to: STDERR_FILENO) }
             count(event, index: index)
         case .lines:
             switch event {
             case .completed(let file):
                 let already = state.withLock { $0.rows[index]?.alreadyComplete ?? false }
-                Self.write("\(already ? "already complete" : "completed") \(url) -> \(file.path)\n", to: STDOUT_FILENO)
+                // The URL the file came from: a mirror's, after a switch (not the dead first one).
+                let source = download.map { Self.shown($0.url.absoluteString) } ?? url
+                Self.write(
+                    "\(already ? "already complete" : "completed") \(source) -> \(file.path)\n",
+                    to: STDOUT_FILENO
+                )
             case .failed(let error):
-                Self.write("haul: \(error)\n", to: STDERR_FILENO)
+                Self.write("haul: \(error.forCommandLine)\n", to: STDERR_FILENO)
             case .restarted(let reason):
                 Self.write("restarted \(url): \(Self.explain(reason))\n", to: STDOUT_FILENO)
             case .warning(let warning):
@@ -247,7 +252,7 @@ final class Reporter: Sendable {
                 return
             case .failed(let error):
                 state.failed += 1
-                message = "✗ \(error)"
+                message = "✗ \(error.forCommandLine)"
                 state.rows[index] = nil
                 state.order.removeAll { $0 == index }
                 return

@@ -27,7 +27,19 @@ struct Runner {
             } else {
                 directory = plan.directory
             }
+            let existed = isDirectory(directory)
             try Self.makeDirectory(directory)
+            if !existed, plan.file == nil, command.inputFile == nil, let output = command.output,
+                !output.hasSuffix("/"), !command.quiet, !command.json
+            {
+                // -o names a folder for several URLs: said, so that `-o name.iso URL1 URL2` does not
+                // silently become a folder.
+                Reporter.write(
+                    "haul: made the folder '\(output)' for \(source.count) URLs (-o names a folder when several "
+                        + "URLs are given)\n",
+                    to: STDERR_FILENO
+                )
+            }
         } catch {
             Reporter.write("haul: \(Self.describe(error))\n", to: STDERR_FILENO)
             return ExitStatus.of(error)
@@ -80,7 +92,7 @@ struct Runner {
         do {
             manager = try DownloadManager(configuration: configuration)
         } catch {
-            Reporter.write("haul: \(error)\n", to: STDERR_FILENO)
+            Reporter.write("haul: \(Self.describe(error))\n", to: STDERR_FILENO)
             return ExitStatus.of(error)
         }
         // Names are chosen once the journal is open: a file Haul placed there from the same URL, as
@@ -292,7 +304,7 @@ struct Runner {
     }
 
     static func describe(_ error: any Error) -> String {
-        if let error = error as? DownloadError { return error.description }
+        if let error = error as? DownloadError { return error.forCommandLine }
         if let error = error as? CLIError { return error.description }
         if let error = error as? CocoaError {
             let cause =

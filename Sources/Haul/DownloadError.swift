@@ -135,7 +135,15 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
     }
 
     /// A sentence naming what failed, why, and what the user can do.
-    public var description: String {
+    public var description: String { describe(forCommandLine: false) }
+
+    /// ``description`` in the words of `haul`'s users: its advice names command-line options
+    /// (`--ca-file`), not the library's properties (`certificateAuthorityFile`).
+    package func describe(forCommandLine commandLine: Bool) -> String {
+        // A setting's name for the reader: the library's property, or haul's option.
+        func setting(_ property: String, _ option: String) -> String {
+            commandLine ? option : "Configuration.\(property)"
+        }
         let subject = url.map { "Downloading \($0)" } ?? "Haul"
         switch code.base {
         case .invalidURL:
@@ -147,12 +155,17 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         case .httpStatus:
             let status = httpStatus.map(String.init) ?? "an error status"
             return "\(subject) failed: the server answered HTTP \(status)\(Self.reason(forStatus: httpStatus)). "
-                + Self.advice(forStatus: httpStatus)
+                + Self.advice(forStatus: httpStatus, setting: setting)
         case .transport:
             let cause =
                 detail ?? curlCode.map { String(cString: curl_easy_strerror(CURLcode(UInt32($0)))) } ?? "unknown"
             return "\(subject) failed: \(cause)\(curlCode.map { " (curl error \($0))" } ?? ""). "
-                + Self.advice(forCurlCode: curlCode)
+                + Self.advice(
+                    forCurlCode: curlCode,
+                    kept: !nothingKept,
+                    proxy: detail?.hasPrefix("the proxy ") == true,
+                    setting: setting
+                )
         case .fileSystem:
             let cause = errno.map { String(cString: strerror($0)) } ?? detail ?? "an I/O error"
             // Only a partial file's own failure says it is kept: before one exists (the state
@@ -161,7 +174,7 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
             let advice =
                 isOutOfDescriptors
                 ? "The process has no file descriptor left: raise its open-files limit (ulimit -n) or lower "
-                    + "maxConcurrentDownloads.\(url == nil ? "" : " Haul retries the download\(kept).")"
+                    + "\(setting("maxConcurrentDownloads", "-j")).\(url == nil ? "" : " Haul retries the download\(kept).")"
                 : nothingKept && errno == ENOENT && url != nil
                     ? "Keep the state directory while downloads run; the download starts again from zero."
                     : "Free space or fix permissions, then resume\(kept)."
@@ -182,17 +195,17 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         case .journal:
             return
                 "\(subject) failed: the journal \(path.map { "'\($0)'" } ?? "") cannot be used: \(detail ?? "unknown error"). "
-                + "Move it away or choose another state directory; no downloaded file was touched."
+                + "Move it away or choose another state directory (\(setting("stateDirectory", "--state"))); no downloaded file was touched."
         case .journalLocked:
             return
                 "\(subject) failed: the state directory's journal \(path.map { "'\($0)'" } ?? "") is in use by another "
-                + "Haul process or manager. Wait for it to finish, or choose another state directory."
+                + "Haul process or manager. Wait for it to finish, or choose another state directory (\(setting("stateDirectory", "--state")))."
         case .checksumMismatch:
             return "\(subject) failed: \(detail ?? "the file is not the expected one"). Nothing was placed at the "
                 + "destination and the partial file was deleted; check the expected value, or the source."
         case .fileTooLarge:
             return "\(subject) failed: \(detail ?? "the file is larger than the configured maximum"). "
-                + "Raise the maximum size to fetch it."
+                + "Raise the maximum size (\(setting("maximumFileSize", "--max-size"))) to fetch it."
         case .destinationInUse:
             return "\(subject) failed: \(detail ?? "another download") is already writing to "
                 + "\(path.map { "'\($0)'" } ?? "the same destination"); nothing was sent. Wait for that download to "
@@ -213,7 +226,9 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         case .headersUnavailable:
             return "\(subject) was not resumed: \(detail ?? "it needs request headers whose values are not stored"). "
                 + "Header values are never written to disk: ask for the download again with its headers "
-                + "(DownloadRequest.headers; haul -H), or register Configuration.headerProvider. "
+                + (commandLine
+                    ? "(-H, or header= in the input file). "
+                    : "(DownloadRequest.headers), or register Configuration.headerProvider. ")
                 + "The partial file is kept."
         }
     }
@@ -283,38 +298,46 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
     }
 
     /// What the user can do about a failed transfer, by curl's error code.
-    private static func advice(forCurlCode code: Int?) -> String {
-        let kept = "the bytes already received are kept"
+    private static func advice(
+        forCurlCode code: Int?,
+        kept bytesKept: Bool,
+        proxy: Bool,
+        setting: (String, String) -> String
+    ) -> String {
+        // Said only when there are bytes: a download that never received any has none to keep.
+        let kept = bytesKept ? "; the bytes already received are kept" : ""
         switch code {
         case 5, 6:  // could not resolve the proxy, the host
-            return "Check the host name and the DNS (or proxy) settings, then resume the download; \(kept)."
+            return "Check the host name and the DNS (or proxy) settings, then try again\(kept)."
+        case 7 where proxy:
+            return "Check that the proxy is up and reachable at that address and port "
+                + "(\(setting("proxy", "--proxy")), or http_proxy), then try again\(kept)."
         case 7:  // could not connect
             return
-                "Check that the server is up and reachable at that address and port, then resume the download; \(kept)."
+                "Check that the server is up and reachable at that address and port, then try again\(kept)."
         case 8:  // the answer was not valid HTTP
             return "The server's answer is not valid HTTP and was not used; try again later or tell the "
-                + "server's operator. The bytes already received are kept."
+                + "server's operator\(kept)."
         case 28:  // connect timeout, or no byte for the stall timeout
-            return "The server or the network went silent: resume the download later (\(kept)), or raise "
-                + "connectTimeout or stallTimeout (haul --stall-timeout) for a slow server."
+            return "The server or the network went silent: try again later\(kept), or raise "
+                + "\(setting("stallTimeout", "--stall-timeout")) for a slow server."
         case 35, 58, 59, 83, 90, 91:  // TLS handshake, client certificate, ciphers, issuer, pinning, status
             return "The TLS handshake failed: check that the address serves HTTPS on that port and that its "
-                + "TLS set-up is current; \(kept)."
+                + "TLS set-up is current\(kept)."
         case 27:  // out of memory: in practice, response headers past curl's 100 KB limit
             return "curl could not hold the server's answer: its headers are larger than the 100 KB curl accepts, "
-                + "or the process is out of memory. Tell the server's operator, or try again later; \(kept)."
+                + "or the process is out of memory. Tell the server's operator, or try again later\(kept)."
         case 1:  // a redirect to a scheme other than http(s), such as file:// or ftp://
             return "The server redirected to an address Haul does not download (only http:// and https:// "
                 + "are followed, never file:// or ftp://); check the URL with its publisher."
         case 47:  // too many redirects
             return "The server redirects in a loop, or more often than the limit allows "
-                + "(maximumRedirects; haul --max-redirects); check the URL."
+                + "(\(setting("maximumRedirects", "--max-redirects"))); check the URL."
         case 60, 77:  // the certificate failed verification; the CA file could not be read
             return "If the server's certificate is signed by an authority of your own, give its PEM file "
-                + "(certificateAuthorityFile; haul --ca-file); verification is never turned off. "
-                + "The bytes already received are kept."
+                + "(\(setting("certificateAuthorityFile", "--ca-file"))); verification is never turned off\(kept)."
         default:
-            return "Check the address and the network, then resume the download; \(kept)."
+            return "Check the address and the network, then try again\(kept)."
         }
     }
 
@@ -332,11 +355,13 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         }
     }
 
-    private static func advice(forStatus status: Int?) -> String {
+    private static func advice(forStatus status: Int?, setting: (String, String) -> String) -> String {
         switch status {
         case 401, 403: "Check that the URL is public or that its credentials are right."
         case 404, 410: "Check the URL: the server has no file there."
-        case 407: "Give the proxy's user name and password in its URL (http://user:password@proxy:port; haul --proxy)."
+        case 407:
+            "Give the proxy's user name and password in its URL (\(setting("proxy", "--proxy")) "
+                + "http://user:password@proxy:port)."
         case 429: "The server asks for fewer requests; try again later."
         case let status? where status >= 500: "The server has a problem; try again later."
         default: "Check the URL."

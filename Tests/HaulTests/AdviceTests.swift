@@ -43,7 +43,10 @@ struct AdviceTests {
                 Issue.record("a redirect loop must fail")
                 return
             }
-            #expect(error.description.contains("maximumRedirects; haul --max-redirects"), "\(error)")
+            // The library's reader is told the property; haul's, the option, and never the property.
+            #expect(error.description.contains("(Configuration.maximumRedirects)"), "\(error)")
+            let forCommandLine = error.describe(forCommandLine: true)
+            #expect(forCommandLine.contains("(--max-redirects)") && !forCommandLine.contains("maximumRedirects"))
         }
     }
 

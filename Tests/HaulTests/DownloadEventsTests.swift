@@ -199,7 +199,7 @@ struct DownloadErrorTests {
         // The advice follows curl's cause.
         let advice: [(Int, String)] = [
             (6, "Check the host name"), (8, "not valid HTTP"), (28, "stallTimeout"), (35, "TLS handshake"),
-            (47, "redirects in a loop"), (60, "--ca-file"), (56, "Check the address and the network"),
+            (47, "redirects in a loop"), (60, "certificateAuthorityFile"), (56, "Check the address and the network"),
             (27, "headers are larger than the 100 KB curl accepts"),
         ]
         for (code, text) in advice {
@@ -207,6 +207,14 @@ struct DownloadErrorTests {
             #expect(error.description.contains(text), "curl error \(code): \(error.description)")
             #expect(error.description.hasPrefix("Downloading http://host/a failed: "))
         }
+        // haul's words name its options instead (issue 38, item 7).
+        let certificate = DownloadError(code: .transport, url: "http://host/a", curlCode: 60)
+        #expect(certificate.describe(forCommandLine: true).contains("(--ca-file)"))
+        #expect(!certificate.describe(forCommandLine: true).contains("certificateAuthorityFile"))
+        #expect(
+            DownloadError(code: .transport, url: "http://host/a", curlCode: 28).describe(forCommandLine: true)
+                .contains("raise --stall-timeout")
+        )
         let disk = DownloadError(code: .fileSystem, url: "http://host/a", errno: 28, path: "/full/x.part")
         #expect(disk.description.contains("/full/x.part"))
         #expect(disk.description.contains("No space left on device"))

@@ -45,7 +45,12 @@ struct HaulCLITests {
             in: work
         )
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(run.stderr.isEmpty)
+        // The folder -o names for several URLs is made, and said (not silently).
+        #expect(
+            run.stderr
+                == "haul: made the folder '\(output.path)' for 2 URLs (-o names a folder when several URLs are given)\n",
+            "\(run.stderr)"
+        )
         #expect(run.stdout.contains("2 completed, 0 failed"))
         #expect(try Data(contentsOf: output.appendingPathComponent("a.bin")) == a)
         #expect(try Data(contentsOf: output.appendingPathComponent("b.bin")) == b)
@@ -266,6 +271,56 @@ struct HaulCLITests {
         // The table is in the help.
         let help = try await haul(["--help"], in: work)
         #expect(help.stdout.contains("Exit status:") && help.stdout.contains("4    no connection"), "\(help.stdout)")
+    }
+
+    @Test(
+        "messages: the mirror a file came from, the dead proxy by name, no bytes 'kept' when none were, options not properties"
+    )
+    func truthfulMessages() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let a = try server.makeFile("m.bin", size: 50_000, seed: 44)
+        let port = try NginxServer.freePort()
+        // After a switch to the mirror, the plain line names the mirror, not the dead first URL.
+        let list = work.appendingPathComponent("mirrors.txt")
+        try "http://127.0.0.1:\(port)/m.bin\t\(server.url("m.bin"))\n".write(
+            to: list,
+            atomically: true,
+            encoding: .utf8
+        )
+        let mirrored = try await haul(["-i", list.path, "-o", work.appendingPathComponent("out").path + "/"], in: work)
+        #expect(mirrored.status == 0, "\(mirrored.stderr)")
+        let completed = mirrored.stdout.split(separator: "\n").filter { $0.hasPrefix("completed ") }
+        #expect(completed.count == 1 && completed[0].contains(server.url("m.bin").absoluteString), "\(mirrored.stdout)")
+        #expect(try Data(contentsOf: work.appendingPathComponent("out/m.bin")) == a)
+        // A proxy that is not there is named as the proxy; its password is in no message.
+        let proxied = try await haul(
+            [
+                "--proxy", "http://u:s3cret-proxy-pw@127.0.0.1:\(port)", "-o",
+                work.appendingPathComponent("p.bin").path,
+                server.url("m.bin").absoluteString,
+            ],
+            in: work
+        )
+        #expect(proxied.status == 4, "\(proxied.stderr)")
+        #expect(proxied.stderr.contains("the proxy 127.0.0.1:\(port) cannot be reached"), "\(proxied.stderr)")
+        #expect(proxied.stderr.contains("Check that the proxy is up") && proxied.stderr.contains("--proxy"))
+        #expect(!(proxied.stdout + proxied.stderr).contains("s3cret-proxy-pw"))
+        // Nothing was received: nothing is said to be kept.
+        #expect(!proxied.stderr.contains("kept"), "\(proxied.stderr)")
+        // Advice names haul's options, never the library's properties.
+        let redirects = try await haul(
+            [
+                "--max-redirects", "0", "-o", work.appendingPathComponent("r.bin").path,
+                server.url("redirect/m.bin").absoluteString,
+            ],
+            in: work
+        )
+        #expect(
+            redirects.stderr.contains("(--max-redirects)") && !redirects.stderr.contains("maximumRedirects"),
+            "\(redirects.stderr)"
+        )
+        #expect(!redirects.stderr.contains("Configuration."))
     }
 
     @Test("a failure is one line naming the URL and the reason, and the exit status is not 0")

@@ -64,14 +64,16 @@ extension Scheduler {
 
     /// Ends the download with `error`, keeping its partial file if it holds anything.
     private func fail(_ transfer: Transfer, with error: DownloadError) {
+        var error = error
         transfer.spanFailed(error)
         transfer.stopAll()
         try? transfer.sink?.close()
         transfer.sink = nil
         let bytes = transfer.bytesOnDisk
         if bytes == 0 {
-            // Nothing worth resuming (a 404, a refused connection): leave no trace.
+            // Nothing worth resuming (a 404, a refused connection): leave no trace, and say none.
             transfer.store.remove(transfer.id)
+            error.nothingKept = true
         } else {
             transfer.checkpoint(.failed(error: error.description), bytes: bytes)
         }

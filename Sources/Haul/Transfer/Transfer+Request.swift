@@ -1,4 +1,5 @@
 import CHaul
+import FoundationEssentials
 
 extension Transfer {
     /// Sends a request for the bytes after the partial file (emptying it first when `truncating`),
@@ -191,9 +192,14 @@ extension Transfer {
             ended = finishedResult()
         } else {
             let code = Int(result.rawValue)
-            let message =
+            var message =
                 request.stalledFor.map { "no data arrived for \($0) s (the stall timeout)" }
                 ?? easy.errorMessage ?? String(cString: curl_easy_strerror(result))
+            if result == CURLE_COULDNT_CONNECT,
+                let proxy = Self.proxyAddress(in: message, for: request.target ?? download.url)
+            {
+                message = "the proxy \(proxy) cannot be reached (\(message))"
+            }
             let kind: DownloadError.Code = result == CURLE_PARTIAL_FILE ? .sizeMismatch : .transport
             ended = .failed(DownloadError(code: kind, url: urlForErrors, curlCode: code, detail: message))
         }
@@ -222,6 +228,22 @@ extension Transfer {
             record.totalBytes = sink.receivedLength
         }
         return .finished
+    }
+
+    /// The address curl failed to connect to (its message: "Failed to connect to HOST port PORT …")
+    /// when it is not `url`'s: the proxy's. `nil` when it is the server's, or curl said otherwise.
+    static func proxyAddress(in message: String, for url: URL) -> String? {
+        let prefix = "Failed to connect to "
+        guard message.hasPrefix(prefix) else { return nil }
+        let words = message.dropFirst(prefix.count).split(separator: " ", maxSplits: 3)
+        guard words.count >= 3, words[1] == "port", let port = Int(words[2].prefix { $0.isNumber }) else { return nil }
+        let host = String(words[0])
+        let bare = { (name: String) in name.lowercased().filter { $0 != "[" && $0 != "]" } }
+        let urlPort = url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80)
+        guard bare(host) != bare(url.host ?? "") || port != urlPort else {
+            return nil
+        }
+        return "\(host):\(port)"
     }
 
     /// The `If-Range` value of the row's pin in `form` (``IfRangeForm``); `nil` for none.
