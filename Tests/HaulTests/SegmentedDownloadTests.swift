@@ -125,6 +125,50 @@ struct SegmentedDownloadTests {
         #expect(pages.allSatisfy { $0.bytesSent == Int64(NginxServer.busyPage.utf8.count) })
     }
 
+    @Test(
+        "HAProxy round-robin over two nginx with different versions, 4 connections: one version, whole; the warning says why"
+    )
+    func twoVersionsBehindHAProxy() async throws {
+        let (first, directory) = try startServerAndDirectory()
+        let second = try NginxServer.start()
+        defer {
+            second.stop()
+            stop(first, directory)
+        }
+        let size = 4 * 1024 * 1024
+        let versions = [
+            try first.makeFile("v.bin", size: size, seed: 51), try second.makeFile("v.bin", size: size, seed: 52),
+        ]
+        // Different modification times: nginx's ETags (mtime-size) differ, as two deploys' do.
+        for (server, age) in [(first, 3600.0), (second, 7200.0)] {
+            try FileManager.default.setAttributes(
+                [.modificationDate: Date(timeIntervalSinceNow: -age)],
+                ofItemAtPath: server.root.appendingPathComponent("v.bin").path
+            )
+        }
+        let balancer = try HAProxy.start(backends: [first.port, second.port], probe: "/")
+        defer { balancer.stop() }
+        let destination = directory.appendingPathComponent("v.bin")
+        var events: [DownloadEvent] = []
+        try await withDownloadManager(configuration: configuration(connections: 4)) { manager in
+            var feed = manager.events.makeAsyncIterator()
+            let download = try manager.download(from: balancer.url("perconn/v.bin"), to: destination)
+            while let event = await feed.next() {
+                events.append(event.event)
+                if event.event.isFinal { break }
+            }
+            _ = try await download.finished()
+        }
+        // Before: "even after restarting from zero; nothing was spliced", a failure.
+        let file = try Data(contentsOf: destination)
+        #expect(file == versions[0] || file == versions[1])
+        #expect(events.contains(.warning(.versionsDiffer)))
+        let answered =
+            first.accessLog().filter { $0.uri == "/perconn/v.bin" }.count
+            + second.accessLog().filter { $0.uri == "/perconn/v.bin" }.count
+        #expect(answered >= 4, "both backends answered \(answered) requests")
+    }
+
     @Test("a connection that finishes its segment takes half of the largest one left (aria2's dynamic split)")
     func dynamicSplit() async throws {
         let (server, directory) = try startServerAndDirectory()

@@ -402,7 +402,7 @@ final class NginxServer: @unchecked Sendable {
     }
 
     /// The status line of a GET on loopback, or nil when nothing answers.
-    private static func statusLine(port: Int, path: String) -> String? {
+    static func statusLine(port: Int, path: String) -> String? {
         let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socketFD >= 0 else { return nil }
         defer { close(socketFD) }
