@@ -75,6 +75,26 @@ struct SegmentedDownloadTests {
         print("segmented: 1 connection \(one), 4 connections \(four): \(Self.seconds(one) / Self.seconds(four))×")
     }
 
+    /// Downloads `url` to `destination` and returns its events as the manager's feed has them (the
+    /// feed keeps 4,096; a download's own subscriber, 16, may drop a warning on a loaded machine).
+    static func download(
+        _ url: URL,
+        to destination: URL,
+        _ configuration: DownloadManager.Configuration
+    ) async throws -> [DownloadEvent] {
+        try await withDownloadManager(configuration: configuration) { manager in
+            var feed = manager.events.makeAsyncIterator()
+            let download = try manager.download(from: url, to: destination)
+            var events: [DownloadEvent] = []
+            while let event = await feed.next() {
+                events.append(event.event)
+                if event.event.isFinal { break }
+            }
+            _ = try await download.finished()
+            return events
+        }
+    }
+
     /// Makes a file `name` of `size` bytes, fetches it from `location` over up to `connections`,
     /// checks it byte for byte, and returns nginx's log of its requests.
     func fetch(
@@ -105,16 +125,7 @@ struct SegmentedDownloadTests {
         let destination = directory.appendingPathComponent("busy.bin")
         var configuration = configuration(connections: 4)
         configuration.retryDelay = .milliseconds(10)
-        var events: [DownloadEvent] = []
-        try await withDownloadManager(configuration: configuration) { manager in
-            var feed = manager.events.makeAsyncIterator()
-            let download = try manager.download(from: server.url("busy-page/busy.bin"), to: destination)
-            while let event = await feed.next() {
-                events.append(event.event)
-                if event.event.isFinal { break }
-            }
-            _ = try await download.finished()
-        }
+        let events = try await Self.download(server.url("busy-page/busy.bin"), to: destination, configuration)
         // Before: "the remote file changed; started over", and the 79-byte page became the file.
         #expect(try Data(contentsOf: destination) == source)
         #expect(!events.contains { if case .restarted = $0 { true } else { false } })
@@ -149,16 +160,11 @@ struct SegmentedDownloadTests {
         let balancer = try HAProxy.start(backends: [first.port, second.port], probe: "/")
         defer { balancer.stop() }
         let destination = directory.appendingPathComponent("v.bin")
-        var events: [DownloadEvent] = []
-        try await withDownloadManager(configuration: configuration(connections: 4)) { manager in
-            var feed = manager.events.makeAsyncIterator()
-            let download = try manager.download(from: balancer.url("perconn/v.bin"), to: destination)
-            while let event = await feed.next() {
-                events.append(event.event)
-                if event.event.isFinal { break }
-            }
-            _ = try await download.finished()
-        }
+        let events = try await Self.download(
+            balancer.url("perconn/v.bin"),
+            to: destination,
+            configuration(connections: 4)
+        )
         // Before: "even after restarting from zero; nothing was spliced", a failure.
         let file = try Data(contentsOf: destination)
         #expect(file == versions[0] || file == versions[1])
