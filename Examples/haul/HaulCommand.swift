@@ -38,7 +38,10 @@ struct HaulCommand: AsyncParsableCommand {
 
     @Option(
         name: [.short, .long],
-        help: "A file (one URL, not a directory) or a directory for the files (default: .)."
+        help: """
+            A file (one URL, not a directory) or a directory for the files (default: .); - for standard \
+            output. A device, FIFO or socket is written through, in order (one URL).
+            """
     )
     var output: String?
 
@@ -232,18 +235,13 @@ struct HaulCommand: AsyncParsableCommand {
         if urls.isEmpty && inputFile == nil {
             throw ValidationError("Give at least one URL, or --input-file FILE.")
         }
-        if output == "-" {
-            // curl and wget read "-" as standard output; a stream cannot be resumed or renamed into place.
-            throw ValidationError(
-                "-o - (standard output) is not supported: haul writes files it can resume. Give a file or directory name."
-            )
+        if output == "-" || outputIsStream, urls.count + (inputFile == nil ? 0 : 2) != 1 {
+            // A stream takes one body (curl and wget write several one after another; haul does not).
+            throw ValidationError("-o \(output ?? "-") is a stream: it takes one URL.")
         }
-        if let output, let kind = Self.specialFileKind(output) {
-            // Never replaced by a file (as root, -o /dev/null would have become one), and no .haul/
-            // beside it.
+        if let output, Self.specialFileKind(output) == "a block device" {
             throw ValidationError(
-                "-o \(output) is \(kind): haul writes regular files it can resume and place whole, and never "
-                    + "replaces a device, a FIFO or a socket. Give a file or directory name."
+                "-o \(output) is a block device: haul never writes to one, nor replaces it with a file."
             )
         }
         if concurrency < 1 { throw ValidationError("--concurrency must be at least 1.") }
@@ -295,6 +293,7 @@ struct HaulCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        Reporter.bodyOnStandardOutput = bodyGoesToStandardOutput
         if let queue { throw ExitCode(await runQueue(queue)) }
         if list { throw ExitCode(listJournal()) }
         if verify { throw ExitCode(verifyJournal()) }
@@ -402,15 +401,8 @@ struct HaulCommand: AsyncParsableCommand {
     /// the kernel does: `/dev/stdout` is the pipe or terminal it leads to); `nil` otherwise.
     static func specialFileKind(_ path: String) -> String? {
         var status = stat()
-        guard stat(path, &status) == 0 else { return nil }
-        switch status.st_mode & S_IFMT {
-        case S_IFREG, S_IFDIR: return nil
-        case S_IFCHR: return "a character device"
-        case S_IFBLK: return "a block device"
-        case S_IFIFO: return "a FIFO (named pipe)"
-        case S_IFSOCK: return "a socket"
-        default: return "not a regular file"
-        }
+        guard stat(path, &status) == 0, ![S_IFREG, S_IFDIR].contains(status.st_mode & S_IFMT) else { return nil }
+        return FilePath.kind(of: status.st_mode)
     }
 
     /// A size or rate as curl reads one: a number, optionally with a fraction, then `K`, `M` or `G`
@@ -449,6 +441,21 @@ struct HaulCommand: AsyncParsableCommand {
     var reporterMode: Reporter.Mode {
         if json { return .json }
         if quiet { return .quiet }
-        return isatty(STDOUT_FILENO) == 1 ? .bars : .lines
+        // With the body on standard output, what haul says goes to standard error.
+        return isatty(bodyGoesToStandardOutput ? STDERR_FILENO : STDOUT_FILENO) == 1 ? .bars : .lines
     }
+
+    /// `-o`, with `-` as standard output (`/dev/stdout`, as curl and wget read it).
+    var outputPath: String? { output == "-" ? "/dev/stdout" : output }
+
+    /// Whether `-o` names a stream: standard output, a character device, a FIFO, a socket. The body
+    /// is written through it, in order; nothing is made beside it.
+    var outputIsStream: Bool {
+        guard let path = outputPath else { return false }
+        return FilePath.inheritedDescriptor(of: path) != nil
+            || ["a character device", "a FIFO (named pipe)", "a socket"].contains(Self.specialFileKind(path))
+    }
+
+    /// Whether the body goes to standard output (`-o -`, `/dev/stdout`, `/dev/fd/1`).
+    var bodyGoesToStandardOutput: Bool { outputPath.flatMap(FilePath.inheritedDescriptor(of:)) == 1 }
 }

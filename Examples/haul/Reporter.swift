@@ -430,7 +430,13 @@ final class Reporter: Sendable {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
+    /// Set once, before anything is written, when the body goes to standard output (`-o -`):
+    /// everything haul says goes to standard error then, as curl's progress does.
+    nonisolated(unsafe) static var bodyOnStandardOutput = false
+
     static func write(_ text: String, to descriptor: Int32) {
+        // nonisolated(unsafe) above: written once by `run()` before any reporter or task exists.
+        let descriptor = descriptor == STDOUT_FILENO && bodyOnStandardOutput ? STDERR_FILENO : descriptor
         var text = text
         text.withUTF8 { bytes in
             var offset = 0

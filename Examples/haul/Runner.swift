@@ -16,7 +16,11 @@ struct Runner {
         }
         do {
             source = try command.entrySource()
-            let plan = DownloadPlan.resolve(output: command.output, urlCount: source.count, isDirectory: isDirectory)
+            let plan = DownloadPlan.resolve(
+                output: command.outputPath,
+                urlCount: source.count,
+                isDirectory: isDirectory
+            )
             var link = stat()
             if let file = plan.file, lstat(file, &link) == 0, (link.st_mode & S_IFMT) == S_IFLNK,
                 let target = FilePath.linkTarget(of: file)
@@ -80,10 +84,16 @@ struct Runner {
         configuration.decodesCompression = command.compressed
         configuration.certificateAuthorityFile = command.caFile.map { URL(fileURLWithPath: $0) }
         configuration.checkpointInterval = .milliseconds(Int64(command.checkpointInterval * 1000))
-        configuration.stateDirectory = URL(
-            fileURLWithPath: command.state ?? DownloadManager.defaultStateDirectory(besideFolder: directory),
-            isDirectory: true
-        )
+        if command.outputIsStream {
+            // Nothing beside a device or FIFO: the library keeps a stream's row in a folder of its
+            // own, for this run (unless --state names one).
+            configuration.stateDirectory = command.state.map { URL(fileURLWithPath: $0, isDirectory: true) }
+        } else {
+            configuration.stateDirectory = URL(
+                fileURLWithPath: command.state ?? DownloadManager.defaultStateDirectory(besideFolder: directory),
+                isDirectory: true
+            )
+        }
         configuration.progressInterval = .milliseconds(command.json ? 200 : 100)
         // Only this command's URLs run; others in the journal stay as they are.
         configuration.resumesUnfinishedDownloads = false
@@ -102,7 +112,7 @@ struct Runner {
         // The input file's out= names a file in the output folder. Each URL is named as the list is
         // read (``DownloadPlan/Namer``), in order.
         var namer = DownloadPlan.Namer(
-            output: command.output,
+            output: command.outputPath,
             urlCount: source.count,
             givenNames: source.givenNames,
             isDirectory: isDirectory

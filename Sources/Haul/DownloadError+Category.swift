@@ -47,7 +47,7 @@ extension DownloadError {
             return .verification
         case .fileSystem, .journal, .journalLocked:
             return .localFiles
-        case .sizeMismatch, .rangeNotHonored, .unexpectedAnswer:
+        case .sizeMismatch, .rangeNotHonored, .unexpectedAnswer, .streamCannotRestart:
             return .transfer
         case .shutdown, .cancelled:
             return .stopped

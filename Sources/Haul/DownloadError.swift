@@ -37,6 +37,7 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
             case headersUnavailable
             case unexpectedAnswer
             case unsupportedDestination
+            case streamCannotRestart
         }
         let base: Base
         fileprivate init(_ base: Base) { self.base = base }
@@ -91,6 +92,10 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         /// The destination is a device, a FIFO or a socket: Haul places regular files (whole, by
         /// rename) and never replaces one of these with a file. Nothing was sent.
         public static let unsupportedDestination = Code(.unsupportedDestination)
+        /// The download writes to a stream (a device, a FIFO, standard output) and would have to
+        /// start over (the remote file changed, or the server ignored the range): bytes already
+        /// written to a stream cannot be taken back, so it fails; nothing was spliced.
+        public static let streamCannotRestart = Code(.streamCannotRestart)
 
         /// The code's name, e.g. `httpStatus`.
         public var description: String { base.rawValue }
@@ -220,6 +225,9 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
             return "\(subject) was not started: \(path.map { "'\($0)'" } ?? "the destination") is "
                 + "\(detail ?? "not a regular file"), which Haul does not write to and never replaces with a file; "
                 + "nothing was sent. Give the path of a regular file."
+        case .streamCannotRestart:
+            return "\(subject) failed: \(detail ?? "it would have to start over"). Ask for the download again to get "
+                + "the whole file from its start."
         case .unexpectedAnswer:
             return "\(subject) failed: \(detail ?? "the server's answer is not the file"). Nothing on disk was "
                 + "replaced; try again later (the server may be overloaded)."

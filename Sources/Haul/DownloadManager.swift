@@ -204,6 +204,7 @@ public final class DownloadManager: Sendable {
         if catalog.markShutDown() { inbox.submitShutdown() }
         await reactor.waitUntilStopped()
         reactor.join()
+        queue.removeStreamStateDirectory()
     }
 }
 

@@ -12,9 +12,19 @@ public struct DownloadRequest: Sendable, Hashable {
     /// The file appears there only whole, by rename. A symbolic link there is followed, as curl, wget
     /// and aria2c write through one: the file is placed at the link's target (through a chain of
     /// links; a dangling link names the file to create), its partial file and state directory are
-    /// beside the target, and the link stays; ``Download/destination`` is the target. A device, a
-    /// FIFO or a socket there (or a link to one) is never replaced by a file: the request throws
-    /// ``DownloadError/Code-swift.struct/unsupportedDestination`` before anything is sent or created.
+    /// beside the target, and the link stays; ``Download/destination`` is the target.
+    ///
+    /// A character device, a FIFO or a Unix socket there (or a link to one), and this process's own
+    /// descriptors (`/dev/stdout`, `/dev/fd/N`), are written through: the body goes to it in order as
+    /// it arrives, with no partial file, no rename and nothing made beside it, and it stays what it
+    /// was. A FIFO is opened when the download is asked for, which waits for its reader (as curl
+    /// does); a reader that falls behind holds the transfer, so memory stays bounded. Such a
+    /// download resumes within its process only (a dropped connection continues with `Range` and
+    /// `If-Range`), and fails with ``DownloadError/Code-swift.struct/streamCannotRestart`` rather
+    /// than start over, since bytes written cannot be taken back; it takes no checksum. Its row is
+    /// kept in the configured state directory, or else in a folder of the manager's own that is
+    /// removed when it shuts down. A block device is never written, nor replaced: the request throws
+    /// ``DownloadError/Code-swift.struct/unsupportedDestination``.
     public var destination: URL {
         didSet { identify(destinationPath: FilePath.standardized(destination)) }
     }

@@ -4,10 +4,11 @@ import Testing
 
 @testable import Haul
 
-/// Issue 38, item 1 (its first step): what is at a destination. A symbolic link is followed (the
-/// file is placed whole at its target, the link stays); a device, a FIFO or a socket is never replaced
-/// by a file: the download is refused before anything is sent or created. Against nginx, with real
-/// links, FIFOs and devices (`mknod`: the tests run as root, as CI does).
+/// Issue 38, item 1: what is at a destination. A symbolic link is followed (the file is placed whole
+/// at its target, the link stays); a character device, a FIFO or a socket is written through, in
+/// order, and never replaced by a file; a stream resumes within its run and never splices. Against
+/// nginx and the fault server, with real links, FIFOs, sockets and devices (`mknod`: the tests run
+/// as root, as CI does).
 @Suite("Destinations that are not plain files")
 struct DestinationTests {
     func lstatMode(_ path: String) -> mode_t? {
@@ -56,12 +57,12 @@ struct DestinationTests {
     }
 
     @Test(
-        "a FIFO, a character device, a socket, and a link to one: refused, left as they were, nothing sent or created"
+        "a FIFO, a character device, a Unix socket, and a link to the device: written through in order, left as they were"
     )
-    func specialFilesAreNeverReplaced() async throws {
+    func specialFilesAreWrittenThrough() async throws {
         let (server, directory) = try startServerAndDirectory()
         defer { stop(server, directory) }
-        _ = try server.makeFile("special.bin", size: 100_000, seed: 382)
+        let source = try server.makeFile("special.bin", size: 3_000_000, seed: 382)
         let folder = directory.appendingPathComponent("specials")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let fifo = folder.appendingPathComponent("pipe").path
@@ -71,36 +72,118 @@ struct DestinationTests {
         #expect(mkfifo(fifo, 0o644) == 0)
         // The same device as /dev/null (1, 3); made here so that nothing of the system's is at stake.
         try #require(mknod(device, S_IFCHR | 0o666, dev_t((1 << 8) | 3)) == 0, "mknod needs root, as CI runs")
-        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(listener) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            _ = socketPath.utf8CString.withUnsafeBytes { raw.copyMemory(from: $0) }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        #expect(bound == 0)
         #expect(symlink(device, link) == 0)
+        let url = server.url("special.bin")
         try await withDownloadManager(configuration: DownloadManager.Configuration()) { manager in
-            for (path, kind) in [
-                (fifo, "FIFO"), (device, "character device"), (socketPath, "socket"), (link, "character device"),
-            ] {
-                #expect {
-                    _ = try manager.download(from: server.url("special.bin"), to: URL(fileURLWithPath: path))
-                } throws: { error in
-                    guard let error = error as? DownloadError else { return false }
-                    return error.code == .unsupportedDestination && error.description.contains(kind)
-                        && error.description.contains("nothing was sent")
-                }
+            // A reader slower than the network (4 KiB, then 0.2 ms): the pipe fills, the transfer waits.
+            let reader = StreamReader.fifo(fifo, chunk: 4096, pause: 200)
+            let piped = try manager.download(from: url, to: URL(fileURLWithPath: fifo))
+            #expect(try await piped.finished().path == fifo)
+            #expect(await reader.everything() == source)
+            let socketReader = try StreamReader.unixSocket(socketPath)
+            _ = try await manager.download(from: url, to: URL(fileURLWithPath: socketPath)).finished()
+            #expect(await socketReader.everything() == source)
+            for path in [device, link] {
+                let written = try manager.download(from: url, to: URL(fileURLWithPath: path))
+                _ = try await written.finished()
+                #expect(written.progress.bytesReceived == Int64(source.count))
             }
         }
         #expect(lstatMode(fifo) == S_IFIFO && lstatMode(device) == S_IFCHR && lstatMode(socketPath) == S_IFSOCK)
         #expect(lstatMode(link) == S_IFLNK)
-        #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent(".haul").path))
-        #expect(server.accessLog().filter { $0.uri == "/special.bin" }.isEmpty)
+        // Nothing beside them: a stream's row lives in a folder of the manager's own, removed at its end.
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == [
+                "null", "pipe", "socket", "to-null",
+            ]
+        )
+        #expect(
+            server.accessLog().filter { $0.uri == "/special.bin" }.map(\.bytesSent)
+                == Array(repeating: Int64(source.count), count: 4)
+        )
+    }
+
+    @Test(
+        "a stream resumes within its run: a connection dropped every 100 KB, and the reader gets every byte once, in order"
+    )
+    func streamResumesWithinTheRun() async throws {
+        try await withFaultServer { server, directory in
+            let fifo = directory.appendingPathComponent("pipe").path
+            #expect(mkfifo(fifo, 0o644) == 0)
+            let reader = StreamReader.fifo(fifo)
+            let faults = FaultTests()
+            try await withDownloadManager(configuration: faults.patient(directory)) { manager in
+                _ = try await manager.download(from: server.url("drop/100000/400000"), to: URL(fileURLWithPath: fifo))
+                    .finished()
+            }
+            #expect(await reader.everything() == FaultServer.body(size: 400_000))
+            let requests = server.requests(to: "/drop/100000/400000")
+            #expect(requests.map(\.range) == [nil, "bytes=100000-", "bytes=200000-", "bytes=300000-"])
+            #expect(requests.dropFirst().allSatisfy { $0.ifRange == "\"v1-400000\"" })
+        }
+    }
+
+    @Test(
+        "a file that changes mid-stream: the stream ends with a clear error; what was written is a prefix, never a splice"
+    )
+    func streamNeverSplices() async throws {
+        try await withFaultServer { server, directory in
+            let fifo = directory.appendingPathComponent("pipe").path
+            #expect(mkfifo(fifo, 0o644) == 0)
+            let reader = StreamReader.fifo(fifo)
+            let faults = FaultTests()
+            try await withDownloadManager(configuration: faults.patient(directory)) { manager in
+                let download = try manager.download(
+                    from: server.url("changing/100000/300000"),
+                    to: URL(fileURLWithPath: fifo)
+                )
+                await #expect { _ = try await download.finished() } throws: { error in
+                    guard let error = error as? DownloadError else { return false }
+                    return error.code == .streamCannotRestart
+                        && error.description.contains("100000 bytes already written")
+                }
+            }
+            #expect(await reader.everything() == FaultServer.body(size: 300_000, version: 1).prefix(100_000))
+            // A checksum cannot be checked on a stream: refused before anything is sent, and before
+            // the FIFO is opened (which would wait for a reader).
+            let checksum = try #require(Checksum("sha256:" + String(repeating: "0", count: 64)))
+            let other = directory.appendingPathComponent("other-pipe").path
+            #expect(mkfifo(other, 0o644) == 0)
+            try await withDownloadManager(configuration: faults.patient(directory)) { manager in
+                #expect {
+                    _ = try manager.download(
+                        DownloadRequest(
+                            url: server.url("file/1000"),
+                            destination: URL(fileURLWithPath: other),
+                            checksum: checksum
+                        )
+                    )
+                } throws: { ($0 as? DownloadError)?.code == .unsupportedDestination }
+            }
+            #expect(lstatMode(other) == S_IFIFO)
+            #expect(server.requests(to: "/file/1000").isEmpty)
+        }
+    }
+
+    @Test(
+        "a stream interrupted by shutdown leaves no row for a later manager: a stream resumes within its process only"
+    )
+    func streamRowEndsWithItsProcess() async throws {
+        try await withFaultServer { server, directory in
+            let fifo = directory.appendingPathComponent("pipe").path
+            #expect(mkfifo(fifo, 0o644) == 0)
+            // A reader that takes a byte a second: the pipe fills, and the transfer waits for it.
+            let reader = StreamReader.fifo(fifo, chunk: 1, pause: 1_000_000)
+            let configuration = FaultTests().patient(directory)
+            let id = try await withDownloadManager(configuration: configuration) { manager in
+                let download = try manager.download(from: server.url("file/4000000"), to: URL(fileURLWithPath: fifo))
+                var events = download.events.makeAsyncIterator()
+                await events.next { if case .receiving = $0 { true } else { false } }
+                return download.id
+            }
+            let rows = try DownloadManager.journalEntries(stateDirectory: try #require(configuration.stateDirectory))
+            #expect(!rows.contains { $0.id == id }, "\(rows)")
+            _ = reader
+        }
     }
 }

@@ -113,19 +113,37 @@ struct HaulCLITests {
         #expect(lines.count == 1, "\(run.stderr)")
     }
 
-    @Test("-o - is refused before anything is fetched: no file named '-'")
+    @Test("-o - writes the body to standard output (a file here) and what haul says to standard error")
     func outputToStandardOutput() async throws {
         let (server, work) = try startServerAndDirectory()
         defer { stop(server, work) }
-        try server.makeFile("s.bin", size: 1_000)
+        let source = try server.makeFile("s.bin", size: 700_000)
         // haul runs in this process's working directory, where "-" (and its .haul) would be written.
         let dash = FileManager.default.currentDirectoryPath + "/-"
         defer { unlink(dash) }
-        let run = try await haul(["-o", "-", server.url("s.bin").absoluteString], in: work)
-        #expect(run.status == 64, "status \(run.status)")
-        #expect(run.stderr.contains("standard output"), "\(run.stderr)")
+        let body = work.appendingPathComponent("stdout.bin").path
+        let messages = work.appendingPathComponent("stderr.txt").path
+        let process = try ChildProcess(
+            Self.haulPath,
+            ["-o", "-", server.url("s.bin").absoluteString],
+            stdout: body,
+            stderr: messages
+        )
+        #expect(await process.exited() == 0)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: body)) == source)
+        let said = try String(contentsOfFile: messages, encoding: .utf8)
+        #expect(said.contains("completed") && said.contains("/dev/stdout"), "\(said)")
         #expect(!FileManager.default.fileExists(atPath: dash))
-        #expect(server.accessLog().filter { $0.uri == "/s.bin" }.isEmpty)
+        #expect(
+            !FileManager.default.fileExists(atPath: FileManager.default.currentDirectoryPath + "/.haul/journal.sqlite")
+        )
+        // One stream, one body: two URLs are refused before anything is fetched.
+        let two = try await haul(
+            ["-o", "-", server.url("s.bin").absoluteString, server.url("s.bin").absoluteString],
+            in: work
+        )
+        #expect(two.status == 64 && two.stderr.contains("takes one URL"), "\(two.stderr)")
+        #expect(server.accessLog().filter { $0.uri == "/s.bin" }.count == 1)
     }
 
     @Test("--checksum: a wrong digest fails with both values, exit 6, nothing at the destination")
@@ -207,27 +225,28 @@ struct HaulCLITests {
     }
 
     @Test(
-        "-o at a FIFO or a device: refused (exit 64), left as it was, no .haul beside it; -o at a symlink: placed at its target"
+        "-o at a FIFO or a device: written through, left as it was, no .haul beside it; -o at a symlink: placed at its target"
     )
     func specialDestinations() async throws {
         let (server, work) = try startServerAndDirectory()
         defer { stop(server, work) }
-        let source = try server.makeFile("s.bin", size: 50_000)
+        let source = try server.makeFile("s.bin", size: 500_000)
         let folder = work.appendingPathComponent("specials")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let fifo = folder.appendingPathComponent("pipe").path
         #expect(mkfifo(fifo, 0o644) == 0)
         let device = folder.appendingPathComponent("null").path
         try #require(mknod(device, S_IFCHR | 0o666, dev_t((1 << 8) | 3)) == 0, "mknod needs root, as CI runs")
-        for (path, kind) in [(fifo, "a FIFO"), (device, "a character device")] {
-            let run = try await haul(["-o", path, server.url("s.bin").absoluteString], in: work)
-            #expect(run.status == 64 && run.stderr.contains(kind), "\(run.stderr)")
-        }
+        let reader = StreamReader.fifo(fifo)
+        let piped = try await haul(["-o", fifo, server.url("s.bin").absoluteString], in: work)
+        #expect(piped.status == 0, "\(piped.stderr)")
+        #expect(await reader.everything() == source)
+        let nulled = try await haul(["-o", device, server.url("s.bin").absoluteString], in: work)
+        #expect(nulled.status == 0 && nulled.stdout.contains("completed"), "\(nulled.stderr)")
         var status = stat()
         #expect(lstat(fifo, &status) == 0 && status.st_mode & S_IFMT == S_IFIFO)
         #expect(lstat(device, &status) == 0 && status.st_mode & S_IFMT == S_IFCHR)
-        #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent(".haul").path))
-        #expect(server.accessLog().filter { $0.uri == "/s.bin" }.isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["null", "pipe"])
         let target = folder.appendingPathComponent("target.bin")
         try Data("old".utf8).write(to: target)
         #expect(symlink("target.bin", folder.appendingPathComponent("link.bin").path) == 0)

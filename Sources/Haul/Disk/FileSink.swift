@@ -22,6 +22,9 @@ import Glibc
 /// ``PartialRemainder`` for the disk thread (``handOff()``).
 final class FileSink {
     let path: String
+    /// The stream the body goes to instead of a partial file (a device, a FIFO, standard output):
+    /// each chunk is written to it as it comes, in order, with no buffer (``StreamTarget``).
+    let stream: StreamTarget?
     private var descriptor: Int32 = -1
     private var buffer: UnsafeMutableRawBufferPointer?
     private let pool: BufferPool
@@ -70,6 +73,7 @@ final class FileSink {
         self.path = path
         self.pool = pool
         self.openFiles = openFiles
+        self.stream = nil
         if startsEmpty {
             committedLength = 0
             replacesFile = true
@@ -86,6 +90,15 @@ final class FileSink {
         }
     }
 
+    /// A sink that writes to `stream`, after the bytes it accepted already (an earlier attempt's).
+    init(stream: StreamTarget, pool: BufferPool) {
+        self.path = stream.path
+        self.pool = pool
+        self.openFiles = OpenPartialFiles(limit: .max)
+        self.stream = stream
+        committedLength = stream.accepted
+    }
+
     deinit {
         if let buffer { pool.give(buffer) }
         closeDescriptor()
@@ -99,6 +112,15 @@ final class FileSink {
     /// - Returns: whether bytes were handed to the kernel during this call.
     @discardableResult
     func append(_ bytes: UnsafeRawBufferPointer, now: UInt64) throws(DownloadError) -> Bool {
+        if let stream {
+            if let hook = beforeFirstWrite {
+                beforeFirstWrite = nil
+                try hook()
+            }
+            try stream.write(bytes)
+            committedLength = stream.accepted
+            return true
+        }
         lastAppendAt = now
         if writesThrough {
             if bytes.count >= Self.largeChunk {
@@ -175,6 +197,14 @@ final class FileSink {
     /// The file's bytes from `offset` to its end, buffered ones written first: what an unvalidated
     /// resume compares the server's answer with (``ResumePlan/verify(rangeStart:offset:ifRange:)``).
     func bytes(from offset: Int64) throws(DownloadError) -> [UInt8] {
+        if let stream {
+            throw DownloadError(
+                code: .streamCannotRestart,
+                url: nil,
+                path: path,
+                detail: "bytes written to \(stream.kind) cannot be read back to check a resume without a validator"
+            )
+        }
         try flush()
         let count = Int(max(0, committedLength - offset))
         let file = open(path, O_RDONLY | O_CLOEXEC)
@@ -202,7 +232,7 @@ final class FileSink {
     /// disk too small fails now with ENOSPC rather than at 90 %. A file system that cannot
     /// preallocate (EOPNOTSUPP) is left to allocate as it writes. Opens the file.
     func preallocate(_ total: Int64) throws(DownloadError) {
-        guard total > committedLength else { return }
+        guard stream == nil, total > committedLength else { return }
         if descriptor < 0 { try openFile() }
         defer { if openFiles.isOverLimit { closeDescriptor() } }
         guard CHaul_preallocate(descriptor, committedLength, total - committedLength) != 0 else { return }
@@ -226,6 +256,18 @@ final class FileSink {
 
     /// Empties the file and the buffer: the download starts again from byte 0.
     func truncate() throws(DownloadError) {
+        if let stream {
+            guard stream.accepted == 0 else {
+                throw DownloadError(
+                    code: .streamCannotRestart,
+                    url: nil,
+                    path: path,
+                    detail: "the server sent the file from its start again; the \(stream.accepted) bytes already "
+                        + "written to \(stream.kind) cannot be taken back, and nothing was spliced"
+                )
+            }
+            return
+        }
         buffered = 0
         let status = descriptor >= 0 ? ftruncate(descriptor, 0) : Glibc.truncate(path, 0)
         guard status == 0 || (descriptor < 0 && errno == ENOENT) else {

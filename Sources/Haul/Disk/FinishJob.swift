@@ -249,6 +249,17 @@ struct FinishJob: Sendable {
     /// Returns whether it was renamed (`false`: copied across file systems, with a new time).
     @discardableResult
     static func moveIntoPlace(from source: String, to destination: String) throws(DownloadError) -> Bool {
+        var status = stat()
+        if lstat(destination, &status) == 0, ![S_IFREG, S_IFLNK].contains(status.st_mode & S_IFMT) {
+            // A device, a FIFO, a socket or a folder there now (made during the download, or a
+            // stream's row restored by a later process) is never replaced by a file.
+            throw DownloadError(
+                code: .unsupportedDestination,
+                url: nil,
+                path: destination,
+                detail: FilePath.kind(of: status.st_mode)
+            )
+        }
         if rename(source, destination) == 0 { return true }
         var renameError = errno
         let directory = FilePath.directory(of: destination)

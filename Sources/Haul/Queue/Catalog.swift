@@ -61,8 +61,12 @@ final class Catalog: Sendable {
         var logger: Logger?
         /// The caller's service context when it asked (its trace): the parent of the download's spans.
         var context: ServiceContext?
+        /// The stream its body goes to (a device, a FIFO, standard output), open for this process.
+        var stream: StreamTarget?
 
-        var isEmpty: Bool { url == nil && headers == nil && urls == nil && logger == nil && context == nil }
+        var isEmpty: Bool {
+            url == nil && headers == nil && urls == nil && logger == nil && context == nil && stream == nil
+        }
     }
     private let idleWaiters = Mutex<[CheckedContinuation<Void, Never>]>([])
     private let journals = Mutex(Journals())
@@ -82,9 +86,11 @@ final class Catalog: Sendable {
         urls: [URL],
         logger: Logger?,
         context: ServiceContext?,
+        stream: StreamTarget? = nil,
         for id: DownloadID
     ) {
         update(id) { entry in
+            entry.stream = stream
             entry.url = url.hasCredentials ? url : nil
             entry.headers = headers.isEmpty ? nil : headers
             entry.urls = urls.contains(where: \.hasCredentials) ? urls : nil
@@ -117,6 +123,9 @@ final class Catalog: Sendable {
 
     /// The service context `id` was last asked for in, if any.
     func rememberedContext(_ id: DownloadID) -> ServiceContext? { lookUp(id)?.context }
+
+    /// The stream `id` writes to, when its destination is not a regular file.
+    func rememberedStream(_ id: DownloadID) -> StreamTarget? { lookUp(id)?.stream }
 
     /// Forgets what was kept for a download that ended.
     func forget(_ id: DownloadID) {

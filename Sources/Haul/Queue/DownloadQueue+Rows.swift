@@ -34,6 +34,8 @@ extension DownloadQueue {
         /// Whether the file found there has the request's checksum, when one was asked for: hashed
         /// when the request was checked, before the journal is locked (`nil`: not hashed).
         var foundHasChecksum: Bool? = nil
+        /// The stream the body goes to, when the destination is not a regular file.
+        var stream: StreamTarget? = nil
 
         /// Its URL and its mirrors, in order; empty without mirrors.
         var allURLs: [URL] { mirrors.isEmpty ? [] : [url] + mirrors }
@@ -68,7 +70,10 @@ extension DownloadQueue {
         var destination = request.destinationPath
         var status = stat()
         var exists = destination.withCString { lstat($0, &status) } == 0
+        // A descriptor of this process named through /dev/stdout, /dev/fd/N or /proc/self/fd/N.
+        var inherited: Int32?
         if exists, (status.st_mode & S_IFMT) == S_IFLNK {
+            inherited = FilePath.inheritedDescriptor(of: destination)
             // A symbolic link is followed, as curl, wget and aria2c write through one: the file is
             // placed (by rename, whole) at its target, and the link stays. The id stays the link's.
             guard let target = FilePath.linkTarget(of: destination) else {
@@ -82,15 +87,40 @@ extension DownloadQueue {
             }
             // What is there, as the kernel follows the link (/proc's links to pipes included).
             exists = destination.withCString { stat($0, &status) } == 0
-            if !exists || [S_IFREG, S_IFDIR].contains(status.st_mode & S_IFMT) { destination = target }
+            if inherited == nil, !exists || [S_IFREG, S_IFDIR].contains(status.st_mode & S_IFMT) {
+                destination = target
+            }
         }
-        if exists, !request.takesFileNameFromServer, ![S_IFREG, S_IFDIR].contains(status.st_mode & S_IFMT) {
-            // A device, a FIFO or a socket is never replaced by a file (as root, -o /dev/null did).
+        let type = status.st_mode & S_IFMT
+        var stream: StreamTarget?
+        if exists, !request.takesFileNameFromServer, type != S_IFDIR,
+            inherited != nil || [S_IFCHR, S_IFIFO, S_IFSOCK].contains(type)
+        {
+            // Written through, in order, and never replaced (as root, -o /dev/null was): a
+            // character device, a FIFO (opened now: it waits for its reader, as with curl), a
+            // socket, standard output.
+            guard request.checksum == nil else {
+                throw DownloadError(
+                    code: .unsupportedDestination,
+                    url: url.redactedString,
+                    path: destination,
+                    detail: "\(FilePath.kind(of: status.st_mode)) (a checksum is checked on a whole file before it is "
+                        + "placed; bytes written to a stream cannot be)"
+                )
+            }
+            stream = try StreamTarget.open(
+                path: destination,
+                status: status,
+                inherited: inherited,
+                url: url.redactedString
+            )
+        } else if exists, !request.takesFileNameFromServer, type != S_IFREG, type != S_IFDIR {
+            // A block device is never written, nor replaced by a file.
             throw DownloadError(
                 code: .unsupportedDestination,
                 url: url.redactedString,
                 path: destination,
-                detail: Self.kind(of: status.st_mode)
+                detail: FilePath.kind(of: status.st_mode)
             )
         }
         if request.takesFileNameFromServer, exists, (status.st_mode & S_IFMT) != S_IFDIR {
@@ -114,6 +144,9 @@ extension DownloadQueue {
         let stateDirectory: String
         if let configured = configuredStateDirectory {
             stateDirectory = configured
+        } else if stream != nil {
+            // Nothing beside a device: a stream's row lives for this process only.
+            stateDirectory = streamStateDirectory
         } else {
             let folder = request.takesFileNameFromServer ? destination : FilePath.directory(of: destination)
             stateDirectory = DownloadManager.defaultStateDirectory(besideFolder: folder)
@@ -131,7 +164,7 @@ extension DownloadQueue {
             folder: request.takesFileNameFromServer ? destination : nil,
             mirrors: mirrors,
             maxBytesPerSecond: request.maxBytesPerSecond,
-            connections: request.connections.map { min(64, max(1, $0)) },
+            connections: stream != nil ? 1 : request.connections.map { min(64, max(1, $0)) },
             logger: request.logger,
             found: exists && (status.st_mode & S_IFMT) == S_IFREG
                 ? PlacedFile(length: Int64(status.st_size), modificationTime: PlacedFile.modificationTime(of: status))
@@ -141,19 +174,9 @@ extension DownloadQueue {
             foundHasChecksum: request.checksum.flatMap { checksum in
                 guard exists, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
                 return (try? Checksum.digest(ofFileAt: destination, algorithm: checksum.algorithm)) == checksum.hex
-            }
+            },
+            stream: stream
         )
-    }
-
-    /// What a file that is neither a regular file nor a folder is, in words.
-    static func kind(of mode: mode_t) -> String {
-        switch mode & S_IFMT {
-        case S_IFCHR: "a character device"
-        case S_IFBLK: "a block device"
-        case S_IFIFO: "a FIFO (named pipe)"
-        case S_IFSOCK: "a socket"
-        default: "not a regular file"
-        }
     }
 
     /// Writes the journal row a request asks for. Call with the journal locked.
@@ -165,14 +188,28 @@ extension DownloadQueue {
         in journal: Journal,
         rowsExist: inout Bool
     ) throws(DownloadError) -> QueueOutcome {
+        if request.stream != nil, catalog.rememberedStream(request.id) != nil,
+            let record = try journal.record(for: request.id), record.isUnfinished
+        {
+            // The same stream asked for again while its download runs: that one goes on (the
+            // descriptor opened for this request is closed with it).
+            return .waiting(record)
+        }
         catalog.remember(
             request.url,
             headers: request.headers,
             urls: request.allURLs,
             logger: request.logger,
             context: ServiceContext.current,
+            stream: request.stream,
             for: request.id
         )
+        if request.stream != nil {
+            // A stream starts from its first byte in each process: bytes written to it by another
+            // cannot be continued.
+            unlink(journal.partialPath(for: request.id))
+            return .queued(try saveFresh(request, in: journal))
+        }
         // Rows hold URLs without their user name and password (they never reach the disk).
         let urlText = request.url.redactedString
         var existing = rowsExist ? try journal.record(for: request.id) : nil

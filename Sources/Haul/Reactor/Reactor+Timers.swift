@@ -40,3 +40,55 @@ extension Reactor {
         return event
     }
 }
+
+extension Reactor {
+    /// A watch that calls its handler once, on the loop thread, each time it is armed and
+    /// `descriptor` can be written (a stream destination whose reader fell behind). Loop thread
+    /// only; ``DescriptorWatch/close()`` frees it.
+    func watchWritable(_ descriptor: Int32, _ handler: @escaping () -> Void) -> DescriptorWatch? {
+        let box = Unmanaged.passRetained(TimerBox(handler)).toOpaque()
+        guard
+            let event = event_new(
+                base,
+                descriptor,
+                CHaul_EV_WRITE(),
+                { _, _, argument in
+                    Unmanaged<TimerBox>.fromOpaque(argument!).takeUnretainedValue().handler()
+                },
+                box
+            )
+        else {
+            Unmanaged<TimerBox>.fromOpaque(box).release()
+            return nil
+        }
+        return DescriptorWatch(event: event, box: box)
+    }
+}
+
+/// See ``Reactor/watchWritable(_:_:)``. Loop thread only.
+final class DescriptorWatch {
+    private var event: OpaquePointer?
+    private let box: UnsafeMutableRawPointer
+
+    fileprivate init(event: OpaquePointer, box: UnsafeMutableRawPointer) {
+        self.event = event
+        self.box = box
+    }
+
+    /// The handler runs once when the descriptor can be written.
+    func arm() {
+        guard let event else { return }
+        event_add(event, nil)
+    }
+
+    /// Stops and frees the watch.
+    func close() {
+        guard let event else { return }
+        event_del(event)
+        event_free(event)
+        self.event = nil
+        Unmanaged<Reactor.TimerBox>.fromOpaque(box).release()
+    }
+
+    deinit { close() }
+}

@@ -14,6 +14,10 @@ extension Scheduler {
         case .pause:
             // A pause while the manager shuts down interrupts: the next manager continues the download.
             let progress = transfer.setAside(on: shuttingDown ? .interrupted : .paused)
+            if shuttingDown, transfer.stream != nil {
+                // A stream continues within its process only: no later manager takes its row up.
+                transfer.store.remove(transfer.id)
+            }
             requestSync(of: transfer, bytes: progress.bytesReceived)
             transfer.download.hub.publish(.paused(progress))
             // A paused download is a row again; resuming queues it.
@@ -25,6 +29,13 @@ extension Scheduler {
             transfer.download.hub.publish(.cancelled)
             catalog.forget(transfer.id)
             forget(transfer)
+        case .complete where transfer.stream != nil:
+            // Written through: complete once the reader took every byte (the slot stays taken).
+            transfer.stopAll()
+            let id = transfer.id
+            transfer.finishStream { [unowned self] result in
+                finished(id, outcome: result.map { PlacedFile(length: $0, modificationTime: 0) })
+            }
         case .complete:
             disk.add(.finish(transfer.finishJob(keepingDestination: false)))
             admission.startFinishing(transfer.id)

@@ -377,7 +377,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             mirrors: record.mirrors.isEmpty
                 ? [] : catalog.rememberedMirrors(id) ?? record.mirrors.compactMap { URL(string: $0) },
             logger: catalog.rememberedLogger(id),
-            context: catalog.rememberedContext(id)
+            context: catalog.rememberedContext(id),
+            stream: catalog.rememberedStream(id)
         )
         transfers[id] = transfer
         transfersByDirectory[journal.directory, default: 0] += 1

@@ -65,6 +65,25 @@ package enum FilePath {
         return nil
     }
 
+    /// The descriptor of this process that `path` names through a chain of links (`/dev/stdout` →
+    /// `/proc/self/fd/1`; `/dev/fd/N`; `/proc/self/fd/N`; `/proc/PID/fd/N` of this process), if any.
+    package static func inheritedDescriptor(of path: String) -> Int32? {
+        let own = ["/proc/self/fd/", "/dev/fd/", "/proc/\(getpid())/fd/"]
+        var current = path
+        for _ in 0..<40 {
+            for prefix in own where current.hasPrefix(prefix) {
+                if let number = Int32(current.dropFirst(prefix.count)) { return number }
+            }
+            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let count = readlink(current, &buffer, buffer.count - 1)
+            guard count > 0 else { return nil }
+            let target = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            guard target.hasPrefix("/") else { return nil }
+            current = target
+        }
+        return nil
+    }
+
     /// `path` with its folder resolved by `realpath` (no `..`, no link in it: `a/link-to-dir/../b`
     /// is where the kernel finds it); as it is when the folder does not exist.
     private static func canonicalFolder(of path: String) -> String {
@@ -73,6 +92,18 @@ package enum FilePath {
         defer { free(resolved) }
         let real = String(cString: resolved)
         return (real == "/" ? "" : real) + "/" + lastComponent(of: path)
+    }
+
+    /// What a file that is neither a regular file nor a folder is, in words.
+    package static func kind(of mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        case S_IFIFO: "a FIFO (named pipe)"
+        case S_IFSOCK: "a socket"
+        case S_IFDIR: "a folder"
+        default: "not a regular file"
+        }
     }
 
     /// The length of the regular file at `path`, or `nil` when there is none.

@@ -13,6 +13,7 @@ extension Transfer {
     /// Takes a chunk of the body: how many bytes were taken (fewer makes curl end the transfer).
     /// Runs inside curl's callback: touches the file, the journal and events, never the multi handle.
     func receive(_ chunk: UnsafeRawBufferPointer) -> Int {
+        if stream != nil, mustWaitForReader() { return Self.pauseSignal }
         let limiter = environment.rateLimiter
         var now: UInt64 = 0
         if !limiter.isIdle {

@@ -16,6 +16,8 @@ extension Transfer {
             let sink: FileSink
             if let existing = self.sink {
                 sink = existing
+            } else if let stream {
+                sink = FileSink(stream: stream, pool: environment.buffers)
             } else {
                 sink = try FileSink(
                     path: partialPath,
@@ -154,10 +156,11 @@ extension Transfer {
     func stopRequest() {
         guard let easy else { return }
         environment.reactor.remove(easy.raw)
-        if parkedByLimiter {
+        closeStreamWatch()
+        if parkedByLimiter || parkedByStream {
             // A handle curl holds paused (with a chunk it kept) is not used again: it goes.
-            parkedByLimiter = false
-            environment.rateLimiter.unpark(self)
+            if parkedByLimiter { environment.rateLimiter.unpark(self) }
+            (parkedByLimiter, parkedByStream) = (false, false)
         } else {
             environment.easyHandles.recycle(easy)
         }

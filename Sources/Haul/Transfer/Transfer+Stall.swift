@@ -9,7 +9,7 @@ extension Transfer {
     /// response's head and for the connections of a download fetched over several.) A request the
     /// rate limiter holds is not stalled.
     func isStalled(now: UInt64, after timeout: UInt64) -> Bool {
-        guard segments == nil, easy != nil, case .receiving = machine.state, !parkedByLimiter else {
+        guard segments == nil, easy != nil, case .receiving = machine.state, !parkedByLimiter, !parkedByStream else {
             stallMark = nil
             return false
         }

@@ -115,6 +115,14 @@ final class Transfer {
     }
     /// curl holds the transfer paused for the rate limiter (``RateLimiter``).
     var parkedByLimiter = false
+    /// The stream its body goes to instead of a partial file (``StreamTarget``), for this process.
+    let stream: StreamTarget?
+    /// curl holds the transfer paused until the stream's reader takes what is pending.
+    var parkedByStream = false
+    /// The watch on the stream's descriptor while the reader is behind (``Transfer+Stream``).
+    var streamWatch: DescriptorWatch?
+    /// What is called once the stream took the last bytes of a complete body.
+    var streamFinishing: ((Result<Int64, DownloadError>) -> Void)?
     /// Its segments and other connections, while it is fetched over several (most never are).
     var segments: Segments?
     /// A server answered a segment's range with the whole file: this transfer uses one connection.
@@ -186,9 +194,11 @@ final class Transfer {
         restarts: Int,
         mirrors: [URL] = [],
         logger: Logger? = nil,
-        context: ServiceContext? = nil
+        context: ServiceContext? = nil,
+        stream: StreamTarget? = nil
     ) {
         self.serviceContext = context
+        self.stream = stream
         environment.census.transfers.add(1, ordering: .relaxed)
         self.baseLogger = logger ?? environment.logger
         self.download = download

@@ -1,0 +1,151 @@
+import Glibc
+import Synchronization
+
+/// A destination that is not a regular file: a character device, a FIFO, a socket or an inherited
+/// descriptor (standard output). The body is written to it in order as it arrives: no partial file,
+/// no rename, nothing beside it; it stays what it was. Bytes written cannot be taken back, so a
+/// download into a stream resumes within its process only (from ``accepted``), and fails rather than
+/// starting over.
+///
+/// The descriptor is non-blocking when it is this process's own open file description (a FIFO or
+/// device opened here, standard output opened again through `/proc/self/fd`): a reader that falls
+/// behind leaves bytes ``pending`` and the transfer waits for the descriptor to be writable (curl
+/// holds the next chunk paused; ``Transfer``). An inherited regular file is written as it is, at its
+/// own offset (`>>` appends).
+///
+/// Made on the caller's thread by the request, kept by the ``Catalog`` until the download ends,
+/// written on the loop thread only.
+final class StreamTarget: @unchecked Sendable {
+    // @unchecked Sendable: made and closed under the catalog's lock, written on the loop thread only.
+    /// What the destination is, in words (for errors).
+    let kind: String
+    /// The destination's path as asked for.
+    let path: String
+    private(set) var descriptor: Int32
+    /// Bytes the kernel took.
+    private(set) var delivered: Int64 = 0
+    /// Bytes accepted from the server that the reader has not taken yet, written first.
+    private var pending: [UInt8] = []
+
+    /// Bytes accepted: delivered and pending. A resume asks for the bytes after these.
+    var accepted: Int64 { delivered + Int64(pending.count) }
+    /// Whether bytes wait for the reader.
+    var hasPending: Bool { !pending.isEmpty }
+
+    init(descriptor: Int32, kind: String, path: String) {
+        self.descriptor = descriptor
+        self.kind = kind
+        self.path = path
+    }
+
+    deinit { close() }
+
+    /// Opens `path` (a device, a FIFO, a socket: `status` is what `stat` found there), or the
+    /// descriptor a `/proc/self/fd/N` link names (`inherited`). A FIFO waits for its reader, as with
+    /// curl.
+    static func open(path: String, status: stat, inherited: Int32?, url: String) throws(DownloadError) -> StreamTarget {
+        let kind = FilePath.kind(of: status.st_mode)
+        let type = status.st_mode & S_IFMT
+        var descriptor: Int32 = -1
+        var ownDescription = true
+        if let inherited {
+            // Opened again (a description of this process's own, which may be non-blocking) for a
+            // pipe, FIFO or terminal; a regular file or a socket shares the inherited one.
+            if type == S_IFIFO || type == S_IFCHR {
+                descriptor = Glibc.open("/proc/self/fd/\(inherited)", O_WRONLY | O_CLOEXEC | O_NOCTTY)
+            }
+            if descriptor < 0 {
+                descriptor = fcntl(inherited, F_DUPFD_CLOEXEC, 0)
+                ownDescription = false
+            }
+        } else if type == S_IFSOCK {
+            descriptor = connectUnixSocket(path)
+        } else {
+            descriptor = Glibc.open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY)
+        }
+        guard descriptor >= 0 else {
+            throw DownloadError(code: .fileSystem, url: url, errno: errno, path: path, detail: "open \(kind) failed")
+        }
+        if ownDescription && type != S_IFREG {
+            _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+        }
+        return StreamTarget(descriptor: descriptor, kind: type == S_IFREG ? "standard output" : kind, path: path)
+    }
+
+    private static func connectUnixSocket(_ path: String) -> Int32 {
+        var address = sockaddr_un()
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            errno = ENAMETOOLONG
+            return -1
+        }
+        let socketFD = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard socketFD >= 0 else { return -1 }
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard connected == 0 else {
+            let error = errno
+            Glibc.close(socketFD)
+            errno = error
+            return -1
+        }
+        return socketFD
+    }
+
+    /// Writes what is pending. Returns whether nothing is pending any more (`false`: the reader is
+    /// behind; wait until the descriptor is writable).
+    func flushPending() throws(DownloadError) -> Bool {
+        guard !pending.isEmpty else { return true }
+        var result: Result<Int, DownloadError> = .success(0)
+        pending.withUnsafeBytes { bytes in
+            result = Result { () throws(DownloadError) in try writeSome(bytes) }
+        }
+        pending.removeFirst(try result.get())
+        return pending.isEmpty
+    }
+
+    /// Writes `bytes` after what is pending; what the reader does not take now is kept pending.
+    func write(_ bytes: UnsafeRawBufferPointer) throws(DownloadError) {
+        guard try flushPending() else {
+            pending.append(contentsOf: bytes)
+            return
+        }
+        let written = try writeSome(bytes)
+        if written < bytes.count { pending.append(contentsOf: bytes[written...]) }
+    }
+
+    /// Writes as much of `bytes` as the descriptor takes now; returns how many.
+    private func writeSome(_ bytes: UnsafeRawBufferPointer) throws(DownloadError) -> Int {
+        var written = 0
+        while written < bytes.count {
+            let result = Glibc.write(descriptor, bytes.baseAddress! + written, bytes.count - written)
+            if result < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK { break }
+                let code = errno
+                throw DownloadError(
+                    code: .fileSystem,
+                    url: nil,
+                    errno: code,
+                    path: path,
+                    detail: code == EPIPE ? "the reader of \(kind) went away" : "write to \(kind) failed"
+                )
+            }
+            written += result
+        }
+        delivered += Int64(written)
+        return written
+    }
+
+    /// Closes the descriptor.
+    func close() {
+        guard descriptor >= 0 else { return }
+        Glibc.close(descriptor)
+        descriptor = -1
+    }
+}
