@@ -113,4 +113,31 @@ extension FaultTests {
             #expect(restarts(in: events).allSatisfy { $0 == .remoteChanged } && restarts(in: events).count <= 2)
         }
     }
+
+    @Test(
+        "the same CDN under 4 connections: each segment's ignored If-Range is asked again with the date; nothing restarts"
+    )
+    func entityTagIfRangeIgnoredBySegments() async throws {
+        try await withFaultServer { server, directory in
+            var configuration = patient(directory)
+            configuration.connectionsPerFile = 4
+            configuration.minimumSegmentSize = 128 * 1024
+            let size = 2 * 1024 * 1024
+            let (events, result) = try await fetch(
+                "etag-ignored-slow/\(size)",
+                from: server,
+                into: directory,
+                configuration: configuration
+            )
+            _ = try result.get()
+            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: size))
+            #expect(restarts(in: events).isEmpty, "\(restarts(in: events))")
+            let requests = server.requests(to: "/etag-ignored-slow/\(size)")
+            let date = FaultServer.httpDate(784_111_777)
+            // Segments went out; those asked with the ETag were answered whole (and stopped), then
+            // asked again with the date, which the CDN honours.
+            #expect(requests.contains { $0.ifRange == date && $0.status == 206 }, "\(requests.map(\.ifRange))")
+            #expect(requests.filter { $0.ifRange?.hasPrefix("\"") == true }.allSatisfy { $0.status == 200 })
+        }
+    }
 }

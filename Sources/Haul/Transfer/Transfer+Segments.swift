@@ -105,6 +105,10 @@ final class SegmentFetch {
     var error: DownloadError?
     /// curl holds it paused for the rate limiter.
     var parkedByLimiter = false
+    /// The form of its `If-Range` (``IfRangeForm``), and whether its answer showed that the server
+    /// ignores that form: the same range is asked again in the next one.
+    var ifRangeForm = IfRangeForm.validator
+    var asksAgain = false
     /// When its request went out (uptime nanoseconds), and its segment's bytes then: its speed.
     var requestedAt: UInt64 = 0
     var writtenAtRequest: Int64 = 0
@@ -356,6 +360,9 @@ extension Transfer {
         fetch.ended = false
         fetch.changed = nil
         fetch.error = nil
+        fetch.asksAgain = false
+        // In the form the host honours (a CDN that ignores an ETag If-Range gets a date, or none).
+        fetch.ifRangeForm = environment.ifRangeForms[segments.target.hostKey] ?? .validator
         easy.configure(
             url: segments.target.absoluteString,
             options: environment.easyHandles.options,
@@ -370,7 +377,7 @@ extension Transfer {
         easy.setConditions(
             rangeFrom: segment.next,
             to: segment.end - 1,
-            ifRange: record.ifRangeValidator,
+            ifRange: record.ifRangeValidator.flatMap { _ in ifRangeValue(fetch.ifRangeForm) },
             extra: segments.sendsHeaders ? headers : []
         )
         guard environment.reactor.add(easy.raw) == CURLM_OK else { return false }
@@ -502,8 +509,20 @@ extension Transfer {
             }
             return true
         case 200:
+            let whole = sameVersion && easy.contentLength == segments.map.total
+            if whole, easy.header("Accept-Ranges")?.lowercased() == "bytes",
+                let next = fetch.ifRangeForm.next(
+                    hasStrongDate: record.lastModifiedIsStrong && record.lastModified != nil
+                )
+            {
+                // The server ignored this If-Range (a CDN that answers an ETag one whole): the same
+                // range again, in the next form, from now on (``IfRangeForm``).
+                environment.ifRangeForms[segments.target.hostKey] = next
+                fetch.asksAgain = true
+                return false
+            }
             // If-Range sent the whole file: another version; or the same one, without the range.
-            fetch.changed = sameVersion && easy.contentLength == segments.map.total ? .rangeIgnored : .remoteChanged
+            fetch.changed = whole ? .rangeIgnored : .remoteChanged
             return false
         default:
             fetch.error = DownloadError(code: .httpStatus, url: urlForErrors, httpStatus: status)
@@ -518,6 +537,13 @@ extension Transfer {
             return .none
         }
         if result == CURLE_OK, !fetch.answered { _ = judge(fetch, easy: easy) }
+        if fetch.asksAgain, case .receiving = machine.state {
+            environment.reactor.remove(easy.raw)
+            if send(fetch) { return .none }
+            retire(fetch)
+            segmentBytesWritten()
+            return finishIfWhole()
+        }
         if let reason = fetch.changed { return fileChanged(reason) }
         let whole = segments.map.index(startingAt: fetch.start).map { segments.map.segments[$0].isDone } ?? true
         guard whole || fetch.ended else {

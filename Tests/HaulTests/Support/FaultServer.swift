@@ -43,6 +43,7 @@ import Glibc
 ///   (200, the same ETag) but honours a date `If-Range` or none; its Last-Modified is strong (a `Date`
 ///   is sent). The first response ends after N. `/etag-ignored-nodate/N/SIZE`: the same without a
 ///   `Date` (its Last-Modified alone is not strong).
+/// - `/etag-ignored-slow/SIZE`: the same CDN, whole answers at 3.2 MB/s (segments start meanwhile).
 /// - `/relabel/N/SIZE`: the first response ends after N; the second answers the resume with a 206 of
 ///   version 2 (another ETag), whatever If-Range says; the third is an error page as `200 OK
 ///   text/html` with no ETag (``errorPage``); later ones serve version 2.
@@ -318,6 +319,16 @@ final class FaultServer: @unchecked Sendable {
                 index: index,
                 on: connection,
                 drip: (64 * 1024, 20)
+            )
+        case "etag-ignored-slow":
+            sendFile(
+                size: size,
+                request: &request,
+                index: index,
+                on: connection,
+                drip: (64 * 1024, 20),
+                validators: .strongWithDate,
+                ignoresEntityTagIfRange: true
             )
         case "etag-ignored" where numbers.count == 2, "etag-ignored-nodate" where numbers.count == 2:
             sendFile(
