@@ -122,6 +122,34 @@ struct FaultTests {
         }
     }
 
+    @Test(
+        "one of 4 connections stalls: it is ended within the stall timeout, and another fetches the rest of its segment"
+    )
+    func segmentStallNoticedInTime() async throws {
+        try await withFaultServer { server, directory in
+            var configuration = configuration(directory)  // a stall timeout of 1 s
+            configuration.connectionsPerFile = 4
+            configuration.minimumSegmentSize = 128 * 1024
+            let size = 2 * 1024 * 1024
+            let (_, result) = try await fetch(
+                "stall-segments/\(size)",
+                from: server,
+                into: directory,
+                configuration: configuration
+            )
+            _ = try result.get()
+            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: size))
+            let requests = server.requests(to: "/stall-segments/\(size)")
+            let silent = try #require(requests.first { $0.closedAt != nil }, "\(requests.map(\.bytesSent))")
+            #expect(silent.range != nil && silent.bytesSent == 64 * 1024)
+            // Its 64 KiB take 20 ms; then 1 s of silence, and the sweep's quarter of a second: the
+            // client closed it. curl's own check (which averages over about five seconds first)
+            // closed it after 5 to 6 s.
+            let closedAfter = silent.closedAt! - silent.arrival
+            #expect(closedAfter < .milliseconds(3500), "closed after \(closedAfter)")
+        }
+    }
+
     @Test("connections are closed on exec: a child process started meanwhile cannot keep one open")
     func socketsCloseOnExec() async throws {
         try await withFaultServer { server, directory in

@@ -99,15 +99,17 @@ extension Scheduler {
     private func releaseIdleBuffers() {
         let now = DispatchTime.now().uptimeNanoseconds
         let stallTimeout = configuration.stallTimeout.nanoseconds
-        var stalled: [Transfer] = []
+        var stalled: [(Transfer, UnsafeMutableRawPointer)] = []
         for transfer in transfers.values {
             transfer.releaseIdleBuffer(now: now)
-            if transfer.isStalled(now: now, after: stallTimeout) { stalled.append(transfer) }
+            for raw in transfer.stalledRequests(now: now, after: stallTimeout) { stalled.append((transfer, raw)) }
         }
-        for transfer in stalled {
-            // Ended as curl ends a request that timed out: retried (resuming), or failed.
-            guard let raw = transfer.easy?.raw else { continue }
-            transfer.request.stalledFor = configuration.stallTimeout.components.seconds
+        for (transfer, raw) in stalled {
+            // Ended as curl ends a request that timed out: another connection takes its segment, or
+            // the download is retried (resuming), or it fails. (An earlier one in this list may
+            // have ended the transfer already: its handles are no longer its own then.)
+            guard transfers[transfer.id] === transfer else { continue }
+            if transfer.easy?.raw == raw { transfer.request.stalledFor = configuration.stallTimeout.components.seconds }
             self.reactor(reactor, transferDidFinish: raw, result: CURLE_OPERATION_TIMEDOUT)
         }
         buffers.trim()

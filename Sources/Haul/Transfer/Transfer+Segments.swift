@@ -109,6 +109,8 @@ final class SegmentFetch {
     /// ignores that form: the same range is asked again in the next one.
     var ifRangeForm = IfRangeForm.validator
     var asksAgain = false
+    /// Its bytes when they last changed, and when: what tells a stall (``Transfer/stalledRequests(now:after:)``).
+    var stallMark: (bytes: Int64, since: UInt64)?
     /// When its request went out (uptime nanoseconds), and its segment's bytes then: its speed.
     var requestedAt: UInt64 = 0
     var writtenAtRequest: Int64 = 0

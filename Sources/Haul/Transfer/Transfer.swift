@@ -128,7 +128,7 @@ final class Transfer {
     /// A server answered a segment's range with the whole file: this transfer uses one connection.
     var segmentsRefused = false
     /// The bytes received when they last changed, and when (uptime nanoseconds): what tells a
-    /// stall (``isStalled(now:after:)``).
+    /// stall (``stalledRequests(now:after:)``).
     var stallMark: (bytes: Int64, since: UInt64)?
     /// How many times connections of a download over several were answered with different versions
     /// of the file: at the second, it goes on over one connection (two servers behind one name).

@@ -43,6 +43,8 @@ import Glibc
 ///   (200, the same ETag) but honours a date `If-Range` or none; its Last-Modified is strong (a `Date`
 ///   is sent). The first response ends after N. `/etag-ignored-nodate/N/SIZE`: the same without a
 ///   `Date` (its Last-Modified alone is not strong).
+/// - `/stall-segments/SIZE`: at 3.2 MB/s per answer; the first request with a range goes silent
+///   after 64 KiB (one connection of a segmented download stalls).
 /// - `/etag-ignored-slow/SIZE`: the same CDN, whole answers at 3.2 MB/s (segments start meanwhile).
 /// - `/relabel/N/SIZE`: the first response ends after N; the second answers the resume with a 206 of
 ///   version 2 (another ETag), whatever If-Range says; the third is an error page as `200 OK
@@ -61,6 +63,8 @@ final class FaultServer: @unchecked Sendable {
         var bytesSent: Int
         /// When its head was read.
         var arrival = ContinuousClock.now
+        /// When the client closed a silent answer's connection (`/stall-segments/`).
+        var closedAt: ContinuousClock.Instant?
     }
 
     /// Every request served so far, in order of arrival.
@@ -73,6 +77,8 @@ final class FaultServer: @unchecked Sendable {
     private var served: [Request] = []
     private var connections: Set<Int32> = []
     private var stopped = false
+    /// The paths whose first ranged request went silent (`/stall-segments/`).
+    private var stalledOnce: Set<String> = []
 
     private init(listener: Int32, port: Int) {
         self.listener = listener
@@ -320,6 +326,23 @@ final class FaultServer: @unchecked Sendable {
                 on: connection,
                 drip: (64 * 1024, 20)
             )
+        case "stall-segments":
+            // The first ranged request goes silent after 64 KiB; every answer drips at 3.2 MB/s.
+            let ranged = request.range != nil
+            let silent = ranged && lock.withLock { !stalledOnce.contains(request.path) }
+            if silent { _ = lock.withLock { stalledOnce.insert(request.path) } }
+            sendFile(
+                size: size,
+                request: &request,
+                index: index,
+                on: connection,
+                limit: silent ? 64 * 1024 : nil,
+                drip: (64 * 1024, 20)
+            )
+            if silent {
+                waitForClose(connection)
+                request.closedAt = .now
+            }
         case "etag-ignored-slow":
             sendFile(
                 size: size,
