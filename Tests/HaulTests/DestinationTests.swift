@@ -11,6 +11,13 @@ import Testing
 /// as root, as CI does).
 @Suite("Destinations that are not plain files")
 struct DestinationTests {
+    /// A FIFO in `directory`, and its reader (started now: it waits for the download to open it).
+    static func fifoWithReader(in directory: URL) throws -> (String, StreamReader) {
+        let fifo = directory.appendingPathComponent("pipe").path
+        guard mkfifo(fifo, 0o644) == 0 else { throw TestFailure("mkfifo: \(String(cString: strerror(errno)))") }
+        return (fifo, StreamReader.fifo(fifo))
+    }
+
     func lstatMode(_ path: String) -> mode_t? {
         var status = stat()
         return lstat(path, &status) == 0 ? status.st_mode & S_IFMT : nil
@@ -108,9 +115,7 @@ struct DestinationTests {
     )
     func streamResumesWithinTheRun() async throws {
         try await withFaultServer { server, directory in
-            let fifo = directory.appendingPathComponent("pipe").path
-            #expect(mkfifo(fifo, 0o644) == 0)
-            let reader = StreamReader.fifo(fifo)
+            let (fifo, reader) = try Self.fifoWithReader(in: directory)
             let faults = FaultTests()
             try await withDownloadManager(configuration: faults.patient(directory)) { manager in
                 _ = try await manager.download(from: server.url("drop/100000/400000"), to: URL(fileURLWithPath: fifo))
@@ -128,9 +133,7 @@ struct DestinationTests {
     )
     func streamNeverSplices() async throws {
         try await withFaultServer { server, directory in
-            let fifo = directory.appendingPathComponent("pipe").path
-            #expect(mkfifo(fifo, 0o644) == 0)
-            let reader = StreamReader.fifo(fifo)
+            let (fifo, reader) = try Self.fifoWithReader(in: directory)
             let faults = FaultTests()
             try await withDownloadManager(configuration: faults.patient(directory)) { manager in
                 let download = try manager.download(

@@ -94,10 +94,7 @@ extension FaultTests {
     )
     func twoVersionsBehindOneName() async throws {
         try await withFaultServer { server, directory in
-            var configuration = patient(directory)
-            configuration.connectionsPerFile = 4
-            configuration.minimumSegmentSize = 128 * 1024
-            let size = 2 * 1024 * 1024
+            let (configuration, size) = (fourConnections(directory), 2 * 1024 * 1024)
             let (events, result) = try await fetch(
                 "twoversions/\(size)",
                 from: server,
@@ -119,10 +116,7 @@ extension FaultTests {
     )
     func entityTagIfRangeIgnoredBySegments() async throws {
         try await withFaultServer { server, directory in
-            var configuration = patient(directory)
-            configuration.connectionsPerFile = 4
-            configuration.minimumSegmentSize = 128 * 1024
-            let size = 2 * 1024 * 1024
+            let (configuration, size) = (fourConnections(directory), 2 * 1024 * 1024)
             let (events, result) = try await fetch(
                 "etag-ignored-slow/\(size)",
                 from: server,
@@ -139,5 +133,13 @@ extension FaultTests {
             #expect(requests.contains { $0.ifRange == date && $0.status == 206 }, "\(requests.map(\.ifRange))")
             #expect(requests.filter { $0.ifRange?.hasPrefix("\"") == true }.allSatisfy { $0.status == 200 })
         }
+    }
+
+    /// ``patient(_:)`` over 4 connections, with segments of 128 KiB at least (a 2 MiB file splits).
+    func fourConnections(_ directory: URL) -> DownloadManager.Configuration {
+        var configuration = patient(directory)
+        configuration.connectionsPerFile = 4
+        configuration.minimumSegmentSize = 128 * 1024
+        return configuration
     }
 }

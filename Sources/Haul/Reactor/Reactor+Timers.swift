@@ -21,12 +21,24 @@ extension Reactor {
     }
 
     private func makeTimerEvent(persistent: Bool, _ handler: @escaping () -> Void) -> OpaquePointer? {
+        guard let (event, box) = makeEvent(-1, persistent ? CHaul_EV_PERSIST() : 0, handler) else { return nil }
+        timers.append((event, box))
+        return event
+    }
+
+    /// A libevent event on `descriptor` (-1: a timer) that calls `handler`, and the retained box that
+    /// holds the handler (released by whoever frees the event).
+    fileprivate func makeEvent(
+        _ descriptor: Int32,
+        _ flags: Int16,
+        _ handler: @escaping () -> Void
+    ) -> (OpaquePointer, UnsafeMutableRawPointer)? {
         let box = Unmanaged.passRetained(TimerBox(handler)).toOpaque()
         guard
             let event = event_new(
                 base,
-                -1,
-                persistent ? CHaul_EV_PERSIST() : 0,
+                descriptor,
+                flags,
                 { _, _, argument in
                     Unmanaged<TimerBox>.fromOpaque(argument!).takeUnretainedValue().handler()
                 },
@@ -36,8 +48,7 @@ extension Reactor {
             Unmanaged<TimerBox>.fromOpaque(box).release()
             return nil
         }
-        timers.append((event, box))
-        return event
+        return (event, box)
     }
 }
 
@@ -46,21 +57,7 @@ extension Reactor {
     /// `descriptor` can be written (a stream destination whose reader fell behind). Loop thread
     /// only; ``DescriptorWatch/close()`` frees it.
     func watchWritable(_ descriptor: Int32, _ handler: @escaping () -> Void) -> DescriptorWatch? {
-        let box = Unmanaged.passRetained(TimerBox(handler)).toOpaque()
-        guard
-            let event = event_new(
-                base,
-                descriptor,
-                CHaul_EV_WRITE(),
-                { _, _, argument in
-                    Unmanaged<TimerBox>.fromOpaque(argument!).takeUnretainedValue().handler()
-                },
-                box
-            )
-        else {
-            Unmanaged<TimerBox>.fromOpaque(box).release()
-            return nil
-        }
+        guard let (event, box) = makeEvent(descriptor, CHaul_EV_WRITE(), handler) else { return nil }
         return DescriptorWatch(event: event, box: box)
     }
 }
