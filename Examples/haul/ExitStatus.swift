@@ -54,7 +54,7 @@ enum ExitStatus {
           6    the file failed a check: --checksum, its expected size, --max-size
           7    local files: a file or folder cannot be read or written (disk full)
           8    the transfer failed midway: dropped, stalled, a misbehaving server
-          64   usage: bad options or arguments, a bad URL, -o at a device or FIFO
+          64   usage: bad options or arguments, a bad URL, -o at a block device
           129, 130, 143   interrupted by SIGHUP, SIGINT, SIGTERM: run it again
         """
 }

@@ -3,7 +3,7 @@ extension DownloadError {
     /// status of its own for each (see `haul --help`).
     public enum Category: Sendable, Hashable, CaseIterable {
         /// The request itself cannot be made: an invalid URL, an unsupported scheme, a bad header, a
-        /// destination that is not a regular file, header values that are not available.
+        /// destination that cannot take it (a block device), header values that are not available.
         case invalidRequest
         /// The server answered with an HTTP error status (after any retries).
         case httpStatus

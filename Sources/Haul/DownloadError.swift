@@ -89,8 +89,10 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         /// validator and a length. Typically an overloaded server's or load balancer's error page sent
         /// as `200 OK`. Transient: retried; nothing on disk was replaced.
         public static let unexpectedAnswer = Code(.unexpectedAnswer)
-        /// The destination is a device, a FIFO or a socket: Haul places regular files (whole, by
-        /// rename) and never replaces one of these with a file. Nothing was sent.
+        /// The destination cannot take this download, and nothing there was changed: a block device
+        /// (never written), a stream asked for with a checksum (which is checked on a whole file
+        /// before it is placed), or a device, FIFO, socket or folder found where a finished file was
+        /// to be placed (never replaced by one).
         public static let unsupportedDestination = Code(.unsupportedDestination)
         /// The download writes to a stream (a device, a FIFO, standard output) and would have to
         /// start over (the remote file changed, or the server ignored the range): bytes already
@@ -222,9 +224,8 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
             let what = url == nil ? "The download manager was not started" : "\(subject) was not queued"
             return "\(what): \(detail ?? "a request header cannot be sent"). Fix or remove that header."
         case .unsupportedDestination:
-            return "\(subject) was not started: \(path.map { "'\($0)'" } ?? "the destination") is "
-                + "\(detail ?? "not a regular file"), which Haul does not write to and never replaces with a file; "
-                + "nothing was sent. Give the path of a regular file."
+            return "\(subject) failed: \(path.map { "'\($0)'" } ?? "the destination") is "
+                + "\(detail ?? "not a regular file"); nothing there was changed. Give another destination."
         case .streamCannotRestart:
             return "\(subject) failed: \(detail ?? "it would have to start over"). Ask for the download again to get "
                 + "the whole file from its start."

@@ -161,7 +161,12 @@ struct DestinationTests {
                             checksum: checksum
                         )
                     )
-                } throws: { ($0 as? DownloadError)?.code == .unsupportedDestination }
+                } throws: { error in
+                    guard let error = error as? DownloadError else { return false }
+                    return error.code == .unsupportedDestination && error.description.contains("a FIFO (named pipe)")
+                        && error.description.contains("checksum")
+                        && error.description.contains("nothing there was changed")
+                }
             }
             #expect(lstatMode(other) == S_IFIFO)
             #expect(server.requests(to: "/file/1000").isEmpty)
@@ -188,5 +193,38 @@ struct DestinationTests {
             #expect(!rows.contains { $0.id == id }, "\(rows)")
             _ = reader
         }
+    }
+
+    @Test("a block device is refused; a FIFO made at the destination during a download is not replaced by the file")
+    func blockDevicesAndLateArrivals() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        // /gated/ sends 1 MiB at once, then 16 KB/s (the last 256 KiB would take 16 s); a resume (with
+        // Range) is not limited: the pause below lands before the end, however loaded the machine.
+        _ = try server.makeFile("late.bin", size: 1024 * 1024 + 256 * 1024, seed: 383)
+        let block = directory.appendingPathComponent("block").path
+        try #require(mknod(block, S_IFBLK | 0o600, dev_t((7 << 8) | 200)) == 0, "mknod needs root, as CI runs")
+        let destination = directory.appendingPathComponent("late.bin")
+        try await withDownloadManager(configuration: DownloadManager.Configuration()) { manager in
+            #expect {
+                _ = try manager.download(from: server.url("late.bin"), to: URL(fileURLWithPath: block))
+            } throws: { error in
+                guard let error = error as? DownloadError else { return false }
+                return error.code == .unsupportedDestination && error.description.contains("a block device")
+            }
+            let download = try manager.download(from: server.url("gated/late.bin"), to: destination)
+            var events = download.events.makeAsyncIterator()
+            await events.next { if case .progress(let p) = $0 { p.bytesReceived > 0 } else { false } }
+            download.pause()
+            await events.next { if case .paused = $0 { true } else { false } }
+            // Someone makes a FIFO where the file is to go, before the last bytes arrive.
+            #expect(mkfifo(destination.path, 0o644) == 0)
+            download.resume()
+            await #expect { _ = try await download.finished() } throws: { error in
+                guard let error = error as? DownloadError else { return false }
+                return error.code == .unsupportedDestination && error.description.contains("never replaces")
+            }
+        }
+        #expect(lstatMode(block) == S_IFBLK && lstatMode(destination.path) == S_IFIFO)
     }
 }

@@ -257,7 +257,7 @@ struct FinishJob: Sendable {
                 code: .unsupportedDestination,
                 url: nil,
                 path: destination,
-                detail: FilePath.kind(of: status.st_mode)
+                detail: "\(FilePath.kind(of: status.st_mode)) now, which a finished file never replaces"
             )
         }
         if rename(source, destination) == 0 { return true }

@@ -104,8 +104,9 @@ extension DownloadQueue {
                     code: .unsupportedDestination,
                     url: url.redactedString,
                     path: destination,
-                    detail: "\(FilePath.kind(of: status.st_mode)) (a checksum is checked on a whole file before it is "
-                        + "placed; bytes written to a stream cannot be)"
+                    detail:
+                        "\(FilePath.kind(of: status.st_mode)), and a checksum is checked on a whole file before it is "
+                        + "placed, never on bytes written to a stream"
                 )
             }
             stream = try StreamTarget.open(
@@ -120,7 +121,7 @@ extension DownloadQueue {
                 code: .unsupportedDestination,
                 url: url.redactedString,
                 path: destination,
-                detail: FilePath.kind(of: status.st_mode)
+                detail: "\(FilePath.kind(of: status.st_mode)), which Haul never writes to"
             )
         }
         if request.takesFileNameFromServer, exists, (status.st_mode & S_IFMT) != S_IFDIR {
