@@ -207,6 +207,14 @@ struct DownloadErrorTests {
             #expect(error.description.contains(text), "curl error \(code): \(error.description)")
             #expect(error.description.hasPrefix("Downloading http://host/a failed: "))
         }
+        // curl's messages that echo a URL lose its user name and password.
+        #expect(
+            "Unsupported proxy syntax in 'http://u:pw@h:99999'".redactingURLCredentials
+                == "Unsupported proxy syntax in 'http://h:99999'"
+        )
+        #expect("a http://u@h/x?q=a@b and https://x:y@z".redactingURLCredentials == "a http://h/x?q=a@b and https://z")
+        #expect("no url, a@b".redactingURLCredentials == "no url, a@b")
+        #expect("socks5h://u:p@w@h:1 end".redactingURLCredentials == "socks5h://h:1 end")
         // haul's words name its options instead (issue 38, item 7).
         let certificate = DownloadError(code: .transport, url: "http://host/a", curlCode: 60)
         #expect(certificate.describe(forCommandLine: true).contains("(--ca-file)"))

@@ -325,6 +325,22 @@ struct HaulCLITests {
         #expect(proxied.stderr.contains("the proxy 127.0.0.1:\(port) cannot be reached"), "\(proxied.stderr)")
         #expect(proxied.stderr.contains("Check that the proxy is up") && proxied.stderr.contains("--proxy"))
         #expect(!(proxied.stdout + proxied.stderr).contains("s3cret-proxy-pw"))
+        // A proxy URL curl cannot read: its message echoes the URL, never with the password (issue 39,
+        // item 4), as text and as JSON, from --proxy and from http_proxy.
+        for (arguments, environment) in [
+            (["--proxy", "http://u:s3cret-proxy-pw@127.0.0.1:99999"], [String: String]()),
+            (["--proxy", "http://u:s3cret-proxy-pw@127.0.0.1:99999", "--json"], [:]),
+            ([], ["http_proxy": "http://u:s3cret-proxy-pw@bad host:1"]),
+        ] {
+            let bad = try await haul(
+                arguments + ["-o", work.appendingPathComponent("b.bin").path, server.url("m.bin").absoluteString],
+                in: work,
+                environment: environment
+            )
+            #expect(bad.status == 3, "\(bad.stderr)")
+            #expect((bad.stdout + bad.stderr).contains("Unsupported proxy syntax"), "\(bad.stdout)\(bad.stderr)")
+            #expect(!(bad.stdout + bad.stderr).contains("s3cret-proxy-pw"))
+        }
         // Nothing was received: nothing is said to be kept.
         #expect(!proxied.stderr.contains("kept"), "\(proxied.stderr)")
         // Advice names haul's options, never the library's properties.

@@ -228,8 +228,9 @@ final class EasyHandle {
 
     /// What curl wrote into the error buffer for the last failure, if anything.
     var errorMessage: String? {
-        // curl leaves a trailing space or newline in some messages (OpenSSL's among them).
-        errorBuffer[0] == 0 ? nil : String(cString: errorBuffer).trimmingWhitespace
+        // curl leaves a trailing space or newline in some messages (OpenSSL's among them), and echoes
+        // URLs with their passwords in some (a proxy's): never passed on.
+        errorBuffer[0] == 0 ? nil : String(cString: errorBuffer).trimmingWhitespace.redactingURLCredentials
     }
 
     /// The context pointer set with `CURLOPT_PRIVATE`.
