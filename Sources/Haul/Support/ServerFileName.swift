@@ -99,8 +99,24 @@ package enum ServerFileName {
         ).trimmingWhitespace
         guard !safe.isEmpty else { return nil }
         if safe.hasPrefix(".") { safe = "_" + safe }
-        while safe.utf8.count > 255 { safe.removeFirst() }
-        return safe
+        return lastCharacters(of: safe, fitting: 255)
+    }
+
+    /// The last whole characters of `text` that fit in `limit` bytes of UTF-8: `text` cut from the
+    /// front. Walks back from the end, so that a name of megabytes (a URL in an input file) costs its
+    /// last `limit` bytes, not a copy of the rest per character removed.
+    static func lastCharacters(of text: String, fitting limit: Int) -> String {
+        guard text.utf8.count > limit else { return text }
+        var start = text.endIndex
+        var bytes = 0
+        while start > text.startIndex {
+            let previous = text.index(before: start)
+            let size = text.utf8.distance(from: previous, to: start)
+            guard bytes + size <= limit else { break }
+            bytes += size
+            start = previous
+        }
+        return String(text[start...])
     }
 
     /// `name.counter`, with `name` shortened from the front so that the result still fits in 255
@@ -108,9 +124,7 @@ package enum ServerFileName {
     package static func numbered(_ name: String, _ counter: Int) -> String {
         guard counter > 0 else { return name }
         let suffix = ".\(counter)"
-        var base = name
-        while base.utf8.count + suffix.utf8.count > 255 { base.removeFirst() }
-        return base + suffix
+        return lastCharacters(of: name, fitting: 255 - suffix.utf8.count) + suffix
     }
 
     /// The path in `folder` of the first of `name`, `name.1`, `name.2`… (from the `first`th) that
