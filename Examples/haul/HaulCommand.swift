@@ -26,6 +26,8 @@ struct HaulCommand: AsyncParsableCommand {
     /// command takes URLs as arguments), so the first word is looked at here.
     static func main() async {
         let arguments = Array(CommandLine.arguments.dropFirst())
+        // Read (and copied) above: the secrets in the process's own copy are blanked for `ps`.
+        ProcessTitle.blankSecrets()
         if arguments.first == "worker" {
             await WorkerCommand.main(Array(arguments.dropFirst()))
         } else {

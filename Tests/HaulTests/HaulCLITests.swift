@@ -547,6 +547,36 @@ struct HaulCLITests {
         #expect(server.accessLog().filter { $0.uri.hasPrefix("/l") }.count == 300)  // each fetched once
     }
 
+    @Test("ps shows no header value and no password: haul blanks them in its own arguments, as curl does")
+    func secretsLeaveTheProcessTitle() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        try server.makeFile("title.bin", size: 3 * 1024 * 1024)
+        let url = "http://alice:\(NginxServer.password)@127.0.0.1:\(server.port)/gated/title.bin"
+        let events = work.appendingPathComponent("events.jsonl").path
+        let running = try await startReceiving(
+            [
+                "--json", "-H", "X-Api-Key: \(NginxServer.apiKey)", "--header=X-Tenant: \(NginxServer.bearer)",
+                "--proxy", "http://u:s3cret-proxy-pw@127.0.0.1:1", "--noproxy", "127.0.0.1",
+                "-o", work.appendingPathComponent("title.bin").path, url,
+            ],
+            events: events
+        )
+        let title = String(
+            decoding: try Data(contentsOf: URL(fileURLWithPath: "/proc/\(running.pid)/cmdline")),
+            as: UTF8.self
+        )
+        running.signal(SIGINT)
+        #expect(await running.exited() == 130)
+        for secret in [NginxServer.apiKey, NginxServer.bearer, NginxServer.password, "s3cret-proxy-pw"] {
+            #expect(!title.contains(secret), "\(title)")
+        }
+        // What is not secret stays readable: the header names, the user names, the hosts.
+        #expect(title.contains("X-Api-Key: ***") && title.contains("--header=X-Tenant: ***"), "\(title)")
+        #expect(title.contains("http://alice:***") && title.contains("@127.0.0.1:\(server.port)/gated/title.bin"))
+        #expect(title.contains("http://u:***************@127.0.0.1:1"))
+    }
+
     @Test("SIGINT pauses and exits 130; the same command again resumes and finishes")
     func interruptAndResume() async throws {
         let (server, work) = try startServerAndDirectory()
