@@ -227,4 +227,48 @@ struct DestinationTests {
         }
         #expect(lstatMode(block) == S_IFBLK && lstatMode(destination.path) == S_IFIFO)
     }
+
+    @Test(
+        "partials are their owner's only (0600) in a private state folder (made 0700 if it was not); the file placed gets 0666 less the umask"
+    )
+    func modesOfPartialsAndPlacedFiles() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let source = try server.makeFile("mode.bin", size: 1024 * 1024 + 256 * 1024, seed: 384)
+        let state = directory.appendingPathComponent(".haul")
+        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+        #expect(chmod(state.path, 0o755) == 0)  // an older one, readable by others
+        let destination = directory.appendingPathComponent("mode.bin")
+        var configuration = DownloadManager.Configuration()
+        configuration.stateDirectory = state
+        try await withDownloadManager(configuration: configuration) { manager in
+            // /gated/: 1 MiB at once, then 16 KB/s: paused with a partial on disk.
+            let download = try manager.download(from: server.url("gated/mode.bin"), to: destination)
+            var events = download.events.makeAsyncIterator()
+            await events.next { if case .progress(let p) = $0 { p.bytesReceived > 0 } else { false } }
+            download.pause()
+            await events.next { if case .paused = $0 { true } else { false } }
+            var status = stat()
+            #expect(stat(state.path, &status) == 0 && status.st_mode & 0o777 == 0o700)
+            let partial = state.appendingPathComponent("\(download.id).part").path
+            #expect(stat(partial, &status) == 0 && status.st_mode & 0o777 == 0o600)
+            download.resume()
+            _ = try await download.finished()
+        }
+        #expect(try Data(contentsOf: destination) == source)
+        // The umask this process (and so the manager) runs with, as a child shell reports it.
+        let report = directory.appendingPathComponent("umask.txt").path
+        #expect(await (try ChildProcess("/bin/sh", ["-c", "umask"], stdout: report)).exited() == 0)
+        let mask = try #require(
+            mode_t(
+                try String(contentsOfFile: report, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
+                radix: 8
+            )
+        )
+        var status = stat()
+        #expect(
+            stat(destination.path, &status) == 0 && status.st_mode & 0o777 == 0o666 & ~mask,
+            "\(String(status.st_mode & 0o777, radix: 8))"
+        )
+    }
 }

@@ -308,7 +308,7 @@ final class FileSink {
     }
 
     private func openFile() throws(DownloadError) {
-        descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (replacesFile ? O_TRUNC : 0), 0o644)
+        descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (replacesFile ? O_TRUNC : 0), FilePath.partialMode)
         guard descriptor >= 0 else {
             throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "open failed")
         }

@@ -114,6 +114,11 @@ struct FinishJob: Sendable {
     func finish(_ staged: Staged, synced: Bool, clock: inout SyncClock) -> Result<PlacedFile, DownloadError> {
         var descriptor = staged.descriptor
         if !synced { _ = clock.fdatasync(descriptor) }
+        // A partial is its owner's only (0600); the placed file gets the mode curl would give it.
+        var mode = stat()
+        if fstat(descriptor, &mode) == 0, mode.st_mode & 0o777 != FilePath.placedMode {
+            fchmod(descriptor, FilePath.placedMode)
+        }
         if case .nameless = staged.naming, expectedChecksum == nil, let placed = linkedIntoPlace(descriptor) {
             return placed
         }

@@ -58,7 +58,8 @@ struct PartialRemainder: @unchecked Sendable {
         defer { if let buffer { pool.give(buffer) } }
         let descriptor =
             self.descriptor >= 0
-            ? self.descriptor : open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (replacesFile ? O_TRUNC : 0), 0o644)
+            ? self.descriptor
+            : open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (replacesFile ? O_TRUNC : 0), FilePath.partialMode)
         guard descriptor >= 0 else {
             throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "open failed")
         }
@@ -110,7 +111,7 @@ struct PartialRemainder: @unchecked Sendable {
                 return (nameless, .nameless)
             }
             let staging = "\(path).whole"
-            let descriptor = open(staging, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            let descriptor = open(staging, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, FilePath.partialMode)
             guard descriptor >= 0 else {
                 throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: staging, detail: "open failed")
             }

@@ -72,6 +72,12 @@ final class Journal: @unchecked Sendable {
                 detail: "could not create the state directory"
             )
         }
+        // One that existed already, readable by others (made by an older Haul, or by hand), is made
+        // private too, when it is this user's.
+        var folder = stat()
+        if stat(directory, &folder) == 0, folder.st_uid == geteuid(), folder.st_mode & 0o077 != 0 {
+            chmod(directory, folder.st_mode & 0o700)
+        }
         ownership = try JournalOwnership(directory: directory, journalPath: path)
         if access(path, F_OK) != 0 { orphanPartials = Self.partialFiles(in: directory) }
         Self.makePrivate(path)

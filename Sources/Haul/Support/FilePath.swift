@@ -106,6 +106,19 @@ package enum FilePath {
         }
     }
 
+    /// The mode of a partial file: its owner's only, as the bodies of authenticated downloads are.
+    static let partialMode: mode_t = 0o600
+
+    /// The mode a finished file gets when it is placed: `0666` less the process's umask, as curl
+    /// and wget create files (read once from `/proc/self/status`: `umask(2)` cannot be read without
+    /// being set, which would race with other threads).
+    static let placedMode: mode_t = {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("Umask:") }
+        let mask = line.flatMap { mode_t($0.dropFirst("Umask:".count).trimmingWhitespace, radix: 8) } ?? 0o022
+        return 0o666 & ~mask
+    }()
+
     /// The length of the regular file at `path`, or `nil` when there is none.
     static func fileLength(_ path: String) -> Int64? {
         var status = stat()
