@@ -1,5 +1,4 @@
 import Glibc
-import Synchronization
 
 /// A destination that is not a regular file: a character device, a FIFO, a socket or an inherited
 /// descriptor (standard output). The body is written to it in order as it arrives: no partial file,

@@ -95,7 +95,7 @@ extension Scheduler {
 
     /// Slow downloads give their buffers back (see ``FileSink``), idle buffers and easy handles are
     /// freed a whole period after they were last needed, and requests that stalled are ended
-    /// (``Transfer/isStalled(now:after:)``).
+    /// (``Transfer/stalledRequests(now:after:)``).
     private func releaseIdleBuffers() {
         let now = DispatchTime.now().uptimeNanoseconds
         let stallTimeout = configuration.stallTimeout.nanoseconds

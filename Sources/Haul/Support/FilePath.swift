@@ -50,11 +50,10 @@ package enum FilePath {
     package static func linkTarget(of path: String) -> String? {
         var current = path
         for _ in 0..<40 {
-            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-            let count = readlink(current, &buffer, buffer.count - 1)
             // EINVAL: not a link; ENOENT: nothing there (a dangling link's target). Either is the end.
-            guard count > 0 else { return errno == EINVAL || errno == ENOENT ? canonicalFolder(of: current) : nil }
-            let target = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            guard let target = readLink(current) else {
+                return errno == EINVAL || errno == ENOENT ? canonicalFolder(of: current) : nil
+            }
             if target.hasPrefix("/") {
                 current = target
             } else {
@@ -74,14 +73,18 @@ package enum FilePath {
             for prefix in own where current.hasPrefix(prefix) {
                 if let number = Int32(current.dropFirst(prefix.count)) { return number }
             }
-            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-            let count = readlink(current, &buffer, buffer.count - 1)
-            guard count > 0 else { return nil }
-            let target = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            guard target.hasPrefix("/") else { return nil }
+            guard let target = readLink(current), target.hasPrefix("/") else { return nil }
             current = target
         }
         return nil
+    }
+
+    /// What the link at `path` holds (`readlink`), or `nil` with `errno` set.
+    private static func readLink(_ path: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink(path, &buffer, buffer.count - 1)
+        guard count > 0 else { return nil }
+        return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// `path` with its folder resolved by `realpath` (no `..`, no link in it: `a/link-to-dir/../b`

@@ -58,20 +58,8 @@ extension Transfer {
     /// The body is complete: `done` is called, on the loop thread, once every byte reached the
     /// reader (with how many were written), or with the error that stopped them.
     func finishStream(_ done: @escaping (Result<Int64, DownloadError>) -> Void) {
-        guard let stream else { return }
-        do {
-            if try stream.flushPending() {
-                closeStreamWatch()
-                done(.success(stream.delivered))
-                return
-            }
-        } catch {
-            closeStreamWatch()
-            done(.failure(attributed(error)))
-            return
-        }
         streamFinishing = done
-        watchStream()
+        readerCaughtUp()  // completes now when nothing is pending; else once the reader took it
     }
 
     /// Frees the watch (the request ended).
