@@ -49,9 +49,23 @@ public struct Checksum: Sendable, Hashable, CustomStringConvertible {
     /// `ALGORITHM:HEX`.
     public var description: String { "\(algorithm.rawValue):\(hex)" }
 
-    /// The digest of the file at `path`, in lowercase hexadecimal.
-    static func digest(ofFileAt path: String, algorithm: Algorithm) throws(DownloadError) -> String {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+    /// The digest of the file at `path`, in lowercase hexadecimal. `kept`: a file in a state
+    /// directory, opened as ``PrivateFile`` opens them; otherwise a user's file, which may be reached
+    /// through a link but must be a regular file (a FIFO would block the read).
+    static func digest(ofFileAt path: String, algorithm: Algorithm, kept: Bool = false) throws(DownloadError) -> String
+    {
+        let descriptor =
+            kept ? try PrivateFile.open(path, O_RDONLY) : open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+        var status = stat()
+        if descriptor >= 0, fstat(descriptor, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
+            close(descriptor)
+            throw DownloadError(
+                code: .unsupportedDestination,
+                url: nil,
+                path: path,
+                detail: "\(FilePath.kind(of: status.st_mode)), whose checksum cannot be read"
+            )
+        }
         guard descriptor >= 0 else {
             throw DownloadError(
                 code: .fileSystem,

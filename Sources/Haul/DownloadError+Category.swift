@@ -45,7 +45,7 @@ extension DownloadError {
             }
         case .checksumMismatch, .fileTooLarge:
             return .verification
-        case .fileSystem, .journal, .journalLocked:
+        case .fileSystem, .journal, .journalLocked, .unsafeFile:
             return .localFiles
         case .sizeMismatch, .rangeNotHonored, .unexpectedAnswer, .streamCannotRestart:
             return .transfer

@@ -38,6 +38,7 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
             case unexpectedAnswer
             case unsupportedDestination
             case streamCannotRestart
+            case unsafeFile
         }
         let base: Base
         fileprivate init(_ base: Base) { self.base = base }
@@ -98,6 +99,10 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         /// start over (the remote file changed, or the server ignored the range): bytes already
         /// written to a stream cannot be taken back, so it fails; nothing was spliced.
         public static let streamCannotRestart = Code(.streamCannotRestart)
+        /// What is where Haul keeps its state (the state directory, a partial file, the journal) is
+        /// not what Haul made there: a symbolic link, a FIFO, a device, another user's file or folder,
+        /// a file with a second name. Haul left it as it is and wrote nothing through it.
+        public static let unsafeFile = Code(.unsafeFile)
 
         /// The code's name, e.g. `httpStatus`.
         public var description: String { base.rawValue }
@@ -226,6 +231,11 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         case .unsupportedDestination:
             return "\(subject) failed: \(path.map { "'\($0)'" } ?? "the destination") is "
                 + "\(detail ?? "not a regular file"); nothing there was changed. Give another destination."
+        case .unsafeFile:
+            return "\(subject) failed: \(path.map { "'\($0)'" } ?? "a file in the state directory") is "
+                + "\(detail ?? "not a file Haul made"); Haul wrote nothing through it and left it as it is. "
+                + "Remove it (it is not Haul's) or choose another state directory "
+                + "(\(setting("stateDirectory", "--state"))), then try again."
         case .streamCannotRestart:
             return "\(subject) failed: \(detail ?? "it would have to start over"). Ask for the download again to get "
                 + "the whole file from its start."

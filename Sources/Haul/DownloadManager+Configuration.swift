@@ -1,5 +1,6 @@
 import CoreMetrics
 import FoundationEssentials
+import Glibc
 import Logging
 import Tracing
 
@@ -63,6 +64,12 @@ extension DownloadManager {
         /// When set, the manager opens this directory's journal at start (failing with
         /// `.journalLocked` if another process holds it) and restores every unfinished download in it:
         /// see ``resumesUnfinishedDownloads``.
+        ///
+        /// The directory is made private (0700) and must be this user's. A symbolic link named here
+        /// is followed once, when the manager starts (it is the caller's choice); a link found in
+        /// place of a default `.haul` folder, or of any file in a state directory, is never followed:
+        /// the download fails with ``DownloadError/Code-swift.struct/unsafeFile`` and nothing is
+        /// written through it.
         public var stateDirectory: URL?
         /// For a manager with a ``stateDirectory``: whether downloads that were running or queued when
         /// the last process stopped (shut down, crashed or killed) continue at once. Downloads the user
@@ -281,5 +288,14 @@ extension DownloadManager {
     /// - Returns: the state directory's path.
     public static func defaultStateDirectory(besideFolder folder: String) -> String {
         folder.hasSuffix("/") ? "\(folder).haul" : "\(folder)/.haul"
+    }
+
+    /// ``Configuration/stateDirectory`` as a standardised path, through the symbolic link it may
+    /// name (the caller's choice, followed once here; the journal never follows one).
+    static func configuredStateDirectory(_ configuration: Configuration) -> String? {
+        guard let path = configuration.stateDirectory?.standardizedFileURL.path else { return nil }
+        var status = stat()
+        guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFLNK else { return path }
+        return FilePath.linkTarget(of: path) ?? path
     }
 }

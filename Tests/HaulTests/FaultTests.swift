@@ -894,59 +894,64 @@ struct IntegrityTests {
         #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("big.bin").path))
     }
 
-    /// Makes the partial file of `url` → `destination` a symbolic link to `target` (a real device or
-    /// file that fails writes); returns the download's id.
-    func linkPartial(of url: URL, to destination: URL, in directory: URL, at target: String) throws -> DownloadID {
+    /// Makes the partial file of `url` → `destination` an empty file, in the state directory of
+    /// ``configuration(_:)``; returns its path.
+    func makePartial(of url: URL, to destination: URL, in directory: URL) throws -> String {
         let state = directory.appendingPathComponent("state")
         try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
-        let id = DownloadID(destination: destination)
-        try FileManager.default.createSymbolicLink(
-            atPath: state.appendingPathComponent("\(id).part").path,
-            withDestinationPath: target
-        )
-        return id
+        let path = state.appendingPathComponent("\(DownloadID(destination: destination)).part").path
+        FileManager.default.createFile(atPath: path, contents: nil)
+        return path
     }
 
     @Test("a full disk fails that download naming the path and the cause; the others go on")
     func fullDisk() async throws {
         try await withFaultServer { server, directory in
-            // The partial file is /dev/full: every write fails with ENOSPC, as on a full file system.
-            let full = directory.appendingPathComponent("full")
-            let id = try linkPartial(of: server.url("file/200000"), to: full, in: directory, at: "/dev/full")
-            try await withDownloadManager(configuration: configuration(directory)) { manager in
-                let failing = try manager.download(from: server.url("file/200000"), to: full)
-                let other = try manager.download(
-                    from: server.url("file/100000"),
-                    to: directory.appendingPathComponent("other")
-                )
-                await #expect { try await failing.finished() } throws: { error in
-                    guard let error = error as? DownloadError else { return false }
-                    return error.code == .fileSystem && error.errno == ENOSPC
-                        && error.path?.hasSuffix("\(id).part") == true
-                        && error.description.contains("No space left on device")
+            try await withSmallDisk(megabytes: 4) { disk in
+                // The disk has room for a journal, not for the file: its partial file cannot be
+                // reserved (ENOSPC), as on a full file system.
+                try fill(disk, leaving: 160 * 1024)
+                let full = disk.appendingPathComponent("full")
+                var configuration = configuration(directory)
+                configuration.stateDirectory = nil
+                try await withDownloadManager(configuration: configuration) { manager in
+                    let failing = try manager.download(from: server.url("file/400000"), to: full)
+                    let other = try manager.download(
+                        from: server.url("file/100000"),
+                        to: directory.appendingPathComponent("other")
+                    )
+                    await #expect { try await failing.finished() } throws: { error in
+                        guard let error = error as? DownloadError else { return false }
+                        return error.code == .fileSystem && error.errno == ENOSPC
+                            && error.path?.hasSuffix("\(failing.id).part") == true
+                            && error.description.contains("No space left on device")
+                    }
+                    #expect(try await other.finished() == directory.appendingPathComponent("other"))
                 }
-                #expect(try await other.finished() == directory.appendingPathComponent("other"))
+                #expect(
+                    try Data(contentsOf: directory.appendingPathComponent("other")) == FaultServer.body(size: 100_000)
+                )
+                #expect(!FileManager.default.fileExists(atPath: full.path))
             }
-            #expect(try Data(contentsOf: directory.appendingPathComponent("other")) == FaultServer.body(size: 100_000))
-            #expect(!FileManager.default.fileExists(atPath: full.path))
         }
     }
 
     @Test("a partial file that refuses writes (as on a read-only file system) fails that download clearly")
     func readOnlyPartial() async throws {
         try await withFaultServer { server, directory in
-            // /proc/version refuses writers, root included, as a read-only file system does. Larger
-            // than a buffer: written at the partial's path (a body that fits in its buffer is written
-            // whole into a new file, which replaces whatever is at that path).
+            // A read-only mount of the partial file refuses writers, root included. Larger than a
+            // buffer: written at the partial's path (a body that fits in its buffer is written whole
+            // into a new file, which replaces whatever is at that path).
             let destination = directory.appendingPathComponent("ro")
-            let id = try linkPartial(of: server.url("file/300000"), to: destination, in: directory, at: "/proc/version")
-            try await withDownloadManager(configuration: configuration(directory)) { manager in
-                let download = try manager.download(from: server.url("file/300000"), to: destination)
-                await #expect { try await download.finished() } throws: { error in
-                    guard let error = error as? DownloadError else { return false }
-                    return error.code == .fileSystem && error.errno != nil
-                        && error.path?.hasSuffix("\(id).part") == true
-                        && error.url == server.url("file/300000").absoluteString
+            let partial = try makePartial(of: server.url("file/300000"), to: destination, in: directory)
+            try await withReadOnlyFile(partial) {
+                try await withDownloadManager(configuration: configuration(directory)) { manager in
+                    let download = try manager.download(from: server.url("file/300000"), to: destination)
+                    await #expect { try await download.finished() } throws: { error in
+                        guard let error = error as? DownloadError else { return false }
+                        return error.code == .fileSystem && error.errno == EROFS && error.path == partial
+                            && error.url == server.url("file/300000").absoluteString
+                    }
                 }
             }
             #expect(!FileManager.default.fileExists(atPath: destination.path))

@@ -162,22 +162,22 @@ struct FileSinkTests {
     }
 
     @Test("a whole file that cannot be written fails with its errno and does not claim a partial file is kept")
-    func wholeFileToFullDisk() throws {
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let path = directory.appendingPathComponent("w.part").path
-        // The named route writes "w.part.whole" first: a link to /dev/full makes that write fail.
-        try FileManager.default.createSymbolicLink(atPath: "\(path).whole", withDestinationPath: "/dev/full")
-        let pool = BufferPool(bufferSize: 64 * 1024, idleLimit: 1)
-        let sink = try FileSink(path: path, pool: pool)
-        #expect(try append(bytes(40 * 1024, seed: 7), to: sink, at: 1) == false)  // fast: buffered
-        #expect { try sink.handOff().writeWhole(to: path, tryNameless: false) } throws: { error in
-            guard let error = error as? DownloadError else { return false }
-            return error.code == .fileSystem && error.errno == ENOSPC && error.path == path
-                && error.description.hasSuffix("Free space or fix permissions, then resume.")
+    func wholeFileToFullDisk() async throws {
+        try await withSmallDisk(megabytes: 1) { directory in
+            try fill(directory, leaving: 0)
+            let path = directory.appendingPathComponent("w.part").path
+            // The named route writes "w.part.whole" first, on a full disk.
+            let pool = BufferPool(bufferSize: 64 * 1024, idleLimit: 1)
+            let sink = try FileSink(path: path, pool: pool)
+            #expect(try append(bytes(40 * 1024, seed: 7), to: sink, at: 1) == false)  // fast: buffered
+            #expect { try sink.handOff().writeWhole(to: path, tryNameless: false) } throws: { error in
+                guard let error = error as? DownloadError else { return false }
+                return error.code == .fileSystem && error.errno == ENOSPC && error.path == path
+                    && error.description.hasSuffix("Free space or fix permissions, then resume.")
+            }
+            #expect(pool.inUseCount == 0)
+            #expect(!FileManager.default.fileExists(atPath: path))
         }
-        #expect(pool.inUseCount == 0)
-        #expect(!FileManager.default.fileExists(atPath: path))
     }
 
     @Test("a chunk larger than the buffer tops the buffer up, and its rest goes to the file uncopied")
@@ -716,16 +716,16 @@ struct FileSinkTests {
     }
 
     @Test("a buffer released to a full disk reports the write error and its path")
-    func releaseToFullDiskFails() throws {
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let path = directory.appendingPathComponent("d.part").path
-        try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: "/dev/full")
-        let sink = try FileSink(path: path, pool: BufferPool(bufferSize: 64 * 1024, idleLimit: 1))
-        #expect(try append(bytes(FileSink.largeChunk, seed: 5), to: sink, at: 0) == false)
-        #expect { try sink.releaseIfIdle(now: FileSink.idleAge) } throws: { error in
-            guard let error = error as? DownloadError else { return false }
-            return error.code == .fileSystem && error.errno == ENOSPC && error.path == path
+    func releaseToFullDiskFails() async throws {
+        try await withSmallDisk(megabytes: 1) { directory in
+            try fill(directory, leaving: 0)
+            let path = directory.appendingPathComponent("d.part").path
+            let sink = try FileSink(path: path, pool: BufferPool(bufferSize: 64 * 1024, idleLimit: 1))
+            #expect(try append(bytes(FileSink.largeChunk, seed: 5), to: sink, at: 0) == false)
+            #expect { try sink.releaseIfIdle(now: FileSink.idleAge) } throws: { error in
+                guard let error = error as? DownloadError else { return false }
+                return error.code == .fileSystem && error.errno == ENOSPC && error.path == path
+            }
         }
     }
 }

@@ -43,7 +43,7 @@ enum DiskJob: Sendable {
         for job in batch {
             switch job {
             case .checkpoint(let id, let directory, let path, _, let segments):
-                let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+                let descriptor = (try? PrivateFile.open(path, O_RDONLY)) ?? -1
                 guard descriptor >= 0 else {
                     steps.append(.done(.synced(id, directory: directory, bytes: -1, segments: segments)))
                     continue
@@ -102,7 +102,7 @@ enum DiskJob: Sendable {
     func perform(clock: inout SyncClock) -> DiskResult {
         switch self {
         case .checkpoint(let id, let directory, let path, let bytes, let segments):
-            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            let descriptor = (try? PrivateFile.open(path, O_RDONLY)) ?? -1
             var durable = false
             if descriptor >= 0 {
                 durable = clock.fdatasync(descriptor)

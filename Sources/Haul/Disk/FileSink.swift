@@ -80,7 +80,8 @@ final class FileSink {
             return
         }
         var status = stat()
-        if stat(path, &status) == 0 {
+        if lstat(path, &status) == 0 {
+            try PrivateFile.check(status, path: path)
             committedLength = Int64(status.st_size)
             pathMayHoldFile = true
         } else if errno == ENOENT {
@@ -207,7 +208,7 @@ final class FileSink {
         }
         try flush()
         let count = Int(max(0, committedLength - offset))
-        let file = open(path, O_RDONLY | O_CLOEXEC)
+        let file = try PrivateFile.open(path, O_RDONLY)
         guard file >= 0 else {
             throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "open failed")
         }
@@ -269,7 +270,14 @@ final class FileSink {
             return
         }
         buffered = 0
-        let status = descriptor >= 0 ? ftruncate(descriptor, 0) : Glibc.truncate(path, 0)
+        var status: Int32 = 0
+        if descriptor >= 0 {
+            status = ftruncate(descriptor, 0)
+        } else {
+            // Not `truncate(path)`, which follows a link put there.
+            let file = try PrivateFile.open(path, O_WRONLY | O_TRUNC)
+            if file >= 0 { Glibc.close(file) } else { status = -1 }
+        }
         guard status == 0 || (descriptor < 0 && errno == ENOENT) else {
             throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "ftruncate failed")
         }
@@ -308,7 +316,7 @@ final class FileSink {
     }
 
     private func openFile() throws(DownloadError) {
-        descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (replacesFile ? O_TRUNC : 0), FilePath.partialMode)
+        descriptor = try PrivateFile.open(path, O_WRONLY | O_CREAT | (replacesFile ? O_TRUNC : 0))
         guard descriptor >= 0 else {
             throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "open failed")
         }

@@ -82,7 +82,13 @@ struct FinishJob: Sendable {
                 return .ended(.failure(error))
             }
         } else {
-            descriptor = open(partialPath, O_RDONLY | O_CLOEXEC)
+            do throws(DownloadError) {
+                descriptor = try PrivateFile.open(partialPath, O_RDONLY)
+            } catch {
+                var error = error
+                error.url = url
+                return .ended(.failure(error))
+            }
             guard descriptor >= 0 else {
                 // No partial file: an earlier run moved it into place before it could record that,
                 // or someone deleted it (with the state directory) while it downloaded.
@@ -218,7 +224,7 @@ struct FinishJob: Sendable {
         }
         guard let expectedChecksum else { return nil }
         do throws(DownloadError) {
-            let actual = try Checksum.digest(ofFileAt: partialPath, algorithm: expectedChecksum.algorithm)
+            let actual = try Checksum.digest(ofFileAt: partialPath, algorithm: expectedChecksum.algorithm, kept: true)
             guard actual == expectedChecksum.hex else {
                 return DownloadError(
                     code: .checksumMismatch,
@@ -265,6 +271,11 @@ struct FinishJob: Sendable {
                 detail: "\(FilePath.kind(of: status.st_mode)) now, which a finished file never replaces"
             )
         }
+        // The partial file was opened and checked (``PrivateFile``); what has its name now must be a
+        // file still, not a link put there since, which a rename would place at the destination.
+        if lstat(source, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
+            throw PrivateFile.unsafe(source, "\(FilePath.kind(of: status.st_mode)), not the file Haul wrote")
+        }
         if rename(source, destination) == 0 { return true }
         var renameError = errno
         let directory = FilePath.directory(of: destination)
@@ -289,17 +300,16 @@ struct FinishJob: Sendable {
         let temporary =
             "\(directory.isEmpty ? "." : directory)/.\(FilePath.lastComponent(of: destination))."
             + "\(FilePath.lastComponent(of: source)).haul-tmp"
-        do {
+        unlink(temporary)
+        if let (code, path) = try copy(source, to: temporary) {
             unlink(temporary)
-            try FileManager.default.copyItem(atPath: source, toPath: temporary)
-        } catch {
-            unlink(temporary)
+            // The copy's own failure (a read-only folder, a full disk), not the rename's EXDEV.
             throw DownloadError(
                 code: .fileSystem,
                 url: nil,
-                errno: EXDEV,
-                path: destination,
-                detail: "copy across file systems failed"
+                errno: code,
+                path: path,
+                detail: "copying the finished file from the state directory, on another file system, failed"
             )
         }
         guard rename(temporary, destination) == 0 else {
@@ -315,5 +325,39 @@ struct FinishJob: Sendable {
         }
         unlink(source)
         return false
+    }
+
+    /// Copies the partial file at `source` to a new file at `target` (0600 until it is placed, with
+    /// the mode a placed file gets and the source's times), synced. `nil`, or the failing call's
+    /// `errno` and the path it was about.
+    private static func copy(_ source: String, to target: String) throws(DownloadError) -> (Int32, String)? {
+        let input = try PrivateFile.open(source, O_RDONLY)
+        guard input >= 0 else { return (errno, source) }
+        defer { close(input) }
+        let output = open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, FilePath.partialMode)
+        guard output >= 0 else { return (errno, target) }
+        defer { close(output) }
+        var status = stat()
+        guard fstat(input, &status) == 0 else { return (errno, source) }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
+        defer { buffer.deallocate() }
+        while true {
+            let read = Glibc.read(input, buffer.baseAddress, buffer.count)
+            if read < 0, errno == EINTR { continue }
+            if read < 0 { return (errno, source) }
+            if read == 0 { break }
+            var written = 0
+            while written < read {
+                let count = write(output, buffer.baseAddress! + written, read - written)
+                if count < 0, errno == EINTR { continue }
+                if count <= 0 { return (count < 0 ? errno : EIO, target) }
+                written += count
+            }
+        }
+        fchmod(output, FilePath.placedMode)
+        let times = [status.st_atim, status.st_mtim]
+        _ = futimens(output, times)
+        guard fsync(output) == 0 else { return (errno, target) }
+        return nil
     }
 }

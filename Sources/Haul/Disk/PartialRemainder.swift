@@ -59,7 +59,7 @@ struct PartialRemainder: @unchecked Sendable {
         let descriptor =
             self.descriptor >= 0
             ? self.descriptor
-            : open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (replacesFile ? O_TRUNC : 0), FilePath.partialMode)
+            : try PrivateFile.open(path, O_WRONLY | O_CREAT | (replacesFile ? O_TRUNC : 0))
         guard descriptor >= 0 else {
             throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "open failed")
         }
@@ -111,7 +111,7 @@ struct PartialRemainder: @unchecked Sendable {
                 return (nameless, .nameless)
             }
             let staging = "\(path).whole"
-            let descriptor = open(staging, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, FilePath.partialMode)
+            let descriptor = try PrivateFile.open(staging, O_WRONLY | O_CREAT | O_TRUNC)
             guard descriptor >= 0 else {
                 throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: staging, detail: "open failed")
             }

@@ -192,7 +192,11 @@ extension Journal {
             for (id, var record) in try records(where: Self.mayHavePartial) {
                 let path = partialPath(for: id)
                 var status = stat()
-                guard stat(path, &status) == 0 else { continue }
+                // Not a file of Haul's (a link, a FIFO planted there): left alone, and refused when
+                // the download opens it (``PrivateFile``).
+                guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_uid == geteuid(),
+                    status.st_nlink == 1
+                else { continue }
                 if let text = record.segments, let total = record.totalBytes {
                     // Over several connections: each segment keeps its synced bytes; the file's
                     // length says nothing (the next writes go where the map says).

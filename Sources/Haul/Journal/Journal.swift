@@ -63,7 +63,8 @@ final class Journal: @unchecked Sendable {
         self.batch = batch
         self.path = "\(directory)/\(Self.fileName)"
         // Private: the journal and the partial files are nobody else's to read.
-        if let error = FilePath.makeDirectories(directory, mode: 0o700) {
+        // (ENOTDIR: a link or a file is there, which the check below names.)
+        if let error = FilePath.makeDirectories(directory, mode: 0o700), error != ENOTDIR {
             throw DownloadError(
                 code: .fileSystem,
                 url: nil,
@@ -72,17 +73,13 @@ final class Journal: @unchecked Sendable {
                 detail: "could not create the state directory"
             )
         }
-        // One that existed already, readable by others (made by an older Haul, or by hand), is made
-        // private too, when it is this user's.
-        var folder = stat()
-        if stat(directory, &folder) == 0, folder.st_uid == geteuid(), folder.st_mode & 0o077 != 0 {
-            chmod(directory, folder.st_mode & 0o700)
-        }
+        try PrivateFile.checkFolder(directory)
         ownership = try JournalOwnership(directory: directory, journalPath: path)
         if access(path, F_OK) != 0 { orphanPartials = Self.partialFiles(in: directory) }
-        Self.makePrivate(path)
+        try Self.makePrivate(path)
         var database: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        // NOFOLLOW: the checks above found no link; none is followed if one appears meanwhile.
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
         let status = sqlite3_open_v2(path, &database, flags, nil)
         self.database = database
         guard status == SQLITE_OK else {
@@ -124,15 +121,17 @@ final class Journal: @unchecked Sendable {
     deinit { close() }
 
     /// Creates the database file readable and writable by its owner only, or makes an existing one
-    /// so (journals of earlier versions were 0644). SQLite gives its `-wal` and `-shm` files the
-    /// database's mode when it creates them.
-    static func makePrivate(_ path: String) {
-        let file = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard file >= 0 else { return }  // sqlite3_open_v2 says why, next
-        var status = stat()
-        if fstat(file, &status) == 0, status.st_mode & 0o077 != 0 { fchmod(file, status.st_mode & 0o700) }
-        Glibc.close(file)
-        for suffix in ["-wal", "-shm"] { chmod(path + suffix, 0o600) }
+    /// so (journals of earlier versions were 0644), with its `-wal` and `-shm` (SQLite gives them the
+    /// database's mode when it creates them). Each is opened as ``PrivateFile`` opens files: a link,
+    /// a FIFO or another user's file at any of the three names is refused, its target untouched.
+    static func makePrivate(_ path: String) throws(DownloadError) {
+        for (suffix, flags) in [("", O_RDWR | O_CREAT), ("-wal", O_RDWR), ("-shm", O_RDWR)] {
+            let file = try PrivateFile.open(path + suffix, flags)
+            guard file >= 0 else { continue }  // none yet; or sqlite3_open_v2 says why, next
+            var status = stat()
+            if fstat(file, &status) == 0, status.st_mode & 0o077 != 0 { fchmod(file, status.st_mode & 0o700) }
+            Glibc.close(file)
+        }
     }
 
     /// The `*.part` files of `directory` and their lengths.

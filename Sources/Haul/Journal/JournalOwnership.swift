@@ -13,7 +13,7 @@ struct JournalOwnership: ~Copyable {
     /// process or another) holds it.
     init(directory: String, journalPath: String) throws(DownloadError) {
         let path = "\(directory)/\(Self.fileName)"
-        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        let descriptor = try PrivateFile.open(path, O_RDWR | O_CREAT)
         guard descriptor >= 0 else {
             var error = DownloadError(
                 code: .fileSystem,

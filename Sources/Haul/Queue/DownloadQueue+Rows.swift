@@ -62,6 +62,19 @@ extension DownloadQueue {
         case complete(DownloadRecord)
     }
 
+    /// The state folder `path` is in, if it is in one: the configured state directory, or a folder
+    /// named `.haul` (the name of every default state directory) on its way.
+    static func stateFolder(holding path: String, configured: String?) -> String? {
+        if let configured,
+            path == configured || path.hasPrefix(configured.hasSuffix("/") ? configured : configured + "/")
+        {
+            return configured
+        }
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard let index = parts.firstIndex(where: { $0 == ConfinedPath.stateFolderName }) else { return nil }
+        return parts[...index].joined(separator: "/")
+    }
+
     func prepare(_ request: DownloadRequest) throws(DownloadError) -> PreparedRequest {
         let url = try Self.validate(request.url)
         try DownloadHeader.check(request.headers, url: url.redactedString)
@@ -151,6 +164,16 @@ extension DownloadQueue {
         } else {
             let folder = request.takesFileNameFromServer ? destination : FilePath.directory(of: destination)
             stateDirectory = DownloadManager.defaultStateDirectory(besideFolder: folder)
+        }
+        if stream == nil, let state = Self.stateFolder(holding: destination, configured: configuredStateDirectory) {
+            // The journal and the partial files are Haul's: a body written over one of them (an
+            // input line's out=.haul/journal.sqlite) would take the place of the state itself.
+            throw DownloadError(
+                code: .unsupportedDestination,
+                url: url.redactedString,
+                path: destination,
+                detail: "inside the state directory '\(state)', where Haul keeps its journal and partial files"
+            )
         }
         return PreparedRequest(
             url: url,

@@ -21,7 +21,7 @@ extension DownloadQueue {
         }
         guard !prepared.isEmpty else { return [:] }
         let lockPath = "\(source)/\(Self.takeOverLockName)"
-        let lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        let lock = try PrivateFile.open(lockPath, O_RDWR | O_CREAT)
         guard lock >= 0 else {
             throw DownloadError(
                 code: .fileSystem,
@@ -95,7 +95,12 @@ extension DownloadQueue {
             return record.totalBytes ?? 0
         }
         let target = journal.partialPath(for: id)
-        guard rename(other.partialPath(for: id), target) == 0 else { return nil }
+        let source = other.partialPath(for: id)
+        // Only a partial file the gone manager wrote moves: a link or a FIFO there stays.
+        let partial = try PrivateFile.open(source, O_RDONLY)
+        guard partial >= 0 else { return nil }
+        Glibc.close(partial)
+        guard rename(source, target) == 0 else { return nil }
         // Interrupted (opening `other` marked it so, had it run) or paused: asking for it continues it.
         try journal.save(record, for: id)
         // Over several connections, the map says which bytes are there; else the file's length.

@@ -21,7 +21,7 @@ final class DownloadQueue: Sendable {
     init(configuration: DownloadManager.Configuration, catalog: Catalog, inbox: CommandInbox<SchedulerCommand>) {
         self.catalog = catalog
         self.inbox = inbox
-        self.configuredStateDirectory = configuration.stateDirectory?.standardizedFileURL.path
+        self.configuredStateDirectory = DownloadManager.configuredStateDirectory(configuration)
         self.revalidatesCompletedFiles = configuration.revalidatesCompletedFiles
         let temporary = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
         self.streamStateDirectory =

@@ -81,7 +81,8 @@ extension Scheduler {
         try? transfer.sink?.close()
         transfer.sink = nil
         let bytes = transfer.bytesOnDisk
-        if bytes == 0 {
+        // What was refused at the partial's name (a link, a FIFO) is left there, and so is the row.
+        if bytes == 0, error.code != .unsafeFile {
             // Nothing worth resuming (a 404, a refused connection): leave no trace, and say none.
             transfer.store.remove(transfer.id)
             error.nothingKept = true

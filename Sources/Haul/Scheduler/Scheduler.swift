@@ -57,7 +57,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         catalog: Catalog
     ) {
         self.configuration = configuration
-        self.keptDirectory = configuration.stateDirectory?.standardizedFileURL.path
+        self.keptDirectory = DownloadManager.configuredStateDirectory(configuration)
         self.reactor = reactor
         self.inbox = inbox
         self.disk = DiskLanes(report: { [inbox] results in inbox.report(results) })

@@ -1,0 +1,194 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import Haul
+
+/// Issue 39, items 2 and 3: what others put in a state folder. A link, a FIFO, a device or a second
+/// name in place of a partial file, the journal's `-wal`, or the `.haul` folder itself is refused
+/// with `unsafeFile` and left as it is: nothing is written through it, nothing hangs. A destination
+/// inside a state folder is refused before anything is sent.
+@Suite("What others put in a state folder", .timeLimit(.minutes(1)))
+struct StateFolderTests {
+    func configuration(_ directory: URL) -> DownloadManager.Configuration {
+        var configuration = DownloadManager.Configuration()
+        configuration.stateDirectory = directory.appendingPathComponent("state")
+        configuration.retryLimit = 0
+        configuration.connectionRetryLimit = 0
+        return configuration
+    }
+
+    func lstatMode(_ path: String) -> mode_t? {
+        var status = stat()
+        return lstat(path, &status) == 0 ? status.st_mode & S_IFMT : nil
+    }
+
+    enum Planted: String, CaseIterable, CustomTestStringConvertible {
+        case linkToVictim, fifo, linkToDevZero, hardLinkToVictim, otherUsersFile
+        var testDescription: String { rawValue }
+    }
+
+    @Test(
+        "a link, a FIFO, /dev/zero, a hard link or another user's file in place of a partial is refused, left alone, never written through",
+        arguments: Planted.allCases
+    )
+    func plantedPartial(_ planted: Planted) async throws {
+        try await withFaultServer { server, directory in
+            let destination = directory.appendingPathComponent("d.bin")
+            let victim = directory.appendingPathComponent("victim")
+            let victimBytes = Data("someone else's file, 0644".utf8)
+            try victimBytes.write(to: victim)
+            chmod(victim.path, 0o644)
+            let url = server.url("drop/50000/400000")
+            // A first run keeps 50,000 bytes in the partial file, and its row.
+            try await withDownloadManager(configuration: configuration(directory)) { manager in
+                await #expect(throws: DownloadError.self) {
+                    try await manager.download(from: url, to: destination).finished()
+                }
+            }
+            let partial = directory.appendingPathComponent("state/\(DownloadID(destination: destination)).part").path
+            #expect(FilePath.fileLength(partial) == 50_000)
+            unlink(partial)
+            switch planted {
+            case .linkToVictim: #expect(symlink(victim.path, partial) == 0)
+            case .fifo: #expect(mkfifo(partial, 0o600) == 0)
+            case .linkToDevZero: #expect(symlink("/dev/zero", partial) == 0)
+            case .hardLinkToVictim: #expect(link(victim.path, partial) == 0)
+            case .otherUsersFile:
+                FileManager.default.createFile(atPath: partial, contents: Data(count: 50_000))
+                #expect(chown(partial, 65534, 65534) == 0)
+            }
+            let before = lstatMode(partial)
+            try await withDownloadManager(configuration: configuration(directory)) { manager in
+                await #expect {
+                    try await manager.download(from: server.url("file/400000"), to: destination).finished()
+                } throws: { error in
+                    guard let error = error as? DownloadError else { return false }
+                    return error.code == .unsafeFile && error.path == partial
+                        && error.description.contains("Haul wrote nothing through it")
+                }
+            }
+            #expect(try Data(contentsOf: victim) == victimBytes)
+            var status = stat()
+            #expect(stat(victim.path, &status) == 0 && status.st_mode & 0o777 == 0o644)
+            #expect(lstatMode(partial) == before)
+            #expect(lstatMode(destination.path) == nil)
+        }
+    }
+
+    @Test("a .haul that is a link, or another user's folder, is refused before anything is written in it")
+    func plantedStateFolder() async throws {
+        try await withFaultServer { server, directory in
+            let elsewhere = directory.appendingPathComponent("elsewhere")
+            try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
+            let files = directory.appendingPathComponent("files")
+            try FileManager.default.createDirectory(at: files, withIntermediateDirectories: true)
+            #expect(symlink(elsewhere.path, files.appendingPathComponent(".haul").path) == 0)
+            try await withDownloadManager(configuration: DownloadManager.Configuration()) { manager in
+                // The journal cannot be opened: the handle fails, as for any failure to open one.
+                let download = try manager.download(
+                    from: server.url("file/1000"),
+                    to: files.appendingPathComponent("a")
+                )
+                await #expect { try await download.finished() } throws: { error in
+                    guard let error = error as? DownloadError else { return false }
+                    return error.code == .unsafeFile && error.path == files.appendingPathComponent(".haul").path
+                        && error.description.contains("a symbolic link, not a folder")
+                }
+            }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path).isEmpty)
+            // Another user's folder: that user could plant anything in it.
+            let shared = directory.appendingPathComponent("shared")
+            try FileManager.default.createDirectory(
+                at: shared.appendingPathComponent(".haul"),
+                withIntermediateDirectories: true
+            )
+            #expect(chown(shared.appendingPathComponent(".haul").path, 65534, 65534) == 0)
+            try await withDownloadManager(configuration: DownloadManager.Configuration()) { manager in
+                let download = try manager.download(
+                    from: server.url("file/1000"),
+                    to: shared.appendingPathComponent("a")
+                )
+                await #expect { try await download.finished() } throws: { error in
+                    (error as? DownloadError)?.code == .unsafeFile
+                }
+            }
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: shared.appendingPathComponent(".haul").path).isEmpty
+            )
+            // A link the caller names as the state directory is the caller's choice: followed.
+            let linked = directory.appendingPathComponent("linked-state")
+            #expect(symlink(elsewhere.path, linked.path) == 0)
+            var configuration = DownloadManager.Configuration()
+            configuration.stateDirectory = linked
+            try await withDownloadManager(configuration: configuration) { manager in
+                _ = try await manager.download(from: server.url("file/1000"), to: files.appendingPathComponent("b"))
+                    .finished()
+            }
+            #expect(FileManager.default.fileExists(atPath: elsewhere.appendingPathComponent("journal.sqlite").path))
+        }
+    }
+
+    @Test("links at journal.sqlite-wal and -shm are refused: their targets keep their modes and bytes")
+    func plantedJournalFiles() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let state = directory.appendingPathComponent("state")
+        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+        for suffix in ["-wal", "-shm"] {
+            let victim = directory.appendingPathComponent("victim\(suffix)")
+            try Data("keep".utf8).write(to: victim)
+            chmod(victim.path, 0o644)
+            let planted = state.appendingPathComponent("journal.sqlite\(suffix)").path
+            #expect(symlink(victim.path, planted) == 0)
+            var configuration = DownloadManager.Configuration()
+            configuration.stateDirectory = state
+            #expect { _ = try DownloadManager(configuration: configuration) } throws: { error in
+                guard let error = error as? DownloadError else { return false }
+                return error.code == .unsafeFile && error.path == planted
+            }
+            var status = stat()
+            #expect(stat(victim.path, &status) == 0 && status.st_mode & 0o777 == 0o644)
+            #expect(try Data(contentsOf: victim) == Data("keep".utf8))
+            unlink(planted)
+        }
+    }
+
+    @Test(
+        "a destination inside a state folder (.haul/journal.sqlite, the configured one) is refused; the journal stays whole"
+    )
+    func destinationInStateFolder() async throws {
+        try await withFaultServer { server, directory in
+            try await withDownloadManager(configuration: DownloadManager.Configuration()) { manager in
+                let first = directory.appendingPathComponent("first")
+                _ = try await manager.download(from: server.url("file/1000"), to: first).finished()
+                for path in [".haul/journal.sqlite", ".haul/sub/x", "a/.haul/b"] {
+                    #expect {
+                        _ = try manager.download(
+                            from: server.url("file/1000"),
+                            to: directory.appendingPathComponent(path)
+                        )
+                    } throws: { error in
+                        guard let error = error as? DownloadError else { return false }
+                        return error.code == .unsupportedDestination
+                            && error.description.contains("inside the state directory")
+                    }
+                }
+            }
+            let entries = try DownloadManager.journalEntries(stateDirectory: directory.appendingPathComponent(".haul"))
+            #expect(entries.map(\.state) == [.completed])
+            var configuration = DownloadManager.Configuration()
+            configuration.stateDirectory = directory.appendingPathComponent("state")
+            try await withDownloadManager(configuration: configuration) { manager in
+                #expect {
+                    _ = try manager.download(
+                        from: server.url("file/1000"),
+                        to: directory.appendingPathComponent("state/journal.sqlite")
+                    )
+                } throws: { error in
+                    (error as? DownloadError)?.code == .unsupportedDestination
+                }
+            }
+        }
+    }
+}
