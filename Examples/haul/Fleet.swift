@@ -46,9 +46,10 @@ extension HaulCommand {
     /// given) is a folder inside it; out= names a file inside that.
     private func enqueue(into queue: FleetQueue) async -> Int32 {
         do {
-            if let output, output.hasPrefix("/") {
+            if let output, let refusal = ConfinedPath.refusal(output) {
                 throw CLIError(
-                    "with --queue, -o names a folder inside each worker's output folder (haul worker -o): give a relative one"
+                    "with --queue, -o names a folder inside each worker's output folder (haul worker -o); "
+                        + "'\(output)' \(refusal)"
                 )
             }
             let source = try entrySource()

@@ -179,11 +179,14 @@ struct InputFile: Equatable {
         switch name {
         case "out":
             let parts = value.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
-            guard !value.isEmpty, value.utf8.first != UInt8(ascii: "/"),
-                !parts.contains(where: { $0.isEmpty || $0.elementsEqual(".".utf8) || $0.elementsEqual("..".utf8) })
-            else {
+            let refusal =
+                ConfinedPath.refusal(value)
+                ?? (parts.contains(where: { $0.isEmpty || $0.elementsEqual(".".utf8) })
+                    ? "has an empty or '.' part" : nil)
+            if let refusal {
                 throw CLIError(
-                    "the input file's out= on line \(line) must be a path inside the output folder (no '..', not absolute)"
+                    "the input file's out= on line \(line) must be a path inside the output folder (no '..', not "
+                        + "absolute, not in .haul): '\(value)' \(refusal)"
                 )
             }
             entry.out = value

@@ -27,6 +27,11 @@ public struct FleetLease: Sendable, Hashable {
     public let url: URL
     /// The file to write.
     public let destination: URL
+    /// Why this worker must not write ``destination``, or `nil`: the row's path is absolute, climbs
+    /// out of the output folder (`..`), is in a state folder, or leads out through a symbolic link.
+    /// ``FleetWorker`` fails such a lease with this reason instead of running it; a caller that
+    /// claims rows itself should do the same.
+    public let refusal: String?
     /// `host:port`, what the fleet-wide per-host limit counts.
     public let host: String
     /// Higher runs first.
@@ -52,6 +57,7 @@ public struct FleetLease: Sendable, Hashable {
             let attempts = row[7].flatMap({ Int($0) })
         else { return nil }
         (id, url, destination, host, priority) = (head.id, head.url, head.destination, head.host, head.priority)
+        refusal = FleetSchema.refusal(head.path, in: outputFolder)
         self.sequence = sequence
         self.version = version
         self.attempts = attempts

@@ -91,17 +91,20 @@ public final class FleetQueue: @unchecked Sendable {
     /// Adds downloads to the queue; a download whose id is queued already (the same destination) is
     /// left as it is. Returns how many were added.
     ///
-    /// With `folder`, each destination must lie inside it and is stored by its path relative to it:
-    /// each worker puts the file under its own ``Configuration/outputFolder`` (as `haul worker -o`).
-    /// Such a row's id is that of its relative path taken from `/`, the same whoever queues it.
+    /// Each destination must lie inside `folder` (by default this queue's
+    /// ``Configuration/outputFolder``) and is stored by its path relative to it: each worker puts the
+    /// file under its own ``Configuration/outputFolder`` (as `haul worker -o`). With `folder`, a row's
+    /// id is that of its relative path taken from `/`, the same whoever queues it; without, the
+    /// request's ``DownloadRequest/id``. A path that would leave the
+    /// folder or land in a state folder (`.haul`) is refused here, and again by each worker that
+    /// claims it (``FleetLease/refusal``): rows can be written by anyone with access to the table.
     ///
     /// A fleet's queue holds no secrets: a request with a user name or password in its URL, or with
     /// headers, is refused (give credentials to the workers' managers instead).
     @discardableResult
     public func enqueue(_ requests: [DownloadRequest], relativeTo folder: URL? = nil) async throws(FleetError) -> Int {
-        let base = folder.map {
-            $0.standardizedFileURL.path.hasSuffix("/") ? $0.standardizedFileURL.path : $0.standardizedFileURL.path + "/"
-        }
+        let root = (folder ?? configuration.outputFolder).standardizedFileURL.path
+        let base = root.hasSuffix("/") ? root : root + "/"
         var rows: [[String?]] = []
         for request in requests {
             guard !request.url.hasCredentials, request.headers.isEmpty else {
@@ -131,14 +134,16 @@ public final class FleetQueue: @unchecked Sendable {
                 throw FleetError(.invalidArgument, target: target, detail: "\(request.url.redactedString) has no host")
             }
             var path = request.destination.standardizedFileURL.path
-            var id = request.id
-            if let base {
-                guard path.hasPrefix(base), path.count > base.count else {
-                    throw FleetError(.invalidArgument, target: target, detail: "\(path) is not inside \(base)")
-                }
-                path.removeFirst(base.count)
-                id = DownloadID(destination: URL(fileURLWithPath: "/" + path))
+            guard path.hasPrefix(base), path.count > base.count else {
+                throw FleetError(.invalidArgument, target: target, detail: "\(path) is not inside \(base)")
             }
+            path.removeFirst(base.count)
+            if let refusal = ConfinedPath.refusal(path) {
+                throw FleetError(.invalidArgument, target: target, detail: "the destination \(path) \(refusal)")
+            }
+            // Queued by a folder named here: the relative path's id, whoever queues it; else the
+            // request's own, as its caller knows it.
+            let id = folder == nil ? request.id : DownloadID(destination: URL(fileURLWithPath: "/" + path))
             rows.append([id.rawValue, request.url.absoluteString, path, request.url.hostKey, String(request.priority)])
         }
         guard !rows.isEmpty else { return 0 }

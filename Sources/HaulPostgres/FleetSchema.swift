@@ -164,11 +164,22 @@ enum FleetSchema {
         [array(leases.map { $0.id.rawValue }), array(leases.map { String($0.version) })]
     }
 
-    /// A row's destination: an absolute path as it is, a relative one under `folder`.
+    /// A row's destination: its path under `folder` (a row that ``refusal(_:in:)`` refuses is never
+    /// written, wherever this says).
     static func destination(_ path: String, in folder: URL) -> URL {
-        path.hasPrefix("/")
-            ? URL(fileURLWithPath: path, isDirectory: false)
-            : URL(fileURLWithPath: path, isDirectory: false, relativeTo: folder).standardizedFileURL
+        URL(fileURLWithPath: path, isDirectory: false, relativeTo: folder).standardizedFileURL
+    }
+
+    /// Why a row's destination may not be written under `folder`, or `nil`: it must be a relative
+    /// path inside it (no `..`, not absolute, not in a state folder) that no link existing now leads
+    /// out of. Rows can be written by anyone with access to the table; a worker often runs with more
+    /// rights than they have.
+    static func refusal(_ path: String, in folder: URL) -> String? {
+        if let refusal = ConfinedPath.refusal(path) { return "its destination '\(path)' \(refusal)" }
+        if let escape = ConfinedPath.escape(path, in: folder.standardizedFileURL.path) {
+            return "its destination '\(path)' \(escape)"
+        }
+        return nil
     }
 
     /// A PostgreSQL array literal of `values` (each quoted; `nil` is NULL), for a `$n::text[]` parameter.

@@ -224,21 +224,37 @@ public final class FleetWorker: Sendable {
         let room = concurrency - held.leases.count
         let claimed = try await persisting("claim") { try await queue.claim(upTo: room) }
         guard !claimed.isEmpty else { return }
-        takeOverBytes(of: claimed)
-        var requests: [DownloadRequest] = []
+        // A row aimed outside the output folder (written by anyone who can write the table): failed
+        // for the fleet with the reason, never run.
+        var refused: [(FleetLease, Ending)] = []
+        var leases: [FleetLease] = []
         for lease in claimed {
+            if let refusal = lease.refusal {
+                logger.warning(
+                    "refused a queued download",
+                    metadata: ["haul.fleet.id": "\(lease.id)", "reason": "\(refusal)"]
+                )
+                refused.append((lease, .failed(reason: "refused: \(refusal)")))
+            } else {
+                leases.append(lease)
+            }
+        }
+        takeOverBytes(of: leases)
+        var requests: [DownloadRequest] = []
+        for lease in leases {
             held.leases[lease.requestID] = lease
             requests.append(lease.request)
         }
         let summary = try manager.enqueue(requests)
         // Refused here (a destination that is a folder): failed for the fleet, with the reason.
-        var refused: [(FleetLease, Ending)] = []
         for rejection in summary.rejected {
-            if let lease = held.leases.removeValue(forKey: claimed[rejection.index].requestID) {
+            if let lease = held.leases.removeValue(forKey: leases[rejection.index].requestID) {
                 refused.append((lease, .failed(reason: "\(rejection.error)")))
             }
         }
         if !refused.isEmpty { try await record(refused, requested: [:]) }
+        // Every row claimed was refused: the room is still there for the next ones.
+        if refused.count == claimed.count { try await claim(into: &held) }
     }
 
     /// Moves into this worker's state directory what the previous workers of `leases` left in

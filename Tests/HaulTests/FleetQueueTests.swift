@@ -25,6 +25,7 @@ struct FleetQueueTests {
     func queue(_ database: String, worker: String, perHost: Int? = nil) async throws -> FleetQueue {
         var configuration = FleetQueue.Configuration(connectionString: database, worker: worker)
         configuration.maxConcurrentDownloadsPerHost = perHost
+        configuration.outputFolder = URL(fileURLWithPath: "/srv/out", isDirectory: true)
         return try await FleetQueue(configuration: configuration)
     }
 

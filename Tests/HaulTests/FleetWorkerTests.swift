@@ -8,6 +8,12 @@ import Testing
 /// downloading from a real nginx.
 @Suite("Fleet workers (PostgreSQL, nginx)")
 struct FleetWorkerTests {
+    func queueConfiguration(_ database: String, _ name: String, _ folder: URL) -> FleetQueue.Configuration {
+        var configuration = FleetQueue.Configuration(connectionString: database, worker: name)
+        configuration.outputFolder = folder
+        return configuration
+    }
+
     func worker(
         _ database: String,
         name: String,
@@ -17,6 +23,8 @@ struct FleetWorkerTests {
     ) async throws -> FleetWorker {
         var queueConfiguration = FleetQueue.Configuration(connectionString: database, worker: name)
         queueConfiguration.leaseDuration = lease
+        // Each test's rows are under its folder, beside the state directory.
+        queueConfiguration.outputFolder = state.deletingLastPathComponent()
         let queue = try await FleetQueue(configuration: queueConfiguration)
         var configuration = DownloadManager.Configuration.forTests()
         configuration.stateDirectory = state
@@ -124,7 +132,7 @@ struct FleetWorkerTests {
             )
         }
         // A worker that claims four rows and then does nothing (killed, hung), and whose leases run out.
-        let dead = try await FleetQueue(configuration: .init(connectionString: database, worker: "dead"))
+        let dead = try await FleetQueue(configuration: queueConfiguration(database, "dead", directory))
         try await dead.enqueue(requests)
         let abandoned = try await dead.claim(upTo: 4)
         #expect(abandoned.count == 4)
@@ -205,7 +213,7 @@ struct FleetWorkerTests {
                 priority: 3 - index
             )
         }
-        let control = try await FleetQueue(configuration: .init(connectionString: database, worker: "control"))
+        let control = try await FleetQueue(configuration: queueConfiguration(database, "control", directory))
         try await control.enqueue(requests)
         // Queued: paused, resumed and cancelled at once.
         #expect(try await control.pause(requests[2].id))
@@ -257,5 +265,65 @@ struct FleetWorkerTests {
         let connection = try PostgresConnection(database)
         try connection.query("LISTEN haul_downloads")
         return connection
+    }
+
+    @Test(
+        "rows aimed outside the output folder (.., absolute, .haul, a link out) are refused when queued and failed by the worker, nothing written"
+    )
+    func hostileRows() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let database = try await TestPostgres.database()
+        let source = try server.makeFile("h.bin", size: 20_000, seed: 4)
+        let output = directory.appendingPathComponent("out")
+        let victim = directory.appendingPathComponent("victim")
+        try FileManager.default.createDirectory(at: victim, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
+        try Data("victim's".utf8).write(to: victim.appendingPathComponent("x"))
+        // A link inside the output folder that leads out of it.
+        try FileManager.default.createSymbolicLink(
+            atPath: output.appendingPathComponent("way-out").path,
+            withDestinationPath: victim.path
+        )
+        let worker = try await worker(database, name: "w", state: output.appendingPathComponent("state"))
+        // Through the API: a destination in a state folder is refused at once.
+        let intoState = DownloadRequest(
+            url: server.url("h.bin"),
+            destination: output.appendingPathComponent(".haul/journal.sqlite")
+        )
+        let refused = await #expect(throws: FleetError.self) {
+            try await worker.queue.enqueue([intoState], relativeTo: output)
+        }
+        #expect("\(refused.map { "\($0)" } ?? "")".contains("state folder"))
+        // Written into the table by anyone who can: the worker refuses each of these.
+        let hostile = [
+            victim.appendingPathComponent("x").path, "sub/../../victim/x", "../victim/x",
+            ".haul/journal.sqlite", "way-out/x", "a/.haul/b",
+        ]
+        for (index, path) in hostile.enumerated() {
+            try PostgresConnection(database).query(
+                "INSERT INTO haul_downloads (id, url, destination, host, priority) VALUES ($1, $2, $3, $4, 0)",
+                ["hostile\(index)", server.url("h.bin?n=\(index)").absoluteString, path, server.url("h.bin").hostKey]
+            )
+        }
+        let fine = DownloadRequest(url: server.url("h.bin"), destination: output.appendingPathComponent("fine.bin"))
+        #expect(try await worker.queue.enqueue([fine], relativeTo: output) == 1)
+        try await worker.run(untilEmpty: true)
+        let counts = try await worker.queue.counts()
+        #expect(counts == [.completed: 1, .failed: hostile.count], "\(counts)")
+        for index in hostile.indices {
+            let entry = try #require(try await worker.queue.entry(DownloadID(rawValue: "hostile\(index)")))
+            #expect(
+                entry.state == .failed && entry.lastError?.hasPrefix("refused: its destination") == true,
+                "\(entry.path): \(entry.state) \(entry.lastError ?? "")"
+            )
+        }
+        #expect(try String(contentsOf: victim.appendingPathComponent("x"), encoding: .utf8) == "victim's")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: victim.path) == ["x"])
+        #expect(try Data(contentsOf: output.appendingPathComponent("fine.bin")) == source)
+        // The worker's own journal is whole: it lists what it did.
+        let entries = try DownloadManager.journalEntries(stateDirectory: output.appendingPathComponent("state"))
+        #expect(entries.map(\.state) == [.completed])
+        await worker.manager.shutdown()
     }
 }
