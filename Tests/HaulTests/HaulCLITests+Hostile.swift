@@ -1,0 +1,44 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import Haul
+
+/// Issue 39 through the binary: names written by others (an input file, a list queued for a
+/// fleet) stay inside the output folder.
+extension HaulCLITests {
+    @Test("out=.haul/journal.sqlite and out=../x are refused; haul --queue -o ../.. too; the journal stays whole")
+    func namesStayInside() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let source = try server.makeFile("n.bin", size: 20_000, seed: 39)
+        let output = work.appendingPathComponent("out")
+        // A first run leaves a journal.
+        let first = try await haul(["-o", output.path + "/", server.url("n.bin").absoluteString], in: work)
+        #expect(first.status == 0, "\(first.stderr)")
+        let journal = output.appendingPathComponent(".haul/journal.sqlite")
+        let before = try Data(contentsOf: journal)
+        for out in [".haul/journal.sqlite", "sub/.haul/x", "../x", "/tmp/x"] {
+            let list = work.appendingPathComponent("list.txt")
+            try "\(server.url("n.bin?2"))\n  out=\(out)\n".write(to: list, atomically: true, encoding: .utf8)
+            let run = try await haul(["-i", list.path, "-o", output.path], in: work)
+            #expect(run.status == 64, "\(out): \(run.status) \(run.stderr)")
+            #expect(run.stderr.contains("out= on line 2 must be a path inside the output folder"), "\(run.stderr)")
+        }
+        #expect(try Data(contentsOf: journal) == before)
+        #expect(try DownloadManager.journalEntries(stateDirectory: output.appendingPathComponent(".haul")).count == 1)
+        #expect(try Data(contentsOf: output.appendingPathComponent("n.bin")) == source)
+        // -o naming a file in the state folder, by the user: refused too, nothing sent.
+        let named = try await haul(["-o", journal.path, server.url("n.bin?3").absoluteString], in: work)
+        #expect(named.status == 64 && named.stderr.contains("inside the state directory"), "\(named.stderr)")
+        // (Opened by that run, the journal may have been checkpointed: its rows are what is compared.)
+        let entries = try DownloadManager.journalEntries(stateDirectory: output.appendingPathComponent(".haul"))
+        #expect(entries.map(\.state) == [.completed])
+        // A list queued for a fleet: -o is a folder inside each worker's, never above it.
+        let database = try await TestPostgres.database()
+        for output in ["../../escape", "a/../../b", ".haul", "/abs"] {
+            let run = try await haul(["--queue", database, "-o", output, server.url("n.bin").absoluteString], in: work)
+            #expect(run.status == 1 && run.stderr.contains("names a folder inside each worker's output folder"), "\(run.stderr)")
+        }
+    }
+}
