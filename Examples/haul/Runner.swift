@@ -177,12 +177,15 @@ struct Runner {
                     let item = namer.item(url: entry.urls[0], given: entry.out, isOccupied: isOccupied)
                     let folder = entry.out == nil ? namesFolder : nil
                     do {
-                        let request = try Self.request(
+                        var request = try Self.request(
                             for: item,
                             entry,
                             into: folder,
                             workingDirectory: workingDirectory
                         )
+                        // A name haul chose (from the URL, out=) never replaces a file someone
+                        // made there during the download; the file -o names is the user's to replace.
+                        request.replacesExistingFile = namer.file != nil
                         // Before its row is written: no event for it can come earlier. Its events
                         // show its destination, but for a name the server gives.
                         let shownDestination = folder == nil ? nil : item.destination

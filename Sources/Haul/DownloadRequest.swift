@@ -28,6 +28,15 @@ public struct DownloadRequest: Sendable, Hashable {
     public var destination: URL {
         didSet { identify(destinationPath: FilePath.standardized(destination)) }
     }
+    /// Whether the finished file replaces a file at ``destination`` (`true`, the default: the caller
+    /// named the file, as `curl -o` does). `false` where the name was chosen for the caller (from
+    /// the URL, an input file, a template): a file that is at the destination when the download is
+    /// placed, made there by someone else meanwhile, is kept, and the download goes to `name.1`,
+    /// `name.2`… instead (``Download/destination`` tells where), placed without a moment when either
+    /// could be lost (`renameat2` with `RENAME_NOREPLACE`). The file Haul placed there itself for this
+    /// download is replaced all the same. Recorded in the journal. A download that takes its name
+    /// from the server (``takesFileNameFromServer``) always keeps what it did not place.
+    public var replacesExistingFile = true
     /// Higher priorities are admitted first; first in, first out within one priority.
     public var priority: Int
     /// The whole file's expected digest, checked before it is moved into place: a mismatch fails

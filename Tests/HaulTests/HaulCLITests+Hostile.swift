@@ -38,7 +38,36 @@ extension HaulCLITests {
         let database = try await TestPostgres.database()
         for output in ["../../escape", "a/../../b", ".haul", "/abs"] {
             let run = try await haul(["--queue", database, "-o", output, server.url("n.bin").absoluteString], in: work)
-            #expect(run.status == 1 && run.stderr.contains("names a folder inside each worker's output folder"), "\(run.stderr)")
+            #expect(
+                run.status == 1 && run.stderr.contains("names a folder inside each worker's output folder"),
+                "\(run.stderr)"
+            )
+        }
+    }
+
+    @Test(
+        "a file made at a name haul chose, during the download, is kept: the download goes to name.1; -o FILE is replaced"
+    )
+    func fileMadeMeanwhileIsKept() async throws {
+        try await withFaultServer { server, work in
+            let output = work.appendingPathComponent("out")
+            let url = server.url("drip/16384/20/400000").absoluteString
+            let events = work.appendingPathComponent("events.json").path
+            let process = try await startReceiving(["--json", "-o", output.path + "/", url], events: events)
+            // The name was free when the download started; the user's file appears meanwhile.
+            let users = Data("the user's own file".utf8)
+            try users.write(to: output.appendingPathComponent("400000"))
+            #expect(await process.exited() == 0)
+            #expect(try Data(contentsOf: output.appendingPathComponent("400000")) == users)
+            #expect(try Data(contentsOf: output.appendingPathComponent("400000.1")) == FaultServer.body(size: 400_000))
+            let log = try String(contentsOfFile: events, encoding: .utf8)
+            #expect(log.contains("400000.1"), "\(log)")
+            // A file -o names is the user's to replace, as curl -o does.
+            let named = work.appendingPathComponent("named.bin")
+            try users.write(to: named)
+            let run = try await haul(["-o", named.path, server.url("file/1000").absoluteString], in: work)
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(try Data(contentsOf: named) == FaultServer.body(size: 1000))
         }
     }
 }

@@ -214,4 +214,15 @@ static inline int CHaul_link_nameless_through_proc(int descriptor, const char *p
     return linkat(AT_FDCWD, source, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
 }
 
+/// Renames `from` to `to` unless something is at `to` (then -1 with EEXIST): `renameat2` with
+/// `RENAME_NOREPLACE`, atomic. Where the file system has no such rename (EINVAL; ENOSYS on an old
+/// kernel), a hard link and an unlink do the same for a regular file: the link fails if `to` exists.
+static inline int CHaul_rename_noreplace(const char *from, const char *to) {
+    if (syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, 1 /* RENAME_NOREPLACE */) == 0) return 0;
+    if (errno != EINVAL && errno != ENOSYS) return -1;
+    if (link(from, to) != 0) return -1;
+    unlink(from);
+    return 0;
+}
+
 #endif

@@ -152,14 +152,24 @@ struct FinishJob: Sendable {
             return .failure(mismatch)
         }
         var target = destination
-        if case .ownOnly(let own) = replaces { target = freeName(ownModificationTime: own) }
-        let renamed: Bool
-        do throws(DownloadError) {
-            renamed = try Self.moveIntoPlace(from: partialPath, to: target)
-        } catch {
-            var error = error
-            error.url = url
-            return .failure(error)
+        // Only Haul's own file is replaced where the name was chosen for the caller; a file that
+        // appears at the name while the rename is made is kept too (no replacing rename then).
+        var replacing = true
+        var renamed = false
+        for _ in 0..<100 {
+            if case .ownOnly(let own) = replaces {
+                target = freeName(ownModificationTime: own)
+                replacing = PlacedFile.at(target) != nil
+            }
+            do throws(DownloadError) {
+                renamed = try Self.moveIntoPlace(from: partialPath, to: target, replacing: replacing)
+                break
+            } catch {
+                if !replacing, error.errno == EEXIST { continue }  // taken meanwhile: the next free name
+                var error = error
+                error.url = url
+                return .failure(error)
+            }
         }
         // A rename keeps the file and its time, as the descriptor showed them; a copy across file
         // systems does not: read it where it is now.
@@ -259,7 +269,15 @@ struct FinishJob: Sendable {
     /// content or the whole new file, never a part. The destination's folder is created when missing.
     /// Returns whether it was renamed (`false`: copied across file systems, with a new time).
     @discardableResult
-    static func moveIntoPlace(from source: String, to destination: String) throws(DownloadError) -> Bool {
+    static func moveIntoPlace(
+        from source: String,
+        to destination: String,
+        replacing: Bool = true
+    ) throws(DownloadError) -> Bool {
+        // `replacing: false`: fails with EEXIST rather than replace whatever is at `destination`.
+        let place = { (from: String, to: String) -> Int32 in
+            replacing ? rename(from, to) : CHaul_rename_noreplace(from, to)
+        }
         var status = stat()
         if lstat(destination, &status) == 0, ![S_IFREG, S_IFLNK].contains(status.st_mode & S_IFMT) {
             // A device, a FIFO, a socket or a folder there now (made during the download, or a
@@ -276,12 +294,12 @@ struct FinishJob: Sendable {
         if lstat(source, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
             throw PrivateFile.unsafe(source, "\(FilePath.kind(of: status.st_mode)), not the file Haul wrote")
         }
-        if rename(source, destination) == 0 { return true }
+        if place(source, destination) == 0 { return true }
         var renameError = errno
         let directory = FilePath.directory(of: destination)
         if renameError == ENOENT, !directory.isEmpty {
             _ = FilePath.makeDirectories(directory)
-            if rename(source, destination) == 0 { return true }
+            if place(source, destination) == 0 { return true }
             renameError = errno
         }
         if renameError == ENOENT, access(source, F_OK) != 0 { throw partialDeleted(source, url: nil) }
@@ -312,7 +330,7 @@ struct FinishJob: Sendable {
                 detail: "copying the finished file from the state directory, on another file system, failed"
             )
         }
-        guard rename(temporary, destination) == 0 else {
+        guard place(temporary, destination) == 0 else {
             let code = errno
             unlink(temporary)
             throw DownloadError(

@@ -57,6 +57,10 @@ struct DownloadRecord: Equatable, Sendable {
     /// segment's range, bytes written and bytes synced). The partial file's length says nothing
     /// then: this does.
     var segments: String?
+    /// A file found at the destination when the download is placed is kept (the name was chosen
+    /// for the caller, not named by it: ``DownloadRequest/replacesExistingFile``); the download
+    /// goes to `name.1`, `name.2`… instead.
+    var keepsExistingFile = false
 
     /// A download into a folder whose file name is not chosen yet.
     var awaitsName: Bool { folder != nil && destination == folder }

@@ -12,10 +12,10 @@ extension Journal {
         url, destination, total_bytes, etag, last_modified, bytes_committed, state, attempts, last_error,
         priority, expected_checksum, bytes_synced, queue_seq, host, revalidate, id, failures, retry_at,
         expected_size, last_modified_strong, placed_mtime, user_agent, header_names, folder, mirrors, rate_limit,
-        connections, segments, rowid
+        connections, segments, keeps_existing, rowid
         """
     /// The index of `rowid` in ``columns``: where the row is in the table, found without the id's index.
-    static let rowIDColumn: Int32 = 28
+    static let rowIDColumn: Int32 = 29
 
     /// The stored record, or `nil` when there is none.
     func record(for id: DownloadID) throws(DownloadError) -> DownloadRecord? {
@@ -96,9 +96,9 @@ extension Journal {
                                attempts, last_error, priority, expected_checksum, created_at, updated_at,
                                bytes_synced, queue_seq, host, revalidate, failures, retry_at, expected_size,
                                last_modified_strong, placed_mtime, user_agent, header_names, folder, mirrors,
-                               rate_limit, connections, segments)
+                               rate_limit, connections, segments, keeps_existing)
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,
-                ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)
+                ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)
         """
 
     /// Every column but the id set from the parameters of ``insertion`` (an update writes the whole row).
@@ -108,7 +108,7 @@ extension Journal {
         bytes_synced = ?14, queue_seq = ?15, host = ?16, revalidate = ?17, failures = ?18, retry_at = ?19,
         expected_size = ?20, last_modified_strong = ?21, placed_mtime = ?22, user_agent = ?23,
         header_names = ?24, folder = ?25, mirrors = ?26, rate_limit = ?27, connections = ?28,
-        segments = ?29
+        segments = ?29, keeps_existing = ?30
         """
     /// Marks the queue's head running, if it still is queued: its row as it is now, or `nil`.
     ///
@@ -151,7 +151,7 @@ extension Journal {
         try writing { () throws(DownloadError) in
             if let rowID {
                 let statement = try prepared(.updateRowAt)
-                sqlite3_bind_int64(statement, 30, rowID)
+                sqlite3_bind_int64(statement, 31, rowID)
                 try write(record, for: id, with: statement)
                 if sqlite3_changes(database) == 1 { return }
             }
@@ -216,6 +216,7 @@ extension Journal {
         Self.bind(statement, 27, record.maxBytesPerSecond)
         Self.bind(statement, 28, record.connections.map(Int64.init))
         Self.bind(statement, 29, record.segments)
+        sqlite3_bind_int64(statement, 30, record.keepsExistingFile ? 1 : 0)
         guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
     }
 

@@ -47,7 +47,7 @@ extension Journal {
                 WHERE rowid = ?3 AND id = ?1 AND \(Journal.admissible)
                 """
             case .updateRow: "UPDATE downloads SET \(Journal.assignments) WHERE id = ?1"
-            case .updateRowAt: "UPDATE downloads SET \(Journal.assignments) WHERE rowid = ?30 AND id = ?1"
+            case .updateRowAt: "UPDATE downloads SET \(Journal.assignments) WHERE rowid = ?31 AND id = ?1"
             case .upsertRow: "\(Journal.insertion) ON CONFLICT(id) DO UPDATE SET \(Journal.assignments)"
             case .insertRowIfAbsent: "\(Journal.insertion) ON CONFLICT(id) DO NOTHING"
             case .recordSynced:
@@ -136,7 +136,8 @@ extension Journal {
                 ? nil : sqlite3_column_int64(statement, 25),
             connections: sqlite3_column_type(statement, 26) == SQLITE_NULL
                 ? nil : Int(sqlite3_column_int64(statement, 26)),
-            segments: text(statement, 27)
+            segments: text(statement, 27),
+            keepsExistingFile: sqlite3_column_int64(statement, 28) != 0
         )
     }
 

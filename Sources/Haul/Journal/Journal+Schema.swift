@@ -62,6 +62,9 @@ extension Journal {
                 try execute("ALTER TABLE downloads ADD COLUMN connections INTEGER")
                 try execute("ALTER TABLE downloads ADD COLUMN segments TEXT")
             }
+            if version < 13 {
+                try execute("ALTER TABLE downloads ADD COLUMN keeps_existing INTEGER NOT NULL DEFAULT 0")
+            }
             try execute("PRAGMA user_version = \(Self.schemaVersion)")
             try execute("COMMIT")
             // The rows name the new partial files now; a crash before these renames loses the bytes

@@ -36,6 +36,8 @@ extension DownloadQueue {
         var foundHasChecksum: Bool? = nil
         /// The stream the body goes to, when the destination is not a regular file.
         var stream: StreamTarget? = nil
+        /// A file that appears at the destination meanwhile is kept (``DownloadRequest/replacesExistingFile``).
+        var keepsExistingFile = false
 
         /// Its URL and its mirrors, in order; empty without mirrors.
         var allURLs: [URL] { mirrors.isEmpty ? [] : [url] + mirrors }
@@ -49,6 +51,7 @@ extension DownloadQueue {
             record.mirrors = allURLs.map(\.redactedString)
             record.maxBytesPerSecond = maxBytesPerSecond
             record.connections = connections
+            record.keepsExistingFile = keepsExistingFile
         }
     }
 
@@ -199,7 +202,8 @@ extension DownloadQueue {
                 guard exists, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
                 return (try? Checksum.digest(ofFileAt: destination, algorithm: checksum.algorithm)) == checksum.hex
             },
-            stream: stream
+            stream: stream,
+            keepsExistingFile: !request.replacesExistingFile
         )
     }
 

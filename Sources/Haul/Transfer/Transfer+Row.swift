@@ -131,7 +131,8 @@ extension Transfer {
             url: urlForErrors,
             modificationTime: environment.setsModificationTimeFromServer
                 ? record.lastModified.flatMap(HTTPDate.parse)?.timeIntervalSince1970 : nil,
-            replaces: record.folder == nil ? .any : .ownOnly(placedModificationTime: record.placedModificationTime)
+            replaces: record.folder == nil && !record.keepsExistingFile
+                ? .any : .ownOnly(placedModificationTime: record.placedModificationTime)
         )
     }
 }
