@@ -51,13 +51,22 @@ extension HaulCLITests {
     func fileMadeMeanwhileIsKept() async throws {
         try await withFaultServer { server, work in
             let output = work.appendingPathComponent("out")
-            let url = server.url("drip/16384/20/400000").absoluteString
+            // The first answer stops after 100,000 bytes and holds the connection: the download cannot
+            // end before it is interrupted.
+            let url = server.url("stall/100000/400000").absoluteString
             let events = work.appendingPathComponent("events.json").path
+            // Interrupted once received bytes (SIGTERM pauses, bytes kept), so that the user's file
+            // surely appears at the name between the start of the download and its end.
             let process = try await startReceiving(["--json", "-o", output.path + "/", url], events: events)
+            process.signal(SIGTERM)
+            _ = await process.exited()
+            #expect(!FileManager.default.fileExists(atPath: output.appendingPathComponent("400000").path))
             // The name was free when the download started; the user's file appears meanwhile.
             let users = Data("the user's own file".utf8)
             try users.write(to: output.appendingPathComponent("400000"))
-            #expect(await process.exited() == 0)
+            let resumed = try await haul(["--json", "-o", output.path + "/", url], in: work)
+            #expect(resumed.status == 0, "\(resumed.stderr)")
+            try resumed.stdout.write(toFile: events, atomically: true, encoding: .utf8)
             #expect(try Data(contentsOf: output.appendingPathComponent("400000")) == users)
             #expect(try Data(contentsOf: output.appendingPathComponent("400000.1")) == FaultServer.body(size: 400_000))
             let log = try String(contentsOfFile: events, encoding: .utf8)
@@ -69,5 +78,44 @@ extension HaulCLITests {
             #expect(run.status == 0, "\(run.stderr)")
             #expect(try Data(contentsOf: named) == FaultServer.body(size: 1000))
         }
+    }
+
+    @Test(
+        "messages say what happened: a full disk at the journal, a read-only folder across file systems, -i at a folder"
+    )
+    func messagesNameTheRealCause() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        _ = try server.makeFile("m.bin", size: 300_000, seed: 7)
+        let url = server.url("m.bin").absoluteString
+        // A rerun on a full disk: the journal is healthy, the disk is full.
+        try await withSmallDisk(megabytes: 2) { disk in
+            #expect(try await haul(["-o", disk.path + "/", url], in: work).status == 0)
+            try fill(disk, leaving: 0)
+            let run = try await haul(["-o", disk.path + "/", url + "?again"], in: work)
+            #expect(run.status == 7, "\(run.stderr)")
+            #expect(run.stderr.contains("No space left on device"), "\(run.stderr)")
+            #expect(!run.stderr.contains("Move it away") && !run.stderr.contains("cannot be used"), "\(run.stderr)")
+        }
+        // A read-only destination folder, the state directory on another file system: the copy's
+        // own error, not the rename's "Invalid cross-device link".
+        try await withSmallDisk(megabytes: 2) { disk in
+            #expect(try ChildProcess("/bin/mount", ["-o", "remount,ro", disk.path]).wait() == 0)
+            let state = work.appendingPathComponent("state").path
+            let run = try await haul(
+                ["-o", disk.appendingPathComponent("m.bin").path, "--state", state, url],
+                in: work
+            )
+            #expect(run.status == 7, "\(run.stderr)")
+            #expect(
+                run.stderr.contains("Read-only file system") && !run.stderr.contains("cross-device"),
+                "\(run.stderr)"
+            )
+            #expect(run.stderr.contains("the partial file is kept") && run.stderr.contains("m.bin'"), "\(run.stderr)")
+        }
+        // -i naming a folder.
+        let folder = try await haul(["-i", work.path], in: work)
+        #expect(folder.status == 7 && folder.stderr.contains("is a folder"), "\(folder.stderr)")
+        #expect(!folder.stderr.contains("Success"))
     }
 }

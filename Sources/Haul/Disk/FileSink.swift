@@ -239,13 +239,16 @@ final class FileSink {
         guard CHaul_preallocate(descriptor, committedLength, total - committedLength) != 0 else { return }
         let error = errno
         guard error == ENOSPC || error == EDQUOT || error == EFBIG else { return }
-        throw DownloadError(
+        var failure = DownloadError(
             code: .fileSystem,
             url: nil,
             errno: error,
             path: path,
             detail: "the file needs \(total) bytes, more than the disk has free"
         )
+        // Reserved before any byte: no partial file worth keeping (the failure removes the empty one).
+        failure.nothingKept = committedLength == 0
+        throw failure
     }
 
     /// Writes what is buffered, then puts the next bytes at `offset` (a segment of a file fetched

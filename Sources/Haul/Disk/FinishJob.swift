@@ -326,8 +326,11 @@ struct FinishJob: Sendable {
                 code: .fileSystem,
                 url: nil,
                 errno: code,
-                path: path,
-                detail: "copying the finished file from the state directory, on another file system, failed"
+                path: path == source ? source : destination,
+                detail: path == source
+                    ? "reading the finished file to copy it to its destination, on another file system, failed"
+                    : "copying the finished file from the state directory, on another file system, failed; "
+                        + "the partial file is kept"
             )
         }
         guard place(temporary, destination) == 0 else {

@@ -99,7 +99,23 @@ extension Journal {
                 detail: "it is not a Haul journal or it is damaged (\(detail))"
             )
         case SQLITE_FULL:
-            return DownloadError(code: .fileSystem, url: nil, errno: ENOSPC, path: path, detail: detail)
+            var error = DownloadError(code: .fileSystem, url: nil, errno: ENOSPC, path: path, detail: detail)
+            error.nothingKept = true
+            return error
+        case SQLITE_IOERR,
+            SQLITE_CANTOPEN where (database.map { sqlite3_system_errno($0) } ?? 0) != 0:
+            // The disk said no (full, read-only, gone): the system's error, not a damaged journal,
+            // whose advice (move it away) would lose a healthy one. A full disk while the WAL grows
+            // is an I/O error to SQLite, ENOSPC to the system.
+            var error = DownloadError(
+                code: .fileSystem,
+                url: nil,
+                errno: database.map { sqlite3_system_errno($0) } ?? EIO,
+                path: path,
+                detail: "the journal could not be written; it is intact"
+            )
+            error.nothingKept = true
+            return error
         default:
             return DownloadError(code: .journal, url: nil, path: path, detail: detail)
         }
