@@ -96,9 +96,11 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(
         name: [.customShort("H"), .long],
         help: ArgumentHelp(
-            "A header for every request, as \"Name: value\" (\"Name;\" for an empty value); repeatable.",
+            "A header for every request, as \"Name: value\" (\"Name;\" for an empty value), or @FILE: one per line; repeatable.",
             discussion:
-                "Sent to the URL's own origin only, never after a redirect to another host, and never written under .haul/."
+                "Sent to the URL's own origin only, never after a redirect to another host, and never written under .haul/. "
+                + "A value given here is blanked in the process's title, but shows in `ps` for a moment and in shell "
+                + "history: @FILE (or header= in an input file) keeps a secret off the command line entirely."
         )
     )
     var header: [String] = []
@@ -254,7 +256,9 @@ struct HaulCommand: AsyncParsableCommand {
         if maxRedirects < 0 { throw ValidationError("--max-redirects must be 0 or more.") }
         if !(stallTimeout >= 1) { throw ValidationError("--stall-timeout must be at least 1 second.") }
         if let maxSize, maxSize < 0 { throw ValidationError("--max-size must be 0 or more.") }
-        for value in header {
+        let lines: [String]
+        do { lines = try headerLines() } catch { throw ValidationError("-H: \(error)") }
+        for value in lines {
             switch Self.parseHeader(value) {
             case .failure(let problem): throw ValidationError("-H: \(problem)")
             case .success: break
@@ -422,6 +426,28 @@ struct HaulCommand: AsyncParsableCommand {
 
     /// A `-H` value as a header: `Name: value`, or `Name;` for an empty value (as curl reads them).
     /// The problem, in words that never repeat the value, when it is not one.
+    /// The `-H` values, each as given, or for `@FILE` each line of that file that is not blank
+    /// (curl's form; a trailing CR is dropped): read on every run, never stored.
+    func headerLines() throws(CLIError) -> [String] {
+        var lines: [String] = []
+        for value in header {
+            guard value.hasPrefix("@") else {
+                lines.append(value)
+                continue
+            }
+            let path = String(value.dropFirst())
+            guard let data = FileManager.default.contents(atPath: path) else {
+                let cause = errno == 0 ? "it cannot be read" : String(cString: strerror(errno))
+                throw CLIError("cannot read the header file '\(path)': \(cause)")
+            }
+            for line in String(decoding: data, as: UTF8.self).split(whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
+                let text = line.hasSuffix("\r") ? String(line.dropLast()) : String(line)
+                if !text.trimmingSpaces.isEmpty { lines.append(text) }
+            }
+        }
+        return lines
+    }
+
     static func parseHeader(_ text: String) -> Result<DownloadHeader, CLIError> {
         let header: DownloadHeader
         if let colon = text.firstIndex(of: ":") {

@@ -53,12 +53,14 @@ enum JSONEvent {
         let path: String
         /// A sentence.
         let warning: String
-        /// `unrequestedContentEncoding`, `urlDropped` or `versionsDiffer`.
+        /// `unrequestedContentEncoding`, `urlDropped`, `versionsDiffer` or `insecureRedirect`.
         let code: String
         /// The body's Content-Encoding, for `unrequestedContentEncoding`.
         var encoding: String? = nil
         /// The URL not used, for `urlDropped`.
         var droppedURL: String? = nil
+        /// The plain-HTTP URL an https download was redirected to, for `insecureRedirect`.
+        var redirectedTo: String? = nil
     }
 
     /// `switched`: requests go to another URL of the file now (a mirror, a fresh URL).
@@ -223,6 +225,16 @@ enum JSONEvent {
                 )
             case .versionsDiffer:
                 return line(Warning(url: url, path: path, warning: Reporter.explain(warning), code: "versionsDiffer"))
+            case .insecureRedirect(let target):
+                return line(
+                    Warning(
+                        url: url,
+                        path: path,
+                        warning: Reporter.explain(warning),
+                        code: "insecureRedirect",
+                        redirectedTo: target.absoluteString
+                    )
+                )
             }
         case .switchedURL(let next, let error):
             return line(

@@ -391,6 +391,7 @@ final class Reporter: Sendable {
             "\(warning) (--compressed asks for such bodies and decodes them)"
         case .urlDropped: "\(warning)"
         case .versionsDiffer: "\(warning) (-x 1 asks for one connection from the start)"
+        case .insecureRedirect: "\(warning); --checksum proves the file whatever the way"
         }
     }
 

@@ -62,7 +62,9 @@ struct Runner {
         configuration.maximumRedirects = command.maxRedirects
         if let userAgent = command.userAgent { configuration.userAgent = userAgent }
         // Validated by the command: read again on every run, never stored.
-        configuration.headers = command.header.compactMap { try? HaulCommand.parseHeader($0).get() }
+        configuration.headers = ((try? command.headerLines()) ?? []).compactMap {
+            try? HaulCommand.parseHeader($0).get()
+        }
         if let proxy = command.proxy {
             if proxy.isEmpty {
                 configuration.ignoresProxyEnvironment = true  // curl's --proxy "": no proxy at all

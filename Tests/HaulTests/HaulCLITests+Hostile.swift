@@ -118,4 +118,26 @@ extension HaulCLITests {
         #expect(folder.status == 7 && folder.stderr.contains("is a folder"), "\(folder.stderr)")
         #expect(!folder.stderr.contains("Success"))
     }
+
+    @Test("-H @FILE reads headers one per line, so that a secret is never on the command line")
+    func headersFromAFile() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let source = try server.makeFile("k.bin", size: 10_000, seed: 3)
+        let file = work.appendingPathComponent("headers.txt")
+        try "X-Tenant: acme\r\n\nX-Api-Key: \(NginxServer.apiKey)\n".write(to: file, atomically: true, encoding: .utf8)
+        let output = work.appendingPathComponent("k.bin")
+        let run = try await haul(
+            ["-H", "@\(file.path)", "-o", output.path, server.url("apikey/k.bin").absoluteString],
+            in: work
+        )
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(try Data(contentsOf: output) == source)
+        #expect(!(run.stdout + run.stderr).contains(NginxServer.apiKey))
+        // Without the file's key, the server says 401: the header came from the file.
+        let without = try await haul(["-o", output.path + ".2", server.url("apikey/k.bin").absoluteString], in: work)
+        #expect(without.status == 2, "\(without.stderr)")
+        let missing = try await haul(["-H", "@/nonexistent/headers", server.url("k.bin").absoluteString], in: work)
+        #expect(missing.status == 64 && missing.stderr.contains("cannot read the header file"), "\(missing.stderr)")
+    }
 }

@@ -240,6 +240,36 @@ struct HeaderTests {
         #expect(log.filter { $0.uri == "/bearer/r.bin" }.map(\.status) == [200])
     }
 
+    @Test("an https download redirected to http on its own host: followed without its headers, and said once")
+    func downgradeIsFollowedAndSaid() async throws {
+        let server = try NginxServer.start(tls: true)
+        let directory = try makeTemporaryDirectory()
+        defer { stop(server, directory) }
+        let source = try server.makeFile("d.bin", size: 200_000)
+        var configuration = configuration()
+        configuration.certificateAuthorityFile = server.certificate
+        try await withDownloadManager(configuration: configuration) { manager in
+            let download = try manager.download(
+                DownloadRequest(
+                    url: server.httpsURL("to-http/clean/d.bin"),
+                    destination: directory.appendingPathComponent("d.bin"),
+                    headers: [DownloadHeader("X-Api-Key", NginxServer.apiKey)]
+                )
+            )
+            var events: [DownloadEvent] = []
+            for await event in download.events { events.append(event) }
+            _ = try await download.finished()
+            let warnings = events.filter { if case .warning = $0 { true } else { false } }
+            #expect(warnings == [.warning(.insecureRedirect(server.url("clean/d.bin")))], "\(warnings)")
+        }
+        #expect(try Data(contentsOf: directory.appendingPathComponent("d.bin")) == source)
+        // /clean/ answers 403 to any of the download's headers: none went over plain HTTP.
+        #expect(server.accessLog().filter { $0.uri == "/clean/d.bin" }.map(\.status) == [200])
+        #expect(
+            DownloadWarning.insecureRedirect(server.url("clean/d.bin")).description.contains("over plain HTTP")
+        )
+    }
+
     @Test("headers go with the resume after a pause")
     func resume() async throws {
         let (server, directory) = try startServerAndDirectory()

@@ -46,6 +46,16 @@ struct ServerFileNameTests {
         #expect(ServerFileName.sanitized(".bashrc") == "_.bashrc")
         #expect(ServerFileName.sanitized("..") == "_..")
         #expect(ServerFileName.sanitized("a\nb\0c") == "a_b_c")
+        // Characters that reorder what is shown (issue 39, item 9): "evil\u{202E}txt.exe" shows as
+        // "evilexe.txt"; C1 controls too.
+        #expect(ServerFileName.sanitized("evil\u{202E}txt.exe") == "evil_txt.exe")
+        #expect(ServerFileName.sanitized("a\u{2066}b\u{2069}\u{200F}c\u{061C}\u{9B}.txt") == "a_b__c__.txt")
+        #expect(
+            ServerFileName.choose(
+                contentDisposition: "attachment; filename*=UTF-8''evil%E2%80%AEtxt.exe",
+                url: "http://h/x"
+            ) == "evil_txt.exe"
+        )
         #expect(ServerFileName.sanitized("  ") == nil)
         #expect(ServerFileName.sanitized("dir/") == "dir")
         #expect(ServerFileName.sanitized(String(repeating: "é", count: 200) + ".iso")?.utf8.count ?? 0 <= 255)

@@ -14,6 +14,11 @@ public enum DownloadWarning: Sendable, Hashable, CustomStringConvertible {
     /// (different ETags) twice: two servers behind one name, each with its own version, as a load
     /// balancer spreads connections. The download goes on over one connection, on one version.
     case versionsDiffer
+    /// An `https` download was redirected to this `http` URL (on its own host or another): Haul
+    /// follows, as curl, wget and browsers do, but the rest travels unencrypted and unauthenticated
+    /// (a checksum, ``DownloadRequest/checksum``, still proves the file). The download's headers and
+    /// URL credentials are not sent to it: a change of scheme is another origin.
+    case insecureRedirect(URL)
 
     /// A sentence for logs and the CLI.
     public var description: String {
@@ -25,6 +30,9 @@ public enum DownloadWarning: Sendable, Hashable, CustomStringConvertible {
         case .versionsDiffer:
             "the server's connections answered with different versions of the file (several servers behind one "
                 + "name?); it is fetched over one connection"
+        case .insecureRedirect(let url):
+            "the server redirected this https download to \(url.absoluteString): the file comes over plain HTTP, "
+                + "unencrypted (no header or password was sent there)"
         }
     }
 }

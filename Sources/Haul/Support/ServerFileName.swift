@@ -3,7 +3,9 @@ import FoundationEssentials
 /// File names that come from a server: `Content-Disposition` (RFC 6266, with RFC 5987's
 /// `filename*=UTF-8''…`), or a URL's last path segment, made safe to create in a folder. Pure.
 ///
-/// A safe name has no path separator, no control character, does not start with a dot (`.`, `..`,
+/// A safe name has no path separator, no control character (C0, DEL, C1) and no character that
+/// reorders how a name is shown (the bidirectional controls: `evil\u{202E}txt.exe` would show as
+/// `evilexe.txt`), does not start with a dot (`.`, `..`,
 /// `.bashrc` and `.haul` get a `_` in front), is not empty, and is at most 255 bytes long (cut from
 /// the front, which keeps the extension).
 package enum ServerFileName {
@@ -91,15 +93,26 @@ package enum ServerFileName {
 
     /// `name` made safe to create in a folder, or `nil` when nothing of it is left. A path keeps
     /// its last component (`../../x` and `/etc/x` are `x`, as RFC 6266 §4.3 asks); control characters
-    /// become `_`; a leading dot gets a `_` in front; the name is cut to 255 bytes from the front.
+    /// and bidirectional controls become `_`; a leading dot gets a `_` in front; the name is cut to
+    /// 255 bytes from the front.
     package static func sanitized(_ name: String) -> String? {
         let last = name.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
         var safe = String(
-            String.UnicodeScalarView(last.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "_" : $0 })
+            String.UnicodeScalarView(last.unicodeScalars.map { isUnsafe($0) ? "_" : $0 })
         ).trimmingWhitespace
         guard !safe.isEmpty else { return nil }
         if safe.hasPrefix(".") { safe = "_" + safe }
         return lastCharacters(of: safe, fitting: 255)
+    }
+
+    /// A control character (C0, DEL, C1), or a character that changes the order in which text is
+    /// shown: the bidirectional embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069),
+    /// the marks (U+200E, U+200F, U+061C).
+    static func isUnsafe(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0..<0x20, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069, 0x200E, 0x200F, 0x061C: true
+        default: false
+        }
     }
 
     /// The last whole characters of `text` that fit in `limit` bytes of UTF-8: `text` cut from the

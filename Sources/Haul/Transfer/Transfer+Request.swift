@@ -146,8 +146,16 @@ extension Transfer {
         switch redirect {
         case .refuse(let error):
             return perform(machine.transferEnded(.failed(attributed(error))))
-        case .follow:
+        case .follow(let target, _):
             redirectsFollowed += 1
+            if download.url.scheme?.lowercased() == "https", target.scheme?.lowercased() == "http",
+                !warnedOfInsecureRedirect
+            {
+                // Followed, as curl and wget do; said once per download, not per attempt.
+                warnedOfInsecureRedirect = true
+                let shown = URL(string: target.redactedString) ?? target
+                download.hub.publish(.warning(.insecureRedirect(shown)))
+            }
             return startRequest(truncating: false, to: redirect)
         }
     }

@@ -74,6 +74,8 @@ final class Transfer {
     var awaitingHeaders = false
     /// Redirects followed since the last request to the download's URL.
     var redirectsFollowed = 0
+    /// Whether ``DownloadWarning/insecureRedirect(_:)`` was published (once per download).
+    var warnedOfInsecureRedirect = false
     /// Its mirrors and moves, made only for a transfer that has mirrors or moves (most never do:
     /// 10,000 live transfers each kept a kilobyte more when these were stored inline).
     private var otherURLs: OtherURLs?

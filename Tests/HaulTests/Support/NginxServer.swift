@@ -150,6 +150,8 @@ final class NginxServer: @unchecked Sendable {
                         # /precompressed/x: x.gz with Content-Encoding: gzip, asked for or not.
                         location /precompressed/ { alias \(root.path)/; gzip_static always; }
                         location /redirect/ { rewrite ^/redirect/(.*)$ /$1 redirect; }
+                        # /to-http/x: to the same file over plain HTTP, on the same host (a downgrade).
+                        location /to-http/ { rewrite ^/to-http/(.*)$ http://127.0.0.1:\(port)/$1 redirect; }
                         location /noetag/ { alias \(root.path)/; etag off; limit_rate 1m; }
                         # /busy-page/: past two connections at once, an HTML error page as 200 OK
                         # (no ETag), as overloaded servers and load balancers send (NginxServer.busyPage).
