@@ -293,7 +293,12 @@ extension DownloadManager {
     /// ``Configuration/stateDirectory`` as a standardised path, through the symbolic link it may
     /// name (the caller's choice, followed once here; the journal never follows one).
     static func configuredStateDirectory(_ configuration: Configuration) -> String? {
-        guard let path = configuration.stateDirectory?.standardizedFileURL.path else { return nil }
+        configuration.stateDirectory.map(stateDirectoryPath)
+    }
+
+    /// A state directory the caller names, as a standardised path through the link it may be.
+    static func stateDirectoryPath(_ url: URL) -> String {
+        let path = url.standardizedFileURL.path
         var status = stat()
         guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFLNK else { return path }
         return FilePath.linkTarget(of: path) ?? path

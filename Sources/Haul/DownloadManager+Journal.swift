@@ -8,11 +8,13 @@ extension DownloadManager {
     ///
     /// - Throws: ``DownloadError`` with code `.journal` when there is no usable journal there.
     public static func journalEntries(stateDirectory: URL) throws -> [JournalEntry] {
-        let path = stateDirectory.appendingPathComponent(Journal.fileName).path
+        // A link named here is the caller's choice, as for ``Configuration/stateDirectory``.
+        let directory = stateDirectoryPath(stateDirectory)
+        let path = "\(directory)/\(Journal.fileName)"
         guard FileManager.default.fileExists(atPath: path) else {
             throw DownloadError(code: .journal, url: nil, path: path, detail: "there is no journal there yet")
         }
-        return try Journal.entries(directory: stateDirectory.path)
+        return try Journal.entries(directory: directory)
     }
 
     /// What a journal of this manager (open, or closed when nothing in it was unfinished) records

@@ -152,6 +152,19 @@ struct StateFolderTests {
             #expect(try Data(contentsOf: victim) == Data("keep".utf8))
             unlink(planted)
         }
+        // A FIFO as the journal: neither a manager nor a listing waits on it.
+        let fifo = state.appendingPathComponent("journal.sqlite").path
+        unlink(fifo)
+        #expect(mkfifo(fifo, 0o600) == 0)
+        #expect { _ = try DownloadManager.journalEntries(stateDirectory: state) } throws: { error in
+            (error as? DownloadError)?.code == .unsafeFile
+        }
+        var configuration = DownloadManager.Configuration()
+        configuration.stateDirectory = state
+        #expect { _ = try DownloadManager(configuration: configuration) } throws: { error in
+            (error as? DownloadError)?.code == .unsafeFile
+        }
+        #expect(lstatMode(fifo) == S_IFIFO)
     }
 
     @Test(

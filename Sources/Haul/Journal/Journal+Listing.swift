@@ -1,5 +1,6 @@
 import CHaul
 import FoundationEssentials
+import Glibc
 
 /// Listing a state directory's downloads, whether or not a manager runs on it.
 extension Journal {
@@ -28,9 +29,14 @@ extension Journal {
 
     /// The columns a listing needs (all in the journal since schema 3), read without a lock.
     private static func readOnlyEntries(path: String, id: DownloadID? = nil) throws(DownloadError) -> [JournalEntry] {
+        // Read as a manager opens it (``PrivateFile``): a FIFO there would hold a listing forever,
+        // a link would list another file.
+        let file = try PrivateFile.open(path, O_RDONLY)
+        if file >= 0 { Glibc.close(file) }
         var database: OpaquePointer?
         defer { sqlite3_close_v2(database) }
-        let status = sqlite3_open_v2(path, &database, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nil)
+        let flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
+        let status = sqlite3_open_v2(path, &database, flags, nil)
         func failure(_ what: String) -> DownloadError {
             let message = database.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             return DownloadError(code: .journal, url: nil, path: path, detail: "\(what): \(message)")

@@ -45,7 +45,8 @@ struct JournalOwnership: ~Copyable {
 
     /// Whether a manager owns `directory` now (its lock is held).
     static func isHeld(directory: String) -> Bool {
-        let descriptor = open("\(directory)/\(fileName)", O_RDONLY | O_CLOEXEC)
+        // Not blocking on a FIFO put there, nor following a link.
+        let descriptor = open("\(directory)/\(fileName)", O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
         guard descriptor >= 0 else { return false }
         defer { Glibc.close(descriptor) }
         return flock(descriptor, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK
