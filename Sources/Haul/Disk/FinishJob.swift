@@ -158,8 +158,7 @@ struct FinishJob: Sendable {
         var renamed = false
         for _ in 0..<100 {
             if case .ownOnly(let own) = replaces {
-                target = freeName(ownModificationTime: own)
-                replacing = PlacedFile.at(target) != nil
+                (target, replacing) = freeName(ownModificationTime: own)
             }
             do throws(DownloadError) {
                 renamed = try Self.moveIntoPlace(from: partialPath, to: target, replacing: replacing)
@@ -202,7 +201,7 @@ struct FinishJob: Sendable {
             return .failure(mismatch)
         }
         var target = destination
-        if case .ownOnly(let own) = replaces { target = freeName(ownModificationTime: own) }
+        if case .ownOnly(let own) = replaces { target = freeName(ownModificationTime: own).name }
         guard target.withCString({ CHaul_link_nameless(descriptor, $0) }) == 0 else { return nil }
         close(descriptor)
         removeOlderPartial()
@@ -212,15 +211,17 @@ struct FinishJob: Sendable {
     }
 
     /// `destination` when nothing is there or the file there is the one Haul placed for this
-    /// download; else the first of `destination.1`, `destination.2`… where nothing is.
-    private func freeName(ownModificationTime: Double?) -> String {
-        guard let existing = PlacedFile.at(destination) else { return destination }
-        if let own = ownModificationTime, abs(existing.modificationTime - own) < 1e-6 { return destination }
+    /// download (then `replacing` it); else the first of `destination.1`, `destination.2`… where
+    /// nothing is.
+    private func freeName(ownModificationTime: Double?) -> (name: String, replacing: Bool) {
+        guard let existing = PlacedFile.at(destination) else { return (destination, false) }
+        if let own = ownModificationTime, abs(existing.modificationTime - own) < 1e-6 { return (destination, true) }
         var status = stat()
         let name = FilePath.lastComponent(of: destination)
-        return ServerFileName.firstFree(name, in: FilePath.directory(of: destination), first: 1) {
+        let free = ServerFileName.firstFree(name, in: FilePath.directory(of: destination), first: 1) {
             lstat($0, &status) == 0
-        } ?? destination
+        }
+        return (free ?? destination, free == nil)
     }
 
     /// Why the finished partial file is not the expected one, if it is not.

@@ -22,7 +22,7 @@ enum PrivateFile {
         let folderPath = FilePath.directory(of: path)
         let folder = Glibc.open(
             folderPath.isEmpty ? "." : folderPath,
-            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
+            Self.pathOnly | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
         )
         guard folder >= 0 else {
             let error = errno
@@ -57,8 +57,7 @@ enum PrivateFile {
             Glibc.close(descriptor)
             throw error
         }
-        // Regular files ignore O_NONBLOCK; cleared all the same, for whoever reads the flags.
-        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK)
+        // (O_NONBLOCK stays: a regular file ignores it.)
         if flags & O_TRUNC != 0, ftruncate(descriptor, 0) != 0 {
             let error = errno
             Glibc.close(descriptor)
@@ -67,6 +66,10 @@ enum PrivateFile {
         }
         return descriptor
     }
+
+    /// `O_PATH` (Linux's value; Glibc shows it to `_GNU_SOURCE` only): a folder opened only to
+    /// open files relative to it, with no read permission checked and nothing read.
+    static let pathOnly: Int32 = 0o10000000
 
     /// Checks that `descriptor` is a regular file of this user with one name.
     static func check(_ descriptor: Int32, path: String) throws(DownloadError) {
