@@ -1,6 +1,9 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// Platforms: Linux only (glibc 2.28 or later, kernel 3.15 or later: O_TMPFILE, renameat2, syncfs;
+// Debian 12 is what CI runs). SwiftPM's `platforms:` names Apple platforms only, so this is said here
+// and enforced by `Sources/Haul/Platform.swift`, which stops a build elsewhere with that message.
 let package = Package(
     name: "Haul",
     products: [
