@@ -223,10 +223,3 @@ extension DownloadRequest {
         return url
     }
 }
-
-/// A value that takes no part in its owner's equality and hash.
-struct Unhashed<Value: Sendable>: Hashable, Sendable {
-    var value: Value
-    static func == (lhs: Self, rhs: Self) -> Bool { true }
-    func hash(into hasher: inout Hasher) {}
-}

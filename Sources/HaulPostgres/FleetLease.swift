@@ -1,22 +1,6 @@
 import FoundationEssentials
 import Haul
 
-/// Where a download of the fleet's queue stands.
-public enum FleetState: String, Sendable, Hashable, CaseIterable {
-    /// Waiting for a worker.
-    case queued
-    /// Claimed by a worker, under its lease.
-    case running
-    /// Held back until resumed.
-    case paused
-    /// Downloaded whole by a worker.
-    case completed
-    /// Given up on, with the reason.
-    case failed
-    /// Cancelled; never taken again.
-    case cancelled
-}
-
 /// A download this worker claimed: its row's id and what it needs to fetch it, with the lease's
 /// version, which every later change of the row must show (fencing).
 public struct FleetLease: Sendable, Hashable {
@@ -68,77 +52,5 @@ public struct FleetLease: Sendable, Hashable {
     /// The request a worker's ``DownloadManager`` runs for this lease.
     public var request: DownloadRequest {
         DownloadRequest(url: url, destination: destination, priority: priority)
-    }
-}
-
-/// What became of a leased download, for ``FleetQueue/record(_:)``.
-public struct FleetOutcome: Sendable, Hashable {
-    /// How it ended.
-    public enum Result: Sendable, Hashable {
-        /// Whole at its destination, `bytes` long.
-        case completed(bytes: Int64)
-        /// Given up on for good.
-        case failed(reason: String)
-    }
-
-    /// The lease it ran under.
-    public let lease: FleetLease
-    /// How it ended.
-    public let result: Result
-
-    /// `lease`'s download ended with `result`.
-    public init(_ lease: FleetLease, _ result: Result) {
-        self.lease = lease
-        self.result = result
-    }
-
-    var state: FleetState {
-        if case .completed = result { .completed } else { .failed }
-    }
-}
-
-/// A row of the fleet's queue as any process reads it.
-public struct FleetEntry: Sendable, Hashable {
-    /// The download's id.
-    public let id: DownloadID
-    /// Where it comes from.
-    public let url: URL
-    /// The file to write (a relative row's under this process's output folder).
-    public let destination: URL
-    /// The destination as the row holds it: absolute, or relative to each worker's output folder.
-    public let path: String
-    /// `host:port`.
-    public let host: String
-    /// Higher runs first.
-    public let priority: Int
-    /// Where it stands.
-    public let state: FleetState
-    /// The worker holding it while it runs.
-    public let owner: String?
-    /// How many times it was claimed (the version of its latest lease).
-    public let leaseVersion: Int64
-    /// How many claims it took.
-    public let attempts: Int
-    /// The file's length once completed.
-    public let bytes: Int64?
-    /// Why it failed.
-    public let lastError: String?
-    /// The worker that recorded its outcome.
-    public let finishedBy: String?
-
-    init?(row: [String?], outputFolder: URL) {
-        guard row.count >= 12, let head = FleetSchema.RowHead(row, outputFolder: outputFolder),
-            let state = row[5].flatMap(FleetState.init(rawValue:)), let version = row[7].flatMap({ Int64($0) }),
-            let attempts = row[8].flatMap({ Int($0) })
-        else { return nil }
-        (id, url, destination, host, priority) = (head.id, head.url, head.destination, head.host, head.priority)
-        path = head.path
-        self.state = state
-        owner = row[6]
-        leaseVersion = version
-        self.attempts = attempts
-        bytes = row[9].flatMap { Int64($0) }
-        lastError = row[10]
-        finishedBy = row[11]
     }
 }

@@ -146,14 +146,6 @@ final class RateLimiter {
     }
 }
 
-/// A request the rate limiter may hold paused: a transfer's own, or one of its other connections.
-protocol ParkedRequest: AnyObject {
-    /// The transfer whose buckets it draws on.
-    var limitedTransfer: Transfer { get }
-    /// curl may give it bytes again.
-    func unparked()
-}
-
 extension Transfer: ParkedRequest {
     var limitedTransfer: Transfer { self }
 }

@@ -1,0 +1,103 @@
+import ArgumentParser
+import FoundationEssentials
+import Glibc
+import Haul
+
+/// `--list` and `--verify`: the journal of a state directory, read without downloading.
+extension HaulCommand {
+    /// The state directory `--list` and `--verify` read; `nil` (and a message) when it has no journal.
+    func journalDirectory() -> String? {
+        let directory = state ?? DownloadManager.defaultStateDirectory(besideFolder: output ?? ".")
+        guard FileManager.default.fileExists(atPath: "\(directory)/journal.sqlite") else {
+            Reporter.write(
+                "haul: no journal in '\(directory)': nothing was downloaded with this state directory\n",
+                to: STDERR_FILENO
+            )
+            return nil
+        }
+        return directory
+    }
+
+    /// `--verify`: one line per completed download, its file hashed again.
+    func verifyJournal() -> Int32 {
+        guard let directory = journalDirectory() else { return 1 }
+        let results: [FileVerification]
+        do {
+            results = try DownloadManager.verify(stateDirectory: URL(fileURLWithPath: directory, isDirectory: true))
+        } catch {
+            Reporter.write("haul: \(Runner.describe(error))\n", to: STDERR_FILENO)
+            return 1
+        }
+        for result in results {
+            let entry = result.entry
+            var line = JSONEvent.Verified(
+                id: entry.id.rawValue,
+                url: Reporter.shown(entry.url),
+                path: entry.destination,
+                result: "matches",
+                intact: result.isIntact,
+                expected: entry.checksum?.description
+            )
+            let text: String
+            switch result.outcome {
+            case .matches:
+                text = "ok         \(entry.destination) (\(entry.checksum?.algorithm.rawValue ?? "checksum") matches)"
+            case .differs(let actual):
+                (line.result, line.actual) = ("differs", actual)
+                text =
+                    "DIFFERS    \(entry.destination): expected \(entry.checksum?.description ?? "?"), the file has "
+                    + "\(actual); run haul again with --checksum to fetch it again"
+            case .missing(let detail):
+                (line.result, line.detail) = ("missing", detail)
+                text = "MISSING    \(entry.destination): \(detail)"
+            case .notRecorded(let placed):
+                line.result = "notRecorded"
+                text =
+                    placed
+                    ? "unchecked  \(entry.destination) (no checksum was asked for; length and mtime as placed)"
+                    : "CHANGED    \(entry.destination) (no checksum was asked for; its length or mtime changed since)"
+            }
+            Reporter.write(json ? JSONEvent.line(line) : text + "\n", to: STDOUT_FILENO)
+        }
+        if results.isEmpty, !json { Reporter.write("no completed downloads in \(directory)\n", to: STDOUT_FILENO) }
+        return results.allSatisfy(\.isIntact) ? 0 : 1
+    }
+
+    /// `--list`: one line per download in the journal.
+    func listJournal() -> Int32 {
+        guard let directory = journalDirectory() else { return 1 }
+        do {
+            let entries = try DownloadManager.journalEntries(
+                stateDirectory: URL(fileURLWithPath: directory, isDirectory: true)
+            )
+            if json {
+                for entry in entries {
+                    let line = JSONEvent.ListEntry(
+                        id: entry.id.rawValue,
+                        url: entry.url,
+                        path: entry.destination,
+                        state: entry.state.description,
+                        bytes: entry.bytesReceived,
+                        total: entry.totalBytes,
+                        error: entry.lastError
+                    )
+                    Reporter.write(JSONEvent.line(line), to: STDOUT_FILENO)
+                }
+                return 0
+            }
+            for entry in entries {
+                let total = entry.totalBytes.map { Reporter.size($0) } ?? "?"
+                let percent = entry.totalBytes.flatMap { $0 > 0 ? " \(entry.bytesReceived * 100 / $0)%" : nil } ?? ""
+                var line = "\(entry.state.description.padded(to: 11)) "
+                line += "\(Reporter.size(entry.bytesReceived))/\(total)\(percent)  \(entry.url) -> \(entry.destination)"
+                if let error = entry.lastError, entry.state == .failed { line += "\n          \(error)" }
+                Reporter.write(line + "\n", to: STDOUT_FILENO)
+            }
+            if entries.isEmpty { Reporter.write("no downloads in \(directory)\n", to: STDOUT_FILENO) }
+            return 0
+        } catch {
+            Reporter.write("haul: \(Runner.describe(error))\n", to: STDERR_FILENO)
+            return 1
+        }
+    }
+}

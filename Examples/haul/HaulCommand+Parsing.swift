@@ -1,0 +1,91 @@
+import ArgumentParser
+import FoundationEssentials
+import Glibc
+import Haul
+
+/// How option values read: sizes and rates as curl reads them, headers, what a path is.
+extension HaulCommand {
+    /// What is at `path` when it is neither a regular file nor a directory (following links, as
+    /// the kernel does: `/dev/stdout` is the pipe or terminal it leads to); `nil` otherwise.
+    static func specialFileKind(_ path: String) -> String? {
+        var status = stat()
+        guard stat(path, &status) == 0, ![S_IFREG, S_IFDIR].contains(status.st_mode & S_IFMT) else { return nil }
+        return FilePath.kind(of: status.st_mode)
+    }
+
+    /// A size or rate as curl reads one: a number, optionally with a fraction, then `K`, `M` or `G`
+    /// (1024, 1024², 1024³; either case) or nothing. `nil` when it is not one or not above 0.
+    static func parseSize(_ text: String) -> Int64? {
+        var digits = text.trimmingSpaces
+        var unit: Double = 1
+        if let last = digits.last, let power = ["k": 1, "m": 2, "g": 3][last.lowercased()] {
+            unit = pow(1024, Double(power))
+            digits.removeLast()
+        }
+        guard let value = Double(digits), value.isFinite, value > 0, value * unit < 9e18 else { return nil }
+        return max(1, Int64(value * unit))
+    }
+
+    /// A `-H` value as a header: `Name: value`, or `Name;` for an empty value (as curl reads them).
+    /// The problem, in words that never repeat the value, when it is not one.
+    /// The `-H` values, each as given, or for `@FILE` each line of that file that is not blank
+    /// (curl's form; a trailing CR is dropped): read on every run, never stored.
+    func headerLines() throws(CLIError) -> [String] {
+        var lines: [String] = []
+        for value in header {
+            guard value.hasPrefix("@") else {
+                lines.append(value)
+                continue
+            }
+            let path = String(value.dropFirst())
+            guard let data = FileManager.default.contents(atPath: path) else {
+                let cause = errno == 0 ? "it cannot be read" : String(cString: strerror(errno))
+                throw CLIError("cannot read the header file '\(path)': \(cause)")
+            }
+            for line in String(decoding: data, as: UTF8.self).split(whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
+                let text = line.hasSuffix("\r") ? String(line.dropLast()) : String(line)
+                if !text.trimmingSpaces.isEmpty { lines.append(text) }
+            }
+        }
+        return lines
+    }
+
+    static func parseHeader(_ text: String) -> Result<DownloadHeader, CLIError> {
+        let header: DownloadHeader
+        if let colon = text.firstIndex(of: ":") {
+            let value = String(text[text.index(after: colon)...]).trimmingSpaces
+            let name = String(text[..<colon])
+            guard !value.isEmpty else {
+                return .failure(CLIError("'\(name):' has no value; write '\(name);' to send it empty"))
+            }
+            header = DownloadHeader(name, value)
+        } else if text.hasSuffix(";") {
+            header = DownloadHeader(String(text.dropLast()), "")
+        } else {
+            return .failure(CLIError("a header is \"Name: value\" (or \"Name;\" for an empty value)"))
+        }
+        if let problem = header.problem() { return .failure(CLIError(problem)) }
+        return .success(header)
+    }
+
+    var reporterMode: Reporter.Mode {
+        if json { return .json }
+        if quiet { return .quiet }
+        // With the body on standard output, what haul says goes to standard error.
+        return isatty(bodyGoesToStandardOutput ? STDERR_FILENO : STDOUT_FILENO) == 1 ? .bars : .lines
+    }
+
+    /// `-o`, with `-` as standard output (`/dev/stdout`, as curl and wget read it).
+    var outputPath: String? { output == "-" ? "/dev/stdout" : output }
+
+    /// Whether `-o` names a stream: standard output, a character device, a FIFO, a socket. The body
+    /// is written through it, in order; nothing is made beside it.
+    var outputIsStream: Bool {
+        guard let path = outputPath else { return false }
+        return FilePath.inheritedDescriptor(of: path) != nil
+            || ["a character device", "a FIFO (named pipe)", "a socket"].contains(Self.specialFileKind(path))
+    }
+
+    /// Whether the body goes to standard output (`-o -`, `/dev/stdout`, `/dev/fd/1`).
+    var bodyGoesToStandardOutput: Bool { outputPath.flatMap(FilePath.inheritedDescriptor(of:)) == 1 }
+}

@@ -1,0 +1,80 @@
+import ArgumentParser
+import FoundationEssentials
+import Glibc
+import Haul
+
+/// The arguments checked before anything runs: a mistake is a usage error (exit 64).
+extension HaulCommand {
+    func validate() throws {
+        let controls = [pause, resume, cancel, wait].compactMap { $0 }
+        if !controls.isEmpty {
+            if queue == nil { throw ValidationError("--pause, --resume, --cancel and --wait need --queue.") }
+            if controls.count > 1 || list {
+                throw ValidationError("Give one of --pause, --resume, --cancel, --wait, --list.")
+            }
+            return
+        }
+        if list && verify { throw ValidationError("Give one of --list, --verify.") }
+        if list || verify { return }
+        if urls.isEmpty && inputFile == nil {
+            throw ValidationError("Give at least one URL, or --input-file FILE.")
+        }
+        if output == "-" || outputIsStream, urls.count + (inputFile == nil ? 0 : 2) != 1 {
+            // A stream takes one body (curl and wget write several one after another; haul does not).
+            throw ValidationError("-o \(output ?? "-") is a stream: it takes one URL.")
+        }
+        if let output, Self.specialFileKind(output) == "a block device" {
+            throw ValidationError(
+                "-o \(output) is a block device: haul never writes to one, nor replaces it with a file."
+            )
+        }
+        if concurrency < 1 { throw ValidationError("--concurrency must be at least 1.") }
+        if !(checkpointInterval > 0) { throw ValidationError("--checkpoint-interval must be above 0.") }
+        if bufferSize < 4096 { throw ValidationError("--buffer-size must be at least 4096.") }
+        if quiet && json { throw ValidationError("--quiet and --json cannot be used together.") }
+        if let retries, retries < 0 { throw ValidationError("--retries must be 0 or more.") }
+        if maxRedirects < 0 { throw ValidationError("--max-redirects must be 0 or more.") }
+        if !(stallTimeout >= 1) { throw ValidationError("--stall-timeout must be at least 1 second.") }
+        if let maxSize, maxSize < 0 { throw ValidationError("--max-size must be 0 or more.") }
+        let lines: [String]
+        do { lines = try headerLines() } catch { throw ValidationError("-H: \(error)") }
+        for value in lines {
+            switch Self.parseHeader(value) {
+            case .failure(let problem): throw ValidationError("-H: \(problem)")
+            case .success: break
+            }
+        }
+        if !["falloc", "none"].contains(fileAllocation) {
+            throw ValidationError("--file-allocation must be falloc or none.")
+        }
+        if !(1...64).contains(connections) { throw ValidationError("--connections must be from 1 to 64.") }
+        if let minSplitSize {
+            guard let bytes = Self.parseSize(minSplitSize), bytes >= 64 * 1024 else {
+                throw ValidationError("--min-split-size must be a size of at least 64K, such as 1M or 20M.")
+            }
+        }
+        for (flag, value) in [("--limit-rate", limitRate), ("--total-rate", totalRate)] {
+            if let value, Self.parseSize(value) == nil {
+                throw ValidationError("\(flag) must be a number of bytes per second, such as 500K or 2M.")
+            }
+        }
+        if let proxy, !proxy.isEmpty {
+            guard let url = URL(string: proxy), url.host != nil else {
+                throw ValidationError("--proxy must be a URL such as http://proxy.example:3128.")
+            }
+        }
+        if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
+            throw ValidationError("--ca-file '\(caFile)' cannot be read.")
+        }
+        if let checksum {
+            guard Checksum(checksum) != nil else {
+                throw ValidationError(
+                    "--checksum must be ALGO:HEX with ALGO sha256, sha1 or md5 and HEX of 64, 40 or 32 hexadecimal digits."
+                )
+            }
+            if urls.count + (inputFile == nil ? 0 : 2) != 1 {
+                throw ValidationError("--checksum applies to exactly one URL.")
+            }
+        }
+    }
+}

@@ -1,0 +1,214 @@
+import FoundationEssentials
+import Glibc
+import Logging
+import Tracing
+
+/// A request checked before its row is written: its URL, its destination (a link followed, a
+/// device or FIFO opened as a stream, a state folder refused), its id and its state directory.
+extension DownloadQueue {
+    /// A request checked and resolved to its id and state directory.
+    struct PreparedRequest {
+        var url: URL
+        var destination: String
+        var id: DownloadID
+        var stateDirectory: String
+        var priority: Int
+        var checksum: Checksum? = nil
+        var expectedSize: Int64? = nil
+        var userAgent: String? = nil
+        /// Its own headers (the manager's defaults are added when it is sent).
+        var headers: [DownloadHeader] = []
+        /// The folder, for a download that takes its file name from the server (`destination` is
+        /// then the folder too, until the name is chosen).
+        var folder: String? = nil
+        /// Other URLs of the file.
+        var mirrors: [URL] = []
+        /// Its own rate limit.
+        var maxBytesPerSecond: Int64? = nil
+        /// Its own number of connections.
+        var connections: Int? = nil
+        /// Its own logger.
+        var logger: Logger? = nil
+        /// The file at `destination` when the request was checked (`nil`: none, or a folder): what
+        /// tells a row recorded complete whether its file is still there, without a second `stat`.
+        var found: PlacedFile? = nil
+        /// Whether the file found there has the request's checksum, when one was asked for: hashed
+        /// when the request was checked, before the journal is locked (`nil`: not hashed).
+        var foundHasChecksum: Bool? = nil
+        /// The stream the body goes to, when the destination is not a regular file.
+        var stream: StreamTarget? = nil
+        /// A file that appears at the destination meanwhile is kept (``DownloadRequest/replacesExistingFile``).
+        var keepsExistingFile = false
+
+        /// Its URL and its mirrors, in order; empty without mirrors.
+        var allURLs: [URL] { mirrors.isEmpty ? [] : [url] + mirrors }
+
+        /// Sets what the latest request for a download decides in its row, new or existing: its
+        /// priority, user agent, header names, URLs, rate limit and connections.
+        func setRequested(in record: inout DownloadRecord) {
+            record.priority = priority
+            record.userAgent = userAgent
+            record.headerNames = headers.map(\.name)
+            record.mirrors = allURLs.map(\.redactedString)
+            record.maxBytesPerSecond = maxBytesPerSecond
+            record.connections = connections
+            record.keepsExistingFile = keepsExistingFile
+        }
+    }
+
+    /// The state folder `path` is in, if it is in one: the configured state directory, or a folder
+    /// named `.haul` (the name of every default state directory) on its way.
+    static func stateFolder(holding path: String, configured: String?) -> String? {
+        if let configured,
+            path == configured || path.hasPrefix(configured.hasSuffix("/") ? configured : configured + "/")
+        {
+            return configured
+        }
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        guard let index = parts.firstIndex(where: { $0 == ConfinedPath.stateFolderName }) else { return nil }
+        return parts[...index].joined(separator: "/")
+    }
+
+    func prepare(_ request: DownloadRequest) throws(DownloadError) -> PreparedRequest {
+        let url = try Self.validate(request.url)
+        try DownloadHeader.check(request.headers, url: url.redactedString)
+        var mirrors: [URL] = []
+        for mirror in request.mirrors { mirrors.append(try Self.validate(mirror)) }
+        var destination = request.destinationPath
+        var status = stat()
+        var exists = destination.withCString { lstat($0, &status) } == 0
+        // A descriptor of this process named through /dev/stdout, /dev/fd/N or /proc/self/fd/N.
+        var inherited: Int32?
+        if exists, (status.st_mode & S_IFMT) == S_IFLNK {
+            inherited = FilePath.inheritedDescriptor(of: destination)
+            // A symbolic link is followed, as curl, wget and aria2c write through one: the file is
+            // placed (by rename, whole) at its target, and the link stays. The id stays the link's.
+            guard let target = FilePath.linkTarget(of: destination) else {
+                throw DownloadError(
+                    code: .fileSystem,
+                    url: url.redactedString,
+                    errno: ELOOP,
+                    path: destination,
+                    detail: "the destination is a symbolic link that cannot be followed"
+                )
+            }
+            // What is there, as the kernel follows the link (/proc's links to pipes included).
+            exists = destination.withCString { stat($0, &status) } == 0
+            if inherited == nil, !exists || [S_IFREG, S_IFDIR].contains(status.st_mode & S_IFMT) {
+                destination = target
+            }
+        }
+        let type = status.st_mode & S_IFMT
+        var stream: StreamTarget?
+        if exists, !request.takesFileNameFromServer, type != S_IFDIR,
+            inherited != nil || [S_IFCHR, S_IFIFO, S_IFSOCK].contains(type)
+        {
+            // Written through, in order, and never replaced (as root, -o /dev/null was): a
+            // character device, a FIFO (opened now: it waits for its reader, as with curl), a
+            // socket, standard output.
+            guard request.checksum == nil else {
+                throw DownloadError(
+                    code: .unsupportedDestination,
+                    url: url.redactedString,
+                    path: destination,
+                    detail:
+                        "\(FilePath.kind(of: status.st_mode)), and a checksum is checked on a whole file before it is "
+                        + "placed, never on bytes written to a stream"
+                )
+            }
+            stream = try StreamTarget.open(
+                path: destination,
+                status: status,
+                inherited: inherited,
+                url: url.redactedString
+            )
+        } else if exists, !request.takesFileNameFromServer, type != S_IFREG, type != S_IFDIR {
+            // A block device is never written, nor replaced by a file.
+            throw DownloadError(
+                code: .unsupportedDestination,
+                url: url.redactedString,
+                path: destination,
+                detail: "\(FilePath.kind(of: status.st_mode)), which Haul never writes to"
+            )
+        }
+        if request.takesFileNameFromServer, exists, (status.st_mode & S_IFMT) != S_IFDIR {
+            throw DownloadError(
+                code: .fileSystem,
+                url: url.redactedString,
+                errno: ENOTDIR,
+                path: destination,
+                detail: "a download that takes its name from the server needs a folder"
+            )
+        }
+        if !request.takesFileNameFromServer, exists, (status.st_mode & S_IFMT) == S_IFDIR {
+            throw DownloadError(
+                code: .fileSystem,
+                url: url.redactedString,
+                errno: EISDIR,
+                path: destination,
+                detail: "the destination is a directory; give a file path inside it"
+            )
+        }
+        let stateDirectory: String
+        if let configured = configuredStateDirectory {
+            stateDirectory = configured
+        } else if stream != nil {
+            // Nothing beside a device: a stream's row lives for this process only.
+            stateDirectory = streamStateDirectory
+        } else {
+            let folder = request.takesFileNameFromServer ? destination : FilePath.directory(of: destination)
+            stateDirectory = DownloadManager.defaultStateDirectory(besideFolder: folder)
+        }
+        if stream == nil, let state = Self.stateFolder(holding: destination, configured: configuredStateDirectory) {
+            // The journal and the partial files are Haul's: a body written over one of them (an
+            // input line's out=.haul/journal.sqlite) would take the place of the state itself.
+            throw DownloadError(
+                code: .unsupportedDestination,
+                url: url.redactedString,
+                path: destination,
+                detail: "inside the state directory '\(state)', where Haul keeps its journal and partial files"
+            )
+        }
+        return PreparedRequest(
+            url: url,
+            destination: destination,
+            id: request.id,
+            stateDirectory: stateDirectory,
+            priority: request.priority,
+            checksum: request.checksum,
+            expectedSize: request.expectedSize,
+            userAgent: request.userAgent,
+            headers: request.headers,
+            folder: request.takesFileNameFromServer ? destination : nil,
+            mirrors: mirrors,
+            maxBytesPerSecond: request.maxBytesPerSecond,
+            connections: stream != nil ? 1 : request.connections.map { min(64, max(1, $0)) },
+            logger: request.logger,
+            found: exists && (status.st_mode & S_IFMT) == S_IFREG
+                ? PlacedFile(length: Int64(status.st_size), modificationTime: PlacedFile.modificationTime(of: status))
+                : nil,
+            // A checksum is checked, not remembered: a file already there is hashed again (a file
+            // corrupted in place keeps its length and mtime), outside the journal's lock.
+            foundHasChecksum: request.checksum.flatMap { checksum in
+                guard exists, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
+                return (try? Checksum.digest(ofFileAt: destination, algorithm: checksum.algorithm)) == checksum.hex
+            },
+            stream: stream,
+            keepsExistingFile: !request.replacesExistingFile
+        )
+    }
+
+    /// Checks that a URL is one Haul can download.
+    static func validate(_ url: URL) throws(DownloadError) -> URL {
+        guard let scheme = url.scheme?.lowercased() else {
+            throw DownloadError(code: .invalidURL, url: url.redactedString, detail: "it has no scheme such as https://")
+        }
+        guard scheme == "http" || scheme == "https" else {
+            throw DownloadError(code: .unsupportedScheme, url: url.redactedString, detail: "the scheme '\(scheme)'")
+        }
+        guard let host = url.host, !host.isEmpty else {
+            throw DownloadError(code: .invalidURL, url: url.redactedString, detail: "it has no host")
+        }
+        return url
+    }
+}

@@ -1,0 +1,40 @@
+import CHaul
+import FoundationEssentials
+import Glibc
+import Logging
+import Tracing
+
+/// The connections of downloads fetched over several, granted at the end of a loop turn.
+extension Scheduler {
+    // MARK: connections
+
+    /// Grants segmented transfers the connections they asked for this turn, as far as the per-host
+    /// limit and the open-files budget allow (``Admission``); the ones still wanting ask again when a
+    /// connection closes.
+    func grantConnections() {
+        let wanting = environment.wantingConnections
+        environment.wantingConnections = [:]
+        for (id, transfer) in wanting where transfers[id] === transfer {
+            while transfer.wantsConnection, admission.mayOpenConnection(for: id, live: transfer.liveConnections) {
+                guard transfer.openConnection() else { break }
+                admission.setConnections(id, transfer.liveConnections)
+            }
+            admission.setConnections(id, transfer.liveConnections)
+            if transfer.wantsConnection { connectionWaiters[id] = transfer }
+        }
+    }
+
+    /// `transfer`'s connections may have changed: the counts follow, and transfers waiting for a
+    /// connection ask again.
+    func connectionsChanged(_ transfer: Transfer) {
+        if transfers[transfer.id] === transfer {
+            admission.setConnections(transfer.id, transfer.liveConnections)
+            transfer.askForConnections()
+        }
+        guard !connectionWaiters.isEmpty else { return }
+        for (id, waiter) in connectionWaiters {
+            connectionWaiters[id] = nil
+            if transfers[id] === waiter { waiter.askForConnections() }
+        }
+    }
+}
