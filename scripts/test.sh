@@ -7,6 +7,9 @@ export PATH="$PATH:/opt/swift/usr/bin"
 bash scripts/install-deps.sh
 # The toolchain's swift-format, with the repository's .swift-format (120 columns, ordered imports).
 swift format lint --strict -r Sources Examples Tests
+# ARCHITECTURE.md's rule, checked: a folder of Sources/Haul refers to none above it (a short list of
+# known exceptions in scripts/layers-allowed.txt, which only shrinks).
+python3 scripts/check-layers.py
 swift build --build-tests
 # A backstop: a hung test fails CI in minutes, not at its 90-minute limit.
 timeout 900 swift test --skip-build --skip FleetProcessTests

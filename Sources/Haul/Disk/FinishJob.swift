@@ -235,7 +235,11 @@ struct FinishJob: Sendable {
         }
         guard let expectedChecksum else { return nil }
         do throws(DownloadError) {
-            let actual = try Checksum.digest(ofFileAt: partialPath, algorithm: expectedChecksum.algorithm, kept: true)
+            let actual = try Checksum.digest(
+                of: try PrivateFile.open(partialPath, O_RDONLY),
+                at: partialPath,
+                algorithm: expectedChecksum.algorithm
+            )
             guard actual == expectedChecksum.hex else {
                 return DownloadError(
                     code: .checksumMismatch,

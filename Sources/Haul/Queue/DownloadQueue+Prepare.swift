@@ -70,10 +70,10 @@ extension DownloadQueue {
     }
 
     func prepare(_ request: DownloadRequest) throws(DownloadError) -> PreparedRequest {
-        let url = try Self.validate(request.url)
+        let url = try DownloadRequest.checkedURL(request.url)
         try DownloadHeader.check(request.headers, url: url.redactedString)
         var mirrors: [URL] = []
-        for mirror in request.mirrors { mirrors.append(try Self.validate(mirror)) }
+        for mirror in request.mirrors { mirrors.append(try DownloadRequest.checkedURL(mirror)) }
         var destination = request.destinationPath
         var status = stat()
         var exists = destination.withCString { lstat($0, &status) } == 0
@@ -196,19 +196,5 @@ extension DownloadQueue {
             stream: stream,
             keepsExistingFile: !request.replacesExistingFile
         )
-    }
-
-    /// Checks that a URL is one Haul can download.
-    static func validate(_ url: URL) throws(DownloadError) -> URL {
-        guard let scheme = url.scheme?.lowercased() else {
-            throw DownloadError(code: .invalidURL, url: url.redactedString, detail: "it has no scheme such as https://")
-        }
-        guard scheme == "http" || scheme == "https" else {
-            throw DownloadError(code: .unsupportedScheme, url: url.redactedString, detail: "the scheme '\(scheme)'")
-        }
-        guard let host = url.host, !host.isEmpty else {
-            throw DownloadError(code: .invalidURL, url: url.redactedString, detail: "it has no host")
-        }
-        return url
     }
 }

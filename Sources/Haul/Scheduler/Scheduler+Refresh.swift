@@ -66,7 +66,7 @@ extension Scheduler {
         }
         let url: URL
         do throws(DownloadError) {
-            url = try DownloadQueue.validate(fresh.url)
+            url = try DownloadRequest.checkedURL(fresh.url)
             try DownloadHeader.check(fresh.headers ?? [], url: url.redactedString)
         } catch {
             perform(transfer.fail(error), for: transfer)

@@ -49,13 +49,16 @@ public struct Checksum: Sendable, Hashable, CustomStringConvertible {
     /// `ALGORITHM:HEX`.
     public var description: String { "\(algorithm.rawValue):\(hex)" }
 
-    /// The digest of the file at `path`, in lowercase hexadecimal. `kept`: a file in a state
-    /// directory, opened as ``PrivateFile`` opens them; otherwise a user's file, which may be reached
-    /// through a link but must be a regular file (a FIFO would block the read).
-    static func digest(ofFileAt path: String, algorithm: Algorithm, kept: Bool = false) throws(DownloadError) -> String
-    {
-        let descriptor =
-            kept ? try PrivateFile.open(path, O_RDONLY) : open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+    /// The digest of the file at `path`, in lowercase hexadecimal: a user's file, which may be
+    /// reached through a link but must be a regular file (a FIFO would block the read).
+    static func digest(ofFileAt path: String, algorithm: Algorithm) throws(DownloadError) -> String {
+        try digest(of: open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC), at: path, algorithm: algorithm)
+    }
+
+    /// The digest of the file open at `descriptor` (-1 with `errno`: it could not be opened), which
+    /// this closes; `path` names it in errors. A file of a state directory is opened by
+    /// `PrivateFile` and handed here.
+    static func digest(of descriptor: Int32, at path: String, algorithm: Algorithm) throws(DownloadError) -> String {
         var status = stat()
         if descriptor >= 0, fstat(descriptor, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
             close(descriptor)

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Fails when a folder of Sources/Haul refers to a type declared in a folder above it.
+
+ARCHITECTURE.md's rule: layers point one way, a folder uses the ones below it. The order, top to
+bottom, is LAYERS; the root of Sources/Haul is the facade, on top. A type's folder is where it is
+declared (an extension elsewhere does not move it). References are found by name in the code, with
+comments and string literals left out. Known references that still point up are listed in
+scripts/layers-allowed.txt (one "folder -> type" a line); an unlisted one fails, and so does a
+listed one that is gone (the list only shrinks).
+"""
+import os, re, sys
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+SOURCES = os.path.join(ROOT, "Sources", "Haul")
+LAYERS = ["(root)", "Queue", "Scheduler", "Transfer", "Download", "Disk", "Journal", "Reactor", "Metrics", "Values", "Support"]
+DECLARATION = re.compile(r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|package|internal|fileprivate|private|final|indirect)\s+)*(?:class|struct|enum|actor|protocol|typealias)\s+([A-Z]\w*)", re.M)
+
+def folder_of(path):
+    relative = os.path.relpath(path, SOURCES)
+    parts = relative.split(os.sep)
+    return parts[0] if len(parts) > 1 else "(root)"
+
+def code_only(text):
+    # Block comments, line comments and string literals (single-line and multi-line) out.
+    text = re.sub(r'"""[\s\S]*?"""', '""', text)
+    text = re.sub(r"/\*[\s\S]*?\*/", " ", text)
+    text = re.sub(r'"(?:\\.|[^"\\\n])*"', '""', text)
+    text = re.sub(r"//[^\n]*", " ", text)
+    return text
+
+files = []
+for directory, _, names in os.walk(SOURCES):
+    for name in names:
+        if name.endswith(".swift"):
+            files.append(os.path.join(directory, name))
+
+declared = {}
+for path in files:
+    folder = folder_of(path)
+    if folder not in LAYERS:
+        sys.exit(f"check-layers: {folder} is not in LAYERS; place it in ARCHITECTURE.md's order")
+    for name in DECLARATION.findall(code_only(open(path).read())):
+        # Nested types share names across files (State, Mode): only top-level ones count.
+        declared.setdefault(name, set()).add(folder)
+
+top_level = {}
+for path in files:
+    folder = folder_of(path)
+    for match in re.finditer(r"^(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|package|internal|fileprivate|private|final|indirect)\s+)*(?:class|struct|enum|actor|protocol|typealias)\s+([A-Z]\w*)", code_only(open(path).read()), re.M):
+        top_level[match.group(1)] = folder
+
+found = set()
+for path in files:
+    folder = folder_of(path)
+    rank = LAYERS.index(folder)
+    for name in set(re.findall(r"\b([A-Z]\w*)\b", code_only(open(path).read()))):
+        owner = top_level.get(name)
+        if owner is not None and LAYERS.index(owner) < rank:
+            found.add((folder, name, owner))
+
+allowed_path = os.path.join(ROOT, "scripts", "layers-allowed.txt")
+allowed = set()
+if os.path.exists(allowed_path):
+    for line in open(allowed_path):
+        line = line.split("#", 1)[0].strip()
+        if line:
+            source, name = [part.strip() for part in line.split("->")]
+            allowed.add((source, name))
+
+failures = []
+for folder, name, owner in sorted(found):
+    if (folder, name) not in allowed:
+        failures.append(f"  {folder} -> {name} (declared in {owner}, above it)")
+for folder, name in sorted(allowed - {(f, n) for f, n, _ in found}):
+    failures.append(f"  {folder} -> {name} is listed in scripts/layers-allowed.txt but no longer used: remove the line")
+if failures:
+    print("check-layers: references that point up (ARCHITECTURE.md: a folder uses the ones below it):")
+    print("\n".join(failures))
+    sys.exit(1)
+print(f"check-layers: {len(found)} known references point up (scripts/layers-allowed.txt), no new one")
