@@ -65,7 +65,8 @@ extension FleetQueue {
                 """
                 UPDATE haul_downloads SET lease_expires = now() + $2::interval
                 FROM unnest($3::text[], $4::bigint[]) AS mine(id, version)
-                WHERE haul_downloads.id = mine.id AND lease_version = mine.version AND owner = $1 AND state = 'running'
+                WHERE haul_downloads.id = mine.id AND lease_version = mine.version AND owner = $1
+                    AND state = '\(FleetState.running.rawValue)'
                 RETURNING haul_downloads.id, haul_downloads.requested
                 """,
                 [worker, lease] + FleetSchema.leaseArrays(leases)

@@ -27,9 +27,9 @@ extension FleetQueue {
         try await run { connection throws(FleetError) -> Bool in
             !(try connection.query(
                 """
-                UPDATE haul_downloads SET state = 'queued', seq = nextval(pg_get_serial_sequence('haul_downloads', 'seq')),
-                    last_error = NULL, updated_at = now()
-                WHERE id = $1 AND state = 'paused' RETURNING 1
+                UPDATE haul_downloads SET state = '\(FleetState.target(of: .resumed)!.rawValue)',
+                    seq = nextval(pg_get_serial_sequence('haul_downloads', 'seq')), last_error = NULL, updated_at = now()
+                WHERE id = $1 AND \(FleetState.sqlCondition(accepting: .resumed)) RETURNING 1
                 """,
                 [id.rawValue]
             )).isEmpty
@@ -38,12 +38,12 @@ extension FleetQueue {
 
     func request(_ id: DownloadID, _ state: FleetState) async throws(FleetError) -> Bool {
         try await run { connection throws(FleetError) -> Bool in
-            let waiting = state == .paused ? "'queued'" : "'queued', 'paused'"
+            let event: FleetEvent = state == .paused ? .pauseAsked : .cancelAsked
             let settled = try connection.query(
                 """
                 WITH done AS (
                     UPDATE haul_downloads SET state = $2, updated_at = now()
-                    WHERE id = $1 AND state IN (\(waiting)) RETURNING id, state
+                    WHERE id = $1 AND \(FleetState.sqlCondition(accepting: event)) RETURNING id, state
                 )
                 SELECT id, pg_notify('haul_downloads', id || ' ' || state) FROM done
                 """,
@@ -52,7 +52,8 @@ extension FleetQueue {
             if !settled.isEmpty { return true }
             return
                 !(try connection.query(
-                    "UPDATE haul_downloads SET requested = $2 WHERE id = $1 AND state = 'running' RETURNING 1",
+                    "UPDATE haul_downloads SET requested = $2 WHERE id = $1 AND "
+                        + "\(FleetState.sqlCondition(accepting: event, asking: true)) RETURNING 1",
                     [id.rawValue, state.rawValue]
                 )).isEmpty
         }
@@ -152,9 +153,11 @@ extension FleetQueue {
         return try await run { connection throws(FleetError) -> Int in
             try connection.query(
                 """
-                UPDATE haul_downloads SET state = 'queued', owner = NULL, lease_expires = NULL, updated_at = now()
+                UPDATE haul_downloads SET state = '\(FleetState.target(of: .released)!.rawValue)', owner = NULL,
+                    lease_expires = NULL, updated_at = now()
                 FROM unnest($2::text[], $3::bigint[]) AS mine(id, version)
-                WHERE haul_downloads.id = mine.id AND lease_version = mine.version AND owner = $1 AND state = 'running'
+                WHERE haul_downloads.id = mine.id AND lease_version = mine.version AND owner = $1
+                    AND \(FleetState.sqlCondition(accepting: .released))
                 RETURNING 1
                 """,
                 [worker] + FleetSchema.leaseArrays(leases)

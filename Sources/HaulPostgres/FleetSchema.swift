@@ -37,7 +37,7 @@ enum FleetSchema {
                     priority integer NOT NULL DEFAULT 0,
                     seq bigserial NOT NULL,
                     state text NOT NULL DEFAULT 'queued'
-                        CHECK (state IN ('queued', 'running', 'paused', 'completed', 'failed', 'cancelled')),
+                        CHECK (state IN (\(FleetState.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", ")))),
                     owner text,
                     lease_version bigint NOT NULL DEFAULT 0,
                     lease_expires timestamptz,
@@ -70,9 +70,11 @@ enum FleetSchema {
 
     /// Rows whose lease expired go back to the queue, in their old places (their `seq`).
     static let requeueExpired = """
-        UPDATE haul_downloads SET state = 'queued', owner = NULL, lease_expires = NULL, updated_at = now()
+        UPDATE haul_downloads SET state = '\(FleetState.target(of: .leaseExpired)!.rawValue)', owner = NULL,
+            lease_expires = NULL, updated_at = now()
         WHERE id IN (
-            SELECT id FROM haul_downloads WHERE state = 'running' AND lease_expires < now()
+            SELECT id FROM haul_downloads WHERE \(FleetState.sqlCondition(accepting: .leaseExpired))
+                AND lease_expires < now()
             FOR UPDATE SKIP LOCKED
         )
         """
@@ -81,7 +83,7 @@ enum FleetSchema {
     /// each before (returned last).
     private static let claimUpdate = """
         UPDATE haul_downloads AS d
-        SET state = 'running', owner = $1, last_worker = $1, lease_version = d.lease_version + 1,
+        SET state = '\(FleetState.target(of: .claimed)!.rawValue)', owner = $1, last_worker = $1, lease_version = d.lease_version + 1,
             lease_expires = now() + $2::interval, attempts = d.attempts + 1, updated_at = now()
         FROM picked WHERE d.id = picked.id
         RETURNING d.id, d.url, d.destination, d.host, d.priority, d.seq, d.lease_version, d.attempts,
@@ -91,7 +93,7 @@ enum FleetSchema {
     /// $1 worker, $2 lease, $3 how many.
     static let claim = """
         WITH picked AS (
-            SELECT id, last_worker FROM haul_downloads WHERE state = 'queued'
+            SELECT id, last_worker FROM haul_downloads WHERE \(FleetState.sqlCondition(accepting: .claimed))
             ORDER BY priority DESC, seq LIMIT $3::integer FOR UPDATE SKIP LOCKED
         )
         \(claimUpdate)
@@ -101,9 +103,10 @@ enum FleetSchema {
     /// through (a bounded cost per claim, whatever the queue's length). Run under ``claimLock``.
     static let claimWithinHostLimit = """
         WITH running AS (
-            SELECT host, count(*) AS n FROM haul_downloads WHERE state = 'running' GROUP BY host
+            SELECT host, count(*) AS n FROM haul_downloads WHERE state = '\(FleetState.running.rawValue)' GROUP BY host
         ), candidates AS (
-            SELECT id, host, priority, seq, last_worker FROM haul_downloads WHERE state = 'queued'
+            SELECT id, host, priority, seq, last_worker FROM haul_downloads
+            WHERE \(FleetState.sqlCondition(accepting: .claimed))
             ORDER BY priority DESC, seq LIMIT $5::integer FOR UPDATE SKIP LOCKED
         ), ranked AS (
             SELECT c.id, c.priority, c.seq, c.last_worker, coalesce(r.n, 0) AS n,
@@ -124,7 +127,8 @@ enum FleetSchema {
             SET state = o.state, bytes = o.bytes, last_error = o.error, owner = NULL, lease_expires = NULL,
                 requested = NULL, finished_by = $1, updated_at = now()
             FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::text[]) AS o(id, version, state, bytes, error)
-            WHERE d.id = o.id AND d.owner = $1 AND d.lease_version = o.version AND d.state = 'running'
+            WHERE d.id = o.id AND d.owner = $1 AND d.lease_version = o.version
+                AND \(FleetState.sqlCondition(accepting: .completed, column: "d.state"))
             RETURNING d.id, d.state
         )
         SELECT id, pg_notify('haul_downloads', id || ' ' || state) FROM done
