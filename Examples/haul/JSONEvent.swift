@@ -6,7 +6,7 @@ import Haul
 /// field bumps ``schema``.
 enum JSONEvent {
     /// The version of the objects below.
-    static let schema = 1
+    static let schema = 2
 
     /// `queued`, or `cancelled`: the event alone.
     struct Plain: Encodable {
@@ -77,10 +77,10 @@ enum JSONEvent {
         let httpStatus: Int?
     }
 
-    /// `retrying`: a transient failure; Haul tries again after `delaySeconds`, keeping the bytes.
-    struct Retrying: Encodable {
+    /// `waitingToRetry`: a transient failure; Haul tries again after `delaySeconds`, keeping the bytes.
+    struct WaitingToRetry: Encodable {
         var schema = JSONEvent.schema
-        var event = "retrying"
+        var event = "waitingToRetry"
         let url: String
         let path: String
         /// What went wrong, without advice (``DownloadError/cause``).
@@ -247,9 +247,9 @@ enum JSONEvent {
                     httpStatus: error.httpStatus
                 )
             )
-        case .retrying(let error, let delay):
+        case .waitingToRetry(let error, let delay):
             return line(
-                Retrying(
+                WaitingToRetry(
                     url: url,
                     path: path,
                     error: error.cause,

@@ -21,7 +21,7 @@ extension Reporter {
             case .warning(let warning): message = "! \(row.name): \(Self.explain(warning))"
             case .switchedURL(let next, let error):
                 message = "⇄ \(row.name): \(error.cause); now from \(next.absoluteString)"
-            case .retrying(let error, let delay):
+            case .waitingToRetry(let error, let delay):
                 row.status = "retry in \(Self.delay(delay))"
                 message = "↻ \(row.name): \(error.cause); retrying in \(Self.delay(delay))"
             case .completed(let file):

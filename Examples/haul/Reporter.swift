@@ -154,7 +154,7 @@ final class Reporter: Sendable {
                 Self.write("warning \(url): \(Self.explain(warning))\n", to: STDOUT_FILENO)
             case .switchedURL(let next, let error):
                 Self.write("switched \(url) -> \(next.absoluteString): \(error.cause)\n", to: STDOUT_FILENO)
-            case .retrying(let error, let delay):
+            case .waitingToRetry(let error, let delay):
                 Self.write("retrying \(url) in \(Self.delay(delay)): \(error.cause)\n", to: STDOUT_FILENO)
             default: break
             }

@@ -14,7 +14,7 @@ struct DownloadEventsTests {
         let error = DownloadError(code: .httpStatus, url: "http://x/", httpStatus: 503)
         hub.publish(.queued)
         hub.publish(.connecting(progress(0)))
-        hub.publish(.retrying(error, after: .seconds(1)))
+        hub.publish(.waitingToRetry(error, after: .seconds(1)))
         hub.publish(.connecting(progress(0)))
         hub.publish(.receiving(progress(10)))
         hub.publish(.progress(progress(15)))
@@ -22,7 +22,7 @@ struct DownloadEventsTests {
         // The first subscriber (typically whoever called download(…)) missed nothing but coalesced progress.
         var first = DownloadEvents(hub: hub).makeAsyncIterator()
         let expected: [DownloadEvent] = [
-            .queued, .connecting(progress(0)), .retrying(error, after: .seconds(1)), .connecting(progress(0)),
+            .queued, .connecting(progress(0)), .waitingToRetry(error, after: .seconds(1)), .connecting(progress(0)),
             .receiving(progress(10)), .progress(progress(20)),
         ]
         for event in expected {

@@ -334,7 +334,7 @@ struct DownloadManagerTests {
             var retries: [Duration] = []
             var final: DownloadEvent?
             for await event in download.events {
-                if case .retrying(let error, let delay) = event {
+                if case .waitingToRetry(let error, let delay) = event {
                     #expect(error.curlCode == 7 && error.isTransient)
                     retries.append(delay)
                 }

@@ -49,7 +49,7 @@ struct FaultTests {
     }
 
     func retries(in events: [DownloadEvent]) -> [(DownloadError, Duration)] {
-        events.compactMap { if case .retrying(let error, let delay) = $0 { (error, delay) } else { nil } }
+        events.compactMap { if case .waitingToRetry(let error, let delay) = $0 { (error, delay) } else { nil } }
     }
 
     func restarts(in events: [DownloadEvent]) -> [RestartReason] {
@@ -211,7 +211,7 @@ struct FaultTests {
                 await waitForBytes(downloads[0..<12])
                 #expect(server.allRequests.count == 12)
                 #expect(Descriptors.connected(toPort: server.port).count == 12)
-                #expect(downloads[12...].allSatisfy { $0.state == .idle })
+                #expect(downloads[12...].allSatisfy { $0.state == .queued })
                 // Twelve partial files hold bytes; six stay open, the others were closed after their write.
                 #expect(openPartialFiles() == 6)
                 // Pausing frees the slots (and the files): the next twelve run.

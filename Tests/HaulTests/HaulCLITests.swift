@@ -457,7 +457,7 @@ struct HaulCLITests {
             try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
         }
         // Every line carries the schema version; the last one sums the run up.
-        #expect(lines.allSatisfy { ($0["schema"] as? NSNumber)?.intValue == 1 })
+        #expect(lines.allSatisfy { ($0["schema"] as? NSNumber)?.intValue == 2 })
         let summary = try #require(lines.last)
         #expect(summary["event"] as? String == "summary")
         #expect(

@@ -178,7 +178,7 @@ struct QueueStateTests {
         record.apply(.admitted)
         record.apply(.retryScheduled(at: 10, error: "e"))
         let entry = JournalEntry(id: DownloadID(rawValue: "x"), record: record)
-        #expect(entry.state == .waitingToRetry && entry.state.description == "retrying")
+        #expect(entry.state == .waitingToRetry && entry.state.description == "waitingToRetry")
         #expect(!entry.url.contains("secret"))
     }
 }

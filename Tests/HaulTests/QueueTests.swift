@@ -242,7 +242,7 @@ struct QueueTests {
                     from: server.url("file/50001"),
                     to: directory.appendingPathComponent("gone")
                 )
-                #expect(waiting.state == .idle)
+                #expect(waiting.state == .queued)
                 waiting.pause()
                 doomed.cancel()
                 var waitingEvents = waiting.events.makeAsyncIterator()

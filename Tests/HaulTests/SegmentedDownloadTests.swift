@@ -275,7 +275,7 @@ struct SegmentedDownloadTests {
         let requests = server.accessLog().filter { $0.uri == "/twoconn/two.bin" }
         #expect(requests.contains { $0.status == 503 }, "nginx refused nothing: \(requests.map(\.status))")
         // Not retried as a whole: the refusals cost no delay and no event.
-        #expect(!events.contains { if case .retrying = $0 { true } else { false } })
+        #expect(!events.contains { if case .waitingToRetry = $0 { true } else { false } })
         #expect(!events.contains { if case .restarted = $0 { true } else { false } })
     }
 

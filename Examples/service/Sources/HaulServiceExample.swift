@@ -84,7 +84,8 @@ struct HaulServiceExample {
 
     static func name(of state: DownloadState) -> String {
         switch state {
-        case .idle: "queued"
+        case .queued: "queued"
+        case .waitingToRetry: "waitingToRetry"
         case .connecting: "connecting"
         case .receiving: "receiving"
         case .paused: "paused"

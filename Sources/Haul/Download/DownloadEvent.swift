@@ -18,9 +18,9 @@ public enum DownloadEvent: Sendable, Hashable {
     case progress(DownloadProgress)
     /// The partial file was thrown away and the download starts again from zero, for this reason.
     case restarted(RestartReason)
-    /// The attempt failed transiently (the error says how); the download is queued again and may
-    /// start after this delay, from the bytes on disk.
-    case retrying(DownloadError, after: Duration)
+    /// The attempt failed transiently (the error says how); the download waits to retry, and may
+    /// start after this delay, from the bytes on disk (``DownloadState/waitingToRetry(_:after:)``).
+    case waitingToRetry(DownloadError, after: Duration)
     /// Something the caller may not expect; the download goes on.
     case warning(DownloadWarning)
     /// Requests go to this URL now (credentials removed), after this failure of the one before: the

@@ -32,7 +32,7 @@ final class EventHub: Sendable {
     }
 
     private struct State {
-        var downloadState: DownloadState = .idle
+        var downloadState: DownloadState = .queued
         var progress: DownloadProgress
         var subscribers: [Int: Subscriber] = [:]
         var nextID = 0
@@ -140,21 +140,16 @@ final class EventHub: Sendable {
     }
 
     private static func apply(_ event: DownloadEvent, to state: inout State) {
+        state.downloadState = state.downloadState.after(event)
         switch event {
-        case .queued: state.downloadState = .idle
-        case .connecting(let progress): state.downloadState = .connecting; state.progress = progress
-        case .receiving(let progress): state.downloadState = .receiving; state.progress = progress
-        case .progress(let progress): state.progress = progress
+        case .connecting(let progress), .receiving(let progress), .progress(let progress), .paused(let progress):
+            state.progress = progress
         case .restarted: state.progress.bytesReceived = 0
-        case .warning, .switchedURL: break
-        case .retrying:
-            state.downloadState = .idle; state.progress.bytesPerSecond = 0; state.progress.estimatedTimeRemaining = nil
-        case .paused(let progress): state.downloadState = .paused; state.progress = progress
-        case .completed(let url): state.downloadState = .completed(url); state.result = .success(url)
-        case .failed(let error): state.downloadState = .failed(error); state.result = .failure(error)
-        case .cancelled:
-            state.downloadState = .cancelled
-            state.result = .failure(DownloadError(code: .cancelled, url: nil))
+        case .waitingToRetry: state.progress.bytesPerSecond = 0; state.progress.estimatedTimeRemaining = nil
+        case .completed(let url): state.result = .success(url)
+        case .failed(let error): state.result = .failure(error)
+        case .cancelled: state.result = .failure(DownloadError(code: .cancelled, url: nil))
+        case .queued, .warning, .switchedURL: break
         }
     }
 

@@ -26,7 +26,7 @@ public enum QueueState: Sendable, Hashable, CaseIterable, CustomStringConvertibl
     public var description: String {
         switch self {
         case .queued: "queued"
-        case .waitingToRetry: "retrying"
+        case .waitingToRetry: "waitingToRetry"
         case .running: "running"
         case .paused: "paused"
         case .interrupted: "interrupted"

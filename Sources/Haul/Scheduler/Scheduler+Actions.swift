@@ -68,7 +68,7 @@ extension Scheduler {
             metadata: ["haul.after": "\(delay)", "haul.error": "\(error)"]
         )
         environment.metrics.retries.increment()
-        transfer.download.hub.publish(.retrying(error, after: delay))
+        transfer.download.hub.publish(.waitingToRetry(error, after: delay))
         forget(transfer)
         wakeForRetry(in: transfer.store.directory, at: time)
     }
