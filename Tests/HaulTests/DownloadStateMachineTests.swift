@@ -165,6 +165,12 @@ struct DownloadStateMachineTests {
         _ = machine.responseReceived(.fail(status: 403))
         let forbidden = DownloadError(code: .httpStatus, url: url, httpStatus: 403)
         #expect(machine.transferEnded(.finished) == .refreshURL(forbidden))
+        // It waits for the hook in a state of its own, then sends the next request to the fresh URL.
+        #expect(machine.state == .awaitingFreshURL(forbidden))
+        let arrived = machine.freshURLArrived()
+        #expect(arrived && machine.state == .connecting)
+        let again = machine.freshURLArrived()
+        #expect(!again)
         // The fresh URL is refused too: not refreshed again; the mirror.
         _ = machine.responseReceived(.fail(status: 403))
         #expect(machine.transferEnded(.finished) == .tryNextURL(forbidden))
@@ -179,6 +185,49 @@ struct DownloadStateMachineTests {
         _ = plain.admit()
         _ = plain.responseReceived(.fail(status: 410))
         #expect(plain.transferEnded(.finished) == .fail(DownloadError(code: .httpStatus, url: url, httpStatus: 410)))
+    }
+
+    @Test("waiting for header values and for a fresh URL are states: paused, cancelled, answered or refused")
+    func waitingStates() {
+        var headers = DownloadStateMachine(url: url)
+        #expect(headers.admit(needsHeaders: true) == .askForHeaders)
+        #expect(headers.state == .awaitingHeaders)
+        #expect(headers.headersArrived() == .startRequest(truncatingPartial: false))
+        #expect(headers.state == .connecting)
+        #expect(headers.headersArrived() == .none)  // a late answer changes nothing
+        var none = DownloadStateMachine(url: url)
+        _ = none.admit(needsHeaders: true)
+        let unavailable = DownloadError(code: .headersUnavailable, url: url)
+        let failed = none.fail(unavailable)
+        #expect(failed == .fail(unavailable) && none.state == .done(.failed(unavailable)))
+        let forbidden = DownloadError(code: .httpStatus, url: url, httpStatus: 403)
+        func waitingForURL() -> DownloadStateMachine {
+            var machine = DownloadStateMachine(url: url, retryLimit: 1, refreshesURLs: true)
+            _ = machine.admit()
+            _ = machine.responseReceived(.fail(status: 403))
+            _ = machine.transferEnded(.finished)
+            return machine
+        }
+        var refused = waitingForURL()
+        #expect(refused.urlRefused(forbidden) == .fail(forbidden))  // a 403 is not transient
+        for var waiting in [headersWaiting(), waitingForURL()] {
+            let action = waiting.pause()
+            #expect(action == .pause && waiting.state == .paused)
+        }
+        for var waiting in [headersWaiting(), waitingForURL()] {
+            let action = waiting.cancel()
+            #expect(action == .cancel && waiting.state == .done(.cancelled))
+        }
+        var idle = DownloadStateMachine(url: url)
+        let late = idle.headersArrived()
+        let fresh = idle.freshURLArrived()
+        #expect(late == .none && !fresh && idle.state == .idle)
+    }
+
+    func headersWaiting() -> DownloadStateMachine {
+        var machine = DownloadStateMachine(url: url)
+        _ = machine.admit(needsHeaders: true)
+        return machine
     }
 
     @Test func invalidResponseFailsWithoutRetry() {

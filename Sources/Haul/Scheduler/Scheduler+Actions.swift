@@ -11,6 +11,8 @@ extension Scheduler {
             break
         case .refreshURL(let cause):
             askForFreshURL(for: transfer, after: cause)
+        case .askForHeaders:
+            askForHeaders(of: transfer, named: transfer.record.headerNames)
         case .pause:
             // A pause while the manager shuts down interrupts: the next manager continues the download.
             let progress = transfer.setAside(on: shuttingDown ? .interrupted : .paused)

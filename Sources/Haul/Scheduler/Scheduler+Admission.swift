@@ -151,7 +151,7 @@ extension Scheduler {
         if !record.headerNames.isEmpty {
             guard let headers = catalog.rememberedHeaders(id) else {
                 // Restored from the journal, which has their names only: never sent without them.
-                askForHeaders(of: transfer, named: record.headerNames)
+                perform(transfer.admit(needsHeaders: true), for: transfer)
                 return
             }
             transfer.headers = DownloadHeader.merged(configuration.headers, headers)

@@ -4,8 +4,9 @@ import FoundationEssentials
 /// the application's ``DownloadManager/Configuration/headerProvider`` off the loop, or the download
 /// fails with `.headersUnavailable`; it is never sent without them.
 extension Scheduler {
-    /// Asks the provider for the headers of an admitted transfer, which waits in its slot (paused
-    /// or cancelled meanwhile like any admitted download); fails it when there is no provider.
+    /// Asks the provider for the headers of an admitted transfer, which waits in its slot (its
+    /// machine's `awaitingHeaders`: paused or cancelled meanwhile like any admitted download); fails
+    /// it when there is no provider.
     func askForHeaders(of transfer: Transfer, named names: [String]) {
         let listed = names.map { "'\($0)'" }.joined(separator: ", ")
         guard let provider = configuration.headerProvider else {
@@ -17,7 +18,6 @@ extension Scheduler {
             perform(transfer.fail(error), for: transfer)
             return
         }
-        transfer.awaitingHeaders = true
         let needed = DownloadManager.HeadersNeeded(
             id: transfer.id,
             url: URL(string: transfer.record.url) ?? transfer.download.url,
@@ -54,16 +54,13 @@ extension Scheduler {
         for token: ObjectIdentifier,
         _ result: Result<[DownloadHeader], DownloadError>
     ) {
-        guard let transfer = transfer(id, token: token), transfer.awaitingHeaders,
-            case .idle = transfer.machine.state
-        else { return }
-        transfer.awaitingHeaders = false
+        guard let transfer = transfer(id, token: token), case .awaitingHeaders = transfer.machine.state else { return }
         switch result {
         case .success(let headers):
             // Kept for its retries and resumes in this process, as if it had been asked for with them.
             catalog.remember(headers: headers, for: id)
             transfer.headers = DownloadHeader.merged(configuration.headers, headers)
-            perform(transfer.admit(), for: transfer)
+            perform(transfer.headersArrived(), for: transfer)
         case .failure(let error):
             perform(transfer.fail(error), for: transfer)
         }

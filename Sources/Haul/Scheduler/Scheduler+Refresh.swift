@@ -11,7 +11,6 @@ extension Scheduler {
             perform(transfer.perform(transfer.machine.urlRefused(cause)), for: transfer)
             return
         }
-        transfer.awaitingFreshURL = cause
         let expired = DownloadManager.ExpiredURL(
             id: transfer.id,
             url: URL(string: transfer.download.url.redactedString) ?? transfer.download.url,
@@ -44,10 +43,8 @@ extension Scheduler {
         for token: ObjectIdentifier,
         _ result: Result<DownloadManager.FreshURL?, DownloadError>
     ) {
-        guard let transfer = transfer(id, token: token), let cause = transfer.awaitingFreshURL,
-            case .connecting = transfer.machine.state
+        guard let transfer = transfer(id, token: token), case .awaitingFreshURL(let cause) = transfer.machine.state
         else { return }
-        transfer.awaitingFreshURL = nil
         let fresh: DownloadManager.FreshURL
         switch result {
         case .success(let answer?):
@@ -80,6 +77,7 @@ extension Scheduler {
             transfer.headers = DownloadHeader.merged(configuration.headers, headers)
             transfer.record.headerNames = headers.map(\.name)
         }
+        guard transfer.machine.freshURLArrived() else { return }
         perform(transfer.move(to: url, after: cause, counted: false), for: transfer)
     }
 }

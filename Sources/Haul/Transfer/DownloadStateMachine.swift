@@ -12,6 +12,10 @@
 ///   not try since it last progressed (mirrors), or one a fresh URL may fix (401, 403, 410, with a
 ///   refresh hook, once) → connecting (the next URL, or the hook's)
 ///   a transient failure (connecting, receiving, closing) while the retry budget lasts → idle (retry)
+///   admit with headers whose values are not known (a restored download) → awaitingHeaders
+///     → connecting (they arrived) or done(failed)
+///   401, 403 or 410 with a refresh hook → awaitingFreshURL → connecting (a fresh URL), or as the
+///     failure says when none comes (another URL, a retry, the end)
 /// ```
 ///
 /// A paused download leaves the loop (it is a journal row again; resuming queues the row, and a new
@@ -39,8 +43,17 @@ struct DownloadStateMachine: Sendable {
     }
 
     enum State: Equatable, Sendable {
-        /// Waiting for a slot. → connecting (admit), paused (pause), done (cancel, or found complete).
+        /// Waiting for a slot. → connecting (admit), awaitingHeaders (admit without header values),
+        /// paused (pause), done (cancel, or found complete).
         case idle
+        /// Admitted, waiting for the values of the headers its row names (the application's header
+        /// provider is asked; they never reach the disk). Shown to users as connecting.
+        /// → connecting (they arrived), done (none: it fails), paused, done (cancel).
+        case awaitingHeaders
+        /// Its URL answered 401, 403 or 410 (this error) and the application's refresh hook is asked
+        /// for a fresh one. Shown to users as connecting. → connecting (a fresh URL), what the error
+        /// says when none comes (another URL, a retry, the end), paused, done (cancel).
+        case awaitingFreshURL(DownloadError)
         /// A request is out and no response was accepted yet.
         /// → receiving (head accepted), closing (head refused), paused, done (transfer failed, cancel).
         case connecting
@@ -82,8 +95,11 @@ struct DownloadStateMachine: Sendable {
         /// Send the next request to the download's next URL (a mirror), after this failure.
         case tryNextURL(DownloadError)
         /// Ask the application's refresh hook for a fresh URL (this one answered 401, 403 or 410),
-        /// then send the next request there; ``urlRefused(_:)`` when it gives none.
+        /// then send the next request there (``freshURLArrived()``); ``urlRefused(_:)`` when it gives none.
         case refreshURL(DownloadError)
+        /// Ask the application's header provider for the values of the headers the row names;
+        /// ``headersArrived()`` once they are known.
+        case askForHeaders
     }
 
     /// How a transfer that curl handed back ended.
@@ -154,11 +170,32 @@ struct DownloadStateMachine: Sendable {
 
     // MARK: inputs from the scheduler
 
-    /// A slot is free for this download.
-    mutating func admit() -> Action {
+    /// A slot is free for this download; `needsHeaders`: the values of headers it must send are not
+    /// known yet (it waits for them in its slot).
+    mutating func admit(needsHeaders: Bool = false) -> Action {
         guard case .idle = state else { preconditionFailure("admit() in state \(state)") }
+        if needsHeaders {
+            state = .awaitingHeaders
+            return .askForHeaders
+        }
         state = .connecting
         return .startRequest(truncatingPartial: false)
+    }
+
+    /// The header values arrived: the first request goes out. Ignored in any other state (a late
+    /// answer for a download paused or cancelled meanwhile).
+    mutating func headersArrived() -> Action {
+        guard case .awaitingHeaders = state else { return .none }
+        state = .connecting
+        return .startRequest(truncatingPartial: false)
+    }
+
+    /// The refresh hook gave a fresh URL: requests go there (the owner sends the next one). Whether
+    /// the machine was waiting for one.
+    mutating func freshURLArrived() -> Bool {
+        guard case .awaitingFreshURL = state else { return false }
+        state = .connecting
+        return true
     }
 
     /// The final response's head arrived (or the transfer ended before any body byte).
@@ -254,7 +291,7 @@ struct DownloadStateMachine: Sendable {
     private mutating func failOrRetry(_ error: DownloadError) -> Action {
         if refreshesURLs, !refreshed, error.code == .httpStatus, [401, 403, 410].contains(error.httpStatus ?? 0) {
             refreshed = true
-            state = .connecting
+            state = .awaitingFreshURL(error)
             return .refreshURL(error)
         }
         if error.movesToAnotherURL, alternativesTried < alternatives {
@@ -276,8 +313,10 @@ struct DownloadStateMachine: Sendable {
     /// request: the refresh hook gave no URL, or every other URL was dropped. The download goes on
     /// as that failure says (another URL, a retry, or the end).
     mutating func urlRefused(_ error: DownloadError) -> Action {
-        guard case .connecting = state else { return .none }
-        return failOrRetry(error)
+        switch state {
+        case .connecting, .awaitingFreshURL: return failOrRetry(error)
+        default: return .none
+        }
     }
 
     /// Requests go to `url` now (credentials removed): errors name it.
@@ -336,7 +375,7 @@ struct DownloadStateMachine: Sendable {
     /// The user paused: keep the bytes, free the connection.
     mutating func pause() -> Action {
         switch state {
-        case .idle, .connecting, .receiving, .closing:
+        case .idle, .awaitingHeaders, .connecting, .awaitingFreshURL, .receiving, .closing:
             state = .paused
             return .pause
         case .paused, .done:
@@ -347,7 +386,7 @@ struct DownloadStateMachine: Sendable {
     /// The user cancelled: stop and delete the partial file.
     mutating func cancel() -> Action {
         switch state {
-        case .idle, .connecting, .receiving, .closing, .paused:
+        case .idle, .awaitingHeaders, .connecting, .awaitingFreshURL, .receiving, .closing, .paused:
             state = .done(.cancelled)
             return .cancel
         case .done:

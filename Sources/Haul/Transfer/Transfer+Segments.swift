@@ -12,7 +12,7 @@ extension Transfer {
 
     /// Whether another connection would have work now (the scheduler grants it, ``Admission``).
     var wantsConnection: Bool {
-        guard let segments, case .receiving = machine.state, !awaitingHeaders,
+        guard let segments, case .receiving = machine.state,
             liveConnections < segments.connections
         else { return false }
         return segments.hasWorkForAnotherConnection(now: DispatchTime.now().uptimeNanoseconds)

@@ -70,8 +70,6 @@ final class Transfer {
     /// The headers its requests send (the manager's, with the download's over them): to the
     /// download's origin only (``Redirect``).
     var headers: [DownloadHeader]
-    /// The transfer waits for a header provider's answer before its first request.
-    var awaitingHeaders = false
     /// Redirects followed since the last request to the download's URL.
     var redirectsFollowed = 0
     /// Whether ``DownloadWarning/insecureRedirect(_:)`` was published (once per download).
@@ -91,8 +89,6 @@ final class Transfer {
         /// drops the URL instead of replacing the bytes (``Transfer/vet(_:)``). `counted`: the move
         /// used one of the machine's alternatives.
         var moved: (cause: DownloadError, counted: Bool, from: URL)?
-        /// The transfer waits for the refresh hook's answer after this failure.
-        var awaitingFreshURL: DownloadError?
     }
 
     private var others: OtherURLs {
@@ -110,10 +106,6 @@ final class Transfer {
     var moved: (cause: DownloadError, counted: Bool, from: URL)? {
         get { otherURLs?.moved }
         set { if newValue != nil || otherURLs != nil { others.moved = newValue } }
-    }
-    var awaitingFreshURL: DownloadError? {
-        get { otherURLs?.awaitingFreshURL }
-        set { if newValue != nil || otherURLs != nil { others.awaitingFreshURL = newValue } }
     }
     /// curl holds the transfer paused for the rate limiter (``RateLimiter``).
     var parkedByLimiter = false
@@ -273,9 +265,15 @@ final class Transfer {
 
     // MARK: inputs from the scheduler
 
-    /// A slot is free: the first request goes out. Returns what the owner does (a failure to start).
-    func admit() -> DownloadStateMachine.Action {
-        perform(machine.admit())
+    /// A slot is free: the first request goes out (or, `needsHeaders`, the header provider is asked
+    /// first). Returns what the owner does (a failure to start, asking for headers).
+    func admit(needsHeaders: Bool = false) -> DownloadStateMachine.Action {
+        perform(machine.admit(needsHeaders: needsHeaders))
+    }
+
+    /// The header values it waited for are known (in ``headers``): the first request goes out.
+    func headersArrived() -> DownloadStateMachine.Action {
+        perform(machine.headersArrived())
     }
 
     /// The user paused, or the manager shuts down.
@@ -306,7 +304,7 @@ final class Transfer {
             return .none
         case .tryNextURL(let cause):
             return moveToNextURL(after: cause)
-        case .pause, .cancel, .complete, .keepDestination, .fail, .retry, .refreshURL:
+        case .pause, .cancel, .complete, .keepDestination, .fail, .retry, .refreshURL, .askForHeaders:
             return action
         }
     }
