@@ -129,6 +129,30 @@ struct StateFolderTests {
         }
     }
 
+    @Test("a state folder that is another user's by the time a partial is opened is not written in")
+    func folderChangedHands() async throws {
+        try await withFaultServer { server, directory in
+            let destination = directory.appendingPathComponent("d.bin")
+            let state = directory.appendingPathComponent("state")
+            try await withDownloadManager(configuration: configuration(directory)) { manager in
+                // The journal is open (its folder was this user's); then the folder changes hands, as a
+                // folder swapped in under the same path would.
+                _ = try await manager.download(from: server.url("file/1000"), to: directory.appendingPathComponent("a"))
+                    .finished()
+                #expect(chown(state.path, 65534, 65534) == 0)
+                await #expect {
+                    try await manager.download(from: server.url("file/400000"), to: destination).finished()
+                } throws: { error in
+                    guard let error = error as? DownloadError else { return false }
+                    return error.code == .unsafeFile && error.path == state.path
+                        && error.description.contains("a folder of user 65534")
+                }
+                #expect(chown(state.path, geteuid(), getegid()) == 0)
+            }
+            #expect(!FileManager.default.fileExists(atPath: destination.path))
+        }
+    }
+
     @Test("links at journal.sqlite-wal and -shm are refused: their targets keep their modes and bytes")
     func plantedJournalFiles() async throws {
         let directory = try makeTemporaryDirectory()

@@ -7,8 +7,9 @@ import Glibc
 /// A state directory is private (0700, this user's); what is in it is still checked at every
 /// open, because an older Haul, a copy, a shared folder or a hostile neighbour may have made it
 /// otherwise. Each file is opened relative to a descriptor of its folder that was opened without
-/// following a link (`openat`, `O_NOFOLLOW` at both steps): a symbolic link in place of the folder
-/// or of the file is refused, never followed. What was opened must then be a regular file of this
+/// following a link (`openat`, `O_NOFOLLOW` at both steps) and is checked to be this user's: a
+/// symbolic link in place of the folder or of the file is refused, never followed, and so is a
+/// folder of someone else's put in its place. What was opened must then be a regular file of this
 /// user with no other name (a hard link to someone's file would be truncated through it); a FIFO
 /// opens without blocking (`O_NONBLOCK`) and is refused like a device. A file is truncated only
 /// after these checks. Anything else is refused with ``DownloadError/Code-swift.struct/unsafeFile``,
@@ -36,6 +37,12 @@ enum PrivateFile {
             return -1
         }
         defer { Glibc.close(folder) }
+        // The folder that was opened, whatever its path leads to now, must still be this user's: a
+        // state directory swapped for another user's folder between two opens is not written in.
+        var folderStatus = stat()
+        if fstat(folder, &folderStatus) == 0, folderStatus.st_uid != geteuid() {
+            throw unsafe(folderPath, "a folder of user \(folderStatus.st_uid), not this user's state directory")
+        }
         let name = FilePath.lastComponent(of: path)
         let descriptor = openat(
             folder,
