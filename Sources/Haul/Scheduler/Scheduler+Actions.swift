@@ -15,20 +15,12 @@ extension Scheduler {
             askForHeaders(of: transfer, named: transfer.record.headerNames)
         case .pause:
             // A pause while the manager shuts down interrupts: the next manager continues the download.
-            let progress = transfer.setAside(on: shuttingDown ? .interrupted : .paused)
-            if shuttingDown, transfer.stream != nil {
-                // A stream continues within its process only: no later manager takes its row up.
-                transfer.store.remove(transfer.id)
-            }
+            let progress = transfer.endPaused(interrupted: shuttingDown)
             requestSync(of: transfer, bytes: progress.bytesReceived)
-            transfer.download.hub.publish(.paused(progress))
             // A paused download is a row again; resuming queues it.
             forget(transfer)
         case .cancel:
-            transfer.stopAll()
-            transfer.sink = nil
-            transfer.store.remove(transfer.id)
-            transfer.download.hub.publish(.cancelled)
+            transfer.endCancelled()
             catalog.forget(transfer.id)
             forget(transfer)
         case .complete where transfer.stream != nil:
@@ -59,45 +51,16 @@ extension Scheduler {
             random: Double.random(in: 0..<1)
         )
         let time = Date().timeIntervalSince1970 + delay.inSeconds
-        transfer.spanFailed(error)
-        transfer.record.failures = transfer.machine.failures
         if transfer.machine.restarts > 0 { restartsBeforeRetry[transfer.id] = transfer.machine.restarts }
-        let progress = transfer.setAside(on: .retryScheduled(at: time, error: error.description))
+        let progress = transfer.endWaitingToRetry(after: error, delay: delay, at: time)
         requestSync(of: transfer, bytes: progress.bytesReceived)
-        transfer.log(
-            .debug,
-            "retrying",
-            metadata: ["haul.after": "\(delay)", "haul.error": "\(error)"]
-        )
-        environment.metrics.retries.increment()
-        transfer.download.hub.publish(.waitingToRetry(error, after: delay))
         forget(transfer)
         wakeForRetry(in: transfer.store.directory, at: time)
     }
 
     /// Ends the download with `error`, keeping its partial file if it holds anything.
     private func fail(_ transfer: Transfer, with error: DownloadError) {
-        var error = error
-        transfer.spanFailed(error)
-        transfer.stopAll()
-        try? transfer.sink?.close()
-        transfer.sink = nil
-        let bytes = transfer.bytesOnDisk
-        // What was refused at the partial's name (a link, a FIFO) is left there, and so is the row.
-        if bytes == 0, error.code != .unsafeFile {
-            // Nothing worth resuming (a 404, a refused connection): leave no trace, and say none.
-            transfer.store.remove(transfer.id)
-            error.nothingKept = true
-        } else {
-            transfer.checkpoint(.failed(error: error.description), bytes: bytes)
-        }
-        transfer.log(
-            .debug,
-            "download failed",
-            metadata: ["haul.error": "\(error)"]
-        )
-        environment.metrics.failed(error.code).increment()
-        transfer.download.hub.publish(.failed(error))
+        transfer.endFailed(error)
         catalog.forget(transfer.id)
         forget(transfer)
     }
@@ -113,28 +76,7 @@ extension Scheduler {
         case .success(let file):
             placed = file
         }
-        if let path = placed.path {
-            // Named by the server, and someone else's file took the name meanwhile: it went beside.
-            transfer.record.destination = path
-            transfer.download.update(destinationPath: path)
-        }
-        let total = transfer.record.totalBytes ?? placed.length
-        transfer.record.totalBytes = total
-        transfer.record.placedModificationTime = placed.modificationTime
-        transfer.checkpoint(.completed, bytes: total)
-        transfer.download.hub.publish(
-            .progress(
-                DownloadProgress(
-                    bytesReceived: total,
-                    totalBytes: total,
-                    bytesPerSecond: transfer.speed.bytesPerSecond,
-                    estimatedTimeRemaining: .zero
-                )
-            )
-        )
-        environment.metrics.completed.increment()
-        environment.metrics.duration.recordNanoseconds(DispatchTime.now().uptimeNanoseconds - transfer.admittedAt)
-        transfer.download.hub.publish(.completed(transfer.download.destination))
+        transfer.endCompleted(placed)
         catalog.forget(transfer.id)
         forget(transfer)
     }

@@ -1,0 +1,87 @@
+import Dispatch
+import FoundationEssentials
+
+/// How a transfer leaves the loop: paused, waiting to retry, failed, cancelled or completed. Each
+/// ending is the transfer's own teardown (its requests stopped, its sink closed, its row written or
+/// removed, its event published); the scheduler then frees its slot (``Scheduler/forget(_:)``).
+extension Transfer {
+    /// Paused by the user, or interrupted by a shutdown (the next manager continues it): the row
+    /// says so and `.paused` is published. Returns its progress, whose bytes the scheduler syncs.
+    func endPaused(interrupted: Bool) -> DownloadProgress {
+        let progress = setAside(on: interrupted ? .interrupted : .paused)
+        if interrupted, stream != nil {
+            // A stream continues within its process only: no later manager takes its row up.
+            store.remove(id)
+        }
+        download.hub.publish(.paused(progress))
+        return progress
+    }
+
+    /// Waits to retry at `time` (seconds since 1970), `delay` from now, after `error`: the row says
+    /// so and `.waitingToRetry` is published. Returns its progress, whose bytes the scheduler syncs.
+    func endWaitingToRetry(after error: DownloadError, delay: Duration, at time: Double) -> DownloadProgress {
+        spanFailed(error)
+        record.failures = machine.failures
+        let progress = setAside(on: .retryScheduled(at: time, error: error.description))
+        log(.debug, "retrying", metadata: ["haul.after": "\(delay)", "haul.error": "\(error)"])
+        environment.metrics.retries.increment()
+        download.hub.publish(.waitingToRetry(error, after: delay))
+        return progress
+    }
+
+    /// Failed with `error`: the partial file and the row are kept when they hold bytes (a failure
+    /// before any leaves no trace, and says none is kept); what was refused at the partial's name (a
+    /// link, a FIFO) is left there, and so is the row.
+    func endFailed(_ error: DownloadError) {
+        var error = error
+        spanFailed(error)
+        stopAll()
+        try? sink?.close()
+        sink = nil
+        let bytes = bytesOnDisk
+        if bytes == 0, error.code != .unsafeFile {
+            store.remove(id)
+            error.nothingKept = true
+        } else {
+            checkpoint(.failed(error: error.description), bytes: bytes)
+        }
+        log(.debug, "download failed", metadata: ["haul.error": "\(error)"])
+        environment.metrics.failed(error.code).increment()
+        download.hub.publish(.failed(error))
+    }
+
+    /// Cancelled: its requests stopped, its partial file and row removed, `.cancelled` published.
+    func endCancelled() {
+        stopAll()
+        sink = nil
+        store.remove(id)
+        download.hub.publish(.cancelled)
+    }
+
+    /// Its file is in place (`placed`): the row says completed, with the file's length and time, and
+    /// the last progress and `.completed` are published.
+    func endCompleted(_ placed: PlacedFile) {
+        if let path = placed.path {
+            // Named by the server, and someone else's file took the name meanwhile: it went beside.
+            record.destination = path
+            download.update(destinationPath: path)
+        }
+        let total = record.totalBytes ?? placed.length
+        record.totalBytes = total
+        record.placedModificationTime = placed.modificationTime
+        checkpoint(.completed, bytes: total)
+        download.hub.publish(
+            .progress(
+                DownloadProgress(
+                    bytesReceived: total,
+                    totalBytes: total,
+                    bytesPerSecond: speed.bytesPerSecond,
+                    estimatedTimeRemaining: .zero
+                )
+            )
+        )
+        environment.metrics.completed.increment()
+        environment.metrics.duration.recordNanoseconds(DispatchTime.now().uptimeNanoseconds - admittedAt)
+        download.hub.publish(.completed(download.destination))
+    }
+}
