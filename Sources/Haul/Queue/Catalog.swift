@@ -109,20 +109,23 @@ final class Catalog: Sendable {
         update(id) { $0.headers = headers.isEmpty ? nil : headers }
     }
 
-    /// The URL `id` was last asked for from in this process, when its row does not hold it.
-    func rememberedURL(_ id: DownloadID) -> URL? { lookUp(id)?.url }
-
-    /// The headers `id` was last asked for with in this process, if any.
-    func rememberedHeaders(_ id: DownloadID) -> [DownloadHeader]? { lookUp(id)?.headers }
-
-    /// The URLs of `id` with its mirrors, when its row cannot hold them.
-    func rememberedMirrors(_ id: DownloadID) -> [URL]? { lookUp(id)?.urls }
-
-    /// The logger `id` was last asked for with in this process, if any.
-    func rememberedLogger(_ id: DownloadID) -> Logger? { lookUp(id)?.logger }
-
-    /// The service context `id` was last asked for in, if any.
-    func rememberedContext(_ id: DownloadID) -> ServiceContext? { lookUp(id)?.context }
+    /// What a transfer of the claimed `record` is made from: the row with what this process keeps
+    /// beyond it, looked up once. `nil` when neither keeps a readable URL.
+    func request(for id: DownloadID, record: DownloadRecord, rowID: Int64?) -> TransferRequest? {
+        let kept = lookUp(id)
+        // The row's URL has no user name or password; one asked for with them in this process has them.
+        guard let url = kept?.url ?? URL(string: record.url) else { return nil }
+        return TransferRequest(
+            record: record,
+            rowID: rowID,
+            url: url,
+            mirrors: record.mirrors.isEmpty ? [] : kept?.urls ?? record.mirrors.compactMap { URL(string: $0) },
+            headers: kept?.headers,
+            logger: kept?.logger,
+            context: kept?.context,
+            stream: kept?.stream
+        )
+    }
 
     /// The stream `id` writes to, when its destination is not a regular file.
     func rememberedStream(_ id: DownloadID) -> StreamTarget? { lookUp(id)?.stream }

@@ -110,8 +110,7 @@ extension Scheduler {
             return
         }
         startTimers()
-        // The row's URL has no user name or password; one asked for with them in this process has them.
-        guard let url = catalog.rememberedURL(id) ?? URL(string: record.url) else {
+        guard let request = catalog.request(for: id, record: record, rowID: head.rowID) else {
             journal.remove(id)
             logger.error(
                 "a journal row has an unreadable URL",
@@ -122,7 +121,7 @@ extension Scheduler {
         let (download, _) = catalog.handle(id) {
             catalog.makeHandle(
                 id,
-                url: url,
+                url: request.url,
                 destinationPath: record.destination,
                 stateDirectoryPath: journal.directory,
                 progress: record.progress,
@@ -131,16 +130,10 @@ extension Scheduler {
         }
         let transfer = Transfer(
             download: download,
-            record: record,
-            rowID: head.rowID,
+            request: request,
             store: journal,
             environment: environment,
-            restarts: restartsBeforeRetry.removeValue(forKey: id) ?? 0,
-            mirrors: record.mirrors.isEmpty
-                ? [] : catalog.rememberedMirrors(id) ?? record.mirrors.compactMap { URL(string: $0) },
-            logger: catalog.rememberedLogger(id),
-            context: catalog.rememberedContext(id),
-            stream: catalog.rememberedStream(id)
+            restarts: restartsBeforeRetry.removeValue(forKey: id) ?? 0
         )
         transfers[id] = transfer
         transfersByDirectory[journal.directory, default: 0] += 1
@@ -148,14 +141,7 @@ extension Scheduler {
         admission.startTransferring(id, host: transfer.hostKey)
         environment.metrics.started.increment()
         environment.rateLimiter.admit(transfer, ownLimit: record.maxBytesPerSecond)
-        if !record.headerNames.isEmpty {
-            guard let headers = catalog.rememberedHeaders(id) else {
-                // Restored from the journal, which has their names only: never sent without them.
-                perform(transfer.admit(needsHeaders: true), for: transfer)
-                return
-            }
-            transfer.headers = DownloadHeader.merged(configuration.headers, headers)
-        }
-        perform(transfer.admit(), for: transfer)
+        // Restored from the journal, which has header names only: never sent without their values.
+        perform(transfer.admit(needsHeaders: request.needsHeaders), for: transfer)
     }
 }

@@ -59,7 +59,7 @@ extension Scheduler {
         case .success(let headers):
             // Kept for its retries and resumes in this process, as if it had been asked for with them.
             catalog.remember(headers: headers, for: id)
-            transfer.headers = DownloadHeader.merged(configuration.headers, headers)
+            transfer.send(headers: headers)
             perform(transfer.headersArrived(), for: transfer)
         case .failure(let error):
             perform(transfer.fail(error), for: transfer)

@@ -74,7 +74,7 @@ extension Scheduler {
         catalog.remember(newURL: url, for: id)
         if let headers = fresh.headers {
             catalog.remember(headers: headers, for: id)
-            transfer.headers = DownloadHeader.merged(configuration.headers, headers)
+            transfer.send(headers: headers)
             transfer.record.headerNames = headers.map(\.name)
         }
         guard transfer.machine.freshURLArrived() else { return }

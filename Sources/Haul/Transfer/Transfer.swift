@@ -175,26 +175,21 @@ final class Transfer {
         var stalledFor: Int64?
     }
 
-    /// - Parameters:
-    ///   - rowID: where its row is in `store`'s table (``Journal/QueueHead/rowID``).
-    ///   - mirrors: every URL of the download's file, in the order asked for (empty without mirrors):
-    ///     the one in use is tried first, then the ones after it, round and round.
+    /// A transfer of `request` (its row, and what this process keeps beyond it): its requests send
+    /// the manager's headers with the request's over them; with mirrors, the URL in use is tried
+    /// first, then the ones after it, round and round.
     init(
         download: Download,
-        record: DownloadRecord,
-        rowID: Int64? = nil,
+        request: TransferRequest,
         store: Journal,
         environment: TransferEnvironment,
-        restarts: Int,
-        mirrors: [URL] = [],
-        logger: Logger? = nil,
-        context: ServiceContext? = nil,
-        stream: StreamTarget? = nil
+        restarts: Int
     ) {
-        self.serviceContext = context
-        self.stream = stream
+        let (record, mirrors) = (request.record, request.mirrors)
+        self.serviceContext = request.context
+        self.stream = request.stream
         environment.census.transfers.add(1, ordering: .relaxed)
-        self.baseLogger = logger ?? environment.logger
+        self.baseLogger = request.logger ?? environment.logger
         self.download = download
         self.store = store
         self.partialPath = store.partialPath(for: download.id)
@@ -220,9 +215,14 @@ final class Transfer {
             answered: record.attempts > 0 || record.bytesCommitted > 0
         )
         self.record = record
-        self.rowID = rowID
+        self.rowID = request.rowID
         self.revalidating = record.revalidate
-        self.headers = environment.defaultHeaders
+        self.headers = DownloadHeader.merged(environment.defaultHeaders, request.headers ?? [])
+    }
+
+    /// Its requests send `headers` (a provider's or a refresh hook's), over the manager's.
+    func send(headers: [DownloadHeader]) {
+        self.headers = DownloadHeader.merged(environment.defaultHeaders, headers)
     }
 
     deinit { environment.census.transfers.subtract(1, ordering: .relaxed) }

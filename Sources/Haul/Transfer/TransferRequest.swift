@@ -1,0 +1,26 @@
+import FoundationEssentials
+import Logging
+import Tracing
+
+/// What a ``Transfer`` is made from, in one value: its claimed row, and what this process keeps of
+/// the request beyond the row (a URL with its password, mirrors with theirs, header values, the
+/// caller's logger and trace, a stream), read from the `Catalog` at once.
+struct TransferRequest {
+    /// The row as it was claimed, and where it is in the journal's table.
+    var record: DownloadRecord
+    var rowID: Int64?
+    /// The URL requests go to first: the one asked for in this process (with its user name and
+    /// password), else the row's.
+    var url: URL
+    /// The download's URLs in order, when it has mirrors.
+    var mirrors: [URL]
+    /// The request's own header values, when this process knows them; `nil` with names in the row:
+    /// a download restored from the journal, whose values must be asked for (``needsHeaders``).
+    var headers: [DownloadHeader]?
+    var logger: Logger?
+    var context: ServiceContext?
+    var stream: StreamTarget?
+
+    /// Its row names headers whose values this process does not have.
+    var needsHeaders: Bool { headers == nil && !record.headerNames.isEmpty }
+}
