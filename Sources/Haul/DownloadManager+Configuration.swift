@@ -287,7 +287,7 @@ extension DownloadManager {
     /// - Parameter folder: the destination's folder, as a path.
     /// - Returns: the state directory's path.
     public static func defaultStateDirectory(besideFolder folder: String) -> String {
-        folder.hasSuffix("/") ? "\(folder).haul" : "\(folder)/.haul"
+        FilePath.stateDirectory(besideFolder: folder)
     }
 
     /// ``Configuration/stateDirectory`` as a standardised path, through the symbolic link it may

@@ -48,7 +48,7 @@ public final class DownloadManager: Sendable {
         try DownloadHeader.check(configuration.headers, url: nil)
         if let proxy = configuration.proxy { try Self.checkProxy(proxy) }
         self.configuration = configuration
-        let catalog = Catalog(configuration: configuration)
+        let catalog = Catalog(bootID: configuration.bootID)
         self.catalog = catalog
         // Raises the open-files limit (if allowed), which the budget is taken from.
         Reactor.prepareProcess(
@@ -73,7 +73,12 @@ public final class DownloadManager: Sendable {
             inbox: inbox,
             catalog: catalog
         )
-        self.queue = DownloadQueue(configuration: configuration, catalog: catalog, inbox: inbox)
+        self.queue = DownloadQueue(
+            stateDirectory: Self.configuredStateDirectory(configuration),
+            revalidatesCompletedFiles: configuration.revalidatesCompletedFiles,
+            catalog: catalog,
+            inbox: inbox
+        )
         self.currentRateLimits = Mutex(configuration.rateLimits.normalized)
         var restored: String?
         if let directory = queue.configuredStateDirectory {

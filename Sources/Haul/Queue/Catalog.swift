@@ -14,7 +14,9 @@ import Tracing
 /// Locks: a journal's lock may be held while taking the catalog's locks, never the other way round;
 /// the catalog's locks are leaves.
 final class Catalog: Sendable {
-    let configuration: DownloadManager.Configuration
+    /// This boot's id, which the journals it opens record (``Journal/currentBootID()``; tests give
+    /// their own).
+    let bootID: String
     /// How many handles and transfers exist.
     let census = Census()
     /// The loop thread's writes, one transaction per turn in every journal.
@@ -72,8 +74,8 @@ final class Catalog: Sendable {
     private let journals = Mutex(Journals())
     private let opening = Mutex(())
 
-    init(configuration: DownloadManager.Configuration) {
-        self.configuration = configuration
+    init(bootID: String) {
+        self.bootID = bootID
     }
 
     // MARK: what the rows do not hold
@@ -162,7 +164,7 @@ final class Catalog: Sendable {
         return try opening.withLock { _ throws(DownloadError) -> Journal in
             if let journal = openJournal(for: directory) { return journal }
             guard !isShutDown else { throw DownloadError(code: .shutdown, url: nil) }
-            let opened = try Journal(directory: directory, bootID: configuration.bootID, batch: writeBatch)
+            let opened = try Journal(directory: directory, bootID: bootID, batch: writeBatch)
             journals.withLock { $0.byDirectory[directory] = opened }
             return opened
         }

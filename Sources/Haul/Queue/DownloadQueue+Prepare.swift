@@ -157,7 +157,7 @@ extension DownloadQueue {
             stateDirectory = streamStateDirectory
         } else {
             let folder = request.takesFileNameFromServer ? destination : FilePath.directory(of: destination)
-            stateDirectory = DownloadManager.defaultStateDirectory(besideFolder: folder)
+            stateDirectory = FilePath.stateDirectory(besideFolder: folder)
         }
         if stream == nil, let state = Self.stateFolder(holding: destination, configured: configuredStateDirectory) {
             // The journal and the partial files are Haul's: a body written over one of them (an

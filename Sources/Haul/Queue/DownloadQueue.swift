@@ -18,11 +18,20 @@ final class DownloadQueue: Sendable {
     /// removed when it shuts down (a stream resumes within its process only).
     let streamStateDirectory: String
 
-    init(configuration: DownloadManager.Configuration, catalog: Catalog, inbox: CommandInbox<SchedulerCommand>) {
+    /// - Parameters:
+    ///   - stateDirectory: the configured state directory, as a path through the link it may be
+    ///     (`nil`: a `.haul` beside each destination).
+    ///   - revalidatesCompletedFiles: the manager's setting of that name.
+    init(
+        stateDirectory: String?,
+        revalidatesCompletedFiles: Bool,
+        catalog: Catalog,
+        inbox: CommandInbox<SchedulerCommand>
+    ) {
         self.catalog = catalog
         self.inbox = inbox
-        self.configuredStateDirectory = DownloadManager.configuredStateDirectory(configuration)
-        self.revalidatesCompletedFiles = configuration.revalidatesCompletedFiles
+        self.configuredStateDirectory = stateDirectory
+        self.revalidatesCompletedFiles = revalidatesCompletedFiles
         let temporary = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
         self.streamStateDirectory =
             "\(temporary)/haul-streams-\(getpid())-\(String(UInt64.random(in: 0...UInt64.max), radix: 16))"

@@ -109,6 +109,13 @@ package enum FilePath {
         }
     }
 
+    /// The state directory of a destination in `folder` when none is configured: a `.haul` folder
+    /// beside it (``DownloadManager/defaultStateDirectory(besideFolder:)``).
+    static func stateDirectory(besideFolder folder: String) -> String {
+        let name = ConfinedPath.stateFolderName
+        return folder.hasSuffix("/") ? "\(folder)\(name)" : "\(folder)/\(name)"
+    }
+
     /// The mode of a partial file: its owner's only, as the bodies of authenticated downloads are.
     static let partialMode: mode_t = 0o600
 
