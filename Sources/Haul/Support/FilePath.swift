@@ -129,10 +129,12 @@ package enum FilePath {
         return 0o666 & ~mask
     }()
 
-    /// The length of the regular file at `path`, or `nil` when there is none.
+    /// The length of the regular file at `path` itself, or `nil` when there is none: a link there is
+    /// not followed (every caller asks of a partial file, and a link put in its place is not one:
+    /// its target's length would be taken for the download's bytes).
     static func fileLength(_ path: String) -> Int64? {
         var status = stat()
-        guard stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
+        guard lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
         return Int64(status.st_size)
     }
 
