@@ -367,18 +367,20 @@ struct FinishJob: Sendable {
         guard fstat(input, &status) == 0 else { return (errno, source) }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
         defer { buffer.deallocate() }
+        var offset: Int64 = 0
         while true {
             let read = Glibc.read(input, buffer.baseAddress, buffer.count)
             if read < 0, errno == EINTR { continue }
             if read < 0 { return (errno, source) }
             if read == 0 { break }
             var written = 0
-            while written < read {
-                let count = write(output, buffer.baseAddress! + written, read - written)
-                if count < 0, errno == EINTR { continue }
-                if count <= 0 { return (count < 0 ? errno : EIO, target) }
-                written += count
+            do throws(DownloadError) {
+                let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<read])
+                try FileSink.write(bytes, to: output, at: offset, path: target, written: &written)
+            } catch {
+                return (error.errno ?? EIO, target)
             }
+            offset += Int64(read)
         }
         fchmod(output, FilePath.placedMode)
         let times = [status.st_atim, status.st_mtim]
