@@ -63,22 +63,12 @@ extension HaulCommand {
         var starts: [Int] = []
         var someUnnamed = !arguments.isEmpty
         if let inputFile {
-            var status = stat()
-            if stat(inputFile, &status) == 0, status.st_mode & S_IFMT == S_IFDIR {
-                throw CLIError(
-                    "the input file '\(inputFile)' is a folder; give a file of URLs, one per line",
-                    exitStatus: ExitStatus.localFiles
-                )
-            }
-            guard let data = FileManager.default.contents(atPath: inputFile) else {
-                // FileManager sets no errno for every failure: "Success" would be said then.
-                let cause = errno == 0 ? "it cannot be read" : String(cString: strerror(errno))
-                throw CLIError(
-                    "cannot read the input file '\(inputFile)': \(cause)",
-                    exitStatus: ExitStatus.localFiles
-                )
-            }
-            let checked = String(decoding: data, as: UTF8.self)
+            let checked = try HaulCommand.readText(
+                of: inputFile,
+                named: "the input file",
+                holding: "URLs",
+                exitStatus: ExitStatus.localFiles
+            )
             var reader = InputFile.Reader(checked)
             while let entry = try reader.next() {
                 count += 1

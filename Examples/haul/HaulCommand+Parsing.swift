@@ -26,8 +26,6 @@ extension HaulCommand {
         return max(1, Int64(value * unit))
     }
 
-    /// A `-H` value as a header: `Name: value`, or `Name;` for an empty value (as curl reads them).
-    /// The problem, in words that never repeat the value, when it is not one.
     /// The `-H` values, each as given, or for `@FILE` each line of that file that is not blank
     /// (curl's form; a trailing CR is dropped): read on every run, never stored.
     func headerLines() throws(CLIError) -> [String] {
@@ -37,12 +35,8 @@ extension HaulCommand {
                 lines.append(value)
                 continue
             }
-            let path = String(value.dropFirst())
-            guard let data = FileManager.default.contents(atPath: path) else {
-                let cause = errno == 0 ? "it cannot be read" : String(cString: strerror(errno))
-                throw CLIError("cannot read the header file '\(path)': \(cause)")
-            }
-            for line in String(decoding: data, as: UTF8.self).split(whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
+            let file = try Self.readText(of: String(value.dropFirst()), named: "the header file", holding: "headers")
+            for line in file.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
                 let text = line.hasSuffix("\r") ? String(line.dropLast()) : String(line)
                 if !text.trimmingSpaces.isEmpty { lines.append(text) }
             }
@@ -50,6 +44,30 @@ extension HaulCommand {
         return lines
     }
 
+    /// The text of a file the user named (`-i`, `-H @FILE`), or a message that says why it cannot be
+    /// read: a folder is named so, and a failure FileManager gives no `errno` for is not "Success".
+    static func readText(
+        of path: String,
+        named what: String,
+        holding lines: String,
+        exitStatus: Int32 = ExitStatus.usage
+    ) throws(CLIError) -> String {
+        var status = stat()
+        if stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR {
+            throw CLIError(
+                "\(what) '\(path)' is a folder; give a file of \(lines), one per line",
+                exitStatus: exitStatus
+            )
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            let cause = errno == 0 ? "it cannot be read" : String(cString: strerror(errno))
+            throw CLIError("cannot read \(what) '\(path)': \(cause)", exitStatus: exitStatus)
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// A `-H` value as a header: `Name: value`, or `Name;` for an empty value (as curl reads them).
+    /// The problem, in words that never repeat the value, when it is not one.
     static func parseHeader(_ text: String) -> Result<DownloadHeader, CLIError> {
         let header: DownloadHeader
         if let colon = text.firstIndex(of: ":") {
