@@ -220,10 +220,16 @@ public final class FleetWorker: Sendable {
 
     /// Claims rows while there is room and hands them to the manager in one `enqueue`.
     private func claim(into held: inout Held) async throws {
-        guard !Task.isCancelled, held.leases.count < concurrency else { return }
+        // A claim whose every row was refused leaves the room free: the next rows take it.
+        while try await claimOnce(into: &held) {}
+    }
+
+    /// One claim; whether it took rows and refused every one of them.
+    private func claimOnce(into held: inout Held) async throws -> Bool {
+        guard !Task.isCancelled, held.leases.count < concurrency else { return false }
         let room = concurrency - held.leases.count
         let claimed = try await persisting("claim") { try await queue.claim(upTo: room) }
-        guard !claimed.isEmpty else { return }
+        guard !claimed.isEmpty else { return false }
         // A row aimed outside the output folder (written by anyone who can write the table): failed
         // for the fleet with the reason, never run.
         var refused: [(FleetLease, Ending)] = []
@@ -253,8 +259,7 @@ public final class FleetWorker: Sendable {
             }
         }
         if !refused.isEmpty { try await record(refused, requested: [:]) }
-        // Every row claimed was refused: the room is still there for the next ones.
-        if refused.count == claimed.count { try await claim(into: &held) }
+        return refused.count == claimed.count
     }
 
     /// Moves into this worker's state directory what the previous workers of `leases` left in
