@@ -132,6 +132,8 @@ extension FleetQueue {
         async throws(FleetError) -> Set<DownloadID>
     {
         guard !leases.isEmpty else { return [] }
+        // Only a worker's outcomes end a running row (FleetSchema.record's condition is theirs).
+        precondition(states.allSatisfy { $0.recordedEvent != nil }, "\(states) are not outcomes")
         let parameters: [String?] =
             [configuration.worker] + FleetSchema.leaseArrays(leases) + [
                 FleetSchema.array(states.map(\.rawValue)), FleetSchema.array(bytes.map { $0.map(String.init) }),
