@@ -66,10 +66,16 @@ public final class DownloadManager: Sendable {
         self.reactor = reactor
         let inbox = CommandInbox<SchedulerCommand>(reactor: reactor)
         self.inbox = inbox
+        let settings = SchedulerSettings(configuration, budget: budget)
         self.scheduler = Scheduler(
-            configuration: configuration,
-            budget: budget,
-            reactor: reactor,
+            settings: settings,
+            environment: TransferEnvironment(
+                configuration,
+                slots: settings.slots,
+                budget: budget,
+                reactor: reactor,
+                census: catalog.census
+            ),
             inbox: inbox,
             catalog: catalog
         )

@@ -12,7 +12,7 @@ extension Scheduler {
         case .refreshURL(let cause):
             askForFreshURL(for: transfer, after: cause)
         case .askForHeaders:
-            askForHeaders(of: transfer, named: transfer.record.headerNames)
+            askForHeaders(of: transfer, named: transfer.headerNames)
         case .pause:
             // A pause while the manager shuts down interrupts: the next manager continues the download.
             let progress = transfer.endPaused(interrupted: shuttingDown)
@@ -23,7 +23,7 @@ extension Scheduler {
             transfer.endCancelled()
             catalog.forget(transfer.id)
             forget(transfer)
-        case .complete where transfer.stream != nil:
+        case .complete where transfer.writesToStream:
             // Written through: complete once the reader took every byte (the slot stays taken).
             transfer.stopAll()
             let id = transfer.id
@@ -45,17 +45,13 @@ extension Scheduler {
 
     /// Queues the download again after a backoff (or the server's `Retry-After`), keeping its bytes.
     private func retry(_ transfer: Transfer, after error: DownloadError) {
-        let delay = retryPolicy.delay(
-            afterFailures: transfer.machine.failures,
-            retryAfter: transfer.request.retryAfter,
-            random: Double.random(in: 0..<1)
-        )
+        let delay = transfer.retryDelay(retryPolicy)
         let time = Date().timeIntervalSince1970 + delay.inSeconds
-        if transfer.machine.restarts > 0 { restartsBeforeRetry[transfer.id] = transfer.machine.restarts }
+        if transfer.restarts > 0 { restartsBeforeRetry[transfer.id] = transfer.restarts }
         let progress = transfer.endWaitingToRetry(after: error, delay: delay, at: time)
         requestSync(of: transfer, bytes: progress.bytesReceived)
         forget(transfer)
-        wakeForRetry(in: transfer.store.directory, at: time)
+        wakeForRetry(in: transfer.directory, at: time)
     }
 
     /// Ends the download with `error`, keeping its partial file if it holds anything.
@@ -90,8 +86,8 @@ extension Scheduler {
         guard transfers.removeValue(forKey: transfer.id) != nil else { return }
         environment.rateLimiter.release(transfer)
         // Its row holds the name it chose now (or it has no row: the name is free again).
-        if transfer.record.folder != nil { environment.claimedNames.remove(transfer.record.destination) }
-        let directory = transfer.store.directory
+        if let name = transfer.claimedName { environment.claimedNames.remove(name) }
+        let directory = transfer.directory
         let left = (transfersByDirectory[directory] ?? 1) - 1
         transfersByDirectory[directory] = left > 0 ? left : nil
         if left <= 0, !admission.queuedDirectories.contains(directory) { closeJournalIfIdle(directory) }

@@ -137,7 +137,6 @@ extension Scheduler {
         )
         transfers[id] = transfer
         transfersByDirectory[journal.directory, default: 0] += 1
-        if record.revalidate { unlink(transfer.partialPath) }
         admission.startTransferring(id, host: transfer.hostKey)
         environment.metrics.started.increment()
         environment.rateLimiter.admit(transfer, ownLimit: record.maxBytesPerSecond)

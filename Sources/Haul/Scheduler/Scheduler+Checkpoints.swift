@@ -6,17 +6,9 @@ import Dispatch
 extension Scheduler {
     /// Syncs the partial file's first `bytes` off the loop thread, then records them as durable.
     func requestSync(of transfer: Transfer, bytes: Int64) {
-        guard bytes > transfer.record.bytesSynced else { return }
+        guard let job = transfer.checkpoint(bytes: bytes) else { return }
         environment.syncs.requested(transfer.id)
-        disk.add(
-            .checkpoint(
-                transfer.id,
-                directory: transfer.store.directory,
-                path: transfer.partialPath,
-                bytes: bytes,
-                segments: transfer.committedMap?.encoded
-            )
-        )
+        disk.add(job)
     }
 
     func diskWorkDone(_ results: [DiskResult]) {
@@ -44,22 +36,14 @@ extension Scheduler {
             syncedSegments(id, journal: journal, snapshot: segments, bytes: bytes)
             return
         }
-        if let transfer = transfers[id] {
-            transfer.record.bytesSynced = max(transfer.record.bytesSynced, bytes)
-        }
+        transfers[id]?.synced(bytes: bytes)
         try? journal.recordSynced(id, bytes: bytes)
     }
 
     /// A sync of a file fetched over several connections finished: each segment's bytes written when
     /// it began are durable, in the running transfer's map and in the row (a paused download's too).
     private func syncedSegments(_ id: DownloadID, journal: Journal, snapshot text: String, bytes: Int64) {
-        if let transfer = transfers[id], let segments = transfer.segments {
-            guard let snapshot = SegmentMap(encoded: text, total: segments.map.total) else { return }
-            segments.map.markSynced(from: snapshot)
-            transfer.record.bytesSynced = segments.map.bytesSynced
-            transfer.segmentBytesWritten()
-            return
-        }
+        if let transfer = transfers[id], transfer.syncedSegments(text) { return }
         guard var record = try? journal.record(for: id), let total = record.totalBytes,
             let stored = record.segments, var map = SegmentMap(encoded: stored, total: total),
             let snapshot = SegmentMap(encoded: text, total: total)
@@ -74,8 +58,8 @@ extension Scheduler {
     func startTimers() {
         guard !timersStarted else { return }
         timersStarted = true
-        if configuration.checkpointInterval > .zero {
-            reactor.repeatEvery(configuration.checkpointInterval) { [unowned self] in
+        if settings.checkpointInterval > .zero {
+            reactor.repeatEvery(settings.checkpointInterval) { [unowned self] in
                 checkpointReceiving()
             }
         }
@@ -98,7 +82,7 @@ extension Scheduler {
     /// (``Transfer/stalledRequests(now:after:)``).
     private func releaseIdleBuffers() {
         let now = DispatchTime.now().uptimeNanoseconds
-        let stallTimeout = configuration.stallTimeout.nanoseconds
+        let stallTimeout = settings.stallTimeout.nanoseconds
         var stalled: [(Transfer, UnsafeMutableRawPointer)] = []
         for transfer in transfers.values {
             transfer.releaseIdleBuffer(now: now)
@@ -109,7 +93,7 @@ extension Scheduler {
             // the download is retried (resuming), or it fails. (An earlier one in this list may
             // have ended the transfer already: its handles are no longer its own then.)
             guard transfers[transfer.id] === transfer else { continue }
-            if transfer.easy?.raw == raw { transfer.request.stalledFor = configuration.stallTimeout.components.seconds }
+            transfer.stalled(raw, seconds: settings.stallTimeout.components.seconds)
             self.reactor(reactor, transferDidFinish: raw, result: CURLE_OPERATION_TIMEDOUT)
         }
         buffers.trim()

@@ -24,8 +24,7 @@ extension Scheduler {
     /// A download's own rate limit: at once when it runs (and in its row, for later attempts).
     func limitRate(of download: Download, to rate: Int64?) {
         if let transfer = transfers[download.id] {
-            environment.rateLimiter.setLimit(rate, for: transfer)
-            transfer.record.maxBytesPerSecond = rate  // in the row from its next checkpoint
+            transfer.limitRate(to: rate)
             return
         }
         guard let journal = catalog.openJournal(for: download.stateDirectoryPath) else { return }
@@ -78,7 +77,7 @@ extension Scheduler {
     /// them) and stops the loop once their syncs are recorded.
     func shutdown() {
         shuttingDown = true
-        for transfer in Array(transfers.values) where !transfer.machine.isDone {
+        for transfer in Array(transfers.values) where !transfer.isDone {
             // Interrupted, not paused (see ``perform(_:for:)``): the next manager continues it.
             perform(transfer.pause(), for: transfer)
         }
@@ -91,7 +90,7 @@ extension Scheduler {
     }
 
     func finishShutdown() {
-        let handles = transfers.values.map(\.download) + catalog.liveHandles
+        let handles = transfers.values.map(\.handle) + catalog.liveHandles
         for download in handles {
             download.hub.close(with: DownloadError(code: .shutdown, url: download.url.redactedString))
         }

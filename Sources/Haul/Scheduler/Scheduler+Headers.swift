@@ -1,7 +1,7 @@
 import FoundationEssentials
 
 /// Header values of downloads restored from the journal (which holds their names only): asked of
-/// the application's ``DownloadManager/Configuration/headerProvider`` off the loop, or the download
+/// the application's header provider (``SchedulerSettings/headerValues``) off the loop, or the download
 /// fails with `.headersUnavailable`; it is never sent without them.
 extension Scheduler {
     /// Asks the provider for the headers of an admitted transfer, which waits in its slot (its
@@ -9,7 +9,7 @@ extension Scheduler {
     /// it when there is no provider.
     func askForHeaders(of transfer: Transfer, named names: [String]) {
         let listed = names.map { "'\($0)'" }.joined(separator: ", ")
-        guard let provider = configuration.headerProvider else {
+        guard let provider = settings.headerValues else {
             let error = DownloadError(
                 code: .headersUnavailable,
                 url: transfer.urlForErrors,
@@ -18,17 +18,12 @@ extension Scheduler {
             perform(transfer.fail(error), for: transfer)
             return
         }
-        let needed = DownloadManager.HeadersNeeded(
-            id: transfer.id,
-            url: URL(string: transfer.record.url) ?? transfer.download.url,
-            destination: transfer.download.destination,
-            names: names
-        )
+        let (url, destination) = (transfer.rowURL, transfer.destination)
         let (id, token, inbox, urlForErrors) = (transfer.id, ObjectIdentifier(transfer), inbox, transfer.urlForErrors)
         Task {
             let result: Result<[DownloadHeader], DownloadError>
             do {
-                let headers = try await provider(needed)
+                let headers = try await provider(id, url, destination, names)
                 result = Result { () throws(DownloadError) in
                     try DownloadHeader.check(headers, url: urlForErrors)
                     return headers
@@ -54,7 +49,7 @@ extension Scheduler {
         for token: ObjectIdentifier,
         _ result: Result<[DownloadHeader], DownloadError>
     ) {
-        guard let transfer = transfer(id, token: token), case .awaitingHeaders = transfer.machine.state else { return }
+        guard let transfer = transfer(id, token: token), transfer.isAwaitingHeaders else { return }
         switch result {
         case .success(let headers):
             // Kept for its retries and resumes in this process, as if it had been asked for with them.

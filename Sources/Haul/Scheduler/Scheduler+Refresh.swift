@@ -1,33 +1,28 @@
 import FoundationEssentials
 
-/// Fresh URLs for expired ones: the application's ``DownloadManager/Configuration/urlRefresher``
+/// Fresh URLs for expired ones: the application's URL refresher (``SchedulerSettings/freshURL``)
 /// is asked off the loop when a download's URL answers 401, 403 or 410, and the transfer moves to
 /// the URL it gives (``Transfer/move(to:after:counted:)``), or goes on as the failure says.
 extension Scheduler {
     /// Asks the hook for a fresh URL for `transfer`, which holds its slot meanwhile (paused or
     /// cancelled like any admitted download).
     func askForFreshURL(for transfer: Transfer, after cause: DownloadError) {
-        guard let refresher = configuration.urlRefresher else {
-            perform(transfer.perform(transfer.machine.urlRefused(cause)), for: transfer)
+        guard let refresher = settings.freshURL else {
+            perform(transfer.urlRefused(cause), for: transfer)
             return
         }
-        let expired = DownloadManager.ExpiredURL(
-            id: transfer.id,
-            url: URL(string: transfer.download.url.redactedString) ?? transfer.download.url,
-            destination: transfer.download.destination,
-            status: cause.httpStatus ?? 0
-        )
+        let (url, destination, status) = (transfer.redactedURL, transfer.destination, cause.httpStatus ?? 0)
         let (id, token, inbox, urlForErrors) = (transfer.id, ObjectIdentifier(transfer), inbox, transfer.urlForErrors)
         Task {
-            let result: Result<DownloadManager.FreshURL?, DownloadError>
+            let result: Result<SchedulerSettings.FreshURL?, DownloadError>
             do {
-                result = .success(try await refresher(expired))
+                result = .success(try await refresher(id, url, destination, status))
             } catch {
                 result = .failure(
                     DownloadError(
                         code: .httpStatus,
                         url: urlForErrors,
-                        httpStatus: expired.status,
+                        httpStatus: status,
                         detail: "the URL refresher failed: \(error)"
                     )
                 )
@@ -41,16 +36,15 @@ extension Scheduler {
     func urlRefreshed(
         _ id: DownloadID,
         for token: ObjectIdentifier,
-        _ result: Result<DownloadManager.FreshURL?, DownloadError>
+        _ result: Result<SchedulerSettings.FreshURL?, DownloadError>
     ) {
-        guard let transfer = transfer(id, token: token), case .awaitingFreshURL(let cause) = transfer.machine.state
-        else { return }
-        let fresh: DownloadManager.FreshURL
+        guard let transfer = transfer(id, token: token), let cause = transfer.awaitedFreshURL else { return }
+        let fresh: SchedulerSettings.FreshURL
         switch result {
         case .success(let answer?):
             fresh = answer
         case .success(nil):
-            perform(transfer.perform(transfer.machine.urlRefused(cause)), for: transfer)
+            perform(transfer.urlRefused(cause), for: transfer)
             return
         case .failure(let error):
             transfer.log(
@@ -58,7 +52,7 @@ extension Scheduler {
                 "the URL refresher failed",
                 metadata: ["haul.error": "\(error)"]
             )
-            perform(transfer.perform(transfer.machine.urlRefused(cause)), for: transfer)
+            perform(transfer.urlRefused(cause), for: transfer)
             return
         }
         let url: URL
@@ -72,12 +66,7 @@ extension Scheduler {
         // Kept for this download's later attempts in this process; rows hold URLs without credentials
         // and header names only.
         catalog.remember(newURL: url, for: id)
-        if let headers = fresh.headers {
-            catalog.remember(headers: headers, for: id)
-            transfer.send(headers: headers)
-            transfer.record.headerNames = headers.map(\.name)
-        }
-        guard transfer.machine.freshURLArrived() else { return }
-        perform(transfer.move(to: url, after: cause, counted: false), for: transfer)
+        if let headers = fresh.headers { catalog.remember(headers: headers, for: id) }
+        perform(transfer.freshURLArrived(url, headers: fresh.headers, after: cause), for: transfer)
     }
 }

@@ -15,7 +15,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     // @unchecked Sendable: created on the caller's thread, then used only on the loop thread; the
     // manager keeps a reference only to keep it alive.
 
-    let configuration: DownloadManager.Configuration
+    let settings: SchedulerSettings
     let reactor: Reactor
     let inbox: CommandInbox<SchedulerCommand>
     let catalog: Catalog
@@ -50,77 +50,26 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     let retryPolicy: RetryPolicy
 
     init(
-        configuration: DownloadManager.Configuration,
-        budget: DescriptorBudget,
-        reactor: Reactor,
+        settings: SchedulerSettings,
+        environment: TransferEnvironment,
         inbox: CommandInbox<SchedulerCommand>,
         catalog: Catalog
     ) {
-        self.configuration = configuration
-        self.keptDirectory = DownloadManager.configuredStateDirectory(configuration)
-        self.reactor = reactor
+        self.settings = settings
+        self.keptDirectory = settings.keptDirectory
+        self.reactor = environment.reactor
         self.inbox = inbox
         self.disk = DiskLanes(report: { [inbox] results in inbox.report(results) })
         self.catalog = catalog
-        self.logger = configuration.logger
-        self.retryPolicy = RetryPolicy(
-            baseDelay: configuration.retryDelay,
-            maximumDelay: configuration.maximumRetryDelay
-        )
-        let slots = min(configuration.maxConcurrentDownloads, budget.transfers)
+        self.logger = settings.logger
+        self.retryPolicy = settings.retryPolicy
         self.admission = Admission(
-            slots: slots,
-            perHostLimit: configuration.maxConcurrentDownloadsPerHost,
-            connectionLimit: budget.transfers,
-            finishingLimit: Self.finishingLimit(slots: slots, openPartialFiles: budget.openPartialFiles)
+            slots: settings.slots,
+            perHostLimit: settings.perHostLimit,
+            connectionLimit: settings.connectionLimit,
+            finishingLimit: settings.finishingLimit
         )
-        if slots < configuration.maxConcurrentDownloads {
-            configuration.logger.info(
-                "the open-files limit allows fewer downloads at once than configured",
-                metadata: ["haul.configured": "\(configuration.maxConcurrentDownloads)", "haul.slots": "\(slots)"]
-            )
-        }
-        let options = EasyHandle.Options(
-            maximumRedirects: configuration.maximumRedirects,
-            userAgent: configuration.userAgent,
-            connectTimeout: configuration.connectTimeout,
-            stallTimeout: configuration.stallTimeout,
-            certificateAuthorityFile: configuration.certificateAuthorityFile?.path,
-            decodesCompression: configuration.decodesCompression,
-            proxy: configuration.proxy?.absoluteString ?? (configuration.ignoresProxyEnvironment ? "" : nil),
-            noProxy: configuration.proxyBypass?.joined(separator: ",")
-                ?? (configuration.ignoresProxyEnvironment ? "" : nil)
-        )
-        self.environment = TransferEnvironment(
-            reactor: reactor,
-            easyHandles: EasyHandlePool(
-                options: options,
-                receiveBufferSize: Self.receiveBufferSize(slots: slots),
-                keeping: max(64, slots)
-            ),
-            buffers: BufferPool(
-                bufferSize: configuration.bufferSize,
-                idleLimit: slots,
-                limit: Self.writeBufferLimit(bufferSize: configuration.bufferSize, slots: slots)
-            ),
-            openPartialFiles: OpenPartialFiles(limit: budget.openPartialFiles),
-            census: catalog.census,
-            logger: configuration.logger,
-            progressInterval: configuration.progressInterval,
-            maximumFileSize: configuration.maximumFileSize,
-            retryLimit: configuration.retryLimit,
-            connectionRetryLimit: configuration.connectionRetryLimit,
-            resumesWithoutValidator: configuration.resumesWithoutValidator,
-            setsModificationTimeFromServer: configuration.setsModificationTimeFromServer,
-            defaultHeaders: configuration.headers,
-            refreshesURLs: configuration.urlRefresher != nil,
-            preallocatesFiles: configuration.preallocatesFiles,
-            rateLimits: configuration.rateLimits,
-            connectionsPerFile: configuration.connectionsPerFile,
-            minimumSegmentSize: configuration.minimumSegmentSize,
-            metrics: HaulMetrics(factory: configuration.metricsFactory),
-            tracer: configuration.tracer ?? InstrumentationSystem.tracer
-        )
+        self.environment = environment
     }
 
     /// Write buffers, reused across transfers.
@@ -203,7 +152,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             admitAtTurnEnd()
             return
         }
-        guard let transfer = owner as? Transfer, transfer.easy?.raw == raw else {
+        guard let transfer = owner as? Transfer, transfer.isOwnRequest(raw) else {
             reactor.remove(raw)
             return
         }

@@ -12,7 +12,7 @@ enum SchedulerCommand: Sendable {
     case headersArrived(DownloadID, ObjectIdentifier, Result<[DownloadHeader], DownloadError>)
     /// The refresh hook answered for a transfer (as ``headersArrived``): a fresh URL, none, or an
     /// error in the hook's words.
-    case urlRefreshed(DownloadID, ObjectIdentifier, Result<DownloadManager.FreshURL?, DownloadError>)
+    case urlRefreshed(DownloadID, ObjectIdentifier, Result<SchedulerSettings.FreshURL?, DownloadError>)
     /// The manager's rate limits change (``DownloadManager/setRateLimits(_:)``).
     case setRateLimits(RateLimits)
     /// A task waits until nothing is queued or running.

@@ -268,7 +268,10 @@ final class Transfer {
     /// A slot is free: the first request goes out (or, `needsHeaders`, the header provider is asked
     /// first). Returns what the owner does (a failure to start, asking for headers).
     func admit(needsHeaders: Bool = false) -> DownloadStateMachine.Action {
-        perform(machine.admit(needsHeaders: needsHeaders))
+        // Revalidating a complete file: its answer, unless a 304, is the whole file again, never a
+        // resume of a partial file left from before.
+        if revalidating { unlink(partialPath) }
+        return perform(machine.admit(needsHeaders: needsHeaders))
     }
 
     /// The header values it waited for are known (in ``headers``): the first request goes out.

@@ -1,0 +1,32 @@
+import FoundationEssentials
+import Logging
+
+/// What a ``Scheduler`` is given by its manager: the settings it uses and the application's hooks,
+/// as values. It never reads the manager's configuration (the facade, above it, makes this from it:
+/// `DownloadManager+Scheduler.swift`).
+struct SchedulerSettings: Sendable {
+    /// A URL and the headers to send with it, from the application's URL refresher.
+    typealias FreshURL = (url: URL, headers: [DownloadHeader]?)
+
+    /// How many downloads may run at once (within the descriptor budget), and how many per host.
+    var slots: Int
+    var perHostLimit: Int?
+    /// How many connections may be open at once (the descriptor budget's share for transfers).
+    var connectionLimit: Int
+    /// How many downloads whose bytes are all received may wait on the disk lanes at once.
+    var finishingLimit: Int
+    var retryPolicy: RetryPolicy
+    /// How often admitted downloads' rows are brought up to date (zero: never between events).
+    var checkpointInterval: Duration
+    /// How long a request may receive nothing before it is ended as stalled.
+    var stallTimeout: Duration
+    /// The configured state directory, whose journal is never closed as idle.
+    var keptDirectory: String?
+    var logger: Logger
+    /// The values of the headers a restored download names (its id, URL, destination and the
+    /// names): the application's header provider, or nil when it gave none.
+    var headerValues: (@Sendable (DownloadID, URL, URL, [String]) async throws -> [DownloadHeader])?
+    /// A fresh URL for one that answered 401, 403 or 410 (the download's id, URL, destination and
+    /// the status): the application's URL refresher, or nil when it gave none.
+    var freshURL: (@Sendable (DownloadID, URL, URL, Int) async throws -> FreshURL?)?
+}

@@ -1,0 +1,111 @@
+import FoundationEssentials
+import Glibc
+
+/// What its owner, the ``Scheduler``, may ask of a transfer and tell it besides the machine's inputs
+/// (`Transfer.swift`). Everything else of a transfer is its own: its stored properties are named
+/// only in its own files (Swift's `private` ends at a file, and a transfer's code spans several; the
+/// test command's `scripts/check-layers.py` fails when a file outside them names one).
+extension Transfer {
+    /// The handle callers hold.
+    var handle: Download { download }
+    /// The state directory whose journal holds its row.
+    var directory: String { store.directory }
+    /// Whether its machine reached an end.
+    var isDone: Bool { machine.isDone }
+    /// Its body goes to a stream (``StreamTarget``), not to a partial file.
+    var writesToStream: Bool { stream != nil }
+    /// The name it chose in a folder and claimed while it runs (its row holds it once it pauses or
+    /// ends), or nil when its caller named the destination.
+    var claimedName: String? { record.folder != nil ? record.destination : nil }
+    /// Restarts from zero since it last progressed: carried to its next attempt after a retry.
+    var restarts: Int { machine.restarts }
+
+    // MARK: the hooks
+
+    /// The names of the headers whose values it waits for (its row holds names only).
+    var headerNames: [String] { record.headerNames }
+    /// Waiting in its slot for the header provider's values.
+    var isAwaitingHeaders: Bool {
+        if case .awaitingHeaders = machine.state { return true }
+        return false
+    }
+    /// The failure for which it waits in its slot for a fresh URL from the refresher, if it does.
+    var awaitedFreshURL: DownloadError? {
+        if case .awaitingFreshURL(let cause) = machine.state { return cause }
+        return nil
+    }
+    /// Its URL as its row holds it (credentials removed): what the header provider is told.
+    var rowURL: URL { URL(string: record.url) ?? download.url }
+    /// The URL in use, credentials removed: what the URL refresher is told.
+    var redactedURL: URL { URL(string: download.url.redactedString) ?? download.url }
+    var destination: URL { download.destination }
+
+    /// The refresher gave no fresh URL for `cause`: it goes on as that failure says.
+    func urlRefused(_ cause: DownloadError) -> DownloadStateMachine.Action {
+        perform(machine.urlRefused(cause))
+    }
+
+    /// The refresher gave `url` (and `headers`, if any, which its requests send from now on and its
+    /// row names) for `cause`: it moves there, if it still waits for one.
+    func freshURLArrived(_ url: URL, headers: [DownloadHeader]?, after cause: DownloadError)
+        -> DownloadStateMachine.Action
+    {
+        if let headers {
+            send(headers: headers)
+            record.headerNames = headers.map(\.name)
+        }
+        guard machine.freshURLArrived() else { return .none }
+        return move(to: url, after: cause, counted: false)
+    }
+
+    // MARK: limits, retries, stalls
+
+    /// Its own rate limit, at once (and in its row from its next checkpoint, for later attempts).
+    func limitRate(to rate: Int64?) {
+        environment.rateLimiter.setLimit(rate, for: self)
+        record.maxBytesPerSecond = rate
+    }
+
+    /// How long it waits before its next attempt: `policy`'s backoff after its failures, or the last
+    /// answer's `Retry-After`.
+    func retryDelay(_ policy: RetryPolicy) -> Duration {
+        policy.delay(afterFailures: machine.failures, retryAfter: request.retryAfter, random: Double.random(in: 0..<1))
+    }
+
+    /// Whether `raw` is the curl handle of its own request (not one of its other connections').
+    func isOwnRequest(_ raw: UnsafeMutableRawPointer) -> Bool { easy?.raw == raw }
+
+    /// Its request `raw` received nothing for `seconds`: its owner ends it as timed out.
+    func stalled(_ raw: UnsafeMutableRawPointer, seconds: Int64) {
+        if easy?.raw == raw { request.stalledFor = seconds }
+    }
+
+    // MARK: durability
+
+    /// The job that syncs its partial file's first `bytes` (and, over several connections, records
+    /// what each segment holds), or nil when they are durable already.
+    func checkpoint(bytes: Int64) -> DiskJob? {
+        guard bytes > record.bytesSynced else { return nil }
+        return .checkpoint(
+            id,
+            directory: store.directory,
+            path: partialPath,
+            bytes: bytes,
+            segments: committedMap?.encoded
+        )
+    }
+
+    /// Its partial file's first `bytes` are durable.
+    func synced(bytes: Int64) { record.bytesSynced = max(record.bytesSynced, bytes) }
+
+    /// Over several connections: the segments' bytes in `snapshot` are durable. False when it is
+    /// fetched over one connection (its row is brought up to date instead).
+    func syncedSegments(_ snapshot: String) -> Bool {
+        guard let segments else { return false }
+        guard let map = SegmentMap(encoded: snapshot, total: segments.map.total) else { return true }
+        segments.map.markSynced(from: map)
+        record.bytesSynced = segments.map.bytesSynced
+        segmentBytesWritten()
+        return true
+    }
+}
