@@ -35,10 +35,6 @@ extension SchedulerSettings {
             perHostLimit: configuration.maxConcurrentDownloadsPerHost,
             connectionLimit: budget.transfers,
             finishingLimit: Scheduler.finishingLimit(slots: slots, openPartialFiles: budget.openPartialFiles),
-            retryPolicy: RetryPolicy(
-                baseDelay: configuration.retryDelay,
-                maximumDelay: configuration.maximumRetryDelay
-            ),
             checkpointInterval: configuration.checkpointInterval,
             stallTimeout: configuration.stallTimeout,
             keptDirectory: DownloadManager.configuredStateDirectory(configuration),
@@ -88,6 +84,10 @@ extension TransferEnvironment {
             progressInterval: configuration.progressInterval,
             maximumFileSize: configuration.maximumFileSize,
             retryLimit: configuration.retryLimit,
+            retryPolicy: RetryPolicy(
+                baseDelay: configuration.retryDelay,
+                maximumDelay: configuration.maximumRetryDelay
+            ),
             connectionRetryLimit: configuration.connectionRetryLimit,
             resumesWithoutValidator: configuration.resumesWithoutValidator,
             setsModificationTimeFromServer: configuration.setsModificationTimeFromServer,

@@ -4,7 +4,7 @@ import Glibc
 extension Scheduler {
     func pause(_ download: Download) {
         if let transfer = transfers[download.id] {
-            perform(transfer.pause(), for: transfer)
+            perform(transfer.pause(interruptedByShutdown: shuttingDown), for: transfer)
             return
         }
         // Queued, waiting or interrupted: only its row changes.
@@ -78,8 +78,8 @@ extension Scheduler {
     func shutdown() {
         shuttingDown = true
         for transfer in Array(transfers.values) where !transfer.isDone {
-            // Interrupted, not paused (see ``perform(_:for:)``): the next manager continues it.
-            perform(transfer.pause(), for: transfer)
+            // Interrupted, not paused: the next manager continues it.
+            perform(transfer.pause(interruptedByShutdown: true), for: transfer)
         }
         // The pauses above asked for syncs; the journals close once those are recorded.
         if disk.pending == 0 {

@@ -47,7 +47,6 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     var retryTimer: OpaquePointer?
     /// Segmented transfers that wanted a connection the limits did not allow yet.
     var connectionWaiters: [DownloadID: Transfer] = [:]
-    let retryPolicy: RetryPolicy
 
     init(
         settings: SchedulerSettings,
@@ -62,7 +61,6 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         self.disk = DiskLanes(report: { [inbox] results in inbox.report(results) })
         self.catalog = catalog
         self.logger = settings.logger
-        self.retryPolicy = settings.retryPolicy
         self.admission = Admission(
             slots: settings.slots,
             perHostLimit: settings.perHostLimit,

@@ -15,7 +15,6 @@ struct SchedulerSettings: Sendable {
     var connectionLimit: Int
     /// How many downloads whose bytes are all received may wait on the disk lanes at once.
     var finishingLimit: Int
-    var retryPolicy: RetryPolicy
     /// How often admitted downloads' rows are brought up to date (zero: never between events).
     var checkpointInterval: Duration
     /// How long a request may receive nothing before it is ended as stalled.

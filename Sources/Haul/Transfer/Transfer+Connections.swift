@@ -219,7 +219,7 @@ extension Transfer {
 
     /// curl finished `fetch`'s request: the connection takes the next segment, or stops; the
     /// download completes once every segment is whole, or the attempt ends on a failure.
-    func fetchFinished(_ fetch: SegmentFetch, result: CURLcode) -> DownloadStateMachine.Action {
+    func fetchEnded(_ fetch: SegmentFetch, result: CURLcode) -> DownloadStateMachine.Action {
         guard let segments, segments.fetches.contains(where: { $0 === fetch }), let easy = fetch.easy else {
             return .none
         }

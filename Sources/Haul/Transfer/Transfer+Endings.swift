@@ -85,3 +85,50 @@ extension Transfer {
         download.hub.publish(.completed(download.destination))
     }
 }
+
+extension Transfer {
+    /// Carries out what its machine's `action` asks of it beyond requests and bodies (which
+    /// ``perform(_:)`` did): an ending, or what its owner is to do. `interruptedByShutdown`: a pause
+    /// is the manager's shutdown, and the next manager continues the download.
+    func settle(_ action: DownloadStateMachine.Action, interruptedByShutdown: Bool = false) -> SlotAction {
+        switch action {
+        case .none, .startRequest, .acceptBody, .rejectBody, .tryNextURL:
+            return .none
+        case .askForHeaders:
+            return .askForHeaders(names: record.headerNames)
+        case .refreshURL(let cause):
+            return .askForFreshURL(after: cause)
+        case .pause:
+            return .release(sync: endPaused(interrupted: interruptedByShutdown).bytesReceived)
+        case .cancel:
+            endCancelled()
+            return .end
+        case .fail(let error):
+            endFailed(error)
+            return .end
+        case .retry(let error):
+            let delay = retryDelay(environment.retryPolicy)
+            let time = Date().timeIntervalSince1970 + delay.inSeconds
+            return .retry(at: time, sync: endWaitingToRetry(after: error, delay: delay, at: time).bytesReceived)
+        case .complete where stream != nil:
+            // Written through: it completes once the reader took every byte.
+            stopAll()
+            return .finishStream
+        case .complete:
+            return .finish(finishJob(keepingDestination: false))
+        case .keepDestination:
+            return .finish(finishJob(keepingDestination: true))
+        }
+    }
+
+    /// The disk lanes placed its file (or failed to): it completes, or goes on as the failure says.
+    func placed(_ outcome: Result<PlacedFile, DownloadError>) -> SlotAction {
+        switch outcome {
+        case .failure(let error):
+            return settle(perform(machine.completionFailed(error)))
+        case .success(let file):
+            endCompleted(file)
+            return .end
+        }
+    }
+}

@@ -1,3 +1,4 @@
+import CHaul
 import FoundationEssentials
 import Glibc
 
@@ -41,21 +42,27 @@ extension Transfer {
     var destination: URL { download.destination }
 
     /// The refresher gave no fresh URL for `cause`: it goes on as that failure says.
-    func urlRefused(_ cause: DownloadError) -> DownloadStateMachine.Action {
-        perform(machine.urlRefused(cause))
+    func urlRefused(_ cause: DownloadError) -> SlotAction {
+        settle(perform(machine.urlRefused(cause)))
     }
 
     /// The refresher gave `url` (and `headers`, if any, which its requests send from now on and its
     /// row names) for `cause`: it moves there, if it still waits for one.
-    func freshURLArrived(_ url: URL, headers: [DownloadHeader]?, after cause: DownloadError)
-        -> DownloadStateMachine.Action
-    {
+    func freshURLArrived(_ url: URL, headers: [DownloadHeader]?, after cause: DownloadError) -> SlotAction {
         if let headers {
             send(headers: headers)
             record.headerNames = headers.map(\.name)
         }
         guard machine.freshURLArrived() else { return .none }
-        return move(to: url, after: cause, counted: false)
+        return settle(move(to: url, after: cause, counted: false))
+    }
+
+    /// curl finished its own request (`raw`, still in the multi handle): how the attempt ended.
+    func requestFinished(_ result: CURLcode) -> SlotAction { settle(requestEnded(result)) }
+
+    /// curl finished `fetch`'s request, one of its other connections'.
+    func fetchFinished(_ fetch: SegmentFetch, result: CURLcode) -> SlotAction {
+        settle(fetchEnded(fetch, result: result))
     }
 
     // MARK: limits, retries, stalls

@@ -57,10 +57,12 @@ extension Transfer {
             }
             if case .verify(let rangeStart, _, _) = plan { overlap = try sink.bytes(from: rangeStart) }
         } catch {
-            return fail(attributed(error))
+            return perform(machine.fail(attributed(error)))
         }
         guard let easy = easy ?? environment.easyHandles.take() else {
-            return fail(DownloadError(code: .internalError, url: urlForErrors, detail: "curl_easy_init failed"))
+            return perform(
+                machine.fail(DownloadError(code: .internalError, url: urlForErrors, detail: "curl_easy_init failed"))
+            )
         }
         // Bytes still in the buffer are the file's too: they are written before the next ones.
         request = Request(offset: sink?.receivedLength ?? 0)
@@ -113,11 +115,13 @@ extension Transfer {
         guard code == CURLM_OK else {
             environment.easyHandles.recycle(easy)
             self.easy = nil
-            return fail(
-                DownloadError(
-                    code: .internalError,
-                    url: urlForErrors,
-                    detail: "curl_multi_add_handle failed: \(String(cString: curl_multi_strerror(code)))"
+            return perform(
+                machine.fail(
+                    DownloadError(
+                        code: .internalError,
+                        url: urlForErrors,
+                        detail: "curl_multi_add_handle failed: \(String(cString: curl_multi_strerror(code)))"
+                    )
                 )
             )
         }
@@ -177,7 +181,7 @@ extension Transfer {
 
     /// curl finished the request (its handle is still in the multi handle): decides how the attempt
     /// ended and returns what the owner does next.
-    func requestFinished(_ result: CURLcode) -> DownloadStateMachine.Action {
+    func requestEnded(_ result: CURLcode) -> DownloadStateMachine.Action {
         guard let easy else { return .none }
         if segments?.primaryStart != nil, case .receiving = machine.state {
             // A segment of a file fetched over several connections.

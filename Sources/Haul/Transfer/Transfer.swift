@@ -267,31 +267,29 @@ final class Transfer {
 
     /// A slot is free: the first request goes out (or, `needsHeaders`, the header provider is asked
     /// first). Returns what the owner does (a failure to start, asking for headers).
-    func admit(needsHeaders: Bool = false) -> DownloadStateMachine.Action {
+    func admit(needsHeaders: Bool = false) -> SlotAction {
         // Revalidating a complete file: its answer, unless a 304, is the whole file again, never a
         // resume of a partial file left from before.
         if revalidating { unlink(partialPath) }
-        return perform(machine.admit(needsHeaders: needsHeaders))
+        return settle(perform(machine.admit(needsHeaders: needsHeaders)))
     }
 
     /// The header values it waited for are known (in ``headers``): the first request goes out.
-    func headersArrived() -> DownloadStateMachine.Action {
-        perform(machine.headersArrived())
+    func headersArrived() -> SlotAction {
+        settle(perform(machine.headersArrived()))
     }
 
-    /// The user paused, or the manager shuts down.
-    func pause() -> DownloadStateMachine.Action { perform(machine.pause()) }
+    /// The user paused, or the manager shuts down (`interruptedByShutdown`: the next manager
+    /// continues it).
+    func pause(interruptedByShutdown: Bool = false) -> SlotAction {
+        settle(perform(machine.pause()), interruptedByShutdown: interruptedByShutdown)
+    }
 
     /// The user cancelled.
-    func cancel() -> DownloadStateMachine.Action { perform(machine.cancel()) }
+    func cancel() -> SlotAction { settle(perform(machine.cancel())) }
 
     /// A local failure outside the transfer.
-    func fail(_ error: DownloadError) -> DownloadStateMachine.Action { perform(machine.fail(error)) }
-
-    /// Moving the finished file into place failed.
-    func completionFailed(_ error: DownloadError) -> DownloadStateMachine.Action {
-        perform(machine.completionFailed(error))
-    }
+    func fail(_ error: DownloadError) -> SlotAction { settle(perform(machine.fail(error))) }
 
     /// Performs the actions that are the transfer's own (requests, bodies) and returns the others,
     /// which are its owner's.

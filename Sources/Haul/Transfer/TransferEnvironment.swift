@@ -23,6 +23,8 @@ final class TransferEnvironment {
     let maximumFileSize: Int64?
     /// How many transient failures in a row are retried.
     let retryLimit: Int
+    /// How long a download waits before it retries (``Transfer/settle(_:interruptedByShutdown:)``).
+    let retryPolicy: RetryPolicy
     /// ``DownloadManager/Configuration/connectionRetryLimit``.
     let connectionRetryLimit: Int?
     /// Partials without a strong validator are continued after an overlap check (see
@@ -68,6 +70,7 @@ final class TransferEnvironment {
         progressInterval: Duration,
         maximumFileSize: Int64?,
         retryLimit: Int,
+        retryPolicy: RetryPolicy,
         connectionRetryLimit: Int? = nil,
         resumesWithoutValidator: Bool,
         setsModificationTimeFromServer: Bool,
@@ -89,6 +92,7 @@ final class TransferEnvironment {
         self.progressInterval = progressInterval.nanoseconds
         self.maximumFileSize = maximumFileSize
         self.retryLimit = max(0, retryLimit)
+        self.retryPolicy = retryPolicy
         self.connectionRetryLimit = connectionRetryLimit.map { max(0, $0) }
         self.resumesWithoutValidator = resumesWithoutValidator
         self.setsModificationTimeFromServer = setsModificationTimeFromServer
