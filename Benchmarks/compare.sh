@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Two builds of Haul side by side, in the same rounds against one local nginx: the library's (a)
+# (10,000 files of 64 KiB, 100 in flight, to tmpfs) and `haul -i`'s (h) (the same list, to tmpfs
+# and to the machine's disk), with curl --parallel as the same-run reference. For a change that
+# must not be slower: the rounds alternate which build goes first.
+#
+#   bash Benchmarks/compare.sh BEFORE AFTER     (git revisions; ROUNDS=5, COUNT=10000 by default)
+#
+# Each revision is built (release) in a worktree under Benchmarks/.build-compare/. Every run is
+# checked byte for byte; the medians are printed, and every run goes to Benchmarks/compare.jsonl.
+set -euo pipefail
+cd "$(dirname "$0")"
+export PATH="$PATH:/opt/swift/usr/bin"
+[ $# -eq 2 ] || { echo "usage: bash Benchmarks/compare.sh BEFORE AFTER (git revisions)"; exit 64; }
+bash ../scripts/install-deps.sh
+rounds="${ROUNDS:-5}"
+count="${COUNT:-10000}"
+builds="$PWD/.build-compare"
+mkdir -p "$builds"
+declare -A cli lib
+for side in before after; do
+    revision=$1; shift
+    commit="$(git rev-parse --verify "$revision^{commit}")"
+    tree="$builds/$commit"
+    [ -d "$tree" ] || git worktree add -f --detach "$tree" "$commit" > /dev/null
+    (cd "$tree" && swift build -c release --product haul > /dev/null)
+    (cd "$tree/Benchmarks" && swift build -c release --product haul-bench > /dev/null)
+    cli[$side]="$(cd "$tree" && swift build -c release --show-bin-path)/haul"
+    lib[$side]="$(cd "$tree/Benchmarks" && swift build -c release --show-bin-path)/haul-bench"
+    echo "$side: $revision ($commit)"
+done
+
+work="$(mktemp -d /dev/shm/haul-compare.XXXXXX)"
+disk="${DISK_DIR:-/var/tmp/haul-compare-disk}"
+trap 'nginx -p "$work" -c "$work/nginx.conf" -e "$work/error.log" -s stop 2>/dev/null || true; rm -rf "$work" "$disk"' EXIT
+mkdir -p "$work/www" "$work/tmp" "$disk"
+for i in $(seq 0 999); do head -c 65536 /dev/urandom > "$work/www/f$i.bin"; done
+first_local_port=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+port=$((10000 + RANDOM % (first_local_port - 10002)))
+while ss -ltnH "( sport = :$port )" 2>/dev/null | grep -q .; do port=$((10000 + RANDOM % (first_local_port - 10002))); done
+cat > "$work/nginx.conf" <<CONF
+daemon on;
+worker_processes 1;
+worker_rlimit_nofile 65536;
+user root;
+pid $work/nginx.pid;
+error_log $work/error.log;
+events { worker_connections 60000; }
+http {
+    access_log off;
+    keepalive_requests 1000000;
+    client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
+    uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
+    server { listen 127.0.0.1:$port backlog=65535; root $work/www; }
+}
+CONF
+nginx -p "$work" -c "$work/nginx.conf" -e "$work/error.log"
+base="http://127.0.0.1:$port"
+seq 0 $((count - 1)) | awk -v base="$base" '{ printf "%s/f%d.bin\n  out=%d.bin\n", base, $1 % 1000, $1 }' > "$work/haul.list"
+results="$PWD/compare.jsonl"
+: > "$results"
+
+timed() {  # timed SCENARIO CLIENT COMMAND…: wall, CPU and peak RSS of one process
+    local scenario=$1 client=$2; shift 2
+    /usr/bin/time -o "$work/time.txt" -f '%e %U %S %M' "$@" > /dev/null 2>&1
+    awk -v s="$scenario" -v c="$client" '{ printf "{\"scenario\":\"%s\",\"client\":\"%s\",\"wallSeconds\":%s,\"cpuSeconds\":%.2f,\"peakRSSKB\":%s}\n", s, c, $1, $2 + $3, $4 }' "$work/time.txt" >> "$results"
+}
+checked() {  # checked OUT WHAT: every file byte-identical to its source
+    local i
+    for i in $(seq 0 $((count - 1))); do
+        cmp -s "$1/$i.bin" "$work/www/f$((i % 1000)).bin" || { echo "$2: file $i is wrong"; exit 1; }
+    done
+}
+run() {  # run SCENARIO CLIENT: one run, checked
+    local out="$work/out"
+    [ "$1" = cli-disk ] && out="$disk/$2-$round"
+    rm -rf "$out"; mkdir -p "$out"; sync
+    case "$1:$2" in
+        many:before|many:after) "${lib[$2]}" many haul "$base" "$count" 100 "$out" \
+                                    | sed "s/\"client\":\"haul\"/\"client\":\"$2\"/" >> "$results" ;;
+        cli-*:before|cli-*:after) timed "$1" "$2" "${cli[$2]}" --quiet -j 100 -o "$out" -i "$work/haul.list" ;;
+        *:curl) seq 0 $((count - 1)) | awk -v base="$base" -v out="$out" \
+                    '{ printf "url = \"%s/f%d.bin\"\noutput = \"%s/%d.bin\"\n", base, $1 % 1000, out, $1 }' > "$work/curl.config"
+                timed "$1" curl curl -s --parallel --parallel-max 100 --create-dirs -K "$work/curl.config" ;;
+    esac
+    checked "$out" "$1 $2"
+    # On the disk each run keeps its folder until the end (freed inodes slow the next creates).
+    [ "$1" = cli-disk ] || rm -rf "$out"
+}
+for round in $(seq 1 "$rounds"); do
+    order="before after curl"
+    [ $((round % 2)) -eq 0 ] && order="after before curl"
+    for scenario in many cli-tmpfs cli-disk; do
+        for client in $order; do run "$scenario" "$client"; done
+    done
+    echo "round $round of $rounds done"
+done
+python3 - "$results" <<'PY'
+import json, statistics, sys
+runs = [json.loads(line) for line in open(sys.argv[1])]
+print("| scenario | client | runs | wall s (median) | CPU s (median) | peak RSS MB (median) |")
+print("|---|---|---|---|---|---|")
+for scenario in ["many", "cli-tmpfs", "cli-disk"]:
+    for client in ["before", "after", "curl"]:
+        mine = [r for r in runs if r["scenario"] == scenario and r["client"] == client]
+        if not mine:
+            continue
+        median = lambda key: statistics.median(r[key] for r in mine if key in r)
+        rss = median("peakRSSKB") / 1024 if any("peakRSSKB" in r for r in mine) else float("nan")
+        print(f"| {scenario} | {client} | {len(mine)} | {median('wallSeconds'):.3f} | {median('cpuSeconds'):.2f} | {rss:.1f} |")
+PY
