@@ -121,11 +121,15 @@ struct FinishJob: Sendable {
         var descriptor = staged.descriptor
         if !synced { _ = clock.fdatasync(descriptor) }
         // A partial is its owner's only (0600); the placed file gets the mode curl would give it.
-        var mode = stat()
-        if fstat(descriptor, &mode) == 0, mode.st_mode & 0o777 != FilePath.placedMode {
+        var written = stat()
+        let described = fstat(descriptor, &written) == 0
+        if described, written.st_mode & 0o777 != FilePath.placedMode {
             fchmod(descriptor, FilePath.placedMode)
         }
-        if case .nameless = staged.naming, expectedChecksum == nil, let placed = linkedIntoPlace(descriptor) {
+        // (A change of mode leaves the length and the modification time as they were.)
+        if case .nameless = staged.naming, expectedChecksum == nil, described,
+            let placed = linkedIntoPlace(descriptor, written)
+        {
             return placed
         }
         if let naming = staged.naming, let pool = staged.pool {
@@ -144,8 +148,8 @@ struct FinishJob: Sendable {
             }
         }
         var status = stat()
-        let described = fstat(descriptor, &status) == 0
-        let length: Int64 = described ? Int64(status.st_size) : 0
+        let named = fstat(descriptor, &status) == 0
+        let length: Int64 = named ? Int64(status.st_size) : 0
         close(descriptor)
         if let mismatch = integrityError(length: length) {
             unlink(partialPath)
@@ -173,7 +177,7 @@ struct FinishJob: Sendable {
         // A rename keeps the file and its time, as the descriptor showed them; a copy across file
         // systems does not: read it where it is now.
         var placed =
-            renamed && described
+            renamed && named
             ? PlacedFile(length: length, modificationTime: PlacedFile.modificationTime(of: status))
             : PlacedFile.at(target) ?? PlacedFile(length: length, modificationTime: 0)
         if target != destination { placed.path = target }
@@ -189,9 +193,8 @@ struct FinishJob: Sendable {
     /// the descriptor's own link nor /proc allowed):
     /// the caller names and renames it as before.
     /// Checksums read the file by its path in the state directory, so such files go that way too.
-    private func linkedIntoPlace(_ descriptor: Int32) -> Result<PlacedFile, DownloadError>? {
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else { return nil }
+    /// `status` is the descriptor's, read by the caller.
+    private func linkedIntoPlace(_ descriptor: Int32, _ status: stat) -> Result<PlacedFile, DownloadError>? {
         let length = Int64(status.st_size)
         // An older partial file this download replaced goes, as the link over it did before.
         let removeOlderPartial = { if remainder?.partialMayExist == true { unlink(partialPath) } }
@@ -200,9 +203,18 @@ struct FinishJob: Sendable {
             removeOlderPartial()
             return .failure(mismatch)
         }
+        // A link never replaces: where the name is taken, a name chosen for the caller moves on to
+        // the next free one, and Haul's own older file there is replaced by the rename path instead.
         var target = destination
-        if case .ownOnly(let own) = replaces { target = freeName(ownModificationTime: own).name }
-        guard target.withCString({ CHaul_link_nameless(descriptor, $0) }) == 0 else { return nil }
+        var linked = target.withCString { CHaul_link_nameless(descriptor, $0) } == 0
+        if !linked, errno == EEXIST, case .ownOnly(let own) = replaces {
+            let free = freeName(ownModificationTime: own)
+            if !free.replacing {
+                target = free.name
+                linked = target.withCString { CHaul_link_nameless(descriptor, $0) } == 0
+            }
+        }
+        guard linked else { return nil }
         close(descriptor)
         removeOlderPartial()
         var placed = PlacedFile(length: length, modificationTime: PlacedFile.modificationTime(of: status))
