@@ -28,25 +28,9 @@ final class EventFeed: Sendable {
         deinit { feed.unsubscribe(id) }
     }
 
-    /// A waiting reader, resumed with a batch of events (none: the feed ended for it).
-    typealias Waiter = CheckedContinuation<[DownloadManagerEvent], Never>
-
-    private struct Subscriber {
-        var buffer: [DownloadManagerEvent] = []
-        /// Where the buffer's unread events start (read ones are dropped in bulk, not one by one).
-        var head = 0
-        var waiter: Waiter?
-        /// The waiting task was cancelled: its `next()` returns `nil`.
-        var cancelled = false
-        /// Unread final events (completed, failed, cancelled): never dropped, so a subscriber that
-        /// falls behind still learns every outcome; they do not count against the limit.
-        var finalCount = 0
-        var count: Int { buffer.count - head }
-    }
-
     private struct State {
-        var subscribers: [Int: Subscriber] = [:]
-        var nextID = 0
+        /// The publish/subscribe core, with this feed's buffers (``EventBacklog``).
+        var subscribers = Subscribers<EventBacklog>()
         var closed = false
         /// Threads (`pthread_self`) whose wake-ups wait for ``wakeDeferred()``: the loop's for good,
         /// others inside ``deferringWakes(_:)``.
@@ -84,105 +68,52 @@ final class EventFeed: Sendable {
     /// Wakes each reader that waits while events are buffered for it (loop thread, end of turn).
     func wakeDeferred() {
         guard wakesDeferred.exchange(false, ordering: .relaxed) else { return }
-        var toResume: [(Waiter, [DownloadManagerEvent])] = []
-        state.withLock { state in
-            state.subscribers.mutateEachValue { subscriber in
-                guard let waiter = subscriber.waiter, subscriber.count > 0 else { return }
-                toResume.append((waiter, Self.takeAll(from: &subscriber)))
-                subscriber.waiter = nil
-            }
-        }
-        for (waiter, events) in toResume { waiter.resume(returning: events) }
+        var wakes: [Subscribers<EventBacklog>.Wake] = []
+        state.withLock { $0.subscribers.wakeWaiting(into: &wakes) }
+        for (waiter, events) in wakes { waiter.resume(returning: events) }
     }
 
     func publish(_ event: DownloadManagerEvent) {
         guard hasSubscribers else { return }
-        var toResume: [(Waiter, [DownloadManagerEvent])] = []
+        var wakes: [Subscribers<EventBacklog>.Wake] = []
         let thread = UInt(pthread_self())
         state.withLock { state in
             guard !state.closed else { return }
+            // A reader woken gets the events before it too: the loop's of this turn may wait still.
             let deferring = state.deferringThreads.contains(thread)
-            state.subscribers.mutateEachValue { subscriber in
-                Self.enqueue(event, into: &subscriber)
-                guard let waiter = subscriber.waiter else { return }
-                if deferring {
-                    wakesDeferred.store(true, ordering: .relaxed)
-                } else {
-                    // With the events before it: the loop's of this turn may wait in the buffer still.
-                    subscriber.waiter = nil
-                    toResume.append((waiter, Self.takeAll(from: &subscriber)))
-                }
+            if state.subscribers.publish(event, deferringWakes: deferring, into: &wakes) {
+                wakesDeferred.store(true, ordering: .relaxed)
             }
         }
-        for (waiter, events) in toResume { waiter.resume(returning: events) }
-    }
-
-    private static func enqueue(_ event: DownloadManagerEvent, into subscriber: inout Subscriber) {
-        // An outcome takes no room from the others: it is only added.
-        if !event.event.isFinal, subscriber.count - subscriber.finalCount >= subscriberBufferLimit {
-            if case .progress = event.event { return }
-            let unread = subscriber.head..<subscriber.buffer.endIndex
-            let index =
-                unread.first { if case .progress = subscriber.buffer[$0].event { true } else { false } }
-                ?? unread.first { !subscriber.buffer[$0].event.isFinal }
-            if let index { subscriber.buffer.remove(at: index) }
-        }
-        if event.event.isFinal { subscriber.finalCount += 1 }
-        if subscriber.head > 1024, subscriber.head * 2 > subscriber.buffer.count {
-            subscriber.buffer.removeFirst(subscriber.head)
-            subscriber.head = 0
-        }
-        subscriber.buffer.append(event)
+        for (waiter, events) in wakes { waiter.resume(returning: events) }
     }
 
     /// Ends every subscription (the manager shut down): each reader gets the events buffered for it,
     /// then `nil`.
     func close() {
-        var toResume: [(Waiter, [DownloadManagerEvent])] = []
+        var wakes: [Subscribers<EventBacklog>.Wake] = []
         state.withLock { state in
             state.closed = true
-            state.subscribers.mutateEachValue { subscriber in
-                if let waiter = subscriber.waiter {
-                    subscriber.waiter = nil
-                    toResume.append((waiter, Self.takeAll(from: &subscriber)))
-                }
-            }
+            state.subscribers.endAll(into: &wakes)
         }
-        for (waiter, events) in toResume { waiter.resume(returning: events) }
-    }
-
-    /// Every unread event of the subscriber, oldest first, taken from its buffer.
-    private static func takeAll(from subscriber: inout Subscriber) -> [DownloadManagerEvent] {
-        let events: [DownloadManagerEvent]
-        if subscriber.head == 0 {
-            events = subscriber.buffer
-            subscriber.buffer = []
-        } else {
-            events = Array(subscriber.buffer[subscriber.head...])
-            subscriber.buffer.removeAll(keepingCapacity: true)
-        }
-        subscriber.head = 0
-        subscriber.finalCount = 0
-        return events
+        for (waiter, events) in wakes { waiter.resume(returning: events) }
     }
 
     /// Whether subscriber `id` waits for an event (tests).
     func isWaiting(_ id: Int) -> Bool {
-        state.withLock { $0.subscribers[id]?.waiter != nil }
+        state.withLock { $0.subscribers.isWaiting(id) }
     }
 
     func subscribe() -> Int {
         state.withLock { state in
-            defer { state.nextID += 1 }
-            state.subscribers[state.nextID] = Subscriber()
             subscribed.store(true, ordering: .relaxed)
-            return state.nextID
+            return state.subscribers.add()
         }
     }
 
     func unsubscribe(_ id: Int) {
-        let waiter = state.withLock { state -> Waiter? in
-            let waiter = state.subscribers.removeValue(forKey: id)?.waiter
+        let waiter = state.withLock { state in
+            let waiter = state.subscribers.remove(id)
             subscribed.store(!state.subscribers.isEmpty, ordering: .relaxed)
             return waiter
         }
@@ -194,31 +125,13 @@ final class EventFeed: Sendable {
     /// are read: what was published is not lost.
     func nextBatch(_ id: Int) async -> [DownloadManagerEvent] {
         await withTaskCancellationHandler {
-            await waitForBatch(id)
+            await withCheckedContinuation { (continuation: Subscribers<EventBacklog>.Waiter) in
+                let ready = state.withLock { $0.subscribers.read(id, ended: $0.closed, waiter: continuation) }
+                if let ready { continuation.resume(returning: ready) }
+            }
         } onCancel: {
-            let woken = state.withLock { state -> (Waiter, [DownloadManagerEvent])? in
-                guard state.subscribers[id] != nil else { return nil }
-                state.subscribers[id]!.cancelled = true
-                guard let waiter = state.subscribers[id]!.waiter else { return nil }
-                state.subscribers[id]!.waiter = nil
-                // A waiter beside buffered events: the loop's wake-up for them is still to come.
-                return (waiter, Self.takeAll(from: &state.subscribers[id]!))
-            }
-            if let (waiter, events) = woken { waiter.resume(returning: events) }
-        }
-    }
-
-    private func waitForBatch(_ id: Int) async -> [DownloadManagerEvent] {
-        await withCheckedContinuation { (continuation: Waiter) in
-            let value = state.withLock { state -> [DownloadManagerEvent]? in
-                // In place: a copy of the subscriber would copy its buffer.
-                guard state.subscribers[id] != nil else { return [] }
-                if state.subscribers[id]!.count > 0 { return Self.takeAll(from: &state.subscribers[id]!) }
-                if state.closed || state.subscribers[id]!.cancelled { return [] }
-                state.subscribers[id]!.waiter = continuation
-                return nil
-            }
-            if let value { continuation.resume(returning: value) }
+            let wake = state.withLock { $0.subscribers.cancel(id) }
+            if let (waiter, events) = wake { waiter.resume(returning: events) }
         }
     }
 }

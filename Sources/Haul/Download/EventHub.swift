@@ -25,20 +25,16 @@ final class EventHub: Sendable {
         deinit { hub.unsubscribe(id) }
     }
 
-    private struct Subscriber {
-        var buffer: [DownloadEvent] = []
-        var waiter: CheckedContinuation<DownloadEvent?, Never>?
-        var cancelled = false
-    }
-
     private struct State {
         var downloadState: DownloadState = .queued
         var progress: DownloadProgress
-        var subscribers: [Int: Subscriber] = [:]
-        var nextID = 0
+        /// The publish/subscribe core, with this hub's buffers (``RecentEvents``).
+        var subscribers = Subscribers<RecentEvents>()
+        /// The ids of result waiters (``result()``).
+        var nextWaiterID = 0
         /// The events published before anyone subscribed, for the first subscriber (then `nil`), kept
         /// until `earlyUntil` (uptime nanoseconds).
-        var early: [DownloadEvent]? = []
+        var early: RecentEvents? = RecentEvents()
         var earlyUntil: UInt64
         /// Set once: no event follows.
         var closed = false
@@ -70,7 +66,7 @@ final class EventHub: Sendable {
 
     /// Publishes one event and the snapshot it implies.
     func publish(_ event: DownloadEvent) {
-        var toResume: [(CheckedContinuation<DownloadEvent?, Never>, DownloadEvent?)] = []
+        var wakes: [Subscribers<RecentEvents>.Wake] = []
         var resultWaiters: [CheckedContinuation<URL, any Error>] = []
         var result: Result<URL, DownloadError>?
         let published = state.withLock { state -> Bool in
@@ -80,17 +76,10 @@ final class EventHub: Sendable {
                 if DispatchTime.now().uptimeNanoseconds >= state.earlyUntil {
                     state.early = nil
                 } else {
-                    Self.enqueue(event, into: &state.early!)
+                    state.early!.keep(event)
                 }
             }
-            state.subscribers.mutateEachValue { subscriber in
-                if let waiter = subscriber.waiter {
-                    subscriber.waiter = nil
-                    toResume.append((waiter, event))
-                } else {
-                    Self.enqueue(event, into: &subscriber.buffer)
-                }
-            }
+            _ = state.subscribers.publish(event, deferringWakes: false, into: &wakes)
             if event.isFinal {
                 state.closed = true
                 resultWaiters = Array(state.resultWaiters.values)
@@ -111,7 +100,7 @@ final class EventHub: Sendable {
                 )
             )
         }
-        for (waiter, value) in toResume { waiter.resume(returning: value) }
+        for (waiter, value) in wakes { waiter.resume(returning: value) }
         if let result {
             for waiter in resultWaiters { waiter.resume(with: result.mapError { $0 as any Error }) }
         }
@@ -120,22 +109,17 @@ final class EventHub: Sendable {
     /// Ends every subscription without a final event (the manager shut down); waiters for the
     /// result get `error`.
     func close(with error: DownloadError) {
-        var toResume: [CheckedContinuation<DownloadEvent?, Never>] = []
+        var wakes: [Subscribers<RecentEvents>.Wake] = []
         var resultWaiters: [CheckedContinuation<URL, any Error>] = []
         state.withLock { state in
             guard !state.closed else { return }
             state.closed = true
             state.result = .failure(error)
-            state.subscribers.mutateEachValue { subscriber in
-                if let waiter = subscriber.waiter {
-                    subscriber.waiter = nil
-                    toResume.append(waiter)
-                }
-            }
+            state.subscribers.endAll(into: &wakes)
             resultWaiters = Array(state.resultWaiters.values)
             state.resultWaiters = [:]
         }
-        for waiter in toResume { waiter.resume(returning: nil) }
+        for (waiter, value) in wakes { waiter.resume(returning: value) }
         for waiter in resultWaiters { waiter.resume(throwing: error) }
     }
 
@@ -153,27 +137,6 @@ final class EventHub: Sendable {
         }
     }
 
-    /// Appends with coalescing: a progress replaces a progress at the tail; past the limit the
-    /// oldest event goes (the final event is always last, so it is never the one dropped).
-    private static func enqueue(_ event: DownloadEvent, into buffer: inout [DownloadEvent]) {
-        if case .progress = event, let last = buffer.last, case .progress = last {
-            buffer[buffer.count - 1] = event
-            return
-        }
-        // A download's usual events (connecting, receiving, progress, completed) in one allocation:
-        // grown one by one, a buffer took three (30,000 in 10,000 small downloads).
-        if buffer.capacity == 0 { buffer.reserveCapacity(4) }
-        buffer.append(event)
-        if buffer.count > subscriberBufferLimit {
-            // Drop a progress first if there is one, else the oldest event.
-            if let index = buffer.firstIndex(where: { if case .progress = $0 { true } else { false } }) {
-                buffer.remove(at: index)
-            } else {
-                buffer.removeFirst()
-            }
-        }
-    }
-
     // MARK: reading (any task)
 
     /// The current state and progress.
@@ -186,59 +149,40 @@ final class EventHub: Sendable {
 
     /// How many events subscriber `id` holds (for tests of bounded memory).
     func bufferedCount(_ id: Int) -> Int {
-        state.withLock { $0.subscribers[id]?.buffer.count ?? 0 }
+        state.withLock { $0.subscribers.bufferedCount(id) }
     }
 
     func subscribe() -> Int {
         state.withLock { state in
-            let id = state.nextID
-            state.nextID += 1
             let replay = state.downloadState.event(progress: state.progress)
-            if let early = state.early, !early.isEmpty {
-                state.subscribers[id] = Subscriber(buffer: early)
-            } else {
-                state.subscribers[id] = Subscriber(buffer: [replay])
-            }
+            let first = state.early.flatMap { $0.isEmpty ? nil : $0 } ?? RecentEvents([replay])
             state.early = nil
-            return id
+            return state.subscribers.add(first)
         }
     }
 
     func unsubscribe(_ id: Int) {
-        let waiter = state.withLock { $0.subscribers.removeValue(forKey: id)?.waiter }
-        waiter?.resume(returning: nil)
+        let waiter = state.withLock { $0.subscribers.remove(id) }
+        waiter?.resume(returning: RecentEvents.end)
     }
 
     func next(_ id: Int) async -> DownloadEvent? {
         await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<DownloadEvent?, Never>) in
-                let immediate: DownloadEvent?? = state.withLock { state in
-                    // In place: a copy of the subscriber would copy its buffer.
-                    guard state.subscribers[id]?.cancelled == false else { return .some(nil) }
-                    if !state.subscribers[id]!.buffer.isEmpty {
-                        return .some(state.subscribers[id]!.buffer.removeFirst())
-                    }
-                    if state.closed { return .some(nil) }
-                    state.subscribers[id]!.waiter = continuation
-                    return .none
-                }
-                if case .some(let event) = immediate { continuation.resume(returning: event) }
+            await withCheckedContinuation { (continuation: Subscribers<RecentEvents>.Waiter) in
+                let ready = state.withLock { $0.subscribers.read(id, ended: $0.closed, waiter: continuation) }
+                if let ready { continuation.resume(returning: ready) }
             }
         } onCancel: {
-            let waiter = state.withLock { state -> CheckedContinuation<DownloadEvent?, Never>? in
-                state.subscribers[id]?.cancelled = true
-                defer { state.subscribers[id]?.waiter = nil }
-                return state.subscribers[id]?.waiter
-            }
-            waiter?.resume(returning: nil)
+            let wake = state.withLock { $0.subscribers.cancel(id) }
+            if let (waiter, event) = wake { waiter.resume(returning: event) }
         }
     }
 
     /// Waits for the final result.
     func result() async throws -> URL {
         let id = state.withLock { state in
-            state.nextID += 1
-            return state.nextID
+            state.nextWaiterID += 1
+            return state.nextWaiterID
         }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<URL, any Error>) in

@@ -1,0 +1,41 @@
+/// Every download's events waiting for one reader of the manager's ``DownloadManagerEvents``
+/// (``EventFeed``): a read takes all of them. Past ``EventFeed/subscriberBufferLimit`` events besides
+/// final ones, a new progress is dropped (a newer one follows), and for any other event the oldest
+/// progress (else the oldest event that is not final) goes. Final events are never dropped, so a
+/// reader that falls behind still learns every outcome.
+struct EventBacklog: SubscriberBuffer {
+    private var events: [DownloadManagerEvent] = []
+    /// Unread final events (completed, failed, cancelled), which do not count against the limit.
+    private var finalCount = 0
+
+    init() {}
+
+    var count: Int { events.count }
+    var isEmpty: Bool { events.isEmpty }
+
+    mutating func keep(_ event: DownloadManagerEvent) {
+        // An outcome takes no room from the others: it is only added.
+        if !event.event.isFinal, events.count - finalCount >= EventFeed.subscriberBufferLimit {
+            if case .progress = event.event { return }
+            let index =
+                events.firstIndex { if case .progress = $0.event { true } else { false } }
+                ?? events.firstIndex { !$0.event.isFinal }
+            if let index { events.remove(at: index) }
+        }
+        if event.event.isFinal { finalCount += 1 }
+        events.append(event)
+    }
+
+    /// Every unread event, oldest first.
+    mutating func take() -> [DownloadManagerEvent] {
+        defer {
+            events = []
+            finalCount = 0
+        }
+        return events
+    }
+
+    static func delivery(of event: DownloadManagerEvent) -> [DownloadManagerEvent] { [event] }
+    static var end: [DownloadManagerEvent] { [] }
+    static var readsBufferAfterCancel: Bool { true }
+}
