@@ -22,9 +22,11 @@ for side in before after; do
     revision=$1; shift
     commit="$(git rev-parse --verify "$revision^{commit}")"
     tree="$builds/$commit"
-    [ -d "$tree" ] || git worktree add -f --detach "$tree" "$commit" > /dev/null
-    (cd "$tree" && swift build -c release --product haul > /dev/null)
-    (cd "$tree/Benchmarks" && swift build -c release --product haul-bench > /dev/null)
+    [ -d "$tree" ] || git worktree add -f --detach "$tree" "$commit" > /dev/null 2>&1
+    # Quiet unless a build fails (the dependencies' warnings drown the tables otherwise).
+    (cd "$tree" && swift build -c release --product haul > "$builds/build.log" 2>&1) || { cat "$builds/build.log"; exit 1; }
+    (cd "$tree/Benchmarks" && swift build -c release --product haul-bench > "$builds/build.log" 2>&1) \
+        || { cat "$builds/build.log"; exit 1; }
     cli[$side]="$(cd "$tree" && swift build -c release --show-bin-path)/haul"
     lib[$side]="$(cd "$tree/Benchmarks" && swift build -c release --show-bin-path)/haul-bench"
     echo "$side: $revision ($commit)"
