@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Fails when a folder of Sources/Haul refers to a type declared in a folder above it.
+"""Fails when a folder of Sources/Haul refers to a type declared in a folder above it, when a file
+outside Sources/Haul/Transfer names a stored property of Transfer, or when a source file under
+Sources/ or Examples/ is over 400 lines.
 
 ARCHITECTURE.md's rule: layers point one way, a folder uses the ones below it. The order, top to
 bottom, is LAYERS; the root of Sources/Haul is the facade, on top. A type's folder is where it is
@@ -102,8 +104,22 @@ for path in sorted(files):
             if match.group(2) in stored:
                 failures.append(f"  {os.path.relpath(path, ROOT)}:{number}: names Transfer's stored property '{match.group(2)}' (ask the transfer: Transfer+Owner.swift)")
 
+# No source file over 400 lines (issue 40): under Sources/ and Examples/, dependencies' checkouts aside.
+LONGEST = 400
+longest = 0
+for top in ("Sources", "Examples"):
+    for directory, folders, names in os.walk(os.path.join(ROOT, top)):
+        folders[:] = [f for f in folders if not f.startswith(".build")]
+        for name in names:
+            if name.endswith(".swift"):
+                path = os.path.join(directory, name)
+                lines = sum(1 for _ in open(path))
+                longest = max(longest, lines)
+                if lines > LONGEST:
+                    failures.append(f"  {os.path.relpath(path, ROOT)}: {lines} lines, over the house's {LONGEST}: split it")
+
 if failures:
-    print("check-layers: references that point up (ARCHITECTURE.md: a folder uses the ones below it), or into a transfer:")
+    print("check-layers: ARCHITECTURE.md's rules are broken (layers point down, a transfer's properties are its own, files stay under 400 lines):")
     print("\n".join(failures))
     sys.exit(1)
-print(f"check-layers: {len(found)} known references point up (scripts/layers-allowed.txt), no new one; {len(stored)} stored properties of Transfer named only in its own files")
+print(f"check-layers: {len(found)} known references point up (scripts/layers-allowed.txt), no new one; {len(stored)} stored properties of Transfer named only in its own files; the longest source file has {longest} lines")
