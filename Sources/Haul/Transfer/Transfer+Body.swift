@@ -140,7 +140,7 @@ extension Transfer {
         speed.record(bytes: segments?.map.bytesWritten ?? sink.committedLength, at: now)
         guard now &- lastProgressAt >= environment.progressInterval else { return }
         lastProgressAt = now
-        download.hub.publish(.progress(progress()))
+        events.publish(.progress(progress()))
     }
 
     /// A slow download gives its buffer back (see ``FileSink``): memory follows the transfers that

@@ -137,7 +137,7 @@ extension Transfer {
                 speed.record(bytes: segments.map.bytesWritten, at: now)
                 if now &- lastProgressAt >= environment.progressInterval {
                     lastProgressAt = now
-                    download.hub.publish(.progress(progress()))
+                    events.publish(.progress(progress()))
                 }
             } catch {
                 fetch.error = attributed(error)

@@ -13,7 +13,7 @@ extension Transfer {
             // A stream continues within its process only: no later manager takes its row up.
             store.remove(id)
         }
-        download.hub.publish(.paused(progress))
+        events.publish(.paused(progress))
         return progress
     }
 
@@ -25,7 +25,7 @@ extension Transfer {
         let progress = setAside(on: .retryScheduled(at: time, error: error.description))
         log(.debug, "retrying", metadata: ["haul.after": "\(delay)", "haul.error": "\(error)"])
         environment.metrics.retries.increment()
-        download.hub.publish(.waitingToRetry(error, after: delay))
+        events.publish(.waitingToRetry(error, after: delay))
         return progress
     }
 
@@ -47,7 +47,7 @@ extension Transfer {
         }
         log(.debug, "download failed", metadata: ["haul.error": "\(error)"])
         environment.metrics.failed(error.code).increment()
-        download.hub.publish(.failed(error))
+        events.publish(.failed(error))
     }
 
     /// Cancelled: its requests stopped, its partial file and row removed, `.cancelled` published.
@@ -55,7 +55,7 @@ extension Transfer {
         stopAll()
         sink = nil
         store.remove(id)
-        download.hub.publish(.cancelled)
+        events.publish(.cancelled)
     }
 
     /// Its file is in place (`placed`): the row says completed, with the file's length and time, and
@@ -70,7 +70,7 @@ extension Transfer {
         record.totalBytes = total
         record.placedModificationTime = placed.modificationTime
         checkpoint(.completed, bytes: total)
-        download.hub.publish(
+        events.publish(
             .progress(
                 DownloadProgress(
                     bytesReceived: total,
@@ -82,7 +82,7 @@ extension Transfer {
         )
         environment.metrics.completed.increment()
         environment.metrics.duration.recordNanoseconds(DispatchTime.now().uptimeNanoseconds - admittedAt)
-        download.hub.publish(.completed(download.destination))
+        events.publish(.completed(download.destination))
     }
 }
 

@@ -133,7 +133,7 @@ extension Transfer {
                 "haul.range.first": "\(request.rangeStart)",
             ]
         )
-        if hop == nil { download.hub.publish(.connecting(progress())) }
+        if hop == nil { events.publish(.connecting(progress())) }
         return .none
     }
 
@@ -158,7 +158,7 @@ extension Transfer {
                 // Followed, as curl and wget do; said once per download, not per attempt.
                 warnedOfInsecureRedirect = true
                 let shown = URL(string: target.redactedString) ?? target
-                download.hub.publish(.warning(.insecureRedirect(shown)))
+                events.publish(.warning(.insecureRedirect(shown)))
             }
             return startRequest(truncating: false, to: redirect)
         }

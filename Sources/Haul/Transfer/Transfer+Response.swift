@@ -103,7 +103,7 @@ extension Transfer {
         environment.metrics.restarted(reason).increment()
         environment.metrics.bytesResent.increment(by: discarded)
         log(.debug, "restarting from zero", metadata: ["haul.reason": "\(reason)"])
-        download.hub.publish(.restarted(reason))
+        events.publish(.restarted(reason))
     }
 
     /// The response was accepted: check what it announces, empty the partial file when the body
@@ -169,7 +169,7 @@ extension Transfer {
                 "an encoded body nobody asked for is saved as sent",
                 metadata: ["haul.encoding": "\(encoding)"]
             )
-            download.hub.publish(.warning(.unrequestedContentEncoding(encoding)))
+            events.publish(.warning(.unrequestedContentEncoding(encoding)))
         }
         // A whole file, or one whose overlap matched: this answer's validators vouch for the partial.
         if truncating || request.rangeStart < request.offset || request.offset == 0 {
@@ -214,7 +214,7 @@ extension Transfer {
                 if let error = request.bodyError { throw error }
             }
         }
-        download.hub.publish(.receiving(progress()))
+        events.publish(.receiving(progress()))
     }
 
     /// Names the file of a download into a folder, from this answer (``ServerFileName``), before its

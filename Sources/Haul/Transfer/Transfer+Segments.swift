@@ -135,7 +135,7 @@ extension Transfer {
         guard versionConflicts == 2, !segmentsRefused else { return }
         segmentsRefused = true
         log(.debug, "connections got different versions of the file; one connection from now on")
-        download.hub.publish(.warning(.versionsDiffer))
+        events.publish(.warning(.versionsDiffer))
     }
 
     /// Forgets the segments (the partial is emptied): their connections stop.

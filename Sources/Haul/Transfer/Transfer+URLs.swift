@@ -27,7 +27,7 @@ extension Transfer {
         let from = moved?.from ?? download.url
         download.update(url: url)
         machine.requestsGo(to: url.redactedString)
-        download.hub.publish(.switchedURL(URL(string: url.redactedString) ?? url, after: cause))
+        events.publish(.switchedURL(URL(string: url.redactedString) ?? url, after: cause))
         moved = (cause, counted, from)
         redirectsFollowed = 0
         return startRequest(truncating: false)
@@ -55,7 +55,7 @@ extension Transfer {
             "a URL serves another file than the partial's: not used",
             metadata: ["haul.url": "\(dropped.redactedString)", "haul.reason": "\(reason)"]
         )
-        download.hub.publish(.warning(.urlDropped(URL(string: dropped.redactedString) ?? dropped, reason: reason)))
+        events.publish(.warning(.urlDropped(URL(string: dropped.redactedString) ?? dropped, reason: reason)))
         returnToProvenURL()
         return .rejectURL(cause)
     }

@@ -15,6 +15,8 @@ import Tracing
 /// Loop thread only; the public ``Download`` talks to it through commands.
 final class Transfer {
     let download: Download
+    /// Where its events go (its download's hub).
+    let events: any DownloadEventSink
     let store: Journal
     let environment: TransferEnvironment
     /// The caller's context when it asked for the download: the parent of its attempts' spans.
@@ -191,6 +193,7 @@ final class Transfer {
         environment.census.transfers.add(1, ordering: .relaxed)
         self.baseLogger = request.logger ?? environment.logger
         self.download = download
+        self.events = download.hub
         self.store = store
         self.partialPath = store.partialPath(for: download.id)
         self.environment = environment
