@@ -124,14 +124,9 @@ final class EventFeed: Sendable {
     /// none once the feed is closed (or the reading task cancelled) and the events published before
     /// are read: what was published is not lost.
     func nextBatch(_ id: Int) async -> [DownloadManagerEvent] {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: Subscribers<EventBacklog>.Waiter) in
-                let ready = state.withLock { $0.subscribers.read(id, ended: $0.closed, waiter: continuation) }
-                if let ready { continuation.resume(returning: ready) }
-            }
-        } onCancel: {
-            let wake = state.withLock { $0.subscribers.cancel(id) }
-            if let (waiter, events) = wake { waiter.resume(returning: events) }
-        }
+        await Subscribers<EventBacklog>.wait(
+            read: { waiter in state.withLock { $0.subscribers.read(id, ended: $0.closed, waiter: waiter) } },
+            onCancel: { state.withLock { $0.subscribers.cancel(id) } }
+        )
     }
 }

@@ -167,15 +167,10 @@ final class EventHub: Sendable {
     }
 
     func next(_ id: Int) async -> DownloadEvent? {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: Subscribers<RecentEvents>.Waiter) in
-                let ready = state.withLock { $0.subscribers.read(id, ended: $0.closed, waiter: continuation) }
-                if let ready { continuation.resume(returning: ready) }
-            }
-        } onCancel: {
-            let wake = state.withLock { $0.subscribers.cancel(id) }
-            if let (waiter, event) = wake { waiter.resume(returning: event) }
-        }
+        await Subscribers<RecentEvents>.wait(
+            read: { waiter in state.withLock { $0.subscribers.read(id, ended: $0.closed, waiter: waiter) } },
+            onCancel: { state.withLock { $0.subscribers.cancel(id) } }
+        )
     }
 
     /// Waits for the final result.

@@ -125,3 +125,21 @@ struct Subscribers<Buffer: SubscriberBuffer> {
     /// Whether subscriber `id` has a reader waiting (tests).
     func isWaiting(_ id: Int) -> Bool { subscribers[id]?.waiter != nil }
 }
+
+extension Subscribers {
+    /// One read by a waiting task: `read` (under the owner's lock: ``read(_:ended:waiter:)``) returns
+    /// what is there or leaves the continuation to wait; `cancel` (under the lock: ``cancel(_:)``)
+    /// runs when the task is cancelled, and the reader it returns is resumed.
+    static func wait(
+        read: (Waiter) -> Buffer.Delivery?,
+        onCancel cancel: @Sendable () -> Wake?
+    ) async -> Buffer.Delivery {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: Waiter) in
+                if let ready = read(continuation) { continuation.resume(returning: ready) }
+            }
+        } onCancel: {
+            if let (waiter, delivery) = cancel() { waiter.resume(returning: delivery) }
+        }
+    }
+}
