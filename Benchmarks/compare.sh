@@ -110,4 +110,20 @@ for scenario in ["many", "cli-tmpfs", "cli-disk"]:
         median = lambda key: statistics.median(r[key] for r in mine if key in r)
         rss = median("peakRSSKB") / 1024 if any("peakRSSKB" in r for r in mine) else float("nan")
         print(f"| {scenario} | {client} | {len(mine)} | {median('wallSeconds'):.3f} | {median('cpuSeconds'):.2f} | {rss:.1f} |")
+# The machine's load drifts between rounds more than a change moves a median: the ratio of the two
+# builds within each round (they run back to back) says more.
+print()
+print("| scenario | after ÷ before, wall, each round | median | CPU, median |")
+print("|---|---|---|---|")
+for scenario in ["many", "cli-tmpfs", "cli-disk"]:
+    pairs = list(zip(
+        [r for r in runs if r["scenario"] == scenario and r["client"] == "after"],
+        [r for r in runs if r["scenario"] == scenario and r["client"] == "before"],
+    ))
+    if not pairs:
+        continue
+    wall = [a["wallSeconds"] / b["wallSeconds"] for a, b in pairs]
+    cpu = [a["cpuSeconds"] / b["cpuSeconds"] for a, b in pairs]
+    shown = " ".join(f"{w:.2f}" for w in wall)
+    print(f"| {scenario} | {shown} | {statistics.median(wall):.3f} | {statistics.median(cpu):.3f} |")
 PY
