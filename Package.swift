@@ -63,6 +63,7 @@ let package = Package(
                 "Haul",
                 "HaulPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Examples/haul"
         ),

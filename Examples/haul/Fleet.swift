@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import Haul
 import HaulPostgres
+import Logging
 
 /// `haul --queue URL …`: the list goes into a fleet's queue in PostgreSQL (and `haul` returns), or
 /// `--list` shows that queue. Workers (`haul worker`) do the downloading.
@@ -130,9 +131,11 @@ struct WorkerCommand: AsyncParsableCommand {
             them into DIR, and records each outcome. SIGTERM or SIGINT: the transfers pause (their \
             bytes stay in the state directory), their downloads go back to the queue for any worker, \
             and haul exits with 143 or 130. A worker that is killed loses its downloads to the others \
-            when its leases expire (--lease). With --shared-state on storage every worker mounts, a \
-            download taken over from a worker that is gone continues from the bytes it left; with \
-            --state (each worker's own), it starts over.
+            when its leases expire (--lease). Each worker keeps its state in a folder of its own, \
+            <output directory>/.haul/workers/<name> by default, so that any number of workers share \
+            one output folder; a download taken over from a worker that is gone continues from the \
+            bytes it left there (or in --shared-state, on storage every worker mounts). With \
+            --state (one folder for this worker alone), it starts over.
             """
     )
 
@@ -145,7 +148,11 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(name: [.customShort("j"), .long], help: "How many downloads transfer at once.")
     var concurrency: Int = 4
 
-    @Option(name: .long, help: "The folder for partial files and state (default: <output directory>/.haul).")
+    @Option(
+        name: .long,
+        help:
+            "A folder for this worker's partial files and state alone (default: <output directory>/.haul/workers/<name>)."
+    )
     var state: String?
 
     @Option(
@@ -177,14 +184,20 @@ struct WorkerCommand: AsyncParsableCommand {
         if !(lease >= 1) { throw ValidationError("--lease must be at least 1 second.") }
         if let perHost, perHost < 1 { throw ValidationError("--per-host must be at least 1.") }
         if state != nil, sharedState != nil { throw ValidationError("--state and --shared-state: give one.") }
-        if sharedState != nil, let name, FleetWorker.stateDirectory(in: URL(fileURLWithPath: "/"), worker: name) == nil
-        {
-            throw ValidationError("with --shared-state, --name is a folder's name: not empty, '.', '..', nor with '/'.")
+        // Without --state, the worker's state is a folder named after it.
+        if state == nil, let name, FleetWorker.stateDirectory(in: URL(fileURLWithPath: "/"), worker: name) == nil {
+            throw ValidationError("--name is a folder's name (its state folder): not empty, '.', '..', nor with '/'.")
         }
     }
 
     func run() async throws {
         throw ExitCode(await work())
+    }
+
+    /// Where the workers on `folder` keep their state by default: `<folder>/.haul/workers`, each in a
+    /// folder named after it.
+    static func workersFolder(besideFolder folder: String) -> String {
+        DownloadManager.defaultStateDirectory(besideFolder: folder) + "/workers"
     }
 
     private func work() async -> Int32 {
@@ -195,14 +208,22 @@ struct WorkerCommand: AsyncParsableCommand {
         queueConfiguration.maxConcurrentDownloadsPerHost = perHost
         var configuration = DownloadManager.Configuration()
         configuration.maxConcurrentDownloads = concurrency
-        let shared = sharedState.map { URL(fileURLWithPath: $0, isDirectory: true).standardizedFileURL }
-        if let shared, let own = FleetWorker.stateDirectory(in: shared, worker: queueConfiguration.worker) {
+        // The workers on one output folder share <output>/.haul/workers, each in a folder named after
+        // it: several run side by side, and one takes over the bytes of another that is gone.
+        var shared = sharedState.map { URL(fileURLWithPath: $0, isDirectory: true).standardizedFileURL }
+        if state == nil, shared == nil {
+            shared = URL(fileURLWithPath: Self.workersFolder(besideFolder: folder.path), isDirectory: true)
+        }
+        if let state {
+            configuration.stateDirectory = URL(fileURLWithPath: state, isDirectory: true)
+        } else if let shared, let own = FleetWorker.stateDirectory(in: shared, worker: queueConfiguration.worker) {
             configuration.stateDirectory = own
         } else {
-            configuration.stateDirectory = URL(
-                fileURLWithPath: state ?? DownloadManager.defaultStateDirectory(besideFolder: folder.path),
-                isDirectory: true
+            Reporter.write(
+                "haul: the worker name '\(queueConfiguration.worker)' cannot name its state folder; give --name or --state\n",
+                to: STDERR_FILENO
             )
+            return 64
         }
         // Only what this worker claims runs: a download left in its journal by an earlier run is
         // the queue's again (released, or taken over), not this journal's to resume.
@@ -223,7 +244,16 @@ struct WorkerCommand: AsyncParsableCommand {
                 to: STDERR_FILENO
             )
         }
-        let worker = FleetWorker(queue: fleet, manager: manager, concurrency: concurrency, sharedStateDirectory: shared)
+        // --quiet prints nothing but errors: a takeover's note and the queue's warnings too.
+        var logger = Logger(label: "haul.fleet")
+        logger.logLevel = quiet ? .error : .info
+        let worker = FleetWorker(
+            queue: fleet,
+            manager: manager,
+            concurrency: concurrency,
+            sharedStateDirectory: shared,
+            logger: logger
+        )
         let task = Task { [untilEmpty] in try await worker.run(untilEmpty: untilEmpty) }
         let stop = Interruption { task.cancel() }  // the worker pauses its transfers and gives their rows back
         stop.install()
