@@ -18,17 +18,24 @@ extension Journal {
                 // A manager took it meanwhile: read it as it stands.
             }
         }
-        return try readOnlyEntries(path: "\(directory)/\(fileName)")
+        return try readOnlyEntries(directory: directory)
     }
 
     /// The entry of `id` in `directory`'s journal, read without opening it as a manager would (a
     /// journal this manager closed as idle); `nil` when there is none or it cannot be read.
     static func readOnlyEntry(directory: String, id: DownloadID) -> JournalEntry? {
-        try? readOnlyEntries(path: "\(directory)/\(fileName)", id: id).first
+        try? readOnlyEntries(directory: directory, id: id).first
     }
 
     /// The columns a listing needs (all in the journal since schema 3), read without a lock.
-    private static func readOnlyEntries(path: String, id: DownloadID? = nil) throws(DownloadError) -> [JournalEntry] {
+    ///
+    /// A running download over one connection shows the bytes its partial file holds now: its row
+    /// is brought up to date at each checkpoint only (5 s by default), the file at each write. One
+    /// over several connections shows its row's, which it writes in the loop turn of each write.
+    private static func readOnlyEntries(directory: String, id: DownloadID? = nil) throws(DownloadError)
+        -> [JournalEntry]
+    {
+        let path = "\(directory)/\(fileName)"
         // Read as a manager opens it (``PrivateFile``): a FIFO there would hold a listing forever,
         // a link would list another file.
         let file = try PrivateFile.open(path, O_RDONLY)
@@ -50,16 +57,16 @@ extension Journal {
             FROM downloads \(id == nil ? "" : "WHERE id = ?1") ORDER BY created_at, id
             """
         }
-        // placed_mtime since schema 5: a journal of an older Haul that runs now has not got it.
-        if sqlite3_prepare_v2(database, sql(", placed_mtime"), -1, &statement, nil) != SQLITE_OK {
+        // placed_mtime since schema 5, segments since 12: a journal of an older Haul that runs now
+        // has not got them.
+        for columns in [", placed_mtime, segments IS NOT NULL", ", placed_mtime", ""] {
             sqlite3_finalize(statement)
             statement = nil
-            guard sqlite3_prepare_v2(database, sql(""), -1, &statement, nil) == SQLITE_OK else {
-                throw failure("read failed")
-            }
+            if sqlite3_prepare_v2(database, sql(columns), -1, &statement, nil) == SQLITE_OK { break }
         }
         guard let statement else { throw failure("read failed") }
         let hasPlacedTime = sqlite3_column_count(statement) > 8
+        let knowsSegments = sqlite3_column_count(statement) > 9
         defer { sqlite3_finalize(statement) }
         if let id { Self.bind(statement, 1, id.rawValue) }
         var entries: [JournalEntry] = []
@@ -76,7 +83,13 @@ extension Journal {
                 if hasPlacedTime, sqlite3_column_type(statement, 8) != SQLITE_NULL {
                     record.placedModificationTime = sqlite3_column_double(statement, 8)
                 }
-                entries.append(JournalEntry(id: DownloadID(rawValue: text(statement, 0) ?? ""), record: record))
+                var entry = JournalEntry(id: DownloadID(rawValue: text(statement, 0) ?? ""), record: record)
+                if entry.state == .running, knowsSegments, sqlite3_column_int(statement, 9) == 0,
+                    let length = FilePath.fileLength("\(directory)/\(entry.id.rawValue).part")
+                {
+                    entry.bytesReceived = length
+                }
+                entries.append(entry)
             case SQLITE_DONE:
                 return entries
             default:

@@ -10,7 +10,8 @@ public struct JournalEntry: Sendable, Hashable {
     public var destination: String
     /// Where it stands in its queue.
     public var state: QueueState
-    /// Bytes on disk at the last checkpoint.
+    /// Bytes on disk: at the last checkpoint, or, for a download that another process runs over one
+    /// connection, as many as its partial file holds now (a listing of a journal in use).
     public var bytesReceived: Int64
     /// The file's length, when known.
     public var totalBytes: Int64?
