@@ -12,9 +12,7 @@ extension Scheduler {
     /// limit and the open-files budget allow (``Admission``); the ones still wanting ask again when a
     /// connection closes.
     func grantConnections() {
-        let wanting = environment.wantingConnections
-        environment.wantingConnections = [:]
-        for (id, transfer) in wanting where transfers[id] === transfer {
+        for (id, transfer) in environment.takeWantingConnections() where transfers[id] === transfer {
             while transfer.wantsConnection, admission.mayOpenConnection(for: id, live: transfer.liveConnections) {
                 guard transfer.openConnection() else { break }
                 admission.setConnections(id, transfer.liveConnections)

@@ -82,9 +82,9 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
 
     func reactorTurnDidEnd(_ reactor: Reactor) {
         if !environment.refusedWhenUnpaused.isEmpty {
-            let refused = environment.refusedWhenUnpaused
-            environment.refusedWhenUnpaused = []
-            for (handle, code) in refused { self.reactor(reactor, transferDidFinish: handle, result: code) }
+            for (handle, code) in environment.takeRefusedWhenUnpaused() {
+                self.reactor(reactor, transferDidFinish: handle, result: code)
+            }
         }
         if admissionDue {
             admissionDue = false

@@ -49,6 +49,6 @@ final class SegmentFetch {
         guard parkedByLimiter, let easy else { return }
         parkedByLimiter = false
         let code = curl_easy_pause(easy.raw, 0)  // CURLPAUSE_CONT: the kept chunk is given again now
-        if code != CURLE_OK { transfer.environment.refusedWhenUnpaused.append((easy.raw, code)) }
+        if code != CURLE_OK { transfer.environment.refusedWhenUnpausing(easy.raw, code: code) }
     }
 }

@@ -42,7 +42,7 @@ extension Transfer {
         guard parkedByLimiter, let easy else { return }
         parkedByLimiter = false
         let code = curl_easy_pause(easy.raw, 0)  // CURLPAUSE_CONT: the kept chunk is given again now
-        if code != CURLE_OK { environment.refusedWhenUnpaused.append((easy.raw, code)) }
+        if code != CURLE_OK { environment.refusedWhenUnpausing(easy.raw, code: code) }
     }
 
     private func receiveChunk(_ chunk: UnsafeRawBufferPointer) -> Int {

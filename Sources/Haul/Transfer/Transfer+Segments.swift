@@ -20,7 +20,7 @@ extension Transfer {
 
     /// Asks the scheduler for more connections at the end of this loop turn, if they have work.
     func askForConnections() {
-        if wantsConnection { environment.wantingConnections[id] = self }
+        if wantsConnection { environment.wantsConnection(self) }
     }
 
     // MARK: planning

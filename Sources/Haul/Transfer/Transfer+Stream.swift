@@ -52,7 +52,7 @@ extension Transfer {
         guard parkedByStream, let easy else { return }
         parkedByStream = false
         let code = curl_easy_pause(easy.raw, 0)  // CURLPAUSE_CONT: the kept chunk is given again now
-        if code != CURLE_OK { environment.refusedWhenUnpaused.append((easy.raw, code)) }
+        if code != CURLE_OK { environment.refusedWhenUnpausing(easy.raw, code: code) }
     }
 
     /// The body is complete: `done` is called, on the loop thread, once every byte reached the

@@ -49,12 +49,33 @@ final class TransferEnvironment {
     let tracer: any Tracer
     /// Segmented transfers with work for another connection, collected during a loop turn: the
     /// scheduler grants them connections at its end (``Admission``), outside curl's callbacks.
-    var wantingConnections: [DownloadID: Transfer] = [:]
+    private(set) var wantingConnections: [DownloadID: Transfer] = [:]
     /// Requests whose write callback refused the chunk curl gave again when the rate limiter unpaused
     /// them (inside `curl_easy_pause`): curl returns the error there and never reports the request
     /// done, so the scheduler ends them at the end of the turn as if curl had (their handle and the
     /// code curl returned).
-    var refusedWhenUnpaused: [(handle: UnsafeMutableRawPointer, code: CURLcode)] = []
+    private(set) var refusedWhenUnpaused: [(handle: UnsafeMutableRawPointer, code: CURLcode)] = []
+
+    /// `transfer` has work for another connection (this turn).
+    func wantsConnection(_ transfer: Transfer) { wantingConnections[transfer.id] = transfer }
+
+    /// curl refused the chunk of request `handle` with `code` while unpausing it (see
+    /// ``refusedWhenUnpaused``).
+    func refusedWhenUnpausing(_ handle: UnsafeMutableRawPointer, code: CURLcode) {
+        refusedWhenUnpaused.append((handle, code))
+    }
+
+    /// The transfers that wanted a connection this turn, taken by the scheduler at its end.
+    func takeWantingConnections() -> [DownloadID: Transfer] {
+        defer { wantingConnections = [:] }
+        return wantingConnections
+    }
+
+    /// The requests refused while unpausing this turn, taken by the scheduler at its end.
+    func takeRefusedWhenUnpaused() -> [(handle: UnsafeMutableRawPointer, code: CURLcode)] {
+        defer { refusedWhenUnpaused = [] }
+        return refusedWhenUnpaused
+    }
     /// The `If-Range` form each host showed it honours, for the hosts that ignored the default one
     /// (``IfRangeForm``): a CDN that answers an ETag `If-Range` by the whole file is asked with a date
     /// or a plain range from then on. Only misbehaving hosts have an entry.
