@@ -132,6 +132,8 @@ struct FinishJob: Sendable {
         {
             return placed
         }
+        // The file as `written` showed it, unless naming it whole gave another descriptor (a copy).
+        var (status, named) = (written, described)
         if let naming = staged.naming, let pool = staged.pool {
             do throws(DownloadError) {
                 descriptor = try PartialRemainder.nameWhole(
@@ -146,9 +148,8 @@ struct FinishJob: Sendable {
                 error.url = url
                 return .failure(error)
             }
+            named = fstat(descriptor, &status) == 0
         }
-        var status = stat()
-        let named = fstat(descriptor, &status) == 0
         let length: Int64 = named ? Int64(status.st_size) : 0
         close(descriptor)
         if let mismatch = integrityError(length: length) {
