@@ -85,7 +85,7 @@ extension Journal {
                 }
                 var entry = JournalEntry(id: DownloadID(rawValue: text(statement, 0) ?? ""), record: record)
                 if entry.state == .running, knowsSegments, sqlite3_column_int(statement, 9) == 0,
-                    let length = FilePath.fileLength("\(directory)/\(entry.id.rawValue).part")
+                    let length = FilePath.fileLength(partialPath(for: entry.id, in: directory))
                 {
                     entry.bytesReceived = length
                 }

@@ -6,7 +6,10 @@ import Glibc
 extension Journal {
     // MARK: rows
 
-    func partialPath(for id: DownloadID) -> String { "\(directory)/\(id.rawValue).part" }
+    func partialPath(for id: DownloadID) -> String { Self.partialPath(for: id, in: directory) }
+
+    /// Where the partial file of `id` is in the state directory `directory`.
+    static func partialPath(for id: DownloadID, in directory: String) -> String { "\(directory)/\(id.rawValue).part" }
 
     static let columns = """
         url, destination, total_bytes, etag, last_modified, bytes_committed, state, attempts, last_error,

@@ -63,7 +63,7 @@ extension Scheduler {
     /// Closes the journal of `directory` if no transfer uses it and nothing in it is unfinished (see
     /// ``Catalog/closeIfIdle(_:)``); the configured state directory's stays open.
     func closeJournalIfIdle(_ directory: String) {
-        guard transfersByDirectory[directory] == nil, !shuttingDown, directory != keptDirectory else { return }
+        guard transfersByDirectory[directory] == nil, !shuttingDown, directory != settings.keptDirectory else { return }
         catalog.closeIfIdle(directory)
     }
 }

@@ -19,15 +19,13 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     let reactor: Reactor
     let inbox: CommandInbox<SchedulerCommand>
     let catalog: Catalog
-    let logger: Logger
+    var logger: Logger { settings.logger }
     /// What every transfer shares: pools, limits, the loop.
     let environment: TransferEnvironment
     /// Admitted downloads (connecting, receiving, or finishing). Paused and queued ones are rows.
     var transfers: [DownloadID: Transfer] = [:]
     /// How many of `transfers` write into each state directory (a journal in use is never closed).
     var transfersByDirectory: [String: Int] = [:]
-    /// The configured state directory, whose journal is never closed as idle.
-    let keptDirectory: String?
     /// Restarts from zero of downloads queued for a retry, carried to their next attempt: a server
     /// that answers every resume from the wrong byte ends in `rangeNotHonored`, not endless restarts.
     var restartsBeforeRetry: [DownloadID: Int] = [:]
@@ -55,12 +53,10 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         catalog: Catalog
     ) {
         self.settings = settings
-        self.keptDirectory = settings.keptDirectory
         self.reactor = environment.reactor
         self.inbox = inbox
         self.disk = DiskLanes(report: { [inbox] results in inbox.report(results) })
         self.catalog = catalog
-        self.logger = settings.logger
         self.admission = Admission(
             slots: settings.slots,
             perHostLimit: settings.perHostLimit,

@@ -107,7 +107,12 @@ extension Transfer {
             endFailed(error)
             return .end
         case .retry(let error):
-            let delay = retryDelay(environment.retryPolicy)
+            // The backoff after its failures, or the last answer's `Retry-After`.
+            let delay = environment.retryPolicy.delay(
+                afterFailures: machine.failures,
+                retryAfter: request.retryAfter,
+                random: Double.random(in: 0..<1)
+            )
             let time = Date().timeIntervalSince1970 + delay.inSeconds
             return .retry(at: time, sync: endWaitingToRetry(after: error, delay: delay, at: time).bytesReceived)
         case .complete where stream != nil:

@@ -65,18 +65,12 @@ extension Transfer {
         settle(fetchEnded(fetch, result: result))
     }
 
-    // MARK: limits, retries, stalls
+    // MARK: limits, stalls
 
     /// Its own rate limit, at once (and in its row from its next checkpoint, for later attempts).
     func limitRate(to rate: Int64?) {
         environment.rateLimiter.setLimit(rate, for: self)
         record.maxBytesPerSecond = rate
-    }
-
-    /// How long it waits before its next attempt: `policy`'s backoff after its failures, or the last
-    /// answer's `Retry-After`.
-    func retryDelay(_ policy: RetryPolicy) -> Duration {
-        policy.delay(afterFailures: machine.failures, retryAfter: request.retryAfter, random: Double.random(in: 0..<1))
     }
 
     /// Whether `raw` is the curl handle of its own request (not one of its other connections').
