@@ -54,7 +54,7 @@ enum JSONEvent {
         /// A sentence.
         let warning: String
         /// `unrequestedContentEncoding`, `urlDropped`, `versionsDiffer` or `insecureRedirect`.
-        let code: String
+        var code: String
         /// The body's Content-Encoding, for `unrequestedContentEncoding`.
         var encoding: String? = nil
         /// The URL not used, for `urlDropped`.
@@ -202,40 +202,19 @@ enum JSONEvent {
         case .restarted(let reason):
             return line(Restarted(url: url, path: path, reason: reason.description, reasonCode: code(of: reason)))
         case .warning(let warning):
+            // One object, its code and the field that goes with it by the kind of warning.
+            var object = Warning(url: url, path: path, warning: Reporter.explain(warning), code: "")
             switch warning {
             case .unrequestedContentEncoding(let encoding):
-                return line(
-                    Warning(
-                        url: url,
-                        path: path,
-                        warning: Reporter.explain(warning),
-                        code: "unrequestedContentEncoding",
-                        encoding: encoding
-                    )
-                )
+                (object.code, object.encoding) = ("unrequestedContentEncoding", encoding)
             case .urlDropped(let dropped, _):
-                return line(
-                    Warning(
-                        url: url,
-                        path: path,
-                        warning: Reporter.explain(warning),
-                        code: "urlDropped",
-                        droppedURL: dropped.absoluteString
-                    )
-                )
+                (object.code, object.droppedURL) = ("urlDropped", dropped.absoluteString)
             case .versionsDiffer:
-                return line(Warning(url: url, path: path, warning: Reporter.explain(warning), code: "versionsDiffer"))
+                object.code = "versionsDiffer"
             case .insecureRedirect(let target):
-                return line(
-                    Warning(
-                        url: url,
-                        path: path,
-                        warning: Reporter.explain(warning),
-                        code: "insecureRedirect",
-                        redirectedTo: target.absoluteString
-                    )
-                )
+                (object.code, object.redirectedTo) = ("insecureRedirect", target.absoluteString)
             }
+            return line(object)
         case .switchedURL(let next, let error):
             return line(
                 Switched(
