@@ -250,13 +250,47 @@ struct JournalTests {
         #expect(try journal.unfinishedRecords().map(\.0) == [ids[0], ids[1]])
     }
 
-    @Test func aSecondOpenOfTheSameDirectoryIsLocked() throws {
+    @Test("two opens of one journal share it, each admitting its own rows; an exclusive one is refused meanwhile")
+    func twoOpensShareAJournal() throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let first = try Journal(directory: directory.path)
-        #expect { try Journal(directory: directory.path) } throws: { ($0 as? DownloadError)?.code == .journalLocked }
+        let second = try Journal(directory: directory.path)
+        #expect(first.owner != second.owner)
+        #expect { try Journal(directory: directory.path, exclusive: true) } throws: {
+            ($0 as? DownloadError)?.code == .journalLocked
+        }
+        let a = DownloadID(destinationPath: "/tmp/a")
+        let b = DownloadID(destinationPath: "/tmp/b")
+        try first.save(DownloadRecord(url: "http://h/a", destination: "/tmp/a"), for: a)
+        try second.save(DownloadRecord(url: "http://h/b", destination: "/tmp/b"), for: b)
+        // Each queue is its opener's rows; the other's are neither seen nor claimed.
+        let now = Date().timeIntervalSince1970
+        #expect(try first.nextQueued(at: now, limit: 10).first?.id == a)
+        #expect(try first.nextQueued(at: now, limit: 10).count == 1)
+        let head = try #require(try second.nextQueued(at: now).head)
+        #expect(head.id == b)
+        #expect(try first.claim(head) == nil)
+        #expect(try second.claim(head)?.state == .running)
+        #expect(try first.storedOwner(for: b) == second.owner)
+        #expect(first.isAnotherLiveOwner(second.owner) && !first.isAnotherLiveOwner(first.owner))
+        // The second goes without a word (its lock released): its rows are taken back as interrupted
+        // by the next look, its lock file removed; the first's queued row stays its own.
+        let secondOwner = second.owner
+        second.close()
+        #expect(!first.isAnotherLiveOwner(secondOwner))
+        #expect(try first.transaction { () throws(DownloadError) in try first.releaseRowsOfGoneOwners() } == 1)
+        #expect(try first.record(for: b)?.state == .interrupted)
+        #expect(try first.storedOwner(for: b) == nil)
+        #expect(try first.record(for: a)?.state == .queued)
+        #expect(
+            !FileManager.default.fileExists(atPath: directory.appendingPathComponent("owner-\(secondOwner).lock").path)
+        )
         first.close()
-        _ = try Journal(directory: directory.path)
+        let exclusive = try Journal(directory: directory.path, exclusive: true)
+        // The first closed with a row queued: nobody owns it now.
+        #expect(try exclusive.record(for: a)?.state == .interrupted)
+        exclusive.close()
     }
 
     @Test func garbageIsAClearErrorAndIsLeftAlone() throws {
@@ -332,20 +366,14 @@ struct JournalIntegrationTests {
         #expect(try Data(contentsOf: state.appendingPathComponent(Journal.fileName)) == garbage)
     }
 
-    @Test("two managers on one state directory: the second is told it is locked, at start or at its download")
+    @Test("a state directory opened exclusively (a take-over): a manager's start fails clearly, or its download")
     func lockedStateDirectory() async throws {
         let (server, directory) = try startServerAndDirectory()
         defer { stop(server, directory) }
-        let source = try server.makeFile("locked.bin", size: 2 * 1024 * 1024)
+        _ = try server.makeFile("locked.bin", size: 64 * 1024)
         var configuration = DownloadManager.Configuration()
         configuration.stateDirectory = directory.appendingPathComponent(".haul")
-        let first = try DownloadManager(configuration: configuration)
-        let owner = try first.download(
-            from: server.url("slow/locked.bin"),
-            to: directory.appendingPathComponent("a.bin")
-        )
-        var events = owner.events.makeAsyncIterator()
-        await events.next { if case .receiving = $0 { true } else { false } }
+        let holder = try Journal(directory: directory.appendingPathComponent(".haul").path, exclusive: true)
         #expect { try DownloadManager(configuration: configuration) } throws: { error in
             guard let error = error as? DownloadError else { return false }
             return error.code == .journalLocked && error.description.contains("in use by another")
@@ -365,10 +393,14 @@ struct JournalIntegrationTests {
             )
             await #expect { try await other.finished() } throws: { ($0 as? DownloadError)?.code == .journalLocked }
         }
-        #expect(try await owner.finished() == directory.appendingPathComponent("a.bin"))
-        await first.shutdown()
-        #expect(try Data(contentsOf: directory.appendingPathComponent("a.bin")) == source)
         #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("b.bin").path))
+        holder.close()
+        let manager = try DownloadManager(configuration: configuration)
+        #expect(
+            try await manager.download(from: server.url("locked.bin"), to: directory.appendingPathComponent("b.bin"))
+                .finished() == directory.appendingPathComponent("b.bin")
+        )
+        await manager.shutdown()
     }
 
     @Test("the journal records a paused download's bytes and validators, and its completion")
@@ -584,8 +616,10 @@ struct JournalIntegrationTests {
         }
     }
 
-    @Test("a journal in use makes a second manager's start fail clearly; with resumption off, all restore paused")
-    func startupLockAndNoResume() async throws {
+    @Test(
+        "a manager opens a journal another has open, leaving its running row alone; with resumption off, all restore paused"
+    )
+    func startupBesideAnotherAndNoResume() async throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         var configuration = DownloadManager.Configuration()
@@ -601,9 +635,9 @@ struct JournalIntegrationTests {
             ),
             for: id
         )
-        #expect { try DownloadManager(configuration: configuration) } throws: {
-            ($0 as? DownloadError)?.code == .journalLocked
-        }
+        // The row is the journal's opener's, which still runs: a manager beside it leaves it running.
+        try await withDownloadManager(configuration: configuration) { _ in }
+        #expect(try journal.record(for: id)?.state == .running)
         journal.close()
         try await withDownloadManager(configuration: configuration) { manager in
             let restored = try #require(manager.download(id: id))

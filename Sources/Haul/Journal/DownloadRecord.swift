@@ -62,6 +62,31 @@ struct DownloadRecord: Equatable, Sendable {
     /// goes to `name.1`, `name.2`… instead.
     var keepsExistingFile = false
 
+    /// The same request as a new row: queued, nothing fetched (its length, validators, bytes,
+    /// segments, placement and chosen name forgotten).
+    var restarted: DownloadRecord {
+        var record = DownloadRecord(url: url, destination: folder ?? destination)
+        record.queueSequence = queueSequence
+        record.host = host
+        record.folder = folder
+        record.takeRequest(of: self)
+        return record
+    }
+
+    /// Takes what `other`'s request asked for (priority, checksum, size, user agent, header names,
+    /// mirrors, rate, connections, whether a file found is kept); the bytes and validators stay.
+    mutating func takeRequest(of other: DownloadRecord) {
+        priority = other.priority
+        expectedChecksum = other.expectedChecksum
+        expectedSize = other.expectedSize
+        userAgent = other.userAgent
+        headerNames = other.headerNames
+        mirrors = other.mirrors
+        maxBytesPerSecond = other.maxBytesPerSecond
+        connections = other.connections
+        keepsExistingFile = other.keepsExistingFile
+    }
+
     /// A download into a folder whose file name is not chosen yet.
     var awaitsName: Bool { folder != nil && destination == folder }
 

@@ -7,7 +7,7 @@ extension Journal {
     /// Every download recorded in `directory`'s journal, oldest first. With no manager on it, the
     /// journal is opened as a manager would (migrated; rows of a process that is gone marked
     /// interrupted). While one runs, it is read as it stands, read-only: queued and running rows
-    /// are live.
+    /// are live, but for those of a manager that is gone (shown interrupted).
     static func entries(directory: String) throws(DownloadError) -> [JournalEntry] {
         if !JournalOwnership.isHeld(directory: directory) {
             do {
@@ -57,9 +57,11 @@ extension Journal {
             FROM downloads \(id == nil ? "" : "WHERE id = ?1") ORDER BY created_at, id
             """
         }
-        // placed_mtime since schema 5, segments since 12: a journal of an older Haul that runs now
-        // has not got them.
-        for columns in [", placed_mtime, segments IS NOT NULL", ", placed_mtime", ""] {
+        // placed_mtime since schema 5, segments since 12, owner since 14: a journal of an older Haul
+        // that runs now has not got them.
+        for columns in [
+            ", placed_mtime, segments IS NOT NULL, owner", ", placed_mtime, segments IS NOT NULL", ", placed_mtime", "",
+        ] {
             sqlite3_finalize(statement)
             statement = nil
             if sqlite3_prepare_v2(database, sql(columns), -1, &statement, nil) == SQLITE_OK { break }
@@ -67,6 +69,9 @@ extension Journal {
         guard let statement else { throw failure("read failed") }
         let hasPlacedTime = sqlite3_column_count(statement) > 8
         let knowsSegments = sqlite3_column_count(statement) > 9
+        let knowsOwners = sqlite3_column_count(statement) > 10
+        // Each owner looked at once: whether the manager that queued or runs a row still runs.
+        var alive: [String: Bool] = [:]
         defer { sqlite3_finalize(statement) }
         if let id { Self.bind(statement, 1, id.rawValue) }
         var entries: [JournalEntry] = []
@@ -82,6 +87,14 @@ extension Journal {
                 record.lastError = text(statement, 7)
                 if hasPlacedTime, sqlite3_column_type(statement, 8) != SQLITE_NULL {
                     record.placedModificationTime = sqlite3_column_double(statement, 8)
+                }
+                if knowsOwners, owned(record.state) {
+                    // A row of a manager that is gone (killed) is interrupted: the next to open the
+                    // journal marks it so.
+                    let owner = text(statement, 10) ?? ""
+                    let isAlive = alive[owner] ?? JournalOwnership.isAlive(owner, in: directory)
+                    alive[owner] = isAlive
+                    if !isAlive { record.state = .interrupted }
                 }
                 var entry = JournalEntry(id: DownloadID(rawValue: text(statement, 0) ?? ""), record: record)
                 if entry.state == .running, knowsSegments, sqlite3_column_int(statement, 9) == 0,

@@ -37,6 +37,7 @@ extension Journal {
         let rowLimit = excludedHosts.isEmpty ? limit : max(limit, Self.hostSearchWindow)
         sqlite3_bind_double(statement, 1, now)
         sqlite3_bind_int64(statement, 2, Int64(rowLimit))
+        Self.bind(statement, 3, owner)
         var heads = QueueHeads(changes: sqlite3_total_changes64(database), capacity: limit)
         var rows = 0
         while true {
@@ -140,6 +141,7 @@ extension Journal {
             let statement = try prepared(.queueCounts)
             defer { sqlite3_reset(statement) }
             sqlite3_bind_double(statement, 1, now)
+            Self.bind(statement, 2, owner)
             guard sqlite3_step(statement) == SQLITE_ROW else { throw failure("read") }
             return (Int(sqlite3_column_int64(statement, 0)), Int(sqlite3_column_int64(statement, 1)))
         }
@@ -152,6 +154,7 @@ extension Journal {
         let statement = try prepared(.nextRetry)
         defer { sqlite3_reset(statement) }
         sqlite3_bind_double(statement, 1, now)
+        Self.bind(statement, 2, owner)
         guard sqlite3_step(statement) == SQLITE_ROW else { throw failure("read") }
         return sqlite3_column_type(statement, 0) == SQLITE_NULL ? nil : sqlite3_column_double(statement, 0)
     }
@@ -160,15 +163,18 @@ extension Journal {
     static let admissible = QueueState.sqlCondition(accepting: .admitted, to: .running)
 
     /// Takes up every interrupted download again (a manager that resumes unfinished downloads): the
-    /// row machine's `.continued`, for all rows at once.
+    /// row machine's `.continued`, for all rows at once, each now this manager's.
     func requeueInterrupted() throws(DownloadError) {
         try locked { () throws(DownloadError) in
-            try execute(
+            let statement = try prepared(
                 """
-                UPDATE downloads SET state = '\(QueueState.queued.column)'
+                UPDATE downloads SET state = '\(QueueState.queued.column)', owner = ?1
                 WHERE \(QueueState.sqlCondition(accepting: .continued, to: .queued))
                 """
             )
+            defer { sqlite3_reset(statement) }
+            Self.bind(statement, 1, owner)
+            guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
         }
     }
 }

@@ -15,10 +15,12 @@ extension Journal {
         url, destination, total_bytes, etag, last_modified, bytes_committed, state, attempts, last_error,
         priority, expected_checksum, bytes_synced, queue_seq, host, revalidate, id, failures, retry_at,
         expected_size, last_modified_strong, placed_mtime, user_agent, header_names, folder, mirrors, rate_limit,
-        connections, segments, keeps_existing, rowid
+        connections, segments, keeps_existing, rowid, owner
         """
     /// The index of `rowid` in ``columns``: where the row is in the table, found without the id's index.
     static let rowIDColumn: Int32 = 29
+    /// The index of `owner` in ``columns``.
+    static let ownerColumn: Int32 = 30
 
     /// The stored record, or `nil` when there is none.
     func record(for id: DownloadID) throws(DownloadError) -> DownloadRecord? {
@@ -99,9 +101,9 @@ extension Journal {
                                attempts, last_error, priority, expected_checksum, created_at, updated_at,
                                bytes_synced, queue_seq, host, revalidate, failures, retry_at, expected_size,
                                last_modified_strong, placed_mtime, user_agent, header_names, folder, mirrors,
-                               rate_limit, connections, segments, keeps_existing)
+                               rate_limit, connections, segments, keeps_existing, owner)
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,
-                ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)
+                ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)
         """
 
     /// Every column but the id set from the parameters of ``insertion`` (an update writes the whole row).
@@ -111,7 +113,7 @@ extension Journal {
         bytes_synced = ?14, queue_seq = ?15, host = ?16, revalidate = ?17, failures = ?18, retry_at = ?19,
         expected_size = ?20, last_modified_strong = ?21, placed_mtime = ?22, user_agent = ?23,
         header_names = ?24, folder = ?25, mirrors = ?26, rate_limit = ?27, connections = ?28,
-        segments = ?29, keeps_existing = ?30
+        segments = ?29, keeps_existing = ?30, owner = ?31
         """
     /// Marks the queue's head running, if it still is queued: its row as it is now, or `nil`.
     ///
@@ -134,6 +136,7 @@ extension Journal {
             Self.bind(statement, 1, head.id.rawValue)
             sqlite3_bind_double(statement, 2, Date().timeIntervalSince1970)
             sqlite3_bind_int64(statement, 3, head.rowID)
+            Self.bind(statement, 4, owner)
             guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
             guard sqlite3_changes(database) == 1 else { return nil }  // no longer queued
             guard unchanged else { return try storedRecord(for: head.id) }
@@ -154,7 +157,7 @@ extension Journal {
         try writing { () throws(DownloadError) in
             if let rowID {
                 let statement = try prepared(.updateRowAt)
-                sqlite3_bind_int64(statement, 31, rowID)
+                sqlite3_bind_int64(statement, 32, rowID)
                 try write(record, for: id, with: statement)
                 if sqlite3_changes(database) == 1 { return }
             }
@@ -220,7 +223,15 @@ extension Journal {
         Self.bind(statement, 28, record.connections.map(Int64.init))
         Self.bind(statement, 29, record.segments)
         sqlite3_bind_int64(statement, 30, record.keepsExistingFile ? 1 : 0)
+        // Queued, waiting or running: this manager's (the only writer of those rows but the take-back
+        // of a gone owner's); else nobody's.
+        Self.bind(statement, 31, Self.owned(record.state) ? owner : nil)
         guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
+    }
+
+    /// Whether a row in `state` has an owner: queued, waiting to retry or running.
+    static func owned(_ state: QueueState) -> Bool {
+        state == .queued || state == .waitingToRetry || state == .running
     }
 
     /// Whether `path` is, or is to be, another download's file in this journal: a name chosen by a

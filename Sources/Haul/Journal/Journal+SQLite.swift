@@ -33,21 +33,27 @@ extension Journal {
         var sql: String {
             switch self {
             case .recordByID: "SELECT \(Journal.columns) FROM downloads WHERE id = ?1"
+            // A manager's queue is the rows it owns (``JournalOwnership``): `owner = ?` first, for the
+            // `downloads_owned` index.
             case .queueHead:
                 """
-                SELECT \(Journal.columns) FROM downloads WHERE \(Journal.admissible) AND retry_at <= ?1
+                SELECT \(Journal.columns) FROM downloads WHERE owner = ?3 AND \(Journal.admissible) AND retry_at <= ?1
                 ORDER BY priority DESC, queue_seq LIMIT ?2
                 """
-            case .nextRetry: "SELECT min(retry_at) FROM downloads WHERE \(Journal.admissible) AND retry_at > ?1"
+            case .nextRetry:
+                "SELECT min(retry_at) FROM downloads WHERE owner = ?2 AND \(Journal.admissible) AND retry_at > ?1"
             case .queueCounts:
-                "SELECT count(*), count(CASE WHEN retry_at > ?1 THEN 1 END) FROM downloads WHERE \(Journal.admissible)"
+                """
+                SELECT count(*), count(CASE WHEN retry_at > ?1 THEN 1 END) FROM downloads
+                WHERE owner = ?2 AND \(Journal.admissible)
+                """
             case .claim:
                 """
                 UPDATE downloads SET state = '\(QueueState.running.column)', retry_at = 0, updated_at = ?2
-                WHERE rowid = ?3 AND id = ?1 AND \(Journal.admissible)
+                WHERE rowid = ?3 AND id = ?1 AND owner = ?4 AND \(Journal.admissible)
                 """
             case .updateRow: "UPDATE downloads SET \(Journal.assignments) WHERE id = ?1"
-            case .updateRowAt: "UPDATE downloads SET \(Journal.assignments) WHERE rowid = ?31 AND id = ?1"
+            case .updateRowAt: "UPDATE downloads SET \(Journal.assignments) WHERE rowid = ?32 AND id = ?1"
             case .upsertRow: "\(Journal.insertion) ON CONFLICT(id) DO UPDATE SET \(Journal.assignments)"
             case .insertRowIfAbsent: "\(Journal.insertion) ON CONFLICT(id) DO NOTHING"
             case .recordSynced:

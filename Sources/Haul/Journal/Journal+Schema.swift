@@ -7,9 +7,10 @@ extension Journal {
     // MARK: schema
 
     func prepareSchema() throws(DownloadError) {
-        // The directory's lock (``JournalOwnership``) keeps other writers out; a reader never holds
-        // up a write in WAL mode, so no wait is needed.
-        sqlite3_busy_timeout(database, 0)
+        // Other managers, in this process or others, write it too: a write waits for theirs (a loop
+        // turn's transaction, a run of 2,048 queued rows: milliseconds). A reader never holds up a
+        // write in WAL mode.
+        sqlite3_busy_timeout(database, Self.busyTimeoutMilliseconds)
 
         let mode = try queryText("PRAGMA journal_mode = WAL")
         if mode?.lowercased() != "wal" {
@@ -65,6 +66,7 @@ extension Journal {
             if version < 13 {
                 try execute("ALTER TABLE downloads ADD COLUMN keeps_existing INTEGER NOT NULL DEFAULT 0")
             }
+            if version < 14 { try migrateToVersion14() }
             try execute("PRAGMA user_version = \(Self.schemaVersion)")
             try execute("COMMIT")
             // The rows name the new partial files now; a crash before these renames loses the bytes
@@ -80,6 +82,20 @@ extension Journal {
             try? execute("ROLLBACK")
             throw error
         }
+    }
+
+    /// How long a write waits for another manager's transaction before it fails (`.journalLocked`).
+    static let busyTimeoutMilliseconds: Int32 = 10000
+
+    /// Version 14: a queued or running row names its owner, the manager that queued or runs it
+    /// (``JournalOwnership``); each manager's queue is its own rows, found by one index. Rows queued
+    /// or running before have none: their process is gone, and opening marks them interrupted.
+    func migrateToVersion14() throws(DownloadError) {
+        try execute("ALTER TABLE downloads ADD COLUMN owner TEXT")
+        try execute("DROP INDEX IF EXISTS downloads_queue")
+        try execute(
+            "CREATE INDEX IF NOT EXISTS downloads_owned ON downloads (owner, priority DESC, queue_seq) WHERE owner IS NOT NULL"
+        )
     }
 
     /// Version 6: a download's id is its destination's SHA-256 (it was an FNV-1a hash of URL and

@@ -6,10 +6,13 @@ import Synchronization
 /// The embedded SQLite database of one state directory: a row per download (`journal.sqlite`), next
 /// to the partial files (`<id>.part`).
 ///
-/// WAL mode; one manager at a time owns a state directory (``JournalOwnership``, a `flock`), and a
-/// second one gets ``DownloadError/Code-swift.struct/journalLocked`` instead of a corrupted journal.
-/// Readers (``entries(directory:)``, a listing during a run) open it read-only meanwhile. The schema carries
-/// a version (`PRAGMA user_version`) and is migrated forward on open.
+/// WAL mode; any number of managers, in one process or several, open a state directory's journal
+/// at once (``JournalOwnership``): each row that is queued or running names the one that queued or
+/// runs it (its ``owner``), only that one admits it, and the rows of an owner that is gone are taken
+/// back by the next one that looks (``releaseRowsOfGoneOwners()``). Writers wait for each other
+/// (SQLite's busy timeout) for the few milliseconds a loop turn's transaction lasts. Readers
+/// (``entries(directory:)``, a listing during a run) open it read-only. The schema carries a version
+/// (`PRAGMA user_version`) and is migrated forward on open.
 ///
 /// The journal is the queue: a queued download is a row and nothing else; the loop thread takes the
 /// next row (highest priority, then first in) when a slot frees. Callers' threads enqueue and the loop
@@ -19,14 +22,17 @@ final class Journal: @unchecked Sendable {
     // @unchecked Sendable: every use of `database`, `statements` and `queries` happens under `lock`.
 
     /// The schema this build writes.
-    static let schemaVersion: Int32 = 13
+    static let schemaVersion: Int32 = 14
     static let fileName = "journal.sqlite"
 
     let directory: String
     let path: String
     var database: OpaquePointer?
-    /// The state directory's lock, held from the start of `init` until ``close()``.
+    /// The state directory's lock and this open's own, held from the start of `init` until
+    /// ``close()``.
     private var ownership: JournalOwnership?
+    /// This open's token, written as the `owner` of every row it queues or runs.
+    let owner: String
     var statements: [String: OpaquePointer] = [:]
     let lock = RecursiveLock()
     /// Threads waiting for `lock`: the loop thread then commits its open batch at its next write
@@ -58,7 +64,13 @@ final class Journal: @unchecked Sendable {
     /// - Parameter bootID: this boot's id; when the journal was last written in another boot, every
     ///   unfinished partial file is cut back to the bytes that were synced before the journal said so.
     ///   - batch: groups the writes of the loop thread into one transaction per loop turn.
-    init(directory: String, bootID: String = Journal.currentBootID(), batch: WriteBatch? = nil) throws(DownloadError) {
+    ///   - exclusive: no other manager may have it open meanwhile (`.journalLocked` while one has).
+    init(
+        directory: String,
+        bootID: String = Journal.currentBootID(),
+        batch: WriteBatch? = nil,
+        exclusive: Bool = false
+    ) throws(DownloadError) {
         self.directory = directory
         self.batch = batch
         self.path = "\(directory)/\(Self.fileName)"
@@ -74,7 +86,9 @@ final class Journal: @unchecked Sendable {
             )
         }
         try PrivateFile.checkFolder(directory)
-        ownership = try JournalOwnership(directory: directory, journalPath: path)
+        let ownership = try JournalOwnership(directory: directory, journalPath: path, exclusive: exclusive)
+        owner = ownership.token
+        self.ownership = consume ownership
         if access(path, F_OK) != 0 { orphanPartials = Self.partialFiles(in: directory) }
         try Self.makePrivate(path)
         var database: OpaquePointer?
@@ -103,15 +117,13 @@ final class Journal: @unchecked Sendable {
         }
         do {
             try prepareSchema()
-            try recoverIfRebooted(bootID: bootID)
-            // Whatever was queued, waiting or running belonged to a process that is gone: the row
-            // machine's `.interrupted`, for all rows at once.
-            try execute(
-                """
-                UPDATE downloads SET state = '\(QueueState.interrupted.column)'
-                WHERE \(QueueState.sqlCondition(accepting: .interrupted, to: .interrupted))
-                """
-            )
+            // One transaction: a manager opening it at the same time finds the boot recorded and
+            // the partial files cut, or does it itself, never cuts a file this one writes again.
+            try transaction { () throws(DownloadError) in
+                try recoverIfRebooted(bootID: bootID)
+                // Whatever was queued, waiting or running for a manager that is gone is interrupted.
+                try releaseRowsOfGoneOwners()
+            }
         } catch {
             close()
             throw error

@@ -1,18 +1,64 @@
+import FoundationEssentials
 import Glibc
 
-/// Which process owns a state directory: an exclusive `flock` on its `journal.lock`, held while a
-/// ``Journal`` is open. Only one manager at a time writes a journal; readers (a listing during a run)
-/// open the database read-only and need no lock, which SQLite's exclusive locking mode would deny
-/// them. The lock goes with the process, however it ends.
+/// Who has a state directory's journal open, and which of its rows each one runs.
+///
+/// Any number of managers, in one process or many, open a journal at once: each holds a shared
+/// `flock` on the directory's `journal.lock` for as long as it is open, and an exclusive one on a
+/// lock file of its own, `owner-<token>.lock`, whose token it writes on every row it queues or runs
+/// (the `owner` column). A row's owner is alive while that file is locked; locks go with their
+/// process however it ends, so a row whose owner's file is unlocked or gone belongs to a manager
+/// that stopped or was killed, and the next manager that looks takes it back
+/// (``Journal/releaseRowsOfGoneOwners()``). Tokens are never reused: an owner found gone stays gone.
+///
+/// An exclusive open (taking over a gone manager's folder, ``DownloadQueue/takeOver(_:from:)``)
+/// takes `journal.lock` exclusively, which fails while any manager has the journal open; an older
+/// Haul, which took it exclusively, and this one keep each other out as before.
 struct JournalOwnership: ~Copyable {
     static let fileName = "journal.lock"
+    static let ownerPrefix = "owner-"
+    static let ownerSuffix = ".lock"
 
-    private let descriptor: Int32
+    /// This open's token: the `owner` of the rows it queues or runs.
+    let token: String
+    private let directoryLock: Int32
+    private let ownerLock: Int32
+    private let ownerPath: String
 
-    /// Takes the lock of `directory`, or throws `.journalLocked` while another manager (in this
-    /// process or another) holds it.
-    init(directory: String, journalPath: String) throws(DownloadError) {
+    /// Takes `directory`'s lock (shared, or `exclusive`) and a token of its own, or throws
+    /// `.journalLocked` while the lock cannot be had (an exclusive holder, or any holder for an
+    /// exclusive open).
+    init(directory: String, journalPath: String, exclusive: Bool = false) throws(DownloadError) {
         let path = "\(directory)/\(Self.fileName)"
+        let descriptor = try Self.openLockFile(path)
+        guard flock(descriptor, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0 else {
+            let code = errno
+            Glibc.close(descriptor)
+            if code == EWOULDBLOCK {
+                throw DownloadError(code: .journalLocked, url: nil, path: journalPath, detail: "locked")
+            }
+            throw DownloadError(code: .fileSystem, url: nil, errno: code, path: path, detail: "flock failed")
+        }
+        var random = SystemRandomNumberGenerator()
+        let token = "\(getpid())-\(String(random.next() as UInt64, radix: 16))"
+        let ownerPath = "\(directory)/\(Self.ownerPrefix)\(token)\(Self.ownerSuffix)"
+        let ownerLock: Int32
+        do throws(DownloadError) {
+            ownerLock = try Self.openLockFile(ownerPath)
+        } catch {
+            flock(descriptor, LOCK_UN)
+            Glibc.close(descriptor)
+            throw error
+        }
+        // A new file: only a look at it (``isAlive(_:in:)``, for a moment) may hold it meanwhile.
+        while flock(ownerLock, LOCK_EX) != 0 && errno == EINTR {}
+        self.token = token
+        self.directoryLock = descriptor
+        self.ownerLock = ownerLock
+        self.ownerPath = ownerPath
+    }
+
+    private static func openLockFile(_ path: String) throws(DownloadError) -> Int32 {
         let descriptor = try PrivateFile.open(path, O_RDWR | O_CREAT)
         guard descriptor >= 0 else {
             var error = DownloadError(
@@ -25,30 +71,56 @@ struct JournalOwnership: ~Copyable {
             error.nothingKept = true
             throw error
         }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            let code = errno
-            Glibc.close(descriptor)
-            if code == EWOULDBLOCK {
-                throw DownloadError(code: .journalLocked, url: nil, path: journalPath, detail: "locked")
-            }
-            throw DownloadError(code: .fileSystem, url: nil, errno: code, path: path, detail: "flock failed")
-        }
-        self.descriptor = descriptor
+        return descriptor
     }
 
     deinit {
         // Unlocked before it is closed: a child process forked meanwhile (to run another program)
         // holds the same open file until its exec, and a lock only closed would last as long.
-        flock(descriptor, LOCK_UN)
-        Glibc.close(descriptor)
+        // The owner's file goes first: its rows are then seen as left, and nobody waits on a name
+        // that is gone.
+        unlink(ownerPath)
+        flock(ownerLock, LOCK_UN)
+        Glibc.close(ownerLock)
+        flock(directoryLock, LOCK_UN)
+        Glibc.close(directoryLock)
     }
 
-    /// Whether a manager owns `directory` now (its lock is held).
+    /// Whether a manager has `directory`'s journal open now: an owner's lock file is locked, or
+    /// `journal.lock` is held exclusively (a take-over, an older Haul). Only looked at with shared
+    /// locks and the owners' files: a look never takes `journal.lock` from a manager that opens it.
     static func isHeld(directory: String) -> Bool {
-        // Not blocking on a FIFO put there, nor following a link.
         let descriptor = open("\(directory)/\(fileName)", O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
         guard descriptor >= 0 else { return false }
         defer { Glibc.close(descriptor) }
-        return flock(descriptor, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK
+        if flock(descriptor, LOCK_SH | LOCK_NB) != 0 { return errno == EWOULDBLOCK }
+        flock(descriptor, LOCK_UN)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return names.contains { name in
+            name.hasPrefix(ownerPrefix) && name.hasSuffix(ownerSuffix) && isLocked("\(directory)/\(name)")
+        }
+    }
+
+    /// Whether the owner `token` of a row in `directory` still runs (its lock file is locked).
+    static func isAlive(_ token: String, in directory: String) -> Bool {
+        isLocked("\(directory)/\(ownerPrefix)\(token)\(ownerSuffix)")
+    }
+
+    /// Removes the lock file of an owner that is gone, if it is still gone once locked.
+    static func removeGone(_ token: String, in directory: String) {
+        let path = "\(directory)/\(ownerPrefix)\(token)\(ownerSuffix)"
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        defer { Glibc.close(descriptor) }
+        if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { unlink(path) }
+    }
+
+    /// Whether anyone holds a lock on the file at `path` (not blocking on a FIFO put there, nor
+    /// following a link); a missing file is not locked.
+    private static func isLocked(_ path: String) -> Bool {
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { Glibc.close(descriptor) }
+        return flock(descriptor, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK
     }
 }

@@ -69,7 +69,8 @@ extension DownloadQueue {
                     bulkJournals.append(journal)
                 }
             }
-            return try journal.transaction { () throws(DownloadError) -> Bool in
+            var followed: [DownloadID: DownloadRecord] = [:]
+            let queuedAny = try journal.transaction { () throws(DownloadError) -> Bool in
                 var queuedAny = false
                 var rowsExist = false
                 for request in batch {
@@ -80,11 +81,17 @@ extension DownloadQueue {
                         summary.queued += 1
                         queuedAny = true
                     case .waiting: summary.alreadyQueued += 1
+                    case .following(let record):
+                        summary.alreadyQueued += 1
+                        followed[request.id] = record
                     case .complete: summary.alreadyComplete += 1
                     }
                 }
                 return queuedAny
             }
+            // After the commit: the loop follows rows another manager runs to their outcomes.
+            if !followed.isEmpty { inbox.submit(.follow(directory, followed)) }
+            return queuedAny
         }
     }
 }

@@ -11,6 +11,9 @@ extension DownloadQueue {
         case queued(DownloadRecord)
         /// Already queued or running.
         case waiting(DownloadRecord)
+        /// Queued or running for another manager (another process, mostly): followed to its
+        /// outcome (``SchedulerCommand/follow(_:_:)``), not fetched again.
+        case following(DownloadRecord)
         /// The destination holds the complete file.
         case complete(DownloadRecord)
     }
@@ -60,6 +63,20 @@ extension DownloadQueue {
             existing = try journal.record(for: request.id)
         }
         rowsExist = true
+        if let record = existing, Journal.owned(record.state) {
+            let holder = try journal.storedOwner(for: request.id)
+            // Another manager that still runs has it: its outcome is this request's too. What this
+            // request asks for goes with it, for the row's taking back if that manager stops.
+            if journal.isAnotherLiveOwner(holder) {
+                var asked = record
+                request.setRequested(in: &asked)
+                asked.expectedChecksum = request.checksum?.description
+                asked.expectedSize = request.expectedSize
+                return .following(asked)
+            }
+            // Its manager is gone (killed, crashed): taken back, with the bytes it left.
+            if holder != journal.owner { existing?.apply(.interrupted) }
+        }
         if let record = existing,
             record.folder != request.folder
                 || (record.folder == nil
@@ -163,7 +180,7 @@ extension DownloadQueue {
     ) -> Download? {
         let record: DownloadRecord
         switch outcome {
-        case .queued(let r), .waiting(let r), .complete(let r): record = r
+        case .queued(let r), .waiting(let r), .following(let r), .complete(let r): record = r
         }
         let progress = record.progress
         let download: Download
@@ -191,8 +208,14 @@ extension DownloadQueue {
         } else if let live = catalog.existingHandle(request.id) {
             (download, isNew) = (live, false)
         } else {
-            // No handle shows it: the manager's feed hears of a queued row from here.
-            if case .queued = outcome, catalog.feed.hasSubscribers {
+            // No handle shows it: the manager's feed hears of a queued row from here (or of one
+            // another manager runs, which this one now waits for).
+            let waits =
+                switch outcome {
+                case .queued, .following: true
+                case .waiting, .complete: false
+                }
+            if waits, catalog.feed.hasSubscribers {
                 catalog.feed.publish(
                     DownloadManagerEvent(
                         id: request.id,
@@ -207,7 +230,7 @@ extension DownloadQueue {
         switch outcome {
         case .queued:
             download.hub.publish(.queued)
-        case .waiting(let record):
+        case .waiting(let record), .following(let record):
             guard isNew else { break }
             switch record.state {
             case .paused, .interrupted: download.hub.publish(.paused(progress))

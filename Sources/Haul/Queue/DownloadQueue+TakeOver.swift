@@ -38,11 +38,11 @@ extension DownloadQueue {
             }
         }
         defer { flock(lock, LOCK_UN) }
-        // Its own lock: `.journalLocked` while its manager lives. Opening it marks what ran there as
+        // Opened exclusively: `.journalLocked` while its manager lives. Opening it marks what ran there as
         // interrupted and, when it was last written in another boot (another machine's, on shared
         // storage), cuts each partial file back to the bytes that were synced: only those are sure
         // to have reached the storage.
-        let other = try Journal(directory: source)
+        let other = try Journal(directory: source, exclusive: true)
         defer { other.close() }
         var taken: [DownloadID: Int64] = [:]
         for request in prepared {

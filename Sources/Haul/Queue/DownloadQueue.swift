@@ -61,12 +61,20 @@ final class DownloadQueue: Sendable {
         }
         let (download, outcome) = try catalog.withJournal(for: request.stateDirectory) {
             journal throws(DownloadError) -> (Download, QueueOutcome) in
-            var rowsExist = false
-            let outcome = try writeRow(for: request, in: journal, rowsExist: &rowsExist)
-            let download = publish(outcome, for: request, in: journal, creatingHandle: true)!
-            return (download, outcome)
+            // One transaction: another process asking for it meanwhile finds it queued and follows
+            // it, or queues it first and is followed.
+            try journal.transaction { () throws(DownloadError) -> (Download, QueueOutcome) in
+                var rowsExist = false
+                let outcome = try writeRow(for: request, in: journal, rowsExist: &rowsExist)
+                let download = publish(outcome, for: request, in: journal, creatingHandle: true)!
+                return (download, outcome)
+            }
         }
-        if case .queued = outcome { inbox.submit(.queueChanged(request.stateDirectory)) }
+        switch outcome {
+        case .queued: inbox.submit(.queueChanged(request.stateDirectory))
+        case .following(let record): inbox.submit(.follow(request.stateDirectory, [request.id: record]))
+        case .waiting, .complete: break
+        }
         return download
     }
 
@@ -100,7 +108,12 @@ final class DownloadQueue: Sendable {
                 stateDirectory: journal.directory,
                 priority: record.priority
             )
-            return publish(.waiting(record), for: request, in: journal, creatingHandle: true)
+            let download = publish(.waiting(record), for: request, in: journal, creatingHandle: true)
+            // Queued or run by another manager that runs: its outcome is followed here.
+            if Journal.owned(record.state), journal.isAnotherLiveOwner(try? journal.storedOwner(for: id)) {
+                inbox.submit(.follow(journal.directory, [id: record]))
+            }
+            return download
         }
     }
 }

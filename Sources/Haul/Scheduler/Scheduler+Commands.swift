@@ -7,6 +7,7 @@ extension Scheduler {
             perform(transfer.pause(interruptedByShutdown: shuttingDown), for: transfer)
             return
         }
+        if stopFollowing(download, cancelled: false) { return }
         // Queued, waiting or interrupted: only its row changes.
         updateRow(of: download, on: .paused) { record in
             download.hub.publish(.paused(record.progress))
@@ -15,6 +16,7 @@ extension Scheduler {
 
     func resume(_ download: Download) {
         if transfers[download.id] != nil { return }  // admitted: it is not paused
+        if followIfAnothers(download) { return }
         updateRow(of: download, on: .resumed(sequence: catalog.nextQueueSequence())) { _ in
             download.hub.publish(.queued)
         }
@@ -40,6 +42,7 @@ extension Scheduler {
             perform(transfer.cancel(), for: transfer)
             return
         }
+        if stopFollowing(download, cancelled: true) { return }
         updateRow(of: download, on: .cancelled) { _ in
             restartsBeforeRetry[download.id] = nil
             catalog.forget(download.id)
@@ -47,13 +50,15 @@ extension Scheduler {
         }
     }
 
-    /// Applies `event` to the row of a download that is not admitted (a row another process runs is
-    /// left alone). When the row changes, `changed` runs with the journal locked (so events it publishes
+    /// Applies `event` to the row of a download that is not admitted (a row another manager queued or
+    /// runs is left alone). When the row changes, `changed` runs with the journal locked (so events it publishes
     /// come before the loop's next ones).
     private func updateRow(of download: Download, on event: QueueEvent, _ changed: (DownloadRecord) -> Void) {
         guard let journal = catalog.openJournal(for: download.stateDirectoryPath) else { return }
         journal.locked {
-            guard var record = try? journal.record(for: download.id), record.state != .running else { return }
+            guard var record = try? journal.record(for: download.id), record.state != .running,
+                !journal.isAnotherLiveOwner(try? journal.storedOwner(for: download.id))
+            else { return }
             switch record.apply(event) {
             case .refused, .unchanged:
                 return
@@ -77,6 +82,8 @@ extension Scheduler {
     /// them) and stops the loop once their syncs are recorded.
     func shutdown() {
         shuttingDown = true
+        followed.removeAll()
+        pausedFollows.removeAll()
         for transfer in Array(transfers.values) where !transfer.isDone {
             // Interrupted, not paused: the next manager continues it.
             perform(transfer.pause(interruptedByShutdown: true), for: transfer)

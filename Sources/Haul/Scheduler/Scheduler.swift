@@ -45,6 +45,11 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     var retryTimer: OpaquePointer?
     /// Segmented transfers that wanted a connection the limits did not allow yet.
     var connectionWaiters: [DownloadID: Transfer] = [:]
+    /// Rows another manager runs that this one was asked for (``follow(_:in:)``).
+    var followed: [DownloadID: FollowedRow] = [:]
+    /// Followed rows their callers paused here, until they are resumed.
+    var pausedFollows: [DownloadID: FollowedRow] = [:]
+    var followTimer: OpaquePointer?
 
     init(
         settings: SchedulerSettings,
@@ -101,7 +106,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         // Idle: nothing queued or running, and no disk job whose result (a download's outcome)
         // is still to come; told after the turn's rows are committed and its events handed over,
         // so that waiters find every outcome recorded.
-        if idleWaitersPending, transfers.isEmpty, admission.queuesAreEmpty, disk.pending == 0 {
+        if idleWaitersPending, transfers.isEmpty, followed.isEmpty, admission.queuesAreEmpty, disk.pending == 0 {
             idleWaitersPending = false
             catalog.resumeIdleWaiters()
         }
@@ -113,6 +118,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         for command in commands {
             switch command {
             case .queueChanged(let directory): admission.queueChanged(in: directory)
+            case .follow(let directory, let rows): follow(rows, in: directory)
             case .control(let download, .pause): pause(download)
             case .control(let download, .resume): resume(download)
             case .control(let download, .cancel): cancel(download)

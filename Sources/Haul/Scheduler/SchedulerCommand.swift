@@ -3,6 +3,9 @@
 enum SchedulerCommand: Sendable {
     /// Rows were queued in the journal of this state directory.
     case queueChanged(String)
+    /// Rows of this state directory's journal that another manager queued or runs were asked for:
+    /// followed to their outcomes (their records as the requests found them).
+    case follow(String, [DownloadID: DownloadRecord])
     /// A caller paused, resumed or cancelled a download.
     case control(Download, DownloadControl)
     /// Background disk work finished (syncs, finished files moved into place).

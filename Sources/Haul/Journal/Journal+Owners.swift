@@ -1,0 +1,69 @@
+import CHaul
+import Glibc
+
+/// The rows' owners: which manager queued or runs each row, and taking back the rows of one that
+/// is gone (see ``JournalOwnership``).
+extension Journal {
+    /// The condition of the rows an owner holds: queued, waiting to retry or running.
+    static let ownedRows = QueueState.sqlCondition(accepting: .interrupted, to: .interrupted)
+
+    /// The owner of `id`'s row (`nil`: none, or no row). Call holding `lock`.
+    func storedOwner(for id: DownloadID) throws(DownloadError) -> String? {
+        let statement = try prepared("SELECT owner FROM downloads WHERE id = ?1")
+        defer { sqlite3_reset(statement) }
+        Self.bind(statement, 1, id.rawValue)
+        switch sqlite3_step(statement) {
+        case SQLITE_ROW: return Self.text(statement, 0)
+        case SQLITE_DONE: return nil
+        default: throw failure("read")
+        }
+    }
+
+    /// Whether `token`, a row's owner, is another manager that still runs (this journal's own
+    /// token is not another's).
+    func isAnotherLiveOwner(_ token: String?) -> Bool {
+        guard let token, token != owner else { return false }
+        return JournalOwnership.isAlive(token, in: directory)
+    }
+
+    /// Marks interrupted every row held by a manager that is gone (its lock released: it stopped,
+    /// crashed or was killed) or by none (written by an older Haul): the row machine's
+    /// `.interrupted`; asking for one again continues it from its bytes. Returns how many. Call in
+    /// a transaction (``transaction(_:)``), so that the owners looked at are those of the rows changed.
+    @discardableResult
+    func releaseRowsOfGoneOwners() throws(DownloadError) -> Int {
+        do {
+            let statement = try prepared("SELECT DISTINCT owner FROM downloads WHERE \(Self.ownedRows)")
+            var owners: [String?] = []
+            defer { sqlite3_reset(statement) }
+            stepping: while true {
+                switch sqlite3_step(statement) {
+                case SQLITE_ROW: owners.append(Self.text(statement, 0))
+                case SQLITE_DONE: break stepping
+                default: throw failure("read")
+                }
+            }
+            sqlite3_reset(statement)
+            var released = 0
+            for token in owners where token != owner && !isAnotherLiveOwner(token) {
+                released += try release(ownedBy: token)
+                if let token { JournalOwnership.removeGone(token, in: directory) }
+            }
+            return released
+        }
+    }
+
+    /// Marks interrupted the rows of the gone owner `token` (`nil`: rows of no owner).
+    private func release(ownedBy token: String?) throws(DownloadError) -> Int {
+        let statement = try prepared(
+            """
+            UPDATE downloads SET state = '\(QueueState.interrupted.column)', owner = NULL
+            WHERE \(Self.ownedRows) AND owner IS ?1
+            """
+        )
+        defer { sqlite3_reset(statement) }
+        Self.bind(statement, 1, token)
+        guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
+        return Int(sqlite3_changes(database))
+    }
+}

@@ -1,0 +1,174 @@
+import CHaul
+import FoundationEssentials
+
+/// Rows another manager runs (another process on the same state directory, mostly) that this one
+/// was asked for: followed to their outcome instead of fetched twice, and taken back when their
+/// manager stops or is killed before it ends them.
+extension Scheduler {
+    /// How often followed rows are read again.
+    static let followInterval = Duration.milliseconds(200)
+
+    /// Follows `rows` (their records as the request found them) of `directory`'s journal.
+    func follow(_ rows: [DownloadID: DownloadRecord], in directory: String) {
+        guard !shuttingDown else { return }
+        for (id, record) in rows { followed[id] = FollowedRow(directory: directory, requested: record) }
+        armFollowTimer()
+    }
+
+    private func armFollowTimer() {
+        guard !followed.isEmpty else { return }
+        if followTimer == nil {
+            followTimer = reactor.makeOneShotTimer { [unowned self] in
+                checkFollowed()
+                armFollowTimer()
+                admitAtTurnEnd()
+            }
+        }
+        if let followTimer { reactor.arm(followTimer, after: Self.followInterval) }
+    }
+
+    /// Reads each followed row: ended → its outcome is published; still another live manager's →
+    /// followed on; anything else (its manager gone, paused or failed there, or removed) → this
+    /// manager's now, queued with the bytes it holds.
+    func checkFollowed() {
+        var byDirectory: [String: [DownloadID]] = [:]
+        for (id, row) in followed { byDirectory[row.directory, default: []].append(id) }
+        for (directory, ids) in byDirectory {
+            guard let journal = catalog.openJournal(for: directory) else {
+                for id in ids { followed[id] = nil }
+                continue
+            }
+            journal.locked {
+                for id in ids { check(id, in: journal) }
+            }
+        }
+    }
+
+    private func check(_ id: DownloadID, in journal: Journal) {
+        guard let row = followed[id] else { return }
+        let stored: DownloadRecord?
+        let holder: String?
+        do {
+            stored = try journal.storedRecord(for: id)
+            holder = stored.map { Journal.owned($0.state) } == true ? try journal.storedOwner(for: id) : nil
+        } catch {
+            return  // read again at the next look
+        }
+        if let stored, stored.state == .completed {
+            followed[id] = nil
+            publishCompleted(id, record: stored, directory: journal.directory)
+            return
+        }
+        if let stored, Journal.owned(stored.state) {
+            if holder == journal.owner {
+                followed[id] = nil  // this manager's already: admitted like its other rows
+                return
+            }
+            if journal.isAnotherLiveOwner(holder) {
+                if stored.bytesCommitted != row.shownBytes {
+                    followed[id]?.shownBytes = stored.bytesCommitted
+                    catalog.existingHandle(id)?.hub.publish(.progress(stored.progress))
+                }
+                return
+            }
+        }
+        followed[id] = nil
+        takeBack(id, stored: stored, requested: row.requested, in: journal)
+    }
+
+    /// Queues `id` for this manager: its row as it stands (its manager gone, or paused or failed
+    /// there), or, removed meanwhile (cancelled there, or failed before a byte), anew as requested.
+    private func takeBack(_ id: DownloadID, stored: DownloadRecord?, requested: DownloadRecord, in journal: Journal) {
+        var record: DownloadRecord
+        if let stored {
+            record = stored
+            record.takeRequest(of: requested)
+            if Journal.owned(record.state) { record.apply(.interrupted) }
+            guard record.apply(.requested(sequence: catalog.nextQueueSequence())) == .moves(to: .queued) else {
+                return
+            }
+        } else {
+            record = requested.restarted
+            record.queueSequence = catalog.nextQueueSequence()
+        }
+        do {
+            try journal.save(record, for: id)
+        } catch {
+            logger.warning(
+                "could not take back a download another manager left",
+                metadata: ["haul.url": "\(record.url)", "haul.error": "\(error)"]
+            )
+            return
+        }
+        logger.debug(
+            "takes over a download another manager left",
+            metadata: ["haul.url": "\(record.url)", "haul.bytes": "\(record.bytesCommitted)"]
+        )
+        admission.queueChanged(in: journal.directory)
+    }
+
+    /// A followed download paused or cancelled by its caller: no longer followed (a paused one
+    /// until it is resumed), its row left to the manager that runs it. Whether it was followed.
+    func stopFollowing(_ download: Download, cancelled: Bool) -> Bool {
+        if cancelled {
+            guard followed.removeValue(forKey: download.id) ?? pausedFollows.removeValue(forKey: download.id) != nil
+            else { return false }
+            catalog.forget(download.id)
+            download.hub.publish(.cancelled)
+        } else {
+            guard let row = followed.removeValue(forKey: download.id) else { return false }
+            pausedFollows[download.id] = row
+            download.hub.publish(.paused(download.progress))
+        }
+        return true
+    }
+
+    /// Follows `download` again when it was followed before its caller paused it, or when another
+    /// manager that runs holds its row: resumed here, it waits for that one's outcome (or takes the
+    /// row back, as a followed one does). Whether it does.
+    func followIfAnothers(_ download: Download) -> Bool {
+        if let row = pausedFollows.removeValue(forKey: download.id) {
+            download.hub.publish(.queued)
+            follow([download.id: row.requested], in: row.directory)
+            checkFollowed()
+            return true
+        }
+        guard let journal = catalog.openJournal(for: download.stateDirectoryPath) else { return false }
+        return journal.locked {
+            guard let record = try? journal.record(for: download.id), Journal.owned(record.state),
+                journal.isAnotherLiveOwner(try? journal.storedOwner(for: download.id))
+            else { return false }
+            if followed[download.id] == nil { download.hub.publish(.queued) }
+            follow([download.id: record], in: journal.directory)
+            return true
+        }
+    }
+
+    /// Publishes a followed row's completion: on its handle, or on the manager's feed.
+    private func publishCompleted(_ id: DownloadID, record: DownloadRecord, directory: String) {
+        let total = record.totalBytes ?? 0
+        let events: [DownloadEvent] = [
+            .progress(DownloadProgress(bytesReceived: total, totalBytes: total, estimatedTimeRemaining: .zero)),
+            .completed(URL(fileURLWithPath: record.destination, isDirectory: false)),
+        ]
+        if let download = catalog.existingHandle(id), !download.hub.isClosed {
+            for event in events { download.hub.publish(event) }
+        } else if catalog.feed.hasSubscribers {
+            for event in events {
+                catalog.feed.publish(
+                    DownloadManagerEvent(id: id, destinationPath: record.destination, event: event, download: nil)
+                )
+            }
+        }
+    }
+}
+
+/// A row this manager follows: where, and what was asked for.
+struct FollowedRow {
+    let directory: String
+    /// The row as the request found it, with what the request asks for: what is taken back (the
+    /// request's part), or queued anew if the row is removed meanwhile.
+    let requested: DownloadRecord
+    /// The bytes last shown on its handle.
+    var shownBytes: Int64 = -1
+}
