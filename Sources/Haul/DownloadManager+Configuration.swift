@@ -61,9 +61,11 @@ extension DownloadManager {
         /// Where partial files and the journal live. `nil` (the default) puts them in a `.haul` folder
         /// beside each destination, on the same file system so the final rename is atomic.
         ///
-        /// When set, the manager opens this directory's journal at start (failing with
-        /// `.journalLocked` if another process holds it) and restores every unfinished download in it:
-        /// see ``resumesUnfinishedDownloads``.
+        /// When set, the manager opens this directory's journal at start (other managers and
+        /// processes may have it open too; `.journalLocked` only while one holds it alone, taking it
+        /// over) and restores every unfinished download in it: see ``resumesUnfinishedDownloads``.
+        /// A download another live manager queued or runs is followed to its outcome, not fetched
+        /// again; one whose manager is gone is taken back with its bytes.
         ///
         /// The directory is made private (0700) and must be this user's. A symbolic link named here
         /// is followed once, when the manager starts (it is the caller's choice); a link found in

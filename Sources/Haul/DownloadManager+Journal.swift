@@ -56,8 +56,8 @@ extension DownloadManager {
     ///   partial files are first cut back to the bytes that were synced, as after a reboot.
     ///
     /// - Returns: the downloads taken over, and how many bytes each brings.
-    /// - Throws: ``DownloadError`` with code `.journalLocked` while a manager runs on
-    ///   `stateDirectory`, or the journal's and file system's errors; a request's own errors
+    /// - Throws: ``DownloadError`` with code `.journalLocked` while any manager has
+    ///   `stateDirectory`'s journal open (it is opened exclusively), or the journal's and file system's errors; a request's own errors
     ///   (`.invalidURL`…) as ``download(_:)`` throws them.
     @discardableResult
     public func takeOver(_ requests: [DownloadRequest], from stateDirectory: URL) throws -> [DownloadID: Int64] {

@@ -40,8 +40,8 @@ public final class DownloadManager: Sendable {
     ///
     /// - Throws: ``DownloadError`` with code `.invalidHeader` when one of the configuration's
     ///   ``Configuration/headers`` cannot be sent, `.invalidURL` or `.unsupportedScheme` for a
-    ///   ``Configuration/proxy`` that is not a proxy URL, `.journalLocked` when another process uses the state
-    ///   directory, `.journal` when its journal is damaged, `.internalError` when the loop cannot be
+    ///   ``Configuration/proxy`` that is not a proxy URL, `.journalLocked` when another process holds the state
+    ///   directory alone (taking it over), `.journal` when its journal is damaged, `.internalError` when the loop cannot be
     ///   created.
     public init(configuration: Configuration = Configuration()) throws {
         let configuration = configuration.normalized

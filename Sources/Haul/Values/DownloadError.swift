@@ -211,7 +211,8 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         case .journalLocked:
             return
                 "\(subject) failed: the state directory's journal \(path.map { "'\($0)'" } ?? "") is in use by another "
-                + "Haul process or manager. Wait for it to finish, or choose another state directory (\(setting("stateDirectory", "--state")))."
+                + "Haul process or manager that holds it alone (one taking it over, or an older Haul), or did not let a "
+                + "write in for 10 s. Wait for it to finish, or choose another state directory (\(setting("stateDirectory", "--state")))."
         case .checksumMismatch:
             return "\(subject) failed: \(detail ?? "the file is not the expected one"). Nothing was placed at the "
                 + "destination and the partial file was deleted; check the expected value, or the source."
