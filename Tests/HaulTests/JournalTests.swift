@@ -254,9 +254,16 @@ struct JournalTests {
     func twoOpensShareAJournal() throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
+        // The lock file of an owner killed with no row left to it: swept by the next open.
+        let stale = directory.appendingPathComponent("owner-1-dead.lock")
+        try Data().write(to: stale)
         let first = try Journal(directory: directory.path)
+        #expect(!FileManager.default.fileExists(atPath: stale.path))
         let second = try Journal(directory: directory.path)
         #expect(first.owner != second.owner)
+        #expect(
+            FileManager.default.fileExists(atPath: directory.appendingPathComponent("owner-\(first.owner).lock").path)
+        )
         #expect { try Journal(directory: directory.path, exclusive: true) } throws: {
             ($0 as? DownloadError)?.code == .journalLocked
         }
@@ -279,6 +286,8 @@ struct JournalTests {
         let secondOwner = second.owner
         second.close()
         #expect(!first.isAnotherLiveOwner(secondOwner))
+        // A listing meanwhile (the first has it open: read as it stands) shows it interrupted.
+        #expect(try Journal.entries(directory: directory.path).first { $0.id == b }?.state == .interrupted)
         #expect(try first.transaction { () throws(DownloadError) in try first.releaseRowsOfGoneOwners() } == 1)
         #expect(try first.record(for: b)?.state == .interrupted)
         #expect(try first.storedOwner(for: b) == nil)

@@ -19,6 +19,42 @@ extension Journal {
         }
     }
 
+    /// Where a row stands, read without the rest of it: its state, owner and bytes.
+    struct RowStanding {
+        let state: QueueState
+        let owner: String?
+        let bytesCommitted: Int64
+        let totalBytes: Int64?
+    }
+
+    /// Where `id`'s row stands (`nil`: there is none). Call holding `lock`.
+    func standing(of id: DownloadID) throws(DownloadError) -> RowStanding? {
+        let statement = try prepared(
+            "SELECT state, retry_at, owner, bytes_committed, total_bytes FROM downloads WHERE id = ?1"
+        )
+        defer { sqlite3_reset(statement) }
+        Self.bind(statement, 1, id.rawValue)
+        switch sqlite3_step(statement) {
+        case SQLITE_ROW:
+            return RowStanding(
+                state: QueueState(column: Self.text(statement, 0) ?? "", retryAt: sqlite3_column_double(statement, 1)),
+                owner: Self.text(statement, 2),
+                bytesCommitted: sqlite3_column_int64(statement, 3),
+                totalBytes: sqlite3_column_type(statement, 4) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, 4)
+            )
+        case SQLITE_DONE: return nil
+        default: throw failure("read")
+        }
+    }
+
+    /// SQLite's `data_version`: it moves on when another connection (another manager, another
+    /// process) commits; this one's own commits leave it. Call holding `lock`.
+    func dataVersion() -> Int64? {
+        guard let statement = try? prepared("PRAGMA data_version") else { return nil }
+        defer { sqlite3_reset(statement) }
+        return sqlite3_step(statement) == SQLITE_ROW ? sqlite3_column_int64(statement, 0) : nil
+    }
+
     /// Whether `token`, a row's owner, is another manager that still runs (this journal's own
     /// token is not another's).
     func isAnotherLiveOwner(_ token: String?) -> Bool {
@@ -47,8 +83,8 @@ extension Journal {
             var released = 0
             for token in owners where token != owner && !isAnotherLiveOwner(token) {
                 released += try release(ownedBy: token)
-                if let token { JournalOwnership.removeGone(token, in: directory) }
             }
+            JournalOwnership.removeGoneOwners(in: directory)
             return released
         }
     }

@@ -40,18 +40,26 @@ struct JournalOwnership: ~Copyable {
             throw DownloadError(code: .fileSystem, url: nil, errno: code, path: path, detail: "flock failed")
         }
         var random = SystemRandomNumberGenerator()
-        let token = "\(getpid())-\(String(random.next() as UInt64, radix: 16))"
-        let ownerPath = "\(directory)/\(Self.ownerPrefix)\(token)\(Self.ownerSuffix)"
-        let ownerLock: Int32
-        do throws(DownloadError) {
-            ownerLock = try Self.openLockFile(ownerPath)
-        } catch {
-            flock(descriptor, LOCK_UN)
-            Glibc.close(descriptor)
-            throw error
-        }
-        // A new file: only a look at it (``isAlive(_:in:)``, for a moment) may hold it meanwhile.
-        while flock(ownerLock, LOCK_EX) != 0 && errno == EINTR {}
+        var token: String
+        var ownerPath: String
+        var ownerLock: Int32
+        repeat {
+            token = "\(getpid())-\(String(random.next() as UInt64, radix: 16))"
+            ownerPath = "\(directory)/\(Self.ownerPrefix)\(token)\(Self.ownerSuffix)"
+            do throws(DownloadError) {
+                ownerLock = try Self.openLockFile(ownerPath)
+            } catch {
+                flock(descriptor, LOCK_UN)
+                Glibc.close(descriptor)
+                throw error
+            }
+            // A new file: only a look at it (``isAlive(_:in:)``, for a moment) may hold it meanwhile,
+            // or a sweep of gone owners' files (``removeGoneOwners(in:)``), which may unlink it
+            // between the open and the lock: then another token is tried.
+            while flock(ownerLock, LOCK_EX) != 0 && errno == EINTR {}
+            if Self.isStillNamed(ownerLock, ownerPath) { break }
+            Glibc.close(ownerLock)
+        } while true
         self.token = token
         self.directoryLock = descriptor
         self.ownerLock = ownerLock
@@ -84,6 +92,23 @@ struct JournalOwnership: ~Copyable {
         Glibc.close(ownerLock)
         flock(directoryLock, LOCK_UN)
         Glibc.close(directoryLock)
+    }
+
+    /// Whether `path` still names the file open as `descriptor`.
+    private static func isStillNamed(_ descriptor: Int32, _ path: String) -> Bool {
+        var open = stat()
+        var named = stat()
+        guard fstat(descriptor, &open) == 0, lstat(path, &named) == 0 else { return false }
+        return open.st_ino == named.st_ino && open.st_dev == named.st_dev
+    }
+
+    /// Removes the lock files of owners that are gone (killed with no row left to them, whose files
+    /// no row's release removed).
+    static func removeGoneOwners(in directory: String) {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        for name in names where name.hasPrefix(ownerPrefix) && name.hasSuffix(ownerSuffix) {
+            removeGone(String(name.dropFirst(ownerPrefix.count).dropLast(ownerSuffix.count)), in: directory)
+        }
     }
 
     /// Whether a manager has `directory`'s journal open now: an owner's lock file is locked, or

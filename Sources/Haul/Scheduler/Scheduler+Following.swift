@@ -39,40 +39,61 @@ extension Scheduler {
                 continue
             }
             journal.locked {
+                // Nothing committed by another manager since the last look, and every owner seen
+                // then still runs: every row stands as it stood (thousands of rows are not read
+                // again five times a second while the other manager works on its own).
+                let version = journal.dataVersion()
+                var owners = Set<String>()
+                var allSeen = true
+                for id in ids {
+                    if let owner = followed[id]?.owner { owners.insert(owner) } else { allSeen = false }
+                }
+                if allSeen, version != nil, version == followedVersions[directory],
+                    owners.allSatisfy({ journal.isAnotherLiveOwner($0) })
+                {
+                    return
+                }
+                followedVersions[directory] = version
                 for id in ids { check(id, in: journal) }
             }
         }
+        followedVersions = followedVersions.filter { directory, _ in byDirectory[directory] != nil }
     }
 
     private func check(_ id: DownloadID, in journal: Journal) {
         guard let row = followed[id] else { return }
-        let stored: DownloadRecord?
-        let holder: String?
+        let standing: Journal.RowStanding?
         do {
-            stored = try journal.storedRecord(for: id)
-            holder = stored.map { Journal.owned($0.state) } == true ? try journal.storedOwner(for: id) : nil
+            standing = try journal.standing(of: id)
         } catch {
             return  // read again at the next look
         }
-        if let stored, stored.state == .completed {
+        if let standing, standing.state == .completed {
             followed[id] = nil
-            publishCompleted(id, record: stored, directory: journal.directory)
+            guard let record = try? journal.storedRecord(for: id) else { return }
+            publishCompleted(id, record: record, directory: journal.directory)
             return
         }
-        if let stored, Journal.owned(stored.state) {
-            if holder == journal.owner {
+        if let standing, Journal.owned(standing.state) {
+            if standing.owner == journal.owner {
                 followed[id] = nil  // this manager's already: admitted like its other rows
                 return
             }
-            if journal.isAnotherLiveOwner(holder) {
-                if stored.bytesCommitted != row.shownBytes {
-                    followed[id]?.shownBytes = stored.bytesCommitted
-                    catalog.existingHandle(id)?.hub.publish(.progress(stored.progress))
+            if journal.isAnotherLiveOwner(standing.owner) {
+                followed[id]?.owner = standing.owner
+                if standing.bytesCommitted != row.shownBytes {
+                    followed[id]?.shownBytes = standing.bytesCommitted
+                    catalog.existingHandle(id)?.hub.publish(
+                        .progress(
+                            DownloadProgress(bytesReceived: standing.bytesCommitted, totalBytes: standing.totalBytes)
+                        )
+                    )
                 }
                 return
             }
         }
         followed[id] = nil
+        let stored = standing == nil ? nil : try? journal.storedRecord(for: id)
         takeBack(id, stored: stored, requested: row.requested, in: journal)
     }
 
@@ -171,4 +192,6 @@ struct FollowedRow {
     let requested: DownloadRecord
     /// The bytes last shown on its handle.
     var shownBytes: Int64 = -1
+    /// The manager that ran it at the last look (`nil` before the first).
+    var owner: String?
 }

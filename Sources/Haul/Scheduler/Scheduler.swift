@@ -47,6 +47,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     var connectionWaiters: [DownloadID: Transfer] = [:]
     /// Rows another manager runs that this one was asked for (``follow(_:in:)``).
     var followed: [DownloadID: FollowedRow] = [:]
+    /// Each followed journal's `data_version` at the last look (``checkFollowed()``).
+    var followedVersions: [String: Int64] = [:]
     /// Followed rows their callers paused here, until they are resumed.
     var pausedFollows: [DownloadID: FollowedRow] = [:]
     var followTimer: OpaquePointer?
