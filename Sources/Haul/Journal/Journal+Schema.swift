@@ -10,7 +10,7 @@ extension Journal {
         // Other managers, in this process or others, write it too: a write waits for theirs (a loop
         // turn's transaction, a run of 2,048 queued rows: milliseconds). A reader never holds up a
         // write in WAL mode.
-        sqlite3_busy_timeout(database, Self.busyTimeoutMilliseconds)
+        sqlite3_busy_handler(database, Self.waitForTheOtherWriter, nil)
 
         let mode = try queryText("PRAGMA journal_mode = WAL")
         if mode?.lowercased() != "wal" {
@@ -86,6 +86,18 @@ extension Journal {
 
     /// How long a write waits for another manager's transaction before it fails (`.journalLocked`).
     static let busyTimeoutMilliseconds: Int32 = 10000
+
+    /// SQLite's busy handler: called while another connection writes, with how many times it was
+    /// called for this wait; 1 to try again, 0 to give up. Short steps: another manager's loop turn
+    /// holds the journal for a millisecond or two, and `sqlite3_busy_timeout`'s own steps (1, 2, 5,
+    /// 10 ms and up) left a writer asleep long after the other had committed: two processes that
+    /// split a list of 10,000 files took 1.35 s against 1.25 s for one process with all of it.
+    static let waitForTheOtherWriter: @convention(c) (UnsafeMutableRawPointer?, Int32) -> Int32 = { _, calls in
+        // 200 steps of 50 µs (10 ms), then 1 ms each until about 10 s.
+        if calls >= 200 + busyTimeoutMilliseconds { return 0 }
+        usleep(calls < 200 ? 50 : 1000)
+        return 1
+    }
 
     /// Version 14: a queued or running row names its owner, the manager that queued or runs it
     /// (``JournalOwnership``); each manager's queue is its own rows, found by one index. Rows queued
