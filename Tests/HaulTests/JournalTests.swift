@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import Haul
@@ -373,6 +374,24 @@ struct JournalIntegrationTests {
         }
         #expect(try Data(contentsOf: destination) == existing)
         #expect(try Data(contentsOf: state.appendingPathComponent(Journal.fileName)) == garbage)
+    }
+
+    @Test("two managers creating one journal at once both open it (the switch to WAL is waited for), 100 times")
+    func twoFirstOpensAtOnce() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        for round in 0..<100 {
+            let path = directory.appendingPathComponent("\(round)").path
+            let failures = Mutex<[String]>([])
+            DispatchQueue.concurrentPerform(iterations: 2) { _ in
+                do {
+                    try Journal(directory: path).close()
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+            #expect(failures.withLock { $0 }.isEmpty, "round \(round)")
+        }
     }
 
     @Test("a state directory opened exclusively (a take-over): a manager's start fails clearly, or its download")

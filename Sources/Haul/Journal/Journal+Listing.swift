@@ -71,7 +71,7 @@ extension Journal {
         let knowsSegments = sqlite3_column_count(statement) > 9
         let knowsOwners = sqlite3_column_count(statement) > 10
         // Each owner looked at once: whether the manager that queued or runs a row still runs.
-        var alive: [String: Bool] = [:]
+        var alive: [Int64: Bool] = [:]
         defer { sqlite3_finalize(statement) }
         if let id { Self.bind(statement, 1, id.rawValue) }
         var entries: [JournalEntry] = []
@@ -91,7 +91,7 @@ extension Journal {
                 if knowsOwners, owned(record.state) {
                     // A row of a manager that is gone (killed) is interrupted: the next to open the
                     // journal marks it so.
-                    let owner = text(statement, 10) ?? ""
+                    let owner = integer(statement, 10) ?? 0
                     let isAlive = alive[owner] ?? JournalOwnership.isAlive(owner, in: directory)
                     alive[owner] = isAlive
                     if !isAlive { record.state = .interrupted }

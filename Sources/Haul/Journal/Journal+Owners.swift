@@ -8,12 +8,12 @@ extension Journal {
     static let ownedRows = QueueState.sqlCondition(accepting: .interrupted, to: .interrupted)
 
     /// The owner of `id`'s row (`nil`: none, or no row). Call holding `lock`.
-    func storedOwner(for id: DownloadID) throws(DownloadError) -> String? {
+    func storedOwner(for id: DownloadID) throws(DownloadError) -> Int64? {
         let statement = try prepared("SELECT owner FROM downloads WHERE id = ?1")
         defer { sqlite3_reset(statement) }
         Self.bind(statement, 1, id.rawValue)
         switch sqlite3_step(statement) {
-        case SQLITE_ROW: return Self.text(statement, 0)
+        case SQLITE_ROW: return Self.integer(statement, 0)
         case SQLITE_DONE: return nil
         default: throw failure("read")
         }
@@ -22,7 +22,7 @@ extension Journal {
     /// Where a row stands, read without the rest of it: its state, owner and bytes.
     struct RowStanding {
         let state: QueueState
-        let owner: String?
+        let owner: Int64?
         let bytesCommitted: Int64
         let totalBytes: Int64?
     }
@@ -38,7 +38,7 @@ extension Journal {
         case SQLITE_ROW:
             return RowStanding(
                 state: QueueState(column: Self.text(statement, 0) ?? "", retryAt: sqlite3_column_double(statement, 1)),
-                owner: Self.text(statement, 2),
+                owner: Self.integer(statement, 2),
                 bytesCommitted: sqlite3_column_int64(statement, 3),
                 totalBytes: sqlite3_column_type(statement, 4) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, 4)
             )
@@ -55,9 +55,14 @@ extension Journal {
         return sqlite3_step(statement) == SQLITE_ROW ? sqlite3_column_int64(statement, 0) : nil
     }
 
+    /// The integer in `column`, or `nil` when it is NULL.
+    static func integer(_ statement: OpaquePointer, _ column: Int32) -> Int64? {
+        sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, column)
+    }
+
     /// Whether `token`, a row's owner, is another manager that still runs (this journal's own
     /// token is not another's).
-    func isAnotherLiveOwner(_ token: String?) -> Bool {
+    func isAnotherLiveOwner(_ token: Int64?) -> Bool {
         guard let token, token != owner else { return false }
         return JournalOwnership.isAlive(token, in: directory)
     }
@@ -70,11 +75,11 @@ extension Journal {
     func releaseRowsOfGoneOwners() throws(DownloadError) -> Int {
         do {
             let statement = try prepared("SELECT DISTINCT owner FROM downloads WHERE \(Self.ownedRows)")
-            var owners: [String?] = []
+            var owners: [Int64?] = []
             defer { sqlite3_reset(statement) }
             stepping: while true {
                 switch sqlite3_step(statement) {
-                case SQLITE_ROW: owners.append(Self.text(statement, 0))
+                case SQLITE_ROW: owners.append(Self.integer(statement, 0))
                 case SQLITE_DONE: break stepping
                 default: throw failure("read")
                 }
@@ -90,7 +95,7 @@ extension Journal {
     }
 
     /// Marks interrupted the rows of the gone owner `token` (`nil`: rows of no owner).
-    private func release(ownedBy token: String?) throws(DownloadError) -> Int {
+    private func release(ownedBy token: Int64?) throws(DownloadError) -> Int {
         let statement = try prepared(
             """
             UPDATE downloads SET state = '\(QueueState.interrupted.column)', owner = NULL

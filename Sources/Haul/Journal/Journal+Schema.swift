@@ -12,7 +12,20 @@ extension Journal {
         // write in WAL mode.
         sqlite3_busy_handler(database, Self.waitForTheOtherWriter, nil)
 
-        let mode = try queryText("PRAGMA journal_mode = WAL")
+        // Two processes creating one journal at once: the one switching a new database to WAL
+        // needs it alone, and SQLite answers the other busy at once, without its busy handler (which
+        // could deadlock on the rollback journal's locks): tried again for up to 10 s.
+        var mode: String?
+        var tries = 0
+        while true {
+            do {
+                mode = try queryText("PRAGMA journal_mode = WAL")
+                break
+            } catch  where error.code == .journalLocked && tries < Int(Self.busyTimeoutMilliseconds) {
+                tries += 1
+                usleep(1000)
+            }
+        }
         if mode?.lowercased() != "wal" {
             throw DownloadError(
                 code: .journal,
@@ -103,7 +116,7 @@ extension Journal {
     /// (``JournalOwnership``); each manager's queue is its own rows, found by one index. Rows queued
     /// or running before have none: their process is gone, and opening marks them interrupted.
     func migrateToVersion14() throws(DownloadError) {
-        try execute("ALTER TABLE downloads ADD COLUMN owner TEXT")
+        try execute("ALTER TABLE downloads ADD COLUMN owner INTEGER")
         try execute("DROP INDEX IF EXISTS downloads_queue")
         try execute(
             "CREATE INDEX IF NOT EXISTS downloads_owned ON downloads (owner, priority DESC, queue_seq) WHERE owner IS NOT NULL"

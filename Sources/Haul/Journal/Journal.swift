@@ -32,7 +32,7 @@ final class Journal: @unchecked Sendable {
     /// ``close()``.
     private var ownership: JournalOwnership?
     /// This open's token, written as the `owner` of every row it queues or runs.
-    let owner: String
+    let owner: Int64
     var statements: [String: OpaquePointer] = [:]
     let lock = RecursiveLock()
     /// Threads waiting for `lock`: the loop thread then commits its open batch at its next write

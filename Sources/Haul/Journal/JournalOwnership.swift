@@ -19,8 +19,9 @@ struct JournalOwnership: ~Copyable {
     static let ownerPrefix = "owner-"
     static let ownerSuffix = ".lock"
 
-    /// This open's token: the `owner` of the rows it queues or runs.
-    let token: String
+    /// This open's token: the `owner` of the rows it queues or runs. A random positive integer (an
+    /// integer column keeps the queue's index as small as it was without owners).
+    let token: Int64
     private let directoryLock: Int32
     private let ownerLock: Int32
     private let ownerPath: String
@@ -40,11 +41,11 @@ struct JournalOwnership: ~Copyable {
             throw DownloadError(code: .fileSystem, url: nil, errno: code, path: path, detail: "flock failed")
         }
         var random = SystemRandomNumberGenerator()
-        var token: String
+        var token: Int64
         var ownerPath: String
         var ownerLock: Int32
         repeat {
-            token = "\(getpid())-\(String(random.next() as UInt64, radix: 16))"
+            token = Int64.random(in: 1...Int64.max, using: &random)
             ownerPath = "\(directory)/\(Self.ownerPrefix)\(token)\(Self.ownerSuffix)"
             do throws(DownloadError) {
                 ownerLock = try Self.openLockFile(ownerPath)
@@ -127,7 +128,7 @@ struct JournalOwnership: ~Copyable {
     }
 
     /// Whether the owner `token` of a row in `directory` still runs (its lock file is locked).
-    static func isAlive(_ token: String, in directory: String) -> Bool {
+    static func isAlive(_ token: Int64, in directory: String) -> Bool {
         isLocked("\(directory)/\(ownerPrefix)\(token)\(ownerSuffix)")
     }
 

@@ -43,7 +43,7 @@ extension Scheduler {
                 // then still runs: every row stands as it stood (thousands of rows are not read
                 // again five times a second while the other manager works on its own).
                 let version = journal.dataVersion()
-                var owners = Set<String>()
+                var owners = Set<Int64>()
                 var allSeen = true
                 for id in ids {
                     if let owner = followed[id]?.owner { owners.insert(owner) } else { allSeen = false }
@@ -193,5 +193,5 @@ struct FollowedRow {
     /// The bytes last shown on its handle.
     var shownBytes: Int64 = -1
     /// The manager that ran it at the last look (`nil` before the first).
-    var owner: String?
+    var owner: Int64?
 }
