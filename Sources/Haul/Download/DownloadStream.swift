@@ -1,0 +1,123 @@
+@preconcurrency import Dispatch
+import FoundationEssentials
+import Glibc
+import Synchronization
+
+/// A download's body as it arrives, in order, never on disk (``DownloadManager/stream(from:headers:bufferLimit:)``):
+/// an `AsyncSequence` of chunks that ends when the body is whole, or throws the download's error.
+///
+/// The body goes through a pipe of this process: the loop writes what arrives and, when the reader
+/// is behind (the pipe holds `bufferLimit` bytes), holds the transfer paused until it catches up, so
+/// memory stays bounded whatever the reader's pace. A dropped connection, a stall or a retryable
+/// status continues from the next byte the reader has not been given (`Range` with `If-Range`): the
+/// reader sees one uninterrupted sequence. A server that answers a resume with another version ends
+/// the sequence with an error (what was given cannot be taken back), never with a splice. The
+/// response (``download``'s ``Download/response``: status, final URL, length, type, validators) is
+/// known once the first chunk is read. Leaving the sequence early (a `break`, a cancelled task)
+/// cancels the download and frees its slot.
+public struct DownloadStream: AsyncSequence, Sendable {
+    /// A chunk of the body: the bytes one read of the pipe found, at most 64 KiB.
+    public typealias Element = [UInt8]
+
+    /// The download that fills the stream: its state, events, response and progress.
+    public var download: Download { body.download }
+
+    let body: StreamBody
+
+    /// An iterator over the body; several share one body (each chunk goes to one of them).
+    public func makeAsyncIterator() -> Iterator { Iterator(body: body) }
+
+    /// Reads the body a chunk at a time.
+    public struct Iterator: AsyncIteratorProtocol {
+        let body: StreamBody
+
+        /// The next chunk (at most 64 KiB), or `nil` once the body is whole.
+        ///
+        /// - Throws: the download's ``DownloadError`` when it failed or was cancelled, or
+        ///   `CancellationError` when the reading task was cancelled (the download is cancelled too).
+        public mutating func next() async throws -> [UInt8]? { try await body.next() }
+    }
+}
+
+/// The reading end of a ``DownloadStream``'s pipe, shared by its iterators; the download is
+/// cancelled and the pipe closed when the last reference goes.
+final class StreamBody: Sendable {
+    static let chunkSize = 64 * 1024
+    /// Where readers wait for the pipe to be readable.
+    private static let queue = DispatchQueue(label: "haul.stream-readers")
+
+    let download: Download
+    private let readEnd: Int32
+    /// The pipe's end this process named as the destination: open until the download ended (so
+    /// that its number names no other stream meanwhile), then closed, which ends the reader's input.
+    private let writeEnd: Int32
+
+    init(download: Download, readEnd: Int32, writeEnd: Int32) {
+        self.download = download
+        self.readEnd = readEnd
+        self.writeEnd = writeEnd
+        Task { [download, writeEnd] in
+            _ = try? await download.finished()
+            Glibc.close(writeEnd)
+        }
+    }
+
+    deinit {
+        if !download.state.isFinal { download.cancel() }
+        Glibc.close(readEnd)
+    }
+
+    func next() async throws -> [UInt8]? {
+        while true {
+            do {
+                try Task.checkCancellation()
+            } catch {
+                download.cancel()
+                throw error
+            }
+            var chunk = [UInt8](repeating: 0, count: Self.chunkSize)
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(readEnd, $0.baseAddress, Self.chunkSize) }
+            if count > 0 {
+                chunk.removeLast(Self.chunkSize - count)
+                return chunk
+            }
+            if count == 0 {
+                // Every writer is gone: the download ended. Its outcome says whether the body is whole.
+                _ = try await download.finished()
+                return nil
+            }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN: await readable()
+            default:
+                throw DownloadError(
+                    code: .fileSystem,
+                    url: download.url.redactedString,
+                    errno: errno,
+                    path: nil,
+                    detail: "reading the stream's pipe failed"
+                )
+            }
+        }
+    }
+
+    /// Returns once the pipe has bytes or no writer, or the task is cancelled.
+    private func readable() async {
+        let source = DispatchSource.makeReadSource(fileDescriptor: readEnd, queue: Self.queue)
+        let waiter = Mutex<CheckedContinuation<Void, Never>?>(nil)
+        let wake = { waiter.withLock { $0.take() }?.resume() }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                waiter.withLock { $0 = continuation }
+                source.setEventHandler {
+                    source.cancel()
+                    wake()
+                }
+                source.setCancelHandler { wake() }
+                source.resume()
+            }
+        } onCancel: {
+            source.cancel()
+        }
+    }
+}

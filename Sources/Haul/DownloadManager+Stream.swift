@@ -1,0 +1,48 @@
+import FoundationEssentials
+import Glibc
+
+extension DownloadManager {
+    /// Streams the body of `url`: its bytes in order as they arrive, never on disk, resuming after
+    /// a dropped connection or a stall from the next byte not read yet (see ``DownloadStream``).
+    ///
+    /// A stream takes a slot like a download and follows the same limits (per host, rates); its row
+    /// lives for this process only.
+    ///
+    /// - Parameters:
+    ///   - headers: sent with every request of it, over the manager's.
+    ///   - bufferLimit: how far the body may run ahead of its reader, in bytes (the kernel rounds it
+    ///     up to pages, and caps it at `/proc/sys/fs/pipe-max-size`, 1 MiB by default); the transfer
+    ///     waits while it is full.
+    /// - Throws: ``DownloadError`` when the URL or a header is refused, or no pipe can be made.
+    public func stream(
+        from url: URL,
+        headers: [DownloadHeader] = [],
+        bufferLimit: Int = 256 * 1024
+    ) throws -> DownloadStream {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else {
+            throw DownloadError(
+                code: .fileSystem,
+                url: url.redactedString,
+                errno: errno,
+                detail: "could not make a pipe"
+            )
+        }
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        _ = fcntl(ends[0], F_SETFL, fcntl(ends[0], F_GETFL) | O_NONBLOCK)
+        _ = fcntl(ends[1], Self.setPipeSize, Int32(clamping: max(4096, bufferLimit)))
+        var request = DownloadRequest(url: url, destination: URL(fileURLWithPath: "/proc/self/fd/\(ends[1])"))
+        request.headers = headers
+        do {
+            let download = try download(request)
+            return DownloadStream(body: StreamBody(download: download, readEnd: ends[0], writeEnd: ends[1]))
+        } catch {
+            close(ends[0])
+            close(ends[1])
+            throw error
+        }
+    }
+
+    /// `F_SETPIPE_SZ` (Linux's value; Glibc shows it to `_GNU_SOURCE` only).
+    private static let setPipeSize: Int32 = 1031
+}

@@ -1,0 +1,109 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import Haul
+
+/// Issue 42, item 1: a body as a resuming byte stream with backpressure, never on disk.
+@Suite("Streams", .timeLimit(.minutes(2)))
+struct DownloadStreamTests {
+    /// Reads `stream` whole, checking after each chunk that the download is at most `ahead` bytes
+    /// past what was read (when given), with `pause` between chunks: a slow reader.
+    static func collect(
+        _ stream: DownloadStream,
+        ahead: Int64? = nil,
+        pause: Duration = .zero
+    ) async throws -> Data {
+        var body = Data()
+        for try await chunk in stream {
+            body.append(contentsOf: chunk)
+            if let ahead {
+                let received = stream.download.progress.bytesReceived
+                #expect(received - Int64(body.count) <= ahead, "received \(received), read \(body.count)")
+            }
+            if pause > .zero { try await Task.sleep(for: pause) }
+        }
+        return body
+    }
+
+    @Test("a body read as a stream is the file, byte for byte; the response is known, nothing is on disk")
+    func wholeBody() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let source = try server.makeFile("streamed.bin", size: 3 * 1024 * 1024 + 17, seed: 21)
+        try await withDownloadManager(configuration: .forTests()) { manager in
+            let stream = try manager.stream(from: server.url("streamed.bin"))
+            #expect(try await Self.collect(stream) == source)
+            let response = try #require(stream.download.response)
+            #expect(response.status == 200 && response.totalBytes == Int64(source.count))
+            #expect(try await stream.download.finished().path.hasPrefix("/proc/self/fd/"))
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
+    }
+
+    @Test(
+        "a connection dropped every 100 KB: the reader gets one uninterrupted body, each resume pinned to its validator"
+    )
+    func resumesAfterDrops() async throws {
+        try await withFaultServer { server, directory in
+            try await withDownloadManager(configuration: FaultTests().patient(directory)) { manager in
+                let stream = try manager.stream(from: server.url("drop/100000/400000"))
+                #expect(try await Self.collect(stream) == FaultServer.body(size: 400_000))
+            }
+            let requests = server.requests(to: "/drop/100000/400000")
+            #expect(requests.map(\.range) == [nil, "bytes=100000-", "bytes=200000-", "bytes=300000-"])
+            #expect(requests.dropFirst().allSatisfy { $0.ifRange == "\"v1-400000\"" })
+        }
+    }
+
+    @Test("a file that changes under a resume: the stream throws, what was read is a prefix, never a splice")
+    func changedFileThrows() async throws {
+        try await withFaultServer { server, directory in
+            try await withDownloadManager(configuration: FaultTests().patient(directory)) { manager in
+                let stream = try manager.stream(from: server.url("changing/100000/300000"))
+                var body = Data()
+                await #expect {
+                    for try await chunk in stream { body.append(contentsOf: chunk) }
+                } throws: { ($0 as? DownloadError)?.code == .streamCannotRestart }
+                #expect(body == FaultServer.body(size: 300_000, version: 1).prefix(100_000))
+            }
+        }
+    }
+
+    @Test("a slow reader: the transfer waits for it, never more than the buffer ahead; the body is whole")
+    func backpressure() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let source = try server.makeFile("paced.bin", size: 2 * 1024 * 1024, seed: 22)
+        var configuration = DownloadManager.Configuration.forTests(bufferSize: 16 * 1024)
+        configuration.progressInterval = .milliseconds(1)
+        try await withDownloadManager(configuration: configuration) { manager in
+            let stream = try manager.stream(from: server.url("paced.bin"), bufferLimit: 64 * 1024)
+            // Ahead by at most the pipe (64 KiB), the write held back (a curl chunk, 16 KiB) and what
+            // curl and the socket hold: 256 KiB in all.
+            let body = try await Self.collect(stream, ahead: 256 * 1024, pause: .milliseconds(2))
+            #expect(body == source)
+        }
+    }
+
+    @Test("a stream left early: its download is cancelled and its slot taken by the next")
+    func leftEarly() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        _ = try server.makeFile("left.bin", size: 4 * 1024 * 1024, seed: 23)
+        let next = try server.makeFile("next.bin", size: 100 * 1024, seed: 24)
+        var configuration = DownloadManager.Configuration.forTests()
+        configuration.maxConcurrentDownloads = 1
+        try await withDownloadManager(configuration: configuration) { manager in
+            var left: Download?
+            do {
+                let stream = try manager.stream(from: server.url("slow/left.bin"), bufferLimit: 64 * 1024)
+                left = stream.download
+                for try await _ in stream { break }
+            }
+            await #expect { _ = try await left?.finished() } throws: { ($0 as? DownloadError)?.code == .cancelled }
+            let following = try manager.stream(from: server.url("next.bin"))
+            #expect(try await Self.collect(following) == next)
+        }
+    }
+}
