@@ -9,6 +9,7 @@ extension DownloadManager {
     /// lives for this process only.
     ///
     /// - Parameters:
+    ///   - url: an http(s) URL.
     ///   - headers: sent with every request of it, over the manager's.
     ///   - bufferLimit: how far the body may run ahead of its reader, in bytes (the kernel rounds it
     ///     up to pages, and caps it at `/proc/sys/fs/pipe-max-size`, 1 MiB by default); the transfer
@@ -45,4 +46,36 @@ extension DownloadManager {
 
     /// `F_SETPIPE_SZ` (Linux's value; Glibc shows it to `_GNU_SOURCE` only).
     private static let setPipeSize: Int32 = 1031
+}
+
+extension DownloadManager {
+    /// The body of `url` in memory, fetched as ``stream(from:headers:bufferLimit:)`` fetches it
+    /// (resumed after drops and stalls, never spliced).
+    ///
+    /// - Parameters:
+    ///   - url: an http(s) URL.
+    ///   - headers: sent with every request of it, over the manager's.
+    ///   - maximumSize: the most bytes accepted: a `Content-Length` above it fails at the first
+    ///     chunk, a body without one at the first byte past it (the download is cancelled).
+    /// - Throws: ``DownloadError`` (`.fileTooLarge` past `maximumSize`, or the download's own), or
+    ///   `CancellationError`.
+    public func data(from url: URL, headers: [DownloadHeader] = [], maximumSize: Int) async throws -> Data {
+        let stream = try stream(from: url, headers: headers, bufferLimit: min(max(maximumSize, 4096), 256 * 1024))
+        var body = Data()
+        func tooLarge(_ what: String) -> DownloadError {
+            DownloadError(
+                code: .fileTooLarge,
+                url: url.redactedString,
+                detail: "the body is larger than the \(maximumSize) bytes asked for at most (\(what))"
+            )
+        }
+        for try await chunk in stream {
+            if body.isEmpty, let total = stream.download.response?.totalBytes, total > maximumSize {
+                throw tooLarge("\(total) bytes announced")
+            }
+            guard body.count + chunk.count <= maximumSize else { throw tooLarge("more than that arrived") }
+            body.append(contentsOf: chunk)
+        }
+        return body
+    }
 }

@@ -107,3 +107,32 @@ struct DownloadStreamTests {
         }
     }
 }
+
+/// Issue 42, item 2: bodies in memory.
+extension DownloadStreamTests {
+    @Test("a body in memory is the file; one larger than the maximum fails at its first chunk, the download cancelled")
+    func bodyInMemory() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let small = try server.makeFile("small-body.bin", size: 300 * 1024 + 5, seed: 25)
+        let large = 16 * 1024 * 1024
+        _ = try server.makeFile("large-body.bin", size: large, seed: 26)
+        try await withDownloadManager(configuration: .forTests()) { manager in
+            let body = try await manager.data(from: server.url("small-body.bin"), maximumSize: small.count)
+            #expect(body == small)
+            await #expect {
+                _ = try await manager.data(from: server.url("small-body.bin"), maximumSize: small.count - 1)
+            } throws: { error in
+                guard let error = error as? DownloadError else { return false }
+                return error.code == .fileTooLarge && error.description.contains("\(small.count) bytes announced")
+            }
+            await #expect {
+                _ = try await manager.data(from: server.url("slow/large-body.bin"), maximumSize: 1024 * 1024)
+            } throws: { ($0 as? DownloadError)?.code == .fileTooLarge }
+            await manager.waitUntilIdle()
+        }
+        // Fetched no further than the first chunks (at 512 KB/s, the whole would take 32 s).
+        let requests = await server.requests(to: "/slow/large-body.bin", atLeast: 1)
+        #expect(requests.count == 1 && requests[0].bytesSent < Int64(large / 4), "\(requests.map(\.bytesSent))")
+    }
+}
