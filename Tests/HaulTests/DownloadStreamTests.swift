@@ -56,6 +56,24 @@ struct DownloadStreamTests {
         }
     }
 
+    @Test(
+        "a 503 before the body, and a stall mid-body (1 s): the reader gets the body whole, once",
+        arguments: ["busy/503/1/0/300000", "stall/100000/300000"]
+    )
+    func retriesAndStalls(path: String) async throws {
+        try await withFaultServer { server, directory in
+            try await withDownloadManager(configuration: FaultTests().configuration(directory)) { manager in
+                let stream = try manager.stream(from: server.url(path))
+                #expect(try await Self.collect(stream) == FaultServer.body(size: 300_000))
+            }
+            // The second request: after the 503 from the start, after the stall from byte 100,000.
+            // (A fault server starved past the 1 s stall timeout on a loaded machine adds a resume.)
+            let requests = server.requests(to: "/\(path)")
+            #expect(requests.count >= 2, "\(requests.map(\.range))")
+            #expect(requests.dropFirst().first?.range == (path.hasPrefix("stall") ? "bytes=100000-" : nil))
+        }
+    }
+
     @Test("a file that changes under a resume: the stream throws, what was read is a prefix, never a splice")
     func changedFileThrows() async throws {
         try await withFaultServer { server, directory in

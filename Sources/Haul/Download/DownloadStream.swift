@@ -63,8 +63,18 @@ final class StreamBody: Sendable {
     }
 
     deinit {
-        if !download.state.isFinal { download.cancel() }
-        Glibc.close(readEnd)
+        let (download, readEnd) = (download, readEnd)
+        guard !download.state.isFinal else {
+            Glibc.close(readEnd)
+            return
+        }
+        download.cancel()
+        // Open until the loop carried out the cancellation: a write meanwhile finds the pipe full
+        // (the transfer waits), not closed (a failure, "the reader went away", not `cancelled`).
+        Task {
+            _ = try? await download.finished()
+            Glibc.close(readEnd)
+        }
     }
 
     func next() async throws -> [UInt8]? {
