@@ -280,7 +280,7 @@ struct JournalTests {
         #expect(head.id == b)
         #expect(try first.claim(head) == nil)
         #expect(try second.claim(head)?.state == .running)
-        #expect(try first.storedOwner(for: b) == second.owner)
+        #expect(try first.standing(of: b)?.owner == second.owner)
         #expect(first.isAnotherLiveOwner(second.owner) && !first.isAnotherLiveOwner(first.owner))
         // The second goes without a word (its lock released): its rows are taken back as interrupted
         // by the next look, its lock file removed; the first's queued row stays its own.
@@ -291,7 +291,7 @@ struct JournalTests {
         #expect(try Journal.entries(directory: directory.path).first { $0.id == b }?.state == .interrupted)
         #expect(try first.transaction { () throws(DownloadError) in try first.releaseRowsOfGoneOwners() } == 1)
         #expect(try first.record(for: b)?.state == .interrupted)
-        #expect(try first.storedOwner(for: b) == nil)
+        #expect(try first.standing(of: b)?.owner == nil)
         #expect(try first.record(for: a)?.state == .queued)
         #expect(
             !FileManager.default.fileExists(atPath: directory.appendingPathComponent("owner-\(secondOwner).lock").path)

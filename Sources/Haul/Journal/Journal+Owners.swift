@@ -7,18 +7,6 @@ extension Journal {
     /// The condition of the rows an owner holds: queued, waiting to retry or running.
     static let ownedRows = QueueState.sqlCondition(accepting: .interrupted, to: .interrupted)
 
-    /// The owner of `id`'s row (`nil`: none, or no row). Call holding `lock`.
-    func storedOwner(for id: DownloadID) throws(DownloadError) -> Int64? {
-        let statement = try prepared("SELECT owner FROM downloads WHERE id = ?1")
-        defer { sqlite3_reset(statement) }
-        Self.bind(statement, 1, id.rawValue)
-        switch sqlite3_step(statement) {
-        case SQLITE_ROW: return Self.integer(statement, 0)
-        case SQLITE_DONE: return nil
-        default: throw failure("read")
-        }
-    }
-
     /// Where a row stands, read without the rest of it: its state, owner and bytes.
     struct RowStanding {
         let state: QueueState
@@ -40,7 +28,7 @@ extension Journal {
                 state: QueueState(column: Self.text(statement, 0) ?? "", retryAt: sqlite3_column_double(statement, 1)),
                 owner: Self.integer(statement, 2),
                 bytesCommitted: sqlite3_column_int64(statement, 3),
-                totalBytes: sqlite3_column_type(statement, 4) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, 4)
+                totalBytes: Self.integer(statement, 4)
             )
         case SQLITE_DONE: return nil
         default: throw failure("read")
@@ -60,6 +48,13 @@ extension Journal {
         sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, column)
     }
 
+    /// Whether `id`'s row is queued or running for another manager that still runs. Call holding
+    /// `lock`.
+    func isHeldByAnother(_ id: DownloadID) -> Bool {
+        guard let standing = try? standing(of: id), Self.owned(standing.state) else { return false }
+        return isAnotherLiveOwner(standing.owner)
+    }
+
     /// Whether `token`, a row's owner, is another manager that still runs (this journal's own
     /// token is not another's).
     func isAnotherLiveOwner(_ token: Int64?) -> Bool {
@@ -73,25 +68,24 @@ extension Journal {
     /// a transaction (``transaction(_:)``), so that the owners looked at are those of the rows changed.
     @discardableResult
     func releaseRowsOfGoneOwners() throws(DownloadError) -> Int {
-        do {
-            let statement = try prepared("SELECT DISTINCT owner FROM downloads WHERE \(Self.ownedRows)")
-            var owners: [Int64?] = []
-            defer { sqlite3_reset(statement) }
-            stepping: while true {
-                switch sqlite3_step(statement) {
-                case SQLITE_ROW: owners.append(Self.integer(statement, 0))
-                case SQLITE_DONE: break stepping
-                default: throw failure("read")
-                }
+        let statement = try prepared("SELECT DISTINCT owner FROM downloads WHERE \(Self.ownedRows)")
+        var owners: [Int64?] = []
+        stepping: while true {
+            switch sqlite3_step(statement) {
+            case SQLITE_ROW: owners.append(Self.integer(statement, 0))
+            case SQLITE_DONE: break stepping
+            default:
+                sqlite3_reset(statement)
+                throw failure("read")
             }
-            sqlite3_reset(statement)
-            var released = 0
-            for token in owners where token != owner && !isAnotherLiveOwner(token) {
-                released += try release(ownedBy: token)
-            }
-            JournalOwnership.removeGoneOwners(in: directory)
-            return released
         }
+        sqlite3_reset(statement)
+        var released = 0
+        for token in owners where token != owner && !isAnotherLiveOwner(token) {
+            released += try release(ownedBy: token)
+        }
+        JournalOwnership.removeGoneOwners(in: directory)
+        return released
     }
 
     /// Marks interrupted the rows of the gone owner `token` (`nil`: rows of no owner).

@@ -15,12 +15,10 @@ extension Journal {
         url, destination, total_bytes, etag, last_modified, bytes_committed, state, attempts, last_error,
         priority, expected_checksum, bytes_synced, queue_seq, host, revalidate, id, failures, retry_at,
         expected_size, last_modified_strong, placed_mtime, user_agent, header_names, folder, mirrors, rate_limit,
-        connections, segments, keeps_existing, rowid, owner
+        connections, segments, keeps_existing, rowid
         """
     /// The index of `rowid` in ``columns``: where the row is in the table, found without the id's index.
     static let rowIDColumn: Int32 = 29
-    /// The index of `owner` in ``columns``.
-    static let ownerColumn: Int32 = 30
 
     /// The stored record, or `nil` when there is none.
     func record(for id: DownloadID) throws(DownloadError) -> DownloadRecord? {
@@ -229,9 +227,10 @@ extension Journal {
         guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
     }
 
-    /// Whether a row in `state` has an owner: queued, waiting to retry or running.
+    /// Whether a row in `state` has an owner: queued, waiting to retry or running, the states its
+    /// owner's going away interrupts (``ownedRows`` in SQL, from the same transition).
     static func owned(_ state: QueueState) -> Bool {
-        state == .queued || state == .waitingToRetry || state == .running
+        state.after(.interrupted) == .moves(to: .interrupted)
     }
 
     /// Whether `path` is, or is to be, another download's file in this journal: a name chosen by a

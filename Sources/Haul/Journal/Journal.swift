@@ -10,7 +10,7 @@ import Synchronization
 /// at once (``JournalOwnership``): each row that is queued or running names the one that queued or
 /// runs it (its ``owner``), only that one admits it, and the rows of an owner that is gone are taken
 /// back by the next one that looks (``releaseRowsOfGoneOwners()``). Writers wait for each other
-/// (SQLite's busy timeout) for the few milliseconds a loop turn's transaction lasts. Readers
+/// (a busy handler of short steps) for the millisecond or two a loop turn's transaction lasts. Readers
 /// (``entries(directory:)``, a listing during a run) open it read-only. The schema carries a version
 /// (`PRAGMA user_version`) and is migrated forward on open.
 ///

@@ -64,7 +64,7 @@ extension DownloadQueue {
         }
         rowsExist = true
         if let record = existing, Journal.owned(record.state) {
-            let holder = try journal.storedOwner(for: request.id)
+            let holder = try journal.standing(of: request.id)?.owner
             // Another manager that still runs has it: its outcome is this request's too. What this
             // request asks for goes with it, for the row's taking back if that manager stops.
             if journal.isAnotherLiveOwner(holder) {

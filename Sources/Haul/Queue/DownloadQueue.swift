@@ -110,7 +110,7 @@ final class DownloadQueue: Sendable {
             )
             let download = publish(.waiting(record), for: request, in: journal, creatingHandle: true)
             // Queued or run by another manager that runs: its outcome is followed here.
-            if Journal.owned(record.state), journal.isAnotherLiveOwner(try? journal.storedOwner(for: id)) {
+            if journal.isHeldByAnother(id) {
                 inbox.submit(.follow(journal.directory, [id: record]))
             }
             return download

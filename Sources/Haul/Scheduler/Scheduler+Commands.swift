@@ -57,7 +57,7 @@ extension Scheduler {
         guard let journal = catalog.openJournal(for: download.stateDirectoryPath) else { return }
         journal.locked {
             guard var record = try? journal.record(for: download.id), record.state != .running,
-                !journal.isAnotherLiveOwner(try? journal.storedOwner(for: download.id))
+                !journal.isHeldByAnother(download.id)
             else { return }
             switch record.apply(event) {
             case .refused, .unchanged:

@@ -104,7 +104,7 @@ extension Scheduler {
         if let stored {
             record = stored
             record.takeRequest(of: requested)
-            if Journal.owned(record.state) { record.apply(.interrupted) }
+            record.apply(.interrupted)  // a gone owner's queued or running row; others it leaves
             guard record.apply(.requested(sequence: catalog.nextQueueSequence())) == .moves(to: .queued) else {
                 return
             }
@@ -156,8 +156,7 @@ extension Scheduler {
         }
         guard let journal = catalog.openJournal(for: download.stateDirectoryPath) else { return false }
         return journal.locked {
-            guard let record = try? journal.record(for: download.id), Journal.owned(record.state),
-                journal.isAnotherLiveOwner(try? journal.storedOwner(for: download.id))
+            guard let record = try? journal.record(for: download.id), journal.isHeldByAnother(download.id)
             else { return false }
             if followed[download.id] == nil { download.hub.publish(.queued) }
             follow([download.id: record], in: journal.directory)
