@@ -17,25 +17,9 @@ count="${COUNT:-10000}"
 swift build -c release --product haul > /dev/null
 haul="$(swift build -c release --show-bin-path)/haul"
 work="$(mktemp -d /dev/shm/haul-shared.XXXXXX)"
-trap 'nginx -p "$work" -c "$work/nginx.conf" -e "$work/error.log" -s stop 2>/dev/null || true; rm -rf "$work"' EXIT
-mkdir -p "$work/www" "$work/tmp"
-for i in $(seq 0 999); do head -c 65536 /dev/urandom > "$work/www/f$i.bin"; done
-first_local_port=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-port=$((10000 + RANDOM % (first_local_port - 10002)))
-while ss -ltnH "( sport = :$port )" 2>/dev/null | grep -q .; do port=$((10000 + RANDOM % (first_local_port - 10002))); done
-cat > "$work/nginx.conf" <<CONF
-daemon on; worker_processes 1; worker_rlimit_nofile 65536; user root; pid $work/nginx.pid;
-error_log $work/error.log;
-events { worker_connections 60000; }
-http {
-    access_log off; keepalive_requests 1000000;
-    client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
-    uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
-    server { listen 127.0.0.1:$port backlog=65535; root $work/www; }
-}
-CONF
-nginx -p "$work" -c "$work/nginx.conf" -e "$work/error.log"
-base="http://127.0.0.1:$port"
+source Benchmarks/local-nginx.sh
+trap 'local_nginx_stop "$work"; rm -rf "$work"' EXIT
+local_nginx_start "$work"
 list() {  # list FIRST LAST: entries FIRST..LAST in aria2's form, each with its out=
     seq "$1" "$2" | awk -v base="$base" '{ printf "%s/f%d.bin\n  out=%d.bin\n", base, $1 % 1000, $1 }'
 }
