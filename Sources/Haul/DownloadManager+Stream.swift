@@ -34,6 +34,9 @@ extension DownloadManager {
         _ = fcntl(ends[1], Self.setPipeSize, Int32(clamping: max(4096, bufferLimit)))
         var request = DownloadRequest(url: url, destination: URL(fileURLWithPath: "/proc/self/fd/\(ends[1])"))
         request.headers = headers
+        // Not the id of its path: the next stream may be given this descriptor's number as soon as
+        // this one's is closed, before this download's row and handle are gone.
+        request.giveUniqueID()
         do {
             let download = try download(request)
             return DownloadStream(body: StreamBody(download: download, readEnd: ends[0], writeEnd: ends[1]))
@@ -49,33 +52,39 @@ extension DownloadManager {
 }
 
 extension DownloadManager {
-    /// The body of `url` in memory, fetched as ``stream(from:headers:bufferLimit:)`` fetches it
-    /// (resumed after drops and stalls, never spliced).
+    /// The body of `url` in memory, fetched as any download is (a slot, the manager's limits,
+    /// retries; resumed after drops and stalls with `Range` and `If-Range`, never spliced: a body
+    /// the server sends from its start again is collected again from its start).
     ///
     /// - Parameters:
     ///   - url: an http(s) URL.
     ///   - headers: sent with every request of it, over the manager's.
-    ///   - maximumSize: the most bytes accepted: a `Content-Length` above it fails at the first
-    ///     chunk, a body without one at the first byte past it (the download is cancelled).
+    ///   - maximumSize: the most bytes accepted: a `Content-Length` above it fails before the body,
+    ///     a body without one at the first chunk past it.
     /// - Throws: ``DownloadError`` (`.fileTooLarge` past `maximumSize`, or the download's own), or
-    ///   `CancellationError`.
+    ///   `CancellationError` when the calling task is cancelled (the download is cancelled too).
     public func data(from url: URL, headers: [DownloadHeader] = [], maximumSize: Int) async throws -> Data {
-        let stream = try stream(from: url, headers: headers, bufferLimit: min(max(maximumSize, 4096), 256 * 1024))
-        var body = Data()
-        func tooLarge(_ what: String) -> DownloadError {
-            DownloadError(
-                code: .fileTooLarge,
-                url: url.redactedString,
-                detail: "the body is larger than the \(maximumSize) bytes asked for at most (\(what))"
-            )
+        let collector = BodyCollector(maximum: Int64(max(0, maximumSize)))
+        let download = try download(.collecting(url, headers: headers, into: collector))
+        try await withTaskCancellationHandler {
+            _ = try await download.finished()
+        } onCancel: {
+            download.cancel()
         }
-        for try await chunk in stream {
-            if body.isEmpty, let total = stream.download.response?.totalBytes, total > maximumSize {
-                throw tooLarge("\(total) bytes announced")
-            }
-            guard body.count + chunk.count <= maximumSize else { throw tooLarge("more than that arrived") }
-            body.append(contentsOf: chunk)
-        }
-        return body
+        return Data(collector.take())
+    }
+}
+
+extension DownloadManager {
+    /// Fetches `url` and throws its body away, counting it: a load test's download
+    /// (``DownloadRequest/discarding(_:headers:)``). Its ``Download/timings`` tell what it cost once it
+    /// ended; ``Download/finished()`` returns `/dev/null`.
+    ///
+    /// - Parameters:
+    ///   - url: an http(s) URL.
+    ///   - headers: sent with its requests, over the manager's.
+    /// - Throws: ``DownloadError`` when the URL or a header is refused.
+    public func discard(from url: URL, headers: [DownloadHeader] = []) throws -> Download {
+        try download(.discarding(url, headers: headers))
     }
 }

@@ -344,6 +344,24 @@ struct DownloadStateMachineTests {
         }
     }
 
+    @Test(
+        "a body received whole but not all handed on (a stream's reader left) is cancelled; a failed or cancelled one is not"
+    )
+    func cancelWhileHandingOver() {
+        var handing = machine(in: "completed")
+        #expect(handing.cancelHandOver() == .cancel)
+        #expect(handing.state == .done(.cancelled))
+        for start in ["failed", "cancelled"] {
+            var machine = machine(in: start)
+            let before = machine.state
+            #expect(machine.cancelHandOver() == .none, "after \(start)")
+            #expect(machine.state == before)
+        }
+        // Before its end, it is cancel().
+        var receiving = machine(in: "receiving")
+        #expect(receiving.cancelHandOver() == .cancel && receiving.state == .done(.cancelled))
+    }
+
     @Test func refusedCommandsChangeNothing() {
         var paused = machine(in: "paused")
         #expect(paused.pause() == .none)

@@ -126,9 +126,79 @@ struct DownloadStreamTests {
     }
 }
 
+extension DownloadStreamTests {
+    @Test("a stream whose whole body was received, dropped unread: cancelled, not waiting forever for a reader")
+    func leftWhileTheRestWaits() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        // The pipe (64 KiB) full and the last 100 bytes held for the reader: curl has ended the body.
+        let size = 64 * 1024 + 100
+        _ = try server.makeFile("held.bin", size: size, seed: 27)
+        var configuration = DownloadManager.Configuration.forTests(bufferSize: 16 * 1024)
+        configuration.progressInterval = .nanoseconds(1)  // a progress event after every chunk
+        try await withDownloadManager(configuration: configuration) { manager in
+            var left: Download?
+            do {
+                let stream = try manager.stream(from: server.url("held.bin"), bufferLimit: 64 * 1024)
+                left = stream.download
+                // Every byte received (in the pipe, or held until the reader takes it).
+                for await event in stream.download.events {
+                    if case .progress(let progress) = event, progress.bytesReceived == Int64(size) { break }
+                }
+                #expect(!stream.download.state.isFinal)
+            }
+            await #expect { _ = try await left?.finished() } throws: { ($0 as? DownloadError)?.code == .cancelled }
+            await manager.waitUntilIdle()
+        }
+    }
+}
+
 /// Issue 42, item 2: bodies in memory.
 extension DownloadStreamTests {
-    @Test("a body in memory is the file; one larger than the maximum fails at its first chunk, the download cancelled")
+    @Test(
+        "a body in memory through drops every 100 KB, and through a server that then ignores Range: whole, never spliced",
+        arguments: ["drop/100000/400000", "norange-drop/100000/400000"]
+    )
+    func bodyInMemoryThroughDrops(path: String) async throws {
+        try await withFaultServer { server, directory in
+            try await withDownloadManager(configuration: FaultTests().patient(directory)) { manager in
+                let body = try await manager.data(from: server.url(path), maximumSize: 1024 * 1024)
+                #expect(body == FaultServer.body(size: 400_000))
+            }
+            let requests = server.requests(to: "/\(path)")
+            #expect(requests.count >= 2 && requests[1].range == "bytes=100000-", "\(requests.map(\.range))")
+        }
+    }
+
+    @Test("400 streams, 20 at once: each whole, though a new stream's pipe takes an ended one's numbers")
+    func manyStreamsAtOnce() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let source = try server.makeFile("again.bin", size: 20 * 1024, seed: 28)
+        var configuration = DownloadManager.Configuration.forTests()
+        configuration.stateDirectory = directory.appendingPathComponent("state")
+        configuration.maxConcurrentDownloads = 20
+        let (count, width) = (400, 20)
+        try await withDownloadManager(configuration: configuration) { manager in
+            try await withThrowingTaskGroup(of: Data.self) { group in
+                var started = 0
+                func startOne() {
+                    started += 1
+                    group.addTask { try await Self.collect(manager.stream(from: server.url("again.bin"))) }
+                }
+                while started < width { startOne() }
+                var whole = 0
+                while let body = try await group.next() {
+                    if body == source { whole += 1 }
+                    if started < count { startOne() }
+                }
+                #expect(whole == count)
+            }
+        }
+        #expect(server.accessLog().filter { $0.uri == "/again.bin" }.count == count)
+    }
+
+    @Test("a body in memory is the file; one announced larger than the maximum fails before its body")
     func bodyInMemory() async throws {
         let (server, directory) = try startServerAndDirectory()
         defer { stop(server, directory) }
@@ -142,7 +212,8 @@ extension DownloadStreamTests {
                 _ = try await manager.data(from: server.url("small-body.bin"), maximumSize: small.count - 1)
             } throws: { error in
                 guard let error = error as? DownloadError else { return false }
-                return error.code == .fileTooLarge && error.description.contains("\(small.count) bytes announced")
+                // Refused from its Content-Length, before the body.
+                return error.code == .fileTooLarge && error.description.contains("is \(small.count) bytes")
             }
             await #expect {
                 _ = try await manager.data(from: server.url("slow/large-body.bin"), maximumSize: 1024 * 1024)

@@ -261,6 +261,12 @@ final class FileSink {
     /// Empties the file and the buffer: the download starts again from byte 0.
     func truncate() throws(DownloadError) {
         if let stream {
+            if stream.discards {
+                // Nothing was kept: the count starts again.
+                stream.restart()
+                committedLength = 0
+                return
+            }
             guard stream.accepted == 0 else {
                 throw DownloadError(
                     code: .streamCannotRestart,

@@ -31,10 +31,45 @@ final class StreamTarget: @unchecked Sendable {
     /// Whether bytes wait for the reader.
     var hasPending: Bool { !pending.isEmpty }
 
+    /// The body is counted and thrown away (``DownloadRequest/discarding(_:headers:)``): no
+    /// descriptor, nothing written, never behind.
+    let discards: Bool
+
     init(descriptor: Int32, kind: String, path: String) {
         self.descriptor = descriptor
         self.kind = kind
         self.path = path
+        self.discards = false
+        self.collector = nil
+    }
+
+    /// A target that discards the body, shown as `path`.
+    init(discardingAs path: String) {
+        self.descriptor = -1
+        self.kind = "nothing (the body is discarded)"
+        self.path = path
+        self.discards = true
+        self.collector = nil
+    }
+
+    /// Where the body is collected, for a body asked for in memory
+    /// (``DownloadManager/data(from:headers:maximumSize:)``): no descriptor, never behind.
+    let collector: BodyCollector?
+
+    /// A target that collects the body into `collector`, shown as `path`.
+    init(collectingInto collector: BodyCollector, as path: String) {
+        self.descriptor = -1
+        self.kind = "memory"
+        self.path = path
+        self.discards = true
+        self.collector = collector
+    }
+
+    /// A discarded or collected body starts again from its first byte (nothing of it was handed on).
+    func restart() {
+        delivered = 0
+        pending = []
+        collector?.reset()
     }
 
     deinit { close() }
@@ -120,6 +155,11 @@ final class StreamTarget: @unchecked Sendable {
 
     /// Writes as much of `bytes` as the descriptor takes now; returns how many.
     private func writeSome(_ bytes: UnsafeRawBufferPointer) throws(DownloadError) -> Int {
+        if discards {
+            collector?.append(bytes)
+            delivered += Int64(bytes.count)
+            return bytes.count
+        }
         var written = 0
         while written < bytes.count {
             let result = Glibc.write(descriptor, bytes.baseAddress! + written, bytes.count - written)

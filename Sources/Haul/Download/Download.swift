@@ -42,6 +42,8 @@ public final class Download: Sendable, Identifiable {
     let receivedBytes = Atomic<Int64>(0)
     /// It was complete at its destination when asked for (``wasAlreadyComplete``).
     let foundComplete = Atomic<Bool>(false)
+    /// When its requests went and its bytes came (``timings``).
+    let ledger = Mutex(TimingLedger())
     /// ``response``, its URL as curl reported it (parsed only when asked for).
     private let lastResponse = Mutex<(response: DownloadResponse, effectiveURL: String?)?>(nil)
 
@@ -98,6 +100,12 @@ public final class Download: Sendable, Identifiable {
     /// Whether the destination held the complete file when the download was asked for, so that it
     /// completed without a request.
     public var wasAlreadyComplete: Bool { foundComplete.load(ordering: .relaxed) }
+
+    /// What the download cost in this process: its time to first byte, its total time, its bytes,
+    /// requests and connections (complete once it ended; see ``DownloadTimings``).
+    public var timings: DownloadTimings {
+        ledger.withLock { $0 }.timings(bytes: bytesReceivedInThisProcess)
+    }
 
     /// What the server said of the file (final URL after redirects, `Content-Type`, validators,
     /// length) in the last response whose body this download accepted in this process; `nil` before

@@ -1,7 +1,6 @@
 @preconcurrency import Dispatch
 import FoundationEssentials
 import Glibc
-import Synchronization
 
 /// A download's body as it arrives, in order, never on disk (``DownloadManager/stream(from:headers:bufferLimit:)``):
 /// an `AsyncSequence` of chunks that ends when the body is whole, or throws the download's error.
@@ -112,18 +111,18 @@ final class StreamBody: Sendable {
     }
 
     /// Returns once the pipe has bytes or no writer, or the task is cancelled.
+    ///
+    /// Only once the source's cancellation is complete (its cancel handler): Dispatch must be done
+    /// with the descriptor before it may be closed, and the reader closes it as soon as the body
+    /// ended. Woken from the event handler, a reader closed it while Dispatch still watched it, and
+    /// the next pipe given the same number was never reported readable (a stream that never ended,
+    /// about once in 10,000 bodies read 100 at a time).
     private func readable() async {
         let source = DispatchSource.makeReadSource(fileDescriptor: readEnd, queue: Self.queue)
-        let waiter = Mutex<CheckedContinuation<Void, Never>?>(nil)
-        let wake = { waiter.withLock { $0.take() }?.resume() }
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                waiter.withLock { $0 = continuation }
-                source.setEventHandler {
-                    source.cancel()
-                    wake()
-                }
-                source.setCancelHandler { wake() }
+                source.setEventHandler { source.cancel() }
+                source.setCancelHandler { continuation.resume() }
                 source.resume()
             }
         } onCancel: {

@@ -66,6 +66,7 @@ final class EventHub: Sendable {
 
     /// Publishes one event and the snapshot it implies.
     func publish(_ event: DownloadEvent) {
+        if event.isFinal { owner?.ledger.withLock { $0.ended() } }
         var wakes: [Subscribers<RecentEvents>.Wake] = []
         var resultWaiters: [CheckedContinuation<URL, any Error>] = []
         var result: Result<URL, DownloadError>?

@@ -74,6 +74,7 @@ extension DownloadQueue {
         try DownloadHeader.check(request.headers, url: url.redactedString)
         var mirrors: [URL] = []
         for mirror in request.mirrors { mirrors.append(try DownloadRequest.checkedURL(mirror)) }
+        if request.discardsBody { return try prepareDiscarding(request, url: url, mirrors: mirrors) }
         var destination = request.destinationPath
         var status = stat()
         var exists = destination.withCString { lstat($0, &status) } == 0
@@ -195,6 +196,41 @@ extension DownloadQueue {
             },
             stream: stream,
             keepsExistingFile: !request.replacesExistingFile
+        )
+    }
+}
+
+extension DownloadQueue {
+    /// A request whose body is counted and thrown away (``DownloadRequest/discarding(_:headers:)``):
+    /// nothing at a destination to look at; its row goes where a stream's does.
+    private func prepareDiscarding(
+        _ request: DownloadRequest,
+        url: URL,
+        mirrors: [URL]
+    ) throws(DownloadError) -> PreparedRequest {
+        guard request.checksum == nil else {
+            throw DownloadError(
+                code: .unsupportedDestination,
+                url: url.redactedString,
+                path: request.destinationPath,
+                detail: "a discarded body is never a whole file, and a checksum is checked on one"
+            )
+        }
+        return PreparedRequest(
+            url: url,
+            destination: request.destinationPath,
+            id: request.id,
+            stateDirectory: configuredStateDirectory ?? streamStateDirectory,
+            priority: request.priority,
+            expectedSize: request.expectedSize,
+            userAgent: request.userAgent,
+            headers: request.headers,
+            mirrors: mirrors,
+            maxBytesPerSecond: request.maxBytesPerSecond,
+            connections: 1,
+            logger: request.logger,
+            stream: request.collector.map { StreamTarget(collectingInto: $0, as: request.destinationPath) }
+                ?? StreamTarget(discardingAs: request.destinationPath)
         )
     }
 }

@@ -170,6 +170,13 @@ final class EasyHandle {
         return code
     }
 
+    /// Connections curl opened for the request (0: it went over one already open, or none yet).
+    var connectionsOpened: Int {
+        var count = 0
+        _ = CHaul_easy_getinfo_long(raw, CURLINFO_NUM_CONNECTS, &count)
+        return count
+    }
+
     /// This response's Content-Length, when announced.
     var contentLength: Int64? {
         var length: curl_off_t = -1

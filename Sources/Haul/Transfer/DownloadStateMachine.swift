@@ -282,6 +282,15 @@ struct DownloadStateMachine: Sendable {
         return .fail(error)
     }
 
+    /// The user cancelled a download whose bytes were all received but not all handed on yet (a
+    /// stream's last bytes wait for its reader, who went away): done(completed) becomes
+    /// done(cancelled). A file being moved into place is not cancelled (``cancel()``).
+    mutating func cancelHandOver() -> Action {
+        guard case .done(.completed) = state else { return cancel() }
+        state = .done(.cancelled)
+        return .cancel
+    }
+
     // MARK: inputs from the user
 
     /// The user paused: keep the bytes, free the connection.

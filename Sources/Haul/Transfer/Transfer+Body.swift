@@ -69,7 +69,7 @@ extension Transfer {
                 return Self.refused
             }
         }
-        if let maximum = environment.maximumFileSize, sink.receivedLength + Int64(bytes.count) > maximum {
+        if let maximum = maximumSize, sink.receivedLength + Int64(bytes.count) > maximum {
             bodyFailed(
                 DownloadError(
                     code: .fileTooLarge,

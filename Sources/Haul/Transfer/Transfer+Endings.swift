@@ -69,7 +69,13 @@ extension Transfer {
         let total = record.totalBytes ?? placed.length
         record.totalBytes = total
         record.placedModificationTime = placed.modificationTime
-        checkpoint(.completed, bytes: total)
+        if stream != nil {
+            // Nothing of it is left to find again (a stream's bytes went to their reader): its row
+            // goes, so that thousands of streams or discarded bodies leave no rows behind.
+            store.remove(id)
+        } else {
+            checkpoint(.completed, bytes: total)
+        }
         events.publish(
             .progress(
                 DownloadProgress(

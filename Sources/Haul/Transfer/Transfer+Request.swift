@@ -168,6 +168,8 @@ extension Transfer {
     func stopRequest() {
         guard let easy else { return }
         environment.reactor.remove(easy.raw)
+        let (opened, answered) = (easy.connectionsOpened, easy.responseCode > 0)
+        download.ledger.withLock { $0.requestStopped(opened: opened, answered: answered) }
         closeStreamWatch()
         if parkedByLimiter || parkedByStream {
             // A handle curl holds paused (with a chunk it kept) is not used again: it goes.

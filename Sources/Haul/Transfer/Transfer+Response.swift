@@ -111,6 +111,7 @@ extension Transfer {
     func acceptBody(total: Int64?, truncating: Bool, restart: RestartReason?) {
         guard let sink, let head = request.head else { return }
         environment.metrics.timeToFirstByte.recordNanoseconds(DispatchTime.now().uptimeNanoseconds - request.startedAt)
+        download.ledger.withLock { $0.bodyStarted() }
         request.head = nil  // read once
         if let total, let expected = record.expectedSize, total != expected {
             bodyFailed(
@@ -122,7 +123,7 @@ extension Transfer {
             )
             return
         }
-        if let total, let maximum = environment.maximumFileSize, total > maximum {
+        if let total, let maximum = maximumSize, total > maximum {
             bodyFailed(
                 DownloadError(
                     code: .fileTooLarge,

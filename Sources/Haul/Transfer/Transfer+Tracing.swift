@@ -10,6 +10,7 @@ extension Transfer {
     func startSpan() {
         endSpan()
         attemptsStarted += 1
+        download.ledger.withLock { $0.requestStarted() }
         let span = environment.tracer.startAnySpan("GET", context: serviceContext ?? .topLevel, ofKind: .client)
         self.span = span
         spanStartBytes = sink?.receivedLength ?? 0

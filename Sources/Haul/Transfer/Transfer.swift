@@ -231,6 +231,11 @@ final class Transfer {
     deinit { environment.census.transfers.subtract(1, ordering: .relaxed) }
 
     var id: DownloadID { download.id }
+    /// The largest body accepted: the manager's maximum, or a body in memory's own, whichever is less.
+    var maximumSize: Int64? {
+        guard let own = stream?.collector?.maximum else { return environment.maximumFileSize }
+        return min(own, environment.maximumFileSize ?? own)
+    }
     /// `host:port`, the key of per-host limits.
     var hostKey: String { record.host.isEmpty ? download.url.hostKey : record.host }
     /// The partial file's path, made once (each use made it again: two strings per small download).
@@ -288,8 +293,14 @@ final class Transfer {
         settle(perform(machine.pause()), interruptedByShutdown: interruptedByShutdown)
     }
 
-    /// The user cancelled.
-    func cancel() -> SlotAction { settle(perform(machine.cancel())) }
+    /// The user cancelled. A stream whose whole body waits for its reader (who may have gone: a
+    /// reader that leaves cancels) ends cancelled too, rather than wait for a reader who never comes.
+    func cancel() -> SlotAction {
+        guard streamFinishing != nil else { return settle(perform(machine.cancel())) }
+        streamFinishing = nil
+        closeStreamWatch()
+        return settle(perform(machine.cancelHandOver()))
+    }
 
     /// A local failure outside the transfer.
     func fail(_ error: DownloadError) -> SlotAction { settle(perform(machine.fail(error))) }

@@ -90,6 +90,17 @@ public struct DownloadRequest: Sendable, Hashable {
     /// (`.warning(.urlDropped)`); nothing it sent is spliced. `.switchedURL` events say which URL
     /// is in use. Recorded in the journal (without user names and passwords, which stay in memory).
     public var mirrors: [URL] = []
+    /// Whether the body is read, counted and thrown away, never written (``discarding(_:headers:)``).
+    public private(set) var discardsBody = false
+    /// Its id was made for it alone (``giveUniqueID()``), not derived from its destination.
+    private var hasUniqueID = false
+    /// Where its body is collected, for a body asked for in memory (a request that discards its body
+    /// to any destination).
+    var collector: BodyCollector? {
+        get { collectorBox.value }
+        set { collectorBox.value = newValue }
+    }
+    private var collectorBox = Unhashed<BodyCollector?>(value: nil)
     /// The logger of this download's messages, instead of the manager's
     /// (``DownloadManager/Configuration/logger``), as AsyncHTTPClient takes one per request: its
     /// metadata (a request id, a trace id) comes with every message, beside Haul's
@@ -122,6 +133,7 @@ public struct DownloadRequest: Sendable, Hashable {
     /// Derives the id again; `destinationPath` when the destination changed (otherwise the path
     /// stays: a change of the URL, the key or the kind of request leaves it as it was).
     private mutating func identify(destinationPath: String? = nil) {
+        guard !hasUniqueID else { return }  // its own id, whatever is set after
         let path = destinationPath ?? identity.value.destinationPath
         let id =
             if !takesFileNameFromServer {
@@ -202,6 +214,43 @@ public struct DownloadRequest: Sendable, Hashable {
 }
 
 extension DownloadRequest {
+    /// A request whose body is read and counted, never written: a load test's, or a warm-up's.
+    ///
+    /// It is fetched as any download is (a slot, the per-host and rate limits, retries, resumes from
+    /// the byte after the last one counted, metrics), its ``Download/destination`` is `/dev/null`,
+    /// and its row lives for this process only, as a stream's does. A server that sends the body
+    /// from its start again restarts the count (nothing was kept). ``Download/timings`` tells what it
+    /// cost once it ended. Each request made here is a download of its own (a new ``id``), so one URL
+    /// may be fetched many times at once; the same value enqueued twice is one download. It takes no
+    /// checksum; ``takesFileNameFromServer`` and a ``destination`` set later are ignored.
+    ///
+    /// - Parameters:
+    ///   - url: an http(s) URL.
+    ///   - headers: sent with its requests, over the manager's.
+    public static func discarding(_ url: URL, headers: [DownloadHeader] = []) -> DownloadRequest {
+        var request = DownloadRequest(url: url, destination: URL(fileURLWithPath: "/dev/null"), headers: headers)
+        request.giveUniqueID()
+        request.discardsBody = true
+        return request
+    }
+
+    /// A request whose body is collected into `collector` (``DownloadManager/data(from:headers:maximumSize:)``).
+    static func collecting(_ url: URL, headers: [DownloadHeader], into collector: BodyCollector) -> DownloadRequest {
+        var request = discarding(url, headers: headers)
+        request.collector = collector
+        return request
+    }
+
+    /// Gives the request an id of its own, random, kept whatever is set after: a download whose
+    /// destination names no file it could be found again by (a discarded body, a stream's pipe,
+    /// whose descriptor number the next stream may be given as soon as this one's is closed).
+    mutating func giveUniqueID() {
+        let token = String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        let path = identity.value.destinationPath
+        identity.value = Identity(id: DownloadID(key: "unique \(token)", folderPath: path), destinationPath: path)
+        hasUniqueID = true
+    }
+
     /// The URL written in `string` (spaces around it ignored), as ``DownloadManager`` reads one:
     /// a string with white space or control characters inside is not a URL, where Foundation
     /// would percent-encode them.

@@ -12,6 +12,8 @@ import Glibc
 /// - `/stall/N/SIZE`: the first response goes silent after N body bytes; later ones behave.
 /// - `/busy/STATUS/TIMES/SECONDS/SIZE`: the first TIMES requests get STATUS with `Retry-After: SECONDS`.
 /// - `/norange/SIZE`: ignores Range: always 200 with the whole file.
+/// - `/norange-drop/N/SIZE`: ignores Range; the first response ends (connection closed) after N body bytes.
+/// - `/endless`: a 200 with no length whose body never ends (until the client closes, or 1 GiB).
 /// - `/badrange/SIZE`: answers a range request with 206 and a Content-Range starting at 0.
 /// - `/badrange-drop/N/SIZE`: the same, and every response ends (connection closed) after N body bytes.
 /// - `/short/SIZE`: the first response announces SIZE bytes and sends half, then closes.
@@ -223,6 +225,17 @@ final class FaultServer: @unchecked Sendable {
             } else {
                 sendFile(size: size, request: &request, index: index, on: connection)
             }
+        case "norange-drop" where numbers.count == 2:
+            sendFile(
+                size: size,
+                request: &request,
+                index: index,
+                on: connection,
+                limit: number == 1 ? numbers[0] : nil,
+                honorsRange: false
+            )
+        case "endless":
+            sendEndless(request: &request, index: index, on: connection)
         case "norange":
             sendFile(size: size, request: &request, index: index, on: connection, honorsRange: false)
         case "badrange":
@@ -400,6 +413,19 @@ final class FaultServer: @unchecked Sendable {
         note(request, at: index)
         _ = write(Data(head.utf8), to: connection)
         request.bytesSent = write(Data(body.utf8), to: connection)
+    }
+
+    /// A body without a length that goes on until the client closes (at most 1 GiB).
+    private func sendEndless(request: inout Request, index: Int, on connection: Int32) {
+        request.status = 200
+        note(request, at: index)
+        guard write(Data("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".utf8), to: connection) > 0 else { return }
+        let chunk = Self.body(size: 64 * 1024)
+        while request.bytesSent < 1 << 30 {
+            let sent = write(chunk, to: connection)
+            request.bytesSent += max(0, sent)
+            guard sent == chunk.count else { return }
+        }
     }
 
     /// What an overloaded server or load balancer sends as `200 OK`: 79 bytes of HTML, no validator.
