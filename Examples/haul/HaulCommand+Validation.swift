@@ -19,6 +19,14 @@ extension HaulCommand {
         if urls.isEmpty && inputFile == nil {
             throw ValidationError("Give at least one URL, or --input-file FILE.")
         }
+        if discard {
+            let others = [
+                (output != nil, "-o"), (checksum != nil, "--checksum"), (contentDisposition, "--content-disposition"),
+            ]
+            for (given, flag) in others where given {
+                throw ValidationError("--discard writes nothing: \(flag) cannot be used with it.")
+            }
+        }
         if output == "-" || outputIsStream, urls.count + (inputFile == nil ? 0 : 2) != 1 {
             // A stream takes one body (curl and wget write several one after another; haul does not).
             throw ValidationError("-o \(output ?? "-") is a stream: it takes one URL.")

@@ -225,6 +225,15 @@ struct HaulCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Print one JSON object per event per line, for scripts.")
     var json = false
 
+    @Flag(
+        name: .long,
+        help: """
+            Read each body and throw it away, writing nothing (a load test); with --json, each \
+            download's timings (time to first byte, total, attempts, connections).
+            """
+    )
+    var discard = false
+
     func run() async throws {
         Reporter.bodyOnStandardOutput = bodyGoesToStandardOutput
         if let queue { throw ExitCode(await runQueue(queue)) }

@@ -106,6 +106,34 @@ enum JSONEvent {
         let finalURL: String?
         /// The response's `Content-Type`, if sent.
         let contentType: String?
+        /// What it cost this run (absent for a file complete already).
+        let timings: Timings?
+    }
+
+    /// A download's ``DownloadTimings``, in seconds.
+    struct Timings: Encodable {
+        /// From being admitted to its first request.
+        let queuedSeconds: Double?
+        /// From its first request to the first byte of the body it accepted.
+        let firstByteSeconds: Double?
+        /// From its first request to its end.
+        let totalSeconds: Double?
+        /// Requests made (resumes and retries included, redirects not).
+        let attempts: Int
+        /// Connections opened, and requests that went over one already open.
+        let connectionsOpened: Int
+        let connectionsReused: Int
+
+        /// `nil` for a download that made no request.
+        init?(_ timings: DownloadTimings?) {
+            guard let timings, timings.attempts > 0 else { return nil }
+            queuedSeconds = timings.queued.map(Reporter.seconds)
+            firstByteSeconds = timings.timeToFirstByte.map(Reporter.seconds)
+            totalSeconds = timings.total.map(Reporter.seconds)
+            attempts = timings.attempts
+            connectionsOpened = timings.connectionsOpened
+            connectionsReused = timings.connectionsReused
+        }
     }
 
     /// `failed`: the download ended without the file.
@@ -118,6 +146,8 @@ enum JSONEvent {
         let error: String
         let code: String
         let httpStatus: Int?
+        /// What it cost this run, when it made a request.
+        let timings: Timings?
     }
 
     /// `summary`: the last line of a run.
@@ -246,7 +276,8 @@ enum JSONEvent {
                     received: download?.bytesReceivedInThisProcess ?? 0,
                     alreadyComplete: download?.wasAlreadyComplete ?? false,
                     finalURL: download?.response?.url.absoluteString,
-                    contentType: download?.response?.contentType
+                    contentType: download?.response?.contentType,
+                    timings: Timings(download?.timings)
                 )
             )
         case .failed(let error):
@@ -256,7 +287,8 @@ enum JSONEvent {
                     path: path,
                     error: error.forCommandLine,
                     code: error.code.description,
-                    httpStatus: error.httpStatus
+                    httpStatus: error.httpStatus,
+                    timings: Timings(download?.timings)
                 )
             )
         }

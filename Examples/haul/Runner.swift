@@ -86,7 +86,7 @@ struct Runner {
         configuration.decodesCompression = command.compressed
         configuration.certificateAuthorityFile = command.caFile.map { URL(fileURLWithPath: $0) }
         configuration.checkpointInterval = .milliseconds(Int64(command.checkpointInterval * 1000))
-        if command.outputIsStream {
+        if command.outputIsStream || command.discard {
             // Nothing beside a device or FIFO: the library keeps a stream's row in a folder of its
             // own, for this run (unless --state names one).
             configuration.stateDirectory = command.state.map { URL(fileURLWithPath: $0, isDirectory: true) }
@@ -176,6 +176,20 @@ struct Runner {
             let requests = sequence(state: ()) { _ -> DownloadRequest? in
                 while let entry = entries.next() {
                     index += 1
+                    if command.discard {
+                        do {
+                            let request = try Self.discardingRequest(entry)
+                            // Shown by its URL's name (its destination is /dev/null).
+                            let name = FilePath.lastComponent(of: request.url.path)
+                            guard following.follow(request.id, index: index, destination: name) else { continue }
+                            return request
+                        } catch {
+                            failures += 1
+                            let item = DownloadPlan.Item(url: entry.urls[0], destination: "/dev/null")
+                            refuse(item, error: error, reporter: reporter)
+                        }
+                        continue
+                    }
                     let item = namer.item(url: entry.urls[0], given: entry.out, isOccupied: isOccupied)
                     let folder = entry.out == nil ? namesFolder : nil
                     do {
@@ -266,6 +280,16 @@ struct Runner {
             headers: entry.headers
         )
         request.takesFileNameFromServer = folder != nil
+        for mirror in entry.urls.dropFirst() { request.mirrors.append(try parsed(mirror)) }
+        return request
+    }
+
+    /// The request for `entry` with --discard: its body is counted and thrown away.
+    static func discardingRequest(_ entry: InputFile.Entry) throws(DownloadError) -> DownloadRequest {
+        func parsed(_ text: String) throws(DownloadError) -> URL {
+            try DownloadRequest.url(parsing: text, shownAs: Reporter.shown(text))
+        }
+        var request = DownloadRequest.discarding(try parsed(entry.urls[0]), headers: entry.headers)
         for mirror in entry.urls.dropFirst() { request.mirrors.append(try parsed(mirror)) }
         return request
     }

@@ -1,0 +1,77 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import Haul
+
+/// Issue 42, item 5: `-o -` through a connection that drops, and `--discard` for load tests.
+extension HaulCLITests {
+    @Test("haul -o - URL | sha256sum is right through a server that drops the connection every 300 KB")
+    func standardOutputThroughDrops() async throws {
+        try await withFaultServer { server, work in
+            let size = 1_000_000
+            let path = "drop/300000/\(size)"
+            let digest = work.appendingPathComponent("digest.txt").path
+            let messages = work.appendingPathComponent("messages.txt").path
+            // A shell pipe, as a user types it; the state is kept in a folder of its own (--state).
+            let command =
+                "'\(Self.haulPath)' --state '\(work.path)/state' --retries 5 -o - '\(server.url(path).absoluteString)'"
+                + " | sha256sum"
+            let process = try ChildProcess("/bin/sh", ["-c", command], stdout: digest, stderr: messages)
+            #expect(await process.exited() == 0)
+            let said = try String(contentsOfFile: messages, encoding: .utf8)
+            let source = work.appendingPathComponent("source.bin")
+            try FaultServer.body(size: size).write(to: source)
+            let expected = try Checksum.digest(ofFileAt: source.path, algorithm: .sha256)
+            let printed = try String(contentsOfFile: digest, encoding: .utf8)
+            #expect(printed.hasPrefix(expected), "\(printed) \(said)")
+            let requests = server.requests(to: "/\(path)")
+            #expect(requests.map(\.range) == [nil, "bytes=300000-", "bytes=600000-", "bytes=900000-"], "\(said)")
+        }
+    }
+
+    @Test("--discard --json: every body read and thrown away, each line with its timings, nothing written")
+    func discardWithTimings() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let sizes = [200_000, 1_000, 3_000_000]
+        for (index, size) in sizes.enumerated() { try server.makeFile("d\(index).bin", size: size) }
+        let urls = sizes.indices.map { server.url("d\($0).bin").absoluteString }
+        let before = try FileManager.default.contentsOfDirectory(atPath: FileManager.default.currentDirectoryPath)
+        // The first URL twice: two downloads (a load test fetches one URL many times).
+        let run = try await haul(["--discard", "--json", "-j", "2"] + urls + [urls[0]], in: work)
+        #expect(run.status == 0, "\(run.stderr)")
+        let lines = run.stdout.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        let completed = lines.filter { $0["event"] as? String == "completed" }
+        #expect(completed.count == 4, "\(run.stdout)")
+        for line in completed {
+            let url = try #require(line["url"] as? String)
+            let size = sizes[try #require(urls.firstIndex(of: url))]
+            #expect(line["path"] as? String == "/dev/null")
+            #expect(line["received"] as? Int == size && line["size"] as? Int == size)
+            let timings = try #require(line["timings"] as? [String: Any], "\(line)")
+            let firstByte = try #require(timings["firstByteSeconds"] as? Double)
+            let total = try #require(timings["totalSeconds"] as? Double)
+            #expect(firstByte > 0 && firstByte <= total)
+            #expect(timings["attempts"] as? Int == 1)
+            let opened = try #require(timings["connectionsOpened"] as? Int)
+            let reused = try #require(timings["connectionsReused"] as? Int)
+            #expect(opened + reused == 1)
+        }
+        // -j 2 and four downloads: at least two went over a connection left open.
+        let reused = completed.compactMap { ($0["timings"] as? [String: Any])?["connectionsReused"] as? Int }
+        #expect(reused.reduce(0, +) >= 2)
+        let summary = try #require(lines.last)
+        #expect(
+            summary["event"] as? String == "summary" && summary["received"] as? Int == sizes.reduce(0, +) + sizes[0]
+        )
+        // Nothing was made where haul ran, nor beside the files' names.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: FileManager.default.currentDirectoryPath) == before)
+        #expect(server.accessLog().filter { $0.uri == "/d0.bin" }.count == 2)
+        // --discard writes nothing, so -o and --checksum make no sense with it.
+        let refused = try await haul(["--discard", "-o", work.appendingPathComponent("x").path, urls[0]], in: work)
+        #expect(refused.status == 64 && refused.stderr.contains("--discard writes nothing"), "\(refused.stderr)")
+    }
+}
