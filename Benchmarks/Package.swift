@@ -12,10 +12,12 @@ let package = Package(
     targets: [
         // Measuring helpers shared by the two programs.
         .target(name: "BenchSupport", path: "Sources/BenchSupport"),
+        // OpenSSL's SHA-256, for (l)'s consumer that hashes what it is streamed.
+        .systemLibrary(name: "CDigest", path: "Sources/CDigest"),
         // Haul alone, so that its peak RSS holds no peer's code.
         .executableTarget(
             name: "haul-bench",
-            dependencies: ["BenchSupport", .product(name: "Haul", package: "Haul")],
+            dependencies: ["BenchSupport", "CDigest", .product(name: "Haul", package: "Haul")],
             path: "Sources/HaulBench"
         ),
         // (g): the fleet's queue in PostgreSQL alone.

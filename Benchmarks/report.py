@@ -6,7 +6,8 @@ import statistics
 import subprocess
 import sys
 
-rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+# Every file given (run.sh's results.jsonl; bodies.sh's bodies.jsonl for (k) and (l)).
+rows = [json.loads(line) for path in sys.argv[1:] for line in open(path) if line.strip()]
 
 
 def median(scenario, client, key):
@@ -42,7 +43,8 @@ def throughput_table(scenario, amount, unit, labels=None, cpu_per_item=False):
     """One row per client: wall, rate (`amount` / wall, in `unit`), CPU (and CPU ms per item), peak
     RSS, Haul's rate ÷ it. `labels`: the clients to show and their names (by default every client)."""
     labels = labels or {client: names[client] for client in clients}
-    per_item = f" CPU ms per {unit.split('/')[0].removesuffix('s')} |" if cpu_per_item else ""
+    item = {"bodies": "body"}.get(unit.split('/')[0], unit.split('/')[0].removesuffix('s'))
+    per_item = f" CPU ms per {item} |" if cpu_per_item else ""
     print(f"| client | wall s | {unit} | CPU s |{per_item} peak RSS MB | Haul's {unit} ÷ this |")
     print("|---|---|---|---|" + ("---|" if cpu_per_item else "") + "---|---|")
     haul_rate = None
@@ -191,6 +193,37 @@ if rates:
     for r in rates:
         print(f"| {r['scenario'][5:]} | {r['limit']} | {r['measured']} | {r['ratio']:.3f} |")
 
+memory_count = next((r["files"] for r in rows if r["scenario"] == "memory" and "files" in r), None)
+if memory_count:
+    print(f"\n## (k) {memory_count} bodies of 64 KiB into memory, 100 in flight\n")
+    print("Bodies a caller is given whole, never on disk (`bodies.sh`): Haul's `data(from:maximumSize:)`,")
+    print("its `stream(from:)` with the chunks appended as they come, and its `discard(from:)` (counted,")
+    print("thrown away), each body a download of its own (a slot, limits, retries and resumes; a row for")
+    print("this process only); AsyncHTTPClient collecting `response.body`, URLSession's `data(from:)`, curl")
+    print("writing to /dev/null, and the two bare programs keeping each body in a buffer of its own, freed")
+    print("when whole.\n")
+    throughput_table("memory", memory_count, "bodies/s", cpu_per_item=True, labels={
+        "haul": "Haul data(from:maximumSize:)", "haul-stream": "Haul stream(from:), collected",
+        "haul-discard": "Haul discard(from:)",
+        "ahc": "AsyncHTTPClient 1.37.0 (response.body.collect)", "urlsession": "URLSession data(from:)",
+        "curl": "curl --parallel to /dev/null", "libcurl-multi": "bare libcurl multi program, in memory",
+        "libcurl-events": "bare multi-socket + libevent program, in memory"})
+if median("stream", "haul", "wallSeconds"):
+    print("\n## (l) one 1 GiB body streamed to a consumer that hashes it (SHA-256)\n")
+    print("Haul's `stream(from:)` read by a task that hashes each chunk with OpenSSL's SHA-256, beside curl")
+    print("piped into `sha256sum` (coreutils' SHA-256, much slower on this CPU than OpenSSL's: the pipe's")
+    print("pace is the hash's) and into `openssl dgst -sha256` (the same hash code as Haul's consumer). Every")
+    print("digest is checked against the source's.\n")
+    throughput_table("stream", 1024, "MB/s", labels={
+        "haul": "Haul stream(from:) + SHA-256", "curl-sha256sum": "curl piped to sha256sum",
+        "curl-openssl": "curl piped to openssl dgst -sha256"})
+    paced = median("stream-paced", "haul", "peakRSSKB")
+    if paced:
+        print(f"\nThe consumer slowed to 50 MB/s (it sleeps until each chunk is due): "
+              f"{median('stream-paced', 'haul', 'wallSeconds'):.1f} s, peak RSS {paced / 1024:.1f} MB.")
+        print("The transfer waits for the reader (at most the pipe's 256 KiB ahead): memory does not grow")
+        print("with the body.")
+
 # The targets of MISSION.md, checked against the medians above.
 print("\n## Against the targets\n")
 print("| target | measured | met |")
@@ -269,6 +302,23 @@ for kind in ("download", "host", "total"):
         line(f"(g) rate {'in total' if kind == 'total' else 'per ' + kind} within ±5 % over 10 s", f"{(worst - 1) * 100:+.1f} % (worst of {len(ratios)})", abs(worst - 1) <= 0.05)
 for r in queue:
     line(f"(d) {r['queued']} queued: peak RSS ≤ 100 MB", f"{r['peakRSSKB'] / 1024:.1f} MB", r["peakRSSKB"] <= 100 * 1024)
+
+if memory_count:
+    memory_haul, memory_ahc, memory_events = (rate("memory", c, memory_count) for c in ("haul", "ahc", "libcurl-events"))
+    if memory_haul and memory_ahc:
+        line("(k) bodies into memory ≥ AsyncHTTPClient's bodies/s", f"{memory_haul / memory_ahc:.2f}×", memory_haul >= memory_ahc)
+    if memory_haul and memory_events:
+        line("(k) ≥ 0.9× the multi-socket floor's bodies/s (in memory)", f"{memory_haul / memory_events:.2f}×",
+             memory_haul >= 0.9 * memory_events)
+stream_haul = rate("stream", "haul", 1024)
+for peer, label in (("curl-sha256sum", "curl piped to sha256sum"), ("curl-openssl", "curl piped to openssl dgst")):
+    stream_peer = rate("stream", peer, 1024)
+    if stream_haul and stream_peer:
+        line(f"(l) streamed and hashed ≥ 0.95× {label}'s MB/s", f"{stream_haul / stream_peer:.2f}×", stream_haul >= 0.95 * stream_peer)
+for scenario, label in (("stream", "unpaced"), ("stream-paced", "consumer at 50 MB/s")):
+    peak = median(scenario, "haul", "peakRSSKB")
+    if peak:
+        line(f"(l) peak RSS < 64 MB, {label}", f"{peak / 1024:.1f} MB", peak < 64 * 1024)
 
 claims = [r for r in rows if r["scenario"] == "fleet-claims"]
 if claims:

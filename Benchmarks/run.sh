@@ -361,5 +361,7 @@ done
 bash ../scripts/postgres-cluster.sh stop "$pg_dir"
 rm -rf "$work/out"
 
-python3 report.py "$results" > RESULTS.md
+# (k) and (l), bodies that are not files: a script of their own (its own nginx), same rounds.
+ROUNDS="$repeat" COUNT="$count" bash bodies.sh > /dev/null
+python3 report.py "$results" bodies.jsonl > RESULTS.md
 cat RESULTS.md

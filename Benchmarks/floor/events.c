@@ -33,7 +33,7 @@ static void collect(void) {
         if (message->msg != CURLMSG_DONE) continue;
         struct slot *slot;
         curl_easy_getinfo(message->easy_handle, CURLINFO_PRIVATE, (char **)&slot);
-        if (message->data.result != CURLE_OK || slot->fd < 0 || close(slot->fd) != 0) {
+        if (message->data.result != CURLE_OK || finish_body(slot) != 0) {
             fprintf(stderr, "events: file %d failed: %s\n", slot->index, curl_easy_strerror(message->data.result));
             failed = 1;
             event_base_loopbreak(base);

@@ -29,7 +29,7 @@ int main(int argc, char **argv) {
             if (message->msg != CURLMSG_DONE) continue;
             struct slot *slot;
             curl_easy_getinfo(message->easy_handle, CURLINFO_PRIVATE, (char **)&slot);
-            if (message->data.result != CURLE_OK || slot->fd < 0 || close(slot->fd) != 0) {
+            if (message->data.result != CURLE_OK || finish_body(slot) != 0) {
                 fprintf(stderr, "many: file %d failed: %s\n", slot->index, curl_easy_strerror(message->data.result));
                 return 1;
             }

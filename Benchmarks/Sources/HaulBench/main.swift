@@ -1,7 +1,9 @@
 import BenchSupport
+import CDigest
 import FoundationEssentials
 import Glibc
 import Haul
+import Synchronization
 
 // Haul, run in its own process per measurement (one JSON line each), linking Haul only:
 //
@@ -15,6 +17,12 @@ import Haul
 //                                                          measured over 10 s after 2 s, against LIMIT)
 //   haul-bench split haul SCENARIO URL OUTFILE N MINSPLIT (one file over N connections, segments of at
 //                                                          least MINSPLIT bytes; recorded as SCENARIO)
+//   haul-bench memory haul BASE COUNT CONCURRENCY STATEDIR  (k: COUNT bodies BASE/f<i % 1000>.bin into
+//                                                          memory, `data(from:maximumSize:)`)
+//   haul-bench discard haul BASE COUNT CONCURRENCY STATEDIR (k: the same bodies counted and thrown away)
+//   haul-bench streams haul BASE COUNT CONCURRENCY STATEDIR (k: the same bodies read through `stream(from:)`)
+//   haul-bench stream haul URL PACE STATEDIR             (l: one body streamed to a consumer that hashes
+//                                                          it with SHA-256, at most PACE MB/s; 0: unpaced)
 //
 // HAUL_BUFFER_SIZE sets the write buffer; HAUL_CA_FILE the certificate authorities for https.
 
@@ -150,6 +158,72 @@ case ("rate", 6):
     let measured = Double(endBytes - startBytes) / seconds
     report(["scenario": "rate-\(kind)", "client": "haul", "limit": Int(limit), "measured": Int(measured),
             "ratio": measured / Double(limit)], started: started)
+case ("memory", 6) where arguments[1] == "haul":
+    let (base, count, width, state) = (arguments[2], Int(arguments[3])!, Int(arguments[4])!, arguments[5])
+    let manager = try DownloadManager(configuration: haulConfiguration(concurrency: width, state: state))
+    let bytes = Mutex<Int>(0)
+    try await bounded(count, width: width) { index in
+        let body = try await manager.data(from: URL(string: "\(base)/f\(index % 1000).bin")!, maximumSize: 1 << 20)
+        bytes.withLock { $0 += body.count }
+    }
+    await manager.shutdown()
+    report(["scenario": "memory", "client": "haul", "files": count, "bytes": bytes.withLock { $0 }], started: started)
+case ("streams", 6) where arguments[1] == "haul":
+    // The same bodies read through `stream(from:)` (a pipe each), collected as they come.
+    let (base, count, width, state) = (arguments[2], Int(arguments[3])!, Int(arguments[4])!, arguments[5])
+    let manager = try DownloadManager(configuration: haulConfiguration(concurrency: width, state: state))
+    let bytes = Mutex<Int>(0)
+    try await bounded(count, width: width) { index in
+        var body = [UInt8]()
+        for try await chunk in try manager.stream(from: URL(string: "\(base)/f\(index % 1000).bin")!) {
+            body.append(contentsOf: chunk)
+        }
+        bytes.withLock { $0 += body.count }
+    }
+    await manager.shutdown()
+    report(["scenario": "memory", "client": "haul-stream", "files": count, "bytes": bytes.withLock { $0 }],
+           started: started)
+case ("discard", 6) where arguments[1] == "haul":
+    // The same bodies counted and thrown away (`discard(from:)`, `--discard`'s way).
+    let (base, count, width, state) = (arguments[2], Int(arguments[3])!, Int(arguments[4])!, arguments[5])
+    let manager = try DownloadManager(configuration: haulConfiguration(concurrency: width, state: state))
+    let bytes = Mutex<Int64>(0)
+    try await bounded(count, width: width) { index in
+        let download = try manager.discard(from: URL(string: "\(base)/f\(index % 1000).bin")!)
+        _ = try await download.finished()
+        bytes.withLock { $0 += download.timings.bytes }
+    }
+    await manager.shutdown()
+    report(["scenario": "memory", "client": "haul-discard", "files": count, "bytes": Int(bytes.withLock { $0 })],
+           started: started)
+case ("stream", 5) where arguments[1] == "haul":
+    let (url, pace, state) = (arguments[2], Double(arguments[3])!, arguments[4])
+    var configuration = haulConfiguration(concurrency: 1, state: state)
+    configuration.stallTimeout = .seconds(120)
+    let context = EVP_MD_CTX_new()
+    EVP_DigestInit_ex(context, EVP_sha256(), nil)
+    var bytes = 0
+    try await withDownloadManager(configuration: configuration) { manager in
+        let stream = try manager.stream(from: URL(string: url)!)
+        let begun = ContinuousClock.now
+        for try await chunk in stream {
+            chunk.withUnsafeBytes { _ = EVP_DigestUpdate(context, $0.baseAddress, $0.count) }
+            bytes += chunk.count
+            if pace > 0 {
+                // A consumer of `pace` MB/s: never ahead of it.
+                let due = begun + .nanoseconds(Int64(Double(bytes) / (pace * 1e6) * 1e9))
+                let now = ContinuousClock.now
+                if due > now { try await Task.sleep(for: due - now) }
+            }
+        }
+    }
+    var digest = [UInt8](repeating: 0, count: 32)
+    var length: UInt32 = 0
+    EVP_DigestFinal_ex(context, &digest, &length)
+    EVP_MD_CTX_free(context)
+    let hex = digest.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+    report(["scenario": pace > 0 ? "stream-paced" : "stream", "client": "haul", "bytes": bytes, "sha256": hex,
+            "paceMBps": pace], started: started)
 default:
     usageError()
 }

@@ -14,6 +14,9 @@ import FoundationNetworking
 //
 //   peer-bench many CLIENT BASE COUNT CONCURRENCY OUTDIR   (COUNT files BASE/f<i % 1000>.bin)
 //   peer-bench one  CLIENT URL OUTFILE
+//   peer-bench memory CLIENT BASE COUNT CONCURRENCY        (k: COUNT bodies into memory: AsyncHTTPClient's
+//                                                          `execute` collecting `response.body`, URLSession's
+//                                                          `data(from:)`)
 //
 // CLIENT is ahc (AsyncHTTPClient with FileDownloadDelegate) or urlsession.
 
@@ -91,6 +94,38 @@ case ("one", 4):
     var status = stat()
     stat(out, &status)
     report(["scenario": "one", "client": client.rawValue, "bytes": Int(status.st_size)], started: started)
+case ("memory", 5):
+    guard let client = Client(rawValue: arguments[1]) else { usageError() }
+    let (base, count, width) = (arguments[2], Int(arguments[3])!, Int(arguments[4])!)
+    let url = { @Sendable (index: Int) in "\(base)/f\(index % 1000).bin" }
+    let total = Counter()
+    switch client {
+    case .ahc:
+        let http = makeAHC(connections: width)
+        try await bounded(count, width: width) { index in
+            let response = try await http.execute(HTTPClientRequest(url: url(index)), timeout: .seconds(60))
+            guard response.status == .ok else { throw NSError(domain: "ahc", code: Int(response.status.code)) }
+            let body = try await response.body.collect(upTo: 1 << 20)
+            total.add(body.readableBytes)
+        }
+        try await http.shutdown()
+    case .urlsession:
+        let session = makeSession(connections: width)
+        try await bounded(count, width: width) { index in
+            let (data, response) = try await session.data(from: URL(string: url(index))!)
+            guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw NSError(domain: "urlsession", code: 1) }
+            total.add(data.count)
+        }
+    }
+    report(["scenario": "memory", "client": client.rawValue, "files": count, "bytes": total.value], started: started)
 default:
     usageError()
+}
+
+/// A count added to from many tasks.
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func add(_ amount: Int) { lock.withLock { count += amount } }
+    var value: Int { lock.withLock { count } }
 }
