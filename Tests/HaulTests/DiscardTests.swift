@@ -23,6 +23,7 @@ struct DiscardTests {
             // The same URL again: its own download, over the connection the first left open.
             let second = try manager.discard(from: server.url("counted.bin"))
             #expect(second.id != first.id)
+            #expect(DownloadRequest.discarding(server.url("a")) != DownloadRequest.discarding(server.url("a")))
             _ = try await second.finished()
             for download in [first, second] {
                 let timings = download.timings

@@ -92,8 +92,9 @@ public struct DownloadRequest: Sendable, Hashable {
     public var mirrors: [URL] = []
     /// Whether the body is read, counted and thrown away, never written (``discarding(_:headers:)``).
     public private(set) var discardsBody = false
-    /// Its id was made for it alone (``giveUniqueID()``), not derived from its destination.
-    private var hasUniqueID = false
+    /// What its id was made from when it was made for it alone (``giveUniqueID()``), not derived from
+    /// its destination: part of its equality, so two such requests are two downloads there too.
+    private var uniqueToken: UInt64?
     /// Where its body is collected, for a body asked for in memory (a request that discards its body
     /// to any destination).
     var collector: BodyCollector? {
@@ -133,7 +134,7 @@ public struct DownloadRequest: Sendable, Hashable {
     /// Derives the id again; `destinationPath` when the destination changed (otherwise the path
     /// stays: a change of the URL, the key or the kind of request leaves it as it was).
     private mutating func identify(destinationPath: String? = nil) {
-        guard !hasUniqueID else { return }  // its own id, whatever is set after
+        guard uniqueToken == nil else { return }  // its own id, whatever is set after
         let path = destinationPath ?? identity.value.destinationPath
         let id =
             if !takesFileNameFromServer {
@@ -245,10 +246,11 @@ extension DownloadRequest {
     /// destination names no file it could be found again by (a discarded body, a stream's pipe,
     /// whose descriptor number the next stream may be given as soon as this one's is closed).
     mutating func giveUniqueID() {
-        let token = String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        let token = UInt64.random(in: 0...UInt64.max)
         let path = identity.value.destinationPath
-        identity.value = Identity(id: DownloadID(key: "unique \(token)", folderPath: path), destinationPath: path)
-        hasUniqueID = true
+        let key = "unique \(String(token, radix: 16))"
+        identity.value = Identity(id: DownloadID(key: key, folderPath: path), destinationPath: path)
+        uniqueToken = token
     }
 
     /// The URL written in `string` (spaces around it ignored), as ``DownloadManager`` reads one:
