@@ -55,8 +55,18 @@ extension HaulCommand {
     /// The run's ``EntrySource``: none is an error, and each ignored option of the input file is
     /// reported on standard error.
     func entrySource() throws -> EntrySource {
-        let checksum = self.checksum.flatMap(Checksum.init)
-        let arguments = urls.map { InputFile.Entry(urls: [$0], checksum: checksum) }
+        let checksum = self.checksum.flatMap(HaulCommand.parseChecksum)
+        let arguments = urls.map { url in
+            // A URL typed without a scheme is fetched over http://, as curl and wget do; said once each.
+            guard let fixed = HaulCommand.withDefaultScheme(url) else {
+                return InputFile.Entry(urls: [url], checksum: checksum)
+            }
+            Reporter.write(
+                "haul: '\(Reporter.shown(url))' has no scheme: fetching \(Reporter.shown(fixed))\n",
+                to: STDERR_FILENO
+            )
+            return InputFile.Entry(urls: [fixed], checksum: checksum)
+        }
         var text: String?
         var count = arguments.count
         var givenNames: Set<String> = []

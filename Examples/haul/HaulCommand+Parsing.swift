@@ -15,6 +15,34 @@ extension HaulCommand {
 
     /// A size or rate as curl reads one: a number, optionally with a fraction, then `K`, `M` or `G`
     /// (1024, 1024², 1024³; either case) or nothing. `nil` when it is not one or not above 0.
+    /// A checksum as either tool writes it: `ALGO:HEX` (haul's, `sha256:9f86…`) or aria2's
+    /// `ALGO=HEX` (`sha-256=9f86…`); ALGO is sha256, sha1 or md5, with or without the dash.
+    static func parseChecksum(_ text: String) -> Checksum? {
+        guard let separator = text.firstIndex(where: { $0 == ":" || $0 == "=" }) else { return nil }
+        let name = text[..<separator].lowercased().filter { $0 != "-" }
+        guard let algorithm = Checksum.Algorithm(rawValue: name) else { return nil }
+        return Checksum(algorithm: algorithm, hex: String(text[text.index(after: separator)...]).trimmingSpaces)
+    }
+
+    /// `text` as a URL to fetch: one without a scheme (`example.com/file`) gets `http://`, as curl
+    /// and wget read it (`nil`: it has one already).
+    /// Only a text that starts with a host (a name with a dot, `localhost`, an IPv6 address in
+    /// brackets, a port after it): anything else stays as typed and is refused as a URL.
+    static func withDefaultScheme(_ text: String) -> String? {
+        let trimmed = text.trimmingSpaces
+        guard !trimmed.isEmpty, !trimmed.contains("://"), !trimmed.contains(where: \.isWhitespace) else { return nil }
+        let authority = trimmed.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        let host =
+            authority.hasPrefix("[")
+            ? authority.prefix { $0 != "]" } + "]"
+            : authority.prefix { $0 != ":" }
+        let hostCharacters = host.allSatisfy { $0.isLetter || $0.isNumber || "-.[]:".contains($0) }
+        guard hostCharacters, host.contains(".") || host.lowercased() == "localhost" || host.hasPrefix("["),
+            !host.hasPrefix("."), !host.hasSuffix(".")
+        else { return nil }
+        return "http://" + trimmed
+    }
+
     static func parseSize(_ text: String) -> Int64? {
         var digits = text.trimmingSpaces
         var unit: Double = 1
@@ -58,6 +86,24 @@ extension HaulCommand {
                 "\(what) '\(path)' is a folder; give a file of \(lines), one per line",
                 exitStatus: exitStatus
             )
+        }
+        if path == "-" {
+            // Standard input, as wget -i - and aria2c -i - read it.
+            var bytes: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+            while true {
+                let count = chunk.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                guard count >= 0 else {
+                    throw CLIError(
+                        "cannot read \(what) from standard input: \(String(cString: strerror(errno)))",
+                        exitStatus: exitStatus
+                    )
+                }
+                if count == 0 { break }
+                bytes.append(contentsOf: chunk[..<count])
+            }
+            return String(decoding: bytes, as: UTF8.self)
         }
         guard let data = FileManager.default.contents(atPath: path) else {
             let cause = errno == 0 ? "it cannot be read" : String(cString: strerror(errno))
@@ -106,4 +152,21 @@ extension HaulCommand {
 
     /// Whether the body goes to standard output (`-o -`, `/dev/stdout`, `/dev/fd/1`).
     var bodyGoesToStandardOutput: Bool { outputPath.flatMap(FilePath.inheritedDescriptor(of:)) == 1 }
+}
+
+/// A number of bytes as typed: `4096`, `64K`, `1M`, `2G` (1024s, as curl's and wget's sizes).
+struct ByteCount: ExpressibleByArgument, Equatable {
+    let value: Int64
+
+    init(_ value: Int64) { self.value = value }
+
+    init?(argument: String) {
+        if let plain = Int64(argument.trimmingSpaces), plain >= 0 {
+            value = plain
+        } else if let sized = HaulCommand.parseSize(argument) {
+            value = sized
+        } else {
+            return nil
+        }
+    }
 }

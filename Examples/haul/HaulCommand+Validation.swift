@@ -38,12 +38,13 @@ extension HaulCommand {
         }
         if concurrency < 1 { throw ValidationError("--concurrency must be at least 1.") }
         if !(checkpointInterval > 0) { throw ValidationError("--checkpoint-interval must be above 0.") }
-        if bufferSize < 4096 { throw ValidationError("--buffer-size must be at least 4096.") }
+        if bufferSize.value < 4096 || bufferSize.value > 1 << 30 {
+            throw ValidationError("--buffer-size must be from 4096 (4K) to 1G.")
+        }
         if quiet && json { throw ValidationError("--quiet and --json cannot be used together.") }
         if let retries, retries < 0 { throw ValidationError("--retries must be 0 or more.") }
         if maxRedirects < 0 { throw ValidationError("--max-redirects must be 0 or more.") }
         if !(stallTimeout >= 1) { throw ValidationError("--stall-timeout must be at least 1 second.") }
-        if let maxSize, maxSize < 0 { throw ValidationError("--max-size must be 0 or more.") }
         let lines: [String]
         do { lines = try headerLines() } catch { throw ValidationError("-H: \(error)") }
         for value in lines {
@@ -75,9 +76,10 @@ extension HaulCommand {
             throw ValidationError("--ca-file '\(caFile)' cannot be read.")
         }
         if let checksum {
-            guard Checksum(checksum) != nil else {
+            guard Self.parseChecksum(checksum) != nil else {
                 throw ValidationError(
-                    "--checksum must be ALGO:HEX with ALGO sha256, sha1 or md5 and HEX of 64, 40 or 32 hexadecimal digits."
+                    "--checksum must be ALGO:HEX (or aria2's ALGO=HEX) with ALGO sha256, sha1 or md5 (sha-256, sha-1) "
+                        + "and HEX of 64, 40 or 32 hexadecimal digits."
                 )
             }
             if urls.count + (inputFile == nil ? 0 : 2) != 1 {

@@ -39,7 +39,7 @@ struct HaulCommand: AsyncParsableCommand {
     var urls: [String] = []
 
     @Option(
-        name: [.short, .long],
+        name: [.customShort("o", allowingJoined: true), .long],
         help: """
             A file (one URL, not a directory) or a directory for the files (default: .); - for standard \
             output. A device, FIFO or socket is written through, in order (one URL).
@@ -48,19 +48,19 @@ struct HaulCommand: AsyncParsableCommand {
     var output: String?
 
     @Option(
-        name: [.customShort("i"), .long],
-        help: "Read URLs from FILE, one per line (# comments and blank lines ignored)."
+        name: [.customShort("i", allowingJoined: true), .long],
+        help: "Read URLs from FILE (- for standard input), one per line (# comments and blank lines ignored)."
     )
     var inputFile: String?
 
-    @Option(name: [.customShort("j"), .long], help: "How many downloads transfer at once.")
+    @Option(name: [.customShort("j", allowingJoined: true), .long], help: "How many downloads transfer at once.")
     var concurrency: Int = 4
 
     @Option(name: .long, help: "The folder for partial files and state (default: <output directory>/.haul).")
     var state: String?
 
-    @Option(name: .long, help: "Bytes collected before each write to disk.")
-    var bufferSize: Int = 128 * 1024
+    @Option(name: .long, help: "Bytes collected before each write to disk (K, M: 1024s).")
+    var bufferSize: ByteCount = ByteCount(128 * 1024)
 
     @Option(
         name: .long,
@@ -81,20 +81,26 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Seconds without receiving anything before a transfer is aborted and retried.")
     var stallTimeout: Double = 30
 
-    @Option(name: .long, help: "The expected digest of the file, as ALGO:HEX (sha256, sha1 or md5); one URL only.")
+    @Option(
+        name: .long,
+        help: "The expected digest of the file, as ALGO:HEX or ALGO=HEX (sha256, sha1 or md5; sha-256…); one URL only."
+    )
     var checksum: String?
 
-    @Option(name: .long, help: "The largest file accepted, in bytes; a larger one fails.")
-    var maxSize: Int64?
+    @Option(name: .long, help: "The largest file accepted, in bytes (K, M, G: 1024s); a larger one fails.")
+    var maxSize: ByteCount?
 
     @Option(name: .long, help: "A PEM file of certificate authorities for HTTPS (instead of the system's).")
     var caFile: String?
 
-    @Option(name: [.customShort("A"), .long], help: "The User-Agent header of every request (default: Haul/VERSION).")
+    @Option(
+        name: [.customShort("A", allowingJoined: true), .long],
+        help: "The User-Agent header of every request (default: Haul/VERSION)."
+    )
     var userAgent: String?
 
     @Option(
-        name: [.customShort("H"), .long],
+        name: [.customShort("H", allowingJoined: true), .long],
         help: ArgumentHelp(
             "A header for every request, as \"Name: value\" (\"Name;\" for an empty value), or @FILE: one per line; repeatable.",
             discussion:
@@ -137,7 +143,7 @@ struct HaulCommand: AsyncParsableCommand {
     var totalRate: String?
 
     @Option(
-        name: [.customShort("x"), .long],
+        name: [.customShort("x", allowingJoined: true), .long],
         help: ArgumentHelp(
             "Connections per file (1 to 64), as aria2c -x: a large file is split into segments fetched at once.",
             discussion:
@@ -224,6 +230,15 @@ struct HaulCommand: AsyncParsableCommand {
 
     @Flag(name: .long, help: "Print one JSON object per event per line, for scripts.")
     var json = false
+
+    @Flag(name: [.customShort("L"), .long], help: "Follow redirects: what haul always does (accepted, as curl -L).")
+    var location = false
+
+    @Flag(
+        name: [.customShort("O"), .customLong("remote-name")],
+        help: "Name each file from its URL: what haul does without -o (accepted, as curl -O)."
+    )
+    var remoteName = false
 
     @Flag(
         name: .long,

@@ -191,11 +191,7 @@ struct InputFile: Equatable {
             }
             entry.out = value
         case "checksum":
-            let algorithms = ["sha-256": "sha256", "sha-1": "sha1", "md5": "md5"]
-            guard let equals = value.firstIndex(of: "="),
-                let algorithm = algorithms[value[..<equals].lowercased()],
-                let checksum = Checksum("\(algorithm):\(value[value.index(after: equals)...])")
-            else {
+            guard let checksum = HaulCommand.parseChecksum(value) else {
                 throw CLIError(
                     "the input file's checksum= on line \(line) must be TYPE=HEX with TYPE sha-256, sha-1 or md5"
                 )

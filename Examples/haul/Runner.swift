@@ -51,13 +51,13 @@ struct Runner {
 
         var configuration = DownloadManager.Configuration()
         configuration.maxConcurrentDownloads = command.concurrency
-        configuration.bufferSize = command.bufferSize
+        configuration.bufferSize = Int(command.bufferSize.value)
         configuration.retryLimit = command.retries ?? 5
         // A wrong port or a host that is down fails at once, as with curl and wget, unless retries
         // were asked for.
         configuration.connectionRetryLimit = command.retries == nil ? 0 : nil
         configuration.stallTimeout = .milliseconds(Int64(command.stallTimeout * 1000))
-        configuration.maximumFileSize = command.maxSize
+        configuration.maximumFileSize = command.maxSize?.value
         configuration.resumesWithoutValidator = command.resumeUnvalidated
         configuration.maximumRedirects = command.maxRedirects
         if let userAgent = command.userAgent { configuration.userAgent = userAgent }
@@ -267,9 +267,6 @@ struct Runner {
         into folder: String?,
         workingDirectory: String? = nil
     ) throws(DownloadError) -> DownloadRequest {
-        func parsed(_ text: String) throws(DownloadError) -> URL {
-            try DownloadRequest.url(parsing: text, shownAs: Reporter.shown(text))
-        }
         var request = DownloadRequest(
             url: try parsed(item.url),
             destination: URL(
@@ -284,11 +281,13 @@ struct Runner {
         return request
     }
 
+    /// The URL `text` names (`http://` added when it has no scheme, as curl and wget read it).
+    static func parsed(_ text: String) throws(DownloadError) -> URL {
+        try DownloadRequest.url(parsing: HaulCommand.withDefaultScheme(text) ?? text, shownAs: Reporter.shown(text))
+    }
+
     /// The request for `entry` with --discard: its body is counted and thrown away.
     static func discardingRequest(_ entry: InputFile.Entry) throws(DownloadError) -> DownloadRequest {
-        func parsed(_ text: String) throws(DownloadError) -> URL {
-            try DownloadRequest.url(parsing: text, shownAs: Reporter.shown(text))
-        }
         var request = DownloadRequest.discarding(try parsed(entry.urls[0]), headers: entry.headers)
         for mirror in entry.urls.dropFirst() { request.mirrors.append(try parsed(mirror)) }
         return request

@@ -182,6 +182,44 @@ struct HaulArgumentTests {
         }
     }
 
+    @Test("options as curl, wget and aria2c users type them: -x4 -j8 -o- joined, -L and -O, sizes with K and M")
+    func optionsAsTyped() throws {
+        let command = try HaulCommand.parseAsRoot(
+            ["-x4", "-j8", "-o-", "-L", "-O", "--max-size", "1M", "--buffer-size", "64K", "-Afetcher", "http://h/a"]
+        )
+        let parsed = try #require(command as? HaulCommand)
+        #expect(parsed.connections == 4 && parsed.concurrency == 8 && parsed.output == "-")
+        #expect(parsed.location && parsed.remoteName && parsed.userAgent == "fetcher")
+        #expect(parsed.maxSize?.value == 1_048_576 && parsed.bufferSize.value == 65_536)
+        #expect(ByteCount(argument: "0")?.value == 0 && ByteCount(argument: "4096")?.value == 4096)
+        for bad in ["", "-1", "1T", "lots"] { #expect(ByteCount(argument: bad) == nil, "\(bad)") }
+    }
+
+    @Test(
+        "a checksum as haul writes it (sha256:HEX) or as aria2 does (sha-256=HEX); a URL without a scheme gets http://"
+    )
+    func checksumFormsAndSchemes() {
+        let hex = String(repeating: "ab", count: 32)
+        let forms = ["sha256:\(hex)", "SHA-256=\(hex)", "sha256=\(hex)", "sha-256:\(hex.uppercased())"]
+        for form in forms {
+            #expect(HaulCommand.parseChecksum(form) == Checksum(algorithm: .sha256, hex: hex), "\(form)")
+        }
+        #expect(HaulCommand.parseChecksum("sha-1=" + String(repeating: "0", count: 40))?.algorithm == .sha1)
+        for bad in ["sha256", "sha512=\(hex)", "md5=\(hex)", "sha256:xyz"] {
+            #expect(HaulCommand.parseChecksum(bad) == nil, "\(bad)")
+        }
+        #expect(HaulCommand.withDefaultScheme("example.com/file") == "http://example.com/file")
+        #expect(HaulCommand.withDefaultScheme("https://example.com/file") == nil)
+        #expect(HaulCommand.withDefaultScheme("ftp://example.com/file") == nil)  // refused later, by its scheme
+        #expect(HaulCommand.withDefaultScheme("127.0.0.1:8080/a?b") == "http://127.0.0.1:8080/a?b")
+        #expect(HaulCommand.withDefaultScheme("localhost/x") == "http://localhost/x")
+        #expect(HaulCommand.withDefaultScheme("[::1]:80/x") == "http://[::1]:80/x")
+        // Not a host: left as typed, and refused as a URL.
+        for text in ["not a url at all", "::::", "/tmp/file", "a b.com/x", ".com/x", "x./y"] {
+            #expect(HaulCommand.withDefaultScheme(text) == nil, "\(text)")
+        }
+    }
+
     @Test("the input file is read one entry at a time: an entry is whole at the next URL line or at the end")
     func inputFileReaderYieldsEntriesInTurn() throws {
         let text = "http://h/a\n  out=x/a.bin\n  split=2\nhttp://h/b\thttp://m/b\n# c\nhttp://h/c\n  out=../c\n"
@@ -373,7 +411,7 @@ struct HaulArgumentTests {
             "--retries", "0", "--stall-timeout", "2.5", "--max-size", "1000", "--checksum",
             "sha256:" + String(repeating: "0", count: 64), "http://h/a",
         ])
-        #expect(faults.retries == 0 && faults.stallTimeout == 2.5 && faults.maxSize == 1000)
+        #expect(faults.retries == 0 && faults.stallTimeout == 2.5 && faults.maxSize?.value == 1000)
         #expect(faults.checksum.flatMap(Checksum.init)?.algorithm == .sha256)
     }
 
