@@ -45,6 +45,9 @@ extension HaulCommand {
         if let retries, retries < 0 { throw ValidationError("--retries must be 0 or more.") }
         if maxRedirects < 0 { throw ValidationError("--max-redirects must be 0 or more.") }
         if !(stallTimeout >= 1) { throw ValidationError("--stall-timeout must be at least 1 second.") }
+        if let connectTimeout, !(connectTimeout > 0 && connectTimeout <= 86_400) {
+            throw ValidationError("--connect-timeout must be a number of seconds above 0, such as 5 or 0.5.")
+        }
         let lines: [String]
         do { lines = try headerLines() } catch { throw ValidationError("-H: \(error)") }
         for value in lines {

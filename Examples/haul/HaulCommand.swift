@@ -30,6 +30,9 @@ struct HaulCommand: AsyncParsableCommand {
         ProcessTitle.blankSecrets()
         if arguments.first == "worker" {
             await WorkerCommand.main(Array(arguments.dropFirst()))
+        } else if arguments.first == "help", arguments.dropFirst().first == "worker" {
+            // `haul help worker`, as ArgumentParser's own `help` would say it (haul reads words as URLs).
+            await WorkerCommand.main(["--help"])
         } else {
             await main(arguments)
         }
@@ -80,6 +83,9 @@ struct HaulCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: "Seconds without receiving anything before a transfer is aborted and retried.")
     var stallTimeout: Double = 30
+
+    @Option(name: .long, help: "Seconds a connection may take to be made (TCP and TLS), as curl's (default 30).")
+    var connectTimeout: Double?
 
     @Option(
         name: .long,

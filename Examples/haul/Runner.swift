@@ -57,6 +57,7 @@ struct Runner {
         // were asked for.
         configuration.connectionRetryLimit = command.retries == nil ? 0 : nil
         configuration.stallTimeout = .milliseconds(Int64(command.stallTimeout * 1000))
+        if let seconds = command.connectTimeout { configuration.connectTimeout = .milliseconds(Int64(seconds * 1000)) }
         configuration.maximumFileSize = command.maxSize?.value
         configuration.resumesWithoutValidator = command.resumeUnvalidated
         configuration.maximumRedirects = command.maxRedirects

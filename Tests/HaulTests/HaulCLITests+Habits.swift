@@ -63,3 +63,63 @@ extension HaulCLITests {
         #expect(large.status != 0 && large.stderr.contains("maximum of 1024"), "\(large.stderr)")
     }
 }
+
+/// Issue 43, items 5 and 7: a connection that is never made, and the worker's help.
+extension HaulCLITests {
+    @Test("--connect-timeout: a server whose accept queue is full (SYNs dropped) fails in about that time, said so")
+    func connectTimeout() async throws {
+        let work = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: work) }
+        // A listener with a backlog of one, filled by a connection nobody accepts: the next SYN is
+        // dropped, and a connect waits until its timeout.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
+                bind(listener, pointer, length) == 0 && listen(listener, 0) == 0
+                    && getsockname(listener, pointer, &length) == 0
+            }
+        }
+        #expect(bound)
+        var fillers: [Int32] = []
+        defer { fillers.forEach { close($0) } }
+        for _ in 0..<2 {
+            let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, length) }
+            }
+            fillers.append(filler)
+        }
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let started = ContinuousClock.now
+        let run = try await haul(
+            [
+                "--connect-timeout", "1", "-o", work.appendingPathComponent("never.bin").path,
+                "http://127.0.0.1:\(port)/x",
+            ],
+            in: work
+        )
+        let took = ContinuousClock.now - started
+        #expect(
+            run.status != 0 && run.stderr.contains("Failed to connect") && run.stderr.contains("Timeout was reached"),
+            "\(run.status) \(run.stderr)"
+        )
+        #expect(run.stderr.contains("raise --connect-timeout"), "\(run.stderr)")
+        // The default would wait 30 s.
+        #expect(took < .seconds(15), "\(took)")
+    }
+
+    @Test("haul help worker shows the worker's help, as ArgumentParser's help would; nothing is fetched")
+    func helpWorker() async throws {
+        let work = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: work) }
+        let run = try await haul(["help", "worker"], in: work)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.contains("haul worker") && run.stdout.contains("--queue"), "\(run.stdout)")
+        #expect(!run.stdout.contains("completed") && !run.stderr.contains("not a valid URL"))
+    }
+}

@@ -176,6 +176,7 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
                     forCurlCode: curlCode,
                     kept: !nothingKept,
                     proxy: detail?.hasPrefix("the proxy ") == true,
+                    connecting: detail?.hasPrefix("Failed to connect") == true,
                     setting: setting
                 )
         case .fileSystem:
@@ -322,6 +323,7 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         forCurlCode code: Int?,
         kept bytesKept: Bool,
         proxy: Bool,
+        connecting: Bool,
         setting: (String, String) -> String
     ) -> String {
         // Said only when there are bytes: a download that never received any has none to keep.
@@ -338,7 +340,10 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         case 8:  // the answer was not valid HTTP
             return "The server's answer is not valid HTTP and was not used; try again later or tell the "
                 + "server's operator\(kept)."
-        case 28:  // connect timeout, or no byte for the stall timeout
+        case 28 where connecting:  // the connection was not made in time
+            return "The server did not take the connection in time: check that it is up and reachable, then try "
+                + "again\(kept), or raise \(setting("connectTimeout", "--connect-timeout")) for a slow network."
+        case 28:  // no byte for the stall timeout
             return "The server or the network went silent: try again later\(kept), or raise "
                 + "\(setting("stallTimeout", "--stall-timeout")) for a slow server."
         case 35, 58, 59, 83, 90, 91:  // TLS handshake, client certificate, ciphers, issuer, pinning, status
