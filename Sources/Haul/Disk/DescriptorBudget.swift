@@ -26,9 +26,15 @@ struct DescriptorBudget {
         guard let directory = opendir("/proc/self/fd") else { return nil }
         defer { closedir(directory) }
         var count = 0
+        let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name) ?? 19
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { $0.prefix { $0 != 0 } }
-            if name.elementsEqual(".".utf8) || name.elementsEqual("..".utf8) { continue }
+            // The name's first byte only ("." and ".." start with a dot, descriptors with a digit).
+            // The record ends after its name's NUL, often before `d_name`'s declared 256 bytes:
+            // copying the whole field read past the last record of readdir's buffer, and crashed
+            // the process when that was the end of a mapped page.
+            if UnsafeRawPointer(entry).load(fromByteOffset: nameOffset, as: UInt8.self) == UInt8(ascii: ".") {
+                continue
+            }
             count += 1
         }
         return count - 1
