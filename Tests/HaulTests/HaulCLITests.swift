@@ -623,6 +623,30 @@ struct HaulCLITests {
         #expect(requests.count == 2)
     }
 
+    /// Waits (at most 20 s) until `ready` holds or `run` ends, then, a random moment of up to
+    /// `milliseconds` later, SIGKILLs `run` if it still runs; returns whether it did. On a thread of
+    /// its own: on the cooperative pool, which the rest of the suite may keep busy for seconds, a
+    /// run once went on for 15 s (4 MB at 256 KB/s) before the test looked at it again.
+    static func killWhen(
+        _ run: ChildProcess,
+        randomlyWithin milliseconds: Int,
+        _ ready: @escaping @Sendable () -> Bool
+    ) async -> Bool {
+        await withCheckedContinuation { continuation in
+            let thread = Thread {
+                let deadline = DispatchTime.now().uptimeNanoseconds + 20_000_000_000
+                while DispatchTime.now().uptimeNanoseconds < deadline, run.isRunning, !ready() {
+                    usleep(5_000)
+                }
+                usleep(useconds_t(Int.random(in: 0...milliseconds) * 1_000))
+                guard run.isRunning else { return continuation.resume(returning: false) }
+                run.signal(SIGKILL)
+                continuation.resume(returning: true)
+            }
+            thread.start()
+        }
+    }
+
     @Test("SIGKILL at random moments, five times: the file still ends byte-identical, re-sending little per kill")
     func killedRepeatedly() async throws {
         let (server, work) = try startServerAndDirectory()
@@ -638,7 +662,7 @@ struct HaulCLITests {
         let arguments = [
             "--json", "--buffer-size", "\(bufferSize)", "--checkpoint-interval", "0.05", "-o", output.path + "/", url,
         ]
-        let partial = { () -> Int64 in
+        let partial = { @Sendable () -> Int64 in
             let state = output.appendingPathComponent(".haul")
             let names = (try? FileManager.default.contentsOfDirectory(atPath: state.path)) ?? []
             return names.first { $0.hasSuffix(".part") }.flatMap {
@@ -646,20 +670,13 @@ struct HaulCLITests {
             } ?? 0
         }
         var kills = 0
-        var generator = SystemRandomNumberGenerator()
-        let clock = ContinuousClock()
         while kills < 5 {
             let before = partial()
             let events = work.appendingPathComponent("events-\(kills).jsonl").path
             let run = try ChildProcess(Self.haulPath, arguments, stdout: events)
             // Wait (bounded) until this run wrote something new, then kill it a random moment later.
-            let deadline = clock.now + .seconds(20)
-            while clock.now < deadline, run.isRunning, partial() <= before {
-                try await Task.sleep(for: .milliseconds(5))
-            }
-            try await Task.sleep(for: .milliseconds(Int.random(in: 0...150, using: &generator)))
-            guard run.isRunning else { break }
-            run.signal(SIGKILL)
+            let killed = await Self.killWhen(run, randomlyWithin: 150) { partial() > before }
+            guard killed else { break }
             #expect(await run.exited() == 128 + SIGKILL)
             kills += 1
         }
@@ -704,8 +721,6 @@ struct HaulCLITests {
             "--checkpoint-interval", "0.05", "-o", output.path + "/", url,
         ]
         var kills = 0
-        var generator = SystemRandomNumberGenerator()
-        let clock = ContinuousClock()
         var most = 0
         while kills < 5 {
             let events = work.appendingPathComponent("events-\(kills).jsonl")
@@ -713,18 +728,13 @@ struct HaulCLITests {
             // Wait (bounded) until this run reported progress (the first run: over all its
             // connections, which a loaded machine may open after a first report), then kill it a
             // random moment later.
-            let deadline = clock.now + .seconds(20)
-            func progressed() -> Bool {
+            let first = kills == 0
+            let killed = await Self.killWhen(run, randomlyWithin: 300) {
                 let text = (try? String(contentsOf: events, encoding: .utf8)) ?? ""
                 return text.contains("\"event\":\"progress\"")
-                    && (kills > 0 || text.contains("\"connections\":\(connections)"))
+                    && (!first || text.contains("\"connections\":\(connections)"))
             }
-            while clock.now < deadline, run.isRunning, !progressed() {
-                try await Task.sleep(for: .milliseconds(5))
-            }
-            try await Task.sleep(for: .milliseconds(Int.random(in: 0...300, using: &generator)))
-            guard run.isRunning else { break }
-            run.signal(SIGKILL)
+            guard killed else { break }
             #expect(await run.exited() == 128 + SIGKILL)
             kills += 1
             let text = (try? String(contentsOf: events, encoding: .utf8)) ?? ""
