@@ -237,6 +237,12 @@ struct HaulCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Print one JSON object per event per line, for scripts.")
     var json = false
 
+    @Flag(
+        name: [.short, .long],
+        help: "Show each request's and response's headers on standard error (secrets redacted), as curl -v."
+    )
+    var verbose = false
+
     @Flag(name: [.customShort("L"), .long], help: "Follow redirects: what haul always does (accepted, as curl -L).")
     var location = false
 

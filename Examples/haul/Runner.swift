@@ -2,6 +2,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import Haul
+import Logging
 
 /// Runs one `haul` invocation and returns its exit status.
 struct Runner {
@@ -57,6 +58,10 @@ struct Runner {
         // were asked for.
         configuration.connectionRetryLimit = command.retries == nil ? 0 : nil
         configuration.stallTimeout = .milliseconds(Int64(command.stallTimeout * 1000))
+        if command.verbose {
+            configuration.logsHeaders = true
+            configuration.logger = Logger(label: "haul", factory: { _ in VerboseLog() })
+        }
         if let seconds = command.connectTimeout { configuration.connectTimeout = .milliseconds(Int64(seconds * 1000)) }
         configuration.maximumFileSize = command.maxSize?.value
         configuration.resumesWithoutValidator = command.resumeUnvalidated

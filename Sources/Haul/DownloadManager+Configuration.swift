@@ -223,6 +223,13 @@ extension DownloadManager {
         /// also matches its subdomains), an IP address, or `*` for every host. `nil` (the default):
         /// the environment's `no_proxy`, unless ``ignoresProxyEnvironment``.
         public var proxyBypass: [String]?
+        /// Whether every request's and response's header lines are logged to ``logger`` at debug level
+        /// (curl's `-v`; `haul -v`): `> ` lines sent, `< ` lines received, one message per request and
+        /// per response line. A header's value is logged only for headers that never carry a secret
+        /// (`Host`, `Range`, `If-Range`, `User-Agent`… sent; all but `Set-Cookie` received): the
+        /// headers given (``headers``, a request's), an `Authorization` made of a URL's password and
+        /// cookies show as `<redacted>`. Off by default: each request then costs curl's debug output.
+        public var logsHeaders = false
         /// Where the manager logs; by default nowhere.
         public var logger: Logger = Logger(label: "haul", factory: { _ in SwiftLogNoOpLogHandler() })
 

@@ -64,7 +64,8 @@ extension TransferEnvironment {
             decodesCompression: configuration.decodesCompression,
             proxy: configuration.proxy?.absoluteString ?? (configuration.ignoresProxyEnvironment ? "" : nil),
             noProxy: configuration.proxyBypass?.joined(separator: ",")
-                ?? (configuration.ignoresProxyEnvironment ? "" : nil)
+                ?? (configuration.ignoresProxyEnvironment ? "" : nil),
+            headerLog: configuration.logsHeaders ? HeaderLog(logger: configuration.logger) : nil
         )
         self.init(
             reactor: reactor,

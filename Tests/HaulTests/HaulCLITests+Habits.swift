@@ -123,3 +123,34 @@ extension HaulCLITests {
         #expect(!run.stdout.contains("completed") && !run.stderr.contains("not a valid URL"))
     }
 }
+
+/// Issue 43, item 5: `-v`.
+extension HaulCLITests {
+    @Test(
+        "-v: each request's and response's headers on stderr, as curl -v; a header given and a URL's password redacted"
+    )
+    func verboseHeaders() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let source = try server.makeFile("verbose.bin", size: 50_000)
+        let secret = "v3rbose-s3cret-77"
+        var url = URLComponents(url: server.url("verbose.bin"), resolvingAgainstBaseURL: false)!
+        (url.user, url.password) = ("bob", "pw-\(secret)")
+        let output = work.appendingPathComponent("verbose.bin").path
+        let run = try await haul(
+            ["-v", "-H", "X-Api-Key: \(secret)", "-o", output, url.string!],
+            in: work
+        )
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: output)) == source)
+        let lines = run.stderr.split(separator: "\n").map(String.init)
+        #expect(lines.contains("> GET /verbose.bin HTTP/1.1"), "\(run.stderr)")
+        #expect(lines.contains { $0.hasPrefix("> Host: 127.0.0.1:") })
+        #expect(lines.contains("> Authorization: <redacted>") && lines.contains("> X-Api-Key: <redacted>"))
+        #expect(lines.contains("< HTTP/1.1 200 OK") && lines.contains("< Content-Length: 50000"))
+        #expect(!run.stderr.contains(secret) && !run.stdout.contains(secret))
+        // Without -v, nothing of the kind.
+        let quiet = try await haul(["-o", output + ".2", server.url("verbose.bin").absoluteString], in: work)
+        #expect(quiet.status == 0 && !quiet.stderr.contains("> GET"), "\(quiet.stderr)")
+    }
+}

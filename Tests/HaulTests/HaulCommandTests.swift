@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
-import Haul
 import Testing
 
+@testable import Haul
 @testable import HaulCLI
 
 @Suite("haul: arguments and file names")
@@ -218,6 +218,19 @@ struct HaulArgumentTests {
         for text in ["not a url at all", "::::", "/tmp/file", "a b.com/x", ".com/x", "x./y"] {
             #expect(HaulCommand.withDefaultScheme(text) == nil, "\(text)")
         }
+    }
+
+    @Test("header lines as -v shows them: values that never carry a secret shown, any other sent one redacted")
+    func headerLinesRedacted() {
+        #expect(HeaderLog.redacted("Range: bytes=100-", sent: true) == "Range: bytes=100-")
+        #expect(HeaderLog.redacted("If-Range: \"v1\"", sent: true) == "If-Range: \"v1\"")
+        #expect(HeaderLog.redacted("Authorization: Basic Ym9iOnB3", sent: true) == "Authorization: <redacted>")
+        #expect(HeaderLog.redacted("X-Anything: token", sent: true) == "X-Anything: <redacted>")
+        #expect(HeaderLog.redacted("Cookie: session=1", sent: true) == "Cookie: <redacted>")
+        #expect(HeaderLog.redacted("GET /a:b HTTP/1.1", sent: true) == "GET /a:b HTTP/1.1")
+        #expect(HeaderLog.redacted("ETag: \"v1\"", sent: false) == "ETag: \"v1\"")
+        #expect(HeaderLog.redacted("Set-Cookie: id=42", sent: false) == "Set-Cookie: <redacted>")
+        #expect(HeaderLog.redacted("HTTP/1.1 206 Partial Content", sent: false) == "HTTP/1.1 206 Partial Content")
     }
 
     @Test("the input file is read one entry at a time: an entry is whole at the next URL line or at the end")

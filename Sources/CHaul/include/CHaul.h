@@ -27,6 +27,7 @@
 int CHaul_sha256(const void *data, size_t length, unsigned char *digest);
 
 typedef size_t (*CHaul_data_callback)(char *ptr, size_t size, size_t nmemb, void *userdata);
+typedef int (*CHaul_debug_callback)(CURL *handle, curl_infotype type, char *data, size_t size, void *context);
 
 // MARK: easy handle options
 
@@ -52,6 +53,10 @@ static inline CURLcode CHaul_easy_setopt_slist(CURL *handle, CURLoption option, 
 
 static inline CURLcode CHaul_easy_setopt_data_callback(CURL *handle, CURLoption option, CHaul_data_callback value) {
     return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode CHaul_easy_setopt_debug_callback(CURL *handle, CHaul_debug_callback value) {
+    return curl_easy_setopt(handle, CURLOPT_DEBUGFUNCTION, value);
 }
 
 /// libcurl 7.88 opens its sockets without close-on-exec: a child process started while a transfer

@@ -20,5 +20,7 @@ extension EasyHandle {
         var noProxy: String?
         /// A `CURLSH` every easy handle shares (TLS sessions, DNS answers), if any.
         var share: UnsafeMutableRawPointer?
+        /// Where header lines are logged, when they are (``HeaderLog``).
+        var headerLog: HeaderLog?
     }
 }

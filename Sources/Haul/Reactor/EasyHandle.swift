@@ -103,6 +103,12 @@ final class EasyHandle {
         set(CURLOPT_TCP_KEEPALIVE, 1)
         _ = CHaul_easy_open_sockets_close_on_exec(raw)
         _ = CHaul_easy_setopt_pointer(raw, CURLOPT_ERRORBUFFER, errorBuffer)
+        if let log = options.headerLog {
+            // The options keep the log for as long as the pool's handles live.
+            set(CURLOPT_VERBOSE, 1)
+            _ = CHaul_easy_setopt_debug_callback(raw, HeaderLog.callback)
+            _ = CHaul_easy_setopt_pointer(raw, CURLOPT_DEBUGDATA, Unmanaged.passUnretained(log).toOpaque())
+        }
     }
 
     /// The write callback set on the handle (its address), 0 before the first.
