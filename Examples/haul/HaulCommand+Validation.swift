@@ -19,6 +19,10 @@ extension HaulCommand {
         if urls.isEmpty && inputFile == nil {
             throw ValidationError("Give at least one URL, or --input-file FILE.")
         }
+        if let user, user.isEmpty || user.hasPrefix(":") {
+            throw ValidationError("-u needs a user name: -u NAME[:PASSWORD].")
+        }
+        if noNetrc, netrcFile != nil { throw ValidationError("Give one of --netrc-file, --no-netrc.") }
         if discard {
             let others = [
                 (output != nil, "-o"), (checksum != nil, "--checksum"), (contentDisposition, "--content-disposition"),

@@ -126,6 +126,24 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Hosts reached without the proxy, comma-separated (as no_proxy; * for all).")
     var noproxy: String?
 
+    @Option(
+        name: [.customShort("u", allowingJoined: true), .customLong("user")],
+        help: """
+            USER[:PASSWORD] for every URL (HTTP authentication, as curl -u); without a password, \
+            asked for on a terminal, else read from HAUL_PASSWORD. Never stored.
+            """
+    )
+    var user: String?
+
+    @Option(
+        name: .long,
+        help: "Read passwords from FILE instead of ~/.netrc (machine HOST login NAME password SECRET)."
+    )
+    var netrcFile: String?
+
+    @Flag(name: .long, help: "Do not read ~/.netrc (it is read by default, as wget and aria2c do).")
+    var noNetrc = false
+
     @Flag(name: .long, help: "Ignore http_proxy, https_proxy, all_proxy and no_proxy: connect directly unless --proxy.")
     var noProxy = false
 

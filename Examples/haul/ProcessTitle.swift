@@ -1,7 +1,7 @@
 import Glibc
 
 /// What `ps` and `/proc/PID/cmdline` show of this process: haul's arguments, with the secrets in them
-/// blanked as curl blanks its own (`-u`, `--proxy-user`) — header values (`-H 'Name: value'`) and the
+/// blanked as curl blanks its own (`-u`, `--proxy-user`) — header values (`-H 'Name: value'`), `-u`'s password and the
 /// passwords of URLs (a download's, `--proxy`'s, `--queue`'s) become `*`s in place, once haul has
 /// read its arguments. (They are visible for the first milliseconds of the run; `header=` lines in an
 /// input file never are.)
@@ -16,14 +16,17 @@ enum ProcessTitle {
                 count: strlen(pointer)
             )
             let text = String(decoding: bytes, as: UTF8.self)
+            // A header's value, and -u's password: after the first colon.
             if headerNext {
                 blankHeaderValue(bytes, from: 0)
             } else if text.hasPrefix("--header=") {
                 blankHeaderValue(bytes, from: "--header=".utf8.count)
-            } else if text.hasPrefix("-H"), text.utf8.count > 2, !text.hasPrefix("-H=") {
+            } else if text.hasPrefix("--user=") {
+                blankHeaderValue(bytes, from: "--user=".utf8.count)
+            } else if text.hasPrefix("-H") || text.hasPrefix("-u"), text.utf8.count > 2, !text.hasPrefix("--") {
                 blankHeaderValue(bytes, from: 2)
             }
-            headerNext = text == "-H" || text == "--header"
+            headerNext = ["-H", "--header", "-u", "--user"].contains(text)
             blankURLPasswords(bytes)
         }
     }

@@ -11,11 +11,13 @@ struct Runner {
     func run() async -> Int32 {
         let source: EntrySource
         let directory: String
+        let credentials: Credentials
         let isDirectory = { (path: String) -> Bool in
             var status = stat()
             return stat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
         }
         do {
+            credentials = try command.credentials()
             source = try command.entrySource()
             let plan = DownloadPlan.resolve(
                 output: command.outputPath,
@@ -184,7 +186,7 @@ struct Runner {
                     index += 1
                     if command.discard {
                         do {
-                            let request = try Self.discardingRequest(entry)
+                            let request = try Self.discardingRequest(entry, credentials: credentials)
                             // Shown by its URL's name (its destination is /dev/null).
                             let name = FilePath.lastComponent(of: request.url.path)
                             guard following.follow(request.id, index: index, destination: name) else { continue }
@@ -203,7 +205,8 @@ struct Runner {
                             for: item,
                             entry,
                             into: folder,
-                            workingDirectory: workingDirectory
+                            workingDirectory: workingDirectory,
+                            credentials: credentials
                         )
                         // A name haul chose (from the URL, out=) never replaces a file someone
                         // made there during the download; the file -o names is the user's to replace.
@@ -271,10 +274,11 @@ struct Runner {
         for item: DownloadPlan.Item,
         _ entry: InputFile.Entry,
         into folder: String?,
-        workingDirectory: String? = nil
+        workingDirectory: String? = nil,
+        credentials: Credentials = Credentials()
     ) throws(DownloadError) -> DownloadRequest {
         var request = DownloadRequest(
-            url: try parsed(item.url),
+            url: credentials.apply(to: try parsed(item.url)),
             destination: URL(
                 fileURLWithPath: absolute(folder ?? item.destination, in: workingDirectory),
                 isDirectory: folder != nil
@@ -283,7 +287,7 @@ struct Runner {
             headers: entry.headers
         )
         request.takesFileNameFromServer = folder != nil
-        for mirror in entry.urls.dropFirst() { request.mirrors.append(try parsed(mirror)) }
+        for mirror in entry.urls.dropFirst() { request.mirrors.append(credentials.apply(to: try parsed(mirror))) }
         return request
     }
 
@@ -293,9 +297,15 @@ struct Runner {
     }
 
     /// The request for `entry` with --discard: its body is counted and thrown away.
-    static func discardingRequest(_ entry: InputFile.Entry) throws(DownloadError) -> DownloadRequest {
-        var request = DownloadRequest.discarding(try parsed(entry.urls[0]), headers: entry.headers)
-        for mirror in entry.urls.dropFirst() { request.mirrors.append(try parsed(mirror)) }
+    static func discardingRequest(
+        _ entry: InputFile.Entry,
+        credentials: Credentials = Credentials()
+    ) throws(DownloadError) -> DownloadRequest {
+        var request = DownloadRequest.discarding(
+            credentials.apply(to: try parsed(entry.urls[0])),
+            headers: entry.headers
+        )
+        for mirror in entry.urls.dropFirst() { request.mirrors.append(credentials.apply(to: try parsed(mirror))) }
         return request
     }
 

@@ -154,3 +154,83 @@ extension HaulCLITests {
         #expect(quiet.status == 0 && !quiet.stderr.contains("> GET"), "\(quiet.stderr)")
     }
 }
+
+/// Issue 43, item 1: credentials the usual ways, never stored.
+extension HaulCLITests {
+    /// Every file under `directory` and the texts given: none holds `secret`.
+    func expectNowhere(_ secret: String, under directory: URL, or texts: [String]) {
+        for text in texts { #expect(!text.contains(secret)) }
+        let files = FileManager.default.enumerator(atPath: directory.path)?.compactMap { $0 as? String } ?? []
+        for file in files {
+            let data = (try? Data(contentsOf: directory.appendingPathComponent(file))) ?? Data()
+            #expect(data.range(of: Data(secret.utf8)) == nil, "\(file) holds the secret")
+        }
+    }
+
+    @Test("-u alice:PASSWORD, -u alice with HAUL_PASSWORD, and --no-netrc: basic auth as curl sends it, stored nowhere")
+    func userAndPassword() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let source = try server.makeFile("u.bin", size: 30_000, seed: 41)
+        let url = server.url("private/u.bin").absoluteString
+        let out = work.appendingPathComponent("out")
+        let given = try await haul(["-u", "alice:\(NginxServer.password)", "-o", out.path + "/a.bin", url], in: work)
+        #expect(given.status == 0, "\(given.stderr)")
+        #expect(try Data(contentsOf: out.appendingPathComponent("a.bin")) == source)
+        let fromEnvironment = try await haul(
+            ["-ualice", "--json", "-o", out.path + "/b.bin", url],
+            in: work,
+            environment: ["HAUL_PASSWORD": NginxServer.password]
+        )
+        #expect(fromEnvironment.status == 0, "\(fromEnvironment.stderr)")
+        let without = try await haul(["--no-netrc", "-o", out.path + "/c.bin", url], in: work)
+        #expect(without.status != 0 && without.stderr.contains("401"), "\(without.stderr)")
+        // No password and no terminal: said, before anything is fetched.
+        let unasked = try await haul(["-u", "alice", "-o", out.path + "/d.bin", url], in: work)
+        #expect(unasked.status == 64 && unasked.stderr.contains("HAUL_PASSWORD"), "\(unasked.stderr)")
+        #expect(server.accessLog().filter { $0.uri == "/private/u.bin" }.map(\.status) == [200, 200, 401])
+        expectNowhere(
+            NginxServer.password,
+            under: out,
+            or: [given.stdout, given.stderr, fromEnvironment.stdout, fromEnvironment.stderr]
+        )
+    }
+
+    @Test(
+        ".netrc: read by default from HOME (its host's machine, else default), --netrc-file, refused if others can read it"
+    )
+    func netrcFiles() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let source = try server.makeFile("n.bin", size: 20_000, seed: 42)
+        let url = server.url("private/n.bin").absoluteString
+        let home = work.appendingPathComponent("home")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        let netrc = home.appendingPathComponent(".netrc")
+        try """
+        # a macro, skipped
+        macdef init
+        login nobody password nothing
+
+        machine example.com login bob password other
+        machine 127.0.0.1
+          login alice
+          password \(NginxServer.password)
+        default login nobody password nothing
+        """.write(to: netrc, atomically: true, encoding: .utf8)
+        chmod(netrc.path, 0o600)
+        let out = work.appendingPathComponent("out")
+        let environment = ["HOME": home.path]
+        let byDefault = try await haul(["-o", out.path + "/a.bin", url], in: work, environment: environment)
+        #expect(byDefault.status == 0, "\(byDefault.stderr)")
+        #expect(try Data(contentsOf: out.appendingPathComponent("a.bin")) == source)
+        let named = try await haul(["--netrc-file", netrc.path, "-o", out.path + "/b.bin", url], in: work)
+        #expect(named.status == 0, "\(named.stderr)")
+        // Readable by others: not used, and said why.
+        chmod(netrc.path, 0o644)
+        let exposed = try await haul(["-o", out.path + "/c.bin", url], in: work, environment: environment)
+        #expect(exposed.status != 0 && exposed.stderr.contains("chmod 600"), "\(exposed.stderr)")
+        #expect(server.accessLog().filter { $0.uri == "/private/n.bin" }.map(\.status) == [200, 200, 401])
+        expectNowhere(NginxServer.password, under: out, or: [byDefault.stdout, byDefault.stderr, exposed.stderr])
+    }
+}

@@ -557,7 +557,7 @@ struct HaulCLITests {
         let running = try await startReceiving(
             [
                 "--json", "-H", "X-Api-Key: \(NginxServer.apiKey)", "--header=X-Tenant: \(NginxServer.bearer)",
-                "--proxy", "http://u:s3cret-proxy-pw@127.0.0.1:1", "--noproxy", "127.0.0.1",
+                "--proxy", "http://u:s3cret-proxy-pw@127.0.0.1:1", "--noproxy", "127.0.0.1", "-u", "bob:s3cret-user-pw",
                 "-o", work.appendingPathComponent("title.bin").path, url,
             ],
             events: events
@@ -568,13 +568,16 @@ struct HaulCLITests {
         )
         running.signal(SIGINT)
         #expect(await running.exited() == 130)
-        for secret in [NginxServer.apiKey, NginxServer.bearer, NginxServer.password, "s3cret-proxy-pw"] {
+        for secret in [
+            NginxServer.apiKey, NginxServer.bearer, NginxServer.password, "s3cret-proxy-pw", "s3cret-user-pw",
+        ] {
             #expect(!title.contains(secret), "\(title)")
         }
         // What is not secret stays readable: the header names, the user names, the hosts.
         #expect(title.contains("X-Api-Key: ***") && title.contains("--header=X-Tenant: ***"), "\(title)")
         #expect(title.contains("http://alice:***") && title.contains("@127.0.0.1:\(server.port)/gated/title.bin"))
         #expect(title.contains("http://u:***************@127.0.0.1:1"))
+        #expect(title.contains("-u\u{0}bob:**************"), "\(title)")
     }
 
     @Test("SIGINT pauses and exits 130; the same command again resumes and finishes")

@@ -233,6 +233,34 @@ struct HaulArgumentTests {
         #expect(HeaderLog.redacted("HTTP/1.1 206 Partial Content", sent: false) == "HTTP/1.1 206 Partial Content")
     }
 
+    @Test(".netrc read as curl reads it: machines by host, default, tokens on one line or several, macdef skipped")
+    func netrcParsing() {
+        let netrc = Netrc(
+            parsing: """
+                machine a.example login ann password "pass word"
+                macdef boot
+                machine evil.example login x password y
+
+                machine B.example
+                  login bo
+                  password b2
+                machine a.example login later password ignored
+                default login anyone password any
+                """
+        )
+        #expect(netrc.credentials(forHost: "a.example") == Netrc.Credentials(login: "ann", password: "pass word"))
+        #expect(netrc.credentials(forHost: "b.example") == Netrc.Credentials(login: "bo", password: "b2"))
+        #expect(netrc.credentials(forHost: "evil.example") == Netrc.Credentials(login: "anyone", password: "any"))
+        #expect(Netrc(parsing: "machine h login l").credentials(forHost: "other") == nil)
+        let credentials = Credentials(user: nil, netrc: netrc)
+        let url = URL(string: "http://a.example/f")!
+        // Percent-encoded in the URL, as curl decodes it.
+        #expect(credentials.apply(to: url).absoluteString == "http://ann:pass%20word@a.example/f")
+        // A URL that names its user keeps it; -u wins over .netrc.
+        #expect(credentials.apply(to: URL(string: "http://me:pw@a.example/f")!).user == "me")
+        #expect(Credentials(user: ("u", "p"), netrc: netrc).apply(to: url).user == "u")
+    }
+
     @Test("the input file is read one entry at a time: an entry is whole at the next URL line or at the end")
     func inputFileReaderYieldsEntriesInTurn() throws {
         let text = "http://h/a\n  out=x/a.bin\n  split=2\nhttp://h/b\thttp://m/b\n# c\nhttp://h/c\n  out=../c\n"
