@@ -1120,36 +1120,15 @@ struct SafeDefaultTests {
 struct ConnectTimeoutTests {
     @Test("a host that never completes the TCP handshake fails after connectTimeout")
     func connectTimeout() async throws {
-        // A listening socket that never accepts, its backlog filled: further SYNs go unanswered.
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(listener, pointer, length) == 0 && listen(listener, 0) == 0
-                    && getsockname(listener, pointer, &length) == 0
-            }
-        }
-        try #require(bound)
-        var fillers: [Int32] = []
-        defer { fillers.forEach { close($0) } }
-        for _ in 0..<8 {
-            let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-            _ = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, length) }
-            }
-            fillers.append(filler)
-        }
+        let silent = try SilentListener()
+        defer { withExtendedLifetime(silent) {} }  // open until the end
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         var configuration = DownloadManager.Configuration()
         configuration.stateDirectory = directory.appendingPathComponent("state")
         configuration.connectTimeout = .milliseconds(300)
         configuration.retryLimit = 0
-        let port = UInt16(bigEndian: address.sin_port)
+        let port = silent.port
         let clock = ContinuousClock()
         let start = clock.now
         try await withDownloadManager(configuration: configuration) { manager in

@@ -70,31 +70,9 @@ extension HaulCLITests {
     func connectTimeout() async throws {
         let work = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: work) }
-        // A listener with a backlog of one, filled by a connection nobody accepts: the next SYN is
-        // dropped, and a connect waits until its timeout.
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
-                bind(listener, pointer, length) == 0 && listen(listener, 0) == 0
-                    && getsockname(listener, pointer, &length) == 0
-            }
-        }
-        #expect(bound)
-        var fillers: [Int32] = []
-        defer { fillers.forEach { close($0) } }
-        for _ in 0..<2 {
-            let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-            _ = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, length) }
-            }
-            fillers.append(filler)
-        }
-        let port = Int(UInt16(bigEndian: address.sin_port))
+        let silent = try SilentListener()
+        defer { withExtendedLifetime(silent) {} }  // open until the end
+        let port = silent.port
         let started = ContinuousClock.now
         let run = try await haul(
             [
