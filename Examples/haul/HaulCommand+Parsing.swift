@@ -43,6 +43,9 @@ extension HaulCommand {
         return "http://" + trimmed
     }
 
+    /// Whether `-b`'s value names a file: as curl reads it, a value with `=` is cookies themselves.
+    static func cookieIsFile(_ value: String) -> Bool { !value.contains("=") }
+
     static func parseSize(_ text: String) -> Int64? {
         var digits = text.trimmingSpaces
         var unit: Double = 1

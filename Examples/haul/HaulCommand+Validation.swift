@@ -22,6 +22,9 @@ extension HaulCommand {
         if let user, user.isEmpty || user.hasPrefix(":") {
             throw ValidationError("-u needs a user name: -u NAME[:PASSWORD].")
         }
+        if let cookie, Self.cookieIsFile(cookie), !FileManager.default.isReadableFile(atPath: cookie) {
+            throw ValidationError("-b '\(cookie)' cannot be read: give a cookie file, or name=value.")
+        }
         if noNetrc, netrcFile != nil { throw ValidationError("Give one of --netrc-file, --no-netrc.") }
         if discard {
             let others = [

@@ -136,6 +136,15 @@ struct HaulCommand: AsyncParsableCommand {
     var user: String?
 
     @Option(
+        name: [.customShort("b", allowingJoined: true), .customLong("cookie"), .customLong("load-cookies")],
+        help: """
+            Cookies from FILE (Netscape format, as curl -b, wget and aria2c --load-cookies), sent where \
+            their domain and path say; or 'name=value; …' sent to the URLs' own hosts. Never stored.
+            """
+    )
+    var cookie: String?
+
+    @Option(
         name: .long,
         help: "Read passwords from FILE instead of ~/.netrc (machine HOST login NAME password SECRET)."
     )

@@ -9,6 +9,7 @@ enum ProcessTitle {
     /// Overwrites the secrets in the process's own argument strings.
     static func blankSecrets() {
         var headerNext = false
+        var cookieNext = false
         for index in 1..<Int(CommandLine.argc) {
             guard let pointer = CommandLine.unsafeArgv[index] else { continue }
             let bytes = UnsafeMutableBufferPointer(
@@ -26,7 +27,12 @@ enum ProcessTitle {
             } else if text.hasPrefix("-H") || text.hasPrefix("-u"), text.utf8.count > 2, !text.hasPrefix("--") {
                 blankHeaderValue(bytes, from: 2)
             }
+            if cookieNext || text.hasPrefix("--cookie=") || (text.hasPrefix("-b") && text.utf8.count > 2) {
+                // -b 'name=value; …': every cookie's value.
+                blankCookieValues(bytes)
+            }
             headerNext = ["-H", "--header", "-u", "--user"].contains(text)
+            cookieNext = ["-b", "--cookie", "--load-cookies"].contains(text)
             blankURLPasswords(bytes)
         }
     }
@@ -36,6 +42,19 @@ enum ProcessTitle {
         guard start < bytes.count, let colon = bytes[start...].firstIndex(of: UInt8(ascii: ":")) else { return }
         for index in (colon + 1)..<bytes.count where bytes[index] != UInt8(ascii: " ") {
             bytes[index] = UInt8(ascii: "*")
+        }
+    }
+
+    /// `name=value; name=value`: each value's bytes become `*` (a file's path, with no `=`, stays).
+    static func blankCookieValues(_ bytes: UnsafeMutableBufferPointer<UInt8>) {
+        var inValue = false
+        for index in bytes.indices {
+            switch bytes[index] {
+            case UInt8(ascii: "="): inValue = true
+            case UInt8(ascii: ";"): inValue = false
+            case UInt8(ascii: " "): continue
+            default: if inValue { bytes[index] = UInt8(ascii: "*") }
+            }
         }
     }
 

@@ -73,6 +73,14 @@ struct Runner {
         configuration.headers = ((try? command.headerLines()) ?? []).compactMap {
             try? HaulCommand.parseHeader($0).get()
         }
+        if let cookie = command.cookie {
+            if HaulCommand.cookieIsFile(cookie) {
+                configuration.cookieFile = URL(fileURLWithPath: cookie)
+            } else {
+                // curl's `-b 'name=value'`: a header of the download's own origin, never stored.
+                configuration.headers.append(DownloadHeader("Cookie", cookie))
+            }
+        }
         if let proxy = command.proxy {
             if proxy.isEmpty {
                 configuration.ignoresProxyEnvironment = true  // curl's --proxy "": no proxy at all

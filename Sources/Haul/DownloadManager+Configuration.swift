@@ -164,6 +164,12 @@ extension DownloadManager {
         /// A PEM file of certificate authorities to verify HTTPS servers with, instead of the
         /// system's. Verification itself is never turned off.
         public var certificateAuthorityFile: URL?
+        /// A file of cookies in the Netscape format (curl's `-b FILE`, wget's and aria2c's
+        /// `--load-cookies`, a browser's export): each request sends the ones whose domain, path,
+        /// `secure` flag and expiry say so, through libcurl's cookie engine (which also keeps what
+        /// responses set, in memory). The file is read, never written. Cookie values are secrets as
+        /// header values are: never stored, logged as `<redacted>` (``logsHeaders``).
+        public var cookieFile: URL?
         /// How many redirects a download follows. Default 10.
         public var maximumRedirects: Int = 10
         /// How many downloads share one HTTP/2 connection; more downloads from the host open another

@@ -61,6 +61,7 @@ extension TransferEnvironment {
             connectTimeout: configuration.connectTimeout,
             stallTimeout: configuration.stallTimeout,
             certificateAuthorityFile: configuration.certificateAuthorityFile?.path,
+            cookieFile: configuration.cookieFile?.path,
             decodesCompression: configuration.decodesCompression,
             proxy: configuration.proxy?.absoluteString ?? (configuration.ignoresProxyEnvironment ? "" : nil),
             noProxy: configuration.proxyBypass?.joined(separator: ",")

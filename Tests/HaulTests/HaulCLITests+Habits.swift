@@ -212,3 +212,34 @@ extension HaulCLITests {
         expectNowhere(NginxServer.password, under: out, or: [byDefault.stdout, byDefault.stderr, exposed.stderr])
     }
 }
+
+/// Issue 43, item 2: cookie files.
+extension HaulCLITests {
+    @Test("-b FILE / --load-cookies FILE (Netscape format) sent where its domain says; -b 'name=value'; stored nowhere")
+    func cookieFiles() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let source = try server.makeFile("k.bin", size: 20_000, seed: 43)
+        let url = server.url("cookie/k.bin").absoluteString
+        let jar = work.appendingPathComponent("cookies.txt")
+        try "# Netscape HTTP Cookie File\n127.0.0.1\tFALSE\t/\tFALSE\t0\tsession\t\(NginxServer.cookie)\n"
+            .write(to: jar, atomically: true, encoding: .utf8)
+        let elsewhere = work.appendingPathComponent("elsewhere.txt")
+        try "other.example\tFALSE\t/\tFALSE\t0\tsession\t\(NginxServer.cookie)\n"
+            .write(to: elsewhere, atomically: true, encoding: .utf8)
+        let out = work.appendingPathComponent("out")
+        let byFile = try await haul(["-v", "-b", jar.path, "-o", out.path + "/a.bin", url], in: work)
+        #expect(byFile.status == 0, "\(byFile.stderr)")
+        #expect(try Data(contentsOf: out.appendingPathComponent("a.bin")) == source)
+        #expect(byFile.stderr.contains("> Cookie: <redacted>"), "\(byFile.stderr)")
+        let wgetSpelling = try await haul(["--load-cookies", jar.path, "-o", out.path + "/b.bin", url], in: work)
+        #expect(wgetSpelling.status == 0, "\(wgetSpelling.stderr)")
+        let inline = try await haul(["-b", "session=\(NginxServer.cookie)", "-o", out.path + "/c.bin", url], in: work)
+        #expect(inline.status == 0, "\(inline.stderr)")
+        // Another domain's cookie is not sent.
+        let other = try await haul(["-b", elsewhere.path, "-o", out.path + "/d.bin", url], in: work)
+        #expect(other.status != 0 && other.stderr.contains("401"), "\(other.stderr)")
+        #expect(server.accessLog().filter { $0.uri == "/cookie/k.bin" }.map(\.status) == [200, 200, 200, 401])
+        expectNowhere(NginxServer.cookie, under: out, or: [byFile.stdout, byFile.stderr, inline.stdout, inline.stderr])
+    }
+}

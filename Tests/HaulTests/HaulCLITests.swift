@@ -558,6 +558,7 @@ struct HaulCLITests {
             [
                 "--json", "-H", "X-Api-Key: \(NginxServer.apiKey)", "--header=X-Tenant: \(NginxServer.bearer)",
                 "--proxy", "http://u:s3cret-proxy-pw@127.0.0.1:1", "--noproxy", "127.0.0.1", "-u", "bob:s3cret-user-pw",
+                "-b", "session=c00kie-value; x=y",
                 "-o", work.appendingPathComponent("title.bin").path, url,
             ],
             events: events
@@ -578,6 +579,7 @@ struct HaulCLITests {
         #expect(title.contains("http://alice:***") && title.contains("@127.0.0.1:\(server.port)/gated/title.bin"))
         #expect(title.contains("http://u:***************@127.0.0.1:1"))
         #expect(title.contains("-u\u{0}bob:**************"), "\(title)")
+        #expect(title.contains("-b\u{0}session=************; x=*") && !title.contains("c00kie-value"), "\(title)")
     }
 
     @Test("SIGINT pauses and exits 130; the same command again resumes and finishes")

@@ -11,6 +11,8 @@ extension EasyHandle {
         var stallTimeout: Duration
         /// A PEM file of certificate authorities, instead of the system's.
         var certificateAuthorityFile: String?
+        /// `CURLOPT_COOKIEFILE`: cookies sent where their rules say, if any.
+        var cookieFile: String?
         /// Ask for compressed bodies and decode them.
         var decodesCompression = false
         /// `CURLOPT_PROXY`: a proxy URL, `""` for none (the environment ignored), `nil` for the

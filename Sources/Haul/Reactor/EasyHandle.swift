@@ -96,6 +96,7 @@ final class EasyHandle {
         set(CURLOPT_SSL_VERIFYPEER, 1)
         set(CURLOPT_SSL_VERIFYHOST, 2)
         if let file = options.certificateAuthorityFile { set(CURLOPT_CAINFO, file) }
+        if let file = options.cookieFile { set(CURLOPT_COOKIEFILE, file) }
         if let proxy = options.proxy { set(CURLOPT_PROXY, proxy) }
         if let noProxy = options.noProxy { set(CURLOPT_NOPROXY, noProxy) }
         // "": every encoding this libcurl decodes, and it decodes them.
