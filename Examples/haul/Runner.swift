@@ -286,7 +286,7 @@ struct Runner {
         credentials: Credentials = Credentials()
     ) throws(DownloadError) -> DownloadRequest {
         var request = DownloadRequest(
-            url: credentials.apply(to: try parsed(item.url)),
+            url: try resolved(item.url, credentials),
             destination: URL(
                 fileURLWithPath: absolute(folder ?? item.destination, in: workingDirectory),
                 isDirectory: folder != nil
@@ -295,7 +295,7 @@ struct Runner {
             headers: entry.headers
         )
         request.takesFileNameFromServer = folder != nil
-        for mirror in entry.urls.dropFirst() { request.mirrors.append(credentials.apply(to: try parsed(mirror))) }
+        for mirror in entry.urls.dropFirst() { request.mirrors.append(try resolved(mirror, credentials)) }
         return request
     }
 
@@ -304,16 +304,21 @@ struct Runner {
         try DownloadRequest.url(parsing: HaulCommand.withDefaultScheme(text) ?? text, shownAs: Reporter.shown(text))
     }
 
+    /// The URL `text` names, with the user and password `credentials` know for it.
+    static func resolved(_ text: String, _ credentials: Credentials) throws(DownloadError) -> URL {
+        credentials.apply(to: try parsed(text))
+    }
+
     /// The request for `entry` with --discard: its body is counted and thrown away.
     static func discardingRequest(
         _ entry: InputFile.Entry,
         credentials: Credentials = Credentials()
     ) throws(DownloadError) -> DownloadRequest {
         var request = DownloadRequest.discarding(
-            credentials.apply(to: try parsed(entry.urls[0])),
+            try resolved(entry.urls[0], credentials),
             headers: entry.headers
         )
-        for mirror in entry.urls.dropFirst() { request.mirrors.append(credentials.apply(to: try parsed(mirror))) }
+        for mirror in entry.urls.dropFirst() { request.mirrors.append(try resolved(mirror, credentials)) }
         return request
     }
 

@@ -151,11 +151,8 @@ extension DownloadQueue {
             )
         }
         let stateDirectory: String
-        if let configured = configuredStateDirectory {
-            stateDirectory = configured
-        } else if stream != nil {
-            // Nothing beside a device: a stream's row lives for this process only.
-            stateDirectory = streamStateDirectory
+        if stream != nil || configuredStateDirectory != nil {
+            stateDirectory = streamRowsDirectory
         } else {
             let folder = request.takesFileNameFromServer ? destination : FilePath.directory(of: destination)
             stateDirectory = FilePath.stateDirectory(besideFolder: folder)
@@ -201,6 +198,11 @@ extension DownloadQueue {
 }
 
 extension DownloadQueue {
+    /// Where the row of a download into a stream (a device, a pipe, memory, nothing) goes: the
+    /// configured state directory, or else nothing beside the destination: the manager's own
+    /// folder for this process (a stream's row lives for this process only).
+    private var streamRowsDirectory: String { configuredStateDirectory ?? streamStateDirectory }
+
     /// A request whose body is counted and thrown away (``DownloadRequest/discarding(_:headers:)``):
     /// nothing at a destination to look at; its row goes where a stream's does.
     private func prepareDiscarding(
@@ -220,7 +222,7 @@ extension DownloadQueue {
             url: url,
             destination: request.destinationPath,
             id: request.id,
-            stateDirectory: configuredStateDirectory ?? streamStateDirectory,
+            stateDirectory: streamRowsDirectory,
             priority: request.priority,
             expectedSize: request.expectedSize,
             userAgent: request.userAgent,

@@ -84,8 +84,7 @@ extension Transfer {
     private func retire(_ fetch: SegmentFetch) {
         if let easy = fetch.easy {
             environment.reactor.remove(easy.raw)
-            let (opened, answered) = (easy.connectionsOpened, easy.responseCode > 0)
-            download.ledger.withLock { $0.requestStopped(opened: opened, answered: answered) }
+            countConnection(of: easy)
             if fetch.parkedByLimiter {
                 fetch.parkedByLimiter = false
                 environment.rateLimiter.unpark(fetch)

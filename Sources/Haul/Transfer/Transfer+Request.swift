@@ -168,8 +168,7 @@ extension Transfer {
     func stopRequest() {
         guard let easy else { return }
         environment.reactor.remove(easy.raw)
-        let (opened, answered) = (easy.connectionsOpened, easy.responseCode > 0)
-        download.ledger.withLock { $0.requestStopped(opened: opened, answered: answered) }
+        countConnection(of: easy)
         closeStreamWatch()
         if parkedByLimiter || parkedByStream {
             // A handle curl holds paused (with a chunk it kept) is not used again: it goes.
@@ -179,6 +178,13 @@ extension Transfer {
             environment.easyHandles.recycle(easy)
         }
         self.easy = nil
+    }
+
+    /// A request's handle left curl: whether it opened a connection or went over one already open
+    /// (``Download/timings``). The transfer's own requests and its segments' alike.
+    func countConnection(of easy: EasyHandle) {
+        let (opened, answered) = (easy.connectionsOpened, easy.responseCode > 0)
+        download.ledger.withLock { $0.requestStopped(opened: opened, answered: answered) }
     }
 
     /// curl finished the request (its handle is still in the multi handle): decides how the attempt
