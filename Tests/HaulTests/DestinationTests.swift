@@ -199,7 +199,7 @@ struct DestinationTests {
     func blockDevicesAndLateArrivals() async throws {
         let (server, directory) = try startServerAndDirectory()
         defer { stop(server, directory) }
-        // /gated/ sends 1 MiB at once, then 16 KB/s (the last 256 KiB would take 16 s); a resume (with
+        // /gated/ sends 1 MiB at once, then 1 KB/s (the last 256 KiB would take minutes); a resume (with
         // Range) is not limited: the pause below lands before the end, however loaded the machine.
         _ = try server.makeFile("late.bin", size: 1024 * 1024 + 256 * 1024, seed: 383)
         let block = directory.appendingPathComponent("block").path
@@ -242,7 +242,7 @@ struct DestinationTests {
         var configuration = DownloadManager.Configuration()
         configuration.stateDirectory = state
         try await withDownloadManager(configuration: configuration) { manager in
-            // /gated/: 1 MiB at once, then 16 KB/s: paused with a partial on disk.
+            // /gated/: 1 MiB at once, then 1 KB/s: paused with a partial on disk.
             let download = try manager.download(from: server.url("gated/mode.bin"), to: destination)
             var events = download.events.makeAsyncIterator()
             await events.next { if case .progress(let p) = $0 { p.bytesReceived > 0 } else { false } }

@@ -527,7 +527,7 @@ struct DownloadManagerTests {
         }
         let destination = directory.appendingPathComponent("x.bin")
         try await withDownloadManager(configuration: configuration()) { manager in
-            // /gated/: 1 MiB at once, then 16 KB/s: still writing however loaded the machine is.
+            // /gated/: 1 MiB at once, then 1 KB/s: still writing however loaded the machine is.
             let first = try manager.download(from: server.url("gated/a.bin"), to: destination)
             var events = first.events.makeAsyncIterator()
             await events.next { if case .progress = $0 { true } else { false } }

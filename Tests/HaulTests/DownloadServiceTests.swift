@@ -19,7 +19,7 @@ struct DownloadServiceTests {
         let size = 3 * 1024 * 1024
         let source = try server.makeFile("service.bin", size: size)
         let destination = directory.appendingPathComponent("service.bin")
-        let url = server.url("gated/service.bin")  // 1 MiB at once, then 16 KB/s; a range at full speed
+        let url = server.url("gated/service.bin")  // 1 MiB at once, then 1 KB/s; a range at full speed
         var configuration = DownloadManager.Configuration.forTests()
         let state = directory.appendingPathComponent("state")
         configuration.stateDirectory = state

@@ -175,8 +175,9 @@ struct FleetProcessTests {
         let (server, work) = try startServerAndDirectory()
         defer { stop(server, work) }
         let database = try await TestPostgres.database()
-        // /gated/: 1 MiB at once, then 16 KB/s without a Range (2 s for the rest), at once with one.
-        let size = 1024 * 1024 + 32 * 1024
+        // /gated/: 1 MiB at once, then 1 KB/s without a Range (8 s for the rest: the kill lands
+        // before it, and a worker that starts afresh waits no longer), at once with one.
+        let size = 1024 * 1024 + 8 * 1024
         let source = try server.makeFile("big.bin", size: size, seed: 11)
         let list = work.appendingPathComponent("list.txt")
         try "\(server.url("gated/big.bin").absoluteString)\n  out=big.bin\n".write(

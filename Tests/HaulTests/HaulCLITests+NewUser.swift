@@ -73,13 +73,13 @@ extension HaulCLITests {
     func ignoredSIGINTStaysIgnored() async throws {
         let (server, work) = try startServerAndDirectory()
         defer { stop(server, work) }
-        // 1 MiB at once, then 16 KB/s: the last 128 KiB take about eight seconds, time enough for the
+        // /paced/: 1 MiB at once, then 16 KB/s: the last 128 KiB take about eight seconds, time enough for the
         // signal to arrive mid-transfer on a loaded machine.
         let data = try server.makeFile("bg.bin", size: 1024 * 1024 + 128 * 1024)
         let output = work.appendingPathComponent("out")
         let events = work.appendingPathComponent("bg.jsonl").path
         let process = try await startReceiving(
-            ["--json", "-o", output.path + "/", server.url("gated/bg.bin").absoluteString],
+            ["--json", "-o", output.path + "/", server.url("paced/bg.bin").absoluteString],
             events: events,
             ignoringSIGINT: true
         )

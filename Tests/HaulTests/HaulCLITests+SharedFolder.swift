@@ -55,7 +55,7 @@ extension HaulCLITests {
     func killedRunIsTakenOver() async throws {
         let (server, work) = try startServerAndDirectory()
         defer { stop(server, work) }
-        // /gated/: 1 MiB at once, then 16 KB/s to a request without Range (a minute for the second
+        // /gated/: 1 MiB at once, then 1 KB/s to a request without Range (hours for the second
         // MiB: the first run is still at it when it is killed, however late a loaded machine looks);
         // a resume runs at full speed.
         var sources: [String: Data] = [:]

@@ -54,11 +54,11 @@ struct HaulTerminalTests {
         let tmux = Tmux(scratch: work)
         var urls: [String] = []
         for index in 0..<3 {
-            // 1 MiB at once, then 16 KB/s: the last 96 KiB take six seconds, so the bars stay long
+            // /paced/: 1 MiB at once, then 16 KB/s: the last 96 KiB take six seconds, so the bars stay long
             // enough to be seen on a loaded machine.
             let name = "a-rather-long-file-name-number-\(index)-for-a-narrow-terminal.bin"
             _ = try server.makeFile(name, size: 1024 * 1024 + slowTail, seed: UInt64(30 + index))
-            urls.append(server.url("gated/\(name)").absoluteString)
+            urls.append(server.url("paced/\(name)").absoluteString)
         }
         urls.append(faults.url("busy/503/1/0/300000").absoluteString)
         urls.append(server.url("missing.bin").absoluteString)

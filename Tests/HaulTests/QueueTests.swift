@@ -184,7 +184,7 @@ struct QueueTests {
     func priorityAcrossJournals() async throws {
         let (server, directory) = try startServerAndDirectory()
         defer { stop(server, directory) }
-        // 1 MiB at once, then 16 KB/s: it holds the one slot while the others are queued.
+        // 1 MiB at once, then 1 KB/s: it holds the one slot while the others are queued.
         try server.makeFile("blocker.bin", size: 1024 * 1024 + 256 * 1024)
         let names = ["a1", "a2", "b", "c", "d", "top"]
         for name in names { try server.makeFile("\(name).bin", size: 1000) }

@@ -160,8 +160,8 @@ struct ServerFileNameTests {
         let a = try server.makeFile("a.bin", size: 1024 * 1024 + 32 * 1024, seed: 5)
         let b = try server.makeFile("b.bin", size: 1024 * 1024 + 32 * 1024, seed: 6)
         try await withDownloadManager(configuration: configuration()) { manager in
-            let first = try manager.download(DownloadRequest(url: server.url("cd/gated/a.bin"), folder: directory))
-            let second = try manager.download(DownloadRequest(url: server.url("cd/gated/b.bin"), folder: directory))
+            let first = try manager.download(DownloadRequest(url: server.url("cd/paced/a.bin"), folder: directory))
+            let second = try manager.download(DownloadRequest(url: server.url("cd/paced/b.bin"), folder: directory))
             let files = [try await first.finished(), try await second.finished()]
             #expect(Set(files.map(\.lastPathComponent)) == ["gated-report.bin", "gated-report.bin.1"])
             #expect(try Data(contentsOf: files[0]) == a)

@@ -5,7 +5,8 @@ import Glibc
 ///
 /// Locations: `/` (plain), `/slow/` (512 KB/s per connection), `/slowest/` (256 KB/s), `/norange/`
 /// (ignores Range: `max_ranges 0`, 512 KB/s), `/redirect/x` (302 to `/x`), `/loop` (redirects to itself), `/chunked/` (no Content-Length,
-/// chunked, no ranges). The access log records, per request, the URI, status,
+/// chunked, no ranges), `/gated/` (a request without Range: 1 MiB at once, then 1 KB/s; with one: at
+/// full speed), `/paced/` (the same at 16 KB/s). The access log records, per request, the URI, status,
 /// body bytes sent and the Range / If-Range headers.
 final class NginxServer: @unchecked Sendable {
     // @unchecked Sendable: every stored property is immutable; `ChildProcess` guards its own state.
@@ -121,10 +122,13 @@ final class NginxServer: @unchecked Sendable {
                     client_body_temp_path \(prefix.path)/tmp; proxy_temp_path \(prefix.path)/tmp;
                     fastcgi_temp_path \(prefix.path)/tmp; uwsgi_temp_path \(prefix.path)/tmp; scgi_temp_path \(prefix.path)/tmp;
                     keepalive_requests 100000;
-                    # /gated/: a first request (no Range) gets 1 MiB at once, then 16 KB/s, so a test's
-                    # pause, cancel or shutdown always lands before it ends, however loaded the machine;
-                    # a resume (with Range) is not limited, so the test does not wait for it.
-                    map $http_range $haul_gated_rate { "" 16k; default 0; }
+                    # /gated/: a first request (no Range) gets 1 MiB at once, then 1 KB/s, so a test's
+                    # pause, cancel or shutdown lands before it ends however loaded the machine (a test
+                    # task waited 25 s for a turn on two busy cores); a resume (with Range) is not
+                    # limited, so the test does not wait for it. /paced/: the same at 16 KB/s, for a
+                    # test that lets a first request run to its end.
+                    map $http_range $haul_gated_rate { "" 1k; default 0; }
+                    map $http_range $haul_paced_rate { "" 16k; default 0; }
                     map $http_range $haul_uneven_rate { "" 8m; default 1m; }
                     map $http_x_speed $haul_crawl_rate { fast 0; default 64k; }
                     limit_conn_zone $binary_remote_addr zone=haul_per_client:1m;
@@ -140,6 +144,7 @@ final class NginxServer: @unchecked Sendable {
                         location /crawl/ { alias \(root.path)/; limit_rate_after 256k; limit_rate $haul_crawl_rate; }
                         location /norange/ { alias \(root.path)/; max_ranges 0; limit_rate 512k; }
                         location /gated/ { alias \(root.path)/; limit_rate_after 1m; limit_rate $haul_gated_rate; }
+                        location /paced/ { alias \(root.path)/; limit_rate_after 1m; limit_rate $haul_paced_rate; }
                         location /gated-norange/ {
                             alias \(root.path)/; max_ranges 0; limit_rate_after 1m; limit_rate $haul_gated_rate;
                         }
@@ -176,6 +181,10 @@ final class NginxServer: @unchecked Sendable {
                         location /cd/plain/ { alias \(root.path)/; add_header Content-Disposition 'attachment; filename="report.pdf"'; }
                         location /cd/gated/ {
                             alias \(root.path)/; limit_rate_after 1m; limit_rate $haul_gated_rate;
+                            add_header Content-Disposition 'attachment; filename="gated-report.bin"';
+                        }
+                        location /cd/paced/ {
+                            alias \(root.path)/; limit_rate_after 1m; limit_rate $haul_paced_rate;
                             add_header Content-Disposition 'attachment; filename="gated-report.bin"';
                         }
                         location /cd/utf8/ {
