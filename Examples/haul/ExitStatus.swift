@@ -12,6 +12,8 @@ enum ExitStatus {
     static let usage: Int32 = 64
     /// A local file or folder cannot be read or written.
     static let localFiles: Int32 = 7
+    /// `-m/--max-time` stopped the run (curl's status for its own time limit).
+    static let timeLimit: Int32 = 28
 
     /// The status of one failure.
     static func of(_ error: DownloadError) -> Int32 {
@@ -54,6 +56,7 @@ enum ExitStatus {
           6    the file failed a check: --checksum, its expected size, --max-size
           7    local files: a file or folder cannot be read or written (disk full)
           8    the transfer failed midway: dropped, stalled, a misbehaving server
+          28   -m/--max-time reached (as with curl): bytes kept, run it again to go on
           64   usage: bad options or arguments, a bad URL, -o at a block device
           129, 130, 143   interrupted by SIGHUP, SIGINT, SIGTERM: run it again
         """

@@ -34,6 +34,18 @@ extension HaulCommand {
                 throw ValidationError("--discard writes nothing: \(flag) cannot be used with it.")
             }
         }
+        if continues {
+            let others = [(discard, "--discard"), (contentDisposition, "--content-disposition")]
+            for (given, flag) in others where given {
+                throw ValidationError("-c continues a file at a path known beforehand: \(flag) cannot be used with it.")
+            }
+            if output == "-" || outputIsStream {
+                throw ValidationError("-c continues a file: -o \(output ?? "-") is a stream, written from its start.")
+            }
+        }
+        if let maxTime, !(maxTime > 0 && maxTime <= 31_536_000) {
+            throw ValidationError("--max-time must be a number of seconds above 0, such as 30 or 0.5.")
+        }
         if output == "-" || outputIsStream, urls.count + (inputFile == nil ? 0 : 2) != 1 {
             // A stream takes one body (curl and wget write several one after another; haul does not).
             throw ValidationError("-o \(output ?? "-") is a stream: it takes one URL.")

@@ -223,6 +223,25 @@ struct HaulCommand: AsyncParsableCommand {
     )
     var resumeUnvalidated = false
 
+    @Flag(
+        name: [.customShort("c"), .customLong("continue")],
+        help: """
+            Continue a file already at the destination that haul did not download (as wget -c, \
+            aria2c -c and curl -C - do), when the server honours ranges and the 64 KiB before its end \
+            are unchanged; else fetch it whole. The file stays as it is until the download replaces it.
+            """
+    )
+    var continues = false
+
+    @Option(
+        name: [.customShort("m", allowingJoined: true), .long],
+        help: """
+            Stop the run after this many seconds (as curl -m): downloads not finished are paused, their \
+            bytes kept for the next run; exit status 28.
+            """
+    )
+    var maxTime: Double?
+
     @Flag(name: .long, help: "List the downloads recorded in the state directory's journal, then exit.")
     var list = false
 

@@ -13,7 +13,9 @@ final class Interruption: @unchecked Sendable {
     // `signal` is guarded by its mutex.
     private let stop: @Sendable () -> Void
     private var sources: [DispatchSourceSignal] = []
-    private let signal = Mutex<Int32?>(nil)
+    /// What stopped the run first: a signal's number, or `--max-time` (``expire()``).
+    private enum Cause { case signal(Int32), timeLimit }
+    private let cause = Mutex<Cause?>(nil)
 
     /// `stop` runs at the first signal.
     init(stop: @escaping @Sendable () -> Void) {
@@ -25,7 +27,26 @@ final class Interruption: @unchecked Sendable {
         self.init { Task { await manager.shutdown() } }
     }
 
-    var received: Int32? { signal.withLock { $0 } }
+    /// The signal that stopped the run, if one did.
+    var received: Int32? {
+        if case .signal(let number)? = cause.withLock({ $0 }) { number } else { nil }
+    }
+    /// Whether a signal or the time limit stopped the run.
+    var isStopped: Bool { cause.withLock { $0 != nil } }
+    /// Whether `--max-time` stopped the run.
+    var reachedTimeLimit: Bool {
+        if case .timeLimit? = cause.withLock({ $0 }) { true } else { false }
+    }
+
+    /// `--max-time` is up: the run stops as at a first signal (a signal after it exits at once).
+    func expire() {
+        let first = cause.withLock { cause -> Bool in
+            guard cause == nil else { return false }
+            cause = .timeLimit
+            return true
+        }
+        if first { stop() }
+    }
 
     /// Whether `number` is ignored (as the parent left it, before ``install()``).
     static func isIgnored(_ number: Int32) -> Bool {
@@ -40,9 +61,10 @@ final class Interruption: @unchecked Sendable {
             Glibc.signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { [self] in
-                let first = signal.withLock { signal -> Bool in
-                    defer { if signal == nil { signal = number } }
-                    return signal == nil
+                let first = cause.withLock { cause -> Bool in
+                    guard cause == nil else { return false }
+                    cause = .signal(number)
+                    return true
                 }
                 guard first else { exit(128 + number) }
                 stop()

@@ -161,8 +161,10 @@ enum JSONEvent {
         /// Body bytes this run received.
         let received: Int64
         let seconds: Double
-        /// The run was stopped by a signal; running it again resumes.
+        /// The run was stopped by a signal or `--max-time`; running it again resumes.
         let interrupted: Bool
+        /// `-m/--max-time` stopped it (absent otherwise).
+        var timeLimitReached: Bool? = nil
     }
 
     /// One line of `haul --list --json`.

@@ -172,7 +172,8 @@ final class Reporter: Sendable {
 
     /// The summary line at the end: files this run completed, files that were complete already,
     /// failures, and the bytes this run received.
-    func finish(interrupted: Bool) {
+    /// - Parameter timeLimit: `--max-time`'s seconds, when they stopped the run.
+    func finish(interrupted: Bool, timeLimit: Double? = nil) {
         let (completed, already, failed, received) = state.withLock {
             ($0.completed, $0.alreadyComplete, $0.failed, $0.received)
         }
@@ -185,7 +186,8 @@ final class Reporter: Sendable {
                 failed: failed,
                 received: received,
                 seconds: seconds,
-                interrupted: interrupted
+                interrupted: interrupted,
+                timeLimitReached: timeLimit == nil ? nil : true
             )
             Self.write(JSONEvent.line(summary), to: STDOUT_FILENO)
             return
@@ -196,7 +198,11 @@ final class Reporter: Sendable {
         var summary = "\(completed + already) completed"
         if already > 0 { summary += " (\(already) already complete)" }
         summary += ", \(failed) failed, \(Self.size(received)) received in \(Format.tenths(seconds)) s"
-        if interrupted { summary += "; interrupted: run the same command again to resume" }
+        if let timeLimit {
+            summary += "; stopped at --max-time (\(Format.tenths(timeLimit)) s): run the same command again to resume"
+        } else if interrupted {
+            summary += "; interrupted: run the same command again to resume"
+        }
         Self.write(summary + "\n", to: STDOUT_FILENO)
     }
 

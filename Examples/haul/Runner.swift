@@ -144,7 +144,8 @@ struct Runner {
             guard lstat(path, &status) == 0 else { return false }
             let absolute = Self.absolute(path, in: workingDirectory)
             guard let entry = manager.journalEntry(id: DownloadID(destination: URL(fileURLWithPath: absolute))) else {
-                return true
+                // -c: a file someone left at the URL's name is the one to continue, not a name taken.
+                return !(command.continues && status.st_mode & S_IFMT == S_IFREG)
             }
             return !(entry.destinationHoldsPlacedFile && entry.url == Reporter.shown(url))
         }
@@ -153,6 +154,13 @@ struct Runner {
         let reporter = Reporter(mode: command.reporterMode)
         let interruption = Interruption(manager: manager)
         interruption.install()
+        // -m/--max-time: the run stops then, as at Ctrl-C (bytes kept), with its own status.
+        let timeLimit = command.maxTime.map { seconds in
+            Task {
+                try await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
+                interruption.expire()
+            }
+        }
 
         // The list becomes journal rows in large transactions (`enqueue`): no handle, task or loop
         // command per URL. Outcomes are followed by id on the manager's feed, subscribed before the
@@ -219,6 +227,8 @@ struct Runner {
                         // A name haul chose (from the URL, out=) never replaces a file someone
                         // made there during the download; the file -o names is the user's to replace.
                         request.replacesExistingFile = namer.file != nil
+                        // -c: a file someone left there is continued (and replaced when whole).
+                        request.continuesExistingFile = command.continues
                         // Before its row is written: no event for it can come earlier. Its events
                         // show its destination, but for a name the server gives.
                         let shownDestination = folder == nil ? nil : item.destination
@@ -249,7 +259,7 @@ struct Runner {
                 }
             } catch {
                 // The manager shut down (a signal) or its journal failed: what was queued is kept.
-                if interruption.received == nil {
+                if !interruption.isStopped {
                     Reporter.write("haul: \(Self.describe(error))\n", to: STDERR_FILENO)
                 }
             }
@@ -260,14 +270,19 @@ struct Runner {
             // completed. Interrupted, the manager shuts down instead: every download reports its
             // pause, and the feed ends.
             await manager.waitUntilIdle()
-            if interruption.received == nil { group.cancelAll() }
+            if !interruption.isStopped { group.cancelAll() }
             await group.waitForAll()
             return following.finish()
         }
+        timeLimit?.cancel()
         await manager.shutdown()
         if let signal = interruption.received {
             reporter.finish(interrupted: true)
             return 128 + signal
+        }
+        if interruption.reachedTimeLimit {
+            reporter.finish(interrupted: true, timeLimit: command.maxTime)
+            return ExitStatus.timeLimit
         }
         reporter.finish(interrupted: false)
         guard failures == 0, outcome.failed == 0, outcome.notCompleted == 0 else {

@@ -2,6 +2,8 @@
 // is here.
 #include "CHaul.h"
 #include <pthread.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 
 // The SHA-256 implementation, fetched from libcrypto's provider once. OpenSSL 3 fetches the one
 // EVP_sha256() names again at every EVP_Digest: 344 ns for a 70-byte text against 157 ns with a
@@ -44,4 +46,41 @@ int CHaul_link_nameless_remembering(int descriptor, const char *path, int (*dire
     int linked = CHaul_link_nameless_through_proc(descriptor, path);
     if (linked == 0) __atomic_store_n(refused, 1, __ATOMIC_RELAXED);
     return linked;
+}
+
+long long CHaul_copy_file(int from, int to, long long length) {
+    if (length <= 0) return 0;
+    // A whole-file clone shares extents: no byte moves, and a later write to either is its own.
+    if (ioctl(to, FICLONE, from) == 0) return length;
+    long long copied = 0;
+    int inKernel = 1;
+    char buffer[65536];
+    while (copied < length) {
+        ssize_t count;
+        if (inKernel) {
+            count = syscall(SYS_copy_file_range, from, NULL, to, NULL, (size_t)(length - copied), 0u);
+            if (count < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)
+                && copied == 0) {
+                inKernel = 0;
+                continue;
+            }
+        } else {
+            size_t want = (size_t)(length - copied) < sizeof buffer ? (size_t)(length - copied) : sizeof buffer;
+            count = pread(from, buffer, want, (off_t)copied);
+            if (count > 0) {
+                ssize_t done = 0;
+                while (done < count) {
+                    ssize_t written = pwrite(to, buffer + done, (size_t)(count - done), (off_t)(copied + done));
+                    if (written < 0 && errno == EINTR) continue;
+                    if (written <= 0) return -1;
+                    done += written;
+                }
+            }
+        }
+        if (count < 0 && errno == EINTR) continue;
+        if (count < 0) return -1;
+        if (count == 0) break;  // the file got shorter meanwhile
+        copied += count;
+    }
+    return copied;
 }

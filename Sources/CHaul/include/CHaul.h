@@ -26,6 +26,12 @@
 /// libcrypto has none. Fetches the implementation once per process (see shim.c).
 int CHaul_sha256(const void *data, size_t length, unsigned char *digest);
 
+/// Copies the first `length` bytes of the file open at `from` into the empty file open at `to`:
+/// shared extents where the file system can (`FICLONE`, btrfs and XFS), else in the kernel
+/// (`copy_file_range`), else read and written. Returns the bytes copied (`length`), or -1 with
+/// `errno` set. See shim.c.
+long long CHaul_copy_file(int from, int to, long long length);
+
 typedef size_t (*CHaul_data_callback)(char *ptr, size_t size, size_t nmemb, void *userdata);
 typedef int (*CHaul_debug_callback)(CURL *handle, curl_infotype type, char *data, size_t size, void *context);
 

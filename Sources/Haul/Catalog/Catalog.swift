@@ -65,9 +65,12 @@ final class Catalog: Sendable {
         var context: ServiceContext?
         /// The stream its body goes to (a device, a FIFO, standard output), open for this process.
         var stream: StreamTarget?
+        /// Its request continues a file Haul did not download (``DownloadRequest/continuesExistingFile``).
+        var provesByOverlap = false
 
         var isEmpty: Bool {
             url == nil && headers == nil && urls == nil && logger == nil && context == nil && stream == nil
+                && !provesByOverlap
         }
     }
     private let idleWaiters = Mutex<[CheckedContinuation<Void, Never>]>([])
@@ -89,10 +92,12 @@ final class Catalog: Sendable {
         logger: Logger?,
         context: ServiceContext?,
         stream: StreamTarget? = nil,
+        provesByOverlap: Bool = false,
         for id: DownloadID
     ) {
         update(id) { entry in
             entry.stream = stream
+            entry.provesByOverlap = provesByOverlap
             entry.url = url.hasCredentials ? url : nil
             entry.headers = headers.isEmpty ? nil : headers
             entry.urls = urls.contains(where: \.hasCredentials) ? urls : nil
@@ -125,7 +130,8 @@ final class Catalog: Sendable {
             headers: kept?.headers,
             logger: kept?.logger,
             context: kept?.context,
-            stream: kept?.stream
+            stream: kept?.stream,
+            provesByOverlap: kept?.provesByOverlap ?? false
         )
     }
 

@@ -39,6 +39,9 @@ extension DownloadQueue {
         var stream: StreamTarget? = nil
         /// A file that appears at the destination meanwhile is kept (``DownloadRequest/replacesExistingFile``).
         var keepsExistingFile = false
+        /// The file found at the destination is continued when this request's row is a new one
+        /// (``DownloadRequest/continuesExistingFile``, and a regular file with bytes was found).
+        var continuesFound = false
 
         /// Its URL and its mirrors, in order; empty without mirrors.
         var allURLs: [URL] { mirrors.isEmpty ? [] : [url] + mirrors }
@@ -167,6 +170,9 @@ extension DownloadQueue {
                 detail: "inside the state directory '\(state)', where Haul keeps its journal and partial files"
             )
         }
+        let continuesFound =
+            request.continuesExistingFile && stream == nil && !request.takesFileNameFromServer && exists
+            && (status.st_mode & S_IFMT) == S_IFREG && status.st_size > 0
         return PreparedRequest(
             url: url,
             destination: destination,
@@ -192,7 +198,9 @@ extension DownloadQueue {
                 return (try? Checksum.digest(ofFileAt: destination, algorithm: checksum.algorithm)) == checksum.hex
             },
             stream: stream,
-            keepsExistingFile: !request.replacesExistingFile
+            // The file a request continues is the one its completion replaces.
+            keepsExistingFile: !request.replacesExistingFile && !continuesFound,
+            continuesFound: continuesFound
         )
     }
 }

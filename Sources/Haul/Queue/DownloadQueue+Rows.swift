@@ -1,3 +1,4 @@
+import CHaul
 import FoundationEssentials
 import Glibc
 import Logging
@@ -41,6 +42,7 @@ extension DownloadQueue {
             logger: request.logger,
             context: ServiceContext.current,
             stream: request.stream,
+            provesByOverlap: request.continuesFound,
             for: request.id
         )
         if request.stream != nil {
@@ -58,6 +60,11 @@ extension DownloadQueue {
             if let length = journal.adoptOrphanPartial(for: request.id) { record.bytesCommitted = length }
             if try journal.insertIfAbsent(record, for: request.id) {
                 rowsExist = false
+                // Only for a row that is new: an existing one's partial file is Haul's own.
+                if record.bytesCommitted == 0, let length = continueFound(request, in: journal) {
+                    record.bytesCommitted = length
+                    try journal.save(record, for: request.id)
+                }
                 return .queued(record)
             }
             existing = try journal.record(for: request.id)
@@ -165,9 +172,34 @@ extension DownloadQueue {
 
     /// Replaces the request's row with a new one.
     func saveFresh(_ request: PreparedRequest, in journal: Journal) throws(DownloadError) -> DownloadRecord {
-        let record = fresh(request)
+        var record = fresh(request)
+        if let length = continueFound(request, in: journal) { record.bytesCommitted = length }
         try journal.save(record, for: request.id)
         return record
+    }
+
+    /// For a new row of a request that continues the file found at its destination
+    /// (``DownloadRequest/continuesExistingFile``): that file's bytes copied into the partial file
+    /// (shared extents where the file system can), their count; `nil` when nothing is continued, a
+    /// partial file is there already (Haul's own bytes are never replaced by the file's), or the
+    /// copy failed (the download then fetches the file whole; the file stays as it is).
+    private func continueFound(_ request: PreparedRequest, in journal: Journal) -> Int64? {
+        guard request.continuesFound else { return nil }
+        let partial = journal.partialPath(for: request.id)
+        let source = open(request.destination, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard source >= 0 else { return nil }
+        defer { close(source) }
+        var status = stat()
+        guard fstat(source, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_size > 0,
+            let target = try? PrivateFile.open(partial, O_WRONLY | O_CREAT | O_EXCL), target >= 0
+        else { return nil }
+        defer { close(target) }
+        let length = Int64(status.st_size)
+        guard CHaul_copy_file(source, target, length) == length else {
+            unlink(partial)
+            return nil
+        }
+        return length
     }
 
     /// Shows an outcome on the download's handle: the live one, or (when `creatingHandle`) a new

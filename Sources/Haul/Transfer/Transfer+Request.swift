@@ -48,8 +48,9 @@ extension Transfer {
                 plan = ResumePlan.decide(
                     offset: sink.receivedLength,
                     validator: record.ifRangeValidator,
-                    // A URL moved to proves the partial's file by the overlap, validator or not.
-                    resumesWithoutValidator: environment.resumesWithoutValidator || moved != nil,
+                    // A URL moved to proves the partial's file by the overlap, validator or not; so
+                    // does a file the request continues, which Haul did not download.
+                    resumesWithoutValidator: environment.resumesWithoutValidator || moved != nil || provesByOverlap,
                     continuesRange: continuesRange,
                     decodesBodies: environment.easyHandles.options.decodesCompression,
                     urlChanged: record.url != download.url.redactedString

@@ -113,6 +113,9 @@ final class Transfer {
     var parkedByLimiter = false
     /// The stream its body goes to instead of a partial file (``StreamTarget``), for this process.
     let stream: StreamTarget?
+    /// The request continues a file Haul did not download (``DownloadRequest/continuesExistingFile``):
+    /// bytes on disk with no validator are proven by the overlap, as with `resumesWithoutValidator`.
+    let provesByOverlap: Bool
     /// curl holds the transfer paused until the stream's reader takes what is pending.
     var parkedByStream = false
     /// The watch on the stream's descriptor while the reader is behind (``Transfer+Stream``).
@@ -190,6 +193,7 @@ final class Transfer {
         let (record, mirrors) = (request.record, request.mirrors)
         self.serviceContext = request.context
         self.stream = request.stream
+        self.provesByOverlap = request.provesByOverlap
         environment.census.transfers.add(1, ordering: .relaxed)
         self.baseLogger = request.logger ?? environment.logger
         self.download = download

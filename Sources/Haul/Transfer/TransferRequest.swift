@@ -20,6 +20,8 @@ struct TransferRequest {
     var logger: Logger?
     var context: ServiceContext?
     var stream: StreamTarget?
+    /// Bytes on disk without a validator are proven by the overlap (``DownloadRequest/continuesExistingFile``).
+    var provesByOverlap = false
 
     /// Its row names headers whose values this process does not have.
     var needsHeaders: Bool { headers == nil && !record.headerNames.isEmpty }

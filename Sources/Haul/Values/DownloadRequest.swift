@@ -37,6 +37,16 @@ public struct DownloadRequest: Sendable, Hashable {
     /// download is replaced all the same. Recorded in the journal. A download that takes its name
     /// from the server (``takesFileNameFromServer``) always keeps what it did not place.
     public var replacesExistingFile = true
+    /// Whether a file at ``destination`` that Haul did not download is continued (`wget -c`,
+    /// `aria2c -c`, `curl -C -`), `false` by default: its bytes are copied into the partial file and
+    /// the request asks for the rest, with the last 64 KiB before its end again, which must be the
+    /// file's (``DownloadManager/Configuration/resumesWithoutValidator``'s check, for this request
+    /// only); a server that ignores the range, an overlap that differs or an answer of another length
+    /// fetches the file whole. The file stays as it is until the download completes and replaces it
+    /// (whatever ``replacesExistingFile`` says: it is the file this request continues). Nothing is
+    /// continued for a file Haul's journal records (its own partial file goes on), a destination
+    /// that is not a regular file, or one that ``takesFileNameFromServer``.
+    public var continuesExistingFile = false
     /// Higher priorities are admitted first; first in, first out within one priority.
     public var priority: Int
     /// The whole file's expected digest, checked before it is moved into place: a mismatch fails
