@@ -43,6 +43,22 @@ if missing:
 PY
 docc convert Sources/Haul/Haul.docc --additional-symbol-graph-dir .build/symbol-graphs-haul --output-path .build/docc \
     --fallback-display-name Haul --fallback-bundle-identifier haul --warnings-as-errors
+# The installer: haul, its man page and its completions under a prefix (staged; the debug build
+# this script made). The man page and the completions know every option, the worker's too.
+stage="$(mktemp -d)"
+CONFIGURATION=debug DESTDIR="$stage" bash scripts/install.sh /usr/local > /dev/null
+installed="$stage/usr/local"
+"$installed/bin/haul" --version
+grep -q '^\.Sh NAME' "$installed/share/man/man1/haul.1" && grep -q -- '-continue' "$installed/share/man/man1/haul.1"
+grep -q 'haul worker' "$installed/share/man/man1/haul.1"
+completed="$(bash -c 'source "$1"; COMP_LINE="haul worker --qu"; COMP_POINT=${#COMP_LINE}
+    COMP_WORDS=(haul worker --qu); COMP_CWORD=2; _haul haul --qu worker; printf "%s\n" "${COMPREPLY[@]}"' \
+    - "$installed/share/bash-completion/completions/haul")"
+[[ "$completed" == *--queue* ]] || { echo "bash completion of 'haul worker --qu': $completed" >&2; exit 1; }
+grep -q -- '--max-time' "$installed/share/zsh/site-functions/_haul"
+grep -q -- 'max-time' "$installed/share/fish/vendor_completions.d/haul.fish"
+rm -rf "$stage"
+echo "installer: haul, haul.1, bash, zsh and fish completions"
 # The example service (Examples/service, a package of its own with Hummingbird and
 # swift-prometheus): built, started, driven over HTTP, stopped with SIGTERM mid-download, restarted.
 bash Examples/service/test.sh

@@ -124,8 +124,11 @@ extension HaulCommand {
 /// `haul worker --queue URL -o DIR -j N`: works through a fleet's queue until stopped.
 struct WorkerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "haul worker",
+        // "worker", not "haul worker": a name with a space broke the bash completion script (a
+        // function named `_haul_haul worker`). Its own usage line names it whole.
+        commandName: "worker",
         abstract: "Download the files of a queue shared in PostgreSQL, with other workers, until stopped.",
+        usage: "haul worker --queue <queue> [<options>]",
         discussion: """
             Claims downloads from the queue (haul --queue URL -i LIST fills it) under leases, downloads \
             them into DIR, and records each outcome. SIGTERM or SIGINT: the transfers pause (their \
