@@ -34,7 +34,13 @@ extension HaulCommand {
                 throw ValidationError("--discard writes nothing: \(flag) cannot be used with it.")
             }
         }
-        if continues {
+        if let continueAt, continueAt != "-" {
+            throw ValidationError(
+                "-C takes - (continue from the file's own length, as -c): haul never skips bytes a file lacks."
+            )
+        }
+        if netrc, noNetrc { throw ValidationError("Give one of -n (--netrc), --no-netrc.") }
+        if continuesFile {
             let others = [(discard, "--discard"), (contentDisposition, "--content-disposition")]
             for (given, flag) in others where given {
                 throw ValidationError("-c continues a file at a path known beforehand: \(flag) cannot be used with it.")

@@ -153,6 +153,9 @@ struct HaulCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Do not read ~/.netrc (it is read by default, as wget and aria2c do).")
     var noNetrc = false
 
+    @Flag(name: [.customShort("n"), .customLong("netrc")], help: "Accepted (as curl -n): ~/.netrc is read anyway.")
+    var netrc = false
+
     @Flag(name: .long, help: "Ignore http_proxy, https_proxy, all_proxy and no_proxy: connect directly unless --proxy.")
     var noProxy = false
 
@@ -232,6 +235,15 @@ struct HaulCommand: AsyncParsableCommand {
             """
     )
     var continues = false
+
+    @Option(
+        name: [.customShort("C"), .customLong("continue-at")],
+        help: "- continues as -c does (curl -C -); haul takes no offset: it continues from the file's own length."
+    )
+    var continueAt: String?
+
+    /// `-c`, or curl's spelling of it, `-C -`.
+    var continuesFile: Bool { continues || continueAt == "-" }
 
     @Option(
         name: [.customShort("m", allowingJoined: true), .long],

@@ -145,7 +145,7 @@ struct Runner {
             let absolute = Self.absolute(path, in: workingDirectory)
             guard let entry = manager.journalEntry(id: DownloadID(destination: URL(fileURLWithPath: absolute))) else {
                 // -c: a file someone left at the URL's name is the one to continue, not a name taken.
-                return !(command.continues && status.st_mode & S_IFMT == S_IFREG)
+                return !(command.continuesFile && status.st_mode & S_IFMT == S_IFREG)
             }
             return !(entry.destinationHoldsPlacedFile && entry.url == Reporter.shown(url))
         }
@@ -228,7 +228,7 @@ struct Runner {
                         // made there during the download; the file -o names is the user's to replace.
                         request.replacesExistingFile = namer.file != nil
                         // -c: a file someone left there is continued (and replaced when whole).
-                        request.continuesExistingFile = command.continues
+                        request.continuesExistingFile = command.continuesFile
                         // Before its row is written: no event for it can come earlier. Its events
                         // show its destination, but for a name the server gives.
                         let shownDestination = folder == nil ? nil : item.destination

@@ -25,7 +25,8 @@ extension HaulCLITests {
         let kept = 1024 * 1024 + 4321
         let destination = work.appendingPathComponent("left.bin").path
         try await headBytes(kept, of: server.root.appendingPathComponent("left.bin"), to: destination)
-        let run = try await haul(["-c", "-o", destination, server.url("left.bin").absoluteString], in: work)
+        // curl's spelling, -C -, is -c.
+        let run = try await haul(["-C", "-", "-o", destination, server.url("left.bin").absoluteString], in: work)
         #expect(run.status == 0, "\(run.stderr)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: destination)) == source)
         let asked = server.accessLog().filter { $0.uri == "/left.bin" }
@@ -131,6 +132,7 @@ extension HaulCLITests {
         "-c and -m refused where they mean nothing",
         arguments: [
             ["-c", "--discard"], ["-c", "--content-disposition"], ["-c", "-o", "-"], ["-m", "0"], ["-m", "nan"],
+            ["-C", "100"], ["-n", "--no-netrc"],
         ]
     )
     func continueAndMaxTimeRefused(_ options: [String]) async throws {
@@ -138,6 +140,9 @@ extension HaulCLITests {
         defer { try? FileManager.default.removeItem(at: work) }
         let run = try await haul(options + ["http://127.0.0.1:1/x.bin"], in: work)
         #expect(run.status == 64, "\(options): \(run.stderr)")
-        #expect(run.stderr.contains("-c ") || run.stderr.contains("--max-time"), "\(run.stderr)")
+        #expect(
+            ["-c ", "--max-time", "-C takes -", "--no-netrc"].contains { run.stderr.contains($0) },
+            "\(run.stderr)"
+        )
     }
 }
