@@ -71,7 +71,7 @@ extension DownloadManager {
         } onCancel: {
             download.cancel()
         }
-        return Data(collector.take())
+        return collector.take()
     }
 }
 

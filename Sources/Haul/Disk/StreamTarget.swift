@@ -156,7 +156,14 @@ final class StreamTarget: @unchecked Sendable {
     /// Writes as much of `bytes` as the descriptor takes now; returns how many.
     private func writeSome(_ bytes: UnsafeRawBufferPointer) throws(DownloadError) -> Int {
         if discards {
-            collector?.append(bytes)
+            if let collector, !collector.append(bytes) {
+                throw DownloadError(
+                    code: .internalError,
+                    url: nil,
+                    errno: ENOMEM,
+                    detail: "no memory for the body's next \(bytes.count) bytes past \(delivered)"
+                )
+            }
             delivered += Int64(bytes.count)
             return bytes.count
         }

@@ -133,6 +133,8 @@ extension Transfer {
             )
             return
         }
+        // A body in memory gets its room at once.
+        if let total, let collector = stream?.collector { collector.expect(total) }
         let discarded = sink.receivedLength
         if truncating {
             do {

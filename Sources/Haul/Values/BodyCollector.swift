@@ -1,31 +1,78 @@
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// A body asked for in memory (``DownloadManager/data(from:headers:maximumSize:)``): filled on the
 /// loop thread as it arrives (``StreamTarget``), emptied when the server sends it from its start
 /// again, taken whole by the caller once the download completed.
+///
+/// One `malloc`ed block, sized once when the answer announces its length (at most ``maximum``) and
+/// doubled otherwise, handed to the caller's `Data` without a copy. (An array that grew by doubling
+/// and was then copied into a `Data` cost a quarter of the loop thread's time over 10,000 bodies of
+/// 64 KiB: three copies and their page faults per body.)
 final class BodyCollector: Sendable {
     /// The most bytes accepted: a longer body fails the download (`.fileTooLarge`).
     let maximum: Int64
-    private let bytes = Mutex<[UInt8]>([])
+    private let storage = Mutex(Storage())
+
+    // @unchecked Sendable: the block is reached only under the mutex, and handed away whole.
+    private struct Storage: @unchecked Sendable {
+        var bytes: UnsafeMutableRawPointer?
+        var count = 0
+        var capacity = 0
+
+        /// Room for `capacity` bytes in all; false when memory ran out.
+        mutating func grow(to capacity: Int) -> Bool {
+            guard capacity > self.capacity else { return true }
+            guard let grown = realloc(bytes, capacity) else { return false }
+            (bytes, self.capacity) = (grown, capacity)
+            return true
+        }
+    }
 
     init(maximum: Int64) {
         self.maximum = maximum
     }
 
-    func append(_ chunk: UnsafeRawBufferPointer) {
-        bytes.withLock { $0.append(contentsOf: chunk) }
+    deinit {
+        storage.withLock { free($0.bytes) }
+    }
+
+    /// The answer announced `length` bytes: room for them at once (never more than ``maximum``).
+    func expect(_ length: Int64) {
+        let wanted = Int(min(max(0, length), maximum))
+        storage.withLock { _ = $0.grow(to: wanted) }
+    }
+
+    /// Appends `chunk`; false when memory for it could not be had.
+    @discardableResult
+    func append(_ chunk: UnsafeRawBufferPointer) -> Bool {
+        guard let source = chunk.baseAddress, chunk.count > 0 else { return true }
+        return storage.withLock { storage in
+            let needed = storage.count + chunk.count
+            if needed > storage.capacity, !storage.grow(to: max(needed, storage.capacity * 2, 16 * 1024)) {
+                return false
+            }
+            (storage.bytes! + storage.count).copyMemory(from: source, byteCount: chunk.count)
+            storage.count = needed
+            return true
+        }
     }
 
     /// The body starts again from its first byte.
     func reset() {
-        bytes.withLock { $0.removeAll(keepingCapacity: true) }
+        storage.withLock { $0.count = 0 }
     }
 
     /// The body, which the collector no longer holds.
-    func take() -> [UInt8] {
-        bytes.withLock { body in
-            defer { body = [] }
-            return body
+    func take() -> Data {
+        storage.withLock { storage in
+            defer { storage = Storage() }
+            guard let bytes = storage.bytes, storage.count > 0 else {
+                free(storage.bytes)
+                return Data()
+            }
+            return Data(bytesNoCopy: bytes, count: storage.count, deallocator: .free)
         }
     }
 }
