@@ -215,7 +215,6 @@ public final class DownloadManager: Sendable {
         if catalog.markShutDown() { inbox.submitShutdown() }
         await reactor.waitUntilStopped()
         reactor.join()
-        queue.removeStreamStateDirectory()
     }
 }
 

@@ -17,6 +17,11 @@ final class Catalog: Sendable {
     /// This boot's id, which the journals it opens record (``Journal/currentBootID()``; tests give
     /// their own).
     let bootID: String
+    /// Where the rows of this manager's downloads into streams, memory or nothing go (a device, a
+    /// FIFO, standard output, `data(from:)`, `discard(from:)`): a journal in memory
+    /// (``Journal/isInMemory``), since no other process can continue them. A name only, never made:
+    /// a folder in the temporary folder, of this process and manager.
+    let processOnlyDirectory: String
     /// How many handles and transfers exist.
     let census = Census()
     /// The loop thread's writes, one transaction per turn in every journal.
@@ -79,6 +84,9 @@ final class Catalog: Sendable {
 
     init(bootID: String) {
         self.bootID = bootID
+        let temporary = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        self.processOnlyDirectory =
+            "\(temporary)/haul-streams-\(getpid())-\(String(UInt64.random(in: 0...UInt64.max), radix: 16))"
     }
 
     // MARK: what the rows do not hold
@@ -170,7 +178,12 @@ final class Catalog: Sendable {
         return try opening.withLock { _ throws(DownloadError) -> Journal in
             if let journal = openJournal(for: directory) { return journal }
             guard !isShutDown else { throw DownloadError(code: .shutdown, url: nil) }
-            let opened = try Journal(directory: directory, bootID: bootID, batch: writeBatch)
+            let opened = try Journal(
+                directory: directory,
+                bootID: bootID,
+                batch: writeBatch,
+                inMemory: directory == processOnlyDirectory
+            )
             journals.withLock { $0.byDirectory[directory] = opened }
             return opened
         }
@@ -196,7 +209,8 @@ final class Catalog: Sendable {
     /// open per folder it ever wrote to: 2,000 folders held 4,039 descriptors and 417 MB. It opens
     /// again when asked for. The caller keeps the configured state directory's open.
     func closeIfIdle(_ directory: String) {
-        guard let journal = openJournal(for: directory) else { return }
+        // The journal in memory would take its rows along: it stays until the manager shuts down.
+        guard directory != processOnlyDirectory, let journal = openJournal(for: directory) else { return }
         journal.locked {
             guard !journal.isClosed, (try? journal.hasUnfinishedRows()) == false else { return }
             // Closed (its lock released) before it leaves the map: a caller that finds the map empty

@@ -44,6 +44,10 @@ final class Journal: @unchecked Sendable {
     /// commits.
     var batchOpen = false
 
+    /// The rows of this process's downloads into streams, memory or nothing, which no other
+    /// process can continue: SQLite in memory, no file, no lock, no owner but this open.
+    let isInMemory: Bool
+
     /// Whether opening found the journal written in another boot (and cut partial files back to their
     /// last synced checkpoint).
     var recoveredFromReboot = false
@@ -65,15 +69,41 @@ final class Journal: @unchecked Sendable {
     ///   unfinished partial file is cut back to the bytes that were synced before the journal said so.
     ///   - batch: groups the writes of the loop thread into one transaction per loop turn.
     ///   - exclusive: no other manager may have it open meanwhile (`.journalLocked` while one has).
+    ///   - inMemory: a journal of this process's downloads alone (``isInMemory``): `directory` only
+    ///     names it, and is not made.
     init(
         directory: String,
         bootID: String = Journal.currentBootID(),
         batch: WriteBatch? = nil,
-        exclusive: Bool = false
+        exclusive: Bool = false,
+        inMemory: Bool = false
     ) throws(DownloadError) {
         self.directory = directory
         self.batch = batch
         self.path = "\(directory)/\(Self.fileName)"
+        self.isInMemory = inMemory
+        if inMemory {
+            owner = Int64.random(in: 1...Int64.max)
+            var database: OpaquePointer?
+            let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_MEMORY
+            let status = sqlite3_open_v2(":memory:", &database, flags, nil)
+            self.database = database
+            do throws(DownloadError) {
+                guard status == SQLITE_OK else {
+                    throw DownloadError(
+                        code: .journal,
+                        url: nil,
+                        path: path,
+                        detail: "could not open a journal in memory"
+                    )
+                }
+                try prepareSchema()
+            } catch {
+                close()
+                throw error
+            }
+            return
+        }
         // Private: the journal and the partial files are nobody else's to read.
         // (ENOTDIR: a link or a file is there, which the check below names.)
         if let error = FilePath.makeDirectories(directory, mode: 0o700), error != ENOTDIR {

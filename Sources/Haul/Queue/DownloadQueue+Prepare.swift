@@ -154,8 +154,10 @@ extension DownloadQueue {
             )
         }
         let stateDirectory: String
-        if stream != nil || configuredStateDirectory != nil {
+        if stream != nil {
             stateDirectory = streamRowsDirectory
+        } else if let configuredStateDirectory {
+            stateDirectory = configuredStateDirectory
         } else {
             let folder = request.takesFileNameFromServer ? destination : FilePath.directory(of: destination)
             stateDirectory = FilePath.stateDirectory(besideFolder: folder)
@@ -207,9 +209,8 @@ extension DownloadQueue {
 
 extension DownloadQueue {
     /// Where the row of a download into a stream (a device, a pipe, memory, nothing) goes: the
-    /// configured state directory, or else nothing beside the destination: the manager's own
-    /// folder for this process (a stream's row lives for this process only).
-    private var streamRowsDirectory: String { configuredStateDirectory ?? streamStateDirectory }
+    /// manager's journal in memory (a stream's row lives for this process only).
+    private var streamRowsDirectory: String { catalog.processOnlyDirectory }
 
     /// A request whose body is counted and thrown away (``DownloadRequest/discarding(_:headers:)``):
     /// nothing at a destination to look at; its row goes where a stream's does.

@@ -47,8 +47,7 @@ extension DownloadQueue {
         )
         if request.stream != nil {
             // A stream starts from its first byte in each process: bytes written to it by another
-            // cannot be continued.
-            unlink(journal.partialPath(for: request.id))
+            // cannot be continued (its row is in memory, this process's alone).
             return .queued(try saveFresh(request, in: journal))
         }
         // Rows hold URLs without their user name and password (they never reach the disk).

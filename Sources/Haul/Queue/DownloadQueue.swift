@@ -13,10 +13,6 @@ final class DownloadQueue: Sendable {
     let configuredStateDirectory: String?
     /// Whether a complete file asked for again is revalidated.
     let revalidatesCompletedFiles: Bool
-    /// Where the rows of downloads into streams (a device, a FIFO, standard output) go when no
-    /// state directory is configured: a folder of this manager's own in the temporary folder,
-    /// removed when it shuts down (a stream resumes within its process only).
-    let streamStateDirectory: String
 
     /// - Parameters:
     ///   - stateDirectory: the configured state directory, as a path through the link it may be
@@ -32,18 +28,6 @@ final class DownloadQueue: Sendable {
         self.inbox = inbox
         self.configuredStateDirectory = stateDirectory
         self.revalidatesCompletedFiles = revalidatesCompletedFiles
-        let temporary = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
-        self.streamStateDirectory =
-            "\(temporary)/haul-streams-\(getpid())-\(String(UInt64.random(in: 0...UInt64.max), radix: 16))"
-    }
-
-    /// Removes ``streamStateDirectory`` (its journal is closed).
-    func removeStreamStateDirectory() {
-        guard configuredStateDirectory == nil else { return }
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: streamStateDirectory)) ?? [] {
-            unlink("\(streamStateDirectory)/\(name)")
-        }
-        rmdir(streamStateDirectory)
     }
 
     /// See ``DownloadManager/download(_:)``.
