@@ -178,11 +178,14 @@ final class Catalog: Sendable {
         return try opening.withLock { _ throws(DownloadError) -> Journal in
             if let journal = openJournal(for: directory) { return journal }
             guard !isShutDown else { throw DownloadError(code: .shutdown, url: nil) }
+            // In memory, each statement commits alone: nothing is made durable, so nothing is gained
+            // by holding the journal for a loop turn while callers wait for it.
+            let inMemory = directory == processOnlyDirectory
             let opened = try Journal(
                 directory: directory,
                 bootID: bootID,
-                batch: writeBatch,
-                inMemory: directory == processOnlyDirectory
+                batch: inMemory ? nil : writeBatch,
+                inMemory: inMemory
             )
             journals.withLock { $0.byDirectory[directory] = opened }
             return opened

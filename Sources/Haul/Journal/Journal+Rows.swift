@@ -262,6 +262,6 @@ extension Journal {
             _ = sqlite3_step(statement)
             sqlite3_reset(statement)
         }
-        unlink(partialPath(for: id))
+        if !isInMemory { unlink(partialPath(for: id)) }  // rows in memory have no partial file
     }
 }

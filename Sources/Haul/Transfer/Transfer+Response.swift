@@ -202,7 +202,12 @@ extension Transfer {
         // this response's before any of its bytes is written there. Until then it can wait: a download
         // that ends inside its buffer writes its row once, at completion, instead of twice.
         rowBehind = true
-        if let segments {
+        if store.isInMemory {
+            // The row of a stream, a body in memory or a discard: this process's alone, and read
+            // again only by a later transfer of it, after this one set it aside (a pause, a retry's
+            // wait), which writes the row whole. Nothing on disk trusts its validators meanwhile.
+            rowBehind = false
+        } else if let segments {
             // The other connections go where this answer came from (after redirects).
             (segments.target, segments.sendsHeaders) = (request.target ?? download.url, request.sendsHeaders)
             // Other connections write their segments from this turn's end: the row (validators,
