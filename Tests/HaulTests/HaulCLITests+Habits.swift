@@ -170,6 +170,29 @@ extension HaulCLITests {
         )
     }
 
+    @Test("-u's credentials go with a redirect on the same origin, never to another (as headers)")
+    func credentialsStayOnTheirOrigin() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let source = try server.makeFile("o.bin", size: 20_000, seed: 42)
+        let user = ["-u", "alice:\(NginxServer.password)"]
+        // /clean/ answers 403 to a request with an Authorization header: the control that it can tell.
+        let control = try await haul(
+            user + ["-o", work.appendingPathComponent("c.bin").path, server.url("clean/o.bin").absoluteString],
+            in: work
+        )
+        #expect(control.status == 2, "\(control.stderr)")
+        // /to-other-origin/ redirects to http://localhost:PORT/clean/: another origin.
+        let other = work.appendingPathComponent("other.bin")
+        let run = try await haul(
+            user + ["-o", other.path, server.url("to-other-origin/o.bin").absoluteString],
+            in: work
+        )
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(try Data(contentsOf: other) == source)
+        #expect(server.accessLog().filter { $0.uri == "/clean/o.bin" }.map(\.status) == [403, 200])
+    }
+
     @Test(
         ".netrc: read by default from HOME (its host's machine, else default), --netrc-file, refused if others can read it"
     )
