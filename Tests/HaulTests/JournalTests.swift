@@ -1027,14 +1027,25 @@ struct ResponseMetadataTests {
         let (server, directory) = try startServerAndDirectory()
         defer { stop(server, directory) }
         _ = try server.makeFile("m.bin", size: 123_456, seed: 46)
+        _ = try server.makeFile("blocker.bin", size: 1024 * 1024 + 64 * 1024, seed: 47)
         var configuration = DownloadManager.Configuration()
         configuration.stateDirectory = directory.appendingPathComponent("state")
+        configuration.maxConcurrentDownloads = 1
         let response = try await withDownloadManager(configuration: configuration) { manager in
+            // The one slot is held (/gated/: 1 MiB at once, then 1 KB/s): m.bin waits in the queue,
+            // asked for nothing yet, however late this task runs.
+            let blocker = try manager.download(
+                from: server.url("gated/blocker.bin"),
+                to: directory.appendingPathComponent("blocker.bin")
+            )
+            var events = blocker.events.makeAsyncIterator()
+            await events.next { if case .receiving = $0 { true } else { false } }
             let download = try manager.download(
                 from: server.url("redirect/m.bin"),
                 to: directory.appendingPathComponent("m.bin")
             )
             #expect(download.response == nil)
+            blocker.cancel()
             _ = try await download.finished()
             return download.response
         }
