@@ -24,7 +24,8 @@ import Synchronization
 //   haul-bench stream haul URL PACE STATEDIR             (l: one body streamed to a consumer that hashes
 //                                                          it with SHA-256, at most PACE MB/s; 0: unpaced)
 //
-// HAUL_BUFFER_SIZE sets the write buffer; HAUL_CA_FILE the certificate authorities for https.
+// HAUL_BUFFER_SIZE sets the write buffer; HAUL_CA_FILE the certificate authorities for https;
+// HAUL_STREAMS_PER_CONNECTION the HTTP/2 streams one connection carries (issue 44's (e)).
 
 func haulConfiguration(concurrency: Int, state: String) -> DownloadManager.Configuration {
     var configuration = DownloadManager.Configuration()
@@ -36,6 +37,9 @@ func haulConfiguration(concurrency: Int, state: String) -> DownloadManager.Confi
     }
     if let file = environment["HAUL_CA_FILE"] {
         configuration.certificateAuthorityFile = URL(fileURLWithPath: file)
+    }
+    if let streams = environment["HAUL_STREAMS_PER_CONNECTION"].flatMap(Int.init) {
+        configuration.maxStreamsPerConnection = streams
     }
     return configuration
 }
