@@ -6,18 +6,15 @@ import Glibc
 extension Journal {
     // MARK: schema
 
-    func prepareSchema() throws(DownloadError) {
-        // Other managers, in this process or others, write it too: a write waits for theirs (a loop
-        // turn's transaction, a run of 2,048 queued rows: milliseconds). A reader never holds up a
-        // write in WAL mode.
-        sqlite3_busy_handler(database, Self.waitForTheOtherWriter, nil)
-
+    /// WAL mode (readers never hold up a writer) with `synchronous = NORMAL` (a commit is durable at
+    /// the next checkpoint's sync, not at each commit).
+    private func switchToWAL() throws(DownloadError) {
         // Two processes creating one journal at once: the one switching a new database to WAL
         // needs it alone, and SQLite answers the other busy at once, without its busy handler (which
         // could deadlock on the rollback journal's locks): tried again for up to 10 s.
-        var mode: String? = isInMemory ? "wal" : nil  // in memory: nobody else's, no file
+        var mode: String?
         var tries = 0
-        while mode == nil {
+        while true {
             do {
                 mode = try queryText("PRAGMA journal_mode = WAL")
                 break
@@ -34,7 +31,16 @@ extension Journal {
                 detail: "the journal cannot use WAL mode (\(mode ?? "?"))"
             )
         }
-        if !isInMemory { try execute("PRAGMA synchronous = NORMAL") }
+        try execute("PRAGMA synchronous = NORMAL")
+    }
+
+    func prepareSchema() throws(DownloadError) {
+        // Other managers, in this process or others, write it too: a write waits for theirs (a loop
+        // turn's transaction, a run of 2,048 queued rows: milliseconds). A reader never holds up a
+        // write in WAL mode.
+        sqlite3_busy_handler(database, Self.waitForTheOtherWriter, nil)
+        // In memory: no file, nobody else's to share it with.
+        if !isInMemory { try switchToWAL() }
         // Ids are hashes, so queued rows land at random pages of the id index, and each commit and
         // each checkpoint rewrites every page it touched. Measured on 200,000 queued rows: 512-row
         // commits with the default 1,000-page checkpoints wrote 1.27 GB; 2,048-row commits
