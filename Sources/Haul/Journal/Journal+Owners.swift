@@ -17,6 +17,17 @@ extension Journal {
 
     /// Where `id`'s row stands (`nil`: there is none). Call holding `lock`.
     func standing(of id: DownloadID) throws(DownloadError) -> RowStanding? {
+        let found = try inMemory { rows in
+            rows.row(id).map {
+                RowStanding(
+                    state: $0.record.state,
+                    owner: Self.owned($0.record.state) ? owner : nil,
+                    bytesCommitted: $0.record.bytesCommitted,
+                    totalBytes: $0.record.totalBytes
+                )
+            }
+        }
+        if let found { return found }
         let statement = try prepared(
             "SELECT state, retry_at, owner, bytes_committed, total_bytes FROM downloads WHERE id = ?1"
         )

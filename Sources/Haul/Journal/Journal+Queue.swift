@@ -32,9 +32,14 @@ extension Journal {
         let limit = max(1, limit)
         acquire()
         defer { lock.unlock() }
+        let rowLimit = excludedHosts.isEmpty ? limit : max(limit, Self.hostSearchWindow)
+        if let heads = try inMemory({ rows in
+            Self.heads(of: rows, at: now, excludingHosts: excludedHosts, limit: limit, rowLimit: rowLimit)
+        }) {
+            return heads
+        }
         let statement = try prepared(.queueHead)
         defer { sqlite3_reset(statement) }
-        let rowLimit = excludedHosts.isEmpty ? limit : max(limit, Self.hostSearchWindow)
         sqlite3_bind_double(statement, 1, now)
         sqlite3_bind_int64(statement, 2, Int64(rowLimit))
         Self.bind(statement, 3, owner)
@@ -70,6 +75,42 @@ extension Journal {
                 throw failure("read")
             }
         }
+    }
+
+    /// ``nextQueued(at:excludingHosts:limit:)`` in memory: the same rows as the query's, in its order.
+    private static func heads(
+        of rows: MemoryRows,
+        at now: Double,
+        excludingHosts excludedHosts: Set<String>,
+        limit: Int,
+        rowLimit: Int
+    ) -> QueueHeads {
+        var heads = QueueHeads(changes: rows.changes, capacity: limit)
+        var read = 0
+        for key in rows.queue {
+            guard read < rowLimit else { break }
+            guard let record = rows.row(key.id)?.record, record.retryAt <= now else { continue }
+            read += 1
+            if !excludedHosts.isEmpty, excludedHosts.contains(record.host) {
+                heads.blocked = true
+                continue
+            }
+            heads.append(
+                QueueHead(
+                    id: key.id,
+                    place: QueuePlace(priority: record.priority, sequence: record.queueSequence),
+                    record: record,
+                    rowID: key.number,
+                    changes: heads.changes
+                )
+            )
+            guard heads.count < limit else {
+                heads.mayHaveMore = true
+                return heads
+            }
+        }
+        heads.mayHaveMore = read == rowLimit
+        return heads
     }
 
     /// Queue heads read together (``nextQueued(at:excludingHosts:limit:)``), taken one at a time
@@ -138,6 +179,10 @@ extension Journal {
     /// How many rows are queued, and how many of them wait for a retry's time after `now`.
     func queueCounts(at now: Double) throws(DownloadError) -> (queued: Int, waitingToRetry: Int) {
         try locked { () throws(DownloadError) -> (queued: Int, waitingToRetry: Int) in
+            let counts = try inMemory { rows in
+                (rows.queue.count, rows.queue.count { (rows.row($0.id)?.record.retryAt ?? 0) > now })
+            }
+            if let counts { return counts }
             let statement = try prepared(.queueCounts)
             defer { sqlite3_reset(statement) }
             sqlite3_bind_double(statement, 1, now)
@@ -151,6 +196,10 @@ extension Journal {
     func nextRetryTime(after now: Double) throws(DownloadError) -> Double? {
         acquire()
         defer { lock.unlock() }
+        let time = try inMemory { rows in
+            rows.queue.compactMap { rows.row($0.id)?.record.retryAt }.filter { $0 > now }.min()
+        }
+        if let time { return time }
         let statement = try prepared(.nextRetry)
         defer { sqlite3_reset(statement) }
         sqlite3_bind_double(statement, 1, now)
@@ -166,6 +215,14 @@ extension Journal {
     /// row machine's `.continued`, for all rows at once, each now this manager's.
     func requeueInterrupted() throws(DownloadError) {
         try locked { () throws(DownloadError) in
+            let done = try inMemory { rows in
+                for (id, row) in rows.rows where row.record.state.after(.continued) == .moves(to: .queued) {
+                    var record = row.record
+                    record.state = .queued
+                    rows.put(record, for: id)
+                }
+            }
+            if done != nil { return }
             let statement = try prepared(
                 """
                 UPDATE downloads SET state = '\(QueueState.queued.column)', owner = ?1

@@ -29,6 +29,7 @@ extension Journal {
 
     /// The stored record, or `nil`. Call holding `lock`.
     func storedRecord(for id: DownloadID) throws(DownloadError) -> DownloadRecord? {
+        if let found = try inMemory({ $0.row(id)?.record }) { return found }
         let statement = try prepared(.recordByID)
         defer { sqlite3_reset(statement) }
         Self.bind(statement, 1, id.rawValue)
@@ -41,12 +42,12 @@ extension Journal {
 
     /// Every stored download, oldest first.
     func allRecords() throws(DownloadError) -> [(DownloadID, DownloadRecord)] {
-        try records(where: "1")
+        try records(where: "1") { _ in true }
     }
 
     /// The downloads that still have work to do, oldest first.
     func unfinishedRecords() throws(DownloadError) -> [(DownloadID, DownloadRecord)] {
-        try records(where: Self.unfinished)
+        try records(where: Self.unfinished) { $0.isUnfinished }
     }
 
     /// The rows of downloads that still have work to do.
@@ -56,6 +57,7 @@ extension Journal {
     func hasUnfinishedRows() throws(DownloadError) -> Bool {
         acquire()
         defer { lock.unlock() }
+        if let found = try inMemory({ $0.rows.values.contains { $0.record.isUnfinished } }) { return found }
         let statement = try prepared("SELECT 1 FROM downloads WHERE \(Self.unfinished) LIMIT 1")
         defer { sqlite3_reset(statement) }
         switch sqlite3_step(statement) {
@@ -65,9 +67,14 @@ extension Journal {
         }
     }
 
-    func records(where condition: String) throws(DownloadError) -> [(DownloadID, DownloadRecord)] {
+    /// The rows for which `condition` (SQL) is true, oldest first; in memory, those `matching` accepts.
+    func records(
+        where condition: String,
+        matching: (DownloadRecord) -> Bool
+    ) throws(DownloadError) -> [(DownloadID, DownloadRecord)] {
         acquire()
         defer { lock.unlock() }
+        if let found = try inMemory({ $0.ordered(where: matching) }) { return found }
         let statement = try prepared("SELECT \(Self.columns) FROM downloads WHERE \(condition) ORDER BY created_at, id")
         defer { sqlite3_reset(statement) }
         var rows: [(DownloadID, DownloadRecord)] = []
@@ -86,6 +93,12 @@ extension Journal {
     /// How far past saturated hosts the queue is searched for another host's download.
     func recordSynced(_ id: DownloadID, bytes: Int64) throws(DownloadError) {
         try writing { () throws(DownloadError) in
+            let done = try inMemory { rows in
+                guard var record = rows.row(id)?.record, record.state != .completed else { return }
+                record.bytesSynced = max(record.bytesSynced, bytes)
+                rows.put(record, for: id)
+            }
+            if done != nil { return }
             let statement = try prepared(.recordSynced)
             defer { sqlite3_reset(statement) }
             Self.bind(statement, 1, id.rawValue)
@@ -128,6 +141,18 @@ extension Journal {
     /// else changed a row meanwhile, so that the next head's record is trusted too.
     func claim(_ head: QueueHead, unchangedSince changes: inout Int64) throws(DownloadError) -> DownloadRecord? {
         try writing { () throws(DownloadError) -> DownloadRecord? in
+            if let claimed = try inMemory({ rows -> DownloadRecord? in
+                guard let row = rows.row(head.id), row.number == head.rowID,
+                    MemoryRows.isAdmissible(row.record.state)
+                else { return nil }  // no longer queued
+                var record = row.record
+                record.apply(.admitted)
+                rows.put(record, for: head.id)
+                changes = rows.changes
+                return record
+            }) {
+                return claimed
+            }
             let unchanged = sqlite3_total_changes64(database) == changes
             let statement = try prepared(.claim)
             defer { sqlite3_reset(statement) }
@@ -153,6 +178,7 @@ extension Journal {
     /// thread in (a) against 4.7 %, one profile of each build.
     func update(_ record: DownloadRecord, for id: DownloadID, at rowID: Int64? = nil) throws(DownloadError) {
         try writing { () throws(DownloadError) in
+            if try inMemory({ $0.put(record, for: id) }) != nil { return }
             if let rowID {
                 let statement = try prepared(.updateRowAt)
                 sqlite3_bind_int64(statement, 32, rowID)
@@ -167,6 +193,7 @@ extension Journal {
     /// Inserts or replaces a download's row.
     func save(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) {
         try writing { () throws(DownloadError) in
+            if try inMemory({ $0.put(record, for: id) }) != nil { return }
             try write(record, for: id, with: try prepared(.upsertRow))
         }
     }
@@ -174,6 +201,12 @@ extension Journal {
     /// Inserts a download's row unless one with its id exists: whether it did.
     func insertIfAbsent(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) -> Bool {
         try writing { () throws(DownloadError) -> Bool in
+            let inserted = try inMemory { rows -> Bool in
+                guard rows.row(id) == nil else { return false }
+                rows.put(record, for: id)
+                return true
+            }
+            if let inserted { return inserted }
             try write(record, for: id, with: try prepared(.insertRowIfAbsent))
             return sqlite3_changes(database) == 1
         }
@@ -238,6 +271,13 @@ extension Journal {
     func destinationIsTaken(_ path: String, except id: DownloadID) throws(DownloadError) -> Bool {
         acquire()
         defer { lock.unlock() }
+        let taken = try inMemory { rows -> Bool in
+            if rows.row(DownloadID(destinationPath: path)) != nil { return true }
+            return rows.rows.contains { (key: DownloadID, row: MemoryRows.Row) -> Bool in
+                key != id && row.record.folder != nil && row.record.destination == path
+            }
+        }
+        if let taken { return taken }
         let statement = try prepared(
             "SELECT 1 FROM downloads WHERE folder IS NOT NULL AND destination = ?1 AND id != ?2 LIMIT 1"
         )
@@ -255,6 +295,8 @@ extension Journal {
     func remove(_ id: DownloadID) {
         acquire()
         defer { lock.unlock() }
+        // Rows in memory have no partial file.
+        if (try? inMemory({ $0.remove(id) })) != nil || isInMemory { return }
         try? joinBatch()
         defer { yieldIfContended() }
         if let statement = try? prepared(.delete) {
@@ -262,6 +304,6 @@ extension Journal {
             _ = sqlite3_step(statement)
             sqlite3_reset(statement)
         }
-        if !isInMemory { unlink(partialPath(for: id)) }  // rows in memory have no partial file
+        unlink(partialPath(for: id))
     }
 }

@@ -7,6 +7,9 @@ extension Journal {
     // MARK: SQLite helpers
 
     func execute(_ sql: String) throws(DownloadError) {
+        guard database != nil else {
+            throw DownloadError(code: .journal, url: nil, path: path, detail: "the journal is closed")
+        }
         var message: UnsafeMutablePointer<CChar>?
         let status = sqlite3_exec(database, sql, nil, nil, &message)
         defer { sqlite3_free(message) }
@@ -16,6 +19,9 @@ extension Journal {
     }
 
     func queryText(_ sql: String) throws(DownloadError) -> String? {
+        guard database != nil else {
+            throw DownloadError(code: .journal, url: nil, path: path, detail: "the journal is closed")
+        }
         var statement: OpaquePointer?
         let status = sqlite3_prepare_v2(database, sql, -1, &statement, nil)
         guard status == SQLITE_OK else { throw error(status: status, detail: lastMessage) }

@@ -39,8 +39,7 @@ extension Journal {
         // turn's transaction, a run of 2,048 queued rows: milliseconds). A reader never holds up a
         // write in WAL mode.
         sqlite3_busy_handler(database, Self.waitForTheOtherWriter, nil)
-        // In memory: no file, nobody else's to share it with.
-        if !isInMemory { try switchToWAL() }
+        try switchToWAL()
         // Ids are hashes, so queued rows land at random pages of the id index, and each commit and
         // each checkpoint rewrites every page it touched. Measured on 200,000 queued rows: 512-row
         // commits with the default 1,000-page checkpoints wrote 1.27 GB; 2,048-row commits
@@ -239,7 +238,7 @@ extension Journal {
         let previous = try queryText("SELECT value FROM meta WHERE key = 'boot_id'")
         if let previous, previous != bootID {
             recoveredFromReboot = true
-            for (id, var record) in try records(where: Self.mayHavePartial) {
+            for (id, var record) in try records(where: Self.mayHavePartial, matching: Self.mayHavePartial) {
                 let path = partialPath(for: id)
                 var status = stat()
                 // Not a file of Haul's (a link, a FIFO planted there): left alone, and refused when
@@ -290,6 +289,13 @@ extension Journal {
         NOT \(QueueState.sqlCondition([.completed])) AND NOT (\(QueueState.sqlCondition([.queued]))
         AND attempts = 0 AND bytes_committed = 0 AND bytes_synced = 0)
         """
+
+    /// ``mayHavePartial`` for a record.
+    static func mayHavePartial(_ record: DownloadRecord) -> Bool {
+        record.state != .completed
+            && !(record.state.column == QueueState.queued.column && record.attempts == 0
+                && record.bytesCommitted == 0 && record.bytesSynced == 0)
+    }
 
     /// Records that the first `bytes` of a download's partial file are on stable storage.
 }

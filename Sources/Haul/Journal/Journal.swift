@@ -45,8 +45,11 @@ final class Journal: @unchecked Sendable {
     var batchOpen = false
 
     /// The rows of this process's downloads into streams, memory or nothing, which no other
-    /// process can continue: SQLite in memory, no file, no lock, no owner but this open.
+    /// process can continue: held in Swift (``memory``), no database, no file, no lock, no owner but
+    /// this open.
     let isInMemory: Bool
+    /// A journal in memory's rows (`nil` for a journal in a file, and once closed).
+    var memory: MemoryRows?
 
     /// Whether opening found the journal written in another boot (and cut partial files back to their
     /// last synced checkpoint).
@@ -84,24 +87,7 @@ final class Journal: @unchecked Sendable {
         self.isInMemory = inMemory
         if inMemory {
             owner = Int64.random(in: 1...Int64.max)
-            var database: OpaquePointer?
-            let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_MEMORY
-            let status = sqlite3_open_v2(":memory:", &database, flags, nil)
-            self.database = database
-            do throws(DownloadError) {
-                guard status == SQLITE_OK else {
-                    throw DownloadError(
-                        code: .journal,
-                        url: nil,
-                        path: path,
-                        detail: "could not open a journal in memory"
-                    )
-                }
-                try prepareSchema()
-            } catch {
-                close()
-                throw error
-            }
+            memory = MemoryRows()
             return
         }
         // Private: the journal and the partial files are nobody else's to read.
@@ -195,6 +181,16 @@ final class Journal: @unchecked Sendable {
         return orphanPartials.removeValue(forKey: id.rawValue)
     }
 
+    /// For a journal in memory, `body` run with its rows (throwing once the journal is closed); `nil`
+    /// for a journal in a file. Call holding `lock`. `body` must not call the journal back.
+    func inMemory<T>(_ body: (inout MemoryRows) throws(DownloadError) -> T) throws(DownloadError) -> T? {
+        guard isInMemory else { return nil }
+        guard memory != nil else {
+            throw DownloadError(code: .journal, url: nil, path: path, detail: "the journal is closed")
+        }
+        return try body(&memory!)
+    }
+
     /// Runs `body` with the journal to itself: no other thread's call comes in between.
     func locked<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         acquire()
@@ -231,9 +227,11 @@ final class Journal: @unchecked Sendable {
     }
 
     /// Runs `body` in one SQLite transaction (one commit for many rows), holding the lock. Inside the
-    /// loop thread's open batch, `body` is a savepoint of it.
+    /// loop thread's open batch, `body` is a savepoint of it. In memory, `body` runs holding the lock
+    /// (no other thread sees its rows before it ends; its writes cannot fail, so none is undone).
     func transaction<T>(_ body: () throws(DownloadError) -> T) throws(DownloadError) -> T {
-        try locked { () throws(DownloadError) -> T in
+        if isInMemory { return try locked(body) }
+        return try locked { () throws(DownloadError) -> T in
             try joinBatch()
             if batchOpen {
                 try execute("SAVEPOINT haul_transaction")
@@ -328,7 +326,7 @@ final class Journal: @unchecked Sendable {
     }
 
     /// Whether ``close()`` was called. Read holding `lock`.
-    var isClosed: Bool { database == nil }
+    var isClosed: Bool { database == nil && memory == nil }
 
     /// Releases the database and its lock.
     func close() {
@@ -340,6 +338,7 @@ final class Journal: @unchecked Sendable {
         queries = queries.map { _ in nil }
         if let database { sqlite3_close_v2(database) }
         database = nil
+        memory = nil
         ownership = nil
     }
 
