@@ -143,3 +143,39 @@ struct MemoryJournalTests {
         #expect(throws: DownloadError.self) { try journal.save(DownloadRecord(url: "u", destination: "d"), for: id) }
     }
 }
+
+/// The blocks of bodies in memory: a caller's body goes back to the blocks kept when dropped, the
+/// next body of about its size reuses it, and no more than the limit is kept.
+@Suite("Blocks of bodies in memory")
+struct BodyBlocksTests {
+    @Test("a body's block is reused by the next body after its caller dropped it, up to the limit kept")
+    func reusedUpToTheLimit() throws {
+        let blocks = BodyBlocks(limit: 1024 * 1024)
+        let first = try #require(malloc(64 * 1024))
+        blocks.give(first, capacity: 64 * 1024)
+        #expect(blocks.keptBytes == 64 * 1024)
+        // Too small for it, or less than half of it: not that block.
+        #expect(blocks.take(atLeast: 65 * 1024) == nil)
+        #expect(blocks.take(atLeast: 16 * 1024) == nil)
+        let reused = try #require(blocks.take(atLeast: 60 * 1024))
+        #expect(reused.pointer == first && reused.capacity == 64 * 1024 && blocks.keptBytes == 0)
+        free(reused.pointer)
+        // A block over an eighth of the limit is freed, not kept; the kept bytes stay under the limit.
+        blocks.give(try #require(malloc(256 * 1024)), capacity: 256 * 1024)
+        #expect(blocks.keptBytes == 0)
+        for _ in 0..<20 { blocks.give(try #require(malloc(128 * 1024)), capacity: 128 * 1024) }
+        #expect(blocks.keptBytes == 1024 * 1024)
+    }
+
+    @Test("bodies collected one after another, each in a block the last one may have left: each whole and its own")
+    func collectedBodies() throws {
+        for round in 0..<3 {
+            let collector = BodyCollector(maximum: 1 << 20)
+            collector.expect(100_000)
+            let body = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ round) }
+            body.withUnsafeBytes { _ = collector.append($0) }
+            let taken = collector.take()
+            #expect(taken == Data(body))
+        }
+    }
+}
