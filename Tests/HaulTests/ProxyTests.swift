@@ -43,7 +43,9 @@ struct ProxyTests {
         #expect(try Data(contentsOf: destination) == source)
         let through = proxy.requests().filter { $0.contains("/gated/p.bin") }
         #expect(through == Array(repeating: "GET \(server.url("gated/p.bin")) HTTP/1.1", count: 2))
-        #expect(server.accessLog().filter { $0.uri == "/gated/p.bin" }.map(\.status) == [200, 206])
+        // Whole, then the rest by a range. (nginx logs a request when it ends: the paused one ends when
+        // the proxy lets its upstream connection go, which can be after the range's answer.)
+        #expect(server.accessLog().filter { $0.uri == "/gated/p.bin" }.map(\.status).sorted() == [200, 206])
         let secret = Data(ForwardProxy.password.utf8)
         #expect(everyByte(under: directory).range(of: secret) == nil)
         #expect(Data(log.text.utf8).range(of: secret) == nil)
