@@ -304,7 +304,8 @@ final class Catalog: Sendable {
         destinationPath: String,
         stateDirectoryPath: String,
         progress: DownloadProgress,
-        controller: any DownloadController
+        controller: any DownloadController,
+        keepsEarlyEvents: Bool = true
     ) -> Download {
         Download(
             id: id,
@@ -314,7 +315,8 @@ final class Catalog: Sendable {
             controller: controller,
             census: census,
             progress: progress,
-            feed: feed
+            feed: feed,
+            keepsEarlyEvents: keepsEarlyEvents
         )
     }
 

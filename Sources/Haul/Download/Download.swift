@@ -26,7 +26,12 @@ public final class Download: Sendable, Identifiable {
     /// Where the finished file goes. For a download that takes its file name from the server
     /// (``DownloadRequest/takesFileNameFromServer``), its folder until the first response named the
     /// file (before its first byte is written), then the file.
-    public var destination: URL { URL(fileURLWithPath: destinationPath, isDirectory: false) }
+    public var destination: URL {
+        let path = destinationPath
+        // A discarded body's or a body in memory's, made once (a URL from a path costs microseconds).
+        return path == Self.nowhere.path ? Self.nowhere.url : URL(fileURLWithPath: path, isDirectory: false)
+    }
+    private static let nowhere = (path: "/dev/null", url: URL(fileURLWithPath: "/dev/null", isDirectory: false))
     /// Where the partial file and the record of this download live.
     public var stateDirectory: URL { URL(fileURLWithPath: stateDirectoryPath, isDirectory: true) }
     /// Paths rather than URLs: thousands of live downloads each kept two file URLs (~350 bytes each).
@@ -55,7 +60,8 @@ public final class Download: Sendable, Identifiable {
         controller: any DownloadController,
         census: Census,
         progress: DownloadProgress,
-        feed: EventFeed? = nil
+        feed: EventFeed? = nil,
+        keepsEarlyEvents: Bool = true
     ) {
         census.downloads.add(1, ordering: .relaxed)
         self.census = census
@@ -64,7 +70,11 @@ public final class Download: Sendable, Identifiable {
         self.currentDestination = Mutex(destinationPath)
         self.stateDirectoryPath = stateDirectoryPath
         self.controller = controller
-        self.hub = EventHub(progress: progress, feed: feed.map { ($0, id, destinationPath) })
+        self.hub = EventHub(
+            progress: progress,
+            earlyWindow: keepsEarlyEvents ? EventHub.earlyWindow : 0,
+            feed: feed.map { ($0, id, destinationPath) }
+        )
         hub.owner = self
     }
 

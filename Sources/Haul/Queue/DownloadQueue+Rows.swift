@@ -289,7 +289,10 @@ extension DownloadQueue {
             destinationPath: destinationPath ?? request.destination,
             stateDirectoryPath: request.stateDirectory,
             progress: progress,
-            controller: inbox
+            controller: inbox,
+            // A body in memory's handle is the manager's own (``DownloadManager/data(from:headers:maximumSize:)``
+            // waits for its end): nobody subscribes to it early.
+            keepsEarlyEvents: request.stream?.collector == nil
         )
     }
 }

@@ -77,7 +77,8 @@ extension Transfer {
         switch plan {
         case .resume(let offset, let validator):
             // In the form the host honours (a CDN that ignores an ETag If-Range gets a date, or none).
-            request.ifRangeForm = environment.ifRangeForms[target.hostKey] ?? .validator
+            request.ifRangeForm =
+                environment.ifRangeForms.isEmpty ? .validator : environment.ifRangeForms[target.hostKey] ?? .validator
             (request.rangeStart, ifRange) = (offset, validator.flatMap { _ in ifRangeValue(request.ifRangeForm) })
         case .verify(let rangeStart, _, let validator):
             (request.rangeStart, ifRange) = (rangeStart, validator)
