@@ -1,7 +1,9 @@
 // Most of CHaul's shims are `static inline` in include/CHaul.h; what keeps state for the whole process
 // is here.
 #include "CHaul.h"
+#include <errno.h>
 #include <pthread.h>
+#include <sys/random.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 
@@ -83,4 +85,12 @@ long long CHaul_copy_file(int from, int to, long long length) {
         copied += count;
     }
     return copied;
+}
+
+int CHaul_random_bytes(void *buffer, size_t length) {
+    ssize_t filled;
+    do {
+        filled = getrandom(buffer, length, 0);
+    } while (filled < 0 && errno == EINTR);
+    return filled == (ssize_t)length ? 0 : -1;
 }

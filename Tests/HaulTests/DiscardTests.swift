@@ -24,6 +24,13 @@ struct DiscardTests {
             let second = try manager.discard(from: server.url("counted.bin"))
             #expect(second.id != first.id)
             #expect(DownloadRequest.discarding(server.url("a")) != DownloadRequest.discarding(server.url("a")))
+            // Each its own id (random, 32 hexadecimal digits); a copy of one request is that request.
+            let requests = (0..<1000).map { _ in DownloadRequest.discarding(server.url("a")) }
+            #expect(Set(requests.map(\.id)).count == 1000 && Set(requests).count == 1000)
+            #expect(requests.allSatisfy { $0.id.rawValue.count == 32 && $0.id.rawValue.allSatisfy(\.isHexDigit) })
+            #expect(requests.allSatisfy { $0.id.rawValue == $0.id.rawValue.lowercased() })
+            let copy = requests[0]
+            #expect(copy == requests[0] && copy.id == requests[0].id)
             _ = try await second.finished()
             for download in [first, second] {
                 let timings = download.timings

@@ -25,6 +25,8 @@
 /// The SHA-256 of the `length` bytes at `data`, into the 32 bytes at `digest`: 1, or 0 where
 /// libcrypto has none. Fetches the implementation once per process (see shim.c).
 int CHaul_sha256(const void *data, size_t length, unsigned char *digest);
+/// Fills `length` bytes (at most 256) from the kernel's random source: 0, or -1 (errno set).
+int CHaul_random_bytes(void *buffer, size_t length);
 
 /// Copies the first `length` bytes of the file open at `from` into the empty file open at `to`:
 /// shared extents where the file system can (`FICLONE`, btrfs and XFS), else in the kernel

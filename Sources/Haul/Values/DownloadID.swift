@@ -74,6 +74,29 @@ public struct DownloadID: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// An id of 128 random bits, with its first 64 as a number: a download no path or key finds again
+    /// (a stream's, a body in memory's, a discarded one's). Hashing a random token gave nothing more
+    /// than its randomness. One `getrandom` call.
+    static func random() -> (id: DownloadID, token: UInt64) {
+        var halves: (UInt64, UInt64) = (0, 0)
+        let filled = withUnsafeMutableBytes(of: &halves) { CHaul_random_bytes($0.baseAddress, $0.count) == 0 }
+        if !filled {
+            var generator = SystemRandomNumberGenerator()
+            halves = (generator.next(), generator.next())
+        }
+        let id = DownloadID(
+            rawValue: String(unsafeUninitializedCapacity: 32) { hex in
+                for (index, half) in [halves.0, halves.1].enumerated() {
+                    for nibble in 0..<16 {
+                        hex[16 * index + nibble] = Self.hexDigits[Int((half >> UInt64(60 - 4 * nibble)) & 0x0f)]
+                    }
+                }
+                return 32
+            }
+        )
+        return (id, halves.0)
+    }
+
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// The raw value.

@@ -102,8 +102,9 @@ public struct DownloadRequest: Sendable, Hashable {
     public var mirrors: [URL] = []
     /// Whether the body is read, counted and thrown away, never written (``discarding(_:headers:)``).
     public private(set) var discardsBody = false
-    /// What its id was made from when it was made for it alone (``giveUniqueID()``), not derived from
-    /// its destination: part of its equality, so two such requests are two downloads there too.
+    /// Set when its id was made for it alone (``giveUniqueID()``: random, not derived from its
+    /// destination), to the id's first 64 bits: part of its equality, so two such requests are two
+    /// downloads there too.
     private var uniqueToken: UInt64?
     /// Where its body is collected, for a body asked for in memory (a request that discards its body
     /// to any destination).
@@ -239,11 +240,12 @@ extension DownloadRequest {
     ///   - url: an http(s) URL.
     ///   - headers: sent with its requests, over the manager's.
     public static func discarding(_ url: URL, headers: [DownloadHeader] = []) -> DownloadRequest {
-        var request = DownloadRequest(url: url, destination: URL(fileURLWithPath: "/dev/null"), headers: headers)
-        request.giveUniqueID()
+        var request = DownloadRequest(url: url, uniqueTo: nowhere, headers: headers)
         request.discardsBody = true
         return request
     }
+
+    private static let nowhere = URL(fileURLWithPath: "/dev/null", isDirectory: false)
 
     /// A request whose body is collected into `collector` (``DownloadManager/data(from:headers:maximumSize:)``).
     static func collecting(_ url: URL, headers: [DownloadHeader], into collector: BodyCollector) -> DownloadRequest {
@@ -256,10 +258,20 @@ extension DownloadRequest {
     /// destination names no file it could be found again by (a discarded body, a stream's pipe,
     /// whose descriptor number the next stream may be given as soon as this one's is closed).
     mutating func giveUniqueID() {
-        let token = UInt64.random(in: 0...UInt64.max)
-        let path = identity.value.destinationPath
-        let key = "unique \(String(token, radix: 16))"
-        identity.value = Identity(id: DownloadID(key: key, folderPath: path), destinationPath: path)
+        let (id, token) = DownloadID.random()
+        identity.value = Identity(id: id, destinationPath: identity.value.destinationPath)
+        uniqueToken = token
+    }
+
+    /// A request with an id of its own (``giveUniqueID()``), made without deriving its destination's
+    /// first (a SHA-256 for nothing, per body of ``DownloadManager/data(from:headers:maximumSize:)``).
+    private init(url: URL, uniqueTo destination: URL, headers: [DownloadHeader]) {
+        self.url = url
+        self.destination = destination
+        self.priority = 0
+        self.headers = headers
+        let (id, token) = DownloadID.random()
+        identity.value = Identity(id: id, destinationPath: FilePath.standardized(destination))
         uniqueToken = token
     }
 
