@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sys/random.h>
+#include <sys/epoll.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 
@@ -93,4 +94,23 @@ int CHaul_random_bytes(void *buffer, size_t length) {
         filled = getrandom(buffer, length, 0);
     } while (filled < 0 && errno == EINTR);
     return filled == (ssize_t)length ? 0 : -1;
+}
+
+int CHaul_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+
+int CHaul_epoll_watch_once(int epoll, int fd) {
+    struct epoll_event event = {.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT, .data.fd = fd};
+    if (epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event) == 0) return 0;
+    if (errno != EEXIST) return -1;
+    return epoll_ctl(epoll, EPOLL_CTL_MOD, fd, &event);
+}
+
+int CHaul_epoll_forget(int epoll, int fd) { return epoll_ctl(epoll, EPOLL_CTL_DEL, fd, NULL); }
+
+int CHaul_epoll_ready(int epoll, int *fds, int capacity) {
+    struct epoll_event events[64];
+    if (capacity > 64) capacity = 64;
+    int count = epoll_wait(epoll, events, capacity, -1);
+    for (int index = 0; index < count; index++) fds[index] = events[index].data.fd;
+    return count;
 }

@@ -28,6 +28,16 @@ int CHaul_sha256(const void *data, size_t length, unsigned char *digest);
 /// Fills `length` bytes (at most 256) from the kernel's random source: 0, or -1 (errno set).
 int CHaul_random_bytes(void *buffer, size_t length);
 
+/// A new epoll set (close-on-exec): its descriptor, or -1.
+int CHaul_epoll_create(void);
+/// Watches `fd` in `epoll` once for reading or its writers' going (one-shot), added or re-armed: 0, or -1.
+int CHaul_epoll_watch_once(int epoll, int fd);
+/// Stops watching `fd` in `epoll`: 0, or -1.
+int CHaul_epoll_forget(int epoll, int fd);
+/// Waits for events of `epoll` and writes the descriptors that have one into `fds` (at most
+/// `capacity`, at most 64): how many, or -1 (errno set; EINTR included).
+int CHaul_epoll_ready(int epoll, int *fds, int capacity);
+
 /// Copies the first `length` bytes of the file open at `from` into the empty file open at `to`:
 /// shared extents where the file system can (`FICLONE`, btrfs and XFS), else in the kernel
 /// (`copy_file_range`), else read and written. Returns the bytes copied (`length`), or -1 with

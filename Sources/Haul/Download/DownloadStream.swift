@@ -1,4 +1,3 @@
-@preconcurrency import Dispatch
 import FoundationEssentials
 import Glibc
 
@@ -42,8 +41,6 @@ public struct DownloadStream: AsyncSequence, Sendable {
 /// cancelled and the pipe closed when the last reference goes.
 final class StreamBody: Sendable {
     static let chunkSize = 64 * 1024
-    /// Where readers wait for the pipe to be readable.
-    private static let queue = DispatchQueue(label: "haul.stream-readers")
 
     let download: Download
     private let readEnd: Int32
@@ -97,7 +94,7 @@ final class StreamBody: Sendable {
             }
             switch errno {
             case EINTR: continue
-            case EAGAIN: await readable()
+            case EAGAIN: await PipeReadiness.shared.waitUntilReadable(readEnd)
             default:
                 throw DownloadError(
                     code: .fileSystem,
@@ -107,26 +104,6 @@ final class StreamBody: Sendable {
                     detail: "reading the stream's pipe failed"
                 )
             }
-        }
-    }
-
-    /// Returns once the pipe has bytes or no writer, or the task is cancelled.
-    ///
-    /// Only once the source's cancellation is complete (its cancel handler): Dispatch must be done
-    /// with the descriptor before it may be closed, and the reader closes it as soon as the body
-    /// ended. Woken from the event handler, a reader closed it while Dispatch still watched it, and
-    /// the next pipe given the same number was never reported readable (a stream that never ended,
-    /// about once in 10,000 bodies read 100 at a time).
-    private func readable() async {
-        let source = DispatchSource.makeReadSource(fileDescriptor: readEnd, queue: Self.queue)
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                source.setEventHandler { source.cancel() }
-                source.setCancelHandler { continuation.resume() }
-                source.resume()
-            }
-        } onCancel: {
-            source.cancel()
         }
     }
 }

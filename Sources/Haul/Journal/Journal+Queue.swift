@@ -215,7 +215,7 @@ extension Journal {
     /// row machine's `.continued`, for all rows at once, each now this manager's.
     func requeueInterrupted() throws(DownloadError) {
         try locked { () throws(DownloadError) in
-            let done = try inMemory { rows in
+            let done: Void? = try inMemory { rows in
                 for (id, row) in rows.rows where row.record.state.after(.continued) == .moves(to: .queued) {
                     var record = row.record
                     record.state = .queued

@@ -93,7 +93,7 @@ extension Journal {
     /// How far past saturated hosts the queue is searched for another host's download.
     func recordSynced(_ id: DownloadID, bytes: Int64) throws(DownloadError) {
         try writing { () throws(DownloadError) in
-            let done = try inMemory { rows in
+            let done: Void? = try inMemory { rows in
                 guard var record = rows.row(id)?.record, record.state != .completed else { return }
                 record.bytesSynced = max(record.bytesSynced, bytes)
                 rows.put(record, for: id)
