@@ -295,8 +295,10 @@ extension Journal {
     func remove(_ id: DownloadID) {
         acquire()
         defer { lock.unlock() }
-        // Rows in memory have no partial file.
-        if (try? inMemory({ $0.remove(id) })) != nil || isInMemory { return }
+        if isInMemory {
+            _ = try? inMemory { $0.remove(id) }  // (closed: nothing left to remove)
+            return  // no partial file
+        }
         try? joinBatch()
         defer { yieldIfContended() }
         if let statement = try? prepared(.delete) {
