@@ -114,3 +114,19 @@ int CHaul_epoll_ready(int epoll, int *fds, int capacity) {
     for (int index = 0; index < count; index++) fds[index] = events[index].data.fd;
     return count;
 }
+
+// glibc's, declared under _GNU_SOURCE only (CHaul.h's headers come first).
+extern int pipe2(int ends[2], int flags);
+
+int CHaul_pipe(int ends[2]) {
+    if (pipe2(ends, O_CLOEXEC) != 0) return -1;
+    int flags = fcntl(ends[0], F_GETFL);
+    if (flags < 0 || fcntl(ends[0], F_SETFL, flags | O_NONBLOCK) != 0) {
+        int saved = errno;
+        close(ends[0]);
+        close(ends[1]);
+        errno = saved;
+        return -1;
+    }
+    return 0;
+}

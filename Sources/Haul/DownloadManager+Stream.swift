@@ -1,3 +1,4 @@
+import CHaul
 import FoundationEssentials
 import Glibc
 
@@ -21,7 +22,9 @@ extension DownloadManager {
         bufferLimit: Int = 256 * 1024
     ) throws -> DownloadStream {
         var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else {
+        // Close-on-exec from the start: a child another thread spawns meanwhile would otherwise
+        // keep a copy of the write end, and the reader would never see the body's end.
+        guard CHaul_pipe(&ends) == 0 else {
             throw DownloadError(
                 code: .fileSystem,
                 url: url.redactedString,
@@ -29,8 +32,6 @@ extension DownloadManager {
                 detail: "could not make a pipe"
             )
         }
-        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        _ = fcntl(ends[0], F_SETFL, fcntl(ends[0], F_GETFL) | O_NONBLOCK)
         _ = fcntl(ends[1], Self.setPipeSize, Int32(clamping: max(4096, bufferLimit)))
         var request = DownloadRequest(url: url, destination: URL(fileURLWithPath: "/proc/self/fd/\(ends[1])"))
         request.headers = headers

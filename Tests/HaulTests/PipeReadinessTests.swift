@@ -1,3 +1,4 @@
+import CHaul
 import Foundation
 import Synchronization
 import Testing
@@ -10,9 +11,11 @@ import Testing
 @Suite("Waiting for a stream's pipe", .timeLimit(.minutes(1)))
 struct PipeReadinessTests {
     func pipeEnds() throws -> (read: Int32, write: Int32) {
+        // Close-on-exec (as the library's): a child another test spawns meanwhile must not keep the
+        // write end open, or closing it would never wake a reader. (A first version used pipe(): the
+        // suite hung, nginx and haul children holding this test's write ends.)
         var ends: [Int32] = [-1, -1]
-        try #require(pipe(&ends) == 0)
-        _ = fcntl(ends[0], F_SETFL, fcntl(ends[0], F_GETFL) | O_NONBLOCK)
+        try #require(CHaul_pipe(&ends) == 0)
         return (ends[0], ends[1])
     }
 

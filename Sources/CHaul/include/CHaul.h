@@ -28,6 +28,9 @@ int CHaul_sha256(const void *data, size_t length, unsigned char *digest);
 /// Fills `length` bytes (at most 256) from the kernel's random source: 0, or -1 (errno set).
 int CHaul_random_bytes(void *buffer, size_t length);
 
+/// A pipe whose two ends are close-on-exec from their creation (no child spawned meanwhile by
+/// another thread inherits them), its read end non-blocking: 0, or -1 (errno set).
+int CHaul_pipe(int ends[2]);
 /// A new epoll set (close-on-exec): its descriptor, or -1.
 int CHaul_epoll_create(void);
 /// Watches `fd` in `epoll` once for reading or its writers' going (one-shot), added or re-armed: 0, or -1.
