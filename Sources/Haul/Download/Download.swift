@@ -29,9 +29,9 @@ public final class Download: Sendable, Identifiable {
     public var destination: URL {
         let path = destinationPath
         // A discarded body's or a body in memory's, made once (a URL from a path costs microseconds).
-        return path == Self.nowhere.path ? Self.nowhere.url : URL(fileURLWithPath: path, isDirectory: false)
+        let nowhere = DownloadRequest.nowhere
+        return path == nowhere.path ? nowhere.url : URL(fileURLWithPath: path, isDirectory: false)
     }
-    private static let nowhere = (path: "/dev/null", url: URL(fileURLWithPath: "/dev/null", isDirectory: false))
     /// Where the partial file and the record of this download live.
     public var stateDirectory: URL { URL(fileURLWithPath: stateDirectoryPath, isDirectory: true) }
     /// Paths rather than URLs: thousands of live downloads each kept two file URLs (~350 bytes each).

@@ -218,7 +218,7 @@ extension Journal {
             let done: Void? = try inMemory { rows in
                 for (id, row) in rows.rows where row.record.state.after(.continued) == .moves(to: .queued) {
                     var record = row.record
-                    record.state = .queued
+                    _ = record.apply(.continued)
                     rows.put(record, for: id)
                 }
             }

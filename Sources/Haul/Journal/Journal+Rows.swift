@@ -42,12 +42,18 @@ extension Journal {
 
     /// Every stored download, oldest first.
     func allRecords() throws(DownloadError) -> [(DownloadID, DownloadRecord)] {
-        try records(where: "1") { _ in true }
+        if let rows = try locked({ () throws(DownloadError) in try inMemory { $0.ordered { _ in true } } }) {
+            return rows
+        }
+        return try records(where: "1")
     }
 
     /// The downloads that still have work to do, oldest first.
     func unfinishedRecords() throws(DownloadError) -> [(DownloadID, DownloadRecord)] {
-        try records(where: Self.unfinished) { $0.isUnfinished }
+        if let rows = try locked({ () throws(DownloadError) in try inMemory { $0.ordered(where: \.isUnfinished) } }) {
+            return rows
+        }
+        return try records(where: Self.unfinished)
     }
 
     /// The rows of downloads that still have work to do.
@@ -67,14 +73,10 @@ extension Journal {
         }
     }
 
-    /// The rows for which `condition` (SQL) is true, oldest first; in memory, those `matching` accepts.
-    func records(
-        where condition: String,
-        matching: (DownloadRecord) -> Bool
-    ) throws(DownloadError) -> [(DownloadID, DownloadRecord)] {
+    /// The rows of a journal in a file for which `condition` (SQL) is true, oldest first.
+    func records(where condition: String) throws(DownloadError) -> [(DownloadID, DownloadRecord)] {
         acquire()
         defer { lock.unlock() }
-        if let found = try inMemory({ $0.ordered(where: matching) }) { return found }
         let statement = try prepared("SELECT \(Self.columns) FROM downloads WHERE \(condition) ORDER BY created_at, id")
         defer { sqlite3_reset(statement) }
         var rows: [(DownloadID, DownloadRecord)] = []

@@ -7,9 +7,7 @@ extension Journal {
     // MARK: SQLite helpers
 
     func execute(_ sql: String) throws(DownloadError) {
-        guard database != nil else {
-            throw DownloadError(code: .journal, url: nil, path: path, detail: "the journal is closed")
-        }
+        guard database != nil else { throw closedError }
         var message: UnsafeMutablePointer<CChar>?
         let status = sqlite3_exec(database, sql, nil, nil, &message)
         defer { sqlite3_free(message) }
@@ -19,9 +17,7 @@ extension Journal {
     }
 
     func queryText(_ sql: String) throws(DownloadError) -> String? {
-        guard database != nil else {
-            throw DownloadError(code: .journal, url: nil, path: path, detail: "the journal is closed")
-        }
+        guard database != nil else { throw closedError }
         var statement: OpaquePointer?
         let status = sqlite3_prepare_v2(database, sql, -1, &statement, nil)
         guard status == SQLITE_OK else { throw error(status: status, detail: lastMessage) }
@@ -81,14 +77,17 @@ extension Journal {
 
     func prepared(_ sql: String) throws(DownloadError) -> OpaquePointer {
         if let statement = statements[sql] { return statement }
-        guard database != nil else {
-            throw DownloadError(code: .journal, url: nil, path: path, detail: "the journal is closed")
-        }
+        guard database != nil else { throw closedError }
         var statement: OpaquePointer?
         let status = sqlite3_prepare_v2(database, sql, -1, &statement, nil)
         guard status == SQLITE_OK, let statement else { throw error(status: status, detail: lastMessage) }
         statements[sql] = statement
         return statement
+    }
+
+    /// What a call on a closed journal throws.
+    var closedError: DownloadError {
+        DownloadError(code: .journal, url: nil, path: path, detail: "the journal is closed")
     }
 
     var lastMessage: String {

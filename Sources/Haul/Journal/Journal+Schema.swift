@@ -238,7 +238,7 @@ extension Journal {
         let previous = try queryText("SELECT value FROM meta WHERE key = 'boot_id'")
         if let previous, previous != bootID {
             recoveredFromReboot = true
-            for (id, var record) in try records(where: Self.mayHavePartial, matching: Self.mayHavePartial) {
+            for (id, var record) in try records(where: Self.mayHavePartial) {
                 let path = partialPath(for: id)
                 var status = stat()
                 // Not a file of Haul's (a link, a FIFO planted there): left alone, and refused when
@@ -289,13 +289,6 @@ extension Journal {
         NOT \(QueueState.sqlCondition([.completed])) AND NOT (\(QueueState.sqlCondition([.queued]))
         AND attempts = 0 AND bytes_committed = 0 AND bytes_synced = 0)
         """
-
-    /// ``mayHavePartial`` for a record.
-    static func mayHavePartial(_ record: DownloadRecord) -> Bool {
-        record.state != .completed
-            && !(record.state.column == QueueState.queued.column && record.attempts == 0
-                && record.bytesCommitted == 0 && record.bytesSynced == 0)
-    }
 
     /// Records that the first `bytes` of a download's partial file are on stable storage.
 }

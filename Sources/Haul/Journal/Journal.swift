@@ -185,9 +185,7 @@ final class Journal: @unchecked Sendable {
     /// for a journal in a file. Call holding `lock`. `body` must not call the journal back.
     func inMemory<T>(_ body: (inout MemoryRows) throws(DownloadError) -> T) throws(DownloadError) -> T? {
         guard isInMemory else { return nil }
-        guard memory != nil else {
-            throw DownloadError(code: .journal, url: nil, path: path, detail: "the journal is closed")
-        }
+        guard memory != nil else { throw closedError }
         return try body(&memory!)
     }
 

@@ -63,14 +63,19 @@ public struct DownloadID: Hashable, Sendable, CustomStringConvertible {
             withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { digest in
                 let status = CHaul_sha256(bytes.baseAddress, bytes.count, digest.baseAddress)
                 precondition(status == 1, "SHA-256 is not available from libcrypto")
-                return String(unsafeUninitializedCapacity: 32) { hex in
-                    for (index, byte) in digest.prefix(16).enumerated() {
-                        hex[2 * index] = Self.hexDigits[Int(byte >> 4)]
-                        hex[2 * index + 1] = Self.hexDigits[Int(byte & 0x0f)]
-                    }
-                    return 32
-                }
+                return Self.hex(UnsafeRawBufferPointer(digest))  // its first 16 bytes
             }
+        }
+    }
+
+    /// The 16 bytes at `bytes` in hexadecimal: an id's raw value.
+    private static func hex(_ bytes: UnsafeRawBufferPointer) -> String {
+        String(unsafeUninitializedCapacity: 32) { hex in
+            for (index, byte) in bytes.prefix(16).enumerated() {
+                hex[2 * index] = hexDigits[Int(byte >> 4)]
+                hex[2 * index + 1] = hexDigits[Int(byte & 0x0f)]
+            }
+            return 32
         }
     }
 
@@ -84,17 +89,7 @@ public struct DownloadID: Hashable, Sendable, CustomStringConvertible {
             var generator = SystemRandomNumberGenerator()
             halves = (generator.next(), generator.next())
         }
-        let id = DownloadID(
-            rawValue: String(unsafeUninitializedCapacity: 32) { hex in
-                for (index, half) in [halves.0, halves.1].enumerated() {
-                    for nibble in 0..<16 {
-                        hex[16 * index + nibble] = Self.hexDigits[Int((half >> UInt64(60 - 4 * nibble)) & 0x0f)]
-                    }
-                }
-                return 32
-            }
-        )
-        return (id, halves.0)
+        return (DownloadID(rawValue: withUnsafeBytes(of: halves) { hex($0) }), halves.0)
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)

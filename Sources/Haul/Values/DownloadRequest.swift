@@ -240,12 +240,13 @@ extension DownloadRequest {
     ///   - url: an http(s) URL.
     ///   - headers: sent with its requests, over the manager's.
     public static func discarding(_ url: URL, headers: [DownloadHeader] = []) -> DownloadRequest {
-        var request = DownloadRequest(url: url, uniqueTo: nowhere, headers: headers)
+        var request = DownloadRequest(url: url, uniqueTo: nowhere.url, headers: headers)
         request.discardsBody = true
         return request
     }
 
-    private static let nowhere = URL(fileURLWithPath: "/dev/null", isDirectory: false)
+    /// A discarded or collected body's destination, its path and URL made once.
+    static let nowhere = (path: "/dev/null", url: URL(fileURLWithPath: "/dev/null", isDirectory: false))
 
     /// A request whose body is collected into `collector` (``DownloadManager/data(from:headers:maximumSize:)``).
     static func collecting(_ url: URL, headers: [DownloadHeader], into collector: BodyCollector) -> DownloadRequest {
@@ -270,9 +271,8 @@ extension DownloadRequest {
         self.destination = destination
         self.priority = 0
         self.headers = headers
-        let (id, token) = DownloadID.random()
-        identity.value = Identity(id: id, destinationPath: FilePath.standardized(destination))
-        uniqueToken = token
+        identity.value.destinationPath = FilePath.standardized(destination)
+        giveUniqueID()
     }
 
     /// The URL written in `string` (spaces around it ignored), as ``DownloadManager`` reads one:
