@@ -240,6 +240,29 @@ struct HeaderTests {
         #expect(log.filter { $0.uri == "/bearer/r.bin" }.map(\.status) == [200])
     }
 
+    @Test("a download's response names the URL that answered: where a redirect led, without the URL's password")
+    func responseURL() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let source = try server.makeFile("answered.bin", size: 40_000)
+        let direct = try #require(URL(string: "http://user:pw-77x@127.0.0.1:\(server.port)/answered.bin"))
+        let redirected = try #require(URL(string: "http://user:pw-77x@127.0.0.1:\(server.port)/redirect/answered.bin"))
+        try await withDownloadManager(configuration: configuration()) { manager in
+            let first = try manager.download(from: direct, to: directory.appendingPathComponent("direct.bin"))
+            let second = try manager.download(from: redirected, to: directory.appendingPathComponent("redirected.bin"))
+            _ = try await first.finished()
+            _ = try await second.finished()
+            let answered = try #require(first.response)
+            #expect(answered.url.absoluteString == "http://127.0.0.1:\(server.port)/answered.bin")
+            #expect(answered.status == 200 && answered.totalBytes == Int64(source.count))
+            let afterRedirect = try #require(second.response)
+            #expect(afterRedirect.url.absoluteString == "http://127.0.0.1:\(server.port)/answered.bin")
+            #expect(!"\(answered)\(afterRedirect)".contains("pw-77x"))
+        }
+        #expect(try Data(contentsOf: directory.appendingPathComponent("redirected.bin")) == source)
+        #expect(server.accessLog().filter { $0.uri == "/redirect/answered.bin" }.map(\.status) == [302])
+    }
+
     @Test("an https download redirected to http on its own host: followed without its headers, and said once")
     func downgradeIsFollowedAndSaid() async throws {
         let server = try NginxServer.start(tls: true)

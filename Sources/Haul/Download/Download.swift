@@ -49,8 +49,8 @@ public final class Download: Sendable, Identifiable {
     let foundComplete = Atomic<Bool>(false)
     /// When its requests went and its bytes came (``timings``).
     let ledger = Mutex(TimingLedger())
-    /// ``response``, its URL as curl reported it (parsed only when asked for).
-    private let lastResponse = Mutex<(response: DownloadResponse, effectiveURL: String?)?>(nil)
+    /// ``response``, its URL with credentials until asked for.
+    private let lastResponse = Mutex<DownloadResponse?>(nil)
 
     init(
         id: DownloadID,
@@ -121,16 +121,14 @@ public final class Download: Sendable, Identifiable {
     /// length) in the last response whose body this download accepted in this process; `nil` before
     /// one (and for a file that was complete already).
     public var response: DownloadResponse? {
-        guard let (response, effectiveURL) = lastResponse.withLock({ $0 }) else { return nil }
-        var shown = response
-        let answered = effectiveURL.flatMap { URL(string: $0) } ?? response.url
-        shown.url = URL(string: answered.redactedString) ?? answered
+        guard var shown = lastResponse.withLock({ $0 }) else { return nil }
+        shown.url = URL(string: shown.url.redactedString) ?? shown.url
         return shown
     }
 
-    /// Keeps what a response said; `effectiveURL` (curl's text) replaces `response.url` when read.
-    func record(_ response: DownloadResponse, effectiveURL: String?) {
-        lastResponse.withLock { $0 = (response, effectiveURL) }
+    /// Keeps what a response said (its URL's credentials are removed when read).
+    func record(_ response: DownloadResponse) {
+        lastResponse.withLock { $0 = response }
     }
 
     /// Pauses: the connection is released and the bytes written so far are kept. No effect on a

@@ -20,20 +20,20 @@ public enum DownloadEvent: Sendable, Hashable {
     case restarted(RestartReason)
     /// The attempt failed transiently (the error says how); the download waits to retry, and may
     /// start after this delay, from the bytes on disk (``DownloadState/waitingToRetry(_:after:)``).
-    case waitingToRetry(DownloadError, after: Duration)
+    indirect case waitingToRetry(DownloadError, after: Duration)
     /// Something the caller may not expect; the download goes on.
     case warning(DownloadWarning)
     /// Requests go to this URL now (credentials removed), after this failure of the one before: the
     /// next of the download's mirrors (``DownloadRequest/mirrors``), or a fresh URL from the refresh
     /// hook (``DownloadManager/Configuration/urlRefresher``). The bytes on disk continue only if its
     /// answer proves the same file. ``Download/url`` says it too.
-    case switchedURL(URL, after: DownloadError)
+    indirect case switchedURL(URL, after: DownloadError)
     /// Paused; the partial file holds `progress.bytesReceived` bytes.
     case paused(DownloadProgress)
     /// Finished: the whole file is at this path.
     case completed(URL)
     /// Failed with this error.
-    case failed(DownloadError)
+    indirect case failed(DownloadError)
     /// Cancelled; the partial file was deleted.
     case cancelled
 

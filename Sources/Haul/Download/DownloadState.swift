@@ -18,10 +18,10 @@ public enum DownloadState: Sendable, Hashable {
     /// The file is at its destination.
     case completed(URL)
     /// The download failed; the partial file is kept where resuming can use it.
-    case failed(DownloadError)
+    indirect case failed(DownloadError)
     /// An attempt failed transiently (the error says how); the download starts again after the
     /// delay announced, from the bytes on disk.
-    case waitingToRetry(DownloadError, after: Duration)
+    indirect case waitingToRetry(DownloadError, after: Duration)
     /// The user cancelled; the partial file was deleted.
     case cancelled
 

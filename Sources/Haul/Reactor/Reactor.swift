@@ -262,10 +262,18 @@ final class Reactor: @unchecked Sendable {
         }
     }
 
+    /// Watches of sockets curl stopped watching, for the next socket it watches: curl stops watching
+    /// a kept-alive connection between its requests, so each small download would otherwise make and
+    /// free one (loop thread only).
+    private var idleWatches: [SocketWatch] = []
+    private static let idleWatchLimit = 1024
+
     private func updateSocket(_ socket: curl_socket_t, what: Int32, socketPointer: UnsafeMutableRawPointer?) {
         if what == CURL_POLL_REMOVE {
             if let socketPointer {
-                Unmanaged<SocketWatch>.fromOpaque(socketPointer).release()
+                let watch = Unmanaged<SocketWatch>.fromOpaque(socketPointer).takeRetainedValue()
+                watch.disarm()
+                if idleWatches.count < Self.idleWatchLimit { idleWatches.append(watch) }
             }
             return
         }
@@ -273,7 +281,7 @@ final class Reactor: @unchecked Sendable {
         if let socketPointer {
             watch = Unmanaged<SocketWatch>.fromOpaque(socketPointer).takeUnretainedValue()
         } else {
-            watch = SocketWatch()
+            watch = idleWatches.popLast() ?? SocketWatch()
             curl_multi_assign(multi, socket, Unmanaged.passRetained(watch).toOpaque())
         }
         var flags = CHaul_EV_PERSIST()

@@ -1,7 +1,7 @@
 import CHaul
 
 /// One per socket curl asks us to watch; its libevent `struct event` lives inside it and is
-/// re-assigned when curl changes the flags it wants.
+/// re-assigned when curl changes the flags it wants, or when the watch is reused for another socket.
 final class SocketWatch {
     let event: OpaquePointer
     var armed = false
@@ -23,6 +23,12 @@ final class SocketWatch {
         event_assign(event, base, socket, flags, callback, argument)
         event_add(event, nil)
         armed = true
+    }
+
+    /// Stops watching (curl no longer wants the socket); the watch may be armed again for another.
+    func disarm() {
+        if armed { event_del(event) }
+        armed = false
     }
 
     deinit {

@@ -4,7 +4,7 @@ extension DownloadStateMachine {
     /// How a download ended.
     enum Outcome: Equatable, Sendable {
         case completed
-        case failed(DownloadError)
+        indirect case failed(DownloadError)
         case cancelled
     }
 
@@ -13,7 +13,7 @@ extension DownloadStateMachine {
         case complete
         /// A revalidation's answer: the complete file at the destination did not change.
         case unchanged
-        case fail(DownloadError)
+        indirect case fail(DownloadError)
         case restartFromZero
         /// The server ignored the range's `If-Range`: the same range is asked for again at once, in
         /// another form (not a failure, not a restart; the forms run out after two).
@@ -31,7 +31,7 @@ extension DownloadStateMachine {
         /// Its URL answered 401, 403 or 410 (this error) and the application's refresh hook is asked
         /// for a fresh one. Shown to users as connecting. → connecting (a fresh URL), what the error
         /// says when none comes (another URL, a retry, the end), paused, done (cancel).
-        case awaitingFreshURL(DownloadError)
+        indirect case awaitingFreshURL(DownloadError)
         /// A request is out and no response was accepted yet.
         /// → receiving (head accepted), closing (head refused), paused, done (transfer failed, cancel).
         case connecting
@@ -66,15 +66,15 @@ extension DownloadStateMachine {
         /// Keep the destination as it is (the server said it did not change) and drop the partial file.
         case keepDestination
         /// Write what is buffered, keep the partial file, and report the error.
-        case fail(DownloadError)
+        indirect case fail(DownloadError)
         /// Stop the request, keep the partial file, and queue the download again after a delay:
         /// the failure was transient and the budget allows another attempt.
-        case retry(DownloadError)
+        indirect case retry(DownloadError)
         /// Send the next request to the download's next URL (a mirror), after this failure.
-        case tryNextURL(DownloadError)
+        indirect case tryNextURL(DownloadError)
         /// Ask the application's refresh hook for a fresh URL (this one answered 401, 403 or 410),
         /// then send the next request there (``freshURLArrived()``); ``urlRefused(_:)`` when it gives none.
-        case refreshURL(DownloadError)
+        indirect case refreshURL(DownloadError)
         /// Ask the application's header provider for the values of the headers the row names;
         /// ``headersArrived()`` once they are known.
         case askForHeaders
@@ -86,6 +86,6 @@ extension DownloadStateMachine {
         /// A 206 ended where its Content-Range said, before the end of the file (a server that
         /// serves ranges of a limited size): every byte it announced arrived.
         case rangeEnded
-        case failed(DownloadError)
+        indirect case failed(DownloadError)
     }
 }

@@ -151,18 +151,19 @@ extension Transfer {
         record.attempts += 1
         followURL()
         if let easy {
-            // curl's effective URL is parsed (and its credentials removed) only if someone asks
+            // The URL this request went to (the download's, a mirror's or where a redirect led):
+            // Haul follows redirects itself, so it is curl's effective URL, without a copy of
+            // curl's text kept by every live transfer. Its credentials are removed when read
             // (``Download/response``), off the loop's per-file path.
             download.record(
                 DownloadResponse(
-                    url: download.url,
+                    url: request.target ?? download.url,
                     status: head.status,
                     contentType: easy.header("Content-Type"),
                     entityTag: head.entityTag,
                     lastModified: head.lastModified,
                     totalBytes: total
-                ),
-                effectiveURL: easy.effectiveURL
+                )
             )
         }
         if let restart { restarted(because: restart, discarding: discarded) }
