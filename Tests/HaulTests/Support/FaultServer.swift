@@ -89,7 +89,7 @@ final class FaultServer: @unchecked Sendable {
 
     /// Starts listening on 127.0.0.1 on a free port.
     static func start() throws -> FaultServer {
-        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard socketFD >= 0 else { throw TestFailure("socket() failed") }
         var yes: Int32 = 1
         setsockopt(socketFD, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
@@ -145,7 +145,7 @@ final class FaultServer: @unchecked Sendable {
 
     private func acceptLoop() {
         while true {
-            let connection = accept(listener, nil, nil)
+            let connection = acceptClosingOnExec(listener)
             if connection < 0 {
                 if errno == EINTR { continue }
                 return

@@ -384,7 +384,7 @@ final class NginxServer: @unchecked Sendable {
     }
 
     static func freePort() throws -> Int {
-        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard socketFD >= 0 else { throw TestFailure("socket() failed") }
         defer { close(socketFD) }
         var address = sockaddr_in()
@@ -414,7 +414,7 @@ final class NginxServer: @unchecked Sendable {
 
     /// The status line of a GET on loopback, or nil when nothing answers.
     static func statusLine(port: Int, path: String) -> String? {
-        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard socketFD >= 0 else { return nil }
         defer { close(socketFD) }
         var address = sockaddr_in()

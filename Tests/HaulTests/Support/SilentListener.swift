@@ -9,7 +9,7 @@ final class SilentListener {
     private let fillers: [Int32]
 
     init() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         self.listener = listener
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -28,7 +28,11 @@ final class SilentListener {
         port = Int(UInt16(bigEndian: address.sin_port))
         var fillers: [Int32] = []
         for _ in 0..<8 {
-            let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            let filler = socket(
+                AF_INET,
+                Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue),
+                0
+            )
             _ = withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, length) }
             }
@@ -41,4 +45,13 @@ final class SilentListener {
         fillers.forEach { close($0) }
         close(listener)
     }
+}
+
+/// `accept(2)` with the connection closed on exec (Glibc's module has no `accept4`): nginx and haul
+/// children that other tests spawn meanwhile must not hold a copy, or closing it here sends no FIN
+/// and the client waits for bytes that never come.
+func acceptClosingOnExec(_ listener: Int32) -> Int32 {
+    let connection = accept(listener, nil, nil)
+    if connection >= 0 { _ = fcntl(connection, F_SETFD, FD_CLOEXEC) }
+    return connection
 }
