@@ -362,7 +362,11 @@ rounds, since whole runs here differ by a third.
 - **(a) toward the multi-socket floor** (and (k), the same loop path): the loop thread is the bound
   (about one core), and per file it spends about as much in curl and the kernel (~50 % of its
   samples) as the whole floor program does; admission ~15 %, completion ~15 %, the body ~12 %, each
-  spread over many small costs (no function above 5 %). Tried this session: events, states and the
+  spread over many small costs (no function above 5 %). They pay for the promises: the row that
+  lets a download survive a crash and queue behind the slots (claimed, then removed), its state
+  machine and its events (a `finished()` waiter resumed: 3 % of the loop, half of it waking a
+  worker thread), the checks that a resume continues the same file, the slots, host limits and
+  rate limits, and the copy of each body into its buffer. Tried this session: events, states and the
   machine's actions a quarter to a tenth of their size (failures boxed), socket watches reused:
   no change beyond the noise (10 alternating rounds of (k): medians 0.96 and 0.99 s). Two processes
   of 5,000 bodies each took as long as one of 10,000 (0.97-1.19 s): on two cores shared with nginx
