@@ -372,8 +372,8 @@ rounds, since whole runs here differ by a third.
   of 5,000 bodies each took as long as one of 10,000 (0.97-1.19 s): on two cores shared with nginx
   (~0.5 s of CPU per 10,000 files) the CPU, not the one loop, decides, so several loops would not
   help here (ARCHITECTURE.md, "Where one loop is not enough").
-- **(c) memory per live transfer**: 23.5-24.7 KB before this session's changes, 22.6-23.2 KB after
-  (3 runs each; the floor 17.6 KB). Haul's own heap per live transfer (heaptrack, 3,000 live): 4.7 KB
+- **(c) memory per live transfer**: 23.5-24.7 KB before this session's changes (5 runs), 22.6-23.8 KB
+  after (4 runs, the run above among them; the floor 17.6 KB every time). Haul's own heap per live transfer (heaptrack, 3,000 live): 4.7 KB
   before, 3.7 KB after (the transfer 1,360 -> 1,057 bytes: a request's response head, held decision
   and body error boxed; events and states without an inline error; curl's effective URL not copied).
   What is left pays for: the transfer (its row, its state machine, its request) ~1 KB; the handle,
