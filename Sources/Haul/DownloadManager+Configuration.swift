@@ -172,11 +172,13 @@ extension DownloadManager {
         public var cookieFile: URL?
         /// How many redirects a download follows. Default 10.
         public var maximumRedirects: Int = 10
-        /// How many downloads share one HTTP/2 connection; more downloads from the host open another
-        /// connection. Default 8: libcurl 7.88's multi-socket API runs every transfer of a connection
-        /// on each of its socket events, so the CPU spent per event grows with the streams on it
-        /// (10,000 files of 64 KiB at 100 in flight over HTTPS: 5.2-5.5 s on one connection,
-        /// 3.0-3.4 s on connections of 8 streams).
+        /// How many downloads share one HTTP/2 connection at most; more downloads from the host open
+        /// another connection. Default 8: libcurl 7.88's multi-socket API runs every transfer of a
+        /// connection on each of its socket events, so the CPU spent per event grows with the streams
+        /// on it (10,000 files of 64 KiB at 100 in flight over HTTPS: 5.2-5.5 s on one connection,
+        /// 3.0-3.4 s on connections of 8 streams). An upper bound, not a target: downloads admitted
+        /// together while their host's connections are still being set up may each open one of
+        /// their own (100 admitted at once to one host opened 93 connections).
         public var maxStreamsPerConnection: Int = 8
         /// The User-Agent header.
         public var userAgent: String = "Haul/\(DownloadManager.version)"
