@@ -132,18 +132,21 @@ final class FaultServer: @unchecked Sendable {
 
     /// Stops accepting and closes every connection (a silent one included).
     func stop() {
-        let open = lock.withLock { () -> Set<Int32> in
+        lock.withLock {
             stopped = true
-            return connections
+            // Under the lock: a connection still in the set is not closed yet (its thread takes it
+            // out, under the lock, before closing it), so its number is not another test's socket.
+            for connection in connections { shutdown(connection, Int32(SHUT_RDWR)) }
         }
+        // Shut down, not closed: the accept loop closes it as it ends, so that no accept of its
+        // reaches a number that another test's socket took meanwhile.
         shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
-        for connection in open { shutdown(connection, Int32(SHUT_RDWR)) }
     }
 
     // MARK: serving
 
     private func acceptLoop() {
+        defer { close(listener) }
         while true {
             let connection = acceptClosingOnExec(listener)
             if connection < 0 {
