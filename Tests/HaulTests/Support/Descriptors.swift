@@ -2,8 +2,17 @@ import Foundation
 import Glibc
 
 /// What this process has open, read from /proc/self/fd: for tests that check which files and
-/// connections Haul holds.
+/// connections Haul holds; and the fixtures' accepted connections, closed on exec.
 enum Descriptors {
+    /// `accept(2)` with the connection closed on exec (Glibc's module has no `accept4`): nginx and
+    /// haul children that other tests spawn meanwhile must not hold a copy, or closing it here sends
+    /// no FIN and the client waits for bytes that never come.
+    static func acceptClosingOnExec(_ listener: Int32) -> Int32 {
+        let connection = accept(listener, nil, nil)
+        if connection >= 0 { _ = fcntl(connection, F_SETFD, FD_CLOEXEC) }
+        return connection
+    }
+
     /// Every open descriptor's number.
     static func all() -> [Int32] {
         ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).compactMap(Int32.init)

@@ -148,7 +148,7 @@ final class FaultServer: @unchecked Sendable {
     private func acceptLoop() {
         defer { close(listener) }
         while true {
-            let connection = acceptClosingOnExec(listener)
+            let connection = Descriptors.acceptClosingOnExec(listener)
             if connection < 0 {
                 if errno == EINTR { continue }
                 return

@@ -46,12 +46,3 @@ final class SilentListener {
         close(listener)
     }
 }
-
-/// `accept(2)` with the connection closed on exec (Glibc's module has no `accept4`): nginx and haul
-/// children that other tests spawn meanwhile must not hold a copy, or closing it here sends no FIN
-/// and the client waits for bytes that never come.
-func acceptClosingOnExec(_ listener: Int32) -> Int32 {
-    let connection = accept(listener, nil, nil)
-    if connection >= 0 { _ = fcntl(connection, F_SETFD, FD_CLOEXEC) }
-    return connection
-}

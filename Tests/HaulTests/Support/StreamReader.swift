@@ -39,7 +39,7 @@ final class StreamReader: @unchecked Sendable {
         }
         let reader = StreamReader()
         Thread {
-            let connection = acceptClosingOnExec(listener)
+            let connection = Descriptors.acceptClosingOnExec(listener)
             close(listener)
             reader.read(connection, chunk: 65_536, pause: 0)
         }.start()
