@@ -177,6 +177,36 @@ if live:
         ratio = f"{r['bytesPerTransfer'] / floor:.2f}×" if floor else ""
         name = "bare libcurl multi program (floor)" if r["client"] == "libcurl-multi" else "Haul"
         print(f"| {name} | {r['rssBeforeKB'] / 1024:.1f} | {r['rssLiveKB'] / 1024:.1f} | {r['bytesPerTransfer']} | {ratio} |")
+    haul_row = next((r for r in live if r["client"] == "haul"), None)
+    if haul_row and floor:
+        per_haul, per_floor = haul_row["bytesPerTransfer"], floor
+        print(f"""
+### 50,000 live transfers, on paper (issue 44, item 4)
+
+Not run: what it would take, from the run above and the limits Haul applies.
+- **Descriptors.** A live transfer holds a socket, and Haul spends at most half of the open-files
+  limit on transfers (`DescriptorBudget`: past it, admission stops and the rest wait in the queue)
+  and a quarter on partial files kept open between writes. 50,000 live transfers need a hard
+  `RLIMIT_NOFILE` of at least 100,000 (Haul raises the soft limit to the hard one at start; the
+  machine measured has 20,000, where at most 10,000 transfer at once). The floor, which opens its
+  file for each write, needs 50,000 and some.
+- **Ports.** One client address reaches one server address and port over at most the ephemeral
+  range (32768-60999 here: 28,232 connections). 50,000 connections to one nginx need two or more
+  server ports or addresses (127.0.0.2, ...), or a wider `ip_local_port_range`: a property of the
+  test, not of Haul, and the same for the floor.
+- **Memory.** At the bytes per live transfer above: Haul 50,000 × {per_haul / 1000:.1f} KB ≈ \
+{50000 * per_haul / 1e9:.2f} GB over its
+  base, the floor 50,000 × {per_floor / 1000:.1f} KB ≈ {50000 * per_floor / 1e9:.2f} GB; the difference, \
+{(per_haul - per_floor) / 1000:.1f} KB per
+  transfer, is Haul's own (the `Transfer` with its row's record and its request, the `Download`
+  handle and its event hub, the socket's libevent watch; heaptrack puts Haul's own heap at 3.7 KB
+  per live transfer, the rest is two threads' malloc arenas). Write buffers come from a pool
+  within a budget (past it a chunk goes straight to its partial file), so they do not grow with
+  the live count; curl's receive buffer is per handle (16 KiB when thousands of slots share the
+  1 MiB `receiveBufferBudget`) and is most of both programs' figure.
+- **Time.** Each socket event costs the loop the same at 50,000 as at 10,000 (epoll, curl's socket
+  hash); curl's timers are per handle. What grows is the work per loop turn when many sockets are
+  ready at once; with rate-limited transfers few are.""")
 
 queue = [r for r in rows if r["scenario"] == "queue"]
 for r in queue:
@@ -334,8 +364,8 @@ if live and haul_live and floor_live:
 print("""
 ### Issue 44's targets missed: what was tried, and what the remaining cost pays for
 
-Measured by hand on this VM at `2a443bb`-`6857088` (2026-11-27), besides the run above; alternating
-rounds, since whole runs here differ by a third.
+Measured by hand on this VM at `2a443bb`-`6857088` and `9e24f55` (2026-11-27), besides the run
+above; alternating rounds, since whole runs here differ by a third.
 
 - **(b) one 1 GiB file against curl**: 12 alternating rounds, each order 6 times, every file
   compared: Haul 0.537-0.923 s (median 0.60), curl 0.48-1.05 s (median 0.66); 1.1× curl's rate
@@ -371,6 +401,37 @@ rounds, since whole runs here differ by a third.
   of 5,000 bodies each took as long as one of 10,000 (0.97-1.19 s): on two cores shared with nginx
   (~0.5 s of CPU per 10,000 files) the CPU, not the one loop, decides, so several loops would not
   help here (ARCHITECTURE.md, "Where one loop is not enough").
+- **(a): the issue's list of ideas, each tried or bounded** (at `9e24f55`; a profile of (a) with
+  `perf` at 2 kHz, the loop thread 2,120 samples, 1.06 s; then measurement builds, not kept, run
+  against the same build in 12 alternating rounds each). The loop thread spends 43 % in curl and the
+  kernel; the journal's statements about 17 % (the queue read 5.7 %, the claim 3.8 %, the completed
+  row 5.8 %, the turn's commit 2.1 %); events 2.2 %; making and freeing the `Transfer` 3.1 %; the
+  header lookups of the response decision 1.3 %; configuring the easy handle 0.4 %. The machine is
+  the other bound: Haul's process uses 1.6-1.7 s of CPU and nginx 0.4 s in a 1.2-1.3 s run, so the
+  two cores are over 80 % busy and what leaves the loop is only worth what it saves in CPU.
+  - *One statement for the claims, one for the turn's completed rows*: bounded by a build with the
+    journal wholly in memory (no SQLite statement at all, for claims, queue reads, rows or commits):
+    the loop's samples fell 6 % (2,120 to 1,989; the in-memory rows' own lock and dictionary took
+    part of it back), the wall time did not: medians 1.185 s with SQLite against 1.223 s without
+    (CPU 1.54 against 1.59 s). Batching statements removes less than that: not built. (A completed
+    row written as the nine columns it changes instead of the whole row was measured in an earlier
+    session: 4.7 % of the loop against 5.0 %.)
+  - *Events built only when a subscriber exists*: a build that publishes no event but the final
+    one (what a caller with no subscriber would cost): medians 1.252 s against 1.268 s with every
+    event: no change, not built (and a late subscriber's first events are a promise).
+  - *`Transfer` and its sink from a pool; easy handles from a template (`curl_easy_duphandle`);
+    the decision reading only the headers it needs*: at most the 3.1 %, 0.4 % and 1.3 % above, and
+    a pooled transfer must reset its 36 stored properties where a new one sets them: under what 12
+    rounds can tell apart on this VM (the two builds of one commit differ by up to 7 % in medians
+    of 4 rounds): not built.
+  Together these ideas touch 24 % of the loop's samples. The same day, 6 alternating rounds of the
+  floor and Haul: 0.65-0.83 s (median 0.81) against 1.22-1.37 s (1.27), 0.64×. Were all of them
+  free and the wall time to follow the loop's work, Haul would reach about 0.84×; the two
+  experiments show that the wall time does not follow the loop alone here (the other threads' CPU,
+  the finishing writes and renames on the disk lanes 0.35 s, the caller's enqueue 0.15 s, share the
+  two cores with nginx). The rest is the promises' price: curl's work is the floor's, and Haul's
+  own, about half the loop, is the row, the slot, the state machine, the checks of each answer and the
+  hand-off to the disk lanes of every file.
 - **(c) memory per live transfer**: 23.5-24.7 KB before this session's changes (5 runs), 22.6-23.8 KB
   after (4 runs, the run above among them; the floor 17.6 KB every time). Haul's own heap per live transfer (heaptrack, 3,000 live): 4.7 KB
   before, 3.7 KB after (the transfer 1,360 -> 1,057 bytes: a request's response head, held decision
