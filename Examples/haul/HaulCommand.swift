@@ -221,7 +221,7 @@ struct HaulCommand: AsyncParsableCommand {
         help: """
             Continue a partial file even when the server gives no strong validator (ETag or Last-Modified) \
             to prove it is the same version, after checking that the 64 KiB before its end are unchanged. \
-            Without this, such a partial starts over.
+            Without this, such a partial starts over, and a stream (-o -) fails at the first drop.
             """
     )
     var resumeUnvalidated = false

@@ -148,6 +148,13 @@ extension DownloadManager {
         /// (`.restarted(.overlapMismatch)` or `.remoteChanged`). What this cannot see is a file that
         /// changed only in bytes before that stretch, or only after it, with the same length (an
         /// edited middle, an appended log rotated to the same size).
+        ///
+        /// A body that is not a file (``stream(from:headers:bufferLimit:)``, a FIFO or standard
+        /// output, ``data(from:headers:maximumSize:)``) cannot start over once bytes went out: off,
+        /// such a stream fails at the first interruption with `.streamCannotRestart`; on, it is
+        /// checked the same way against its last 64 KiB, which a stream with no strong validator
+        /// keeps in memory for this (a body in memory is checked against itself; a discarded body
+        /// is counted again from its start).
         public var resumesWithoutValidator = false
         /// Whether requests ask for compressed bodies (`Accept-Encoding`) and decode them, so that
         /// the file holds the decoded bytes (as `curl --compressed`). Ranges count the encoded bytes,

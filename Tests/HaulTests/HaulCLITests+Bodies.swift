@@ -30,6 +30,48 @@ extension HaulCLITests {
         }
     }
 
+    @Test(
+        "haul --resume-unvalidated -o - through drops from a server with no validator: right; without it, a clear failure"
+    )
+    func standardOutputWithoutValidator() async throws {
+        try await withFaultServer { server, work in
+            let size = 1_000_000
+            let path = "plain-drop/300000/\(size)"
+            let digest = work.appendingPathComponent("digest.txt").path
+            let messages = work.appendingPathComponent("messages.txt").path
+            func command(_ options: String) -> String {
+                "'\(Self.haulPath)' --state '\(work.path)/state' --retries 5 \(options) -o - "
+                    + "'\(server.url(path).absoluteString)' | sha256sum"
+            }
+            let checked = try ChildProcess(
+                "/bin/sh",
+                ["-c", command("--resume-unvalidated")],
+                stdout: digest,
+                stderr: messages
+            )
+            #expect(await checked.exited() == 0)
+            let source = work.appendingPathComponent("source.bin")
+            try FaultServer.body(size: size).write(to: source)
+            let expected = try Checksum.digest(ofFileAt: source.path, algorithm: .sha256)
+            let printed = try String(contentsOfFile: digest, encoding: .utf8)
+            let said = try String(contentsOfFile: messages, encoding: .utf8)
+            #expect(printed.hasPrefix(expected), "\(printed) \(said)")
+            #expect(server.requests(to: "/\(path)").count >= 4, "\(said)")
+            // Without the option: the first drop ends it, naming the option; the output got a prefix.
+            let written = work.appendingPathComponent("written.bin")
+            let plain = try ChildProcess(
+                Self.haulPath,
+                ["--state", "\(work.path)/state2", "-o", "-", server.url(path).absoluteString],
+                stdout: written.path,
+                stderr: messages
+            )
+            #expect(await plain.exited() == 8)  // the transfer failed midway
+            let refusal = try String(contentsOfFile: messages, encoding: .utf8)
+            #expect(refusal.contains("--resume-unvalidated"), "\(refusal)")
+            #expect(try Data(contentsOf: written) == FaultServer.body(size: size).prefix(300_000))
+        }
+    }
+
     @Test("--discard --json: every body read and thrown away, each line with its timings, nothing written")
     func discardWithTimings() async throws {
         let (server, work) = try startServerAndDirectory()

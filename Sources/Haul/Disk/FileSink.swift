@@ -199,11 +199,13 @@ final class FileSink {
     /// resume compares the server's answer with (``ResumePlan/verify(rangeStart:offset:ifRange:)``).
     func bytes(from offset: Int64) throws(DownloadError) -> [UInt8] {
         if let stream {
+            if let bytes = stream.acceptedBytes(from: offset) { return bytes }
             throw DownloadError(
                 code: .streamCannotRestart,
                 url: nil,
                 path: path,
-                detail: "bytes written to \(stream.kind) cannot be read back to check a resume without a validator"
+                detail: "the bytes written to \(stream.kind) before the resume point were not kept, so a resume "
+                    + "without a validator cannot be checked"
             )
         }
         try flush()

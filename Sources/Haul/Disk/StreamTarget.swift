@@ -28,6 +28,12 @@ final class StreamTarget: @unchecked Sendable {
 
     /// Bytes accepted: delivered and pending. A resume asks for the bytes after these.
     var accepted: Int64 { delivered + Int64(pending.count) }
+    /// The last bytes accepted, at least ``tailLimit`` of them (up to twice as many between trims),
+    /// once ``keepTail(_:)`` was called: a stream cannot be read back, and a resume that no
+    /// validator proves compares the server's answer with them (``ResumePlan``'s `verify`).
+    private var tail: [UInt8] = []
+    /// How many of the last bytes are kept (0: none).
+    private(set) var tailLimit = 0
     /// Whether bytes wait for the reader.
     var hasPending: Bool { !pending.isEmpty }
 
@@ -69,7 +75,39 @@ final class StreamTarget: @unchecked Sendable {
     func restart() {
         delivered = 0
         pending = []
+        tail = []
         collector?.reset()
+    }
+
+    /// Keeps the last `length` bytes accepted from now on (a body in memory has them all already; a
+    /// discarded one has none to keep).
+    func keepTail(_ length: Int) {
+        if !discards { tailLimit = max(tailLimit, length) }
+    }
+
+    /// Why this stream cannot start over from its first byte for `reason`; `nil` when it can (a
+    /// discarded or collected body, or nothing accepted yet).
+    func cannotStartOver(because reason: RestartReason) -> DownloadError? {
+        guard !discards, accepted > 0 else { return nil }
+        var error = DownloadError(
+            code: .streamCannotRestart,
+            url: nil,
+            path: path,
+            detail: "\(reason); the \(accepted) bytes already written to \(kind) cannot be taken back, and "
+                + "nothing was spliced"
+        )
+        error.suggestsUnvalidatedResume = reason == .noValidator
+        return error
+    }
+
+    /// The bytes accepted from `offset` on, when they are still known: a body in memory's, or the
+    /// kept tail's (``keepTail()``); `nil` otherwise.
+    func acceptedBytes(from offset: Int64) -> [UInt8]? {
+        guard offset >= 0, offset <= accepted else { return nil }
+        if let collector { return collector.bytes(from: Int(offset)) }
+        let first = accepted - Int64(tail.count)
+        guard tailLimit > 0, offset >= first else { return nil }
+        return Array(tail[Int(offset - first)...])
     }
 
     deinit { close() }
@@ -147,10 +185,19 @@ final class StreamTarget: @unchecked Sendable {
     func write(_ bytes: UnsafeRawBufferPointer) throws(DownloadError) {
         guard try flushPending() else {
             pending.append(contentsOf: bytes)
+            keep(bytes)
             return
         }
         let written = try writeSome(bytes)
         if written < bytes.count { pending.append(contentsOf: bytes[written...]) }
+        keep(bytes)
+    }
+
+    /// Adds accepted bytes to the tail, when one is kept.
+    private func keep(_ bytes: UnsafeRawBufferPointer) {
+        guard tailLimit > 0, !bytes.isEmpty else { return }
+        tail.append(contentsOf: bytes)
+        if tail.count > 2 * tailLimit { tail.removeFirst(tail.count - tailLimit) }
     }
 
     /// Writes as much of `bytes` as the descriptor takes now; returns how many.

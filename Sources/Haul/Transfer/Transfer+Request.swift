@@ -56,6 +56,7 @@ extension Transfer {
                     urlChanged: record.url != download.url.redactedString
                 )
             }
+            if let stream { plan = try Self.plan(plan, for: stream) }
             if case .verify(let rangeStart, _, _) = plan { overlap = try sink.bytes(from: rangeStart) }
         } catch {
             return perform(machine.fail(attributed(error)))
@@ -284,6 +285,22 @@ extension Transfer {
     /// validators: they pin the version the download had, and an answer that replaces it must name
     /// its own version as strongly (``PinnedVersion``, ``ResponseDecision``), so that an error page
     /// sent as 200 after a restart is not taken for the new file.
+    /// `plan` for a body that goes to `stream`, whose bytes cannot be read back or taken back: a
+    /// discarded body with nothing kept to check a resume with is counted again from its start;
+    /// a stream that would have to start over fails now, before a request, saying why.
+    static func plan(_ plan: ResumePlan, for stream: StreamTarget) throws(DownloadError) -> ResumePlan {
+        switch plan {
+        case .resume:
+            return plan
+        case .verify(let rangeStart, _, _):
+            guard stream.discards, stream.acceptedBytes(from: rangeStart) == nil else { return plan }
+            return .restart(.noValidator)
+        case .restart(let reason):
+            if let error = stream.cannotStartOver(because: reason) { throw error }
+            return plan
+        }
+    }
+
     private func emptyPartial(_ sink: FileSink) throws(DownloadError) {
         try sink.truncate()
         partialTruncated()

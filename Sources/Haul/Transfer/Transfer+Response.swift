@@ -79,7 +79,11 @@ extension Transfer {
 
     /// Gives the machine a decision on the response (vetted, for a URL the download moved to).
     func feed(_ decision: ResponseDecision) -> DownloadStateMachine.Action {
-        let decision = vet(decision)
+        var decision = vet(decision)
+        // A stream's bytes cannot be taken back: one that would start over fails now, saying why.
+        if case .retryFromZero(let reason) = decision, let error = stream?.cannotStartOver(because: reason) {
+            decision = .rejectURL(attributed(error))
+        }
         let action = machine.responseReceived(decision)
         switch decision {
         case .retryFromZero(let reason):
@@ -180,6 +184,11 @@ extension Transfer {
             record.entityTag = head.entityTag
             record.lastModified = head.lastModified
             record.lastModifiedIsStrong = HTTPDate.isStrong(lastModified: head.lastModified, date: head.date)
+        }
+        // A stream cannot be read back: it keeps its last bytes when a resume would have to check
+        // them (no validator to pin the version, or another URL the next answer may come from).
+        if let stream, record.ifRangeValidator == nil || urls.count > 1 || environment.refreshesURLs {
+            stream.keepTail(Int(ResumePlan.overlapLength))
         }
         if total != nil || truncating {
             record.totalBytes = total

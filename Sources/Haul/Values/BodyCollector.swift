@@ -63,6 +63,16 @@ final class BodyCollector: Sendable {
         }
     }
 
+    /// A copy of the bytes collected from `offset` on (what a resume without a validator compares
+    /// the server's answer with); `nil` when `offset` is past them.
+    func bytes(from offset: Int) -> [UInt8]? {
+        storage.withLock { storage -> [UInt8]? in
+            guard offset >= 0, offset <= storage.count else { return nil }
+            guard let base = storage.bytes, offset < storage.count else { return [] }
+            return Array(UnsafeRawBufferPointer(start: base + offset, count: storage.count - offset))
+        }
+    }
+
     /// The body starts again from its first byte.
     func reset() {
         storage.withLock { $0.count = 0 }

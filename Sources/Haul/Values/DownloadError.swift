@@ -126,6 +126,8 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
     /// not be written as a whole file; a partial file was deleted by someone else): the description
     /// does not say one is kept.
     var nothingKept = false
+    /// A stream failed for want of a validator: the description names `resumesWithoutValidator`.
+    var suggestsUnvalidatedResume = false
 
     /// Creates an error. Prefer matching the errors Haul throws over creating your own.
     public init(
@@ -239,8 +241,10 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
                 + "Remove it (it is not Haul's) or choose another state directory "
                 + "(\(setting("stateDirectory", "--state"))), then try again."
         case .streamCannotRestart:
-            return "\(subject) failed: \(detail ?? "it would have to start over"). Ask for the download again to get "
-                + "the whole file from its start."
+            let option = "Turn on \(setting("resumesWithoutValidator", "--resume-unvalidated")) to continue such a "
+            let advice = suggestsUnvalidatedResume ? option + "stream after checking its last bytes, or ask" : "Ask"
+            return "\(subject) failed: \(detail ?? "it would have to start over"). \(advice) for the download again "
+                + "to get the whole file from its start."
         case .unexpectedAnswer:
             return "\(subject) failed: \(detail ?? "the server's answer is not the file"). Nothing on disk was "
                 + "replaced; try again later (the server may be overloaded)."

@@ -30,6 +30,7 @@ import Glibc
 ///   no ETag and no Last-Modified.
 /// - `/plain/N/SIZE`: no ETag, no Last-Modified; the first response ends after N body bytes.
 /// - `/plain-changing/N/SIZE`: the same, and each request gets another version of the same size.
+/// - `/plain-drop/N/SIZE`: no ETag, no Last-Modified; every response ends after N body bytes.
 /// - `/weak-changing/N/SIZE`: only a weak ETag; each request another version; the first ends after N.
 /// - `/dated/N/SIZE`: only a Last-Modified, decades before the `Date` sent (strong: an `If-Range` with it
 ///   is honoured); the first response ends after N.
@@ -262,6 +263,8 @@ final class FaultServer: @unchecked Sendable {
                 index: index,
                 on: connection
             )
+        case "plain-drop" where numbers.count == 2:
+            sendFile(size: size, request: &request, index: index, on: connection, limit: numbers[0], validators: .none)
         case "capped-plain" where numbers.count == 2:
             sendFile(size: size, request: &request, index: index, on: connection, cap: numbers[0], validators: .none)
         case "capped" where numbers.count == 2:
