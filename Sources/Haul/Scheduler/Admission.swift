@@ -27,6 +27,10 @@ struct Admission {
     /// Directories whose journal holds downloads waiting to retry, with the earliest time one may run
     /// (seconds since 1970).
     private var retryWakes: [String: Double] = [:]
+    /// Directories woken for a retry and not read since: the read that admits what is due looks up
+    /// when the next one waiting is due (only the earliest time is kept per directory: a later
+    /// retry's would be lost with it).
+    private var wokenForRetry: Set<String> = []
 
     /// How many connections may be open at once (the open-files budget's share for sockets):
     /// slots and the extra connections of segmented downloads together.
@@ -85,6 +89,7 @@ struct Admission {
     /// Forgets every queue (a shutdown).
     mutating func forgetQueues() {
         queuedDirectories.removeAll()
+        wokenForRetry.removeAll()
     }
 
     // MARK: slots
@@ -174,7 +179,13 @@ struct Admission {
     mutating func retriesDue(at now: Double) {
         for (directory, time) in retryWakes where time <= now + 0.001 {
             retryWakes[directory] = nil
+            wokenForRetry.insert(directory)
             queuedDirectories.insert(directory)
         }
+    }
+
+    /// Whether `directory` was woken for a retry since it was last read (and now is).
+    mutating func takeWokenForRetry(_ directory: String) -> Bool {
+        wokenForRetry.remove(directory) != nil
     }
 }

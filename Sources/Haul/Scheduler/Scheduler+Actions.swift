@@ -16,6 +16,7 @@ extension Scheduler {
         case .release(let bytes):
             requestSync(of: transfer, bytes: bytes)
             // A paused download is a row again; resuming queues it.
+            setAside(transfer)
             forget(transfer)
         case .end:
             catalog.forget(transfer.id)
@@ -24,6 +25,7 @@ extension Scheduler {
             // Restarts from zero are carried to its next attempt (``restartsBeforeRetry``).
             if transfer.restarts > 0 { restartsBeforeRetry[transfer.id] = transfer.restarts }
             requestSync(of: transfer, bytes: bytes)
+            setAside(transfer)
             forget(transfer)
             wakeForRetry(in: transfer.directory, at: time)
         case .finish(let job):
@@ -62,6 +64,14 @@ extension Scheduler {
 
     /// Closes the journal of `directory` if no transfer uses it and nothing in it is unfinished (see
     /// ``Catalog/closeIfIdle(_:)``); the configured state directory's stays open.
+    /// Keeps what `transfer`'s handle counted (``countsSetAside``) until it runs again.
+    private func setAside(_ transfer: Transfer) {
+        let download = transfer.handle
+        countsSetAside[transfer.id] = (
+            download.receivedBytes.load(ordering: .relaxed), download.ledger.withLock { $0 }
+        )
+    }
+
     func closeJournalIfIdle(_ directory: String) {
         guard transfersByDirectory[directory] == nil, !shuttingDown, directory != settings.keptDirectory else { return }
         catalog.closeIfIdle(directory)

@@ -70,7 +70,8 @@ extension Scheduler {
     }
 
     /// Up to as many of `journal`'s queue heads as slots are free; none when it cannot be read. When
-    /// none may run now, a retry's time wakes the queue again.
+    /// none may run now, or the queue was woken for a retry (whose wake-up was the earliest of its
+    /// waiting downloads'), the next retry's time wakes the queue again.
     private func readQueue(of journal: Journal, in directory: String) -> Journal.QueueHeads? {
         let now = Date().timeIntervalSince1970
         do {
@@ -79,7 +80,8 @@ extension Scheduler {
                 excludingHosts: admission.saturatedHosts,
                 limit: admission.freeSlots
             )
-            if heads.count == 0, let retryAt = try journal.nextRetryTime(after: now) {
+            let wokenForRetry = admission.takeWokenForRetry(directory)
+            if heads.count == 0 || wokenForRetry, let retryAt = try journal.nextRetryTime(after: now) {
                 wakeForRetry(in: directory, at: retryAt)
             }
             return heads
@@ -118,7 +120,7 @@ extension Scheduler {
             )
             return
         }
-        let (download, _) = catalog.handle(id) {
+        let (download, isNew) = catalog.handle(id) {
             catalog.makeHandle(
                 id,
                 url: request.url,
@@ -127,6 +129,11 @@ extension Scheduler {
                 progress: record.progress,
                 controller: inbox
             )
+        }
+        if !countsSetAside.isEmpty, let counts = countsSetAside.removeValue(forKey: id), isNew {
+            // Nobody kept its handle while it was set aside: the new one goes on from the old one's.
+            download.receivedBytes.store(counts.bytes, ordering: .relaxed)
+            download.ledger.withLock { $0 = counts.ledger }
         }
         let transfer = Transfer(
             download: download,

@@ -45,6 +45,7 @@ extension Scheduler {
         if stopFollowing(download, cancelled: true) { return }
         updateRow(of: download, on: .cancelled) { _ in
             restartsBeforeRetry[download.id] = nil
+            countsSetAside[download.id] = nil
             catalog.forget(download.id)
             download.hub.publish(.cancelled)
         }
