@@ -159,6 +159,26 @@ struct ResumeValidationTests {
     }
 
     @Test(
+        "a chunked answer (no length) with a strong ETag, cut short, then whole again from a server ignoring Range: the same version, accepted"
+    )
+    func chunkedSameVersionRestarts() async throws {
+        try await withFaultServer { server, directory in
+            let (events, result) = try await faults.fetch(
+                "chunked/100000/300000",
+                from: server,
+                into: directory,
+                configuration: configuration(directory)
+            )
+            #expect(throws: Never.self) { try result.get() }
+            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 300_000))
+            let requests = server.requests(to: "/chunked/100000/300000")
+            // The resume's If-Range answered whole (asked again in its other forms first): each a 200.
+            #expect(requests.count >= 2 && requests.allSatisfy { $0.status == 200 }, "\(requests.map(\.range))")
+            #expect(faults.restarts(in: events) == [.rangeIgnored])
+        }
+    }
+
+    @Test(
         "decoding bodies, an interrupted download starts over: ranges count encoded bytes, the partial holds decoded ones"
     )
     func decodedBodiesStartOver() async throws {

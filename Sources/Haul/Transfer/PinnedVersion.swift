@@ -49,12 +49,17 @@ struct PinnedVersion: Equatable, Sendable {
         }
     }
 
-    /// Why an answer that names no version of its own cannot stand for the file, for errors.
-    static func unprovenDetail(kind: Kind, contentType: String?, length: Int64?) -> String {
-        let missing = kind == .entityTag ? "no strong ETag" : "no Last-Modified"
+    /// Why an answer that names no version of its own (or, `namesVersion`, another version but no
+    /// length) cannot stand for the file, for errors.
+    static func unprovenDetail(kind: Kind, contentType: String?, length: Int64?, namesVersion: Bool = false) -> String {
         let what = [contentType, length.map { "\($0) bytes" }].compactMap { $0 }.joined(separator: ", ")
-        return "the answer\(what.isEmpty ? "" : " (\(what))") carries \(missing), where the file has one: "
-            + "an error page or another resource, not the file"
+        let answer = "the answer\(what.isEmpty ? "" : " (\(what))")"
+        if namesVersion {
+            return "\(answer) names another version of the file but not its length: nothing proves it is the "
+                + "whole file rather than an error page"
+        }
+        let missing = kind == .entityTag ? "no strong ETag" : "no Last-Modified"
+        return "\(answer) carries \(missing), where the file has one: an error page or another resource, not the file"
     }
 }
 

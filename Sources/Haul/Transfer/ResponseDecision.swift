@@ -69,10 +69,20 @@ enum ResponseDecision: Equatable, Sendable {
         }
         if (200...299).contains(head.status), head.status != 206 || requestedOffset == 0 {
             // A body from byte 0 that would replace pinned bytes, or stand for a changed file, must
-            // name its version as strongly as the pin did.
-            if let kind = pinned?.kind, head.contentLength == nil || !head.names(kind) {
+            // name its version as strongly as the pin did, and another version its length too. The
+            // pinned version itself needs no length (a decoded body, a chunked one has none).
+            if let pinned,
+                !head.names(pinned.kind)
+                    || head.contentLength == nil
+                        && pinned.match(entityTag: head.entityTag, lastModified: head.lastModified) != .same
+            {
                 return .unproven(
-                    PinnedVersion.unprovenDetail(kind: kind, contentType: head.contentType, length: head.contentLength)
+                    PinnedVersion.unprovenDetail(
+                        kind: pinned.kind,
+                        contentType: head.contentType,
+                        length: head.contentLength,
+                        namesVersion: head.names(pinned.kind)
+                    )
                 )
             }
         }

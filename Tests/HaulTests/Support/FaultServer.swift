@@ -31,6 +31,9 @@ import Glibc
 /// - `/plain/N/SIZE`: no ETag, no Last-Modified; the first response ends after N body bytes.
 /// - `/plain-changing/N/SIZE`: the same, and each request gets another version of the same size.
 /// - `/plain-drop/N/SIZE`: no ETag, no Last-Modified; every response ends after N body bytes.
+/// - `/chunked/N/SIZE`: a body of no announced length (`Transfer-Encoding: chunked`) with a strong
+///   ETag, as dynamic content is sent; ignores Range; the first response ends after N body bytes
+///   (without the last chunk).
 /// - `/weak-changing/N/SIZE`: only a weak ETag; each request another version; the first ends after N.
 /// - `/dated/N/SIZE`: only a Last-Modified, decades before the `Date` sent (strong: an `If-Range` with it
 ///   is honoured); the first response ends after N.
@@ -263,6 +266,16 @@ final class FaultServer: @unchecked Sendable {
                 index: index,
                 on: connection
             )
+        case "chunked" where numbers.count == 2:
+            sendFile(
+                size: size,
+                request: &request,
+                index: index,
+                on: connection,
+                limit: number == 1 ? numbers[0] : nil,
+                honorsRange: false,
+                chunked: true
+            )
         case "plain-drop" where numbers.count == 2:
             sendFile(size: size, request: &request, index: index, on: connection, limit: numbers[0], validators: .none)
         case "capped-plain" where numbers.count == 2:
@@ -480,7 +493,8 @@ final class FaultServer: @unchecked Sendable {
         cap: Int? = nil,
         validators: Validators = .strong,
         ignoresIfRange: Bool = false,
-        ignoresEntityTagIfRange: Bool = false
+        ignoresEntityTagIfRange: Bool = false,
+        chunked: Bool = false
     ) {
         let body = Self.body(size: size, version: version)
         let now = Int(Date().timeIntervalSince1970)
@@ -534,7 +548,7 @@ final class FaultServer: @unchecked Sendable {
             head = "HTTP/1.1 200 OK\r\n"
             request.status = 200
         }
-        head += "Content-Length: \(end - start + extraLength)\r\n"
+        head += chunked ? "Transfer-Encoding: chunked\r\n" : "Content-Length: \(end - start + extraLength)\r\n"
         if let entityTag { head += "ETag: \(entityTag)\r\n" }
         if let lastModified { head += "Last-Modified: \(lastModified)\r\n" }
         if let date { head += "Date: \(date)\r\n" }
@@ -542,16 +556,20 @@ final class FaultServer: @unchecked Sendable {
         head += "Accept-Ranges: bytes\r\nConnection: close\r\n\r\n"
         note(request, at: index)
         guard write(Data(head.utf8), to: connection) > 0 else { return }
+        let whole = end
         if let limit { end = min(end, start + limit) }
         var offset = start
         while offset < end {
             let step = drip.map { min($0.0, end - offset) } ?? min(64 * 1024, end - offset)
-            let sent = write(body.subdata(in: offset..<(offset + step)), to: connection)
-            request.bytesSent += max(0, sent)
-            guard sent == step else { return }
+            var chunk = body.subdata(in: offset..<(offset + step))
+            if chunked { chunk = Data("\(String(step, radix: 16))\r\n".utf8) + chunk + Data("\r\n".utf8) }
+            let sent = write(chunk, to: connection)
+            request.bytesSent += max(0, min(sent, step))
+            guard sent == chunk.count else { return }
             offset += step
             if let drip { usleep(useconds_t(drip.1 * 1000)) }
         }
+        if chunked && end == whole { _ = write(Data("0\r\n\r\n".utf8), to: connection) }
     }
 
     /// `seconds` since 1970 as an IMF-fixdate.
