@@ -6,25 +6,38 @@ import Testing
 
 /// Issue 42, item 5: `-o -` through a connection that drops, and `--discard` for load tests.
 extension HaulCLITests {
+    /// Runs `haul OPTIONS -o - URL | sha256sum` through a shell, as a user types it (the state in a
+    /// folder of its own, --state), for the fault server's `path` serving `size` bytes: its exit
+    /// status, whether the digest printed is the body's, and what haul said.
+    func pipedDigest(
+        _ path: String,
+        size: Int,
+        options: String = "",
+        server: FaultServer,
+        work: URL
+    ) async throws -> (status: Int32, matches: Bool, said: String) {
+        let digest = work.appendingPathComponent("digest.txt").path
+        let messages = work.appendingPathComponent("messages.txt").path
+        let command =
+            "'\(Self.haulPath)' --state '\(work.path)/state' --retries 5 \(options) -o - "
+            + "'\(server.url(path).absoluteString)' | sha256sum"
+        let process = try ChildProcess("/bin/sh", ["-c", command], stdout: digest, stderr: messages)
+        let status = await process.exited()
+        let source = work.appendingPathComponent("source.bin")
+        try FaultServer.body(size: size).write(to: source)
+        let expected = try Checksum.digest(ofFileAt: source.path, algorithm: .sha256)
+        let printed = try String(contentsOfFile: digest, encoding: .utf8)
+        let said = try String(contentsOfFile: messages, encoding: .utf8)
+        return (status, printed.hasPrefix(expected), "\(printed) \(said)")
+    }
+
     @Test("haul -o - URL | sha256sum is right through a server that drops the connection every 300 KB")
     func standardOutputThroughDrops() async throws {
         try await withFaultServer { server, work in
-            let size = 1_000_000
-            let path = "drop/300000/\(size)"
-            let digest = work.appendingPathComponent("digest.txt").path
-            let messages = work.appendingPathComponent("messages.txt").path
-            // A shell pipe, as a user types it; the state is kept in a folder of its own (--state).
-            let command =
-                "'\(Self.haulPath)' --state '\(work.path)/state' --retries 5 -o - '\(server.url(path).absoluteString)'"
-                + " | sha256sum"
-            let process = try ChildProcess("/bin/sh", ["-c", command], stdout: digest, stderr: messages)
-            #expect(await process.exited() == 0)
-            let said = try String(contentsOfFile: messages, encoding: .utf8)
-            let source = work.appendingPathComponent("source.bin")
-            try FaultServer.body(size: size).write(to: source)
-            let expected = try Checksum.digest(ofFileAt: source.path, algorithm: .sha256)
-            let printed = try String(contentsOfFile: digest, encoding: .utf8)
-            #expect(printed.hasPrefix(expected), "\(printed) \(said)")
+            let path = "drop/300000/1000000"
+            let run = try await pipedDigest(path, size: 1_000_000, server: server, work: work)
+            #expect(run.status == 0 && run.matches, "\(run.said)")
+            let said = run.said
             let requests = server.requests(to: "/\(path)")
             #expect(requests.map(\.range) == [nil, "bytes=300000-", "bytes=600000-", "bytes=900000-"], "\(said)")
         }
@@ -37,26 +50,16 @@ extension HaulCLITests {
         try await withFaultServer { server, work in
             let size = 1_000_000
             let path = "plain-drop/300000/\(size)"
-            let digest = work.appendingPathComponent("digest.txt").path
-            let messages = work.appendingPathComponent("messages.txt").path
-            func command(_ options: String) -> String {
-                "'\(Self.haulPath)' --state '\(work.path)/state' --retries 5 \(options) -o - "
-                    + "'\(server.url(path).absoluteString)' | sha256sum"
-            }
-            let checked = try ChildProcess(
-                "/bin/sh",
-                ["-c", command("--resume-unvalidated")],
-                stdout: digest,
-                stderr: messages
+            let run = try await pipedDigest(
+                path,
+                size: size,
+                options: "--resume-unvalidated",
+                server: server,
+                work: work
             )
-            #expect(await checked.exited() == 0)
-            let source = work.appendingPathComponent("source.bin")
-            try FaultServer.body(size: size).write(to: source)
-            let expected = try Checksum.digest(ofFileAt: source.path, algorithm: .sha256)
-            let printed = try String(contentsOfFile: digest, encoding: .utf8)
-            let said = try String(contentsOfFile: messages, encoding: .utf8)
-            #expect(printed.hasPrefix(expected), "\(printed) \(said)")
-            #expect(server.requests(to: "/\(path)").count >= 4, "\(said)")
+            #expect(run.status == 0 && run.matches, "\(run.said)")
+            #expect(server.requests(to: "/\(path)").count >= 4, "\(run.said)")
+            let messages = work.appendingPathComponent("messages.txt").path
             // Without the option: the first drop ends it, naming the option; the output got a prefix.
             let written = work.appendingPathComponent("written.bin")
             let plain = try ChildProcess(

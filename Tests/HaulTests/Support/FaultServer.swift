@@ -232,14 +232,15 @@ final class FaultServer: @unchecked Sendable {
             } else {
                 sendFile(size: size, request: &request, index: index, on: connection)
             }
-        case "norange-drop" where numbers.count == 2:
+        case "norange-drop" where numbers.count == 2, "chunked" where numbers.count == 2:
             sendFile(
                 size: size,
                 request: &request,
                 index: index,
                 on: connection,
                 limit: number == 1 ? numbers[0] : nil,
-                honorsRange: false
+                honorsRange: false,
+                chunked: parts.first == "chunked"
             )
         case "endless":
             sendEndless(request: &request, index: index, on: connection)
@@ -265,16 +266,6 @@ final class FaultServer: @unchecked Sendable {
                 request: &request,
                 index: index,
                 on: connection
-            )
-        case "chunked" where numbers.count == 2:
-            sendFile(
-                size: size,
-                request: &request,
-                index: index,
-                on: connection,
-                limit: number == 1 ? numbers[0] : nil,
-                honorsRange: false,
-                chunked: true
             )
         case "plain-drop" where numbers.count == 2:
             sendFile(size: size, request: &request, index: index, on: connection, limit: numbers[0], validators: .none)
