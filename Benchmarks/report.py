@@ -387,7 +387,10 @@ above; alternating rounds, since whole runs here differ by a third.
   curl, and HTTP/2's fewer connections and handshakes are worth more at a real distance than on
   loopback: the default is unchanged. Closing the gap needs curl to run only the streams with data
   at a socket event (curl 8's HTTP/2 rework) or Haul to drive a multiplexed connection the way the
-  tool does: neither is in this step.
+  tool does: neither is in this step. Already in place and kept: `CURLOPT_PIPEWAIT` for HTTPS
+  requests (a request waits to multiplex rather than open a connection), TLS sessions and DNS
+  answers shared through a share handle, `CURLMOPT_MAX_CONCURRENT_STREAMS` from
+  `maxStreamsPerConnection`; window sizes are curl's own (7.88 has no option for them).
 - **(a) toward the multi-socket floor** (and (k), the same loop path): the loop thread is the bound
   (about one core), and per file it spends about as much in curl and the kernel (~50 % of its
   samples) as the whole floor program does; admission ~15 %, completion ~15 %, the body ~12 %, each
