@@ -105,12 +105,13 @@ struct AdmissionTests {
         #expect(!admission.mayOpenConnection(for: c, live: 0))  // holds no slot
     }
 
-    @Test func retriesWakeTheirQueueAtTheEarliestTime() {
+    @Test func retriesWakeTheirQueueAtEachOfTheirTimes() {
         var admission = Admission(slots: 1, perHostLimit: nil)
         #expect(admission.nextRetryWake == nil)
         admission.wakeForRetry(in: "/x", at: 200)
-        admission.wakeForRetry(in: "/x", at: 150)  // an earlier retry in the same queue wins
+        admission.wakeForRetry(in: "/x", at: 150)  // the earliest first
         admission.wakeForRetry(in: "/x", at: 300)
+        admission.wakeForRetry(in: "/x", at: 200)  // kept once
         admission.wakeForRetry(in: "/y", at: 250)
         #expect(admission.nextRetryWake == 150)
         #expect(!admission.queuesAreEmpty)
@@ -118,10 +119,19 @@ struct AdmissionTests {
         #expect(admission.queuedDirectories.isEmpty)
         admission.retriesDue(at: 150)
         #expect(admission.queuedDirectories == ["/x"])
-        #expect(admission.nextRetryWake == 250)
+        // The later retries of /x are still known: the one woken first does not stand for them.
+        #expect(admission.nextRetryWake == 200)
+        let wokenEarly = admission.takeWokenForRetry("/x")
+        #expect(!wokenEarly)
+        admission.queueDrained(in: "/x")
+        admission.retriesDue(at: 200)
+        #expect(admission.queuedDirectories == ["/x"] && admission.nextRetryWake == 250)
         admission.retriesDue(at: 1000)
         #expect(admission.queuedDirectories == ["/x", "/y"])
         #expect(admission.nextRetryWake == nil)
+        // Every time known came: the next read asks the journal for rows set up elsewhere, once.
+        let (first, second) = (admission.takeWokenForRetry("/x"), admission.takeWokenForRetry("/x"))
+        #expect(first && !second)
         admission.forgetQueues()
         #expect(admission.queuesAreEmpty)
     }

@@ -24,12 +24,13 @@ struct Admission {
     private(set) var queuedDirectories: Set<String> = []
     /// Directories whose queue had rows only for saturated hosts: looked at again when one frees.
     private var directoriesWaitingForHosts: Set<String> = []
-    /// Directories whose journal holds downloads waiting to retry, with the earliest time one may run
-    /// (seconds since 1970).
-    private var retryWakes: [String: Double] = [:]
-    /// Directories woken for a retry and not read since: the read that admits what is due looks up
-    /// when the next one waiting is due (only the earliest time is kept per directory: a later
-    /// retry's would be lost with it).
+    /// Directories whose journal holds downloads waiting to retry, with the times they may run
+    /// (seconds since 1970), latest first: each retry this manager set up, and the earliest one the
+    /// journal named when it was read with nothing due.
+    private var retryWakes: [String: [Double]] = [:]
+    /// Directories whose every known retry time came, not read since: the journal may still hold
+    /// rows waiting for later times that this manager did not set up (an earlier process's), so
+    /// the next read asks it.
     private var wokenForRetry: Set<String> = []
 
     /// How many connections may be open at once (the open-files budget's share for sockets):
@@ -167,24 +168,45 @@ struct Admission {
 
     // MARK: retries
 
-    /// A download in `directory` may retry at `time`: its queue is read again then.
+    /// A download in `directory` may retry at `time`: its queue is read again then. Every time is
+    /// kept (once), not only the earliest: one download's wake-up must not stand for another's.
     mutating func wakeForRetry(in directory: String, at time: Double) {
-        retryWakes[directory] = min(retryWakes[directory] ?? time, time)
+        Self.insert(time, into: &retryWakes[directory, default: []])
+    }
+
+    /// Inserts `time` into `times` (latest first: the earliest is the last, taken off in O(1) when
+    /// due), unless it is there.
+    private static func insert(_ time: Double, into times: inout [Double]) {
+        var low = 0
+        var high = times.count
+        while low < high {
+            let middle = (low + high) / 2
+            if times[middle] > time { low = middle + 1 } else { high = middle }
+        }
+        guard low == times.count || times[low] != time else { return }
+        times.insert(time, at: low)
     }
 
     /// The earliest time a queue is to be read again for a retry.
-    var nextRetryWake: Double? { retryWakes.values.min() }
+    var nextRetryWake: Double? { retryWakes.values.compactMap(\.last).min() }
 
     /// It is `now`: the queues whose retries are due are read again.
     mutating func retriesDue(at now: Double) {
-        for (directory, time) in retryWakes where time <= now + 0.001 {
-            retryWakes[directory] = nil
-            wokenForRetry.insert(directory)
+        for (directory, times) in retryWakes {
+            guard let earliest = times.last, earliest <= now + 0.001 else { continue }
+            var left = times
+            while let time = left.last, time <= now + 0.001 { left.removeLast() }
+            if left.isEmpty {
+                retryWakes[directory] = nil
+                wokenForRetry.insert(directory)
+            } else {
+                retryWakes[directory] = left
+            }
             queuedDirectories.insert(directory)
         }
     }
 
-    /// Whether `directory` was woken for a retry since it was last read (and now is).
+    /// Whether every known retry time of `directory` came since it was last read (and now is).
     mutating func takeWokenForRetry(_ directory: String) -> Bool {
         wokenForRetry.remove(directory) != nil
     }

@@ -70,8 +70,8 @@ extension Scheduler {
     }
 
     /// Up to as many of `journal`'s queue heads as slots are free; none when it cannot be read. When
-    /// none may run now, or the queue was woken for a retry (whose wake-up was the earliest of its
-    /// waiting downloads'), the next retry's time wakes the queue again.
+    /// none may run now, or the last retry time known for the queue came (the journal may hold
+    /// rows waiting that this manager did not set up), the journal's next retry time wakes it again.
     private func readQueue(of journal: Journal, in directory: String) -> Journal.QueueHeads? {
         let now = Date().timeIntervalSince1970
         do {

@@ -47,6 +47,12 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// When the queue gauges last read the journals (uptime nanoseconds).
     var queueGaugesReadAt: UInt64 = 0
     var retryTimer: OpaquePointer?
+    /// When the retry timer last fired (seconds since 1970): it fires at most every
+    /// ``retryWakeGap``, so that thousands of jittered retries (a host down) wake the queue about ten
+    /// times a second, each taking every retry due, not once per retry.
+    var retryTimerFiredAt: Double = 0
+    /// A quarter of the first retry delay, at most 100 ms: a retry waits at most that much longer.
+    var retryWakeGap: Double { min(0.1, environment.retryPolicy.baseDelay.inSeconds / 4) }
     /// Segmented transfers that wanted a connection the limits did not allow yet.
     var connectionWaiters: [DownloadID: Transfer] = [:]
     /// Rows another manager runs that this one was asked for (``follow(_:in:)``).
@@ -181,12 +187,14 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             retryTimer = reactor.makeOneShotTimer { [unowned self] in retryTimerFired() }
         }
         guard let retryTimer else { return }
-        let seconds = max(0, earliest - Date().timeIntervalSince1970)
+        let now = Date().timeIntervalSince1970
+        let seconds = max(0, earliest - now, retryTimerFiredAt + retryWakeGap - now)
         reactor.arm(retryTimer, after: .milliseconds(Int64((seconds * 1000).rounded(.up))))
     }
 
     private func retryTimerFired() {
-        admission.retriesDue(at: Date().timeIntervalSince1970)
+        retryTimerFiredAt = Date().timeIntervalSince1970
+        admission.retriesDue(at: retryTimerFiredAt)
         armRetryTimer()
         admitAtTurnEnd()
     }
