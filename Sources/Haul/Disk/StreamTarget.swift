@@ -101,7 +101,7 @@ final class StreamTarget: @unchecked Sendable {
     }
 
     /// The bytes accepted from `offset` on, when they are still known: a body in memory's, or the
-    /// kept tail's (``keepTail()``); `nil` otherwise.
+    /// kept tail's (``keepTail(_:)``); `nil` otherwise.
     func acceptedBytes(from offset: Int64) -> [UInt8]? {
         guard offset >= 0, offset <= accepted else { return nil }
         if let collector { return collector.bytes(from: Int(offset)) }

@@ -62,8 +62,6 @@ extension Scheduler {
         if left <= 0, !admission.queuedDirectories.contains(directory) { closeJournalIfIdle(directory) }
     }
 
-    /// Closes the journal of `directory` if no transfer uses it and nothing in it is unfinished (see
-    /// ``Catalog/closeIfIdle(_:)``); the configured state directory's stays open.
     /// Keeps what `transfer`'s handle counted (``countsSetAside``) until it runs again.
     private func setAside(_ transfer: Transfer) {
         let download = transfer.handle
@@ -72,6 +70,8 @@ extension Scheduler {
         )
     }
 
+    /// Closes the journal of `directory` if no transfer uses it and nothing in it is unfinished (see
+    /// ``Catalog/closeIfIdle(_:)``); the configured state directory's stays open.
     func closeJournalIfIdle(_ directory: String) {
         guard transfersByDirectory[directory] == nil, !shuttingDown, directory != settings.keptDirectory else { return }
         catalog.closeIfIdle(directory)

@@ -281,10 +281,6 @@ extension Transfer {
         )
     }
 
-    /// Empties the partial file and forgets what the row knew of the bytes that were in it, but its
-    /// validators: they pin the version the download had, and an answer that replaces it must name
-    /// its own version as strongly (``PinnedVersion``, ``ResponseDecision``), so that an error page
-    /// sent as 200 after a restart is not taken for the new file.
     /// `plan` for a body that goes to `stream`, whose bytes cannot be read back or taken back: a
     /// discarded body with nothing kept to check a resume with is counted again from its start;
     /// a stream that would have to start over fails now, before a request, saying why.
@@ -301,6 +297,10 @@ extension Transfer {
         }
     }
 
+    /// Empties the partial file and forgets what the row knew of the bytes that were in it, but its
+    /// validators: they pin the version the download had, and an answer that replaces it must name
+    /// its own version as strongly (``PinnedVersion``, ``ResponseDecision``), so that an error page
+    /// sent as 200 after a restart is not taken for the new file.
     private func emptyPartial(_ sink: FileSink) throws(DownloadError) {
         try sink.truncate()
         partialTruncated()
