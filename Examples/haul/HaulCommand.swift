@@ -45,7 +45,8 @@ struct HaulCommand: AsyncParsableCommand {
         name: [.customShort("o", allowingJoined: true), .long],
         help: """
             A file (one URL, not a directory) or a directory for the files (default: .); - for standard \
-            output. A device, FIFO or socket is written through, in order (one URL).
+            output. A device, FIFO or socket is written through, in order (one URL). Missing folders \
+            are created.
             """
     )
     var output: String?
