@@ -42,14 +42,18 @@ final class Reporter: Sendable {
     }
 
     let mode: Mode
+    /// Whether another run continues what this one leaves (files do; a stream or a discarded body,
+    /// which a run cannot take back or read again, starts over).
+    let resumesInAnotherRun: Bool
     let state = Mutex(State())
     let started = DispatchTime.now().uptimeNanoseconds
 
     /// Redraws the bars when the terminal's size changes. Set once in `init`, then only read.
     nonisolated(unsafe) private let resized: DispatchSourceSignal?
 
-    init(mode: Mode) {
+    init(mode: Mode, resumesInAnotherRun: Bool = true) {
         self.mode = mode
+        self.resumesInAnotherRun = resumesInAnotherRun
         if mode == .bars {
             signal(SIGWINCH, SIG_IGN)
             resized = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: .global())
@@ -198,10 +202,14 @@ final class Reporter: Sendable {
         var summary = "\(completed + already) completed"
         if already > 0 { summary += " (\(already) already complete)" }
         summary += ", \(failed) failed, \(Self.size(received)) received in \(Format.tenths(seconds)) s"
+        let again =
+            resumesInAnotherRun
+            ? "run the same command again to resume"
+            : "a stream or a discarded body is not resumed by another run, which starts it over"
         if let timeLimit {
-            summary += "; stopped at --max-time (\(Format.tenths(timeLimit)) s): run the same command again to resume"
+            summary += "; stopped at --max-time (\(Format.tenths(timeLimit)) s): \(again)"
         } else if interrupted {
-            summary += "; interrupted: run the same command again to resume"
+            summary += "; interrupted: \(again)"
         }
         Self.write(summary + "\n", to: STDOUT_FILENO)
     }

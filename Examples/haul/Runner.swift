@@ -151,7 +151,10 @@ struct Runner {
         }
         // --content-disposition: the server names each file in the folder, unless -o or out= named it.
         let namesFolder = command.contentDisposition && namer.file == nil ? namer.directory : nil
-        let reporter = Reporter(mode: command.reporterMode)
+        let reporter = Reporter(
+            mode: command.reporterMode,
+            resumesInAnotherRun: !(command.outputIsStream || command.discard)
+        )
         let interruption = Interruption(manager: manager)
         interruption.install()
         // -m/--max-time: the run stops then, as at Ctrl-C (bytes kept), with its own status.

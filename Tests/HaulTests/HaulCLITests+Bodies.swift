@@ -75,6 +75,31 @@ extension HaulCLITests {
         }
     }
 
+    @Test("-o - stopped at --max-time: the summary says that another run starts the stream over, not resumes it")
+    func standardOutputStoppedSaysItStartsOver() async throws {
+        try await withFaultServer { server, work in
+            let written = work.appendingPathComponent("written.bin")
+            let messages = work.appendingPathComponent("messages.txt")
+            let process = try ChildProcess(
+                Self.haulPath,
+                [
+                    "--state", "\(work.path)/state", "--max-time", "0.5", "--limit-rate", "200K", "-o", "-",
+                    server.url("file/4000000").absoluteString,
+                ],
+                stdout: written.path,
+                stderr: messages.path
+            )
+            #expect(await process.exited() == 28)
+            let said = try String(contentsOf: messages, encoding: .utf8)
+            #expect(said.contains("stopped at --max-time") && said.contains("not resumed by another run"), "\(said)")
+            #expect(!said.contains("run the same command again to resume"))
+            let body = try Data(contentsOf: written)
+            #expect(
+                !body.isEmpty && body.count < 4_000_000 && body == FaultServer.body(size: 4_000_000).prefix(body.count)
+            )
+        }
+    }
+
     @Test("--discard --json: every body read and thrown away, each line with its timings, nothing written")
     func discardWithTimings() async throws {
         let (server, work) = try startServerAndDirectory()
