@@ -153,6 +153,9 @@ extension HaulCommand {
             || ["a character device", "a FIFO (named pipe)", "a socket"].contains(Self.specialFileKind(path))
     }
 
+    /// Whether bodies go through a stream or nowhere (`--discard`): nothing is kept for another run.
+    var writesThrough: Bool { outputIsStream || discard }
+
     /// Whether the body goes to standard output (`-o -`, `/dev/stdout`, `/dev/fd/1`).
     var bodyGoesToStandardOutput: Bool { outputPath.flatMap(FilePath.inheritedDescriptor(of:)) == 1 }
 }

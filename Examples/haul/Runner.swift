@@ -102,7 +102,7 @@ struct Runner {
         configuration.decodesCompression = command.compressed
         configuration.certificateAuthorityFile = command.caFile.map { URL(fileURLWithPath: $0) }
         configuration.checkpointInterval = .milliseconds(Int64(command.checkpointInterval * 1000))
-        if command.outputIsStream || command.discard {
+        if command.writesThrough {
             // Nothing beside a device or FIFO: the library keeps a stream's row in a folder of its
             // own, for this run (unless --state names one).
             configuration.stateDirectory = command.state.map { URL(fileURLWithPath: $0, isDirectory: true) }
@@ -151,10 +151,7 @@ struct Runner {
         }
         // --content-disposition: the server names each file in the folder, unless -o or out= named it.
         let namesFolder = command.contentDisposition && namer.file == nil ? namer.directory : nil
-        let reporter = Reporter(
-            mode: command.reporterMode,
-            resumesInAnotherRun: !(command.outputIsStream || command.discard)
-        )
+        let reporter = Reporter(mode: command.reporterMode, resumesInAnotherRun: !command.writesThrough)
         let interruption = Interruption(manager: manager)
         interruption.install()
         // -m/--max-time: the run stops then, as at Ctrl-C (bytes kept), with its own status.
