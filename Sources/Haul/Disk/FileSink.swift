@@ -263,20 +263,11 @@ final class FileSink {
     /// Empties the file and the buffer: the download starts again from byte 0.
     func truncate() throws(DownloadError) {
         if let stream {
+            if let error = stream.cannotStartOver(because: nil) { throw error }
             if stream.discards {
                 // Nothing was kept: the count starts again.
                 stream.restart()
                 committedLength = 0
-                return
-            }
-            guard stream.accepted == 0 else {
-                throw DownloadError(
-                    code: .streamCannotRestart,
-                    url: nil,
-                    path: path,
-                    detail: "the server sent the file from its start again; the \(stream.accepted) bytes already "
-                        + "written to \(stream.kind) cannot be taken back, and nothing was spliced"
-                )
             }
             return
         }

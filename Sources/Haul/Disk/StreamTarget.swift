@@ -85,15 +85,17 @@ final class StreamTarget: @unchecked Sendable {
         if !discards { tailLimit = max(tailLimit, length) }
     }
 
-    /// Why this stream cannot start over from its first byte for `reason`; `nil` when it can (a
-    /// discarded or collected body, or nothing accepted yet).
-    func cannotStartOver(because reason: RestartReason) -> DownloadError? {
+    /// Why this stream cannot start over from its first byte for `reason` (`nil`: the server sent the
+    /// file from its start of its own accord); `nil` when it can (a discarded or collected body, or
+    /// nothing accepted yet).
+    func cannotStartOver(because reason: RestartReason?) -> DownloadError? {
         guard !discards, accepted > 0 else { return nil }
+        let why = reason.map { "\($0)" } ?? "the server sent the file from its start again"
         var error = DownloadError(
             code: .streamCannotRestart,
             url: nil,
             path: path,
-            detail: "\(reason); the \(accepted) bytes already written to \(kind) cannot be taken back, and "
+            detail: "\(why); the \(accepted) bytes already written to \(kind) cannot be taken back, and "
                 + "nothing was spliced"
         )
         error.suggestsUnvalidatedResume = reason == .noValidator

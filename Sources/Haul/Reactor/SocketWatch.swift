@@ -32,7 +32,7 @@ final class SocketWatch {
     }
 
     deinit {
-        if armed { event_del(event) }
+        disarm()
         UnsafeMutableRawPointer(event).deallocate()
     }
 }
