@@ -43,6 +43,14 @@ extension HaulCLITests {
         }
     }
 
+    @Test("haul -o - URL | sha256sum is right through a server that drops once, then ignores Range")
+    func standardOutputThroughIgnoredRange() async throws {
+        try await withFaultServer { server, work in
+            let run = try await pipedDigest("norange-drop/300000/1000000", size: 1_000_000, server: server, work: work)
+            #expect(run.status == 0 && run.matches, "\(run.said)")
+        }
+    }
+
     @Test(
         "haul --resume-unvalidated -o - through drops from a server with no validator: right; without it, a clear failure"
     )
@@ -97,6 +105,35 @@ extension HaulCLITests {
             #expect(
                 !body.isEmpty && body.count < 4_000_000 && body == FaultServer.body(size: 4_000_000).prefix(body.count)
             )
+        }
+    }
+
+    @Test("-o - whose reader goes away, -o /dev/full: exit 7 naming the cause, advising to download again (not resume)")
+    func writeThroughFailures() async throws {
+        try await withFaultServer { server, work in
+            let url = server.url("file/4000000").absoluteString
+            let head = work.appendingPathComponent("head.bin")
+            let messages = work.appendingPathComponent("messages.txt")
+            // The status of haul, not of head: the shell's last status is head's.
+            let command =
+                "'\(Self.haulPath)' --state '\(work.path)/state' -o - '\(url)' 2>'\(messages.path)' "
+                + "| { head -c 1000 > '\(head.path)'; }; exit ${PIPESTATUS[0]}"
+            let piped = try ChildProcess("/bin/bash", ["-c", command], stdout: "/dev/null", stderr: "/dev/null")
+            #expect(await piped.exited() == 7)
+            #expect(try Data(contentsOf: head) == FaultServer.body(size: 4_000_000).prefix(1000))
+            let said = try String(contentsOf: messages, encoding: .utf8)
+            #expect(said.contains("Broken pipe") && said.contains("went away"), "\(said)")
+            #expect(said.contains("Download again with a reader that takes the whole body") && !said.contains("resume"))
+            let full = try ChildProcess(
+                Self.haulPath,
+                ["--state", "\(work.path)/state", "-o", "/dev/full", url],
+                stdout: "/dev/null",
+                stderr: messages.path
+            )
+            #expect(await full.exited() == 7)
+            let fullSaid = try String(contentsOf: messages, encoding: .utf8)
+            #expect(fullSaid.contains("'/dev/full': No space left on device"), "\(fullSaid)")
+            #expect(fullSaid.contains("then download again") && !fullSaid.contains("then resume"), "\(fullSaid)")
         }
     }
 

@@ -223,13 +223,15 @@ final class StreamTarget: @unchecked Sendable {
                 if errno == EINTR { continue }
                 if errno == EAGAIN || errno == EWOULDBLOCK { break }
                 let code = errno
-                throw DownloadError(
+                var error = DownloadError(
                     code: .fileSystem,
                     url: nil,
                     errno: code,
                     path: path,
                     detail: code == EPIPE ? "the reader of \(kind) went away" : "write to \(kind) failed"
                 )
+                error.wroteThrough = true
+                throw error
             }
             written += result
         }

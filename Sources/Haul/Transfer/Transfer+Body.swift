@@ -99,29 +99,42 @@ extension Transfer {
         return chunk.count
     }
 
-    /// Compares the start of an unvalidated resume's answer with the partial's last bytes. Returns
-    /// the bytes after the overlap (the decision went to the machine once all of it matched; empty
-    /// while more is to come), or `nil` when they differ (the download starts over).
+    /// Drops what a stream's answer repeats of bytes already delivered (``Request/skipping``), then
+    /// compares the start of an unvalidated resume's answer with the partial's last bytes. Returns
+    /// the bytes after both (the decision went to the machine once all of it matched; empty while
+    /// more is to come), or `nil` when they differ (the download starts over).
     private func compareOverlap(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
-        guard let expected = request.overlap, let decision = request.heldDecision else { return bytes }
-        let count = min(bytes.count, expected.count - request.overlapMatched)
-        let matches = expected.withUnsafeBytes { stored in
-            count == 0 || memcmp(stored.baseAddress! + request.overlapMatched, bytes.baseAddress!, count) == 0
+        guard let decision = request.heldDecision else { return bytes }
+        let none = UnsafeRawBufferPointer(start: nil, count: 0)
+        var bytes = bytes
+        if request.skipping > 0 {
+            let dropped = Int(min(Int64(bytes.count), request.skipping))
+            request.skipping -= Int64(dropped)
+            environment.metrics.bytesResent.increment(by: dropped)
+            guard request.skipping == 0 else { return none }
+            bytes = UnsafeRawBufferPointer(rebasing: bytes[dropped...])
         }
-        guard matches else {
-            request.heldDecision = nil
-            request.overlap = nil
-            _ = perform(feed(.retryFromZero(reason: .overlapMismatch)))
-            return nil
+        if let expected = request.overlap {
+            let count = min(bytes.count, expected.count - request.overlapMatched)
+            let matches = expected.withUnsafeBytes { stored in
+                count == 0 || memcmp(stored.baseAddress! + request.overlapMatched, bytes.baseAddress!, count) == 0
+            }
+            guard matches else {
+                request.heldDecision = nil
+                request.overlap = nil
+                _ = perform(feed(.retryFromZero(reason: .overlapMismatch)))
+                return nil
+            }
+            request.overlapMatched += count
+            environment.metrics.bytesResent.increment(by: count)
+            guard request.overlapMatched == expected.count else { return none }
+            log(.debug, "overlap matched", metadata: ["haul.bytes": "\(count)"])
+            bytes = UnsafeRawBufferPointer(rebasing: bytes[count...])
         }
-        request.overlapMatched += count
-        environment.metrics.bytesResent.increment(by: count)
-        guard request.overlapMatched == expected.count else { return UnsafeRawBufferPointer(start: nil, count: 0) }
         request.heldDecision = nil
         request.overlap = nil
-        log(.debug, "overlap matched", metadata: ["haul.bytes": "\(count)"])
         _ = perform(feed(decision))
-        return UnsafeRawBufferPointer(rebasing: bytes[count...])
+        return bytes
     }
 
     /// What curl's write callback returns to refuse a body (`CURL_WRITEFUNC_ERROR`).

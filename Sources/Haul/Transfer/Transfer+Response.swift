@@ -62,6 +62,21 @@ extension Transfer {
             decision = .replace(total: total, reason: reason)
         }
         if request.rangeLast != nil { decision = segmentDecision(head, otherwise: decision) }
+        if case .replace(let total, .rangeIgnored) = decision,
+            skipsRepeatedBytes(total: total, head: head, pinned: pinned)
+        {
+            // A stream cannot start over, but this answer is the same file from byte 0 (the pinned
+            // version, or one whose overlap is compared next): the bytes the reader has are dropped
+            // as they come again, and the rest is appended.
+            request.skipping = request.rangeStart
+            request.heldDecision = .append(total: total)
+            log(
+                .debug,
+                "the server ignored Range; skipping the bytes delivered",
+                metadata: ["haul.bytes": "\(request.rangeStart)"]
+            )
+            return .none
+        }
         if request.overlap != nil {
             switch decision {
             case .append(let total?) where record.totalBytes != nil && total != record.totalBytes:
@@ -77,12 +92,26 @@ extension Transfer {
         return feed(decision)
     }
 
+    /// Whether a stream's answer from byte 0 to a resume (the server ignored `Range`) may go on past
+    /// the bytes the reader has: it is the version the stream is pinned to (a strong validator), or
+    /// the bytes before the resume point are compared first (an unvalidated resume's overlap), and it
+    /// is long enough. A file or a body in memory starts over instead, as it can.
+    private func skipsRepeatedBytes(total: Int64?, head: ResponseHead, pinned: PinnedVersion?) -> Bool {
+        guard let stream, !stream.discards, request.rangeStart > 0, total.map({ $0 >= stream.accepted }) ?? true
+        else { return false }
+        return request.overlap != nil
+            || pinned?.match(entityTag: head.entityTag, lastModified: head.lastModified) == .same
+    }
+
     /// Gives the machine a decision on the response (vetted, for a URL the download moved to).
     func feed(_ decision: ResponseDecision) -> DownloadStateMachine.Action {
         var decision = vet(decision)
         // A stream's bytes cannot be taken back: one that would start over fails now, saying why.
-        if case .retryFromZero(let reason) = decision, let error = stream?.cannotStartOver(because: reason) {
-            decision = .rejectURL(attributed(error))
+        switch decision {
+        case .retryFromZero(let reason), .replace(_, let reason):
+            if let error = stream?.cannotStartOver(because: reason) { decision = .rejectURL(attributed(error)) }
+        default:
+            break
         }
         let action = machine.responseReceived(decision)
         switch decision {

@@ -128,6 +128,9 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
     var nothingKept = false
     /// A stream failed for want of a validator: the description names `resumesWithoutValidator`.
     var suggestsUnvalidatedResume = false
+    /// A write through a stream failed (a pipe, a FIFO, a device): nothing there can be resumed, and
+    /// the description says to download again rather than to resume.
+    var wroteThrough = false
 
     /// Creates an error. Prefer matching the errors Haul throws over creating your own.
     public init(
@@ -190,9 +193,14 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
                 isOutOfDescriptors
                 ? "The process has no file descriptor left: raise its open-files limit (ulimit -n) or lower "
                     + "\(setting("maxConcurrentDownloads", "-j")).\(url == nil ? "" : " Haul retries the download\(kept).")"
-                : nothingKept && errno == ENOENT && url != nil
-                    ? "Keep the state directory while downloads run; the download starts again from zero."
-                    : "Free space or fix permissions, then resume\(kept)."
+                : wroteThrough && errno == EPIPE
+                    ? "Download again with a reader that takes the whole body; the body starts from its first byte."
+                    : wroteThrough
+                        ? "Fix the destination (space, permissions), then download again; what was written through it "
+                            + "cannot be resumed, so the body starts from its first byte."
+                        : nothingKept && errno == ENOENT && url != nil
+                            ? "Keep the state directory while downloads run; the download starts again from zero."
+                            : "Free space or fix permissions, then resume\(kept)."
             return "\(subject) failed writing \(path.map { "'\($0)'" } ?? "a local file"): \(cause)"
                 + "\(detail.map { " (\($0))" } ?? ""). \(advice)"
         case .rangeNotHonored:
@@ -320,80 +328,5 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
     /// A file-system failure for want of a file descriptor.
     private var isOutOfDescriptors: Bool {
         code == .fileSystem && (errno == EMFILE || errno == ENFILE)
-    }
-
-    /// What the user can do about a failed transfer, by curl's error code.
-    private static func advice(
-        forCurlCode code: Int?,
-        kept bytesKept: Bool,
-        proxy: Bool,
-        connecting: Bool,
-        setting: (String, String) -> String
-    ) -> String {
-        // Said only when there are bytes: a download that never received any has none to keep.
-        let kept = bytesKept ? "; the bytes already received are kept" : ""
-        switch code {
-        case 5, 6:  // could not resolve the proxy, the host
-            return "Check the host name and the DNS (or proxy) settings, then try again\(kept)."
-        case 7 where proxy:
-            return "Check that the proxy is up and reachable at that address and port "
-                + "(\(setting("proxy", "--proxy")), or http_proxy), then try again\(kept)."
-        case 7:  // could not connect
-            return
-                "Check that the server is up and reachable at that address and port, then try again\(kept)."
-        case 8:  // the answer was not valid HTTP
-            return "The server's answer is not valid HTTP and was not used; try again later or tell the "
-                + "server's operator\(kept)."
-        case 28 where connecting:  // the connection was not made in time
-            return "The server did not take the connection in time: check that it is up and reachable, then try "
-                + "again\(kept), or raise \(setting("connectTimeout", "--connect-timeout")) for a slow network."
-        case 28:  // no byte for the stall timeout
-            return "The server or the network went silent: try again later\(kept), or raise "
-                + "\(setting("stallTimeout", "--stall-timeout")) for a slow server."
-        case 35, 58, 59, 83, 90, 91:  // TLS handshake, client certificate, ciphers, issuer, pinning, status
-            return "The TLS handshake failed: check that the address serves HTTPS on that port and that its "
-                + "TLS set-up is current\(kept)."
-        case 27:  // out of memory: in practice, response headers past curl's 100 KB limit
-            return "curl could not hold the server's answer: its headers are larger than the 100 KB curl accepts, "
-                + "or the process is out of memory. Tell the server's operator, or try again later\(kept)."
-        case 1:  // a redirect to a scheme other than http(s), such as file:// or ftp://
-            return "The server redirected to an address Haul does not download (only http:// and https:// "
-                + "are followed, never file:// or ftp://); check the URL with its publisher."
-        case 47:  // too many redirects
-            return "The server redirects in a loop, or more often than the limit allows "
-                + "(\(setting("maximumRedirects", "--max-redirects"))); check the URL."
-        case 60, 77:  // the certificate failed verification; the CA file could not be read
-            return "If the server's certificate is signed by an authority of your own, give its PEM file "
-                + "(\(setting("certificateAuthorityFile", "--ca-file"))); verification is never turned off\(kept)."
-        default:
-            return "Check the address and the network, then try again\(kept)."
-        }
-    }
-
-    private static func reason(forStatus status: Int?) -> String {
-        switch status {
-        case 401: " (unauthorized)"
-        case 403: " (forbidden)"
-        case 404: " (not found)"
-        case 407: " (proxy authentication required)"
-        case 410: " (gone)"
-        case 416: " (range not satisfiable)"
-        case 429: " (too many requests)"
-        case let status? where status >= 500: " (server error)"
-        default: ""
-        }
-    }
-
-    private static func advice(forStatus status: Int?, setting: (String, String) -> String) -> String {
-        switch status {
-        case 401, 403: "Check that the URL is public or that its credentials are right."
-        case 404, 410: "Check the URL: the server has no file there."
-        case 407:
-            "Give the proxy's user name and password in its URL (\(setting("proxy", "--proxy")) "
-                + "http://user:password@proxy:port)."
-        case 429: "The server asks for fewer requests; try again later."
-        case let status? where status >= 500: "The server has a problem; try again later."
-        default: "Check the URL."
-        }
     }
 }

@@ -13,6 +13,8 @@ import Glibc
 /// - `/busy/STATUS/TIMES/SECONDS/SIZE`: the first TIMES requests get STATUS with `Retry-After: SECONDS`.
 /// - `/norange/SIZE`: ignores Range: always 200 with the whole file.
 /// - `/norange-drop/N/SIZE`: ignores Range; the first response ends (connection closed) after N body bytes.
+///   `/plain-norange-drop/N/SIZE` the same with no validator; `/changing-norange/N/SIZE` and
+///   `/plain-norange-changing/N/SIZE` with another version at each request.
 /// - `/endless`: a 200 with no length whose body never ends (until the client closes, or 1 GiB).
 /// - `/badrange/SIZE`: answers a range request with 206 and a Content-Range starting at 0.
 /// - `/badrange-drop/N/SIZE`: the same, and every response ends (connection closed) after N body bytes.
@@ -232,15 +234,22 @@ final class FaultServer: @unchecked Sendable {
             } else {
                 sendFile(size: size, request: &request, index: index, on: connection)
             }
-        case "norange-drop" where numbers.count == 2, "chunked" where numbers.count == 2:
+        case "norange-drop" where numbers.count == 2, "chunked" where numbers.count == 2,
+            "plain-norange-drop" where numbers.count == 2, "changing-norange" where numbers.count == 2,
+            "plain-norange-changing" where numbers.count == 2:
+            // Ignores ranges; cuts its first answer at N. "plain": no validator; "changing": the file
+            // is a new version at each request.
+            let kind = parts.first ?? ""
             sendFile(
                 size: size,
+                version: kind.contains("changing") ? number : 1,
                 request: &request,
                 index: index,
                 on: connection,
                 limit: number == 1 ? numbers[0] : nil,
                 honorsRange: false,
-                chunked: parts.first == "chunked"
+                validators: kind.hasPrefix("plain") ? .none : .strong,
+                chunked: kind == "chunked"
             )
         case "endless":
             sendEndless(request: &request, index: index, on: connection)
