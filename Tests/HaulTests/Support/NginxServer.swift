@@ -348,15 +348,25 @@ final class NginxServer: @unchecked Sendable {
         return most
     }
 
-    /// The logged requests for `uri`, once at least `count` are logged (or after 10 s, whatever is
-    /// there). nginx logs an aborted request only when it notices the client went away, which can
-    /// come after the client saw its next request answered.
+    /// The logged requests for `uri` in the order they started, once at least `count` are logged (or
+    /// after 10 s, whatever is there). nginx logs an aborted request only when it notices the client
+    /// went away, which can come after the client saw its next request answered: the log's order is
+    /// the order they ended.
     func requests(to uri: String, atLeast count: Int) async -> [LogEntry] {
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(10)
         while true {
             let entries = accessLog().filter { $0.uri == uri }
-            if entries.count >= count || clock.now >= deadline { return entries }
+            if entries.count >= count || clock.now >= deadline {
+                // Each entry goes before those logged earlier that started at least 5 ms after it
+                // (the log's times are in milliseconds); closer ones keep the log's order.
+                var ordered: [LogEntry] = []
+                for entry in entries {
+                    let index = ordered.firstIndex { entry.startedAt + 0.005 < $0.startedAt } ?? ordered.count
+                    ordered.insert(entry, at: index)
+                }
+                return ordered
+            }
             try? await Task.sleep(for: .milliseconds(20))
         }
     }
