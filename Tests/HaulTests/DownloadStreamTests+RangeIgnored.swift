@@ -58,3 +58,40 @@ extension DownloadStreamTests {
         }
     }
 }
+
+extension DownloadStreamTests {
+    @Test("decoding bodies, a stream stalled mid-body: asked for from its start again, read past what the reader has")
+    func decodedStreamThroughStall() async throws {
+        try await withFaultServer { server, directory in
+            var configuration = FaultTests().configuration(directory)
+            configuration.decodesCompression = true
+            try await withDownloadManager(configuration: configuration) { manager in
+                let stream = try manager.stream(from: server.url("stall/100000/300000"))
+                #expect(try await Self.collect(stream) == FaultServer.body(size: 300_000))
+            }
+            // A decoded body's offsets are not the server's: no range, the whole body again.
+            #expect(server.requests(to: "/stall/100000/300000").map(\.range) == [nil, nil])
+        }
+    }
+
+    @Test(
+        "decoding bodies, the file changed when a stream is asked for from its start again: it throws, naming the change"
+    )
+    func decodedStreamChanged() async throws {
+        try await withFaultServer { server, directory in
+            var configuration = FaultTests().patient(directory)
+            configuration.decodesCompression = true
+            try await withDownloadManager(configuration: configuration) { manager in
+                let stream = try manager.stream(from: server.url("changing/100000/300000"))
+                var body = Data()
+                await #expect {
+                    for try await chunk in stream { body.append(contentsOf: chunk) }
+                } throws: { error in
+                    (error as? DownloadError)?.code == .streamCannotRestart
+                        && "\(error)".contains(RestartReason.remoteChanged.description)
+                }
+                #expect(body == FaultServer.body(size: 300_000, version: 1).prefix(100_000))
+            }
+        }
+    }
+}

@@ -56,7 +56,7 @@ extension Transfer {
                     urlChanged: record.url != download.url.redactedString
                 )
             }
-            if let stream { plan = try Self.plan(plan, for: stream) }
+            if let stream { plan = try Self.plan(plan, for: stream, pinned: record.pinnedVersion != nil) }
             if case .verify(let rangeStart, _, _) = plan { overlap = try sink.bytes(from: rangeStart) }
         } catch {
             return perform(machine.fail(attributed(error)))
@@ -282,15 +282,19 @@ extension Transfer {
     }
 
     /// `plan` for a body that goes to `stream`, whose bytes cannot be read back or taken back: a
-    /// discarded body with nothing kept to check a resume with is counted again from its start;
-    /// a stream that would have to start over fails now, before a request, saying why.
-    static func plan(_ plan: ResumePlan, for stream: StreamTarget) throws(DownloadError) -> ResumePlan {
+    /// discarded body with nothing kept to check a resume with is counted again from its start; a
+    /// decoded body of a `pinned` version is asked for from its start again, its answer read past
+    /// the bytes the reader has when it is that version (``decideResponse(easy:)``); a stream that
+    /// would have to start over otherwise fails now, before a request, saying why.
+    static func plan(_ plan: ResumePlan, for stream: StreamTarget, pinned: Bool) throws(DownloadError) -> ResumePlan {
         switch plan {
         case .resume:
             return plan
         case .verify(let rangeStart, _, _):
             guard stream.discards, stream.acceptedBytes(from: rangeStart) == nil else { return plan }
             return .restart(.noValidator)
+        case .restart(.decodedBody) where pinned:
+            return plan
         case .restart(let reason):
             if let error = stream.cannotStartOver(because: reason) { throw error }
             return plan

@@ -62,20 +62,21 @@ extension Transfer {
             decision = .replace(total: total, reason: reason)
         }
         if request.rangeLast != nil { decision = segmentDecision(head, otherwise: decision) }
-        if case .replace(let total, .rangeIgnored) = decision,
-            skipsRepeatedBytes(total: total, head: head, pinned: pinned)
+        if case .replace(let total, let reason) = decision,
+            let skip = repeatedBytes(total: total, reason: reason, head: head, pinned: pinned)
         {
             // A stream cannot start over, but this answer is the same file from byte 0 (the pinned
             // version, or one whose overlap is compared next): the bytes the reader has are dropped
             // as they come again, and the rest is appended.
-            request.skipping = request.rangeStart
+            request.skipping = skip
             request.heldDecision = .append(total: total)
-            log(
-                .debug,
-                "the server ignored Range; skipping the bytes delivered",
-                metadata: ["haul.bytes": "\(request.rangeStart)"]
-            )
+            log(.debug, "an answer from byte 0; skipping the bytes delivered", metadata: ["haul.bytes": "\(skip)"])
             return .none
+        }
+        if case .replace(let total, .decodedBody) = decision, stream != nil,
+            pinned?.match(entityTag: head.entityTag, lastModified: head.lastModified) == .other
+        {
+            decision = .replace(total: total, reason: .remoteChanged)  // what a stream fails for
         }
         if request.overlap != nil {
             switch decision {
@@ -92,15 +93,20 @@ extension Transfer {
         return feed(decision)
     }
 
-    /// Whether a stream's answer from byte 0 to a resume (the server ignored `Range`) may go on past
-    /// the bytes the reader has: it is the version the stream is pinned to (a strong validator), or
-    /// the bytes before the resume point are compared first (an unvalidated resume's overlap), and it
-    /// is long enough. A file or a body in memory starts over instead, as it can.
-    private func skipsRepeatedBytes(total: Int64?, head: ResponseHead, pinned: PinnedVersion?) -> Bool {
-        guard let stream, !stream.discards, request.rangeStart > 0, total.map({ $0 >= stream.accepted }) ?? true
-        else { return false }
-        return request.overlap != nil
-            || pinned?.match(entityTag: head.entityTag, lastModified: head.lastModified) == .same
+    /// How many bytes of a stream's answer from byte 0 repeat what its reader has, when the stream
+    /// may go on past them rather than fail: the server ignored `Range` (or a decoded body was asked
+    /// for from its start again), and the answer is the version the stream is pinned to (a strong
+    /// validator), or the bytes before the resume point are compared first (an unvalidated resume's
+    /// overlap), and it is long enough. A file or a body in memory starts over instead, as it can.
+    private func repeatedBytes(total: Int64?, reason: RestartReason, head: ResponseHead, pinned: PinnedVersion?)
+        -> Int64?
+    {
+        guard let stream, !stream.discards, stream.accepted > 0, total.map({ $0 >= stream.accepted }) ?? true,
+            reason == .rangeIgnored || reason == .decodedBody
+        else { return nil }
+        if request.overlap != nil, reason == .rangeIgnored { return request.rangeStart }
+        let same = pinned?.match(entityTag: head.entityTag, lastModified: head.lastModified) == .same
+        return same ? stream.accepted : nil
     }
 
     /// Gives the machine a decision on the response (vetted, for a URL the download moved to).
