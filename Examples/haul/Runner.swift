@@ -247,6 +247,8 @@ struct Runner {
             do {
                 let summary = try manager.enqueue(requests)
                 for rejection in summary.rejected {
+                    // Stopped before it was queued (a FIFO that waited for its reader): not a failure.
+                    if interruption.isStopped, rejection.error.code == .shutdown { continue }
                     let request = rejection.request
                     guard let followed = following.followed(request.id) else { continue }
                     let item = DownloadPlan.Item(

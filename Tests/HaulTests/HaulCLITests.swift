@@ -225,6 +225,32 @@ struct HaulCLITests {
     }
 
     @Test(
+        "-o at a FIFO nobody reads: --max-time (as a signal) stops the wait for a reader; a reader that comes later is served"
+    )
+    func fifoWithoutReader() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let source = try server.makeFile("w.bin", size: 300_000)
+        let fifo = work.appendingPathComponent("unread").path
+        #expect(mkfifo(fifo, 0o644) == 0)
+        // It waited in open(2) until a reader came: a Ctrl-C or --max-time did not end it.
+        let stopped = try await haul(["--max-time", "0.5", "-o", fifo, server.url("w.bin").absoluteString], in: work)
+        #expect(stopped.status == 28, "\(stopped.stderr)")
+        #expect(stopped.stdout.contains("0 completed, 0 failed"), "\(stopped.stdout)")
+        #expect(!stopped.stderr.contains("partial file is kept"), "\(stopped.stderr)")
+        // The reader opens the FIFO after haul started (most likely while it waits).
+        let process = try ChildProcess(
+            Self.haulPath,
+            ["--state", "\(work.path)/state", "-o", fifo, server.url("w.bin").absoluteString],
+            stdout: "/dev/null",
+            stderr: "/dev/null"
+        )
+        let reader = StreamReader.fifo(fifo)
+        #expect(await process.exited() == 0)
+        #expect(await reader.everything() == source)
+    }
+
+    @Test(
         "-o at a FIFO or a device: written through, left as it was, no .haul beside it; -o at a symlink: placed at its target"
     )
     func specialDestinations() async throws {

@@ -116,8 +116,14 @@ final class StreamTarget: @unchecked Sendable {
 
     /// Opens `path` (a device, a FIFO, a socket: `status` is what `stat` found there), or the
     /// descriptor a `/proc/self/fd/N` link names (`inherited`). A FIFO waits for its reader, as with
-    /// curl.
-    static func open(path: String, status: stat, inherited: Int32?, url: String) throws(DownloadError) -> StreamTarget {
+    /// curl, until `stopped` says the wait is over (its manager shut down).
+    static func open(
+        path: String,
+        status: stat,
+        inherited: Int32?,
+        url: String,
+        stopped: () -> Bool
+    ) throws(DownloadError) -> StreamTarget {
         let kind = FilePath.kind(of: status.st_mode)
         let type = status.st_mode & S_IFMT
         var descriptor: Int32 = -1
@@ -134,6 +140,8 @@ final class StreamTarget: @unchecked Sendable {
             }
         } else if type == S_IFSOCK {
             descriptor = connectUnixSocket(path)
+        } else if type == S_IFIFO {
+            descriptor = try openFIFO(path, url: url, stopped: stopped)
         } else {
             descriptor = Glibc.open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY)
         }
@@ -144,6 +152,26 @@ final class StreamTarget: @unchecked Sendable {
             _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
         }
         return StreamTarget(descriptor: descriptor, kind: type == S_IFREG ? "standard output" : kind, path: path)
+    }
+
+    /// Opens a FIFO for writing once it has a reader. `open` would block until then, past a
+    /// shutdown (a Ctrl-C did not stop `haul -o fifo` before a reader came): it is tried without
+    /// blocking every 20 ms instead, until `stopped`. (No event tells a writer that a reader came:
+    /// a reader blocked in its `open` is not opened yet for inotify.)
+    private static func openFIFO(_ path: String, url: String, stopped: () -> Bool) throws(DownloadError) -> Int32 {
+        while true {
+            let descriptor = Glibc.open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+            if descriptor >= 0 || errno != ENXIO { return descriptor }
+            if stopped() {
+                throw DownloadError(
+                    code: .shutdown,
+                    url: url,
+                    path: path,
+                    detail: "its manager shut down while it waited for a reader of the FIFO"
+                )
+            }
+            usleep(20_000)
+        }
     }
 
     private static func connectUnixSocket(_ path: String) -> Int32 {

@@ -124,7 +124,8 @@ extension DownloadQueue {
                 path: destination,
                 status: status,
                 inherited: inherited,
-                url: url.redactedString
+                url: url.redactedString,
+                stopped: { [catalog] in catalog.isShutDown }
             )
         } else if exists, !request.takesFileNameFromServer, type != S_IFREG, type != S_IFDIR {
             // A block device is never written, nor replaced by a file.

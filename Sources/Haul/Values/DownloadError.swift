@@ -210,6 +210,9 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         case .sizeMismatch:
             return "\(subject) failed: \(detail ?? "the body was shorter than the server announced"). "
                 + "Resume the download to fetch the rest."
+        case .shutdown where path != nil:
+            return "\(subject) stopped because \(detail ?? "its download manager shut down"); nothing was written to "
+                + "'\(path!)'. Ask for the download again."
         case .shutdown:
             return "\(subject) stopped because its download manager shut down; the partial file is kept "
                 + "and a new manager with the same state directory resumes it."
