@@ -52,6 +52,9 @@ extension HaulCommand {
         if let maxTime, !(maxTime > 0 && maxTime <= 31_536_000) {
             throw ValidationError("--max-time must be a number of seconds above 0, such as 30 or 0.5.")
         }
+        if output == "-" || output == "/dev/stdout", Self.standardOutputWasClosed {
+            throw ValidationError("-o \(output!): standard output is closed. Give a file, or run haul with it open.")
+        }
         if output == "-" || outputIsStream, urls.count + (inputFile == nil ? 0 : 2) != 1 {
             // A stream takes one body (curl and wget write several one after another; haul does not).
             throw ValidationError("-o \(output ?? "-") is a stream: it takes one URL.")

@@ -22,9 +22,16 @@ struct HaulCommand: AsyncParsableCommand {
         subcommands: [WorkerCommand.self]
     )
 
+    /// Whether haul started with its standard output closed (`>&-`): `-o -` has nowhere to write.
+    /// Set once, first thing in ``main()``.
+    nonisolated(unsafe) static var standardOutputWasClosed = false
+
     /// `haul worker …` runs ``WorkerCommand``: ArgumentParser would read `worker` as a URL (the
     /// command takes URLs as arguments), so the first word is looked at here.
     static func main() async {
+        // Before any file is opened: one must not take a closed standard descriptor's number.
+        standardOutputWasClosed = fcntl(STDOUT_FILENO, F_GETFD) < 0
+        DownloadManager.openClosedStandardDescriptors()
         let arguments = Array(CommandLine.arguments.dropFirst())
         // Read (and copied) above: the secrets in the process's own copy are blanked for `ps`.
         ProcessTitle.blankSecrets()

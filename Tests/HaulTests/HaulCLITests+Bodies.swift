@@ -137,6 +137,26 @@ extension HaulCLITests {
         }
     }
 
+    @Test("standard streams closed: -o - refused (64); a file through drops whole, the messages going nowhere")
+    func closedStandardStreams() async throws {
+        try await withFaultServer { server, work in
+            let url = server.url("drop/300000/1000000").absoluteString
+            let messages = work.appendingPathComponent("messages.txt").path
+            let command = "'\(Self.haulPath)' --state '\(work.path)/state' -o - '\(url)' >&-"
+            let refused = try ChildProcess("/bin/sh", ["-c", command], stdout: "/dev/null", stderr: messages)
+            #expect(await refused.exited() == 64)
+            let said = try String(contentsOfFile: messages, encoding: .utf8)
+            #expect(said.contains("standard output is closed"), "\(said)")
+            // Its retries' messages have no stream to go to, and must not reach a file of its own.
+            let file = work.appendingPathComponent("out.bin").path
+            let closed =
+                "'\(Self.haulPath)' --state '\(work.path)/state' --retries 5 -o '\(file)' '\(url)' <&- >&- 2>&-"
+            let run = try ChildProcess("/bin/sh", ["-c", closed], stdout: "/dev/null", stderr: "/dev/null")
+            #expect(await run.exited() == 0)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == FaultServer.body(size: 1_000_000))
+        }
+    }
+
     @Test("--discard --json: every body read and thrown away, each line with its timings, nothing written")
     func discardWithTimings() async throws {
         let (server, work) = try startServerAndDirectory()

@@ -10,6 +10,25 @@ import Testing
 struct ProcessSetupTests {
     static let childVariable = "HAUL_PROCESS_SETUP_CHILD"
 
+    @Test("a closed standard descriptor gets /dev/null, so that no file of Haul's takes its number")
+    func closedStandardDescriptorsAreFilled() throws {
+        // Standard input (no test reads it), moved aside for the test and put back after.
+        let saved = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3)
+        try #require(saved >= 0)
+        defer {
+            dup2(saved, STDIN_FILENO)
+            close(saved)
+        }
+        close(STDIN_FILENO)
+        #expect(fcntl(STDIN_FILENO, F_GETFD) < 0)
+        Reactor.openClosedStandardDescriptors()
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/0") == "/dev/null")
+        // Open descriptors are left as they are.
+        let before = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/2")
+        Reactor.openClosedStandardDescriptors()
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/2") == before)
+    }
+
     @Test("SIGPIPE and the open-files limit are changed only as the configuration allows")
     func processSetupIsTheApplicationsChoice() async throws {
         guard ProcessInfo.processInfo.environment[Self.childVariable] != nil else {

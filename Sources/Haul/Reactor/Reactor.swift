@@ -94,14 +94,27 @@ final class Reactor: @unchecked Sendable {
     /// ``DownloadManager/Configuration/ignoresSIGPIPE`` and
     /// ``DownloadManager/Configuration/raisesOpenFilesLimit``): SIGPIPE ignored (curl is told
     /// `CURLOPT_NOSIGNAL`), the open-files soft limit raised to the hard one. Both are idempotent.
+    /// Standard descriptors that are closed get `/dev/null` (``openClosedStandardDescriptors()``).
     static func prepareProcess(ignoringSIGPIPE: Bool, raisingOpenFilesLimit: Bool) {
         initializeCurl()
+        openClosedStandardDescriptors()
         if ignoringSIGPIPE { signal(SIGPIPE, SIG_IGN) }
         guard raisingOpenFilesLimit else { return }
         var limit = rlimit()
         if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max {
             limit.rlim_cur = limit.rlim_max
             _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
+    }
+
+    /// Opens `/dev/null` on descriptors 0, 1 and 2 where they are closed (a process started with
+    /// `2>&-`), as SQLite does for its own files: otherwise the next file opened takes the lowest
+    /// free number, and a partial file or the journal would receive what anyone in the process writes
+    /// to standard output or error. A descriptor another thread takes meanwhile is left to it.
+    static func openClosedStandardDescriptors() {
+        for descriptor: Int32 in 0...2 where fcntl(descriptor, F_GETFD) < 0 && errno == EBADF {
+            let null = open("/dev/null", O_RDWR)
+            if null > 2 { close(null) }
         }
     }
 
