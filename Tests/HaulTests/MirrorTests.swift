@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Synchronization
 import Testing
 
@@ -100,6 +101,38 @@ struct MirrorTests {
         #expect(mirror.first?.status == 206)
         #expect(mirror.first?.range == "bytes=\(600_000 - 65_536)-")
         #expect(mirror.first?.ifRange == "\"v1-\(size)\"")
+    }
+
+    @Test(
+        "a mirror that ignores Range (Accept-Ranges, the same ETag): asked once more without If-Range, then its whole answer is read past the bytes held, the overlap compared: a file continues, so does a FIFO"
+    )
+    func mirrorIgnoringRange() async throws {
+        let server = try FaultServer.start()
+        defer { server.stop() }
+        let size = 1_000_000
+        // It asked the mirror again with the same If-Range forever, without a pause (1,262 requests in 5 s).
+        let (events, result, _, directory) = try await fetchBreakingLink(
+            after: 300_000,
+            size: size,
+            mirrors: { server in [server.url("norange/\(size)")] },
+            from: server
+        )
+        defer { try? FileManager.default.removeItem(at: directory) }
+        _ = try result.get()
+        #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: size))
+        #expect(faults.restarts(in: events).isEmpty && dropped(in: events).isEmpty)
+        let asked = server.requests(to: "/norange/\(size)")
+        #expect(asked.map(\.ifRange) == ["\"v1-\(size)\"", nil], "\(asked.map(\.range))")
+        // A FIFO, which cannot start over, the same way.
+        let fifo = directory.appendingPathComponent("pipe").path
+        #expect(mkfifo(fifo, 0o644) == 0)
+        let reader = StreamReader.fifo(fifo)
+        var request = DownloadRequest(url: server.url("expire/250000/\(size)"), destination: URL(fileURLWithPath: fifo))
+        request.mirrors = [server.url("norange/\(size)")]
+        let (_, streamed, _) = try await fetch(request, configuration: faults.patient(directory))
+        _ = try streamed.get()
+        #expect(await reader.everything() == FaultServer.body(size: size))
+        #expect(server.requests(to: "/norange/\(size)").count == 4)
     }
 
     @Test("a mirror that serves other bytes of the same length, without a validator, is dropped, never spliced")

@@ -77,12 +77,12 @@ extension Transfer {
         if case .follow(let url, let sameOrigin) = hop { (target, sendsHeaders) = (url, sameOrigin) }
         switch plan {
         case .resume(let offset, let validator):
-            // In the form the host honours (a CDN that ignores an ETag If-Range gets a date, or none).
-            request.ifRangeForm =
-                environment.ifRangeForms.isEmpty ? .validator : environment.ifRangeForms[target.hostKey] ?? .validator
+            request.ifRangeForm = ifRangeForm(for: target)
             (request.rangeStart, ifRange) = (offset, validator.flatMap { _ in ifRangeValue(request.ifRangeForm) })
         case .verify(let rangeStart, _, let validator):
-            (request.rangeStart, ifRange) = (rangeStart, validator)
+            // In the host's form too: an If-Range it ignored was asked again forever (a mirror).
+            request.ifRangeForm = ifRangeForm(for: target)
+            (request.rangeStart, ifRange) = (rangeStart, validator.flatMap { _ in ifRangeValue(request.ifRangeForm) })
             request.overlap = overlap
         case .restart(let reason):
             // From 0; the answer replaces the partial once accepted (``decideResponse(easy:)``).
@@ -273,6 +273,12 @@ extension Transfer {
     }
 
     /// The `If-Range` value of the row's pin in `form` (``IfRangeForm``); `nil` for none.
+    /// The form of `If-Range` the host of `target` honours: a CDN that ignored an ETag `If-Range`
+    /// gets a date, or none (``IfRangeForm``).
+    private func ifRangeForm(for target: URL) -> IfRangeForm {
+        environment.ifRangeForms.isEmpty ? .validator : environment.ifRangeForms[target.hostKey] ?? .validator
+    }
+
     func ifRangeValue(_ form: IfRangeForm) -> String? {
         form.value(
             entityTag: record.entityTag,

@@ -93,20 +93,25 @@ extension Transfer {
         return feed(decision)
     }
 
-    /// How many bytes of a stream's answer from byte 0 repeat what its reader has, when the stream
-    /// may go on past them rather than fail: the server ignored `Range` (or a decoded body was asked
-    /// for from its start again), and the answer is the version the stream is pinned to (a strong
-    /// validator), or the bytes before the resume point are compared first (an unvalidated resume's
-    /// overlap), and it is long enough. A file or a body in memory starts over instead, as it can.
+    /// How many bytes of an answer from byte 0 repeat what the download has, when it may go on past
+    /// them rather than start over: the server ignored `Range` (or a decoded body was asked for from
+    /// its start again), the answer is long enough, and either the bytes before the resume point are
+    /// compared first (an unvalidated resume's overlap, a URL moved to: a stream, or any download at
+    /// a URL that must prove the partial and would be dropped otherwise), or it is the version a
+    /// stream is pinned to (a strong validator). A file or a body in memory starts over otherwise.
     private func repeatedBytes(total: Int64?, reason: RestartReason, head: ResponseHead, pinned: PinnedVersion?)
         -> Int64?
     {
-        guard let stream, !stream.discards, stream.accepted > 0, total.map({ $0 >= stream.accepted }) ?? true,
-            reason == .rangeIgnored || reason == .decodedBody
+        let held = sink?.receivedLength ?? 0
+        guard reason == .rangeIgnored || reason == .decodedBody, held > 0, total.map({ $0 >= held }) ?? true
         else { return nil }
-        if request.overlap != nil, reason == .rangeIgnored { return request.rangeStart }
-        let same = pinned?.match(entityTag: head.entityTag, lastModified: head.lastModified) == .same
-        return same ? stream.accepted : nil
+        if request.overlap != nil, reason == .rangeIgnored, moved != nil || stream?.discards == false {
+            return request.rangeStart
+        }
+        guard let stream, !stream.discards,
+            pinned?.match(entityTag: head.entityTag, lastModified: head.lastModified) == .same
+        else { return nil }
+        return held
     }
 
     /// Gives the machine a decision on the response (vetted, for a URL the download moved to).
