@@ -272,3 +272,25 @@ struct DestinationTests {
         )
     }
 }
+
+extension DestinationTests {
+    @Test("a FIFO replaced by a link to another file before it is opened: refused, the other file untouched")
+    func replacedFIFORefused() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let fifo = directory.appendingPathComponent("pipe").path
+        #expect(mkfifo(fifo, 0o644) == 0)
+        var status = stat()
+        #expect(stat(fifo, &status) == 0)
+        // What a download looked at (a FIFO) is gone when it opens it: a link to a file stands there.
+        let victim = directory.appendingPathComponent("victim.txt")
+        try Data("keep".utf8).write(to: victim)
+        #expect(unlink(fifo) == 0 && symlink(victim.path, fifo) == 0)
+        #expect {
+            _ = try StreamTarget.open(path: fifo, status: status, inherited: nil, url: "http://h/x", stopped: { false })
+        } throws: { error in
+            (error as? DownloadError)?.code == .unsupportedDestination && "\(error)".contains("no longer what it was")
+        }
+        #expect(try Data(contentsOf: victim) == Data("keep".utf8))
+    }
+}

@@ -148,6 +148,21 @@ final class StreamTarget: @unchecked Sendable {
         guard descriptor >= 0 else {
             throw DownloadError(code: .fileSystem, url: url, errno: errno, path: path, detail: "open \(kind) failed")
         }
+        // What was opened must be what was looked at: a FIFO waits for its reader long enough for
+        // someone to put a symbolic link to another file in its place.
+        var opened = stat()
+        if inherited == nil, type != S_IFSOCK,
+            fstat(descriptor, &opened) != 0 || opened.st_dev != status.st_dev || opened.st_ino != status.st_ino
+        {
+            Glibc.close(descriptor)
+            throw DownloadError(
+                code: .unsupportedDestination,
+                url: url,
+                path: path,
+                detail: "no longer what it was when the download was asked for (\(kind)): something else was put "
+                    + "there meanwhile"
+            )
+        }
         if ownDescription && type != S_IFREG {
             _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
         }
