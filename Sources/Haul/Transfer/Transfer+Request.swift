@@ -272,13 +272,13 @@ extension Transfer {
         return "\(host):\(port)"
     }
 
-    /// The `If-Range` value of the row's pin in `form` (``IfRangeForm``); `nil` for none.
     /// The form of `If-Range` the host of `target` honours: a CDN that ignored an ETag `If-Range`
     /// gets a date, or none (``IfRangeForm``).
     private func ifRangeForm(for target: URL) -> IfRangeForm {
         environment.ifRangeForms.isEmpty ? .validator : environment.ifRangeForms[target.hostKey] ?? .validator
     }
 
+    /// The `If-Range` value of the row's pin in `form` (``IfRangeForm``); `nil` for none.
     func ifRangeValue(_ form: IfRangeForm) -> String? {
         form.value(
             entityTag: record.entityTag,

@@ -59,7 +59,12 @@ extension Transfer {
             metadata: ["haul.status": "\(head.status)", "haul.decision": "\(decision)"]
         )
         if let reason = request.restartReason, case .append(let total) = decision {
-            decision = .replace(total: total, reason: reason)
+            // A stream asked for a decoded body from its start again gets another version: that is
+            // what it fails for (it cannot start over), not the decoding.
+            let changed =
+                stream != nil && reason == .decodedBody
+                && pinned?.match(entityTag: head.entityTag, lastModified: head.lastModified) == .other
+            decision = .replace(total: total, reason: changed ? .remoteChanged : reason)
         }
         if request.rangeLast != nil { decision = segmentDecision(head, otherwise: decision) }
         if case .replace(let total, let reason) = decision,
@@ -72,11 +77,6 @@ extension Transfer {
             request.heldDecision = .append(total: total)
             log(.debug, "an answer from byte 0; skipping the bytes delivered", metadata: ["haul.bytes": "\(skip)"])
             return .none
-        }
-        if case .replace(let total, .decodedBody) = decision, stream != nil,
-            pinned?.match(entityTag: head.entityTag, lastModified: head.lastModified) == .other
-        {
-            decision = .replace(total: total, reason: .remoteChanged)  // what a stream fails for
         }
         if request.overlap != nil {
             switch decision {

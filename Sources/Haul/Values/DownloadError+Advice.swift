@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Glibc
 
 /// What ``DownloadError/description`` tells the user to do, by curl's error code and HTTP status.
 extension DownloadError {
@@ -48,6 +49,24 @@ extension DownloadError {
         default:
             return "Check the address and the network, then try again\(kept)."
         }
+    }
+
+    /// What the user can do about a file-system failure; `kept` says the partial file is kept.
+    func fileSystemAdvice(kept: String, setting: (String, String) -> String) -> String {
+        if isOutOfDescriptors {
+            return "The process has no file descriptor left: raise its open-files limit (ulimit -n) or lower "
+                + "\(setting("maxConcurrentDownloads", "-j")).\(url == nil ? "" : " Haul retries the download\(kept).")"
+        }
+        if wroteThrough {
+            return errno == EPIPE
+                ? "Download again with a reader that takes the whole body; the body starts from its first byte."
+                : "Fix the destination (space, permissions), then download again; what was written through it "
+                    + "cannot be resumed, so the body starts from its first byte."
+        }
+        if nothingKept && errno == ENOENT && url != nil {
+            return "Keep the state directory while downloads run; the download starts again from zero."
+        }
+        return "Free space or fix permissions, then resume\(kept)."
     }
 
     /// The status's name, for errors.

@@ -189,20 +189,8 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
             // Only a partial file's own failure says it is kept: before one exists (the state
             // directory, the journal) there is nothing to keep.
             let kept = !nothingKept && path?.hasSuffix(".part") == true ? "; the partial file is kept" : ""
-            let advice =
-                isOutOfDescriptors
-                ? "The process has no file descriptor left: raise its open-files limit (ulimit -n) or lower "
-                    + "\(setting("maxConcurrentDownloads", "-j")).\(url == nil ? "" : " Haul retries the download\(kept).")"
-                : wroteThrough && errno == EPIPE
-                    ? "Download again with a reader that takes the whole body; the body starts from its first byte."
-                    : wroteThrough
-                        ? "Fix the destination (space, permissions), then download again; what was written through it "
-                            + "cannot be resumed, so the body starts from its first byte."
-                        : nothingKept && errno == ENOENT && url != nil
-                            ? "Keep the state directory while downloads run; the download starts again from zero."
-                            : "Free space or fix permissions, then resume\(kept)."
             return "\(subject) failed writing \(path.map { "'\($0)'" } ?? "a local file"): \(cause)"
-                + "\(detail.map { " (\($0))" } ?? ""). \(advice)"
+                + "\(detail.map { " (\($0))" } ?? ""). \(fileSystemAdvice(kept: kept, setting: setting))"
         case .rangeNotHonored:
             return "\(subject) failed: the server did not answer the byte range that was asked for "
                 + "\(detail.map { "(\($0)) " } ?? "")even after restarting from zero; nothing was spliced. "
@@ -329,7 +317,7 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
     }
 
     /// A file-system failure for want of a file descriptor.
-    private var isOutOfDescriptors: Bool {
+    var isOutOfDescriptors: Bool {
         code == .fileSystem && (errno == EMFILE || errno == ENFILE)
     }
 }
