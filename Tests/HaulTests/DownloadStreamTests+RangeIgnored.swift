@@ -95,3 +95,30 @@ extension DownloadStreamTests {
         }
     }
 }
+
+extension DownloadStreamTests {
+    @Test("nginx with max_ranges 0, a FIFO paused and resumed: its 200 read past what the reader has, the body whole")
+    func fifoFromNginxIgnoringRanges() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let source = try server.makeFile("ignored.bin", size: 2 * 1024 * 1024, seed: 421)
+        let (fifo, reader) = try DestinationTests.fifoWithReader(in: directory)
+        try await withDownloadManager(configuration: DownloadManager.Configuration()) { manager in
+            // /gated-norange/: 1 MiB at once, then 1 KB/s; a request with a Range is answered whole.
+            let download = try manager.download(
+                from: server.url("gated-norange/ignored.bin"),
+                to: URL(fileURLWithPath: fifo)
+            )
+            var events = download.events.makeAsyncIterator()
+            await events.next { if case .progress(let p) = $0 { p.bytesReceived >= 256 * 1024 } else { false } }
+            download.pause()
+            await events.next { if case .paused = $0 { true } else { false } }
+            download.resume()
+            #expect(try await download.finished().path == fifo)
+        }
+        #expect(await reader.everything() == source)
+        let requests = await server.requests(to: "/gated-norange/ignored.bin", atLeast: 2)
+        #expect(requests.map(\.status) == [200, 200], "\(requests.map(\.range))")
+        #expect(requests.last?.range.hasPrefix("bytes=") == true)
+    }
+}
