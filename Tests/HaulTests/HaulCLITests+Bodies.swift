@@ -51,6 +51,16 @@ extension HaulCLITests {
         }
     }
 
+    @Test("haul -o - URL | sha256sum of a file that changes under a resume: exit 8, naming standard output, not a FIFO")
+    func standardOutputOfChangedFile() async throws {
+        try await withFaultServer { server, work in
+            let run = try await pipedDigest("changing/100000/300000", size: 300_000, server: server, work: work)
+            #expect(run.status == 0 && !run.matches, "\(run.said)")  // the pipe's status is sha256sum's
+            #expect(run.said.contains("the remote file changed; the 100000 bytes already written to standard output"))
+            #expect(!run.said.contains("FIFO"), "\(run.said)")
+        }
+    }
+
     @Test(
         "haul --resume-unvalidated -o - through drops from a server with no validator: right; without it, a clear failure"
     )

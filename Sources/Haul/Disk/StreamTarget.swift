@@ -166,7 +166,21 @@ final class StreamTarget: @unchecked Sendable {
         if ownDescription && type != S_IFREG {
             _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
         }
-        return StreamTarget(descriptor: descriptor, kind: type == S_IFREG ? "standard output" : kind, path: path)
+        return StreamTarget(descriptor: descriptor, kind: describe(inherited: inherited, type: type, kind), path: path)
+    }
+
+    /// The destination in an error's words: an inherited descriptor is named for what it is to this
+    /// process (standard output, or a pipe: `stream(from:)`'s, or one a parent handed down), not
+    /// for the kind of file behind it.
+    private static func describe(inherited: Int32?, type: mode_t, _ kind: String) -> String {
+        switch inherited {
+        case nil: kind
+        case 1: "standard output"
+        case 2: "standard error"
+        case .some where type == S_IFIFO: "a pipe"
+        case .some(let descriptor) where type == S_IFREG: "the file open as descriptor \(descriptor)"
+        case .some: kind
+        }
     }
 
     /// Opens a FIFO for writing once it has a reader. `open` would block until then, past a
