@@ -130,7 +130,8 @@ extension DownloadManager {
         public var connectionRetryLimit: Int? = nil
         /// The delay before the first retry; each next one doubles it, up to ``maximumRetryDelay``,
         /// with a random part (between half and all of it). A server's `Retry-After` is honoured
-        /// instead (up to an hour). Default 1 s.
+        /// instead (up to an hour). An attempt cut after it brought at least 64 KiB (a connection
+        /// dropped mid-body) is followed at once instead, within a tenth of this. Default 1 s.
         public var retryDelay: Duration = .seconds(1)
         /// The longest backoff between two attempts. Default 60 s.
         public var maximumRetryDelay: Duration = .seconds(60)

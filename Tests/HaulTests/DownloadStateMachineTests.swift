@@ -484,6 +484,22 @@ struct RetryTests {
         #expect(policy.delay(afterFailures: 3, retryAfter: .seconds(86_400), random: 0.3) == .seconds(3600))
     }
 
+    @Test(
+        "after an attempt that was served (a connection cut mid-body): within a tenth of the base delay, not a backoff"
+    )
+    func retryAfterServedAttempt() {
+        let policy = RetryPolicy(baseDelay: .seconds(1), maximumDelay: .seconds(10))
+        #expect(policy.delay(afterFailures: 1, retryAfter: nil, random: 0, served: true) == .zero)
+        #expect(policy.delay(afterFailures: 1, retryAfter: nil, random: 0.5, served: true) == .milliseconds(50))
+        #expect(
+            policy.delay(afterFailures: 1, retryAfter: nil, random: 0.999_999_999, served: true) < .milliseconds(100)
+        )
+        // Not served: the backoff, at least half the base delay.
+        #expect(policy.delay(afterFailures: 1, retryAfter: nil, random: 0, served: false) == .milliseconds(500))
+        // A server that asked for a pause is given it, served or not.
+        #expect(policy.delay(afterFailures: 1, retryAfter: .seconds(7), random: 0.5, served: true) == .seconds(7))
+    }
+
     @Test("Retry-After: seconds, an HTTP date, or nothing usable")
     func retryAfterParsing() {
         let now = Date(timeIntervalSince1970: 1_700_000_000)  // Tue, 14 Nov 2023 22:13:20 GMT

@@ -79,6 +79,31 @@ struct FaultTests {
         }
     }
 
+    @Test("a connection cut after 100 KB is followed at once; one cut after 20 KB waits for the backoff")
+    func retryPaceFollowsWhatWasServed() async throws {
+        try await withFaultServer { server, directory in
+            var configuration = configuration(directory)
+            configuration.retryDelay = .milliseconds(400)
+            configuration.maximumRetryDelay = .seconds(2)
+            // Each attempt brings 100 KB (at least 64 KiB): within a tenth of the base delay.
+            let served = try await fetch(
+                "drop/100000/300000",
+                from: server,
+                into: directory,
+                configuration: configuration
+            )
+            #expect(try Data(contentsOf: try served.result.get()) == FaultServer.body(size: 300_000))
+            #expect(!retries(in: served.events).isEmpty)
+            #expect(retries(in: served.events).allSatisfy { $0.1 < .milliseconds(40) }, "\(retries(in: served.events))")
+            try FileManager.default.removeItem(at: directory.appendingPathComponent("out"))
+            // Each attempt brings 20 KB: progress (the count of failures starts again), but a backoff.
+            let scant = try await fetch("drop/20000/60000", from: server, into: directory, configuration: configuration)
+            #expect(try Data(contentsOf: try scant.result.get()) == FaultServer.body(size: 60_000))
+            #expect(!retries(in: scant.events).isEmpty)
+            #expect(retries(in: scant.events).allSatisfy { $0.1 >= .milliseconds(200) }, "\(retries(in: scant.events))")
+        }
+    }
+
     @Test("a server that goes silent mid-body: the stall is detected, and the retry resumes")
     func stalledTransfer() async throws {
         try await withFaultServer { server, directory in

@@ -113,11 +113,14 @@ extension Transfer {
             endFailed(error)
             return .end
         case .retry(let error):
-            // The backoff after its failures, or the last answer's `Retry-After`.
+            // The backoff after its failures, or the last answer's `Retry-After`; at once after a
+            // connection cut mid-body.
+            let brought = (segmentedBytes ?? sink?.receivedLength ?? 0) - (lengthAtAttemptStart ?? .max)
             let delay = environment.retryPolicy.delay(
                 afterFailures: machine.failures,
                 retryAfter: request.retryAfter,
-                random: Double.random(in: 0..<1)
+                random: Double.random(in: 0..<1),
+                served: brought >= RetryPolicy.servedAttempt
             )
             let time = Date().timeIntervalSince1970 + delay.inSeconds
             return .retry(at: time, sync: endWaitingToRetry(after: error, delay: delay, at: time).bytesReceived)
