@@ -700,11 +700,15 @@ struct FaultTests {
         }
     }
 
-    @Test("a partial resumed against a server that ignores Range: restarted from zero, never appended")
-    func partialAgainstIgnoredRange() async throws {
+    @Test(
+        "a partial resumed against a server that ignores Range: read past once its last bytes match, restarted when not",
+        arguments: [true, false]
+    )
+    func partialAgainstIgnoredRange(partialIsTheFile: Bool) async throws {
         try await withFaultServer { server, directory in
             let body = FaultServer.body(size: 200_000)
-            try seedPartial("norange/200000", server: server, directory: directory, bytes: body.prefix(70_000))
+            let partial = partialIsTheFile ? body.prefix(70_000) : FaultServer.body(size: 70_000, version: 2)
+            try seedPartial("norange/200000", server: server, directory: directory, bytes: partial)
             let (events, result) = try await fetch(
                 "norange/200000",
                 from: server,
@@ -713,8 +717,37 @@ struct FaultTests {
             )
             #expect(throws: Never.self) { try result.get() }
             #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == body)
-            #expect(restarts(in: events) == [.rangeIgnored])
-            #expect(server.requests(to: "/norange/200000").map(\.range) == ["bytes=35000-"])
+            // Unvalidated: the whole answer's bytes 35,000-69,999 are compared with the partial's;
+            // the partial is kept when they match, and the file starts over when they differ.
+            // (A mismatch ends that answer: the file is asked for again, from its start.)
+            #expect(restarts(in: events) == (partialIsTheFile ? [] : [.overlapMismatch]))
+            let ranges = server.requests(to: "/norange/200000").map(\.range)
+            #expect(ranges == (partialIsTheFile ? ["bytes=35000-"] : ["bytes=35000-", nil]))
+        }
+    }
+
+    @Test(
+        "two servers behind one name, one ignoring Range: its answer, cut short, takes nothing from the partial; the next resumes from it"
+    )
+    func mixedServersKeepThePartial() async throws {
+        try await withFaultServer { server, directory in
+            let path = "mixed/150000/60000/300000"
+            let (events, result) = try await fetch(
+                path,
+                from: server,
+                into: directory,
+                configuration: patient(directory)
+            )
+            #expect(throws: Never.self) { try result.get() }
+            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 300_000))
+            // The answer to the plain Range (200, the same strong ETag) repeated bytes the partial
+            // had, and was cut before their end: the next asks from where the first one stopped.
+            let requests = server.requests(to: "/\(path)")
+            #expect(requests.first?.range == nil && requests.first?.status == 200)
+            #expect(requests.dropFirst().allSatisfy { $0.range == "bytes=150000-" }, "\(requests.map(\.range))")
+            #expect(requests.last?.status == 206 && requests.last?.ifRange == nil, "\(requests)")
+            #expect(requests.contains { $0.ifRange == nil && $0.status == 200 && $0.range != nil }, "\(requests)")
+            #expect(restarts(in: events).isEmpty)
         }
     }
 

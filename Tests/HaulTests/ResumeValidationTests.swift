@@ -159,7 +159,7 @@ struct ResumeValidationTests {
     }
 
     @Test(
-        "a chunked answer (no length) with a strong ETag, cut short, then whole again from a server ignoring Range: the same version, accepted"
+        "a chunked answer (no length) with a strong ETag, cut short, then whole again from a server ignoring Range: the same version, read past the bytes held"
     )
     func chunkedSameVersionRestarts() async throws {
         try await withFaultServer { server, directory in
@@ -174,12 +174,12 @@ struct ResumeValidationTests {
             let requests = server.requests(to: "/chunked/100000/300000")
             // The resume's If-Range answered whole (asked again in its other forms first): each a 200.
             #expect(requests.count >= 2 && requests.allSatisfy { $0.status == 200 }, "\(requests.map(\.range))")
-            #expect(faults.restarts(in: events) == [.rangeIgnored])
+            #expect(faults.restarts(in: events).isEmpty)
         }
     }
 
     @Test(
-        "decoding bodies, an interrupted download starts over: ranges count encoded bytes, the partial holds decoded ones"
+        "decoding bodies, an interrupted download asks from the start again (ranges count encoded bytes, the partial holds decoded ones): the same version is read past the bytes held"
     )
     func decodedBodiesStartOver() async throws {
         try await withFaultServer { server, directory in
@@ -194,7 +194,7 @@ struct ResumeValidationTests {
             #expect(throws: Never.self) { try result.get() }
             #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 300_000))
             #expect(server.requests(to: "/stall/100000/300000").map(\.range) == [nil, nil])
-            #expect(faults.restarts(in: events) == [.decodedBody])
+            #expect(faults.restarts(in: events).isEmpty)
         }
     }
 

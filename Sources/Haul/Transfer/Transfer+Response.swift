@@ -70,9 +70,9 @@ extension Transfer {
         if case .replace(let total, let reason) = decision,
             let skip = repeatedBytes(total: total, reason: reason, head: head, pinned: pinned)
         {
-            // A stream cannot start over, but this answer is the same file from byte 0 (the pinned
-            // version, or one whose overlap is compared next): the bytes the reader has are dropped
-            // as they come again, and the rest is appended.
+            // The same file from byte 0 (the pinned version, or one whose overlap is compared next):
+            // the bytes the download has (a stream's reader, a partial file) are dropped as they come
+            // again, and the rest is appended.
             request.skipping = skip
             request.heldDecision = .append(total: total)
             log(.debug, "an answer from byte 0; skipping the bytes delivered", metadata: ["haul.bytes": "\(skip)"])
@@ -96,20 +96,21 @@ extension Transfer {
     /// How many bytes of an answer from byte 0 repeat what the download has, when it may go on past
     /// them rather than start over: the server ignored `Range` (or a decoded body was asked for from
     /// its start again), the answer is long enough, and either the bytes before the resume point are
-    /// compared first (an unvalidated resume's overlap, a URL moved to: a stream, or any download at
-    /// a URL that must prove the partial and would be dropped otherwise), or it is the version a
-    /// stream is pinned to (a strong validator). A file or a body in memory starts over otherwise.
+    /// compared first (an unvalidated resume's overlap; any download at a URL moved to, which must
+    /// prove the partial and would be dropped otherwise), or it is the version the download is pinned
+    /// to (a strong validator). For a stream, which cannot start over, and for a partial file, which
+    /// keeps what it has (should this answer be cut short too, nothing is lost, and the next one may
+    /// honour `Range`: two servers behind one name). A body discarded or in memory starts over
+    /// otherwise, as does a file fetched in segments.
     private func repeatedBytes(total: Int64?, reason: RestartReason, head: ResponseHead, pinned: PinnedVersion?)
         -> Int64?
     {
         let held = sink?.receivedLength ?? 0
         guard reason == .rangeIgnored || reason == .decodedBody, held > 0, total.map({ $0 >= held }) ?? true
         else { return nil }
-        if request.overlap != nil, reason == .rangeIgnored, moved != nil || stream?.discards == false {
-            return request.rangeStart
-        }
-        guard let stream, !stream.discards,
-            pinned?.match(entityTag: head.entityTag, lastModified: head.lastModified) == .same
+        let keepsHeld = stream.map { !$0.discards } ?? (segmentedBytes == nil)
+        if request.overlap != nil, reason == .rangeIgnored, moved != nil || keepsHeld { return request.rangeStart }
+        guard keepsHeld, pinned?.match(entityTag: head.entityTag, lastModified: head.lastModified) == .same
         else { return nil }
         return held
     }

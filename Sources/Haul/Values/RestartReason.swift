@@ -1,6 +1,8 @@
 /// Why a download threw its partial bytes away and started again from zero.
 public enum RestartReason: Sendable, Hashable, CustomStringConvertible {
-    /// The server ignored the range request and sent the whole file (HTTP 200).
+    /// The server ignored the range request and sent the whole file (HTTP 200), and nothing showed
+    /// that file to be the partial's (a `200` that carries the strong validator the partial is
+    /// pinned to is read past the bytes on disk instead, with no restart).
     case rangeIgnored
     /// The remote file changed since the partial was written (its validator or length differs).
     case remoteChanged
@@ -17,7 +19,9 @@ public enum RestartReason: Sendable, Hashable, CustomStringConvertible {
     /// from the partial file's: the remote file changed.
     case overlapMismatch
     /// Bodies are decoded (``DownloadManager/Configuration/decodesCompression``): the decoded bytes
-    /// on disk are not the server's encoded ones, which ranges count, so a partial cannot be continued.
+    /// on disk are not the server's encoded ones, which ranges count, so the body is asked for from
+    /// its start again, and this answer carries no strong validator the partial is pinned to (one
+    /// that does is read past the bytes on disk instead).
     case decodedBody
 
     /// A short sentence for logs and the CLI.

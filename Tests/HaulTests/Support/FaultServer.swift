@@ -251,6 +251,23 @@ final class FaultServer: @unchecked Sendable {
                 validators: kind.hasPrefix("plain") ? .none : .strong,
                 chunked: kind == "chunked"
             )
+        case "mixed" where numbers.count == 3:
+            // Two servers behind one name: the first answer is cut at N. Then one that ignores Range
+            // answers (each answer cut at M) until it was asked once without If-Range (the client
+            // concluded that Range is ignored, not If-Range); the other, which honours it, after.
+            let path = request.path
+            let askedPlainly = lock.withLock {
+                served[..<index].contains { $0.path == path && $0.range != nil && $0.ifRange == nil }
+            }
+            let ignoring = number > 1 && !askedPlainly
+            sendFile(
+                size: size,
+                request: &request,
+                index: index,
+                on: connection,
+                limit: number == 1 ? numbers[0] : ignoring ? numbers[1] : nil,
+                honorsRange: !ignoring
+            )
         case "endless":
             sendEndless(request: &request, index: index, on: connection)
         case "norange":
