@@ -30,6 +30,40 @@ struct AdviceTests {
         }
     }
 
+    @Test("a body cut short at every attempt: a file with bytes is told to resume; a stream, to try again")
+    func cutShortEveryTime() async throws {
+        try await withFaultServer { server, directory in
+            var configuration = faults.configuration(directory, retryLimit: 1)
+            configuration.stallTimeout = .seconds(10)
+            try await withDownloadManager(configuration: configuration) { manager in
+                let stream = try manager.stream(from: server.url("drop/0/100000"))
+                await #expect {
+                    for try await _ in stream {}
+                } throws: { error in
+                    let error = error as? DownloadError
+                    return error?.code == .sizeMismatch
+                        && error?.description.contains("Try again later; the download starts from its first byte")
+                            == true
+                        && error?.description.contains("Resume") == false
+                }
+            }
+            // A file with bytes on disk (its first attempt brought 50,000), then cut at every attempt.
+            try await withDownloadManager(configuration: configuration) { manager in
+                let download = try manager.download(
+                    from: server.url("short-then-cut/100000"),
+                    to: directory.appendingPathComponent("out")
+                )
+                await #expect {
+                    try await download.finished()
+                } throws: { error in
+                    let error = error as? DownloadError
+                    return error?.code == .sizeMismatch
+                        && error?.description.contains("Resume the download to fetch the rest") == true
+                }
+            }
+        }
+    }
+
     @Test("a redirect loop names the setting and the flag that raise the limit")
     func redirectLoop() async throws {
         try await withFaultServer { server, directory in

@@ -196,8 +196,11 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
                 + "\(detail.map { "(\($0)) " } ?? "")even after restarting from zero; nothing was spliced. "
                 + "Try again later or use another mirror."
         case .sizeMismatch:
+            // Nothing kept (a stream's bytes went through; a file got none): nothing to resume.
             return "\(subject) failed: \(detail ?? "the body was shorter than the server announced"). "
-                + "Resume the download to fetch the rest."
+                + (nothingKept
+                    ? "Try again later; the download starts from its first byte."
+                    : "Resume the download to fetch the rest.")
         case .shutdown where path != nil:
             return "\(subject) stopped because \(detail ?? "its download manager shut down"); nothing was written to "
                 + "'\(path!)'. Ask for the download again."

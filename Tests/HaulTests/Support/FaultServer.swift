@@ -301,6 +301,9 @@ final class FaultServer: @unchecked Sendable {
             sendFile(size: size, request: &request, index: index, on: connection, cap: numbers[0])
         case "twolengths":
             sendFile(size: size, request: &request, index: index, on: connection, secondLength: size / 2)
+        case "short-then-cut":
+            // Half the file, then nothing of the rest: each later answer is cut before its body.
+            sendFile(size: size, request: &request, index: index, on: connection, limit: number == 1 ? size / 2 : 0)
         case "short":
             sendFile(size: size, request: &request, index: index, on: connection, limit: number == 1 ? size / 2 : nil)
         case "changing" where numbers.count == 2:
