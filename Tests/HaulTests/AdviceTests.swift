@@ -64,6 +64,30 @@ struct AdviceTests {
         }
     }
 
+    @Test("decoding bodies, a body cut short at every attempt: the failure says that each attempt starts over, and why")
+    func decodedBodyCutEveryTime() async throws {
+        try await withFaultServer { server, directory in
+            var configuration = faults.patient(directory)
+            configuration.retryLimit = 2
+            configuration.decodesCompression = true
+            let (_, result) = try await faults.fetch(
+                "drop/30000/300000",
+                from: server,
+                into: directory,
+                configuration: configuration
+            )
+            guard case .failure(let error) = result else {
+                Issue.record("a body cut at 30 KB at every attempt, asked for from its start each time, must fail")
+                return
+            }
+            #expect(error.code == .sizeMismatch || error.curlCode == 18, "\(error)")
+            #expect(error.description.contains("(Configuration.decodesCompression): each attempt asks"), "\(error)")
+            #expect(error.describe(forCommandLine: true).contains("(--compressed): each attempt asks"))
+            // Every request asked for the body from its start.
+            #expect(server.requests(to: "/drop/30000/300000").allSatisfy { $0.range == nil })
+        }
+    }
+
     @Test("a redirect loop names the setting and the flag that raise the limit")
     func redirectLoop() async throws {
         try await withFaultServer { server, directory in

@@ -34,6 +34,7 @@ extension Transfer {
     /// link, a FIFO) is left there, and so is the row.
     func endFailed(_ error: DownloadError) {
         var error = error
+        error.decodedFromStart = environment.easyHandles.options.decodesCompression
         spanFailed(error)
         stopAll()
         try? sink?.close()

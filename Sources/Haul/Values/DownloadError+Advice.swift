@@ -51,6 +51,18 @@ extension DownloadError {
         }
     }
 
+    /// Said after a body cut short (or stalled) at the last attempt of a download whose bodies are
+    /// decoded: asking again from the start cannot get past a link that keeps dropping.
+    func decodedBodyNote(setting: (String, String) -> String) -> String {
+        let cutShort =
+            code == .sizeMismatch || [18, 56, 92].contains(curlCode ?? 0)
+            || (curlCode == 28 && detail?.hasPrefix("no data arrived") == true)
+        guard decodedFromStart, cutShort else { return "" }
+        return " Bodies are decoded (\(setting("decodesCompression", "--compressed"))): each attempt asks for the body "
+            + "from its start again, so a connection that keeps dropping gets no further; without it, each attempt "
+            + "continues where the last one stopped."
+    }
+
     /// What the user can do about a file-system failure; `kept` says the partial file is kept.
     func fileSystemAdvice(kept: String, setting: (String, String) -> String) -> String {
         if isOutOfDescriptors {

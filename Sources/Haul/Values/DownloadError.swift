@@ -131,6 +131,9 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
     /// A write through a stream failed (a pipe, a FIFO, a device): nothing there can be resumed, and
     /// the description says to download again rather than to resume.
     var wroteThrough = false
+    /// The download decodes bodies (`decodesCompression`), so each attempt asked for the body from
+    /// its start: one cut short at every attempt gets no further, and the description says why.
+    var decodedFromStart = false
 
     /// Creates an error. Prefer matching the errors Haul throws over creating your own.
     public init(
@@ -183,7 +186,7 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
                     proxy: detail?.hasPrefix("the proxy ") == true,
                     connecting: detail?.hasPrefix("Failed to connect") == true,
                     setting: setting
-                )
+                ) + decodedBodyNote(setting: setting)
         case .fileSystem:
             let cause = errno.map { String(cString: strerror($0)) } ?? detail ?? "an I/O error"
             // Only a partial file's own failure says it is kept: before one exists (the state
@@ -200,7 +203,7 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
             return "\(subject) failed: \(detail ?? "the body was shorter than the server announced"). "
                 + (nothingKept
                     ? "Try again later; the download starts from its first byte."
-                    : "Resume the download to fetch the rest.")
+                    : "Resume the download to fetch the rest.") + decodedBodyNote(setting: setting)
         case .shutdown where path != nil:
             return "\(subject) stopped because \(detail ?? "its download manager shut down"); nothing was written to "
                 + "'\(path!)'. Ask for the download again."
