@@ -53,7 +53,8 @@ enum JSONEvent {
         let path: String
         /// A sentence.
         let warning: String
-        /// `unrequestedContentEncoding`, `urlDropped`, `versionsDiffer` or `insecureRedirect`.
+        /// `unrequestedContentEncoding`, `urlDropped`, `versionsDiffer`, `insecureRedirect` or
+        /// `repeatedBytesReadPast`.
         var code: String
         /// The body's Content-Encoding, for `unrequestedContentEncoding`.
         var encoding: String? = nil
@@ -61,6 +62,11 @@ enum JSONEvent {
         var droppedURL: String? = nil
         /// The plain-HTTP URL an https download was redirected to, for `insecureRedirect`.
         var redirectedTo: String? = nil
+        /// The bytes read past, for `repeatedBytesReadPast`.
+        var bytes: Int64? = nil
+        /// Why the server sent the file from its start (a restart reason's code), for
+        /// `repeatedBytesReadPast`.
+        var reasonCode: String? = nil
     }
 
     /// `switched`: requests go to another URL of the file now (a mirror, a fresh URL).
@@ -245,6 +251,8 @@ enum JSONEvent {
                 object.code = "versionsDiffer"
             case .insecureRedirect(let target):
                 (object.code, object.redirectedTo) = ("insecureRedirect", target.absoluteString)
+            case .repeatedBytesReadPast(let bytes, let reason):
+                (object.code, object.bytes, object.reasonCode) = ("repeatedBytesReadPast", bytes, code(of: reason))
             }
             return line(object)
         case .switchedURL(let next, let error):

@@ -43,6 +43,7 @@ extension Reporter {
         case .urlDropped: "\(warning)"
         case .versionsDiffer: "\(warning) (-x 1 asks for one connection from the start)"
         case .insecureRedirect: "\(warning); --checksum proves the file whatever the way"
+        case .repeatedBytesReadPast: "\(warning)"
         }
     }
 

@@ -746,6 +746,7 @@ struct FaultTests {
             #expect(requests.first?.range == nil && requests.first?.status == 200)
             #expect(requests.dropFirst().allSatisfy { $0.range == "bytes=150000-" }, "\(requests.map(\.range))")
             #expect(requests.last?.status == 206 && requests.last?.ifRange == nil, "\(requests)")
+            #expect(events.contains(.warning(.repeatedBytesReadPast(150_000, reason: .rangeIgnored))))
             #expect(requests.contains { $0.ifRange == nil && $0.status == 200 && $0.range != nil }, "\(requests)")
             #expect(restarts(in: events).isEmpty)
         }

@@ -19,6 +19,12 @@ public enum DownloadWarning: Sendable, Hashable, CustomStringConvertible {
     /// (a checksum, ``DownloadRequest/checksum``, still proves the file). The download's headers and
     /// URL credentials are not sent to it: a change of scheme is another origin.
     case insecureRedirect(URL)
+    /// The server sent the file from its start again (for this reason: it ignored `Range`, or a
+    /// decoded body was asked for from its start), and the answer is the version held (its strong
+    /// validator, or the bytes before the resume point compared): its first bytes, as many as the
+    /// download has (on disk, or given to a stream's reader), are read past as they come again,
+    /// not written, and nothing is lost. Progress stands still meanwhile.
+    case repeatedBytesReadPast(Int64, reason: RestartReason)
 
     /// A sentence for logs and the CLI.
     public var description: String {
@@ -33,6 +39,9 @@ public enum DownloadWarning: Sendable, Hashable, CustomStringConvertible {
         case .insecureRedirect(let url):
             "the server redirected this https download to \(url.absoluteString): the file comes over plain HTTP, "
                 + "unencrypted (no header or password was sent there)"
+        case .repeatedBytesReadPast(let bytes, let reason):
+            "\(reason); its first \(bytes) bytes, already received, are read past as they come again (nothing is "
+                + "lost; progress stands still meanwhile)"
         }
     }
 }

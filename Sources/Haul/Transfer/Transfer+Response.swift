@@ -75,7 +75,8 @@ extension Transfer {
             // again, and the rest is appended.
             request.skipping = skip
             request.heldDecision = .append(total: total)
-            log(.debug, "an answer from byte 0; skipping the bytes delivered", metadata: ["haul.bytes": "\(skip)"])
+            log(.debug, "an answer from byte 0; reading past the bytes held", metadata: ["haul.bytes": "\(skip)"])
+            events.publish(.warning(.repeatedBytesReadPast(skip, reason: reason)))
             return .none
         }
         if request.overlap != nil {
