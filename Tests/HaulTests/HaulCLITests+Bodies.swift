@@ -63,6 +63,30 @@ extension HaulCLITests {
         }
     }
 
+    @Test("--json: a file whose resume the server answers whole reads past its bytes, saying so in a warning line")
+    func readPastWarningInJSON() async throws {
+        try await withFaultServer { server, work in
+            let path = "norange-drop/300000/1000000"
+            let file = work.appendingPathComponent("out.bin")
+            let run = try await haul(
+                ["--json", "--retries", "5", "-o", file.path, server.url(path).absoluteString],
+                in: work
+            )
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(try Data(contentsOf: file) == FaultServer.body(size: 1_000_000))
+            let warnings = run.stdout.split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }.filter { $0["event"] as? String == "warning" }
+            #expect(warnings.count == 1, "\(run.stdout)")
+            #expect(warnings.first?["code"] as? String == "repeatedBytesReadPast")
+            #expect(
+                warnings.first?["bytes"] as? Int == 300_000
+                    && warnings.first?["reasonCode"] as? String == "rangeIgnored"
+            )
+            #expect(!run.stdout.contains("\"restarted\""), "\(run.stdout)")
+        }
+    }
+
     @Test(
         "haul --resume-unvalidated -o - through drops from a server with no validator: right; without it, a clear failure"
     )
