@@ -30,8 +30,7 @@ struct HaulCommand: AsyncParsableCommand {
     /// command takes URLs as arguments), so the first word is looked at here.
     static func main() async {
         // Before any file is opened: one must not take a closed standard descriptor's number.
-        standardOutputWasClosed = fcntl(STDOUT_FILENO, F_GETFD) < 0
-        DownloadManager.openClosedStandardDescriptors()
+        standardOutputWasClosed = DownloadManager.openClosedStandardDescriptors().contains(STDOUT_FILENO)
         let arguments = Array(CommandLine.arguments.dropFirst())
         // Read (and copied) above: the secrets in the process's own copy are blanked for `ps`.
         ProcessTitle.blankSecrets()

@@ -40,10 +40,9 @@ extension Reporter {
         switch warning {
         case .unrequestedContentEncoding:
             "\(warning) (--compressed asks for such bodies and decodes them)"
-        case .urlDropped: "\(warning)"
+        case .urlDropped, .repeatedBytesReadPast: "\(warning)"
         case .versionsDiffer: "\(warning) (-x 1 asks for one connection from the start)"
         case .insecureRedirect: "\(warning); --checksum proves the file whatever the way"
-        case .repeatedBytesReadPast: "\(warning)"
         }
     }
 

@@ -209,8 +209,8 @@ public final class DownloadManager: Sendable {
     }
 
     /// Opens `/dev/null` on standard descriptors that are closed (as a manager does when it starts),
-    /// for a command that opens files before it makes one.
-    package static func openClosedStandardDescriptors() { Reactor.openClosedStandardDescriptors() }
+    /// for a command that opens files before it makes one. Returns the descriptors that were closed.
+    package static func openClosedStandardDescriptors() -> [Int32] { Reactor.openClosedStandardDescriptors() }
 
     /// Pauses every unfinished download (writing what is buffered and keeping the partial files),
     /// ends their event sequences, and stops the loop thread. Queued downloads stay in the journal.

@@ -21,11 +21,11 @@ struct ProcessSetupTests {
         }
         close(STDIN_FILENO)
         #expect(fcntl(STDIN_FILENO, F_GETFD) < 0)
-        Reactor.openClosedStandardDescriptors()
+        #expect(Reactor.openClosedStandardDescriptors() == [STDIN_FILENO])
         #expect(try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/0") == "/dev/null")
         // Open descriptors are left as they are.
         let before = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/2")
-        Reactor.openClosedStandardDescriptors()
+        #expect(Reactor.openClosedStandardDescriptors().isEmpty)
         #expect(try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/2") == before)
     }
 

@@ -111,11 +111,16 @@ final class Reactor: @unchecked Sendable {
     /// `2>&-`), as SQLite does for its own files: otherwise the next file opened takes the lowest
     /// free number, and a partial file or the journal would receive what anyone in the process writes
     /// to standard output or error. A descriptor another thread takes meanwhile is left to it.
-    static func openClosedStandardDescriptors() {
+    /// Returns the descriptors that were closed.
+    @discardableResult
+    static func openClosedStandardDescriptors() -> [Int32] {
+        var closed: [Int32] = []
         for descriptor: Int32 in 0...2 where fcntl(descriptor, F_GETFD) < 0 && errno == EBADF {
+            closed.append(descriptor)
             let null = open("/dev/null", O_RDWR)
             if null > 2 { close(null) }
         }
+        return closed
     }
 
     /// curl's global state, set up by the first call only.

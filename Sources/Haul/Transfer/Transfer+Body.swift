@@ -99,7 +99,7 @@ extension Transfer {
         return chunk.count
     }
 
-    /// Drops what a stream's answer repeats of bytes already delivered (``Request/skipping``), then
+    /// Drops what an answer from byte 0 repeats of the bytes the download has (``Request/skipping``), then
     /// compares the start of an unvalidated resume's answer with the partial's last bytes. Returns
     /// the bytes after both (the decision went to the machine once all of it matched; empty while
     /// more is to come), or `nil` when they differ (the download starts over).

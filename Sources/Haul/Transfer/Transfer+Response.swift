@@ -58,17 +58,17 @@ extension Transfer {
             "response",
             metadata: ["haul.status": "\(head.status)", "haul.decision": "\(decision)"]
         )
+        // What the answer is of the version on record (`nil`: none is).
+        let version = pinned?.match(entityTag: head.entityTag, lastModified: head.lastModified)
         if let reason = request.restartReason, case .append(let total) = decision {
             // A stream asked for a decoded body from its start again gets another version: that is
             // what it fails for (it cannot start over), not the decoding.
-            let changed =
-                stream != nil && reason == .decodedBody
-                && pinned?.match(entityTag: head.entityTag, lastModified: head.lastModified) == .other
+            let changed = stream != nil && reason == .decodedBody && version == .other
             decision = .replace(total: total, reason: changed ? .remoteChanged : reason)
         }
         if request.rangeLast != nil { decision = segmentDecision(head, otherwise: decision) }
         if case .replace(let total, let reason) = decision,
-            let skip = repeatedBytes(total: total, reason: reason, head: head, pinned: pinned)
+            let skip = repeatedBytes(total: total, reason: reason, sameVersion: version == .same)
         {
             // The same file from byte 0 (the pinned version, or one whose overlap is compared next):
             // the bytes the download has (a stream's reader, a partial file) are dropped as they come
@@ -99,21 +99,17 @@ extension Transfer {
     /// its start again), the answer is long enough, and either the bytes before the resume point are
     /// compared first (an unvalidated resume's overlap; any download at a URL moved to, which must
     /// prove the partial and would be dropped otherwise), or it is the version the download is pinned
-    /// to (a strong validator). For a stream, which cannot start over, and for a partial file, which
+    /// to (`sameVersion`: its strong validator). For a stream, which cannot start over, and for a partial file, which
     /// keeps what it has (should this answer be cut short too, nothing is lost, and the next one may
     /// honour `Range`: two servers behind one name). A body discarded or in memory starts over
     /// otherwise, as does a file fetched in segments.
-    private func repeatedBytes(total: Int64?, reason: RestartReason, head: ResponseHead, pinned: PinnedVersion?)
-        -> Int64?
-    {
+    private func repeatedBytes(total: Int64?, reason: RestartReason, sameVersion: Bool) -> Int64? {
         let held = sink?.receivedLength ?? 0
         guard reason == .rangeIgnored || reason == .decodedBody, held > 0, total.map({ $0 >= held }) ?? true
         else { return nil }
         let keepsHeld = stream.map { !$0.discards } ?? (segmentedBytes == nil)
         if request.overlap != nil, reason == .rangeIgnored, moved != nil || keepsHeld { return request.rangeStart }
-        guard keepsHeld, pinned?.match(entityTag: head.entityTag, lastModified: head.lastModified) == .same
-        else { return nil }
-        return held
+        return keepsHeld && sameVersion ? held : nil
     }
 
     /// Gives the machine a decision on the response (vetted, for a URL the download moved to).

@@ -146,8 +146,9 @@ final class Transfer {
         /// unvalidated resume), and how many of them it has repeated so far.
         var overlap: [UInt8]?
         var overlapMatched = 0
-        /// How many more bytes of the answer to drop before its overlap (or its new bytes): a stream's
-        /// answer from byte 0 of the same version, to a resume the server did not honour.
+        /// How many more bytes of the answer to drop before its overlap (or its new bytes): an answer
+        /// from byte 0 of the same version, to a resume the server did not honour (a stream's, or a
+        /// partial file's: ``repeatedBytes(total:reason:sameVersion:)``).
         var skipping: Int64 = 0
         /// The decision on an answer whose overlap is still being compared: it is the machine's
         /// once the overlap matched.
