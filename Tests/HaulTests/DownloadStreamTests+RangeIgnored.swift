@@ -60,6 +60,30 @@ extension DownloadStreamTests {
 }
 
 extension DownloadStreamTests {
+    @Test("one ETag over other bytes: the stream throws at the first difference in the bytes it kept, never spliced")
+    func sameTagOtherBytesThroughStream() async throws {
+        try await withFaultServer { server, directory in
+            let path = "sametag/3/100000/400000"
+            try await withDownloadManager(configuration: FaultTests().patient(directory)) { manager in
+                let stream = try manager.stream(from: server.url(path))
+                var body = Data()
+                await #expect {
+                    for try await chunk in stream { body.append(contentsOf: chunk) }
+                } throws: { error in
+                    (error as? DownloadError)?.code == .streamCannotRestart
+                        && "\(error)".contains(RestartReason.overlapMismatch.description)
+                }
+                // Before: version 1's first 100,000 bytes, then version 2's from there on.
+                #expect(body == FaultServer.body(size: 400_000, version: 1).prefix(100_000))
+            }
+            // The If-Range answered whole is asked again without it; that answer is read past
+            // the reader's bytes until the kept tail's first byte that differs.
+            let requests = server.requests(to: "/\(path)")
+            #expect(requests.map(\.range) == [nil, "bytes=100000-", "bytes=100000-"])
+            #expect(requests.map(\.ifRange) == [nil, "\"same\"", nil])
+        }
+    }
+
     @Test("decoding bodies, a stream stalled mid-body: asked for from its start again, read past what the reader has")
     func decodedStreamThroughStall() async throws {
         try await withFaultServer { server, directory in

@@ -143,3 +143,39 @@ extension FaultTests {
         return configuration
     }
 }
+
+/// Issue 56, item 1: an answer from byte 0 that carries the pinned strong validator is read past the
+/// bytes held only while they are the same bytes: a broken origin (or a CDN that rewrites bodies)
+/// repeats its ETag over another body.
+extension FaultTests {
+    @Test(
+        "one ETag over other bytes, answers cut short: each read past stops at the first difference; the last version, whole"
+    )
+    func sameTagOtherBytes() async throws {
+        try await withFaultServer { server, directory in
+            // Request k gets version k, all with ETag "same"; the first three are cut at k × 100,000.
+            let path = "sametag/3/100000/400000"
+            let (events, result) = try await fetch(
+                path,
+                from: server,
+                into: directory,
+                configuration: patient(directory)
+            )
+            #expect(throws: Never.self) { try result.get() }
+            // The file is the version of the last answer, whole, which was asked for from byte 0.
+            // Before: versions 1, 3 and 4 spliced at 100,000 and 300,000, "completed".
+            let requests = server.requests(to: "/\(path)")
+            #expect(
+                try Data(contentsOf: directory.appendingPathComponent("out"))
+                    == FaultServer.body(size: 400_000, version: requests.count)
+            )
+            #expect(requests.allSatisfy { $0.status == 200 })
+            #expect(requests.last?.range == nil, "\(requests)")
+            // Each answer to a plain Range (If-Range was ignored, so it is asked without) was read
+            // past the partial until its first byte that differs, then the file started over.
+            let readPast = requests.filter { $0.range != nil && $0.ifRange == nil }
+            #expect(!readPast.isEmpty, "\(requests)")
+            #expect(restarts(in: events) == readPast.map { _ in .overlapMismatch })
+        }
+    }
+}

@@ -103,6 +103,7 @@ final class FileSink {
     deinit {
         if let buffer { pool.give(buffer) }
         closeDescriptor()
+        endComparing()
     }
 
     /// Whether the partial file is open now.
@@ -231,6 +232,50 @@ final class FileSink {
         return bytes
     }
 
+    /// Whether `bytes` are the ones the download holds at `offset`: a partial file's, read back (on
+    /// a descriptor of its own, kept until ``endComparing()``); a stream's where its kept tail
+    /// reaches (``StreamTarget/holds(_:at:)``). What a resume reads past is compared this way, as it
+    /// comes: a server may repeat its validator with other bytes.
+    func holds(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(DownloadError) -> Bool {
+        if let stream { return stream.holds(bytes, at: offset) }
+        guard offset + Int64(bytes.count) <= receivedLength else { return false }
+        try flush()
+        if comparing < 0 {
+            comparing = try PrivateFile.open(path, O_RDONLY)
+            guard comparing >= 0 else {
+                throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "open failed")
+            }
+        }
+        let file = comparing
+        let step = min(bytes.count, 64 * 1024)
+        return try withUnsafeTemporaryAllocation(byteCount: max(step, 1), alignment: 16) {
+            (read: UnsafeMutableRawBufferPointer) throws(DownloadError) -> Bool in
+            var done = 0
+            while done < bytes.count {
+                let count = min(step, bytes.count - done)
+                let got = pread(file, read.baseAddress!, count, off_t(offset) + off_t(done))
+                if got < 0 && errno == EINTR { continue }
+                guard got >= 0 else {
+                    throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "read failed")
+                }
+                // A file shorter than its length on record is not what the download holds.
+                guard got > 0, memcmp(read.baseAddress!, bytes.baseAddress! + done, got) == 0 else { return false }
+                done += got
+            }
+            return true
+        }
+    }
+
+    /// Closes the descriptor ``holds(_:at:)`` reads with.
+    func endComparing() {
+        guard comparing >= 0 else { return }
+        Glibc.close(comparing)
+        comparing = -1
+    }
+
+    /// The descriptor the partial file is read back with while an answer is compared with it.
+    private var comparing: Int32 = -1
+
     /// Reserves the blocks of a file of `total` bytes (its length stays the bytes written), so that a
     /// disk too small fails now with ENOSPC rather than at 90 %. A file system that cannot
     /// preallocate (EOPNOTSUPP) is left to allocate as it writes. Opens the file.
@@ -291,6 +336,7 @@ final class FileSink {
     func close() throws(DownloadError) {
         defer {
             closeDescriptor()
+            endComparing()
             if let buffer { pool.give(buffer) }
             buffer = nil
         }

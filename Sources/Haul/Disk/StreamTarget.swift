@@ -112,6 +112,22 @@ final class StreamTarget: @unchecked Sendable {
         return Array(tail[Int(offset - first)...])
     }
 
+    /// Whether `bytes`, at `offset` of the body, are the ones accepted there, as far as they are still
+    /// known (a body in memory's, or the kept tail's: ``keepTail(_:)``); bytes before the tail are
+    /// gone and compare with nothing.
+    func holds(_ bytes: UnsafeRawBufferPointer, at offset: Int64) -> Bool {
+        let end = offset + Int64(bytes.count)
+        guard end <= accepted else { return false }
+        if let collector { return collector.holds(bytes, at: Int(offset)) }
+        let first = max(offset, accepted - Int64(tail.count))
+        guard first < end else { return true }
+        let count = Int(end - first)
+        let from = Int(first - (accepted - Int64(tail.count)))
+        return tail.withUnsafeBytes { held in
+            memcmp(held.baseAddress! + from, bytes.baseAddress! + Int(first - offset), count) == 0
+        }
+    }
+
     deinit { close() }
 
     /// Opens `path` (a device, a FIFO, a socket: `status` is what `stat` found there), or the

@@ -99,19 +99,34 @@ extension Transfer {
         return chunk.count
     }
 
-    /// Drops what an answer from byte 0 repeats of the bytes the download has (``Request/skipping``), then
-    /// compares the start of an unvalidated resume's answer with the partial's last bytes. Returns
-    /// the bytes after both (the decision went to the machine once all of it matched; empty while
-    /// more is to come), or `nil` when they differ (the download starts over).
+    /// Drops what an answer from byte 0 repeats of the bytes the download has (``Request/skipping``),
+    /// each compared with the bytes held at its place (``FileSink/holds(_:at:)``), then compares the
+    /// start of an unvalidated resume's answer with the partial's last bytes. Returns the bytes after
+    /// both (the decision went to the machine once all of it matched; empty while more is to come),
+    /// or `nil` when they differ: another version behind the same validator, or another file (the
+    /// download starts over; a stream fails).
     private func compareOverlap(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
         guard let decision = request.heldDecision else { return bytes }
         let none = UnsafeRawBufferPointer(start: nil, count: 0)
         var bytes = bytes
         if request.skipping > 0 {
             let dropped = Int(min(Int64(bytes.count), request.skipping))
+            let same: Bool
+            do {
+                same =
+                    try sink?.holds(UnsafeRawBufferPointer(rebasing: bytes[..<dropped]), at: request.skipped) ?? false
+            } catch {
+                // The partial cannot be read back: the request ends with this error (``requestEnded(_:)``).
+                request.heldDecision = nil
+                bodyFailed(attributed(error))
+                return nil
+            }
+            guard same else { return overlapDiffers() }
             request.skipping -= Int64(dropped)
+            request.skipped += Int64(dropped)
             environment.metrics.bytesResent.increment(by: dropped)
             guard request.skipping == 0 else { return none }
+            sink?.endComparing()
             bytes = UnsafeRawBufferPointer(rebasing: bytes[dropped...])
         }
         if let expected = request.overlap {
@@ -119,12 +134,7 @@ extension Transfer {
             let matches = expected.withUnsafeBytes { stored in
                 count == 0 || memcmp(stored.baseAddress! + request.overlapMatched, bytes.baseAddress!, count) == 0
             }
-            guard matches else {
-                request.heldDecision = nil
-                request.overlap = nil
-                _ = perform(feed(.retryFromZero(reason: .overlapMismatch)))
-                return nil
-            }
+            guard matches else { return overlapDiffers() }
             request.overlapMatched += count
             environment.metrics.bytesResent.increment(by: count)
             guard request.overlapMatched == expected.count else { return none }
@@ -135,6 +145,18 @@ extension Transfer {
         request.overlap = nil
         _ = perform(feed(decision))
         return bytes
+    }
+
+    /// The answer's first bytes are not the ones the download holds: the answer is another version,
+    /// whatever its validator says. The download starts over (a stream, which cannot, fails).
+    private func overlapDiffers() -> UnsafeRawBufferPointer? {
+        log(.debug, "the bytes read past differ from the ones held", metadata: ["haul.offset": "\(request.skipped)"])
+        sink?.endComparing()
+        request.heldDecision = nil
+        request.overlap = nil
+        request.skipping = 0
+        _ = perform(feed(.retryFromZero(reason: .overlapMismatch)))
+        return nil
     }
 
     /// What curl's write callback returns to refuse a body (`CURL_WRITEFUNC_ERROR`).

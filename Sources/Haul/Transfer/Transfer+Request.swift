@@ -216,6 +216,9 @@ extension Transfer {
         let ended: DownloadStateMachine.TransferResult
         if result == CURLE_OK {
             ended = finishedResult()
+        } else if result == CURLE_WRITE_ERROR, let error = request.bodyError {
+            // Refused before the body was accepted (the partial could not be read back to compare).
+            ended = .failed(error)
         } else {
             let code = Int(result.rawValue)
             var message =

@@ -223,11 +223,10 @@ extension Transfer {
             record.lastModified = head.lastModified
             record.lastModifiedIsStrong = HTTPDate.isStrong(lastModified: head.lastModified, date: head.date)
         }
-        // A stream cannot be read back: it keeps its last bytes when a resume would have to check
-        // them (no validator to pin the version, or another URL the next answer may come from).
-        if let stream, record.ifRangeValidator == nil || urls.count > 1 || environment.refreshesURLs {
-            stream.keepTail(Int(ResumePlan.overlapLength))
-        }
+        // A stream cannot be read back: it keeps its last bytes, which a resume checks the answer
+        // with (no validator to pin the version, another URL the next answer may come from, or an
+        // answer from byte 0 read past that must repeat them, whatever its validator says).
+        stream?.keepTail(Int(ResumePlan.overlapLength))
         if total != nil || truncating {
             record.totalBytes = total
         }

@@ -150,6 +150,8 @@ final class Transfer {
         /// from byte 0 of the same version, to a resume the server did not honour (a stream's, or a
         /// partial file's: ``repeatedBytes(total:reason:sameVersion:)``).
         var skipping: Int64 = 0
+        /// How many bytes of such an answer were dropped so far: where its next byte is in the file.
+        var skipped: Int64 = 0
         /// The decision on an answer whose overlap is still being compared: it is the machine's
         /// once the overlap matched.
         var heldDecision: ResponseDecision? {

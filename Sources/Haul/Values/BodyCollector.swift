@@ -73,6 +73,15 @@ final class BodyCollector: Sendable {
         }
     }
 
+    /// Whether `bytes` are the ones collected at `offset`.
+    func holds(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> Bool {
+        storage.withLock { storage in
+            guard offset >= 0, offset + bytes.count <= storage.count else { return false }
+            guard let base = storage.bytes, bytes.count > 0 else { return true }
+            return memcmp(base + offset, bytes.baseAddress!, bytes.count) == 0
+        }
+    }
+
     /// The body starts again from its first byte.
     func reset() {
         storage.withLock { $0.count = 0 }

@@ -57,6 +57,8 @@ import Glibc
 /// - `/relabel/N/SIZE`: the first response ends after N; the second answers the resume with a 206 of
 ///   version 2 (another ETag), whatever If-Range says; the third is an error page as `200 OK
 ///   text/html` with no ETag (``errorPage``); later ones serve version 2.
+/// - `/sametag/CUTS/N/SIZE`: a broken origin that repeats one strong ETag (`"same"`) over other
+///   bytes: ignores Range, the k-th request gets version k, and the first CUTS answers end after k×N.
 /// Ranges are `bytes=N-` or `bytes=A-B`.
 final class FaultServer: @unchecked Sendable {
     // @unchecked Sendable: mutable state is guarded by `lock`; `listener` and `port` are immutable.
@@ -267,6 +269,17 @@ final class FaultServer: @unchecked Sendable {
                 on: connection,
                 limit: number == 1 ? numbers[0] : ignoring ? numbers[1] : nil,
                 honorsRange: !ignoring
+            )
+        case "sametag" where numbers.count == 3:
+            sendFile(
+                size: size,
+                version: number,
+                request: &request,
+                index: index,
+                on: connection,
+                limit: number <= numbers[0] ? number * numbers[1] : nil,
+                honorsRange: false,
+                sameTag: true
             )
         case "endless":
             sendEndless(request: &request, index: index, on: connection)
@@ -514,13 +527,14 @@ final class FaultServer: @unchecked Sendable {
         validators: Validators = .strong,
         ignoresIfRange: Bool = false,
         ignoresEntityTagIfRange: Bool = false,
-        chunked: Bool = false
+        chunked: Bool = false,
+        sameTag: Bool = false
     ) {
         let body = Self.body(size: size, version: version)
         let now = Int(Date().timeIntervalSince1970)
-        var entityTag: String? = "\"v\(version)-\(size)\""
+        var entityTag: String? = sameTag ? "\"same\"" : "\"v\(version)-\(size)\""
         // Version 1 was last modified on RFC 9110's example date; each later version a day after.
-        var lastModified: String? = Self.httpDate(784_111_777 + 86_400 * (version - 1))
+        var lastModified: String? = Self.httpDate(784_111_777 + 86_400 * (sameTag ? 0 : version - 1))
         var date: String?
         switch validators {
         case .strong: break
