@@ -67,11 +67,12 @@ extension DownloadManager {
         /// A download another live manager queued or runs is followed to its outcome, not fetched
         /// again; one whose manager is gone is taken back with its bytes.
         ///
-        /// The directory is made private (0700) and must be this user's. A symbolic link named here
-        /// is followed once, when the manager starts (it is the caller's choice); a link found in
-        /// place of a default `.haul` folder, or of any file in a state directory, is never followed:
-        /// the download fails with ``DownloadError/Code-swift.struct/unsafeFile`` and nothing is
-        /// written through it.
+        /// The directory is made private (0700) and must be this user's. A symbolic link of this
+        /// user's named here is followed once, when the manager starts (it is the caller's choice);
+        /// a link of another user's, a link named `.haul` (the default folder's name, wherever it is
+        /// named), or a link in place of any file in a state directory is never followed: the
+        /// manager or the download fails with ``DownloadError/Code-swift.struct/unsafeFile`` and
+        /// nothing is made or written through it.
         public var stateDirectory: URL?
         /// For a manager with a ``stateDirectory``: whether downloads that were running or queued when
         /// the last process stopped (shut down, crashed or killed) continue at once. Downloads the user
@@ -321,11 +322,18 @@ extension DownloadManager {
         configuration.stateDirectory.map(stateDirectoryPath)
     }
 
-    /// A state directory the caller names, as a standardised path through the link it may be.
+    /// A state directory the caller names, as a standardised path through the link it may be, when
+    /// the caller could have made that link: one of this user's, not named `.haul`. A link of
+    /// another user's (planted in a shared folder), or any link in place of a `.haul` folder (where
+    /// a default state folder is looked for), is not followed: the journal's own check refuses it
+    /// (``PrivateFile/checkFolder(_:)``), and nothing is made where it leads.
     static func stateDirectoryPath(_ url: URL) -> String {
         let path = url.standardizedFileURL.path
         var status = stat()
         guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFLNK else { return path }
+        guard status.st_uid == geteuid(), FilePath.lastComponent(of: path) != ConfinedPath.stateFolderName else {
+            return path
+        }
         return FilePath.linkTarget(of: path) ?? path
     }
 }

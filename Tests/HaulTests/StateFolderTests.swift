@@ -229,3 +229,71 @@ struct StateFolderTests {
         }
     }
 }
+
+/// Issue 56, item 2: a state folder planted as a link is refused when it is named `.haul` (where a
+/// default state folder is looked for, by the library or `haul -o DIR/`), whoever made it, and when
+/// another user made it, whatever its name; a dangling one makes nothing where it leads.
+extension StateFolderTests {
+    enum PlantedState: String, CaseIterable, CustomTestStringConvertible {
+        /// `.haul`, a link of the running user's own: still not followed.
+        case ownDotHaul
+        /// `.haul` and `state`, links another user (`nobody`) made in a shared folder.
+        case othersDotHaul, othersNamed
+        /// `.haul`, another user's link to a folder that does not exist yet.
+        case othersDangling
+        var testDescription: String { rawValue }
+    }
+
+    @Test(
+        "a state directory named as a planted link: refused before anything is made or written",
+        arguments: PlantedState.allCases
+    )
+    func plantedStateLink(_ planted: PlantedState) async throws {
+        try await withFaultServer { server, directory in
+            // A shared folder (sticky, anyone writes) and a folder of the running user's, which
+            // the link leads to.
+            let shared = directory.appendingPathComponent("shared")
+            try FileManager.default.createDirectory(at: shared, withIntermediateDirectories: true)
+            #expect(chmod(shared.path, 0o1777) == 0)
+            let target = directory.appendingPathComponent(planted == .othersDangling ? "never" : "mine")
+            if planted != .othersDangling {
+                try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
+                #expect(chmod(target.path, 0o755) == 0)
+            }
+            let link = shared.appendingPathComponent(planted == .othersNamed ? "state" : ".haul")
+            #expect(symlink(target.path, link.path) == 0)
+            if planted != .ownDotHaul { #expect(lchown(link.path, 65534, 65534) == 0) }
+            var configuration = DownloadManager.Configuration()
+            configuration.stateDirectory = link
+            #expect {
+                try DownloadManager(configuration: configuration)
+            } throws: { error in
+                guard let error = error as? DownloadError else { return false }
+                let owner = planted == .ownDotHaul ? "a symbolic link," : "a symbolic link of user 65534"
+                return error.code == .unsafeFile && error.path == link.path && error.description.contains(owner)
+            }
+            // The default state folder of a destination in the shared folder: the same.
+            if planted != .othersNamed {
+                try await withDownloadManager(configuration: DownloadManager.Configuration()) { manager in
+                    let download = try manager.download(
+                        from: server.url("file/1000"),
+                        to: shared.appendingPathComponent("a")
+                    )
+                    await #expect { try await download.finished() } throws: { error in
+                        (error as? DownloadError)?.code == .unsafeFile
+                    }
+                }
+                #expect(!FileManager.default.fileExists(atPath: shared.appendingPathComponent("a").path))
+            }
+            // Before: the folder became 0700 and got the journal; a dangling link's target was made.
+            if planted == .othersDangling {
+                #expect(lstatMode(target.path) == nil)
+            } else {
+                #expect(try FileManager.default.contentsOfDirectory(atPath: target.path).isEmpty)
+                var status = stat()
+                #expect(stat(target.path, &status) == 0 && status.st_mode & 0o777 == 0o755)
+            }
+            #expect(lstatMode(link.path) == S_IFLNK)
+        }
+    }
+}

@@ -109,9 +109,11 @@ enum PrivateFile {
             let error = errno
             if error == ENOTDIR || error == ELOOP {
                 var status = stat()
+                let isLink = lstat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFLNK
                 let what =
-                    lstat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFLNK
-                    ? "a symbolic link" : FilePath.kind(of: status.st_mode & S_IFMT)
+                    !isLink
+                    ? FilePath.kind(of: status.st_mode & S_IFMT)
+                    : status.st_uid == geteuid() ? "a symbolic link" : "a symbolic link of user \(status.st_uid)"
                 throw unsafe(
                     path,
                     "\(what), not a folder: Haul keeps its state only in a real folder (name one with the "
