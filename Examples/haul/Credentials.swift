@@ -33,7 +33,7 @@ struct Credentials: Sendable {
     }
 }
 
-extension HaulCommand {
+extension AccessOptions {
     /// The run's ``Credentials``: `-u` (a password not given is asked for on a terminal, else read
     /// from `HAUL_PASSWORD`), and unless `--no-netrc` the `.netrc` (`--netrc-file`, by default
     /// `~/.netrc`).

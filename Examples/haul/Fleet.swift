@@ -9,6 +9,20 @@ import Logging
 /// `--list` shows that queue. Workers (`haul worker`) do the downloading.
 extension HaulCommand {
     func runQueue(_ connectionString: String) async -> Int32 {
+        // What is to be queued is checked first: a usage error (64) needs no database.
+        var requests: [DownloadRequest] = []
+        if !list, pause ?? resume ?? cancel ?? wait == nil {
+            do {
+                requests = try queuedRequests()
+                try FleetQueue.check(requests, relativeTo: Self.queueRoot)
+            } catch let error as FleetError {
+                Reporter.write("haul: cannot queue this: \(error.detail)\n", to: STDERR_FILENO)
+                return ExitStatus.usage
+            } catch {
+                Reporter.write("haul: \(Runner.describe(error))\n", to: STDERR_FILENO)
+                return ExitStatus.of(error)
+            }
+        }
         let queue: FleetQueue
         do {
             queue = try await FleetQueue(configuration: .init(connectionString: connectionString))
@@ -17,7 +31,7 @@ extension HaulCommand {
             return 1
         }
         if let id = pause ?? resume ?? cancel ?? wait { return await control(queue, DownloadID(rawValue: id)) }
-        return list ? await listQueue(queue) : await enqueue(into: queue)
+        return list ? await listQueue(queue) : await enqueue(requests, into: queue)
     }
 
     /// `--pause`, `--resume`, `--cancel`, `--wait ID`.
@@ -43,34 +57,39 @@ extension HaulCommand {
         }
     }
 
-    /// Each file is queued by its name relative to a worker's output folder: `-o` (relative, if
-    /// given) is a folder inside it; out= names a file inside that.
-    private func enqueue(into queue: FleetQueue) async -> Int32 {
-        do {
-            if let output, let refusal = ConfinedPath.refusal(output) {
-                throw CLIError(
-                    "with --queue, -o names a folder inside each worker's output folder (haul worker -o); "
-                        + "'\(output)' \(refusal)"
-                )
-            }
-            let source = try entrySource()
-            // Names under `/` stand for names under each worker's folder (`-o` is always a folder).
-            var namer = DownloadPlan.Namer(
-                output: output,
-                urlCount: source.count,
-                givenNames: source.givenNames,
-                isDirectory: { _ in true }
+    /// Names under `/` stand for names under each worker's output folder (`-o` is always a folder).
+    static let queueRoot = URL(fileURLWithPath: "/", isDirectory: true)
+
+    /// The requests the list makes, each named by its path relative to a worker's output folder:
+    /// `-o` (relative, if given) is a folder inside it; out= names a file inside that.
+    private func queuedRequests() throws -> [DownloadRequest] {
+        if let output, let refusal = ConfinedPath.refusal(output) {
+            throw CLIError(
+                "with --queue, -o names a folder inside each worker's output folder (haul worker -o); "
+                    + "'\(output)' \(refusal)"
             )
-            let root = URL(fileURLWithPath: "/", isDirectory: true)
-            var requests: [DownloadRequest] = []
-            for entry in source {
-                let item = namer.item(url: entry.urls[0], given: entry.out) { _, _ in false }
-                let path = URL(fileURLWithPath: item.destination, relativeTo: root).standardizedFileURL.path
-                requests.append(
-                    try Runner.request(for: DownloadPlan.Item(url: item.url, destination: path), entry, into: nil)
-                )
-            }
-            let added = try await queue.enqueue(requests, relativeTo: root)
+        }
+        let source = try entrySource()
+        var namer = DownloadPlan.Namer(
+            output: output,
+            urlCount: source.count,
+            givenNames: source.givenNames,
+            isDirectory: { _ in true }
+        )
+        var requests: [DownloadRequest] = []
+        for entry in source {
+            let item = namer.item(url: entry.urls[0], given: entry.out) { _, _ in false }
+            let path = URL(fileURLWithPath: item.destination, relativeTo: Self.queueRoot).standardizedFileURL.path
+            requests.append(
+                try Runner.request(for: DownloadPlan.Item(url: item.url, destination: path), entry, into: nil)
+            )
+        }
+        return requests
+    }
+
+    private func enqueue(_ requests: [DownloadRequest], into queue: FleetQueue) async -> Int32 {
+        do {
+            let added = try await queue.enqueue(requests, relativeTo: Self.queueRoot)
             if !quiet {
                 let already = requests.count - added
                 let note = already > 0 ? " (\(already) were there already)" : ""
@@ -182,6 +201,10 @@ struct WorkerCommand: AsyncParsableCommand {
     @Flag(name: [.short, .long], help: "Print nothing but errors.")
     var quiet = false
 
+    /// Headers, cookies, users and passwords for the queue's URLs: the queue holds none of them.
+    @OptionGroup(title: "Credentials and headers (each worker's own; sent to each URL's origin only)")
+    var access: AccessOptions
+
     func validate() throws {
         if concurrency < 1 { throw ValidationError("--concurrency must be at least 1.") }
         if !(lease >= 1) { throw ValidationError("--lease must be at least 1 second.") }
@@ -211,6 +234,14 @@ struct WorkerCommand: AsyncParsableCommand {
         queueConfiguration.maxConcurrentDownloadsPerHost = perHost
         var configuration = DownloadManager.Configuration()
         configuration.maxConcurrentDownloads = concurrency
+        access.apply(to: &configuration)
+        let credentials: Credentials
+        do {
+            credentials = try access.credentials()
+        } catch {
+            Reporter.write("haul: \(error)\n", to: STDERR_FILENO)
+            return error.exitStatus
+        }
         // The workers on one output folder share <output>/.haul/workers, each in a folder named after
         // it: several run side by side, and one takes over the bytes of another that is gone.
         var shared = sharedState.map { URL(fileURLWithPath: $0, isDirectory: true).standardizedFileURL }
@@ -255,7 +286,12 @@ struct WorkerCommand: AsyncParsableCommand {
             manager: manager,
             concurrency: concurrency,
             sharedStateDirectory: shared,
-            logger: logger
+            logger: logger,
+            prepare: { request in
+                var request = request
+                request.url = credentials.apply(to: request.url)
+                return request
+            }
         )
         let task = Task { [untilEmpty] in try await worker.run(untilEmpty: untilEmpty) }
         let stop = Interruption { task.cancel() }  // the worker pauses its transfers and gives their rows back

@@ -57,24 +57,6 @@ extension HaulCommand {
         return max(1, Int64(value * unit))
     }
 
-    /// The `-H` values, each as given, or for `@FILE` each line of that file that is not blank
-    /// (curl's form; a trailing CR is dropped): read on every run, never stored.
-    func headerLines() throws(CLIError) -> [String] {
-        var lines: [String] = []
-        for value in header {
-            guard value.hasPrefix("@") else {
-                lines.append(value)
-                continue
-            }
-            let file = try Self.readText(of: String(value.dropFirst()), named: "the header file", holding: "headers")
-            for line in file.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
-                let text = line.hasSuffix("\r") ? String(line.dropLast()) : String(line)
-                if !text.trimmingSpaces.isEmpty { lines.append(text) }
-            }
-        }
-        return lines
-    }
-
     /// The text of a file the user named (`-i`, `-H @FILE`), or a message that says why it cannot be
     /// read: a folder is named so, and a failure FileManager gives no `errno` for is not "Success".
     static func readText(

@@ -14,18 +14,18 @@ extension HaulCommand {
             }
             return
         }
+        if queue != nil, !access.given.isEmpty {
+            // Nothing of them would reach the workers, and a shared queue stores no secret.
+            throw ValidationError(
+                "with --queue, \(access.given.joined(separator: ", ")) cannot be queued: a shared queue stores no "
+                    + "credentials or headers. Give them to each worker instead (haul worker -H, -u, -b, --netrc-file)."
+            )
+        }
         if list && verify { throw ValidationError("Give one of --list, --verify.") }
         if list || verify { return }
         if urls.isEmpty && inputFile == nil {
             throw ValidationError("Give at least one URL, or --input-file FILE.")
         }
-        if let user, user.isEmpty || user.hasPrefix(":") {
-            throw ValidationError("-u needs a user name: -u NAME[:PASSWORD].")
-        }
-        if let cookie, Self.cookieIsFile(cookie), !FileManager.default.isReadableFile(atPath: cookie) {
-            throw ValidationError("-b '\(cookie)' cannot be read: give a cookie file, or name=value.")
-        }
-        if noNetrc, netrcFile != nil { throw ValidationError("Give one of --netrc-file, --no-netrc.") }
         if discard {
             let others = [
                 (output != nil, "-o"), (checksum != nil, "--checksum"), (contentDisposition, "--content-disposition"),
@@ -39,7 +39,6 @@ extension HaulCommand {
                 "-C takes - (continue from the file's own length, as -c): haul never skips bytes a file lacks."
             )
         }
-        if netrc, noNetrc { throw ValidationError("Give one of -n (--netrc), --no-netrc.") }
         if continuesFile {
             let others = [(discard, "--discard"), (contentDisposition, "--content-disposition")]
             for (given, flag) in others where given {
@@ -75,14 +74,6 @@ extension HaulCommand {
         if !(stallTimeout >= 1) { throw ValidationError("--stall-timeout must be at least 1 second.") }
         if let connectTimeout, !(connectTimeout > 0 && connectTimeout <= 86_400) {
             throw ValidationError("--connect-timeout must be a number of seconds above 0, such as 5 or 0.5.")
-        }
-        let lines: [String]
-        do { lines = try headerLines() } catch { throw ValidationError("-H: \(error)") }
-        for value in lines {
-            switch Self.parseHeader(value) {
-            case .failure(let problem): throw ValidationError("-H: \(problem)")
-            case .success: break
-            }
         }
         if !["falloc", "none"].contains(fileAllocation) {
             throw ValidationError("--file-allocation must be falloc or none.")

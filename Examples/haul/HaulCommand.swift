@@ -112,17 +112,9 @@ struct HaulCommand: AsyncParsableCommand {
     )
     var userAgent: String?
 
-    @Option(
-        name: [.customShort("H", allowingJoined: true), .long],
-        help: ArgumentHelp(
-            "A header for every request, as \"Name: value\" (\"Name;\" for an empty value), or @FILE: one per line; repeatable.",
-            discussion:
-                "Sent to the URL's own origin only, never after a redirect to another host, and never written under .haul/. "
-                + "A value given here is blanked in the process's title, but shows in `ps` for a moment and in shell "
-                + "history: @FILE (or header= in an input file) keeps a secret off the command line entirely."
-        )
-    )
-    var header: [String] = []
+    /// Who the requests say they are: `-H`, `-u`, `-b`, `--netrc-file`, `--no-netrc` (shared with `haul worker`).
+    @OptionGroup(title: "Credentials and headers")
+    var access: AccessOptions
 
     @Option(
         name: .long,
@@ -132,36 +124,6 @@ struct HaulCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: "Hosts reached without the proxy, comma-separated (as no_proxy; * for all).")
     var noproxy: String?
-
-    @Option(
-        name: [.customShort("u", allowingJoined: true), .customLong("user")],
-        help: """
-            USER[:PASSWORD] for every URL (HTTP authentication, as curl -u); without a password, \
-            asked for on a terminal, else read from HAUL_PASSWORD. Never stored.
-            """
-    )
-    var user: String?
-
-    @Option(
-        name: [.customShort("b", allowingJoined: true), .customLong("cookie"), .customLong("load-cookies")],
-        help: """
-            Cookies from FILE (Netscape format, as curl -b, wget and aria2c --load-cookies), sent where \
-            their domain and path say; or 'name=value; …' sent to the URLs' own hosts. Never stored.
-            """
-    )
-    var cookie: String?
-
-    @Option(
-        name: .long,
-        help: "Read passwords from FILE instead of ~/.netrc (machine HOST login NAME password SECRET)."
-    )
-    var netrcFile: String?
-
-    @Flag(name: .long, help: "Do not read ~/.netrc (it is read by default, as wget and aria2c do).")
-    var noNetrc = false
-
-    @Flag(name: [.customShort("n"), .customLong("netrc")], help: "Accepted (as curl -n): ~/.netrc is read anyway.")
-    var netrc = false
 
     @Flag(name: .long, help: "Ignore http_proxy, https_proxy, all_proxy and no_proxy: connect directly unless --proxy.")
     var noProxy = false

@@ -17,7 +17,7 @@ struct Runner {
             return stat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
         }
         do {
-            credentials = try command.credentials()
+            credentials = try command.access.credentials()
             source = try command.entrySource()
             let plan = DownloadPlan.resolve(
                 output: command.outputPath,
@@ -70,17 +70,7 @@ struct Runner {
         configuration.maximumRedirects = command.maxRedirects
         if let userAgent = command.userAgent { configuration.userAgent = userAgent }
         // Validated by the command: read again on every run, never stored.
-        configuration.headers = ((try? command.headerLines()) ?? []).compactMap {
-            try? HaulCommand.parseHeader($0).get()
-        }
-        if let cookie = command.cookie {
-            if HaulCommand.cookieIsFile(cookie) {
-                configuration.cookieFile = URL(fileURLWithPath: cookie)
-            } else {
-                // curl's `-b 'name=value'`: a header of the download's own origin, never stored.
-                configuration.headers.append(DownloadHeader("Cookie", cookie))
-            }
-        }
+        command.access.apply(to: &configuration)
         if let proxy = command.proxy {
             if proxy.isEmpty {
                 configuration.ignoresProxyEnvironment = true  // curl's --proxy "": no proxy at all

@@ -22,7 +22,52 @@ extension FleetQueue {
     /// headers, is refused (give credentials to the workers' managers instead).
     @discardableResult
     public func enqueue(_ requests: [DownloadRequest], relativeTo folder: URL? = nil) async throws(FleetError) -> Int {
-        let root = (folder ?? configuration.outputFolder).standardizedFileURL.path
+        let rows = try Self.rows(
+            for: requests,
+            relativeTo: folder ?? configuration.outputFolder,
+            byRelativePath: folder != nil,
+            target: target
+        )
+        guard !rows.isEmpty else { return 0 }
+        let allRows = rows
+        return try await run { connection throws(FleetError) -> Int in
+            var added = 0
+            // One statement per 1,000 rows, as arrays: a parameterised multi-row insert.
+            for start in stride(from: 0, to: allRows.count, by: 1000) {
+                let chunk = allRows[start..<min(start + 1000, allRows.count)]
+                let columns = (0..<5).map { column in FleetSchema.array(chunk.map { $0[column] }) }
+                let inserted = try connection.query(
+                    """
+                    INSERT INTO haul_downloads (id, url, destination, host, priority)
+                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[])
+                    ON CONFLICT (id) DO NOTHING RETURNING 1
+                    """,
+                    columns
+                )
+                added += inserted.count
+            }
+            // Fresh statistics after a large batch: without them the planner took the queue for a
+            // few rows and sorted all of it for every claim (24 ms instead of 4 for 20,000 rows).
+            if added >= 1000 { try connection.query("ANALYZE haul_downloads") }
+            return added
+        }
+    }
+
+    /// Checks `requests` as ``enqueue(_:relativeTo:)`` does, before anything is sent: a usage error
+    /// (a URL Haul cannot download, credentials or headers, a name that leaves `folder`) is found
+    /// without a database.
+    public static func check(_ requests: [DownloadRequest], relativeTo folder: URL) throws(FleetError) {
+        _ = try rows(for: requests, relativeTo: folder, target: "the queue")
+    }
+
+    /// The rows `requests` become, relative to `folder`, or the first one's refusal.
+    static func rows(
+        for requests: [DownloadRequest],
+        relativeTo folder: URL,
+        byRelativePath: Bool = true,
+        target: String
+    ) throws(FleetError) -> [[String?]] {
+        let root = folder.standardizedFileURL.path
         let base = root.hasSuffix("/") ? root : root + "/"
         var rows: [[String?]] = []
         for request in requests {
@@ -49,8 +94,13 @@ extension FleetQueue {
                         "\(request.url.redactedString) asks for \(unsupported.joined(separator: ", ")), which the fleet queue does not carry yet"
                 )
             }
-            guard request.destination.isFileURL, request.url.host != nil else {
-                throw FleetError(.invalidArgument, target: target, detail: "\(request.url.redactedString) has no host")
+            guard request.destination.isFileURL else {
+                throw FleetError(.invalidArgument, target: target, detail: "\(request.destination) is not a file path")
+            }
+            do {
+                _ = try DownloadRequest.checkedURL(request.url)
+            } catch {
+                throw FleetError(.invalidArgument, target: target, detail: error.description)
             }
             var path = request.destination.standardizedFileURL.path
             guard path.hasPrefix(base), path.count > base.count else {
@@ -62,31 +112,9 @@ extension FleetQueue {
             }
             // Queued by a folder named here: the relative path's id, whoever queues it; else the
             // request's own, as its caller knows it.
-            let id = folder == nil ? request.id : DownloadID(destination: URL(fileURLWithPath: "/" + path))
+            let id = !byRelativePath ? request.id : DownloadID(destination: URL(fileURLWithPath: "/" + path))
             rows.append([id.rawValue, request.url.absoluteString, path, request.url.hostKey, String(request.priority)])
         }
-        guard !rows.isEmpty else { return 0 }
-        let allRows = rows
-        return try await run { connection throws(FleetError) -> Int in
-            var added = 0
-            // One statement per 1,000 rows, as arrays: a parameterised multi-row insert.
-            for start in stride(from: 0, to: allRows.count, by: 1000) {
-                let chunk = allRows[start..<min(start + 1000, allRows.count)]
-                let columns = (0..<5).map { column in FleetSchema.array(chunk.map { $0[column] }) }
-                let inserted = try connection.query(
-                    """
-                    INSERT INTO haul_downloads (id, url, destination, host, priority)
-                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[])
-                    ON CONFLICT (id) DO NOTHING RETURNING 1
-                    """,
-                    columns
-                )
-                added += inserted.count
-            }
-            // Fresh statistics after a large batch: without them the planner took the queue for a
-            // few rows and sorted all of it for every claim (24 ms instead of 4 for 20,000 rows).
-            if added >= 1000 { try connection.query("ANALYZE haul_downloads") }
-            return added
-        }
+        return rows
     }
 }

@@ -34,6 +34,8 @@ public final class FleetWorker: Sendable {
     public let sharedStateDirectory: URL?
     /// How long it waits before looking at an empty queue again.
     public let pollInterval: Duration
+    /// What each claimed request gets before the manager runs it (credentials in its URL, headers).
+    private let prepare: (@Sendable (DownloadRequest) -> DownloadRequest)?
     private let logger: Logger
 
     /// A worker for `queue` that downloads with `manager`, at most `concurrency` at once.
@@ -44,19 +46,26 @@ public final class FleetWorker: Sendable {
     ///   worker held before (``FleetLease/previousWorker``) is then taken over with its bytes when
     ///   that worker is gone. `nil`: state directories are each worker's own, and a row taken over
     ///   starts over.
+    /// - Parameter prepare: gives each claimed request what a shared queue never holds, before the
+    ///   manager runs it: a user and password in its URL (``DownloadRequest/url``), headers of its
+    ///   own (``DownloadRequest/headers``). The manager keeps them in memory only, and sends them to
+    ///   the URL's origin only. It must not change the request's destination (its id). Headers for
+    ///   every request are the manager's ``DownloadManager/Configuration/headers``.
     public init(
         queue: FleetQueue,
         manager: DownloadManager,
         concurrency: Int,
         sharedStateDirectory: URL? = nil,
         pollInterval: Duration = .milliseconds(500),
-        logger: Logger = Logger(label: "haul.fleet")
+        logger: Logger = Logger(label: "haul.fleet"),
+        prepare: (@Sendable (DownloadRequest) -> DownloadRequest)? = nil
     ) {
         self.queue = queue
         self.manager = manager
         self.concurrency = max(1, concurrency)
         self.sharedStateDirectory = sharedStateDirectory
         self.pollInterval = pollInterval
+        self.prepare = prepare
         self.logger = logger
     }
 
@@ -249,7 +258,7 @@ public final class FleetWorker: Sendable {
         var requests: [DownloadRequest] = []
         for lease in leases {
             held.leases[lease.requestID] = lease
-            requests.append(lease.request)
+            requests.append(prepare?(lease.request) ?? lease.request)
         }
         let summary = try manager.enqueue(requests)
         // Refused here (a destination that is a folder): failed for the fleet, with the reason.

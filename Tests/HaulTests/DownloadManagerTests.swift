@@ -323,6 +323,17 @@ struct DownloadManagerTests {
             #expect { try manager.download(from: "/just/a/path", to: target) } throws: {
                 ($0 as? DownloadError)?.code == .invalidURL
             }
+            // What curl would refuse at the first request (before: a transport failure, curl error 3).
+            for url in ["http://127.0.0.1:99999/x", "http://127.0.0.1:0/x", "http://[bad/x", "http://[::1/x"] {
+                #expect(throws: DownloadError.self, "\(url)") {
+                    do {
+                        _ = try manager.download(from: url, to: target)
+                    } catch let error as DownloadError {
+                        #expect(error.code == .invalidURL && error.category == .invalidRequest, "\(error)")
+                        throw error
+                    }
+                }
+            }
             let good = try manager.download(from: server.url("ok.bin"), to: directory.appendingPathComponent("ok.bin"))
             #expect(try await good.finished() == directory.appendingPathComponent("ok.bin"))
         }

@@ -438,3 +438,58 @@ struct FleetProcessTests {
         #expect(listed.stdout.contains("-> batch/sub/0.bin"))
     }
 }
+
+/// Issue 56, item 6: the workers carry what a shared queue cannot: headers, cookies, users and
+/// passwords of their own, sent to each URL's origin, stored in neither the queue nor the journal.
+extension FleetProcessTests {
+    @Test("haul worker -H @FILE, -b and --netrc-file fetch what needs them; no secret in the queue, a journal or a log")
+    func workerCredentials() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let database = try await TestPostgres.database()
+        var sources: [String: Data] = [:]
+        for (index, name) in ["b.bin", "c.bin", "p.bin"].enumerated() {
+            sources[name] = try server.makeFile(name, size: 40_000, seed: UInt64(56 + index))
+        }
+        let output = work.appendingPathComponent("out")
+        let headers = work.appendingPathComponent("headers.txt")
+        try "Authorization: Bearer \(NginxServer.bearer)\n".write(to: headers, atomically: true, encoding: .utf8)
+        let netrc = work.appendingPathComponent("netrc")
+        try "machine 127.0.0.1 login alice password \(NginxServer.password)\n"
+            .write(to: netrc, atomically: true, encoding: .utf8)
+        #expect(chmod(netrc.path, 0o600) == 0)  // a netrc others can read is not used
+        var runs: [HaulCLITests.Run] = []
+        // The bearer and the cookie by one worker; basic auth from a netrc file by another.
+        for (paths, options) in [
+            (["bearer/b.bin", "cookie/c.bin"], ["-H", "@\(headers.path)", "-b", "session=\(NginxServer.cookie)"]),
+            (["private/p.bin"], ["--netrc-file", netrc.path]),
+        ] {
+            let queued = try await haul(["--queue", database] + paths.map { server.url($0).absoluteString }, in: work)
+            #expect(queued.status == 0, "\(queued.stderr)")
+            let run = try await haul(
+                ["worker", "--queue", database, "-o", output.path, "--until-empty"] + options,
+                in: work
+            )
+            #expect(run.status == 0, "\(run.stderr)")
+            runs.append(run)
+        }
+        let listed = try await haul(["--queue", database, "--list", "--json"], in: work)
+        #expect(
+            listed.stdout.split(separator: "\n").filter { $0.contains("\"completed\"") }.count == 3,
+            "\(listed.stdout)"
+        )
+        for (name, source) in sources {
+            #expect(try Data(contentsOf: output.appendingPathComponent(name)) == source)
+        }
+        // Each answered 200 (not 401): the worker sent what the location asks for.
+        for path in ["/bearer/b.bin", "/cookie/c.bin", "/private/p.bin"] {
+            #expect(await server.requests(to: path, atLeast: 1).map(\.status) == [200], "\(path)")
+        }
+        let rows = try PostgresConnection(database).query("SELECT * FROM haul_downloads")
+        for secret in [NginxServer.bearer, NginxServer.cookie, NginxServer.password] {
+            #expect(!"\(rows)".contains(secret))
+            #expect(!listed.stdout.contains(secret))
+            HaulCLITests().expectNowhere(secret, under: output, or: runs.flatMap { [$0.stdout, $0.stderr] })
+        }
+    }
+}

@@ -38,8 +38,9 @@ extension HaulCLITests {
         let database = try await TestPostgres.database()
         for output in ["../../escape", "a/../../b", ".haul", "/abs"] {
             let run = try await haul(["--queue", database, "-o", output, server.url("n.bin").absoluteString], in: work)
+            // A usage error (64), as in every mode; before: 1.
             #expect(
-                run.status == 1 && run.stderr.contains("names a folder inside each worker's output folder"),
+                run.status == 64 && run.stderr.contains("names a folder inside each worker's output folder"),
                 "\(run.stderr)"
             )
         }
@@ -139,5 +140,49 @@ extension HaulCLITests {
         #expect(without.status == 2, "\(without.stderr)")
         let missing = try await haul(["-H", "@/nonexistent/headers", server.url("k.bin").absoluteString], in: work)
         #expect(missing.status == 64 && missing.stderr.contains("cannot read the header file"), "\(missing.stderr)")
+    }
+}
+
+/// Issue 56, items 6 and 7: a usage error exits 64 in every mode (a URL curl would refuse, a list
+/// for the fleet's queue), found before a database is asked; `--queue` never drops a secret it
+/// cannot carry, it refuses it.
+extension HaulCLITests {
+    @Test("bad URLs exit 64 at once, whether downloaded, listed or queued; --queue refuses -H, -u, -b, --netrc-file")
+    func usageErrorsInEveryMode() async throws {
+        let work = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: work) }
+        // No server, no database: each is refused before anything is asked of either.
+        let nowhere = "postgres://haul@127.0.0.1:\(try NginxServer.freePort())/none"
+        let bad = ["http://127.0.0.1:99999/x", "http://[bad", "http://127.0.0.1:0/x", "http://exa mple.com/"]
+        let list = work.appendingPathComponent("list.txt")
+        try bad.map { $0 + "\n" }.joined().write(to: list, atomically: true, encoding: .utf8)
+        for url in bad {
+            // Before: 8 ("URL using bad/illegal format", curl error 3) for the first two, 4 for port 0.
+            let run = try await haul(["-o", work.path + "/out/", url], in: work)
+            #expect(run.status == 64 && run.stderr.contains("is not a valid URL"), "\(url): \(run.stderr)")
+            let queued = try await haul(["--queue", nowhere, url], in: work)
+            #expect(queued.status == 64 && queued.stderr.contains("is not a valid URL"), "\(url): \(queued.stderr)")
+        }
+        let listed = try await haul(["-o", work.path + "/out/", "-i", list.path], in: work)
+        #expect(listed.status == 64, "\(listed.stderr)")
+        // Before: 1.
+        let queuedList = try await haul(["--queue", nowhere, "-i", list.path], in: work)
+        #expect(queuedList.status == 64 && queuedList.stderr.contains("is not a valid URL"), "\(queuedList.stderr)")
+        // What a shared queue cannot carry: refused, never dropped (before: exit 0, the workers
+        // fetched without the header). The secret is in no message.
+        let token = "q-\(UUID().uuidString)"
+        let secret = "Bearer \(token)"
+        let netrc = work.appendingPathComponent("netrc")
+        try "machine a.example login u password p\n".write(to: netrc, atomically: true, encoding: .utf8)
+        for options in [
+            ["-H", "Authorization: \(secret)"], ["-u", "u:\(token)"], ["-b", "s=\(token)"],
+            ["--netrc-file", netrc.path],
+        ] {
+            let run = try await haul(["--queue", nowhere] + options + ["http://a.example/f"], in: work)
+            #expect(run.status == 64 && run.stderr.contains("a shared queue stores no"), "\(options[0]): \(run.stderr)")
+            #expect(!run.stderr.contains(token) && !run.stdout.contains(token))
+        }
+        let withPassword = try await haul(["--queue", nowhere, "http://u:\(token)@a.example/f"], in: work)
+        #expect(withPassword.status == 64 && !withPassword.stderr.contains(token), "\(withPassword.stderr)")
     }
 }

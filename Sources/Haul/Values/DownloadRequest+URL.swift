@@ -1,8 +1,11 @@
+import CHaul
 import FoundationEssentials
 
 extension DownloadRequest {
-    /// Checks that a URL is one Haul can download.
-    static func checkedURL(_ url: URL) throws(DownloadError) -> URL {
+    /// Checks that a URL is one Haul can download: http(s), with a host, a port from 1 to 65535, and
+    /// one that curl's own parser takes (what it would refuse at the first request, as a transfer
+    /// failure, is a bad URL now, before anything is queued).
+    package static func checkedURL(_ url: URL) throws(DownloadError) -> URL {
         guard let scheme = url.scheme?.lowercased() else {
             throw DownloadError(code: .invalidURL, url: url.redactedString, detail: "it has no scheme such as https://")
         }
@@ -11,6 +14,25 @@ extension DownloadRequest {
         }
         guard let host = url.host, !host.isEmpty else {
             throw DownloadError(code: .invalidURL, url: url.redactedString, detail: "it has no host")
+        }
+        if let port = url.port, !(1...65535).contains(port) {
+            throw DownloadError(
+                code: .invalidURL,
+                url: url.redactedString,
+                detail: "its port \(port) is not from 1 to 65535"
+            )
+        }
+        if let handle = curl_url() {
+            defer { curl_url_cleanup(handle) }
+            let code = curl_url_set(handle, CURLUPART_URL, url.absoluteString, 0)
+            guard code == CURLUE_OK else {
+                let reason = curl_url_strerror(code).map { String(cString: $0) } ?? "code \(code.rawValue)"
+                throw DownloadError(
+                    code: .invalidURL,
+                    url: url.redactedString,
+                    detail: "curl cannot parse it (\(reason))"
+                )
+            }
         }
         return url
     }
