@@ -64,6 +64,11 @@ enum DiskJob: Sendable {
             }
         }
         let synced = files.count >= groupSync && clock.timed { syncTogether(files) }
+        // Which file each is about to place, told to its journal before the first is placed.
+        let finishing = steps.compactMap { step -> (job: FinishJob, staged: FinishJob.Staged)? in
+            if case .finish(let job, let staged) = step { (job, staged) } else { nil }
+        }
+        var recorded = FinishJob.recordPlacings(finishing).makeIterator()
         return zip(batch, steps).map { job, step in
             switch step {
             case .done(let result):
@@ -76,7 +81,8 @@ enum DiskJob: Sendable {
                 }
                 return .synced(id, directory: directory, bytes: durable ? bytes : -1, segments: segments)
             case .finish(let finish, let staged):
-                return .finished(finish.id, finish.finish(staged, synced: synced, clock: &clock))
+                let identity = recorded.next() ?? nil
+                return .finished(finish.id, finish.finish(staged, synced: synced, clock: &clock, recorded: identity))
             }
         }
     }

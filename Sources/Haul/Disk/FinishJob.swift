@@ -31,6 +31,10 @@ struct FinishJob: Sendable {
         case ownOnly(placedModificationTime: Double?)
     }
     var replaces = Replacement.any
+    /// The download's journal, told which file is about to be placed before it is
+    /// (``Journal/recordPlacing(_:identity:)``): a kill between the move and the row's commit then
+    /// leaves a row that finds its file instead of fetching it again.
+    var journal: Journal? = nil
 
     /// Syncs, checks and renames; the partial file of a wrong download is deleted, and the destination
     /// keeps what it had. The sync's time goes to `clock`.
@@ -117,7 +121,13 @@ struct FinishJob: Sendable {
     /// Makes the staged bytes durable (unless `synced`: a sync of the whole file system covered
     /// them), names a file written whole, checks the file and renames it into place. The sync's time
     /// goes to `clock`.
-    func finish(_ staged: Staged, synced: Bool, clock: inout SyncClock) -> Result<PlacedFile, DownloadError> {
+    /// `recorded`: the file the journal was told of already (``recordPlacings(_:)``, for a batch).
+    func finish(
+        _ staged: Staged,
+        synced: Bool,
+        clock: inout SyncClock,
+        recorded: String? = nil
+    ) -> Result<PlacedFile, DownloadError> {
         var descriptor = staged.descriptor
         if !synced { _ = clock.fdatasync(descriptor) }
         // A partial is its owner's only (0600); the placed file gets the mode curl would give it.
@@ -127,10 +137,10 @@ struct FinishJob: Sendable {
             fchmod(descriptor, FilePath.placedMode)
         }
         // (`written` serves the link too: a change of mode leaves the length and the time as they were.)
-        if case .nameless = staged.naming, expectedChecksum == nil, described,
-            let placed = linkedIntoPlace(descriptor, written)
-        {
-            return placed
+        var recorded = recorded
+        if case .nameless = staged.naming, expectedChecksum == nil, described {
+            if recorded != PlacedFile.identity(of: written) { recorded = recordPlacing(written) }
+            if let placed = linkedIntoPlace(descriptor, written) { return placed }
         }
         // The file as `written` showed it, unless naming it whole gave another descriptor (a copy).
         var (status, named) = (written, described)
@@ -156,6 +166,7 @@ struct FinishJob: Sendable {
             unlink(partialPath)
             return .failure(mismatch)
         }
+        if named, recorded != PlacedFile.identity(of: status) { _ = recordPlacing(status) }
         var target = destination
         // Only Haul's own file is replaced where the name was chosen for the caller; a file that
         // appears at the name while the rename is made is kept too (no replacing rename then).
@@ -177,12 +188,46 @@ struct FinishJob: Sendable {
         }
         // A rename keeps the file and its time, as the descriptor showed them; a copy across file
         // systems does not: read it where it is now.
+        Failpoint.reach("placed", target)
         var placed =
             renamed && named
             ? PlacedFile(length: length, modificationTime: PlacedFile.modificationTime(of: status))
             : PlacedFile.at(target) ?? PlacedFile(length: length, modificationTime: 0)
         if target != destination { placed.path = target }
         return .success(placed)
+    }
+
+    /// Tells each journal, in one transaction, which files the `jobs` are about to place (what each
+    /// staged descriptor is): a batch's record costs one commit, not one per file. Returns what was
+    /// recorded for each job, `nil` where nothing was.
+    static func recordPlacings(_ jobs: [(job: FinishJob, staged: Staged)]) -> [String?] {
+        var identities: [String?] = Array(repeating: nil, count: jobs.count)
+        var byJournal: [ObjectIdentifier: (journal: Journal, rows: [(DownloadID, String)])] = [:]
+        var status = stat()
+        for (index, (job, staged)) in jobs.enumerated() {
+            guard let journal = job.journal, fstat(staged.descriptor, &status) == 0 else { continue }
+            let identity = PlacedFile.identity(of: status)
+            identities[index] = identity
+            byJournal[ObjectIdentifier(journal), default: (journal, [])].rows.append((job.id, identity))
+        }
+        for (journal, rows) in byJournal.values {
+            do {
+                try journal.recordPlacings(rows)
+            } catch {
+                for (index, (job, _)) in jobs.enumerated() where job.journal === journal { identities[index] = nil }
+            }
+        }
+        return identities
+    }
+
+    /// Tells the journal which file is about to be placed (`status`'s); returns what it recorded.
+    /// A journal that cannot be written does not stop the placement: a kill in the moment after it
+    /// then fetches the file again, as before.
+    private func recordPlacing(_ status: stat) -> String? {
+        guard let journal else { return nil }
+        let identity = PlacedFile.identity(of: status)
+        try? journal.recordPlacing(id, identity: identity)
+        return identity
     }
 
     /// A whole file in the nameless, synced `descriptor` linked straight at its destination, where no
@@ -214,6 +259,7 @@ struct FinishJob: Sendable {
             }
         }
         guard linked else { return nil }
+        Failpoint.reach("placed", target)
         close(descriptor)
         removeOlderPartial()
         var placed = PlacedFile(length: length, modificationTime: PlacedFile.modificationTime(of: status))

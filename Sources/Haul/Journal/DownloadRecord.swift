@@ -61,6 +61,11 @@ struct DownloadRecord: Equatable, Sendable {
     /// for the caller, not named by it: ``DownloadRequest/replacesExistingFile``); the download
     /// goes to `name.1`, `name.2`… instead.
     var keepsExistingFile = false
+    /// The file a disk lane was about to move into place (``PlacedFile/identity``), recorded by it
+    /// before the move (``Journal/recordPlacing(_:identity:)``) and cleared when the row is written
+    /// completed: a row that still has it after its process was killed finds its file placed.
+    /// Only that lane writes it; the loop's writes keep it.
+    var placing: String?
 
     /// The same request as a new row: queued, nothing fetched (its length, validators, bytes,
     /// segments, placement and chosen name forgotten).

@@ -15,10 +15,10 @@ extension Journal {
         url, destination, total_bytes, etag, last_modified, bytes_committed, state, attempts, last_error,
         priority, expected_checksum, bytes_synced, queue_seq, host, revalidate, id, failures, retry_at,
         expected_size, last_modified_strong, placed_mtime, user_agent, header_names, folder, mirrors, rate_limit,
-        connections, segments, keeps_existing, rowid
+        connections, segments, keeps_existing, placing, rowid
         """
     /// The index of `rowid` in ``columns``: where the row is in the table, found without the id's index.
-    static let rowIDColumn: Int32 = 29
+    static let rowIDColumn: Int32 = 30
 
     /// The stored record, or `nil` when there is none.
     func record(for id: DownloadID) throws(DownloadError) -> DownloadRecord? {
@@ -92,6 +92,39 @@ extension Journal {
         }
     }
 
+    /// Records, before a finished file is moved into place, which file that is (``PlacedFile/identity``):
+    /// a process killed after the move and before the row says completed leaves a row that finds
+    /// its file by it (``DownloadRecord/placing``), instead of fetching it again. Commits at once
+    /// (called on a disk lane); cleared when the row is written completed.
+    func recordPlacing(_ id: DownloadID, identity: String) throws(DownloadError) {
+        try recordPlacings([(id, identity)])
+    }
+
+    /// ``recordPlacing(_:identity:)`` for several downloads, in one transaction of its own. A disk
+    /// lane waits for the loop thread's turn to end rather than counting as a contender
+    /// (``acquire()``), which would make the loop commit early: each lane's batch then cut the
+    /// loop's turn-long transaction short.
+    func recordPlacings(_ rows: [(DownloadID, String)]) throws(DownloadError) {
+        guard !isInMemory, !rows.isEmpty else { return }
+        lock.lock()
+        defer { lock.unlock() }
+        guard !batchOpen else { return }  // (only the loop's own thread could be here then)
+        try execute("BEGIN IMMEDIATE")
+        do throws(DownloadError) {
+            let statement = try prepared(.recordPlacing)
+            for (id, identity) in rows {
+                defer { sqlite3_reset(statement) }
+                Self.bind(statement, 1, id.rawValue)
+                Self.bind(statement, 2, identity)
+                guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
+            }
+            try execute("COMMIT")
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
     /// How far past saturated hosts the queue is searched for another host's download.
     func recordSynced(_ id: DownloadID, bytes: Int64) throws(DownloadError) {
         try writing { () throws(DownloadError) in
@@ -126,7 +159,8 @@ extension Journal {
         bytes_synced = ?14, queue_seq = ?15, host = ?16, revalidate = ?17, failures = ?18, retry_at = ?19,
         expected_size = ?20, last_modified_strong = ?21, placed_mtime = ?22, user_agent = ?23,
         header_names = ?24, folder = ?25, mirrors = ?26, rate_limit = ?27, connections = ?28,
-        segments = ?29, keeps_existing = ?30, owner = ?31
+        segments = ?29, keeps_existing = ?30, owner = ?31,
+        placing = CASE WHEN ?8 = '\(QueueState.completed.column)' THEN NULL ELSE placing END
         """
     /// Marks the queue's head running, if it still is queued: its row as it is now, or `nil`.
     ///

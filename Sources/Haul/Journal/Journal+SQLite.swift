@@ -30,7 +30,7 @@ extension Journal {
     /// The statements run for every download, prepared once each and found without hashing their text.
     enum Query: Int, CaseIterable {
         case recordByID, queueHead, nextRetry, queueCounts, claim, updateRow, updateRowAt, upsertRow,
-            insertRowIfAbsent, recordSynced, delete
+            insertRowIfAbsent, recordSynced, recordPlacing, delete
 
         var sql: String {
             switch self {
@@ -56,6 +56,8 @@ extension Journal {
                 """
             case .updateRow: "UPDATE downloads SET \(Journal.assignments) WHERE id = ?1"
             case .updateRowAt: "UPDATE downloads SET \(Journal.assignments) WHERE rowid = ?32 AND id = ?1"
+            case .recordPlacing:
+                "UPDATE downloads SET placing = ?2 WHERE id = ?1 AND NOT \(QueueState.sqlCondition([.completed]))"
             case .upsertRow: "\(Journal.insertion) ON CONFLICT(id) DO UPDATE SET \(Journal.assignments)"
             case .insertRowIfAbsent: "\(Journal.insertion) ON CONFLICT(id) DO NOTHING"
             case .recordSynced:
@@ -164,7 +166,8 @@ extension Journal {
             connections: sqlite3_column_type(statement, 26) == SQLITE_NULL
                 ? nil : Int(sqlite3_column_int64(statement, 26)),
             segments: text(statement, 27),
-            keepsExistingFile: sqlite3_column_int64(statement, 28) != 0
+            keepsExistingFile: sqlite3_column_int64(statement, 28) != 0,
+            placing: text(statement, 29)
         )
     }
 

@@ -85,6 +85,7 @@ extension Journal {
                 try execute("ALTER TABLE downloads ADD COLUMN keeps_existing INTEGER NOT NULL DEFAULT 0")
             }
             if version < 14 { try migrateToVersion14() }
+            if version < 15 { try execute("ALTER TABLE downloads ADD COLUMN placing TEXT") }
             try execute("PRAGMA user_version = \(Self.schemaVersion)")
             try execute("COMMIT")
             // The rows name the new partial files now; a crash before these renames loses the bytes

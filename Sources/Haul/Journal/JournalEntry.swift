@@ -22,11 +22,15 @@ public struct JournalEntry: Sendable, Hashable {
     /// The checksum the download was asked for (and its file was checked against before it was
     /// placed), if any: what ``DownloadManager/verify(stateDirectory:)`` hashes the file against.
     public var checksum: Checksum? = nil
+    /// The file a process was placing when it stopped before its row said so (``DownloadRecord/placing``).
+    var placing: String? = nil
 
-    /// Whether the destination holds the file Haul placed there: same length and modification time.
-    /// `false` when it was never placed, or was deleted, replaced or edited since (then it is not
-    /// Haul's file: `haul` gives the download another name rather than overwrite it).
+    /// Whether the destination holds the file Haul placed there: same length and modification time
+    /// (or, placed by a process killed before its row said so, the very file it placed). `false`
+    /// when it was never placed, or was deleted, replaced or edited since (then it is not Haul's
+    /// file: `haul` gives the download another name rather than overwrite it).
     public var destinationHoldsPlacedFile: Bool {
+        if let placing, state != .completed { return PlacedFile.find(placing, at: destination, numbered: false) != nil }
         guard placedModificationTime != nil || state == .completed else { return false }
         return PlacedFile.isIntact(
             destination,
@@ -47,7 +51,8 @@ extension JournalEntry {
             totalBytes: record.totalBytes,
             lastError: record.lastError,
             placedModificationTime: record.placedModificationTime.map(Date.init(timeIntervalSince1970:)),
-            checksum: record.expectedChecksum.flatMap(Checksum.init)
+            checksum: record.expectedChecksum.flatMap(Checksum.init),
+            placing: record.placing
         )
     }
 }

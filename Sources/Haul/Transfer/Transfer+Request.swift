@@ -12,6 +12,11 @@ extension Transfer {
             request.rangeEnd.flatMap { end in sink?.receivedLength == end ? end - request.rangeStart : nil }
         var plan = ResumePlan.resume(from: 0, ifRange: nil)
         var overlap: [UInt8]?
+        if self.sink == nil, stream == nil, hop == nil, foundPlacedFile() {
+            // Placed by a process killed before its row said so: complete, nothing asked again.
+            _ = machine.responseReceived(.alreadyComplete(total: record.totalBytes ?? 0))
+            return perform(machine.transferEnded(.finished))
+        }
         do {
             let sink: FileSink
             if let existing = self.sink {
@@ -236,6 +241,27 @@ extension Transfer {
         if machine.isDone { return .none }
         let advanced = (sink?.receivedLength ?? 0) > (lengthAtAttemptStart ?? request.offset)
         return perform(machine.transferEnded(ended, progressed: advanced))
+    }
+
+    /// Whether the file this download's last process was about to place (``DownloadRecord/placing``)
+    /// is at its destination (or, for a name chosen for the caller, at the `name.N` it moved on to):
+    /// that process was killed after the move and before its row said completed. The download
+    /// then completes from it; a partial file left beside it (older bytes the placed file replaced)
+    /// goes.
+    private func foundPlacedFile() -> Bool {
+        guard let identity = record.placing, !record.awaitsName else { return false }
+        let destination = download.destinationPath
+        let numbered = record.keepsExistingFile || record.folder != nil
+        guard let path = PlacedFile.find(identity, at: destination, numbered: numbered) else {
+            return false
+        }
+        unlink(partialPath)
+        if path != destination {
+            record.destination = path
+            download.update(destinationPath: path)
+        }
+        log(.debug, "found the file placed before the last process stopped", metadata: ["haul.path": "\(path)"])
+        return true
     }
 
     /// A request curl finished without error: did every announced byte arrive?

@@ -132,7 +132,8 @@ extension Transfer {
             modificationTime: environment.setsModificationTimeFromServer
                 ? record.lastModified.flatMap(HTTPDate.parse)?.timeIntervalSince1970 : nil,
             replaces: record.folder == nil && !record.keepsExistingFile
-                ? .any : .ownOnly(placedModificationTime: record.placedModificationTime)
+                ? .any : .ownOnly(placedModificationTime: record.placedModificationTime),
+            journal: store
         )
     }
 }

@@ -31,6 +31,33 @@ struct PlacedFile: Equatable, Sendable {
         return modificationTime.map { abs($0 - file.modificationTime) < 1e-6 } ?? true
     }
 
+    /// Which file `status` describes, as the journal records it: its device and inode, which a
+    /// rename (or a link of a nameless file) keeps.
+    static func identity(of status: stat) -> String { "\(status.st_dev):\(status.st_ino)" }
+
+    /// The path that holds the file `identity` names: `destination`, or with `numbered` (a name
+    /// chosen for the caller, which moves on to `name.1`, `name.2`… past files that are not
+    /// Haul's) the first of those that does, looked for up to the first free name. `nil` when none
+    /// does: the file was not placed, or was replaced since.
+    static func find(_ identity: String, at destination: String, numbered: Bool) -> String? {
+        var status = stat()
+        let holds = { (path: String) -> Bool in
+            lstat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFREG && Self.identity(of: status) == identity
+        }
+        if holds(destination) { return destination }
+        guard numbered else { return nil }
+        var found: String?
+        _ = ServerFileName.firstFree(
+            FilePath.lastComponent(of: destination),
+            in: FilePath.directory(of: destination),
+            first: 1
+        ) { path in
+            if holds(path) { found = path }
+            return found == nil && lstat(path, &status) == 0
+        }
+        return found
+    }
+
     static func modificationTime(of status: stat) -> Double {
         Double(status.st_mtim.tv_sec) + Double(status.st_mtim.tv_nsec) / 1e9
     }
