@@ -207,6 +207,16 @@ struct Runner {
                     let item = namer.item(url: entry.urls[0], given: entry.out, isOccupied: isOccupied)
                     let folder = entry.out == nil ? namesFolder : nil
                     do {
+                        // A name the list's author wrote goes through no link out of the folder,
+                        // and through none another user planted there.
+                        if let out = entry.out, let escape = ConfinedPath.escape(out, in: namer.directory) {
+                            throw DownloadError(
+                                code: .unsupportedDestination,
+                                url: Reporter.shown(entry.urls[0]),
+                                path: item.destination,
+                                detail: "out=\(out) \(escape)"
+                            )
+                        }
                         var request = try Self.request(
                             for: item,
                             entry,

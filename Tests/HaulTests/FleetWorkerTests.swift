@@ -285,6 +285,12 @@ struct FleetWorkerTests {
             atPath: output.appendingPathComponent("way-out").path,
             withDestinationPath: victim.path
         )
+        // A link inside it to a folder inside it, which another user (nobody) made: not followed
+        // either (issue 56, item 3; before: the file was written through it).
+        let inner = output.appendingPathComponent("inner")
+        try FileManager.default.createDirectory(at: inner, withIntermediateDirectories: true)
+        #expect(symlink(inner.path, output.appendingPathComponent("planted").path) == 0)
+        #expect(lchown(output.appendingPathComponent("planted").path, 65534, 65534) == 0)
         let worker = try await worker(database, name: "w", state: output.appendingPathComponent("state"))
         // Through the API: a destination in a state folder is refused at once.
         let intoState = DownloadRequest(
@@ -298,7 +304,7 @@ struct FleetWorkerTests {
         // Written into the table by anyone who can: the worker refuses each of these.
         let hostile = [
             victim.appendingPathComponent("x").path, "sub/../../victim/x", "../victim/x",
-            ".haul/journal.sqlite", "way-out/x", "a/.haul/b",
+            ".haul/journal.sqlite", "way-out/x", "a/.haul/b", "planted/x",
         ]
         for (index, path) in hostile.enumerated() {
             try PostgresConnection(database).query(
@@ -320,6 +326,7 @@ struct FleetWorkerTests {
         }
         #expect(try String(contentsOf: victim.appendingPathComponent("x"), encoding: .utf8) == "victim's")
         #expect(try FileManager.default.contentsOfDirectory(atPath: victim.path) == ["x"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: inner.path).isEmpty)
         #expect(try Data(contentsOf: output.appendingPathComponent("fine.bin")) == source)
         // The worker's own journal is whole: it lists what it did.
         let entries = try DownloadManager.journalEntries(stateDirectory: output.appendingPathComponent("state"))

@@ -186,3 +186,42 @@ extension HaulCLITests {
         #expect(withPassword.status == 64 && !withPassword.stderr.contains(token), "\(withPassword.stderr)")
     }
 }
+
+/// Issue 56, item 3: a name in a list (out=) never goes through a link another user planted in a
+/// shared output folder, wherever it leads; the user's own link inside the folder is followed.
+extension HaulCLITests {
+    @Test("out=link/x.bin through another user's link in a shared folder: refused (64), nothing written where it leads")
+    func plantedFolderLink() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let source = try server.makeFile("p.bin", size: 20_000, seed: 563)
+        let shared = work.appendingPathComponent("shared")
+        try FileManager.default.createDirectory(at: shared, withIntermediateDirectories: true)
+        #expect(chmod(shared.path, 0o1777) == 0)
+        let elsewhere = work.appendingPathComponent("elsewhere")
+        let mine = shared.appendingPathComponent("mine")
+        for folder in [elsewhere, mine] {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        }
+        // nobody's links: one out of the folder, one to a folder inside it; the user's own, inside.
+        for (name, target) in [("out-link", elsewhere), ("in-link", mine)] {
+            #expect(symlink(target.path, shared.appendingPathComponent(name).path) == 0)
+            #expect(lchown(shared.appendingPathComponent(name).path, 65534, 65534) == 0)
+        }
+        #expect(symlink(mine.path, shared.appendingPathComponent("own-link").path) == 0)
+        let list = work.appendingPathComponent("list.txt")
+        for name in ["out-link", "in-link"] {
+            try "\(server.url("p.bin"))\n  out=\(name)/x.bin\n".write(to: list, atomically: true, encoding: .utf8)
+            let run = try await haul(["-i", list.path, "-o", shared.path], in: work)
+            // Before: 0, and the file was written into the link's target.
+            #expect(run.status == 64, "\(name): \(run.status) \(run.stderr)")
+            #expect(run.stderr.contains("which user 65534 made"), "\(run.stderr)")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path).isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: mine.path).isEmpty)
+        try "\(server.url("p.bin"))\n  out=own-link/x.bin\n".write(to: list, atomically: true, encoding: .utf8)
+        let own = try await haul(["-i", list.path, "-o", shared.path], in: work)
+        #expect(own.status == 0, "\(own.stderr)")
+        #expect(try Data(contentsOf: mine.appendingPathComponent("x.bin")) == source)
+    }
+}

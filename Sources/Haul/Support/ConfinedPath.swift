@@ -3,8 +3,9 @@ import Glibc
 /// The rule for a path that someone other than the user who runs Haul may have written: a shared
 /// queue's row, an input file's `out=`, `-o` of a list queued for a fleet. Such a path names a file
 /// inside an output folder and must stay there: relative, no `..`, nothing in a state folder (the
-/// journal and the partial files are Haul's, not a destination), and no link that exists now leading
-/// out of the folder.
+/// journal and the partial files are Haul's, not a destination), no link that exists now leading
+/// out of the folder, and no link at all that another user made (in a shared folder, anyone may
+/// plant one).
 package enum ConfinedPath {
     /// The name of the state folder Haul keeps beside the files it places (by default).
     package static let stateFolderName = ".haul"
@@ -27,8 +28,9 @@ package enum ConfinedPath {
     }
 
     /// Why `path` (inside `folder` by ``refusal(_:)``) leads out of `folder` through a symbolic link
-    /// that exists now (a folder on its way, or the file itself), or `nil`. `stateDirectory`: a
-    /// state folder configured inside `folder`, which the file may not be in either.
+    /// that exists now (a folder on its way, or the file itself), or through a link another user
+    /// made, or `nil`. `stateDirectory`: a state folder configured inside `folder`, which the file
+    /// may not be in either.
     package static func escape(_ path: String, in folder: String, stateDirectory: String? = nil) -> String? {
         guard let root = realPath(folder) else { return nil }  // no folder yet: no link in it either
         var resolved = root
@@ -44,6 +46,9 @@ package enum ConfinedPath {
                 continue
             }
             if status.st_mode & S_IFMT == S_IFLNK {
+                guard status.st_uid == geteuid() else {
+                    return "leads through the symbolic link '\(next)', which user \(status.st_uid) made, not this user"
+                }
                 hops += 1
                 guard hops <= 40, let target = realPath(FilePath.linkTarget(of: next) ?? "") else {
                     return "leads through the link '\(next)', which cannot be followed"
