@@ -485,7 +485,7 @@ struct JournalIntegrationTests {
     }
 
     @Test(
-        "a partial file whose journal was deleted: nothing vouches for it, so it starts over; opted in, it is resumed after its overlap matches",
+        "a partial file whose journal was deleted is resumed once its overlap matches, opted in to unvalidated resumes or not",
         arguments: [false, true]
     )
     func partialWithoutJournal(resumesWithoutValidator: Bool) async throws {
@@ -510,15 +510,34 @@ struct JournalIntegrationTests {
         #expect(placed == destination)
         #expect(try Data(contentsOf: destination) == source)
         let requests = await server.requests(to: "/o.bin", atLeast: 1)
-        if resumesWithoutValidator {
-            #expect(requests.map(\.range) == ["bytes=\(250_000 - 65_536)-"])
-            #expect(requests.map(\.status) == [206])
-            #expect(restarts.isEmpty)
-        } else {
-            #expect(requests.map(\.range) == ["-"])  // nginx logs no Range as "-"
-            #expect(requests.map(\.status) == [200])
-            #expect(restarts == [.noValidator])
+        // Issue 56, item 5: the overlap is what proves a partial whose row is gone (before, without
+        // the opt-in, it started over: ["-"], [200], [.noValidator]).
+        #expect(requests.map(\.range) == ["bytes=\(250_000 - 65_536)-"])
+        #expect(requests.map(\.status) == [206])
+        #expect(restarts.isEmpty)
+    }
+
+    @Test("a partial file whose journal was deleted and whose overlap differs starts over: never spliced")
+    func partialWithoutJournalOfAnotherFile() async throws {
+        let (server, directory) = try startServerAndDirectory()
+        defer { stop(server, directory) }
+        let source = try server.makeFile("x.bin", size: 600_000, seed: 13)
+        let state = directory.appendingPathComponent("state")
+        let destination = directory.appendingPathComponent("x.bin")
+        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+        let other = NginxServer.bytes(count: 250_000, seed: 99)
+        try other.write(to: state.appendingPathComponent("\(DownloadID(destination: destination).rawValue).part"))
+        var configuration = DownloadManager.Configuration()
+        configuration.stateDirectory = state
+        let restarts = try await withDownloadManager(configuration: configuration) { manager in
+            let download = try manager.download(from: server.url("x.bin"), to: destination)
+            var restarts: [RestartReason] = []
+            for await event in download.events { if case .restarted(let reason) = event { restarts.append(reason) } }
+            _ = try await download.finished()
+            return restarts
         }
+        #expect(try Data(contentsOf: destination) == source)
+        #expect(restarts == [.overlapMismatch])
     }
 
     @Test("bytes in a partial file that no recorded response vouches for are replaced, not continued")

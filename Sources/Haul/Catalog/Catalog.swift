@@ -155,6 +155,12 @@ final class Catalog: Sendable {
         remembered.withLock { $0.isEmpty ? nil : $0[id] }
     }
 
+    /// The bytes on disk of `id` are proven by the overlap before they are continued (a partial file
+    /// adopted from a journal that is gone, ``Journal/adoptOrphanPartial(for:)``).
+    func provesByOverlap(_ id: DownloadID) {
+        update(id) { $0.provesByOverlap = true }
+    }
+
     private func update(_ id: DownloadID, _ change: (inout Remembered) -> Void) {
         remembered.withLock { all in
             var entry = all[id] ?? Remembered()

@@ -174,11 +174,29 @@ final class Journal: @unchecked Sendable {
     }
 
     /// The length of a partial file this journal found without a row when it was created, once: a new
-    /// row for `id` records it, so that the download resumes it (its range still checked; with no
-    /// validator known, a changed file can only be told by its length). Call holding the lock.
+    /// row for `id` records it, so that the download resumes it, its bytes proven by the overlap
+    /// its resume checks. Those no download of this open asked for are removed when it closes
+    /// (``removeUnadoptedPartials()``). Call holding the lock.
     func adoptOrphanPartial(for id: DownloadID) -> Int64? {
         guard !orphanPartials.isEmpty else { return nil }
         return orphanPartials.removeValue(forKey: id.rawValue)
+    }
+
+    /// Removes the partial files this journal found without a row when it was created and that no
+    /// download asked for since (a journal lost or moved away: the run after it continues what it is
+    /// asked for again, and nobody else could). One that has a row now (another process asked for
+    /// it) or changed length since is left. Call holding the lock, before the database closes.
+    func removeUnadoptedPartials() {
+        guard !orphanPartials.isEmpty, database != nil else { return }
+        for (id, length) in orphanPartials {
+            let path = partialPath(for: DownloadID(rawValue: id))
+            // (A journal that cannot be read now leaves the file: `try?` gives nil, not `.some(nil)`.)
+            guard case .some(.none) = try? storedRecord(for: DownloadID(rawValue: id)),
+                FilePath.fileLength(path) == length
+            else { continue }
+            unlink(path)
+        }
+        orphanPartials = [:]
     }
 
     /// For a journal in memory, `body` run with its rows (throwing once the journal is closed); `nil`
@@ -331,6 +349,7 @@ final class Journal: @unchecked Sendable {
         acquire()
         defer { lock.unlock() }
         try? commitBatch()
+        removeUnadoptedPartials()
         for statement in statements.values { sqlite3_finalize(statement) }
         statements = [:]
         queries = queries.map { _ in nil }

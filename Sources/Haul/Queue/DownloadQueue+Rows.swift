@@ -56,7 +56,12 @@ extension DownloadQueue {
         if existing == nil {
             // A download never seen: one insertion, no lookup.
             var record = fresh(request)
-            if let length = journal.adoptOrphanPartial(for: request.id) { record.bytesCommitted = length }
+            if let length = journal.adoptOrphanPartial(for: request.id) {
+                // A partial left by a journal that is gone: nothing vouches for its bytes but the
+                // overlap its resume checks.
+                record.bytesCommitted = length
+                catalog.provesByOverlap(request.id)
+            }
             if try journal.insertIfAbsent(record, for: request.id) {
                 rowsExist = false
                 // Only for a row that is new: an existing one's partial file is Haul's own.

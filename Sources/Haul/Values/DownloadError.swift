@@ -215,7 +215,13 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         case .journal:
             return
                 "\(subject) failed: the journal \(path.map { "'\($0)'" } ?? "") cannot be used: \(detail ?? "unknown error"). "
-                + "Move it away or choose another state directory (\(setting("stateDirectory", "--state"))); no downloaded file was touched."
+                + "Move it away or choose another state directory (\(setting("stateDirectory", "--state"))); no downloaded file was touched. "
+                + (commandLine
+                    ? "Then run the same command again with -c: each file already at its name is proven against the "
+                        + "server (its length and last bytes, asked for with a range) and kept, not fetched again, and the "
+                        + "partial files left in the state directory are continued."
+                    : "Then ask for the downloads again with continuesExistingFile: each file already at its destination "
+                        + "is proven against the server (its length and last bytes) and kept, not fetched again.")
         case .journalLocked:
             return
                 "\(subject) failed: the state directory's journal \(path.map { "'\($0)'" } ?? "") is in use by another "
