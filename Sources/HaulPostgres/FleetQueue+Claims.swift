@@ -21,7 +21,7 @@ extension FleetQueue {
             // does it, and a lease is seconds long): one statement fewer per claim.
             let now = ContinuousClock.now
             if requeue.lastDone.map({ now - $0 >= .seconds(1) }) ?? true {
-                try connection.query(FleetSchema.requeueExpired)
+                try connection.query(FleetSchema.requeueExpired, [lease])
                 requeue.lastDone = now
             }
             let rows: [[String?]]

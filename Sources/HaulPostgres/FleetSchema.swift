@@ -69,12 +69,19 @@ enum FleetSchema {
     }
 
     /// Rows whose lease expired go back to the queue, in their old places (their `seq`).
+    ///
+    /// $1: the lease's length. A lease granted or renewed before PostgreSQL last started (an outage
+    /// longer than the leases, a restart) expires only once the server has run a lease's length
+    /// since: every live worker first gets that time to renew what it holds, instead of the first
+    /// one back taking the others' downloads.
     static let requeueExpired = """
         UPDATE haul_downloads SET state = '\(FleetState.target(of: .leaseExpired)!.rawValue)', owner = NULL,
             lease_expires = NULL, updated_at = now()
         WHERE id IN (
             SELECT id FROM haul_downloads WHERE \(FleetState.sqlCondition(accepting: .leaseExpired))
                 AND lease_expires < now()
+                AND (lease_expires - $1::interval > pg_postmaster_start_time()
+                    OR now() > pg_postmaster_start_time() + $1::interval)
             FOR UPDATE SKIP LOCKED
         )
         """

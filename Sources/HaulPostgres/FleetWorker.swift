@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import Haul
 import Logging
+import Synchronization
 
 /// Works through a ``FleetQueue`` with a ``DownloadManager``: claims rows while it has room, downloads
 /// them with the manager (its own journal and partial files; each claimed batch is one `enqueue`, and
@@ -37,6 +38,9 @@ public final class FleetWorker: Sendable {
     /// What each claimed request gets before the manager runs it (credentials in its URL, headers).
     private let prepare: (@Sendable (DownloadRequest) -> DownloadRequest)?
     private let logger: Logger
+    /// The database could not be reached since the last claim: the held leases are renewed before
+    /// the next claim, which may take others' expired ones.
+    private let reconnected = Atomic<Bool>(false)
 
     /// A worker for `queue` that downloads with `manager`, at most `concurrency` at once.
     ///
@@ -236,6 +240,9 @@ public final class FleetWorker: Sendable {
     /// One claim; whether it took rows and refused every one of them.
     private func claimOnce(into held: inout Held) async throws -> Bool {
         guard !Task.isCancelled, held.leases.count < concurrency else { return false }
+        // Back after an outage: what this worker holds is renewed first, so that it is not among
+        // the expired leases the claim gives to whoever asks.
+        if reconnected.exchange(false, ordering: .relaxed), !held.leases.isEmpty { try await renew(&held) }
         let room = concurrency - held.leases.count
         let claimed = try await persisting("claim") { try await queue.claim(upTo: room) }
         guard !claimed.isEmpty else { return false }
@@ -317,6 +324,7 @@ public final class FleetWorker: Sendable {
                 return try await operation()
             } catch let error as FleetError {
                 guard error.code == .connection, !Task.isCancelled else { throw error }
+                reconnected.store(true, ordering: .relaxed)
                 logger.warning(
                     "the queue's database cannot be reached: trying again",
                     metadata: ["haul.operation": "\(what)", "haul.error": "\(error)"]

@@ -22,9 +22,15 @@ struct FleetQueueTests {
         }
     }
 
-    func queue(_ database: String, worker: String, perHost: Int? = nil) async throws -> FleetQueue {
+    func queue(
+        _ database: String,
+        worker: String,
+        perHost: Int? = nil,
+        lease: Duration = .seconds(30)
+    ) async throws -> FleetQueue {
         var configuration = FleetQueue.Configuration(connectionString: database, worker: worker)
         configuration.maxConcurrentDownloadsPerHost = perHost
+        configuration.leaseDuration = lease
         configuration.outputFolder = URL(fileURLWithPath: "/srv/out", isDirectory: true)
         return try await FleetQueue(configuration: configuration)
     }
@@ -79,7 +85,11 @@ struct FleetQueueTests {
     @Test("an expired lease is taken over; the old holder's renewal, completion and release change nothing")
     func takeoverAndFencing() async throws {
         let database = try await TestPostgres.database()
-        let (a, b) = try await (queue(database, worker: "a"), queue(database, worker: "b"))
+        let (a, b) = try await (
+            queue(database, worker: "a", lease: .seconds(1)), queue(database, worker: "b", lease: .seconds(1))
+        )
+        // The leases below are granted while the server runs (not carried over a restart).
+        try await TestPostgres.waitUntilServerHasRun(database, seconds: 2)
         try await a.enqueue(requests(8))
         let held = try await a.claim(upTo: 5)
         #expect(held.count == 5)

@@ -133,13 +133,20 @@ struct FleetWorkerTests {
         }
         // A worker that claims four rows and then does nothing (killed, hung), and whose leases run out.
         let dead = try await FleetQueue(configuration: queueConfiguration(database, "dead", directory))
+        // Leases granted while the server runs (not carried over a restart): taken over once expired.
+        try await TestPostgres.waitUntilServerHasRun(database, seconds: 3)
         try await dead.enqueue(requests)
         let abandoned = try await dead.claim(upTo: 4)
         #expect(abandoned.count == 4)
         try PostgresConnection(database).query(
             "UPDATE haul_downloads SET lease_expires = now() - interval '1 second' WHERE owner = 'dead'"
         )
-        let live = try await worker(database, name: "live", state: directory.appendingPathComponent("state"))
+        let live = try await worker(
+            database,
+            name: "live",
+            state: directory.appendingPathComponent("state"),
+            lease: .seconds(2)
+        )
         let task = Task { try await live.run() }
         #expect(try await drained(database) == [.completed: 10])
         task.cancel()

@@ -493,3 +493,54 @@ extension FleetProcessTests {
         }
     }
 }
+
+/// Issue 56, item 8: an outage of PostgreSQL longer than the leases does not make the live workers
+/// take each other's downloads: after a restart no lease expires until the server has run a
+/// lease's length, and a worker back from an outage renews what it holds before it claims.
+extension FleetProcessTests {
+    @Test("PostgreSQL down for twice the lease while every download runs: none is taken over, each URL asked for once")
+    func outageLongerThanLease() async throws {
+        let (server, work) = try startServerAndDirectory()
+        defer { stop(server, work) }
+        let cluster = try await TestPostgres.Cluster.start()  // its own: other tests keep theirs
+        let database = try await cluster.database()
+        // 1.5 MB at 512 KB/s (/slow/): about 3 s each, so that all eight run through the outage.
+        var sources: [Data] = []
+        for index in 0..<8 {
+            sources.append(try server.makeFile("o\(index).bin", size: 1_500_000, seed: UInt64(5680 + index)))
+        }
+        let list = work.appendingPathComponent("list.txt")
+        try (0..<8).map { "\(server.url("slow/o\($0).bin").absoluteString)\n  out=\($0).bin\n" }.joined()
+            .write(to: list, atomically: true, encoding: .utf8)
+        #expect(try await haul(["--queue", database, "-i", list.path], in: work).status == 0)
+        let output = work.appendingPathComponent("out")
+        let workers = try ["a", "b"].map { try startWorker($0, database, into: output, work: work, lease: "1") }
+        defer { Self.killStillRunning(workers) }
+        _ = try await waitForQueue(database) { $0[.running, default: 0] == 8 }
+        try await cluster.down()
+        for name in ["a", "b"] {
+            try await waitForFile(work.appendingPathComponent("\(name).log")) { $0.contains("cannot be reached") }
+        }
+        // The outage is the scenario: it lasts past every lease (1 s) before the server is back.
+        try await Task.sleep(for: .seconds(2))
+        try await cluster.up()
+        #expect(try await waitForQueue(database) { $0[.completed, default: 0] == 8 } == [.completed: 8])
+        for worker in workers {
+            worker.signal(SIGTERM)
+            #expect(await worker.exited() == 143)
+        }
+        for index in 0..<8 {
+            #expect(try Data(contentsOf: output.appendingPathComponent("\(index).bin")) == sources[index])
+        }
+        // Before: the first worker back requeued and claimed every expired lease, its own and the
+        // other's; their transfers were cancelled and fetched again.
+        for index in 0..<8 {
+            let asked = server.accessLog().filter { $0.uri == "/slow/o\(index).bin" }
+            #expect(asked.count == 1, "o\(index).bin: \(asked.map(\.status))")
+        }
+        for name in ["a", "b"] {
+            let log = try String(contentsOf: work.appendingPathComponent("\(name).log"), encoding: .utf8)
+            #expect(!log.contains("a lease was taken over"), "\(log)")
+        }
+    }
+}

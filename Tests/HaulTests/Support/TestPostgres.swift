@@ -64,6 +64,18 @@ enum TestPostgres {
         }
     }
 
+    /// Returns once the server of `database` has run for more than `seconds` (looked at every 100 ms):
+    /// a lease granted from then on that a test makes expire (by moving its `lease_expires` back) is
+    /// one granted while the server ran, which a claim takes over at once (``FleetSchema``'s rule
+    /// gives leases from before a restart a lease's time to be renewed first).
+    static func waitUntilServerHasRun(_ database: String, seconds: Int) async throws {
+        let connection = try PostgresConnection(database)
+        let query = "SELECT now() > pg_postmaster_start_time() + interval '\(seconds) seconds'"
+        while try connection.query(query).first?.first == "f" {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
     /// A connection string to a new, empty database in the shared test cluster.
     static func database() async throws -> String { try await cluster.value.database() }
 
