@@ -60,8 +60,8 @@ final class FileSink {
 
     /// Whether the file is emptied when first opened: its bytes, if any, are not this download's.
     private var replacesFile = false
-    /// Whether a file may be at `path`: found there, truncated or opened by this sink (a sink that
-    /// starts empty does not look).
+    /// Whether a file may be at `path`: found there, truncated or opened by this sink, or not looked
+    /// for (a sink that starts empty).
     private var pathMayHoldFile = false
 
     /// The partial file at `path` (which need not exist yet), continued after its current bytes; its
@@ -81,6 +81,9 @@ final class FileSink {
         if startsEmpty {
             committedLength = 0
             replacesFile = true
+            // Not looked at, but a process killed before its row said so may have left bytes
+            // there: a whole file named elsewhere (nameless, linked into place) removes them.
+            pathMayHoldFile = true
             return
         }
         var status = stat()
