@@ -13,7 +13,10 @@ extension HaulCLITests {
     func listingKeepsUpWithThePartialFile() async throws {
         let (server, work) = try startServerAndDirectory()
         defer { stop(server, work) }
-        let size = 8 * 1024 * 1024  // 16 s at /slow/'s 512 KB/s
+        // Held by the server: /gated/ sends 1 MiB at once, then 1 KB/s (an 8 MiB file for hours), so
+        // that the run is still going when the listing looks, however late it looks. (At /slow/'s
+        // 512 KB/s, a loaded machine once listed it after the 16 s the whole file took.)
+        let size = 8 * 1024 * 1024
         _ = try server.makeFile("live.bin", size: size)
         let output = work.appendingPathComponent("out")
         let state = output.appendingPathComponent(".haul")
@@ -22,7 +25,7 @@ extension HaulCLITests {
             Self.haulPath,
             [
                 "--quiet", "--checkpoint-interval", "60", "-o", output.path + "/",
-                server.url("slow/live.bin").absoluteString,
+                server.url("gated/live.bin").absoluteString,
             ],
             stdout: work.appendingPathComponent("run.txt").path
         )

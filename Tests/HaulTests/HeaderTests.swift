@@ -351,7 +351,12 @@ struct HeaderTests {
 
         try await withDownloadManager(configuration: configuration(state, log: log)) { manager in
             guard let restored = manager.download(id: download.id) else {
-                Issue.record("the download was not restored")
+                // Restored and failed before this task looked (the whole suite on two cores): the
+                // row is finished then, and says why.
+                await manager.waitUntilIdle()
+                let entry = try DownloadManager.journalEntries(stateDirectory: state).first { $0.id == download.id }
+                #expect(entry?.lastError?.contains("'Authorization'") == true, "\(String(describing: entry))")
+                #expect(entry?.lastError?.contains("headerProvider") == true, "\(String(describing: entry))")
                 return
             }
             await #expect {

@@ -226,8 +226,12 @@ struct FinishJob: Sendable {
     private func recordPlacing(_ status: stat) -> String? {
         guard let journal else { return nil }
         let identity = PlacedFile.identity(of: status)
-        try? journal.recordPlacing(id, identity: identity)
-        return identity
+        do {
+            try journal.recordPlacing(id, identity: identity)
+            return identity
+        } catch {
+            return nil
+        }
     }
 
     /// A whole file in the nameless, synced `descriptor` linked straight at its destination, where no
