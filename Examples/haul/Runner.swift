@@ -207,16 +207,6 @@ struct Runner {
                     let item = namer.item(url: entry.urls[0], given: entry.out, isOccupied: isOccupied)
                     let folder = entry.out == nil ? namesFolder : nil
                     do {
-                        // A name the list's author wrote goes through no link out of the folder,
-                        // and through none another user planted there.
-                        if let out = entry.out, let escape = ConfinedPath.escape(out, in: namer.directory) {
-                            throw DownloadError(
-                                code: .unsupportedDestination,
-                                url: Reporter.shown(entry.urls[0]),
-                                path: item.destination,
-                                detail: "out=\(out) \(escape)"
-                            )
-                        }
                         var request = try Self.request(
                             for: item,
                             entry,
@@ -227,6 +217,12 @@ struct Runner {
                         // A name haul chose (from the URL, out=) never replaces a file someone
                         // made there during the download; the file -o names is the user's to replace.
                         request.replacesExistingFile = namer.file != nil
+                        try Self.confine(
+                            &request,
+                            out: entry.out,
+                            in: namer.directory,
+                            workingDirectory: workingDirectory
+                        )
                         // -c: a file someone left there is continued (and replaced when whole).
                         request.continuesExistingFile = command.continuesFile
                         // Before its row is written: no event for it can come earlier. Its events

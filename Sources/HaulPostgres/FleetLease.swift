@@ -34,6 +34,9 @@ public struct FleetLease: Sendable, Hashable {
     /// folder: for a row queued by a relative name, not ``id``), hashed once here rather than at
     /// each lookup of a held download.
     let requestID: DownloadID
+    /// The worker's output folder, which the row's name must stay inside when the file is placed
+    /// (anyone who can write the table can write a name).
+    private let outputFolder: String
 
     init?(row: [String?], outputFolder: URL) {
         guard row.count >= 8, let head = FleetSchema.RowHead(row, outputFolder: outputFolder),
@@ -47,10 +50,13 @@ public struct FleetLease: Sendable, Hashable {
         self.attempts = attempts
         previousWorker = row.count > 8 ? row[8] : nil
         requestID = DownloadRequest(url: head.url, destination: head.destination, priority: head.priority).id
+        self.outputFolder = outputFolder.standardizedFileURL.path
     }
 
     /// The request a worker's ``DownloadManager`` runs for this lease.
     public var request: DownloadRequest {
-        DownloadRequest(url: url, destination: destination, priority: priority)
+        var request = DownloadRequest(url: url, destination: destination, priority: priority)
+        request.confinedTo = outputFolder
+        return request
     }
 }

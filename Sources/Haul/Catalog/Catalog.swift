@@ -72,10 +72,12 @@ final class Catalog: Sendable {
         var stream: StreamTarget?
         /// Its request continues a file Haul did not download (``DownloadRequest/continuesExistingFile``).
         var provesByOverlap = false
+        /// The folder its name must stay inside (``DownloadRequest/confinedTo``).
+        var confinedTo: String?
 
         var isEmpty: Bool {
             url == nil && headers == nil && urls == nil && logger == nil && context == nil && stream == nil
-                && !provesByOverlap
+                && !provesByOverlap && confinedTo == nil
         }
     }
     private let idleWaiters = Mutex<[CheckedContinuation<Void, Never>]>([])
@@ -101,11 +103,13 @@ final class Catalog: Sendable {
         context: ServiceContext?,
         stream: StreamTarget? = nil,
         provesByOverlap: Bool = false,
+        confinedTo: String? = nil,
         for id: DownloadID
     ) {
         update(id) { entry in
             entry.stream = stream
             entry.provesByOverlap = provesByOverlap
+            entry.confinedTo = confinedTo
             entry.url = url.hasCredentials ? url : nil
             entry.headers = headers.isEmpty ? nil : headers
             entry.urls = urls.contains(where: \.hasCredentials) ? urls : nil
@@ -139,7 +143,8 @@ final class Catalog: Sendable {
             logger: kept?.logger,
             context: kept?.context,
             stream: kept?.stream,
-            provesByOverlap: kept?.provesByOverlap ?? false
+            provesByOverlap: kept?.provesByOverlap ?? false,
+            confinedTo: kept?.confinedTo
         )
     }
 

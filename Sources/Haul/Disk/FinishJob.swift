@@ -6,7 +6,7 @@ import Glibc
 struct FinishJob: Sendable {
     let id: DownloadID
     let partialPath: String
-    let destination: String
+    var destination: String
     /// What the download's sink had not written yet (with its open file, if it opened one).
     let remainder: PartialRemainder?
     /// The remainder is the whole file and the journal does not describe it yet: the partial file
@@ -35,6 +35,9 @@ struct FinishJob: Sendable {
     /// (``Journal/recordPlacing(_:identity:)``): a kill between the move and the row's commit then
     /// leaves a row that finds its file instead of fetching it again.
     var journal: Journal? = nil
+    /// The folder a name someone else wrote must stay inside (``DownloadRequest/confinedTo``): the
+    /// file is placed by ``finishConfined(under:_:synced:clock:recorded:)``.
+    var confinedTo: String? = nil
 
     /// Syncs, checks and renames; the partial file of a wrong download is deleted, and the destination
     /// keeps what it had. The sync's time goes to `clock`.
@@ -128,6 +131,9 @@ struct FinishJob: Sendable {
         clock: inout SyncClock,
         recorded: String? = nil
     ) -> Result<PlacedFile, DownloadError> {
+        if let root = confinedTo {
+            return finishConfined(under: root, staged, synced: synced, clock: &clock, recorded: recorded)
+        }
         var descriptor = staged.descriptor
         if !synced { _ = clock.fdatasync(descriptor) }
         // A partial is its owner's only (0600); the placed file gets the mode curl would give it.

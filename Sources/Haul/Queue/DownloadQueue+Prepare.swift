@@ -42,6 +42,8 @@ extension DownloadQueue {
         /// The file found at the destination is continued when this request's row is a new one
         /// (``DownloadRequest/continuesExistingFile``, and a regular file with bytes was found).
         var continuesFound = false
+        /// The folder its name must stay inside, as a standardised path (``DownloadRequest/confinedTo``).
+        var confinedTo: String? = nil
 
         /// Its URL and its mirrors, in order; empty without mirrors.
         var allURLs: [URL] { mirrors.isEmpty ? [] : [url] + mirrors }
@@ -203,7 +205,8 @@ extension DownloadQueue {
             stream: stream,
             // The file a request continues is the one its completion replaces.
             keepsExistingFile: !request.replacesExistingFile && !continuesFound,
-            continuesFound: continuesFound
+            continuesFound: continuesFound,
+            confinedTo: request.confinedTo.map { FilePath.standardized(URL(fileURLWithPath: $0, isDirectory: true)) }
         )
     }
 }

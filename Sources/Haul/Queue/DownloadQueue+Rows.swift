@@ -43,6 +43,7 @@ extension DownloadQueue {
             context: ServiceContext.current,
             stream: request.stream,
             provesByOverlap: request.continuesFound,
+            confinedTo: request.confinedTo,
             for: request.id
         )
         if request.stream != nil {

@@ -133,7 +133,8 @@ extension Transfer {
                 ? record.lastModified.flatMap(HTTPDate.parse)?.timeIntervalSince1970 : nil,
             replaces: record.folder == nil && !record.keepsExistingFile
                 ? .any : .ownOnly(placedModificationTime: record.placedModificationTime),
-            journal: store
+            journal: store,
+            confinedTo: confinedTo
         )
     }
 }

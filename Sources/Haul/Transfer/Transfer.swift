@@ -116,6 +116,8 @@ final class Transfer {
     /// The request continues a file Haul did not download (``DownloadRequest/continuesExistingFile``):
     /// bytes on disk with no validator are proven by the overlap, as with `resumesWithoutValidator`.
     let provesByOverlap: Bool
+    /// The folder its name must stay inside when the file is placed (``DownloadRequest/confinedTo``).
+    let confinedTo: String?
     /// curl holds the transfer paused until the stream's reader takes what is pending.
     var parkedByStream = false
     /// The watch on the stream's descriptor while the reader is behind (``Transfer+Stream``).
@@ -218,6 +220,7 @@ final class Transfer {
         self.serviceContext = request.context
         self.stream = request.stream
         self.provesByOverlap = request.provesByOverlap
+        self.confinedTo = request.confinedTo
         environment.census.transfers.add(1, ordering: .relaxed)
         self.baseLogger = request.logger ?? environment.logger
         self.download = download

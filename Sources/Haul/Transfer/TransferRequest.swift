@@ -22,6 +22,8 @@ struct TransferRequest {
     var stream: StreamTarget?
     /// Bytes on disk without a validator are proven by the overlap (``DownloadRequest/continuesExistingFile``).
     var provesByOverlap = false
+    /// The folder its name must stay inside when the file is placed (``DownloadRequest/confinedTo``).
+    var confinedTo: String?
 
     /// Its row names headers whose values this process does not have.
     var needsHeaders: Bool { headers == nil && !record.headerNames.isEmpty }

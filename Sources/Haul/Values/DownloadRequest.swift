@@ -100,6 +100,11 @@ public struct DownloadRequest: Sendable, Hashable {
     /// (`.warning(.urlDropped)`); nothing it sent is spliced. `.switchedURL` events say which URL
     /// is in use. Recorded in the journal (without user names and passwords, which stay in memory).
     public var mirrors: [URL] = []
+    /// The folder a name someone else wrote must stay inside (an input file's `out=`, a fleet's row):
+    /// when the file is placed, the folders on the way from it are opened one by one, never through
+    /// a symbolic link another user made and never out of it, and missing ones are made there
+    /// (``FinishJob``). Kept in memory with the request, not in the journal.
+    package var confinedTo: String?
     /// Whether the body is read, counted and thrown away, never written (``discarding(_:headers:)``).
     public private(set) var discardsBody = false
     /// Set when its id was made for it alone (``giveUniqueID()``: random, not derived from its

@@ -1,0 +1,24 @@
+import Haul
+
+extension Runner {
+    /// A name the list's author wrote (`out=`) goes through no link out of `folder`, nor through one
+    /// another user planted there: checked now, and again when the file is placed
+    /// (``DownloadRequest/confinedTo``), so that a link planted in between is not followed either.
+    static func confine(
+        _ request: inout DownloadRequest,
+        out: String?,
+        in folder: String,
+        workingDirectory: String?
+    ) throws(DownloadError) {
+        guard let out else { return }
+        if let escape = ConfinedPath.escape(out, in: folder) {
+            throw DownloadError(
+                code: .unsupportedDestination,
+                url: request.url.redactedString,
+                path: request.destination.path,
+                detail: "out=\(out) \(escape)"
+            )
+        }
+        request.confinedTo = absolute(folder, in: workingDirectory)
+    }
+}
