@@ -504,10 +504,11 @@ extension FleetProcessTests {
         defer { stop(server, work) }
         let cluster = try await TestPostgres.Cluster.start()  // its own: other tests keep theirs
         let database = try await cluster.database()
-        // 1.5 MB at 512 KB/s (/slow/): about 3 s each, so that all eight run through the outage.
+        // 3 MB at 512 KB/s (/slow/): about 6 s each, so that both workers hold leases (four
+        // downloads each) before any ends, and all eight run through the outage.
         var sources: [Data] = []
         for index in 0..<8 {
-            sources.append(try server.makeFile("o\(index).bin", size: 1_500_000, seed: UInt64(5680 + index)))
+            sources.append(try server.makeFile("o\(index).bin", size: 3_000_000, seed: UInt64(5680 + index)))
         }
         let list = work.appendingPathComponent("list.txt")
         try (0..<8).map { "\(server.url("slow/o\($0).bin").absoluteString)\n  out=\($0).bin\n" }.joined()
