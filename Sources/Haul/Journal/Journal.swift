@@ -245,33 +245,47 @@ final class Journal: @unchecked Sendable {
     /// Runs `body` in one SQLite transaction (one commit for many rows), holding the lock. Inside the
     /// loop thread's open batch, `body` is a savepoint of it. In memory, `body` runs holding the lock
     /// (no other thread sees its rows before it ends; its writes cannot fail, so none is undone).
-    func transaction<T>(_ body: () throws(DownloadError) -> T) throws(DownloadError) -> T {
+    ///
+    /// `waitingForTheTurn`: from a thread that must not cut the loop thread's turn short (a disk
+    /// lane): the lock is taken without counting as a contender (``acquire()``), so the loop commits
+    /// at its turn's end, not at its next write.
+    func transaction<T>(
+        waitingForTheTurn: Bool = false,
+        _ body: () throws(DownloadError) -> T
+    ) throws(DownloadError) -> T {
         if isInMemory { return try locked(body) }
-        return try locked { () throws(DownloadError) -> T in
-            try joinBatch()
-            if batchOpen {
-                try execute("SAVEPOINT haul_transaction")
-                savepoints += 1
-                defer { savepoints -= 1 }
-                do throws(DownloadError) {
-                    let result = try body()
-                    try execute("RELEASE haul_transaction")
-                    return result
-                } catch {
-                    try? execute("ROLLBACK TO haul_transaction")
-                    try? execute("RELEASE haul_transaction")
-                    throw error
-                }
-            }
-            try execute("BEGIN IMMEDIATE")
+        guard waitingForTheTurn else { return try locked { () throws(DownloadError) -> T in try holdingLock(body) } }
+        lock.lock()
+        defer { lock.unlock() }
+        return try holdingLock(body)
+    }
+
+    /// ``transaction(waitingForTheTurn:_:)`` once the lock is held: a savepoint of the loop's open
+    /// batch, or a transaction of its own.
+    private func holdingLock<T>(_ body: () throws(DownloadError) -> T) throws(DownloadError) -> T {
+        try joinBatch()
+        if batchOpen {
+            try execute("SAVEPOINT haul_transaction")
+            savepoints += 1
+            defer { savepoints -= 1 }
             do throws(DownloadError) {
                 let result = try body()
-                try execute("COMMIT")
+                try execute("RELEASE haul_transaction")
                 return result
             } catch {
-                try? execute("ROLLBACK")
+                try? execute("ROLLBACK TO haul_transaction")
+                try? execute("RELEASE haul_transaction")
                 throw error
             }
+        }
+        try execute("BEGIN IMMEDIATE")
+        do throws(DownloadError) {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
         }
     }
 
