@@ -24,17 +24,10 @@ extension FileSink {
         }
         defer { Glibc.close(file) }
         var bytes = [UInt8](repeating: 0, count: count)
-        var done = 0
-        while done < count {
-            let read = bytes.withUnsafeMutableBytes {
-                pread(file, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done))
-            }
-            if read < 0 && errno == EINTR { continue }
-            guard read > 0 else {
-                let code = read < 0 ? errno : EIO
-                throw DownloadError(code: .fileSystem, url: nil, errno: code, path: path, detail: "read failed")
-            }
-            done += read
+        let got = bytes.withUnsafeMutableBytes { read(file, into: $0, at: offset) }
+        guard got == count else {
+            let code = got < 0 ? errno : EIO
+            throw DownloadError(code: .fileSystem, url: nil, errno: code, path: path, detail: "read failed")
         }
         return bytes
     }
@@ -56,21 +49,39 @@ extension FileSink {
         let file = comparing
         let step = min(bytes.count, 64 * 1024)
         return try withUnsafeTemporaryAllocation(byteCount: max(step, 1), alignment: 16) {
-            (read: UnsafeMutableRawBufferPointer) throws(DownloadError) -> Bool in
+            (scratch: UnsafeMutableRawBufferPointer) throws(DownloadError) -> Bool in
             var done = 0
             while done < bytes.count {
                 let count = min(step, bytes.count - done)
-                let got = pread(file, read.baseAddress!, count, off_t(offset) + off_t(done))
-                if got < 0 && errno == EINTR { continue }
+                let got = read(
+                    file,
+                    into: UnsafeMutableRawBufferPointer(rebasing: scratch[..<count]),
+                    at: offset + Int64(done)
+                )
                 guard got >= 0 else {
                     throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: path, detail: "read failed")
                 }
                 // A file shorter than its length on record is not what the download holds.
-                guard got > 0, memcmp(read.baseAddress!, bytes.baseAddress! + done, got) == 0 else { return false }
-                done += got
+                guard got == count, memcmp(scratch.baseAddress!, bytes.baseAddress! + done, count) == 0 else {
+                    return false
+                }
+                done += count
             }
             return true
         }
+    }
+
+    /// Reads `buffer.count` bytes of `file` at `offset`, going on after short reads: how many it
+    /// read (fewer at the file's end), or -1 with `errno` set.
+    private func read(_ file: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) -> Int {
+        var done = 0
+        while done < buffer.count {
+            let got = pread(file, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
+            if got < 0 && errno == EINTR { continue }
+            guard got > 0 else { return got < 0 ? -1 : done }
+            done += got
+        }
+        return done
     }
 
     /// Closes the descriptor ``holds(_:at:)`` reads with.
