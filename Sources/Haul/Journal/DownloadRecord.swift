@@ -92,6 +92,11 @@ struct DownloadRecord: Equatable, Sendable {
         keepsExistingFile = other.keepsExistingFile
     }
 
+    /// Whether a file found at the destination when the download is placed is kept, the download
+    /// moving on to `name.1`, `name.2`…: a name chosen for the caller (``keepsExistingFile``) or by
+    /// the server (``folder``).
+    var movesPastFilesFound: Bool { keepsExistingFile || folder != nil }
+
     /// A download into a folder whose file name is not chosen yet.
     var awaitsName: Bool { folder != nil && destination == folder }
 

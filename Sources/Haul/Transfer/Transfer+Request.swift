@@ -251,8 +251,7 @@ extension Transfer {
     private func foundPlacedFile() -> Bool {
         guard let identity = record.placing, !record.awaitsName else { return false }
         let destination = download.destinationPath
-        let numbered = record.keepsExistingFile || record.folder != nil
-        guard let path = PlacedFile.find(identity, at: destination, numbered: numbered) else {
+        guard let path = PlacedFile.find(identity, at: destination, numbered: record.movesPastFilesFound) else {
             return false
         }
         unlink(partialPath)

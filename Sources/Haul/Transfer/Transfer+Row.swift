@@ -131,8 +131,8 @@ extension Transfer {
             url: urlForErrors,
             modificationTime: environment.setsModificationTimeFromServer
                 ? record.lastModified.flatMap(HTTPDate.parse)?.timeIntervalSince1970 : nil,
-            replaces: record.folder == nil && !record.keepsExistingFile
-                ? .any : .ownOnly(placedModificationTime: record.placedModificationTime),
+            replaces: record.movesPastFilesFound
+                ? .ownOnly(placedModificationTime: record.placedModificationTime) : .any,
             journal: store,
             confinedTo: confinedTo
         )
