@@ -13,6 +13,30 @@ enum Descriptors {
         return connection
     }
 
+    /// A TCP socket listening on 127.0.0.1 at a free port (closed on exec, `SO_REUSEADDR`, a backlog
+    /// of 512), and that port: the fault server's and the fault relay's.
+    static func loopbackListener() throws -> (descriptor: Int32, port: Int) {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard listener >= 0 else { throw TestFailure("socket() failed") }
+        var yes: Int32 = 1
+        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(listener, pointer, length) == 0 && listen(listener, 512) == 0
+                    && getsockname(listener, pointer, &length) == 0
+            }
+        }
+        guard bound else {
+            close(listener)
+            throw TestFailure("bind/listen failed: \(String(cString: strerror(errno)))")
+        }
+        return (listener, Int(UInt16(bigEndian: address.sin_port)))
+    }
+
     /// Every open descriptor's number.
     static func all() -> [Int32] {
         ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).compactMap(Int32.init)

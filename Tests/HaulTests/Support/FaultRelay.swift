@@ -36,27 +36,8 @@ final class FaultRelay: @unchecked Sendable {
 
     /// Starts relaying 127.0.0.1:`port` (free, chosen here) to 127.0.0.1:`target`.
     static func start(to target: Int, seed: UInt64) throws -> FaultRelay {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var yes: Int32 = 1
-        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var address = Self.loopback(port: 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(listener, pointer, length) == 0 && listen(listener, 512) == 0
-                    && getsockname(listener, pointer, &length) == 0
-            }
-        }
-        guard bound else {
-            close(listener)
-            throw TestFailure("the relay could not listen: \(String(cString: strerror(errno)))")
-        }
-        let relay = FaultRelay(
-            listener: listener,
-            port: Int(UInt16(bigEndian: address.sin_port)),
-            target: target,
-            seed: seed
-        )
+        let (listener, port) = try Descriptors.loopbackListener()
+        let relay = FaultRelay(listener: listener, port: port, target: target, seed: seed)
         Thread { relay.acceptLoop() }.start()
         return relay
     }

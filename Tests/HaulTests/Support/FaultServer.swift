@@ -97,28 +97,8 @@ final class FaultServer: @unchecked Sendable {
 
     /// Starts listening on 127.0.0.1 on a free port.
     static func start() throws -> FaultServer {
-        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard socketFD >= 0 else { throw TestFailure("socket() failed") }
-        var yes: Int32 = 1
-        setsockopt(socketFD, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0, listen(socketFD, 512) == 0 else {
-            close(socketFD)
-            throw TestFailure("bind/listen failed: \(String(cString: strerror(errno)))")
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &length) }
-        }
-        let server = FaultServer(listener: socketFD, port: Int(UInt16(bigEndian: address.sin_port)))
+        let (socketFD, port) = try Descriptors.loopbackListener()
+        let server = FaultServer(listener: socketFD, port: port)
         let thread = Thread { server.acceptLoop() }
         thread.start()
         return server
