@@ -64,3 +64,45 @@ extension DownloadManager {
         try queue.takeOver(requests, from: stateDirectory)
     }
 }
+
+extension DownloadManager {
+    /// Gives paused downloads of this manager to another one while this one runs on: for each
+    /// download in `ids` that is paused here, its partial file and row (validators, bytes synced,
+    /// segments) move into the journal of `stateDirectory`, a folder no manager runs on (made when
+    /// missing), where the other manager's ``takeOver(_:from:)`` finds them and continues from those
+    /// bytes. The download leaves this manager: its handle ends as cancelled (``DownloadEvent/cancelled``)
+    /// and asking for it here starts it again.
+    ///
+    /// For a fleet worker whose lease was taken while it still ran (it missed its renewals): the
+    /// taker cannot open this manager's journal, so the bytes go where it can. A download that is not
+    /// paused here (running, finished, unknown) is left alone; pause it and wait for its
+    /// ``DownloadEvent/paused(_:)`` first.
+    ///
+    /// - Returns: the downloads handed over, and how many bytes each brings (0: a paused download
+    ///   with nothing on disk, whose row went all the same).
+    /// - Throws: ``DownloadError`` with code `.journalLocked` while a manager runs on `stateDirectory`,
+    ///   or the journal's and file system's errors.
+    @discardableResult
+    public func handOver(_ ids: [DownloadID], to stateDirectory: URL) throws -> [DownloadID: Int64] {
+        try queue.handOver(ids, to: stateDirectory)
+    }
+
+    /// Removes downloads from the journal of `stateDirectory`, which no manager may run on: their
+    /// rows and partial files. For what nobody took of a folder downloads were handed over in
+    /// (``handOver(_:to:)``).
+    ///
+    /// - Returns: how many rows were removed.
+    /// - Throws: ``DownloadError`` with code `.journalLocked` while a manager runs there, or the
+    ///   journal's errors.
+    @discardableResult
+    public static func removeDownloads(_ ids: [DownloadID], stateDirectory: URL) throws -> Int {
+        try DownloadQueue.removeDownloads(ids, in: stateDirectory)
+    }
+
+    /// What the journal of `stateDirectory` records of `id`, read as it stands (a manager may be
+    /// running on it, in this process or another); `nil` when it records nothing of `id` or cannot
+    /// be read. One lookup, for a large journal (``journalEntries(stateDirectory:)`` reads all).
+    public static func journalEntry(id: DownloadID, stateDirectory: URL) -> JournalEntry? {
+        Journal.readOnlyEntry(directory: stateDirectoryPath(stateDirectory), id: id)
+    }
+}

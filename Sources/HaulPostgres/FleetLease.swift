@@ -30,6 +30,10 @@ public struct FleetLease: Sendable, Hashable {
     /// or died and lost it. Its state directory may hold the row's bytes
     /// (``FleetWorker/init(queue:manager:concurrency:sharedStateDirectory:pollInterval:logger:)``).
     public let previousWorker: String?
+    /// Whether the previous claim ended by its lease running out (the worker died, hung or lost the
+    /// database), rather than by that worker giving the row back: a worker still running then hands
+    /// its bytes over once it learns (``DownloadManager/handOver(_:to:)``), and a taker waits for them.
+    public let previousLeaseExpired: Bool
     /// ``request``'s id in the worker's manager (its destination's, under the worker's output
     /// folder: for a row queued by a relative name, not ``id``), hashed once here rather than at
     /// each lookup of a held download.
@@ -49,6 +53,7 @@ public struct FleetLease: Sendable, Hashable {
         self.version = version
         self.attempts = attempts
         previousWorker = row.count > 8 ? row[8] : nil
+        previousLeaseExpired = row.count > 9 && row[9] == "t"
         requestID = DownloadRequest(url: head.url, destination: head.destination, priority: head.priority).id
         self.outputFolder = outputFolder.standardizedFileURL.path
     }

@@ -10,7 +10,7 @@ enum FleetSchema {
     static let migrationLock: Int64 = 0x6861_756C_7363_686D
 
     /// The column the latest schema added: a table that has it needs nothing.
-    static let latestColumn = "last_worker"
+    static let latestColumn = "lease_expired"
 
     /// Creates what is missing, once per database however many processes start at once. A database
     /// whose table has the latest column is left alone, without a lock: DDL on a table the fleet is
@@ -65,6 +65,11 @@ enum FleetSchema {
             // The worker that claimed the row last: its state directory may hold the row's bytes
             // (kept when the row goes back to the queue, released or expired).
             try connection.query("ALTER TABLE haul_downloads ADD COLUMN IF NOT EXISTS last_worker text")
+            // The last claim ended by its lease running out: its worker may still run, and hands
+            // the bytes over when it learns (``FleetLease/previousLeaseExpired``).
+            try connection.query(
+                "ALTER TABLE haul_downloads ADD COLUMN IF NOT EXISTS lease_expired boolean NOT NULL DEFAULT false"
+            )
         }
     }
 
@@ -76,7 +81,7 @@ enum FleetSchema {
     /// one back taking the others' downloads.
     static let requeueExpired = """
         UPDATE haul_downloads SET state = '\(FleetState.target(of: .leaseExpired)!.rawValue)', owner = NULL,
-            lease_expires = NULL, updated_at = now()
+            lease_expires = NULL, lease_expired = true, updated_at = now()
         WHERE id IN (
             SELECT id FROM haul_downloads WHERE \(FleetState.sqlCondition(accepting: .leaseExpired))
                 AND lease_expires < now()
@@ -91,16 +96,17 @@ enum FleetSchema {
     private static let claimUpdate = """
         UPDATE haul_downloads AS d
         SET state = '\(FleetState.target(of: .claimed)!.rawValue)', owner = $1, last_worker = $1, lease_version = d.lease_version + 1,
-            lease_expires = now() + $2::interval, attempts = d.attempts + 1, updated_at = now()
+            lease_expires = now() + $2::interval, attempts = d.attempts + 1, lease_expired = false,
+            updated_at = now()
         FROM picked WHERE d.id = picked.id
         RETURNING d.id, d.url, d.destination, d.host, d.priority, d.seq, d.lease_version, d.attempts,
-            picked.last_worker
+            picked.last_worker, picked.lease_expired
         """
 
     /// $1 worker, $2 lease, $3 how many.
     static let claim = """
         WITH picked AS (
-            SELECT id, last_worker FROM haul_downloads WHERE \(FleetState.sqlCondition(accepting: .claimed))
+            SELECT id, last_worker, lease_expired FROM haul_downloads WHERE \(FleetState.sqlCondition(accepting: .claimed))
             ORDER BY priority DESC, seq LIMIT $3::integer FOR UPDATE SKIP LOCKED
         )
         \(claimUpdate)
@@ -112,15 +118,15 @@ enum FleetSchema {
         WITH running AS (
             SELECT host, count(*) AS n FROM haul_downloads WHERE state = '\(FleetState.running.rawValue)' GROUP BY host
         ), candidates AS (
-            SELECT id, host, priority, seq, last_worker FROM haul_downloads
+            SELECT id, host, priority, seq, last_worker, lease_expired FROM haul_downloads
             WHERE \(FleetState.sqlCondition(accepting: .claimed))
             ORDER BY priority DESC, seq LIMIT $5::integer FOR UPDATE SKIP LOCKED
         ), ranked AS (
-            SELECT c.id, c.priority, c.seq, c.last_worker, coalesce(r.n, 0) AS n,
+            SELECT c.id, c.priority, c.seq, c.last_worker, c.lease_expired, coalesce(r.n, 0) AS n,
                 row_number() OVER (PARTITION BY c.host ORDER BY c.priority DESC, c.seq) AS k
             FROM candidates AS c LEFT JOIN running AS r ON r.host = c.host
         ), picked AS (
-            SELECT id, last_worker FROM ranked WHERE k + n <= $4::integer ORDER BY priority DESC, seq LIMIT $3::integer
+            SELECT id, last_worker, lease_expired FROM ranked WHERE k + n <= $4::integer ORDER BY priority DESC, seq LIMIT $3::integer
         )
         \(claimUpdate)
         """

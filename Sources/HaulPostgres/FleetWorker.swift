@@ -11,7 +11,9 @@ import Synchronization
 /// when it stops.
 ///
 /// - A download whose lease is lost (another worker took the row over after this one missed its
-///   renewals) is cancelled here, and nothing is recorded for it: the other worker's outcome counts.
+///   renewals) stops here, and nothing is recorded for it: the other worker's outcome counts. With
+///   a ``sharedStateDirectory`` it pauses and its bytes are handed over to the taker, which waits
+///   for them up to a lease's length (``DownloadManager/handOver(_:to:)``); else it is cancelled.
 /// - ``run()`` works until its task is cancelled; then it pauses its transfers (the bytes stay in
 ///   the manager's state directory), gives their rows back to the queue for any worker, and returns.
 ///   A worker that is killed instead loses its rows when their leases expire.
@@ -37,10 +39,11 @@ public final class FleetWorker: Sendable {
     public let pollInterval: Duration
     /// What each claimed request gets before the manager runs it (credentials in its URL, headers).
     private let prepare: (@Sendable (DownloadRequest) -> DownloadRequest)?
-    private let logger: Logger
     /// The database could not be reached since the last claim: the held leases are renewed before
     /// the next claim, which may take others' expired ones.
     private let reconnected = Atomic<Bool>(false)
+    /// Where this worker's log lines go.
+    let logger: Logger
 
     /// A worker for `queue` that downloads with `manager`, at most `concurrency` at once.
     ///
@@ -81,7 +84,7 @@ public final class FleetWorker: Sendable {
     }
 
     /// How a download this worker holds ended in its manager.
-    private enum Ending: Sendable {
+    enum Ending: Sendable {
         case completed(URL)
         /// Failed for good, with the error's text (credentials redacted).
         case failed(reason: String)
@@ -101,12 +104,22 @@ public final class FleetWorker: Sendable {
     }
 
     /// What the worker holds, by the id of the request its manager runs.
-    private struct Held {
+    struct Held {
         var leases: [DownloadID: FleetLease] = [:]
-        /// Leases taken over by another worker: their downloads were cancelled here.
+        /// Leases taken over by another worker: their downloads stop here (paused and handed over,
+        /// or cancelled).
         var lost: Set<DownloadID> = []
         /// What another process asked of a held download ('paused' or 'cancelled').
         var requested: [DownloadID: FleetState] = [:]
+        /// Held leases not started yet: their previous worker still runs and is to hand their bytes
+        /// over; each starts when they come, or at its time limit.
+        var awaiting: [DownloadID: Awaited] = [:]
+        /// Held leases that ended without running here (awaited, then paused or cancelled from
+        /// another process): reported as ended on the worker's next turn.
+        var endedUnstarted: [(DownloadID, Ending)] = []
+        /// What this worker's hand-over folder held at its last sweep (``sweepHandOvers(_:)``).
+        var handedOverAtSweep: Set<DownloadID> = []
+        var sweptAt = ContinuousClock.now
     }
 
     /// Works until cancelled (see the type's description), or with `untilEmpty` until a claim finds
@@ -158,6 +171,8 @@ public final class FleetWorker: Sendable {
                         renewedAt = .now
                         try await renew(&held)
                     }
+                    if !held.awaiting.isEmpty { try await startAwaited(&held) }
+                    sweepHandOvers(&held)
                     // A pause whose event the feed dropped (it keeps final events only, when a
                     // reader falls 4,096 behind): the journal says it.
                     for (id, state) in held.requested where state == .paused && held.leases[id] != nil {
@@ -167,6 +182,7 @@ public final class FleetWorker: Sendable {
                     guard let lease = held.leases.removeValue(forKey: id) else { continue }  // not held
                     guard held.lost.remove(id) == nil else {
                         held.requested[id] = nil  // another worker's now: nothing to settle
+                        if case .paused = ending { handOver([lease]) }
                         continue
                     }
                     if ended.isEmpty { continuation.yield(.flush) }
@@ -179,6 +195,8 @@ public final class FleetWorker: Sendable {
                     for (lease, _) in batch { held.requested[lease.requestID] = nil }
                 }
                 try await claim(into: &held)
+                for (id, ending) in held.endedUnstarted { continuation.yield(.ended(id, ending)) }
+                held.endedUnstarted.removeAll()
                 if untilEmpty, held.leases.isEmpty, ended.isEmpty { break }
             }
         } catch {
@@ -191,6 +209,8 @@ public final class FleetWorker: Sendable {
         for id in stillHeld.keys { manager.download(id: id)?.pause() }
         await manager.waitUntilIdle()
         reader.cancel()
+        // Lost leases whose pause came after the last turn: their bytes go to the taker too.
+        handOver(held.lost.compactMap { held.leases[$0] })
         for (id, lease) in stillHeld {
             let entry = manager.journalEntry(id: id)
             switch entry?.state {
@@ -219,15 +239,26 @@ public final class FleetWorker: Sendable {
         let renewal = try await persisting("renew") { try await queue.renew(leases) }
         for (lease, state) in renewal.requested
         where held.requested.updateValue(state, forKey: lease.requestID) == nil {
+            if held.awaiting.removeValue(forKey: lease.requestID) != nil {
+                held.endedUnstarted.append((lease.requestID, state == .cancelled ? .cancelled : .paused))
+                continue
+            }
             let download = manager.download(id: lease.requestID)
             if state == .cancelled { download?.cancel() } else { download?.pause() }
         }
-        for lease in renewal.lost where held.lost.insert(lease.requestID).inserted {
+        for lease in renewal.lost {
+            if held.awaiting.removeValue(forKey: lease.requestID) != nil {
+                held.leases[lease.requestID] = nil  // never started here: nothing to stop
+                continue
+            }
+            guard held.lost.insert(lease.requestID).inserted else { continue }
             logger.warning(
                 "a lease was taken over: the download stops here",
                 metadata: ["haul.download.id": "\(lease.id)", "haul.url": "\(lease.url)"]
             )
-            manager.download(id: lease.requestID)?.cancel()
+            // Paused and handed over where the taker can reach this worker's bytes; else cancelled.
+            let download = manager.download(id: lease.requestID)
+            if sharedStateDirectory != nil { download?.pause() } else { download?.cancel() }
         }
     }
 
@@ -261,63 +292,35 @@ public final class FleetWorker: Sendable {
                 leases.append(lease)
             }
         }
-        takeOverBytes(of: leases)
-        var requests: [DownloadRequest] = []
-        for lease in leases {
-            held.leases[lease.requestID] = lease
-            requests.append(prepare?(lease.request) ?? lease.request)
-        }
-        let summary = try manager.enqueue(requests)
-        // Refused here (a destination that is a folder): failed for the fleet, with the reason.
+        let awaited = takeOverBytes(of: leases)
+        for lease in leases { held.leases[lease.requestID] = lease }
+        let now = ContinuousClock.now
+        for lease in awaited { held.awaiting[lease.requestID] = Awaited(lease: lease, since: now) }
+        refused += try start(leases.filter { held.awaiting[$0.requestID] == nil }, in: &held)
+        if !refused.isEmpty { try await record(refused, requested: [:]) }
+        if !awaited.isEmpty { try await startAwaited(&held) }
+        return refused.count == claimed.count
+    }
+
+    /// Hands `leases` (held) to the manager in one `enqueue`: those it refuses (a destination that is
+    /// a folder) leave `held`, to be failed for the fleet with the reason.
+    func start(_ leases: [FleetLease], in held: inout Held) throws -> [(FleetLease, Ending)] {
+        guard !leases.isEmpty else { return [] }
+        let summary = try manager.enqueue(leases.map { prepare?($0.request) ?? $0.request })
+        var refused: [(FleetLease, Ending)] = []
         for rejection in summary.rejected {
             if let lease = held.leases.removeValue(forKey: leases[rejection.index].requestID) {
                 refused.append((lease, .failed(reason: "\(rejection.error)")))
             }
         }
-        if !refused.isEmpty { try await record(refused, requested: [:]) }
-        return refused.count == claimed.count
-    }
-
-    /// Moves into this worker's state directory what the previous workers of `leases` left in
-    /// theirs, in a shared folder, so that each download continues from those bytes. A previous
-    /// worker still running (it released the row, or hangs) keeps its directory locked: the download
-    /// starts over.
-    private func takeOverBytes(of leases: [FleetLease]) {
-        guard let shared = sharedStateDirectory else { return }
-        let me = queue.configuration.worker
-        var byWorker: [String: [FleetLease]] = [:]
-        for lease in leases {
-            if let previous = lease.previousWorker, previous != me { byWorker[previous, default: []].append(lease) }
-        }
-        for (previous, leases) in byWorker {
-            guard let directory = Self.stateDirectory(in: shared, worker: previous) else { continue }
-            do {
-                let taken = try manager.takeOver(leases.map(\.request), from: directory)
-                for (id, bytes) in taken {
-                    logger.info(
-                        "continues from the bytes another worker left",
-                        metadata: ["haul.download.id": "\(id)", "haul.worker": "\(previous)", "haul.bytes": "\(bytes)"]
-                    )
-                }
-            } catch let error as DownloadError where error.code == .journalLocked {
-                logger.debug(
-                    "the previous worker still runs: its downloads start over here",
-                    metadata: ["haul.worker": "\(previous)"]
-                )
-            } catch {
-                logger.warning(
-                    "could not take over another worker's bytes: its downloads start over here",
-                    metadata: ["haul.worker": "\(previous)", "haul.error": "\(error)"]
-                )
-            }
-        }
+        return refused
     }
 
     /// Runs `operation` again while the queue's database cannot be reached (restarted, cut off),
     /// after 0.2 s, then twice as long each time up to 5 s; the transfers go on meanwhile. A refused
     /// statement, or the task's cancellation, ends it (the leases then expire for other workers).
     @discardableResult
-    private func persisting<T>(_ what: String, _ operation: () async throws -> T) async throws -> T {
+    func persisting<T>(_ what: String, _ operation: () async throws -> T) async throws -> T {
         var delay = Duration.milliseconds(200)
         while true {
             do {
@@ -337,7 +340,7 @@ public final class FleetWorker: Sendable {
 
     /// Records the outcomes of downloads that ended, in one statement; gives back the rows of those
     /// paused or cancelled here (settled as asked when another process asked).
-    private func record(_ batch: [(FleetLease, Ending)], requested: [DownloadID: FleetState]) async throws {
+    func record(_ batch: [(FleetLease, Ending)], requested: [DownloadID: FleetState]) async throws {
         var outcomes: [FleetOutcome] = []
         var released: [FleetLease] = []
         var settled: [FleetState: [FleetLease]] = [:]

@@ -19,7 +19,8 @@ struct FleetWorkerTests {
         name: String,
         state: URL,
         concurrency: Int = 4,
-        lease: Duration = .seconds(30)
+        lease: Duration = .seconds(30),
+        shared: URL? = nil
     ) async throws -> FleetWorker {
         var queueConfiguration = FleetQueue.Configuration(connectionString: database, worker: name)
         queueConfiguration.leaseDuration = lease
@@ -32,6 +33,7 @@ struct FleetWorkerTests {
             queue: queue,
             manager: try DownloadManager(configuration: configuration),
             concurrency: concurrency,
+            sharedStateDirectory: shared,
             pollInterval: .milliseconds(50)
         )
     }
@@ -44,6 +46,7 @@ struct FleetWorkerTests {
         try listener.query("LISTEN haul_downloads")
         let queue = try await FleetQueue(configuration: .init(connectionString: database, worker: "observer"))
         while true {
+            try Task.checkCancellation()  // a time limit ends it
             let counts = try await queue.counts()
             if counts[.queued, default: 0] + counts[.running, default: 0] == 0 { return counts }
             try await TestPostgres.waitForNotification(on: listener, upTo: 1000)

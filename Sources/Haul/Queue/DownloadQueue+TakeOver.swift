@@ -20,7 +20,18 @@ extension DownloadQueue {
             if request.stateDirectory != source { prepared.append(request) }
         }
         guard !prepared.isEmpty else { return [:] }
-        let lockPath = "\(source)/\(Self.takeOverLockName)"
+        return try Self.whileTakingOver(source) { () throws(DownloadError) -> [DownloadID: Int64] in
+            try takeOver(prepared, fromLocked: source)
+        }
+    }
+
+    /// Runs `body` holding `directory`'s take-over lock, which every taker, giver and sweeper of
+    /// its rows takes (blocking) before the journal's own lock (not blocking).
+    static func whileTakingOver<T>(
+        _ directory: String,
+        _ body: () throws(DownloadError) -> T
+    ) throws(DownloadError) -> T {
+        let lockPath = "\(directory)/\(takeOverLockName)"
         let lock = try PrivateFile.open(lockPath, O_RDWR | O_CREAT)
         guard lock >= 0 else {
             throw DownloadError(
@@ -38,6 +49,13 @@ extension DownloadQueue {
             }
         }
         defer { flock(lock, LOCK_UN) }
+        return try body()
+    }
+
+    private func takeOver(
+        _ prepared: [PreparedRequest],
+        fromLocked source: String
+    ) throws(DownloadError) -> [DownloadID: Int64] {
         // Opened exclusively: `.journalLocked` while its manager lives. Opening it marks what ran there as
         // interrupted and, when it was last written in another boot (another machine's, on shared
         // storage), cuts each partial file back to the bytes that were synced: only those are sure
@@ -80,7 +98,7 @@ extension DownloadQueue {
     /// `journal`'s own row for it is queued or running, or holds as many bytes: the bytes now in
     /// `journal`'s partial file, or `nil` when nothing moved (a partial file on another file system
     /// is not copied: the download starts over).
-    private func move(
+    func move(
         _ id: DownloadID,
         record: DownloadRecord,
         from other: Journal,

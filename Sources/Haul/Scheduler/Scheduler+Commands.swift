@@ -51,6 +51,16 @@ extension Scheduler {
         }
     }
 
+    /// A paused download whose row another manager took (``DownloadManager/handOver(_:to:)``): it
+    /// goes on there, and ends here as cancelled.
+    func handedOver(_ download: Download) {
+        guard transfers[download.id] == nil else { return }  // asked for again meanwhile: it runs here
+        restartsBeforeRetry[download.id] = nil
+        countsSetAside[download.id] = nil
+        catalog.forget(download.id)
+        download.hub.publish(.cancelled)
+    }
+
     /// Applies `event` to the row of a download that is not admitted (a row another manager queued or
     /// runs is left alone). When the row changes, `changed` runs with the journal locked (so events it publishes
     /// come before the loop's next ones).

@@ -135,6 +135,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             case .control(let download, .resume): resume(download)
             case .control(let download, .cancel): cancel(download)
             case .control(let download, .limitRate(let rate)): limitRate(of: download, to: rate)
+            case .control(let download, .handedOver): handedOver(download)
             case .setRateLimits(let limits): environment.rateLimiter.setLimits(limits, admitted: transfers.keys)
             case .diskWorkDone(let results): diskWorkDone(results)
             case .checkIdle: idleWaitersPending = true

@@ -1,0 +1,64 @@
+import FoundationEssentials
+import Glibc
+
+/// Giving paused downloads to another manager while this one runs (a fleet worker whose lease was
+/// taken): their rows and partial files move into a state directory no manager has open, where the
+/// other's ``DownloadManager/takeOver(_:from:)`` finds them.
+extension DownloadQueue {
+    /// See ``DownloadManager/handOver(_:to:)``.
+    func handOver(_ ids: [DownloadID], to directory: URL) throws(DownloadError) -> [DownloadID: Int64] {
+        let target = FilePath.standardized(directory)
+        guard !ids.isEmpty else { return [:] }
+        if let error = FilePath.makeDirectories(target, mode: 0o700) {
+            throw DownloadError(
+                code: .fileSystem,
+                url: nil,
+                errno: error,
+                path: target,
+                detail: "could not create the folder to hand downloads over in"
+            )
+        }
+        try PrivateFile.checkFolder(target)
+        return try Self.whileTakingOver(target) { () throws(DownloadError) -> [DownloadID: Int64] in
+            // Exclusively: `.journalLocked` while a manager runs on it (it is not a hand-over folder).
+            let other = try Journal(directory: target, exclusive: true)
+            defer { other.close() }
+            var handed: [DownloadID: Int64] = [:]
+            for id in ids {
+                for journal in catalog.openJournals where journal.directory != target {
+                    let bytes = try journal.locked { () throws(DownloadError) -> Int64? in
+                        guard !journal.isClosed, let record = try journal.record(for: id), record.state == .paused,
+                            !journal.isHeldByAnother(id)
+                        else { return nil }
+                        // Moved before the row goes: a reader that finds the row gone finds it there.
+                        let bytes = try move(id, record: record, from: journal, into: other) ?? 0
+                        journal.remove(id)
+                        if let handle = catalog.existingHandle(id) { inbox.submit(.control(handle, .handedOver)) }
+                        return bytes
+                    }
+                    if let bytes {
+                        handed[id] = bytes
+                        break
+                    }
+                }
+            }
+            return handed
+        }
+    }
+
+    /// See ``DownloadManager/removeDownloads(_:stateDirectory:)``.
+    static func removeDownloads(_ ids: [DownloadID], in directory: URL) throws(DownloadError) -> Int {
+        let source = FilePath.standardized(directory)
+        guard !ids.isEmpty, access("\(source)/\(Journal.fileName)", F_OK) == 0 else { return 0 }
+        return try whileTakingOver(source) { () throws(DownloadError) -> Int in
+            let journal = try Journal(directory: source, exclusive: true)
+            defer { journal.close() }
+            var removed = 0
+            for id in ids where try journal.record(for: id) != nil {
+                journal.remove(id)
+                removed += 1
+            }
+            return removed
+        }
+    }
+}
