@@ -156,8 +156,10 @@ struct WorkerCommand: AsyncParsableCommand {
             when its leases expire (--lease). Each worker keeps its state in a folder of its own, \
             <output directory>/.haul/workers/<name> by default, so that any number of workers share \
             one output folder; a download taken over from a worker that is gone continues from the \
-            bytes it left there (or in --shared-state, on storage every worker mounts). With \
-            --state (one folder for this worker alone), it starts over.
+            bytes it left there (or in --shared-state, on storage every worker mounts), and one \
+            whose lease ran out while its worker still ran (hung, or cut off from the database) \
+            continues from the bytes that worker hands over once it learns. With --state (one \
+            folder for this worker alone), it starts over.
             """
     )
 
@@ -181,7 +183,8 @@ struct WorkerCommand: AsyncParsableCommand {
         name: .long,
         help: ArgumentHelp(
             "A folder on storage every worker shares, holding each worker's state in a folder named after it.",
-            discussion: "A download taken over from a worker that is gone continues from its bytes."
+            discussion:
+                "A download taken over from a worker that is gone, or handed over by one that lost its lease, continues from its bytes."
         )
     )
     var sharedState: String?

@@ -25,7 +25,9 @@ import Synchronization
 ///   With those directories in one folder on storage every worker shares
 ///   (``sharedStateDirectory``, each named after its worker), a row taken over from a worker that
 ///   is gone (killed, stopped) continues from the bytes it left, with the usual validator rules
-///   (``DownloadManager/takeOver(_:from:)``). With local state directories it starts over.
+///   (``DownloadManager/takeOver(_:from:)``); one taken from a worker that still runs continues
+///   from the bytes that worker hands over (``DownloadManager/handOver(_:to:)``). With local state
+///   directories it starts over.
 public final class FleetWorker: Sendable {
     /// The queue it works through.
     public let queue: FleetQueue
