@@ -1,10 +1,49 @@
 #!/usr/bin/env bash
 # Installs what is missing, checks the formatting, builds, and runs every test (unit and integration
 # against a real nginx that the tests start themselves).
+#
+#   scripts/test.sh              everything, once (what CI runs)
+#   scripts/test.sh --repeat N   builds once, runs the tests N times whatever fails, and reports each
+#                                test that failed in any run (and in how many): a flake is found
+#                                before CI finds it. Exit 1 when any failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/opt/swift/usr/bin"
+repeat=0
+if [ "${1:-}" = "--repeat" ]; then
+    repeat="${2:-}"
+    [[ "$repeat" =~ ^[1-9][0-9]*$ ]] || { echo "usage: $0 [--repeat N]" >&2; exit 64; }
+fi
 bash scripts/install-deps.sh
+if [ "$repeat" -gt 0 ]; then
+    swift build --build-tests
+    failures="$(mktemp)"
+    for run in $(seq 1 "$repeat"); do
+        log="$(mktemp)"
+        started=$SECONDS
+        status=0
+        { timeout 900 swift test --skip-build --skip FleetProcessTests --skip GigabyteStreamTests --skip SoakTests \
+            && for alone in SoakTests GigabyteStreamTests FleetProcessTests; do
+                timeout 600 swift test --skip-build --filter "$alone" || exit 1
+            done; } > "$log" 2>&1 || status=$?
+        # Swift Testing's "✘ Test NAME failed" lines and XCTest's; a hang shows as the timeout's status.
+        failed="$(grep -aE '^✘ Test .* (failed|recorded an issue)' "$log" | sed -E 's/ (failed after|recorded an issue).*//' | sort -u || true)"
+        [ "$status" -ne 0 ] && [ -z "$failed" ] && failed="(run $run ended with status $status and no failed test named: a hang or a crash)"
+        [ -n "$failed" ] && printf '%s\n' "$failed" >> "$failures"
+        echo "run $run of $repeat: $([ "$status" -eq 0 ] && echo passed || echo FAILED) in $((SECONDS - started)) s"
+        [ "$status" -ne 0 ] && cp "$log" "/tmp/haul-test-run-$run.log" && echo "  its output: /tmp/haul-test-run-$run.log"
+        rm -f "$log"
+    done
+    if [ -s "$failures" ]; then
+        echo "tests that failed, and in how many of $repeat runs:"
+        sort "$failures" | uniq -c | sort -rn
+        rm -f "$failures"
+        exit 1
+    fi
+    rm -f "$failures"
+    echo "every test passed in each of $repeat runs"
+    exit 0
+fi
 # The toolchain's swift-format, with the repository's .swift-format (120 columns, ordered imports).
 swift format lint --strict -r Sources Examples Tests
 # ARCHITECTURE.md's rule, checked: a folder of Sources/Haul refers to none above it (a short list of

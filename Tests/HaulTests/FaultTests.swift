@@ -137,13 +137,17 @@ struct FaultTests {
             #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 300_000))
             let stalls = retries(in: events)
             #expect(stalls.count == 1 && stalls.first?.0.curlCode == 28)
-            #expect(stalls.first?.0.description.contains("no data arrived for 2 s") == true, "\(stalls)")
+            #expect(
+                stalls.first?.0.description.contains("no data arrived for 2 s (the stall timeout)") == true,
+                "\(stalls)"
+            )
             let requests = server.requests(to: "/stall/100000/300000")
             try #require(requests.count == 2)
-            // From the first request (its 100,000 bytes take milliseconds) to the resume: the 2 s
-            // timeout, the sweep's quarter of a second, the retry's delay. Before: about 7 s.
+            // Ended by Haul's own sweep, which the message names (curl's own check, which averages
+            // over about five seconds first, says "Operation too slow"), not before the timeout:
+            // from the first request (its 100,000 bytes take milliseconds) to the resume.
             let noticed = requests[1].arrival - requests[0].arrival
-            #expect(noticed >= .seconds(2) && noticed < .seconds(3), "noticed after \(noticed)")
+            #expect(noticed >= .seconds(2), "noticed after \(noticed)")
         }
     }
 
@@ -153,6 +157,8 @@ struct FaultTests {
     func segmentStallNoticedInTime() async throws {
         try await withFaultServer { server, directory in
             var configuration = configuration(directory)  // a stall timeout of 1 s
+            let log = CapturedLog()
+            configuration.logger = log.logger
             configuration.connectionsPerFile = 4
             configuration.minimumSegmentSize = 128 * 1024
             let size = 2 * 1024 * 1024
@@ -167,11 +173,13 @@ struct FaultTests {
             let requests = server.requests(to: "/stall-segments/\(size)")
             let silent = try #require(requests.first { $0.closedAt != nil }, "\(requests.map(\.bytesSent))")
             #expect(silent.range != nil && silent.bytesSent == 64 * 1024)
-            // Its 64 KiB take 20 ms; then 1 s of silence, and the sweep's quarter of a second: the
-            // client closed it. curl's own check (which averages over about five seconds first)
-            // closed it after 5 to 6 s.
+            // Its 64 KiB take 20 ms; then 1 s of silence: the client closed it, by Haul's own sweep,
+            // which the connection's failure names (curl's own check, which averages over about
+            // five seconds first, closed it after 5 to 6 s and says "Operation too slow").
             let closedAfter = silent.closedAt! - silent.arrival
-            #expect(closedAfter < .milliseconds(3500), "closed after \(closedAfter)")
+            #expect(closedAfter >= .seconds(1), "closed after \(closedAfter)")
+            #expect(log.text.contains("no data arrived for 1 s (the stall timeout)"), "\(log.text.suffix(2000))")
+            #expect(!log.text.contains("Operation too slow"))
         }
     }
 
@@ -1201,10 +1209,10 @@ struct ConnectTimeoutTests {
             }
         }
         // Without connectTimeout this takes the kernel's SYN retries (about 127 s) or curl's default
-        // (300 s). The bound leaves room for the rest of the suite: with it running on two busy cores,
-        // this test's task was seen resuming 10-14 s after a failure that came at 0.3 s (alone, on the
-        // same loaded cores: 0.33 s).
+        // (300 s), past the suite's time limit (a minute): that limit is the upper bound, not the
+        // machine's speed (with the rest of the suite on two busy cores, this test's task was seen
+        // resuming 10-14 s after a failure that came at 0.3 s). Not before the timeout:
         let elapsed = clock.now - start
-        #expect(elapsed >= .milliseconds(250) && elapsed < .seconds(30), "\(elapsed)")
+        #expect(elapsed >= .milliseconds(250), "\(elapsed)")
     }
 }

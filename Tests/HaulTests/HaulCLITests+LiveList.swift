@@ -66,8 +66,8 @@ extension HaulCLITests {
     func listingKeepsUpOverSeveralConnections() async throws {
         let (server, work) = try startServerAndDirectory()
         defer { stop(server, work) }
-        // 24 s over four connections at /slow/'s 512 KB/s each: still running when it is stopped, on a
-        // machine as busy as the whole suite makes it.
+        // /held/: each of the four connections gets 1 MiB at once, then 1 KB/s: still running when
+        // it is stopped, however busy the machine (not a rate chosen to be slow enough).
         let size = 48 * 1024 * 1024
         _ = try server.makeFile("live4.bin", size: size)
         let output = work.appendingPathComponent("out")
@@ -76,7 +76,7 @@ extension HaulCLITests {
             Self.haulPath,
             [
                 "--json", "-x", "4", "--min-split-size", "1M", "--checkpoint-interval", "60", "-o", output.path + "/",
-                server.url("slow/live4.bin").absoluteString,
+                server.url("held/live4.bin").absoluteString,
             ],
             stdout: events
         )

@@ -193,8 +193,9 @@ extension HaulCLITests {
         // bucket's first burst and the chunks in flight.
         #expect(took >= .seconds(2.5), "took \(took)")
         // A connection whose chunk was refused as curl gave it again after the limiter's pause once
-        // hung until the stall timeout (30 s): curl reports no end for it (the scheduler ends it).
-        #expect(took < .seconds(20), "took \(took)")
+        // hung until the stall timeout (30 s, haul's default): curl reports no end for it (the
+        // scheduler ends it). The bound is that timeout, not the machine's speed.
+        #expect(took < .seconds(30), "took \(took)")
         let ranged = server.accessLog().filter { $0.uri == "/x.bin" && $0.range.hasPrefix("bytes=") }
         #expect(ranged.count >= 3)
         for bad in [

@@ -29,6 +29,8 @@ final class SegmentFetch {
     var asksAgain = false
     /// Its bytes when they last changed, and when: what tells a stall (``Transfer/stalledRequests(now:after:)``).
     var stallMark: (bytes: Int64, since: UInt64)?
+    /// Ended by the stall sweep after this many seconds without data: what its failure says.
+    var stalledFor: Int64?
     /// When its request went out (uptime nanoseconds), and its segment's bytes then: its speed.
     var requestedAt: UInt64 = 0
     var writtenAtRequest: Int64 = 0

@@ -235,7 +235,7 @@ extension Transfer {
         if let reason = fetch.changed { return fileChanged(reason) }
         let whole = segments.map.index(startingAt: fetch.start).map { segments.map.segments[$0].isDone } ?? true
         guard whole || fetch.ended else {
-            let error = segmentFailure(result, refused: fetch.error, easy: easy)
+            let error = segmentFailure(result, refused: fetch.error, easy: easy, stalledFor: fetch.stalledFor)
             // A failed write (a full disk) fails the download: the machine is no longer receiving.
             guard liveConnections > 1, case .receiving = machine.state else { return endAttempt(.failed(error)) }
             // Others go on: this one stops, and the download uses one connection fewer from now on;
@@ -286,7 +286,11 @@ extension Transfer {
             segmentBytesWritten()
             return .none
         }
-        guard whole else { return endAttempt(.failed(segmentFailure(result, refused: request.bodyError, easy: easy))) }
+        guard whole else {
+            return endAttempt(
+                .failed(segmentFailure(result, refused: request.bodyError, easy: easy, stalledFor: request.stalledFor))
+            )
+        }
         stopRequest()
         segments.primaryStart = nil
         do {
@@ -301,7 +305,12 @@ extension Transfer {
 
     /// Why a request ended before its segment did: the error its answer was refused with, else an
     /// answer cut short, else curl's.
-    private func segmentFailure(_ result: CURLcode, refused: DownloadError?, easy: EasyHandle?) -> DownloadError {
+    private func segmentFailure(
+        _ result: CURLcode,
+        refused: DownloadError?,
+        easy: EasyHandle?,
+        stalledFor: Int64? = nil
+    ) -> DownloadError {
         if let refused { return refused }
         guard result != CURLE_OK else {
             return DownloadError(
@@ -314,7 +323,8 @@ extension Transfer {
             code: result == CURLE_PARTIAL_FILE ? .sizeMismatch : .transport,
             url: urlForErrors,
             curlCode: Int(result.rawValue),
-            detail: easy?.errorMessage ?? String(cString: curl_easy_strerror(result))
+            detail: stalledFor.map { "no data arrived for \($0) s (the stall timeout)" }
+                ?? easy?.errorMessage ?? String(cString: curl_easy_strerror(result))
         )
     }
 

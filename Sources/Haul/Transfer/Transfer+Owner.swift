@@ -78,7 +78,11 @@ extension Transfer {
 
     /// Its request `raw` received nothing for `seconds`: its owner ends it as timed out.
     func stalled(_ raw: UnsafeMutableRawPointer, seconds: Int64) {
-        if easy?.raw == raw { request.stalledFor = seconds }
+        if easy?.raw == raw {
+            request.stalledFor = seconds
+        } else if let fetch = segments?.fetches.first(where: { $0.easy?.raw == raw }) {
+            fetch.stalledFor = seconds
+        }
     }
 
     // MARK: durability

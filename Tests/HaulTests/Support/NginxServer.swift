@@ -6,7 +6,8 @@ import Glibc
 /// Locations: `/` (plain), `/slow/` (512 KB/s per connection), `/slowest/` (256 KB/s), `/norange/`
 /// (ignores Range: `max_ranges 0`, 512 KB/s), `/redirect/x` (302 to `/x`), `/loop` (redirects to itself), `/chunked/` (no Content-Length,
 /// chunked, no ranges), `/gated/` (a request without Range: 1 MiB at once, then 1 KB/s; with one: at
-/// full speed), `/paced/` (the same at 16 KB/s). The access log records, per request, the URI, status,
+/// full speed), `/paced/` (the same at 16 KB/s), `/held/` (every request, ranged too: 1 MiB at once,
+/// then 1 KB/s). The access log records, per request, the URI, status,
 /// body bytes sent and the Range / If-Range headers.
 final class NginxServer: @unchecked Sendable {
     // @unchecked Sendable: every stored property is immutable; `ChildProcess` guards its own state.
@@ -145,6 +146,9 @@ final class NginxServer: @unchecked Sendable {
                         location /norange/ { alias \(root.path)/; max_ranges 0; limit_rate 512k; }
                         location /gated/ { alias \(root.path)/; limit_rate_after 1m; limit_rate $haul_gated_rate; }
                         location /paced/ { alias \(root.path)/; limit_rate_after 1m; limit_rate $haul_paced_rate; }
+                        # /held/: every request, ranged or not, 1 MiB at once, then 1 KB/s: a download
+                        # over several connections still runs when a test looks, however late.
+                        location /held/ { alias \(root.path)/; limit_rate_after 1m; limit_rate 1k; }
                         location /gated-norange/ {
                             alias \(root.path)/; max_ranges 0; limit_rate_after 1m; limit_rate $haul_gated_rate;
                         }
