@@ -31,7 +31,7 @@ struct ContinueTests {
 
     @Test("where Haul's journal has the download's own partial file, that goes on, not the file at the destination")
     func onlyAFileHaulDidNotDownload() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("own.bin", size: 1024 * 1024 + 256 * 1024, seed: 435)
         let destination = directory.appendingPathComponent("own.bin")

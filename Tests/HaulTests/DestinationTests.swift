@@ -27,7 +27,7 @@ struct DestinationTests {
         "a symlink is followed: the file is placed at its target (the user's old bytes replaced whole), the link stays"
     )
     func symlinkIsFollowed() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("linked.bin", size: 200_000, seed: 381)
         let folder = directory.appendingPathComponent("files")
@@ -67,7 +67,7 @@ struct DestinationTests {
         "a FIFO, a character device, a Unix socket, and a link to the device: written through in order, left as they were"
     )
     func specialFilesAreWrittenThrough() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("special.bin", size: 3_000_000, seed: 382)
         let folder = directory.appendingPathComponent("specials")
@@ -197,7 +197,7 @@ struct DestinationTests {
 
     @Test("a block device is refused; a FIFO made at the destination during a download is not replaced by the file")
     func blockDevicesAndLateArrivals() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         // /gated/ sends 1 MiB at once, then 1 KB/s (the last 256 KiB would take minutes); a resume (with
         // Range) is not limited: the pause below lands before the end, however loaded the machine.
@@ -232,7 +232,7 @@ struct DestinationTests {
         "partials are their owner's only (0600) in a private state folder (made 0700 if it was not); the file placed gets 0666 less the umask"
     )
     func modesOfPartialsAndPlacedFiles() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("mode.bin", size: 1024 * 1024 + 256 * 1024, seed: 384)
         let state = directory.appendingPathComponent(".haul")

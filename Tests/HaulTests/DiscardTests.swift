@@ -11,7 +11,7 @@ import Testing
 struct DiscardTests {
     @Test("a discarded body is counted, never written; its timings say what it cost; one URL twice is two downloads")
     func discardsAndTimes() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 1024 * 1024 + 3
         _ = try server.makeFile("counted.bin", size: size, seed: 31)
@@ -130,7 +130,7 @@ extension DiscardTests {
         arguments: Limit.allCases
     )
     func sharedSlots(limit: Limit) async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         _ = try server.makeFile("first.bin", size: 300 * 1024, seed: 32)
         let streamed = try server.makeFile("second.bin", size: 100 * 1024, seed: 33)
@@ -179,7 +179,7 @@ extension DiscardTests {
 
     @Test("a stream and a discarded body share the manager's rate limit, and count in its metrics")
     func sharedRateAndMetrics() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 128 * 1024
         let source = try server.makeFile("rated.bin", size: size, seed: 35)

@@ -21,7 +21,7 @@ struct DownloadManagerTests {
 
     @Test("one download arrives byte-identical, with its states in order")
     func singleDownload() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("one.bin", size: 3_000_123)
         let destination = directory.appendingPathComponent("one.bin")
@@ -58,7 +58,7 @@ struct DownloadManagerTests {
 
     @Test("200 downloads at once all arrive byte-identical")
     func manyAtOnce() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         var sources: [Data] = []
         for index in 0..<200 {
@@ -96,7 +96,7 @@ struct DownloadManagerTests {
 
     @Test("pause in the middle, then resume: identical, and about one file's worth sent")
     func pauseAndResume() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 3 * 1024 * 1024
         let source = try server.makeFile("pause.bin", size: size)
@@ -149,7 +149,7 @@ struct DownloadManagerTests {
 
     @Test("cancel stops the transfer, deletes the partial file and reports cancelled")
     func cancel() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         try server.makeFile("cancel.bin", size: 4 * 1024 * 1024)
         let destination = directory.appendingPathComponent("cancel.bin")
@@ -177,7 +177,7 @@ struct DownloadManagerTests {
 
     @Test("a partial left by an earlier manager is resumed by the next one")
     func resumeAcrossManagers() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 3 * 1024 * 1024
         let source = try server.makeFile("across.bin", size: size)
@@ -216,7 +216,7 @@ struct DownloadManagerTests {
         "a server that ignores ranges: its whole answer is read past the bytes on disk, which stay; never appended blindly"
     )
     func serverIgnoresRanges() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("norange.bin", size: 2 * 1024 * 1024)
         let destination = directory.appendingPathComponent("norange.bin")
@@ -248,7 +248,7 @@ struct DownloadManagerTests {
 
     @Test("a remote file that changed between pause and resume is fetched whole, never spliced")
     func remoteChanged() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         try server.makeFile("changing.bin", size: 2 * 1024 * 1024, seed: 1)
         let destination = directory.appendingPathComponent("changing.bin")
@@ -281,7 +281,7 @@ struct DownloadManagerTests {
 
     @Test("404 fails with that status and leaves nothing at the destination")
     func notFound() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let destination = directory.appendingPathComponent("missing.bin")
         try await withDownloadManager(configuration: configuration()) { manager in
@@ -306,7 +306,7 @@ struct DownloadManagerTests {
 
     @Test("invalid URLs are clear errors, not crashes, and the manager goes on")
     func invalidURLs() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("ok.bin", size: 10_000)
         try await withDownloadManager(configuration: configuration()) { manager in
@@ -377,7 +377,7 @@ struct DownloadManagerTests {
 
     @Test("a consumer that never reads does not stall the download or grow without bound")
     func slowConsumer() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("unread.bin", size: 16 * 1024 * 1024)
         let destination = directory.appendingPathComponent("unread.bin")
@@ -398,7 +398,7 @@ struct DownloadManagerTests {
 
     @Test("a file already complete at its destination transfers nothing")
     func alreadyComplete() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("done.bin", size: 500_000)
         let destination = directory.appendingPathComponent("done.bin")
@@ -414,7 +414,7 @@ struct DownloadManagerTests {
 
     @Test("a partial as long as the file: a 416 completes it without sending the body again")
     func rangeNotSatisfiableCompletes() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("whole.bin", size: 300_000)
         let destination = directory.appendingPathComponent("whole.bin")
@@ -450,7 +450,7 @@ struct DownloadManagerTests {
 
     @Test("redirects are followed (and bounded); the file comes from the final response")
     func redirects() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("target.bin", size: 123_456)
         try await withDownloadManager(configuration: configuration()) { manager in
@@ -474,7 +474,7 @@ struct DownloadManagerTests {
 
     @Test("a manager dropped without shutdown pauses its downloads and ends its thread")
     func droppedManager() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         try server.makeFile("dropped.bin", size: 3 * 1024 * 1024)
         var manager: DownloadManager? = try DownloadManager(configuration: configuration())
@@ -493,7 +493,7 @@ struct DownloadManagerTests {
 
     @Test("a body of unknown length (chunked) and an empty file both complete")
     func unknownLengthAndEmpty() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("stream.bin", size: 1_500_000)
         try server.makeFile("empty.bin", size: 0)
@@ -537,7 +537,7 @@ struct DownloadManagerTests {
         "a second URL for a destination being written is the same download: its next request goes to the new URL, and a different file starts over, never spliced"
     )
     func secondURLForOneDestination() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         _ = try server.makeFile("a.bin", size: 3_000_000, seed: 41)
         let b = try server.makeFile("b.bin", size: 3_000_000, seed: 42)
@@ -577,7 +577,7 @@ struct DownloadManagerTests {
 
     @Test("revalidation: a 304 keeps the complete file, a changed file replaces it whole")
     func revalidateCompletedFile() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let first = try server.makeFile("rv.bin", size: 300_000, seed: 1)
         let destination = directory.appendingPathComponent("rv.bin")

@@ -14,7 +14,7 @@ struct DownloadServiceTests {
         "nothing starts before run; a graceful shutdown pauses every download, bytes kept; the next service finishes it"
     )
     func gracefulShutdownKeepsBytes() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 3 * 1024 * 1024
         let source = try server.makeFile("service.bin", size: size)

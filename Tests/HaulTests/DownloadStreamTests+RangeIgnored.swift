@@ -123,7 +123,7 @@ extension DownloadStreamTests {
 extension DownloadStreamTests {
     @Test("nginx with max_ranges 0, a FIFO paused and resumed: its 200 read past what the reader has, the body whole")
     func fifoFromNginxIgnoringRanges() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("ignored.bin", size: 2 * 1024 * 1024, seed: 421)
         let (fifo, reader) = try DestinationTests.fifoWithReader(in: directory)

@@ -28,7 +28,7 @@ struct DownloadStreamTests {
 
     @Test("a body read as a stream is the file, byte for byte; the response is known, nothing is on disk")
     func wholeBody() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("streamed.bin", size: 3 * 1024 * 1024 + 17, seed: 21)
         try await withDownloadManager(configuration: .forTests()) { manager in
@@ -93,7 +93,7 @@ struct DownloadStreamTests {
 
     @Test("a slow reader: the transfer waits for it, never more than the buffer ahead; the body is whole")
     func backpressure() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("paced.bin", size: 2 * 1024 * 1024, seed: 22)
         var configuration = DownloadManager.Configuration.forTests(bufferSize: 16 * 1024)
@@ -109,7 +109,7 @@ struct DownloadStreamTests {
 
     @Test("a stream left early: its download is cancelled and its slot taken by the next")
     func leftEarly() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         _ = try server.makeFile("left.bin", size: 4 * 1024 * 1024, seed: 23)
         let next = try server.makeFile("next.bin", size: 100 * 1024, seed: 24)
@@ -132,7 +132,7 @@ struct DownloadStreamTests {
 extension DownloadStreamTests {
     @Test("a stream whose whole body was received, dropped unread: cancelled, not waiting forever for a reader")
     func leftWhileTheRestWaits() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         // The pipe (64 KiB) full and the last 100 bytes held for the reader: curl has ended the body.
         let size = 64 * 1024 + 100
@@ -175,7 +175,7 @@ extension DownloadStreamTests {
 
     @Test("400 streams, 20 at once: each whole, though a new stream's pipe takes an ended one's numbers")
     func manyStreamsAtOnce() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("again.bin", size: 20 * 1024, seed: 28)
         var configuration = DownloadManager.Configuration.forTests()
@@ -203,7 +203,7 @@ extension DownloadStreamTests {
 
     @Test("a body in memory is the file; one announced larger than the maximum fails before its body")
     func bodyInMemory() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let small = try server.makeFile("small-body.bin", size: 300 * 1024 + 5, seed: 25)
         let large = 16 * 1024 * 1024

@@ -132,7 +132,7 @@ struct EnqueueFollowingTests {
         "every request's outcome arrives on the feed by its id, with its handle; a second run finds complete those that were"
     )
     func outcomesByID() async throws {
-        let (server, directory) = try startServerAndDirectory(inMemory: true)
+        let (server, directory) = try await startServerAndDirectory(inMemory: true)
         defer { stop(server, directory) }
         let source = try server.makeFile("f.bin", size: 20_000, seed: 5)
         let files = directory.appendingPathComponent("files")

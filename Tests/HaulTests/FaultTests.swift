@@ -846,12 +846,12 @@ struct FaultTests {
 @Suite("Integrity and disk errors", .timeLimit(.minutes(2)))
 struct IntegrityTests {
     /// The digest coreutils computes (`sha256sum`, `sha1sum`, `md5sum`): a reference independent of Haul.
-    func coreutilsDigest(_ algorithm: Checksum.Algorithm, of data: Data, in directory: URL) throws -> String {
+    func coreutilsDigest(_ algorithm: Checksum.Algorithm, of data: Data, in directory: URL) async throws -> String {
         let input = directory.appendingPathComponent("digest-input")
         let output = directory.appendingPathComponent("digest-output")
         try data.write(to: input)
         let tool = try ChildProcess("/usr/bin/\(algorithm.rawValue)sum", [input.path], stdout: output.path)
-        #expect(tool.wait() == 0)
+        #expect(await tool.exited() == 0)
         return String(try String(contentsOf: output, encoding: .utf8).prefix(algorithm.hexLength))
     }
 
@@ -869,7 +869,7 @@ struct IntegrityTests {
             let body = FaultServer.body(size: 300_000)
             try await withDownloadManager(configuration: configuration(directory)) { manager in
                 for algorithm in Checksum.Algorithm.allCases {
-                    let hex = try coreutilsDigest(algorithm, of: body, in: directory)
+                    let hex = try await coreutilsDigest(algorithm, of: body, in: directory)
                     let checksum = try #require(Checksum("\(algorithm.rawValue):\(hex.uppercased())"))
                     let destination = directory.appendingPathComponent("good-\(algorithm.rawValue)")
                     let download = try manager.download(
@@ -887,7 +887,7 @@ struct IntegrityTests {
                 let destination = directory.appendingPathComponent("bad")
                 try Data("the user's file".utf8).write(to: destination)
                 let wrong = try #require(Checksum(algorithm: .sha256, hex: String(repeating: "ab", count: 32)))
-                let actual = try coreutilsDigest(.sha256, of: body, in: directory)
+                let actual = try await coreutilsDigest(.sha256, of: body, in: directory)
                 let download = try manager.download(
                     DownloadRequest(url: server.url("file/300000"), destination: destination, checksum: wrong)
                 )
@@ -946,7 +946,7 @@ struct IntegrityTests {
 
     @Test("a body of unknown length that grows past the maximum fails")
     func unknownLengthPastTheMaximum() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         try server.makeFile("big.bin", size: 400_000)  // served chunked under /chunked/
         var configuration = configuration(directory)
@@ -1072,12 +1072,9 @@ struct IntegrityTests {
 struct SafeDefaultTests {
     @Test("HTTPS is verified: a self-signed server fails without its CA, and downloads with it")
     func tlsIsVerified() async throws {
-        let server = try NginxServer.start(tls: true)
+        let server = try await NginxServer.start(tls: true)
         let directory = try makeTemporaryDirectory()
-        defer {
-            server.stop()
-            try? FileManager.default.removeItem(at: directory)
-        }
+        defer { stop(server, directory) }
         let source = try server.makeFile("secure.bin", size: 700_000, seed: 9)
         var configuration = DownloadManager.Configuration()
         configuration.stateDirectory = directory.appendingPathComponent("state")
@@ -1107,12 +1104,9 @@ struct SafeDefaultTests {
 
     @Test("over HTTPS, downloads from one host share HTTP/2 connections, up to maxStreamsPerConnection each")
     func http2Multiplexes() async throws {
-        let server = try NginxServer.start(tls: true)
+        let server = try await NginxServer.start(tls: true)
         let directory = try makeTemporaryDirectory()
-        defer {
-            server.stop()
-            try? FileManager.default.removeItem(at: directory)
-        }
+        defer { stop(server, directory) }
         let sources = try (0..<24).map { try server.makeFile("h2/\($0).bin", size: 200_000, seed: UInt64($0) + 1) }
         var configuration = DownloadManager.Configuration()
         configuration.stateDirectory = directory.appendingPathComponent("state")

@@ -23,7 +23,7 @@ struct FetchTests {
 
     @Test("cancelling the task that awaits fetch pauses the download, its bytes kept; fetch again resumes from them")
     func cancellationPauses() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 3 * 1024 * 1024
         let source = try server.makeFile("fetch.bin", size: size)
@@ -62,7 +62,7 @@ struct FetchTests {
 
     @Test("a fetch from a task already cancelled throws at once and asks for nothing")
     func cancelledBeforeTheCall() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         try server.makeFile("never.bin", size: 1000)
         let destination = directory.appendingPathComponent("never.bin")
@@ -80,7 +80,7 @@ struct FetchTests {
 
     @Test("cancelling a task that waits on finished() ends that wait only: the download goes on")
     func finishedWaiterCancellation() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("goes-on.bin", size: 3 * 1024 * 1024)
         let destination = directory.appendingPathComponent("goes-on.bin")

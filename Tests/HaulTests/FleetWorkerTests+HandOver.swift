@@ -10,7 +10,7 @@ extension FleetWorkerTests {
         .timeLimit(.minutes(2))
     )
     func lostLeaseHandsBytesOver() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let database = try await TestPostgres.database()
         // /gated/: the first request gets 1 MiB at once, then 1 KB/s; a range request runs free. A
@@ -94,7 +94,7 @@ extension FleetWorkerTests {
         .timeLimit(.minutes(1))
     )
     func unclaimedHandOverIsSwept() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let database = try await TestPostgres.database()
         _ = try server.makeFile("s.bin", size: 2 * 1024 * 1024, seed: 32)

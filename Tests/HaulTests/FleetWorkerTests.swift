@@ -55,7 +55,7 @@ struct FleetWorkerTests {
 
     @Test("two workers share 60 downloads: every file whole, every row completed once, each file fetched once")
     func twoWorkers() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let database = try await TestPostgres.database()
         var sources: [Data] = []
@@ -99,7 +99,7 @@ struct FleetWorkerTests {
         "a download that fails for good (a 404) is recorded failed with its reason; the others complete; until-empty returns"
     )
     func failuresAreRecorded() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let database = try await TestPostgres.database()
         let source = try server.makeFile("here.bin", size: 30_000, seed: 9)
@@ -124,7 +124,7 @@ struct FleetWorkerTests {
 
     @Test("a dead worker's rows are taken over when its leases expire; its late completions change nothing")
     func takeover() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let database = try await TestPostgres.database()
         let source = try server.makeFile("t.bin", size: 300_000, seed: 9)
@@ -169,7 +169,7 @@ struct FleetWorkerTests {
 
     @Test("a worker whose lease is taken mid-transfer cancels its download and records nothing")
     func lostLease() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let database = try await TestPostgres.database()
         _ = try server.makeFile("slow.bin", size: 8 * 1024 * 1024, seed: 3)  // 16 s at 512 KB/s
@@ -212,7 +212,7 @@ struct FleetWorkerTests {
 
     @Test("from another process: pause, resume and cancel a download, queued or running, and await its outcome")
     func controlFromAnywhere() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let database = try await TestPostgres.database()
         let source = try server.makeFile("slow.bin", size: 2_000_000, seed: 21)  // 4 s at 512 KB/s
@@ -281,7 +281,7 @@ struct FleetWorkerTests {
         "rows aimed outside the output folder (.., absolute, .haul, a link out) are refused when queued and failed by the worker, nothing written"
     )
     func hostileRows() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let database = try await TestPostgres.database()
         let source = try server.makeFile("h.bin", size: 20_000, seed: 4)

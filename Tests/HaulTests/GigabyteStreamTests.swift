@@ -28,7 +28,7 @@ struct GigabyteStreamTests {
 
     @Test("a 1 GiB body to a reader slower than the network: never more than the bound ahead, every byte right")
     func gigabyteBehindASlowReader() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 1 << 30
         let file = server.root.appendingPathComponent("gigabyte.bin").path

@@ -18,7 +18,7 @@ struct HandOverTests {
         "a paused download's row and bytes go to the folder and leave the giver, whose handle ends cancelled; the taker continues with If-Range"
     )
     func pausedDownloadMoves() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 2 * 1024 * 1024
         let source = try server.makeFile("h.bin", size: size, seed: 17)
@@ -74,7 +74,7 @@ struct HandOverTests {
 
     @Test("what nobody took is removed from the folder, row and partial file; a live manager's folder refuses")
     func removeWhatNobodyTook() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         _ = try server.makeFile("r.bin", size: 2 * 1024 * 1024, seed: 18)
         let request = DownloadRequest(

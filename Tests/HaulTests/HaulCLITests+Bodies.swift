@@ -195,7 +195,7 @@ extension HaulCLITests {
 
     @Test("--discard --json: every body read and thrown away, each line with its timings, nothing written")
     func discardWithTimings() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let sizes = [200_000, 1_000, 3_000_000]
         for (index, size) in sizes.enumerated() { try server.makeFile("d\(index).bin", size: size) }

@@ -18,7 +18,7 @@ extension HaulCLITests {
         "-c continues a partial made with head -c: the rest asked for with 64 KiB of overlap, checked; without -c, fetched whole"
     )
     func continuesAFileLeftByAnotherTool() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let size = 3 * 1024 * 1024
         let source = try server.makeFile("left.bin", size: size, seed: 431)
@@ -48,7 +48,7 @@ extension HaulCLITests {
         "-c with a file that is not the server's start, one longer than it, or a server that ignores ranges: fetched whole, right"
     )
     func continuesOnlyWhatTheOverlapProves() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let size = 2 * 1024 * 1024
         let source = try server.makeFile("proof.bin", size: size, seed: 432)
@@ -81,7 +81,7 @@ extension HaulCLITests {
         "-c keeps the file as it was when the download fails; named from the URL, the file there is continued, not name.1"
     )
     func continuedFileStaysUntilComplete() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let source = try server.makeFile("named.bin", size: 1024 * 1024, seed: 433)
         let folder = work.appendingPathComponent("out")
@@ -104,7 +104,7 @@ extension HaulCLITests {
 
     @Test("-m stops the run in time: downloads paused with their bytes, exit 28, said so; the next run goes on")
     func maxTimeStopsTheRun() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let size = 1024 * 1024 + 64 * 1024
         let source = try server.makeFile("timed.bin", size: size, seed: 434)

@@ -36,7 +36,7 @@ struct FleetProcessTests {
         "three workers on one -o without --state (their default, <out>/.haul/workers) over 5,000 URLs, one SIGKILLed mid-way: every file whole, every URL completed once, fetched again only if the killed one held it"
     )
     func fleetOfWorkers() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let database = try await TestPostgres.database()
         var sources: [Data] = []
@@ -172,7 +172,7 @@ struct FleetProcessTests {
         arguments: ["shared", "own", "default"]
     )
     func takeOverBytes(mode: String) async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let database = try await TestPostgres.database()
         // /gated/: 1 MiB at once, then 1 KB/s without a Range (8 s for the rest: the kill lands
@@ -254,7 +254,7 @@ struct FleetProcessTests {
 
     @Test("three workers with --per-host 3 over two hosts: never more than 3 of a host running, sampled all along")
     func fleetWidePerHostLimit() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let database = try await TestPostgres.database()
         let source = try server.makeFile("p.bin", size: 100_000, seed: 3)  // 0.2 s each at 512 KB/s
@@ -303,7 +303,7 @@ struct FleetProcessTests {
 
     @Test("a hung worker (SIGSTOP) loses its rows to another; woken, it records nothing and stops those transfers")
     func hungWorker() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let database = try await TestPostgres.database()
         let source = try server.makeFile("big.bin", size: 1_500_000, seed: 7)  // 3 s each at 512 KB/s
@@ -339,7 +339,7 @@ struct FleetProcessTests {
 
     @Test("PostgreSQL stopped and started again mid-run: the workers wait for it and finish")
     func databaseRestart() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let cluster = try await TestPostgres.Cluster.start()  // its own: other tests keep theirs
         let database = try await cluster.database()
@@ -390,7 +390,7 @@ struct FleetProcessTests {
 
     @Test("haul worker --until-empty exits 0 once nothing is left for it; --pause, --resume, --wait and --cancel by id")
     func workerUntilEmpty() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let database = try await TestPostgres.database()
         let source = try server.makeFile("u.bin", size: 50_000, seed: 11)
@@ -444,7 +444,7 @@ struct FleetProcessTests {
 extension FleetProcessTests {
     @Test("haul worker -H @FILE, -b and --netrc-file fetch what needs them; no secret in the queue, a journal or a log")
     func workerCredentials() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let database = try await TestPostgres.database()
         var sources: [String: Data] = [:]
@@ -500,7 +500,7 @@ extension FleetProcessTests {
 extension FleetProcessTests {
     @Test("PostgreSQL down for twice the lease while every download runs: none is taken over, each URL asked for once")
     func outageLongerThanLease() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let cluster = try await TestPostgres.Cluster.start()  // its own: other tests keep theirs
         let database = try await cluster.database()

@@ -8,7 +8,7 @@ import Testing
 extension HaulCLITests {
     @Test("-x4 -j2 -oFILE -L -O and a URL without a scheme: fetched over http://, and said so")
     func typedAsCurlAndAria2() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let source = try server.makeFile("typed.bin", size: 300_000)
         let output = work.appendingPathComponent("typed.bin").path
@@ -21,7 +21,7 @@ extension HaulCLITests {
 
     @Test("-i - reads the list from standard input; --checksum takes aria2's sha-256=HEX; --max-size takes 1K")
     func listFromStandardInput() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let first = try server.makeFile("in1.bin", size: 40_000, seed: 5)
         let second = try server.makeFile("in2.bin", size: 50_000, seed: 6)
@@ -38,7 +38,7 @@ extension HaulCLITests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: folder + "/in1.bin")) == first)
         #expect(try Data(contentsOf: URL(fileURLWithPath: folder + "/in2.bin")) == second)
 
-        let sum = try IntegrityTests().coreutilsDigest(.sha256, of: first, in: work)
+        let sum = try await IntegrityTests().coreutilsDigest(.sha256, of: first, in: work)
         let checked = work.appendingPathComponent("checked.bin").path
         let run = try await haul(
             ["--checksum", "sha-256=\(sum)", "-o", checked, server.url("in1.bin").absoluteString],
@@ -113,7 +113,7 @@ extension HaulCLITests {
         "-v: each request's and response's headers on stderr, as curl -v; a header given and a URL's password redacted"
     )
     func verboseHeaders() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let source = try server.makeFile("verbose.bin", size: 50_000)
         let secret = "v3rbose-s3cret-77"
@@ -148,7 +148,7 @@ extension HaulCLITests {
 
     @Test("-u alice:PASSWORD, -u alice with HAUL_PASSWORD, and --no-netrc: basic auth as curl sends it, stored nowhere")
     func userAndPassword() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let source = try server.makeFile("u.bin", size: 30_000, seed: 41)
         let url = server.url("private/u.bin").absoluteString
@@ -177,7 +177,7 @@ extension HaulCLITests {
 
     @Test("-u's credentials go with a redirect on the same origin, never to another (as headers)")
     func credentialsStayOnTheirOrigin() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let source = try server.makeFile("o.bin", size: 20_000, seed: 42)
         let user = ["-u", "alice:\(NginxServer.password)"]
@@ -202,7 +202,7 @@ extension HaulCLITests {
         ".netrc: read by default from HOME (its host's machine, else default), --netrc-file, refused if others can read it"
     )
     func netrcFiles() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let source = try server.makeFile("n.bin", size: 20_000, seed: 42)
         let url = server.url("private/n.bin").absoluteString
@@ -241,7 +241,7 @@ extension HaulCLITests {
 extension HaulCLITests {
     @Test("-b FILE / --load-cookies FILE (Netscape format) sent where its domain says; -b 'name=value'; stored nowhere")
     func cookieFiles() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let source = try server.makeFile("k.bin", size: 20_000, seed: 43)
         let url = server.url("cookie/k.bin").absoluteString

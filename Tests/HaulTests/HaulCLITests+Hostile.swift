@@ -9,7 +9,7 @@ import Testing
 extension HaulCLITests {
     @Test("out=.haul/journal.sqlite and out=../x are refused; haul --queue -o ../.. too; the journal stays whole")
     func namesStayInside() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let source = try server.makeFile("n.bin", size: 20_000, seed: 39)
         let output = work.appendingPathComponent("out")
@@ -85,7 +85,7 @@ extension HaulCLITests {
         "messages say what happened: a full disk at the journal, a read-only folder across file systems, -i at a folder"
     )
     func messagesNameTheRealCause() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         _ = try server.makeFile("m.bin", size: 300_000, seed: 7)
         let url = server.url("m.bin").absoluteString
@@ -101,7 +101,7 @@ extension HaulCLITests {
         // A read-only destination folder, the state directory on another file system: the copy's
         // own error, not the rename's "Invalid cross-device link".
         try await withSmallDisk(megabytes: 2) { disk in
-            #expect(try ChildProcess("/bin/mount", ["-o", "remount,ro", disk.path]).wait() == 0)
+            #expect(try await ChildProcess("/bin/mount", ["-o", "remount,ro", disk.path]).exited() == 0)
             let state = work.appendingPathComponent("state").path
             let run = try await haul(
                 ["-o", disk.appendingPathComponent("m.bin").path, "--state", state, url],
@@ -122,7 +122,7 @@ extension HaulCLITests {
 
     @Test("-H @FILE reads headers one per line, so that a secret is never on the command line")
     func headersFromAFile() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let source = try server.makeFile("k.bin", size: 10_000, seed: 3)
         let file = work.appendingPathComponent("headers.txt")
@@ -192,7 +192,7 @@ extension HaulCLITests {
 extension HaulCLITests {
     @Test("out=link/x.bin through another user's link in a shared folder: refused (64), nothing written where it leads")
     func plantedFolderLink() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let source = try server.makeFile("p.bin", size: 20_000, seed: 563)
         let shared = work.appendingPathComponent("shared")

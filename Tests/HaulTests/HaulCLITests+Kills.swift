@@ -12,7 +12,7 @@ extension HaulCLITests {
         "killed between a file's rename and its row's commit (a failpoint): the rerun fetches it not again, names nothing .1"
     )
     func killBetweenRenameAndCommit() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         var sources: [String: Data] = [:]
         for index in 0..<40 {
@@ -59,7 +59,7 @@ extension HaulCLITests {
         "a damaged journal moved away as its message says, then -c: nothing fetched whole again, no .1, orphans continued or removed"
     )
     func damagedJournalThenContinue() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         var sources: [String: Data] = [:]
         for index in 0..<10 {

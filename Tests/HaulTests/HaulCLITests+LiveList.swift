@@ -11,7 +11,7 @@ extension HaulCLITests {
         "a listing during another process's run shows the bytes the partial file holds, not the row's last checkpoint"
     )
     func listingKeepsUpWithThePartialFile() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         // Held by the server: /gated/ sends 1 MiB at once, then 1 KB/s (an 8 MiB file for hours), so
         // that the run is still going when the listing looks, however late it looks. (At /slow/'s
@@ -64,7 +64,7 @@ extension HaulCLITests {
         "a listing during another process's run over four connections keeps up with its progress, not its last checkpoint"
     )
     func listingKeepsUpOverSeveralConnections() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         // /held/: each of the four connections gets 1 MiB at once, then 1 KB/s: still running when
         // it is stopped, however busy the machine (not a rate chosen to be slow enough).

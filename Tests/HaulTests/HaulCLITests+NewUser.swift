@@ -71,7 +71,7 @@ extension HaulCLITests {
 
     @Test("started with SIGINT ignored (a shell's background job), haul keeps it ignored and finishes")
     func ignoredSIGINTStaysIgnored() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         // /paced/: 1 MiB at once, then 16 KB/s: the last 128 KiB take about eight seconds, time enough for the
         // signal to arrive mid-transfer on a loaded machine.
@@ -94,7 +94,7 @@ extension HaulCLITests {
         "SIGHUP pauses like SIGTERM: bytes kept, exit 129; the summary counts the bytes received, and the next run only the rest"
     )
     func hangUpPausesAndCountsAreHonest() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let size = 3 * 1024 * 1024
         let data = try server.makeFile("hup.bin", size: size)
@@ -172,7 +172,7 @@ extension HaulCLITests {
 extension HaulCLITests {
     @Test("--json: a relative -o is absolute in every event")
     func jsonPathsAreAbsolute() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         _ = try server.makeFile("rel.bin", size: 200_000, seed: 26)
         let out = work.appendingPathComponent("json.txt").path
@@ -194,7 +194,7 @@ extension HaulCLITests {
 
     @Test("--version, -q and --max-redirects do what curl's and wget's users expect")
     func expectedFlags() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let version = try await haul(["--version"], in: work)
         #expect(version.status == 0)
@@ -229,7 +229,7 @@ extension HaulCLITests {
 
     @Test("--remote-time gives the file the server's Last-Modified; without it, the file has the time it was written")
     func remoteTime() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         _ = try server.makeFile("t.bin", size: 300_000, seed: 22)
         // nginx's Last-Modified is the file's mtime: 2001-09-09 01:46:40 UTC.
@@ -246,7 +246,7 @@ extension HaulCLITests {
 
     @Test("--revalidate asks whether a finished file changed: a 304 keeps it, a changed file is fetched again")
     func revalidate() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         _ = try server.makeFile("v.bin", size: 200_000, seed: 23)
         let url = server.url("v.bin").absoluteString
@@ -265,7 +265,7 @@ extension HaulCLITests {
 
     @Test("a finished file the user changed since is the user's: the same command downloads to f.bin.1 instead")
     func changedFileIsTheUsers() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let data = try server.makeFile("f.bin", size: 100_000, seed: 25)
         let output = work.appendingPathComponent("out")
@@ -305,7 +305,7 @@ extension HaulCLITests {
 
     @Test("a body gzipped without being asked is saved as sent, and said so; --compressed decodes it")
     func unrequestedCompression() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let (text, gzipped) = try await makeCompressedFile(server, "c.txt")
         #expect(gzipped.count < text.count / 4)
@@ -337,7 +337,7 @@ extension HaulCLITests {
 extension HaulCLITests {
     @Test("a password in a URL reaches no line, JSON object or error that haul prints", arguments: [[], ["--json"]])
     func passwordIsNeverPrinted(mode: [String]) async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         _ = try server.makeFile("p.bin", size: 20_000, seed: 27)
         let good = "http://user:s3cr3t-pw@127.0.0.1:\(server.port)/p.bin"
@@ -363,7 +363,7 @@ extension HaulCLITests {
 extension HaulCLITests {
     @Test("--user-agent (-A) is the User-Agent of every request")
     func userAgentFlag() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         _ = try server.makeFile("ua.bin", size: 5_000, seed: 28)
         let run = try await haul(

@@ -11,7 +11,7 @@ extension HaulCLITests {
 
     @Test("-H sends a header on every request; without it the server refuses; the token is printed and stored nowhere")
     func headerFlag() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let source = try server.makeFile("h.bin", size: 400_000)
         let output = work.appendingPathComponent("out")
@@ -48,7 +48,7 @@ extension HaulCLITests {
 
     @Test("http_proxy (with credentials) is honoured; --no-proxy, no_proxy and --proxy \"\" go direct; --proxy wins")
     func proxyVariables() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let proxy = try ForwardProxy.start(authenticated: true)
         defer { proxy.stop() }
@@ -88,7 +88,7 @@ extension HaulCLITests {
 
     @Test("--content-disposition names files as the server says, prints those names, and -o FILE still wins")
     func contentDispositionFlag() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let source = try server.makeFile("c.bin", size: 100_000)
         let output = work.appendingPathComponent("out")
@@ -115,12 +115,12 @@ extension HaulCLITests {
 
     @Test("an aria2 input file: mirrors after a dead URL, out=, checksum= (right and wrong) and header= with a secret")
     func inputFileForm() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let a = try server.makeFile("a.bin", size: 300_000, seed: 41)
         let b = try server.makeFile("b.bin", size: 200_000, seed: 42)
         try server.makeFile("c.bin", size: 100_000, seed: 43)
-        let digest = try IntegrityTests().coreutilsDigest(.sha256, of: a, in: work)
+        let digest = try await IntegrityTests().coreutilsDigest(.sha256, of: a, in: work)
         let wrong = String(repeating: "0", count: 64)
         let list = work.appendingPathComponent("list.txt")
         try """
@@ -150,7 +150,7 @@ extension HaulCLITests {
 
     @Test("--limit-rate holds a download to its rate; a rate haul cannot read is refused")
     func limitRateFlag() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let source = try server.makeFile("l.bin", size: 1_500_000)
         let output = work.appendingPathComponent("out")
@@ -171,7 +171,7 @@ extension HaulCLITests {
 
     @Test("-x 4 splits a file over four connections (--json says so), and --limit-rate holds them all together")
     func connectionsFlag() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let size = 3 * 1024 * 1024
         let source = try server.makeFile("x.bin", size: size, seed: 22)
@@ -211,7 +211,7 @@ extension HaulCLITests {
         "--file-allocation: falloc (the default) fails a file larger than the disk at once; none when the disk is full"
     )
     func fileAllocationFlag() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let size = 8 * 1024 * 1024
         try server.makeFile("alloc.bin", size: size)
@@ -235,7 +235,7 @@ extension HaulCLITests {
 
     @Test("a signed link refreshed between runs (its query changed) continues from the bytes on disk")
     func refreshedLinkBetweenRuns() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let data = try server.makeFile("sig.bin", size: 3 * 1024 * 1024)
         let destination = work.appendingPathComponent("out/sig.bin")

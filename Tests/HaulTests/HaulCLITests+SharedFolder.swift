@@ -10,7 +10,7 @@ import Testing
 extension HaulCLITests {
     @Test("three haul -i runs at once into one folder, over lists that overlap: all exit 0, no URL fetched twice")
     func threeRunsIntoOneFolder() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         var sources: [String: Data] = [:]
         for index in 0..<9 {
@@ -53,7 +53,7 @@ extension HaulCLITests {
 
     @Test("a haul run killed mid-run: another run of the same list follows, then finishes its files from their bytes")
     func killedRunIsTakenOver() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         // /gated/: 1 MiB at once, then 1 KB/s to a request without Range (hours for the second
         // MiB: the first run is still at it when it is killed, however late a loaded machine looks);

@@ -35,7 +35,7 @@ struct HaulCLITests {
 
     @Test("downloads several URLs into a directory that then holds only the files and .haul")
     func severalURLs() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let a = try server.makeFile("a.bin", size: 700_000, seed: 3)
         let b = try server.makeFile("sub/b.bin", size: 1_234, seed: 4)
@@ -63,7 +63,7 @@ struct HaulCLITests {
         "a file already there that haul did not download is kept: the download gets a.bin.1, and running again changes nothing"
     )
     func existingFileIsKept() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let a = try server.makeFile("a.bin", size: 300_000, seed: 5)
         let output = work.appendingPathComponent("out")
@@ -115,7 +115,7 @@ struct HaulCLITests {
 
     @Test("-o - writes the body to standard output (a file here) and what haul says to standard error")
     func outputToStandardOutput() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let source = try server.makeFile("s.bin", size: 700_000)
         // haul runs in this process's working directory, where "-" (and its .haul) would be written.
@@ -148,7 +148,7 @@ struct HaulCLITests {
 
     @Test("--checksum: a wrong digest fails with both values, exit 6, nothing at the destination")
     func wrongChecksum() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         try server.makeFile("c.bin", size: 40_000)
         let wrong = "sha1:" + String(repeating: "0", count: 40)
@@ -169,7 +169,7 @@ struct HaulCLITests {
         "--checksum on a file downloaded before is checked, not remembered: a wrong one fails, a corrupted file is fetched again"
     )
     func checksumOfAFileDownloadedBefore() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let source = try server.makeFile("v.bin", size: 300_000)
         let url = server.url("v.bin").absoluteString
@@ -228,7 +228,7 @@ struct HaulCLITests {
         "-o at a FIFO nobody reads: --max-time (as a signal) stops the wait for a reader; a reader that comes later is served"
     )
     func fifoWithoutReader() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let source = try server.makeFile("w.bin", size: 300_000)
         let fifo = work.appendingPathComponent("unread").path
@@ -254,7 +254,7 @@ struct HaulCLITests {
         "-o at a FIFO or a device: written through, left as it was, no .haul beside it; -o at a symlink: placed at its target"
     )
     func specialDestinations() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let source = try server.makeFile("s.bin", size: 500_000)
         let folder = work.appendingPathComponent("specials")
@@ -289,7 +289,7 @@ struct HaulCLITests {
 
     @Test("exit statuses by class: 404 is 2, a name that does not resolve 3, a refused port 4 (at once), mixed 1")
     func exitStatuses() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         try server.makeFile("e.bin", size: 10_000)
         let missing = try await haul(["-o", work.path, server.url("missing.bin").absoluteString], in: work)
@@ -322,7 +322,7 @@ struct HaulCLITests {
         "messages: the mirror a file came from, the dead proxy by name, no bytes 'kept' when none were, options not properties"
     )
     func truthfulMessages() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let a = try server.makeFile("m.bin", size: 50_000, seed: 44)
         let port = try NginxServer.freePort()
@@ -386,7 +386,7 @@ struct HaulCLITests {
 
     @Test("a failure is one line naming the URL and the reason, and the exit status is not 0")
     func failureLine() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let good = try server.makeFile("good.bin", size: 5_000)
         let missing = server.url("missing.bin").absoluteString
@@ -446,7 +446,7 @@ struct HaulCLITests {
         "a list read as it is queued: a mistake on its last line stops the run before any download; out= names are known before any URL is named"
     )
     func listCheckedWholeThenReadAsQueued() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let a = try server.makeFile("a.bin", size: 20_000)
         let b = try server.makeFile("b.bin", size: 30_000)
@@ -472,7 +472,7 @@ struct HaulCLITests {
 
     @Test("--json prints one event object per line; an input file is read")
     func jsonAndInputFile() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let data = try server.makeFile("j.bin", size: 300_000)
         let list = work.appendingPathComponent("urls.txt")
@@ -508,7 +508,7 @@ struct HaulCLITests {
 
     @Test("an entry the manager refuses (its out= is a folder) is one failure, shown with its own URL and path")
     func refusedEntryIsReportedAsItself() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let a = try server.makeFile("r/a.bin", size: 40_000, seed: 11)
         let c = try server.makeFile("r/c.bin", size: 50_000, seed: 12)
@@ -546,7 +546,7 @@ struct HaulCLITests {
 
     @Test("a list longer than the window of started downloads: every file arrives, a bad line is one failure")
     func longInputFile() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let files = try (0..<10).map {
             try server.makeFile("l\($0).bin", size: 5_000 + $0 * 1_000, seed: UInt64(50 + $0))
@@ -575,7 +575,7 @@ struct HaulCLITests {
 
     @Test("ps shows no header value and no password: haul blanks them in its own arguments, as curl does")
     func secretsLeaveTheProcessTitle() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         try server.makeFile("title.bin", size: 3 * 1024 * 1024)
         let url = "http://alice:\(NginxServer.password)@127.0.0.1:\(server.port)/gated/title.bin"
@@ -610,7 +610,7 @@ struct HaulCLITests {
 
     @Test("SIGINT pauses and exits 130; the same command again resumes and finishes")
     func interruptAndResume() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let size = 3 * 1024 * 1024
         let data = try server.makeFile("int.bin", size: size)
@@ -680,7 +680,7 @@ struct HaulCLITests {
 
     @Test("SIGKILL at random moments, five times: the file still ends byte-identical, re-sending little per kill")
     func killedRepeatedly() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         // 4 MiB at 256 KB/s: each run gets nginx's first-second burst (256 KB) before it can be killed,
         // and a loaded machine kills late; 2 MiB was seen running out before the fifth kill (under
@@ -736,7 +736,7 @@ struct HaulCLITests {
 
     @Test("-x 4, SIGKILLed at random moments five times: byte-identical, each segment resumed from its own bytes")
     func killedRepeatedlyWithSegments() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         // At /crawl/ each request gets 256 KiB at once, then 64 KB/s: five runs of four connections
         // fetch a few MiB of the 24, however late a loaded machine kills them; the last run says

@@ -47,7 +47,7 @@ struct HaulTerminalTests {
         resizeTo: Int? = nil,
         slowTail: Int = 96 * 1024
     ) async throws -> (frames: [[String]], last: [String], history: [String], exit: Int) {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let faults = try FaultServer.start()
         defer { faults.stop() }

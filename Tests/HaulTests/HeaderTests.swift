@@ -123,7 +123,7 @@ struct HeaderTests {
 
     @Test("a bearer token, a cookie (a manager default) and an API key are sent; without them, 401")
     func sent() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("h.bin", size: 300_000)
         let log = CapturedLog()
@@ -203,7 +203,7 @@ struct HeaderTests {
 
     @Test("a redirect to the same origin keeps the headers; to another origin drops every one")
     func redirects() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("r.bin", size: 200_000)
         let headers: [DownloadHeader] = [
@@ -242,7 +242,7 @@ struct HeaderTests {
 
     @Test("a download's response names the URL that answered: where a redirect led, without the URL's password")
     func responseURL() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("answered.bin", size: 40_000)
         let direct = try #require(URL(string: "http://user:pw-77x@127.0.0.1:\(server.port)/answered.bin"))
@@ -265,7 +265,7 @@ struct HeaderTests {
 
     @Test("an https download redirected to http on its own host: followed without its headers, and said once")
     func downgradeIsFollowedAndSaid() async throws {
-        let server = try NginxServer.start(tls: true)
+        let server = try await NginxServer.start(tls: true)
         let directory = try makeTemporaryDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("d.bin", size: 200_000)
@@ -295,7 +295,7 @@ struct HeaderTests {
 
     @Test("headers go with the resume after a pause")
     func resume() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 3 * 1024 * 1024
         let source = try server.makeFile("p.bin", size: size)
@@ -342,7 +342,7 @@ struct HeaderTests {
 
     @Test("a restored download without a provider fails, says what to do, keeps its bytes; given them, it resumes")
     func restoredWithoutProvider() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("s.bin", size: 3 * 1024 * 1024)
         let state = directory.appendingPathComponent("state")
@@ -394,7 +394,7 @@ struct HeaderTests {
 
     @Test("a restored download gets its headers from the provider, asked once with their names")
     func restoredWithProvider() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("v.bin", size: 3 * 1024 * 1024)
         let state = directory.appendingPathComponent("state")
@@ -424,7 +424,7 @@ struct HeaderTests {
 
     @Test("a provider that throws fails the download with its words; nothing is sent")
     func providerThrows() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         try server.makeFile("t.bin", size: 3 * 1024 * 1024)
         let state = directory.appendingPathComponent("state")

@@ -206,7 +206,7 @@ struct JournalTests {
     @Test(
         "a version-2 journal is migrated: its rows survive with ids of their destinations (partials renamed), interrupted ones in their old order"
     )
-    func migratesFromVersion2() throws {
+    func migratesFromVersion2() async throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent(Journal.fileName).path
@@ -224,7 +224,7 @@ struct JournalTests {
             PRAGMA user_version = 2;
             """
         let sqlite = try ChildProcess("/usr/bin/sqlite3", [path, schema])
-        guard sqlite.wait() == 0 else {
+        guard await sqlite.exited() == 0 else {
             Issue.record("sqlite3 is needed for this test (installed by the README's test command)")
             return
         }
@@ -336,12 +336,12 @@ struct JournalTests {
         #expect(FileManager.default.fileExists(atPath: path.path, isDirectory: &isDirectory) && isDirectory.boolValue)
     }
 
-    @Test func aJournalFromANewerHaulIsRefused() throws {
+    @Test func aJournalFromANewerHaulIsRefused() async throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent(Journal.fileName).path
         let sqlite = try ChildProcess("/usr/bin/sqlite3", [path, "PRAGMA user_version = 99;"])
-        guard sqlite.wait() == 0 else {
+        guard await sqlite.exited() == 0 else {
             Issue.record("sqlite3 is needed for this test (installed by the README's test command)")
             return
         }
@@ -396,7 +396,7 @@ struct JournalIntegrationTests {
 
     @Test("a state directory opened exclusively (a take-over): a manager's start fails clearly, or its download")
     func lockedStateDirectory() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         _ = try server.makeFile("locked.bin", size: 64 * 1024)
         var configuration = DownloadManager.Configuration()
@@ -489,7 +489,7 @@ struct JournalIntegrationTests {
         arguments: [false, true]
     )
     func partialWithoutJournal(resumesWithoutValidator: Bool) async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("o.bin", size: 600_000, seed: 11)
         let state = directory.appendingPathComponent("state")
@@ -519,7 +519,7 @@ struct JournalIntegrationTests {
 
     @Test("a partial file whose journal was deleted and whose overlap differs starts over: never spliced")
     func partialWithoutJournalOfAnotherFile() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("x.bin", size: 600_000, seed: 13)
         let state = directory.appendingPathComponent("state")
@@ -542,7 +542,7 @@ struct JournalIntegrationTests {
 
     @Test("bytes in a partial file that no recorded response vouches for are replaced, not continued")
     func unvouchedPartialIsReplaced() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("u.bin", size: 600_000, seed: 12)
         let state = directory.appendingPathComponent("state")
@@ -575,7 +575,7 @@ struct JournalIntegrationTests {
         "a row has its response's validators before the first bytes reach the partial file; a small file writes it once, whole"
     )
     func rowPrecedesBytes() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 2 * 1024 * 1024
         try server.makeFile("v.bin", size: size)
@@ -796,7 +796,7 @@ struct JournalIntegrationTests {
 struct SegmentedRebootTests {
     @Test("after a reboot each segment is cut back to its own synced bytes, and the file still ends byte-identical")
     func eachSegmentCutBack() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 8 * 1024 * 1024
         let data = try server.makeFile("seg.bin", size: size, seed: 31)
@@ -875,7 +875,7 @@ struct SegmentedRebootTests {
 struct SecretsOnDiskTests {
     @Test("a URL's user name and password work as basic auth, and reach neither the journal nor the listing")
     func urlCredentials() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("p.bin", size: 300_000, seed: 41)
         let state = directory.appendingPathComponent("state")
@@ -930,7 +930,7 @@ struct SecretsOnDiskTests {
 
     @Test("a URL with credentials queued with enqueue (no handle) still sends them when admitted")
     func enqueuedCredentials() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("e.bin", size: 200_000, seed: 42)
         var configuration = DownloadManager.Configuration()
@@ -953,7 +953,7 @@ struct SecretsOnDiskTests {
 struct IdentityTests {
     @Test("a signed URL refreshed between runs (?sig=A, then ?sig=B) continues the same download from its bytes")
     func refreshedURLContinues() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("s.bin", size: 3_000_000, seed: 43)
         let state = directory.appendingPathComponent("state")
@@ -1011,7 +1011,7 @@ struct IdentityTests {
 struct UserAgentTests {
     @Test("a request's user agent is sent instead of the manager's, and recorded for a later process")
     func perRequest() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         _ = try server.makeFile("u1.bin", size: 10_000, seed: 44)
         _ = try server.makeFile("u2.bin", size: 10_000, seed: 45)
@@ -1043,7 +1043,7 @@ struct UserAgentTests {
 struct ResponseMetadataTests {
     @Test("a download tells the final URL after redirects, the Content-Type, the validators and the length")
     func metadata() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         _ = try server.makeFile("m.bin", size: 123_456, seed: 46)
         _ = try server.makeFile("blocker.bin", size: 1024 * 1024 + 64 * 1024, seed: 47)
@@ -1080,7 +1080,7 @@ struct ResponseMetadataTests {
 struct ManyFoldersTests {
     @Test("without a state directory, a journal whose downloads are all done is closed, and opens again when asked")
     func idleJournalsClose() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("f.bin", size: 2_000, seed: 47)
         let folders = (0..<200).map { directory.appendingPathComponent("folder-\($0)") }

@@ -11,7 +11,7 @@ import Testing
 struct LoggingTests {
     @Test("a request's own logger gets its download's messages, with its metadata and Haul's keys, at debug")
     func perDownloadLogger() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let managerLog = CapturedLog()
         let requestLog = CapturedLog()
@@ -44,7 +44,7 @@ struct LoggingTests {
 
     @Test("a request without a logger logs to the manager's, with the download's id")
     func managerLogger() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("logged.bin", size: 10_000)
         let log = CapturedLog()

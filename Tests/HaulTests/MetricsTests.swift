@@ -16,7 +16,7 @@ struct MetricsTests {
 
     @Test("downloads started, completed and failed by code, bytes received, and the timers and gauges of each")
     func countsDownloads() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let sizes = [10_000, 200_000, 1_000_000]
         for (index, size) in sizes.enumerated() { try server.makeFile("m\(index).bin", size: size) }
@@ -53,7 +53,7 @@ struct MetricsTests {
 
     @Test("an answer from byte 0 read past the bytes held counts them as sent again, and no restart")
     func resentBytesReadPast() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 2 * 1024 * 1024
         let source = try server.makeFile("norange.bin", size: size)

@@ -59,7 +59,7 @@ struct MirrorTests {
 
     @Test("a refused connection and a 404 move on to the next mirror at once; the file comes from the one that works")
     func failover() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("m.bin", size: 300_000)
         var request = DownloadRequest(

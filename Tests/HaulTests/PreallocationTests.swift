@@ -21,7 +21,7 @@ struct PreallocationTests {
         "a file larger than the free space fails at once with ENOSPC, leaving nothing; without preallocation, only once the disk is full"
     )
     func tooLarge() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         try server.makeFile("big.bin", size: 8 * 1024 * 1024)
         for preallocates in [true, false] {
@@ -56,7 +56,7 @@ struct PreallocationTests {
 
     @Test("a download reserves the blocks of the whole file at the start; its length stays the bytes written")
     func reserved() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 3 * 1024 * 1024
         let source = try server.makeFile("r.bin", size: size)

@@ -21,7 +21,7 @@ struct ProxyTests {
 
     @Test("through a proxy that wants credentials: the file arrives whole, the proxy saw it, the password is nowhere")
     func authenticated() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let proxy = try ForwardProxy.start(authenticated: true)
         defer { proxy.stop() }
@@ -53,7 +53,7 @@ struct ProxyTests {
 
     @Test("wrong proxy credentials fail the download, and the error does not show them")
     func refused() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let proxy = try ForwardProxy.start(authenticated: true)
         defer { proxy.stop() }
@@ -79,7 +79,7 @@ struct ProxyTests {
 
     @Test("an HTTPS download goes through the proxy in a CONNECT tunnel, verified end to end")
     func tunnel() async throws {
-        let server = try NginxServer.start(tls: true)
+        let server = try await NginxServer.start(tls: true)
         let directory = try makeTemporaryDirectory()
         defer { stop(server, directory) }
         let proxy = try ForwardProxy.start()
@@ -100,7 +100,7 @@ struct ProxyTests {
 
     @Test("hosts in proxyBypass are reached directly")
     func bypass() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let proxy = try ForwardProxy.start()
         defer { proxy.stop() }

@@ -60,7 +60,7 @@ struct QueueTests {
 
     @Test("2,000 enqueued downloads are rows, not objects; a new manager finishes what a shutdown left")
     func queuedDownloadsAreRows() async throws {
-        let (server, directory) = try startServerAndDirectory(inMemory: true)
+        let (server, directory) = try await startServerAndDirectory(inMemory: true)
         defer { stop(server, directory) }
         let source = try server.makeFile("q.bin", size: 8 * 1024, seed: 11)
         let state = directory.appendingPathComponent("state")
@@ -129,7 +129,7 @@ struct QueueTests {
 
     @Test("higher priority first, then first in; bad requests are rejected one by one")
     func priorityThenOrder() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         for name in ["a", "b", "c", "d"] { try server.makeFile("\(name).bin", size: 1000) }
         let state = directory.appendingPathComponent("state")
@@ -182,7 +182,7 @@ struct QueueTests {
 
     @Test("across journals, the highest priority first: each journal's queue is read, the best head taken")
     func priorityAcrossJournals() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         // 1 MiB at once, then 1 KB/s: it holds the one slot while the others are queued.
         try server.makeFile("blocker.bin", size: 1024 * 1024 + 256 * 1024)
@@ -325,7 +325,7 @@ struct QueueTests {
 
     @Test("load: 2,000 downloads at once through the public API, all byte-identical")
     func twoThousandAtOnce() async throws {
-        let (server, directory) = try startServerAndDirectory(inMemory: true)
+        let (server, directory) = try await startServerAndDirectory(inMemory: true)
         defer { stop(server, directory) }
         let count = 2_000
         // 40 sources at 24 KiB, served at 256 KB/s each: every transfer lasts long enough that all
@@ -372,7 +372,7 @@ struct QueueTests {
 struct ManagerEventsTests {
     @Test("one stream for every download: enqueued ones (no handle) queued, then their outcome; it ends at shutdown")
     func oneStream() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("e.bin", size: 50_000, seed: 48)
         var configuration = DownloadManager.Configuration()

@@ -65,7 +65,7 @@ struct RateLimitTests {
 
     @Test("per download, per host and in total: never sooner than the limit allows, and whole")
     func limits() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 1_500_000
         let a = try server.makeFile("a.bin", size: size, seed: 1)
@@ -98,7 +98,7 @@ struct RateLimitTests {
 
     @Test("a download's own limit, and limits changed while it runs, take effect at once")
     func changedWhileRunning() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 3 * 1024 * 1024
         let source = try server.makeFile("c.bin", size: size)
@@ -130,7 +130,7 @@ struct RateLimitTests {
 
     @Test("a default per download set while a download runs unlimited limits it at once")
     func defaultSetWhileRunning() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("d.bin", size: 1_500_000)
         let limit: Int64 = 50_000
@@ -169,7 +169,7 @@ struct RateLimitTests {
 
     @Test("pausing a download the limiter holds paused, then resuming it, still ends whole")
     func pauseWhileHeld() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("p.bin", size: 600_000)
         let destination = directory.appendingPathComponent("p.bin")

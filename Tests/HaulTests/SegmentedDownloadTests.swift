@@ -30,7 +30,7 @@ struct SegmentedDownloadTests {
         "4 connections over a per-connection limit: byte-identical, four ranged requests in flight at once on four connections, each range asked once"
     )
     func fourConnections() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 4 * 1024 * 1024
         let source = try server.makeFile("four.bin", size: size, seed: 4)
@@ -109,7 +109,7 @@ struct SegmentedDownloadTests {
         "past two connections nginx sends an error page as 200: those connections fail, the others finish; nothing restarts"
     )
     func errorPageAsTwoHundred() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 4 * 1024 * 1024
         let source = try server.makeFile("busy.bin", size: size, seed: 38)
@@ -131,10 +131,10 @@ struct SegmentedDownloadTests {
         "HAProxy round-robin over two nginx with different versions, 4 connections: one version, whole; the warning says why"
     )
     func twoVersionsBehindHAProxy() async throws {
-        let (first, directory) = try startServerAndDirectory()
-        let second = try NginxServer.start()
+        let (first, directory) = try await startServerAndDirectory()
+        let second = try await NginxServer.start()
         defer {
-            second.stop()
+            stop(second)
             stop(first, directory)
         }
         let size = 4 * 1024 * 1024
@@ -168,7 +168,7 @@ struct SegmentedDownloadTests {
 
     @Test("a connection that finishes its segment takes half of the largest one left (aria2's dynamic split)")
     func dynamicSplit() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 4 * 1024 * 1024
         let requests = try await fetch(
@@ -189,12 +189,9 @@ struct SegmentedDownloadTests {
 
     @Test("over HTTPS the segments get TCP connections of their own (HTTP/1.1): a per-connection limit is not shared")
     func httpsSegmentsOwnConnections() async throws {
-        let server = try NginxServer.start(tls: true)
+        let server = try await NginxServer.start(tls: true)
         let directory = try makeTemporaryDirectory()
-        defer {
-            server.stop()
-            try? FileManager.default.removeItem(at: directory)
-        }
+        defer { stop(server, directory) }
         let size = 4 * 1024 * 1024
         let source = try server.makeFile("tls.bin", size: size, seed: 16)
         var configuration = configuration(connections: 4)
@@ -215,7 +212,7 @@ struct SegmentedDownloadTests {
 
     @Test("behind a redirect, and resumed behind it: the segments go where the redirect led")
     func behindARedirect() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 8 * 1024 * 1024
         let source = try server.makeFile("moved.bin", size: size, seed: 17)
@@ -251,7 +248,7 @@ struct SegmentedDownloadTests {
         "a server that refuses more than two connections per client: the refused ones stop, the others finish the file"
     )
     func serverRefusesExtraConnections() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 3 * 1024 * 1024
         let source = try server.makeFile("two.bin", size: size, seed: 18)
@@ -272,7 +269,7 @@ struct SegmentedDownloadTests {
 
     @Test("without an ETag, an old Last-Modified pins the segments; a recent one is weak: one connection")
     func lastModifiedOnly() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 3 * 1024 * 1024
         let old = try server.makeFile("old.bin", size: size, seed: 19)
@@ -305,7 +302,7 @@ struct SegmentedDownloadTests {
 
     @Test("a checksum is checked over the whole file; a wrong one fails and places nothing")
     func checksumOverSegments() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 3 * 1024 * 1024
         let source = try server.makeFile("sum.bin", size: size, seed: 23)
@@ -313,7 +310,7 @@ struct SegmentedDownloadTests {
         let output = directory.appendingPathComponent("sum-output")
         try source.write(to: input)
         let tool = try ChildProcess("/usr/bin/sha256sum", [input.path], stdout: output.path)
-        #expect(tool.wait() == 0)
+        #expect(await tool.exited() == 0)
         let digest = String(try String(contentsOf: output, encoding: .utf8).prefix(64))
         let good = directory.appendingPathComponent("good.bin")
         let bad = directory.appendingPathComponent("bad.bin")
@@ -340,7 +337,7 @@ struct SegmentedDownloadTests {
 
     @Test("cancelled while its connections run: every connection stops, nothing is left behind")
     func cancelWhileSegmented() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         _ = try server.makeFile("cancel.bin", size: 8 * 1024 * 1024, seed: 24)
         let destination = directory.appendingPathComponent("cancel.bin")
@@ -364,7 +361,7 @@ struct SegmentedDownloadTests {
 
     @Test("a server that ignores ranges gets one connection and no error")
     func ignoresRanges() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let requests = try await fetch(
             "norange.bin",
@@ -380,7 +377,7 @@ struct SegmentedDownloadTests {
 
     @Test("a file too small for two segments, or a download asked for one connection, uses one")
     func smallFileOneConnection() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let small = try server.makeFile("small.bin", size: 300 * 1024, seed: 7)
         let large = try server.makeFile("large.bin", size: 2 * 1024 * 1024, seed: 8)
@@ -402,7 +399,7 @@ struct SegmentedDownloadTests {
 
     @Test("the per-host limit holds: with 2 per host, a 4-connection download opens 2, beside nothing else")
     func perHostLimit() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 3 * 1024 * 1024
         let source = try server.makeFile("host.bin", size: size, seed: 9)
@@ -478,7 +475,7 @@ struct SegmentedDownloadTests {
 
     @Test("paused and resumed: each segment continues from its own bytes, with If-Range")
     func pauseAndResume() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 8 * 1024 * 1024
         let source = try server.makeFile("pause.bin", size: size, seed: 11)
@@ -506,7 +503,7 @@ struct SegmentedDownloadTests {
 
     @Test("the file replaced on the server while paused: the resumed download is the new file, whole")
     func fileReplacedWhilePaused() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 8 * 1024 * 1024
         _ = try server.makeFile("replaced.bin", size: size, seed: 14)
@@ -534,7 +531,7 @@ struct SegmentedDownloadTests {
 
     @Test("the file replaced on the server mid-download: never spliced; the new file whole once a request sees it")
     func fileReplaced() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 16 * 1024 * 1024
         let older = try server.makeFile("changing.bin", size: size, seed: 12)

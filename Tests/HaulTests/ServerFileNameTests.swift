@@ -103,7 +103,7 @@ struct ServerFileNameTests {
 
     @Test("each download is named as the server says, made safe, numbered when taken; nothing lands outside")
     func names() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("f.bin", size: 150_000)
         let redirected = try server.makeFile("r/final-name.bin", size: 1_000, seed: 2)
@@ -155,7 +155,7 @@ struct ServerFileNameTests {
 
     @Test("two downloads that the server gives one name at once get name and name.1, each its own bytes")
     func sameNameAtOnce() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let a = try server.makeFile("a.bin", size: 1024 * 1024 + 32 * 1024, seed: 5)
         let b = try server.makeFile("b.bin", size: 1024 * 1024 + 32 * 1024, seed: 6)
@@ -173,7 +173,7 @@ struct ServerFileNameTests {
         "the name is known before the first byte, recorded, kept by a later process, and never replaces a file put there since"
     )
     func keptAcrossRestarts() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("k.bin", size: 3 * 1024 * 1024)
         let state = directory.appendingPathComponent("state")
@@ -219,7 +219,7 @@ struct ServerFileNameTests {
 
     @Test("with a key of the caller's, a signed link refreshed between runs continues the same download")
     func keyedAcrossURLs() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("s.bin", size: 3 * 1024 * 1024)
         let state = directory.appendingPathComponent("state")

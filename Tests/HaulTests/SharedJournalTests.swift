@@ -37,7 +37,7 @@ struct SharedJournalTests {
 
     @Test("two managers on one state directory: the second follows the first's download of a file, and runs its own")
     func secondManagerFollows() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let own = try server.makeFile("own.bin", size: 300 * 1024, seed: 12)
         let first = try await Running("shared.bin", seed: 11, on: server, in: directory)
@@ -66,7 +66,7 @@ struct SharedJournalTests {
 
     @Test("a manager that stops mid-download: the one following it takes it over from its bytes (Range: bytes=N-)")
     func followerTakesOver() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let first = try await Running("taken.bin", seed: 13, on: server, in: directory, past: 64 * 1024)
         let destination = first.destination
@@ -90,7 +90,7 @@ struct SharedJournalTests {
         "a download another manager runs, found by id: followed; paused here it stops following, resumed it follows again"
     )
     func followedByIDPausedAndResumed() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let first = try await Running("byid.bin", seed: 14, on: server, in: directory)
         let (running, destination) = (first.download, first.destination)

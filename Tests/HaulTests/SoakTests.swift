@@ -14,7 +14,7 @@ struct SoakTests {
         "2,000 files through a fault relay, haul SIGKILLed ten times: each file whole, none named .1, little sent twice"
     )
     func faultsAndKills() async throws {
-        let (server, work) = try startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         let relay = try FaultRelay.start(to: server.port, seed: 56)
         defer { relay.stop() }

@@ -39,7 +39,7 @@ struct TakeOverTests {
         "two managers take over a gone one's downloads at once: each continues from the bytes left, with If-Range, byte-identical"
     )
     func takeOverFromAGoneManager() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 3 * 1024 * 1024
         let sources = try (0..<2).map { try server.makeFile("t\($0).bin", size: size, seed: UInt64(7 + $0)) }
@@ -100,7 +100,7 @@ struct TakeOverTests {
 
     @Test("a download the gone manager completed moves as completed while its file is unchanged: nothing is sent again")
     func completedMovesWhileIntact() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let sources = try (0..<2).map { try server.makeFile("d\($0).bin", size: 200_000, seed: UInt64(30 + $0)) }
         let requests = (0..<2).map {
@@ -130,7 +130,7 @@ struct TakeOverTests {
 
     @Test("a journal last written in another boot (another machine) gives only its synced bytes")
     func anotherBootCutsBackToSynced() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let size = 2 * 1024 * 1024
         let source = try server.makeFile("boot.bin", size: size, seed: 21)
@@ -165,7 +165,7 @@ struct TakeOverTests {
 
     @Test("a manager still running on the directory refuses; its download goes on")
     func aLiveManagerRefuses() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("live.bin", size: 1024 * 1024 + 16 * 1024, seed: 5)  // 1 s after the gate
         let request = DownloadRequest(

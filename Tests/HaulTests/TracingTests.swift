@@ -23,7 +23,7 @@ struct TracingTests {
 
     @Test("an attempt is a client span with OpenTelemetry's HTTP attributes, a child of the caller's context")
     func spanPerAttempt() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("traced.bin", size: 100_000)
         let tracer = InMemoryTracer()
@@ -58,7 +58,7 @@ struct TracingTests {
 
     @Test("a failed attempt's span is marked failed; each retry is a span of its own that counts the resend")
     func failedAttempts() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let tracer = InMemoryTracer()
         var configuration = configuration(tracer)
@@ -90,7 +90,7 @@ struct TracingTests {
 
     @Test("a resumed download's attempt says where its range starts, and answers 206")
     func resumedAttempt() async throws {
-        let (server, directory) = try startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let source = try server.makeFile("resumed.bin", size: 3 * 1024 * 1024)
         let destination = directory.appendingPathComponent("resumed.bin")

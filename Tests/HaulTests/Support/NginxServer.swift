@@ -67,7 +67,7 @@ final class NginxServer: @unchecked Sendable {
     /// Starts nginx; throws (with nginx's error log) if it does not come up.
     /// With `tls`, the same site is also served over HTTPS (HTTP/2 offered) on ``tlsPort``, with a
     /// self-signed certificate for 127.0.0.1 made by `openssl` (``certificate``).
-    static func start(tls: Bool = false) throws -> NginxServer {
+    static func start(tls: Bool = false) async throws -> NginxServer {
         guard FileManager.default.isExecutableFile(atPath: nginxPath) else {
             throw TestFailure(
                 "nginx is not installed at \(nginxPath): run the README's test command, which installs it"
@@ -97,7 +97,7 @@ final class NginxServer: @unchecked Sendable {
                     "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key.path, "-out", certificate.path,
                 ]
             )
-            guard openssl.wait() == 0 else {
+            guard await openssl.exited() == 0 else {
                 throw TestFailure("openssl could not make a certificate (run the README's test command)")
             }
         }
@@ -233,7 +233,7 @@ final class NginxServer: @unchecked Sendable {
                 nginxPath,
                 ["-p", prefix.path, "-c", configURL.path, "-e", "\(prefix.path)/logs/error.log"]
             )
-            if waitUntilListening(port: port, process: process, marker: marker) {
+            if await waitUntilListening(port: port, process: process, marker: marker) {
                 return NginxServer(
                     root: root,
                     prefix: prefix,
@@ -244,7 +244,7 @@ final class NginxServer: @unchecked Sendable {
                 )
             }
             process.signal(SIGKILL)
-            process.wait()
+            await process.exited()
             lastError =
                 (try? String(contentsOf: prefix.appendingPathComponent("logs/error.log"), encoding: .utf8)) ?? ""
         }
@@ -417,11 +417,12 @@ final class NginxServer: @unchecked Sendable {
 
     /// Polls until this nginx answers 200 for its marker file (up to 10 s). A bare connect is not
     /// enough: another test's nginx may have taken the same free port first.
-    private static func waitUntilListening(port: Int, process: ChildProcess, marker: String) -> Bool {
+    /// Async: the test's thread (one of Swift concurrency's two here) is free for other tests meanwhile.
+    private static func waitUntilListening(port: Int, process: ChildProcess, marker: String) async -> Bool {
         for _ in 0..<1000 {
             guard process.isRunning else { return false }
             if statusLine(port: port, path: "/\(marker)")?.contains(" 200 ") == true { return true }
-            usleep(10_000)
+            try? await Task.sleep(for: .milliseconds(10))
         }
         return false
     }
@@ -471,19 +472,46 @@ func makeTemporaryDirectory(inMemory: Bool = false) throws -> URL {
     return url
 }
 
-/// A test's nginx and scratch directory; pair with ``stop(_:_:)`` in a `defer`.
-func startServerAndDirectory(inMemory: Bool = false) throws -> (NginxServer, URL) {
-    let server = try NginxServer.start()
+/// A test's nginx and scratch directory; pair with ``stop(_:_:)`` in a `defer`. Async: while nginx
+/// starts, the test's thread (one of Swift concurrency's two here) runs other tests.
+func startServerAndDirectory(inMemory: Bool = false) async throws -> (NginxServer, URL) {
+    let server = try await NginxServer.start()
     do {
         return (server, try makeTemporaryDirectory(inMemory: inMemory))
     } catch {
-        server.stop()
+        stop(server)
         throw error
     }
 }
 
-/// Stops the server and removes the directory of ``startServerAndDirectory()``.
-func stop(_ server: NginxServer, _ directory: URL) {
-    server.stop()
-    try? FileManager.default.removeItem(at: directory)
+/// Stops the server and removes the directory of ``startServerAndDirectory()``, on a thread of its
+/// own: called from a test's `defer`, it returns at once instead of holding one of Swift
+/// concurrency's two threads while nginx exits (up to seconds: ``NginxServer/stop()``). The test
+/// process waits for every such stop before it exits (``ServerStops``).
+func stop(_ server: NginxServer, _ directory: URL? = nil) {
+    ServerStops.shared.run {
+        server.stop()
+        if let directory { try? FileManager.default.removeItem(at: directory) }
+    }
+}
+
+/// The stops of servers under way, each on a thread of its own; the process waits for them at exit,
+/// so that no nginx outlives the tests.
+final class ServerStops: Sendable {
+    static let shared = ServerStops()
+    private let group = DispatchGroup()
+
+    private init() {
+        atexit { ServerStops.shared.waitForAll() }
+    }
+
+    func run(_ work: @escaping @Sendable () -> Void) {
+        group.enter()
+        Thread { [group] in
+            work()
+            group.leave()
+        }.start()
+    }
+
+    func waitForAll() { group.wait() }
 }

@@ -6,7 +6,7 @@ func withSmallDisk<T>(megabytes: Int, _ body: (URL) async throws -> T) async thr
     let folder = try makeTemporaryDirectory()
     defer { try? FileManager.default.removeItem(at: folder) }
     let mount = try ChildProcess("/bin/mount", ["-t", "tmpfs", "-o", "size=\(megabytes)m", "tmpfs", folder.path])
-    guard mount.wait() == 0 else {
+    guard await mount.exited() == 0 else {
         throw TestFailure("could not mount a tmpfs at \(folder.path): the tests run as root (README)")
     }
     defer { _ = try? ChildProcess("/bin/umount", ["-l", folder.path]).wait() }
@@ -29,8 +29,8 @@ func fill(_ folder: URL, leaving bytes: Int) throws {
 /// The file at `path` made read-only for everyone, root included, as on a read-only file system (a
 /// read-only bind mount of the file over itself), for `body`.
 func withReadOnlyFile<T>(_ path: String, _ body: () async throws -> T) async throws -> T {
-    guard try ChildProcess("/bin/mount", ["--bind", path, path]).wait() == 0,
-        try ChildProcess("/bin/mount", ["-o", "remount,ro,bind", path, path]).wait() == 0
+    guard try await ChildProcess("/bin/mount", ["--bind", path, path]).exited() == 0,
+        try await ChildProcess("/bin/mount", ["-o", "remount,ro,bind", path, path]).exited() == 0
     else { throw TestFailure("could not bind-mount \(path) read-only: the tests run as root (README)") }
     defer { _ = try? ChildProcess("/bin/umount", [path]).wait() }
     return try await body()
