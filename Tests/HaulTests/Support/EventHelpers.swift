@@ -1,0 +1,32 @@
+import Foundation
+import Testing
+
+@testable import Haul
+
+extension DownloadEvents.AsyncIterator {
+    /// The next event that satisfies `predicate`, or nil when the sequence ends first.
+    @discardableResult
+    mutating func next(where predicate: (DownloadEvent) -> Bool) async -> DownloadEvent? {
+        while let event = await next() {
+            if predicate(event) { return event }
+        }
+        return nil
+    }
+}
+
+extension Download {
+    /// Pauses once `bytes` are received, resumes at once, and waits for the file: the bytes the
+    /// pause reported, or nil (recorded as an issue) when no pause came.
+    func pauseOnceAndFinish(after bytes: Int64) async throws -> (pausedAt: Int64, file: URL)? {
+        var events = events.makeAsyncIterator()
+        await events.next { if case .progress(let p) = $0 { p.bytesReceived >= bytes } else { false } }
+        pause()
+        guard case .paused(let progress)? = await events.next(where: { if case .paused = $0 { true } else { false } })
+        else {
+            Issue.record("no pause")
+            return nil
+        }
+        resume()
+        return (progress.bytesReceived, try await finished())
+    }
+}
