@@ -7,12 +7,8 @@ import Testing
 /// (a fleet worker whose lease was taken while it still ran), through a folder no manager runs on.
 @Suite("Handing paused downloads over to another manager", .timeLimit(.minutes(2)))
 struct HandOverTests {
-    func configuration(_ state: URL) -> DownloadManager.Configuration {
-        var configuration = DownloadManager.Configuration.forTests()
-        configuration.stateDirectory = state
-        configuration.resumesUnfinishedDownloads = false
-        return configuration
-    }
+    /// As the take-over tests configure their managers (a state directory, nothing resumed at start).
+    func configuration(_ state: URL) -> DownloadManager.Configuration { TakeOverTests().configuration(state) }
 
     @Test(
         "a paused download's row and bytes go to the folder and leave the giver, whose handle ends cancelled; the taker continues with If-Range"
