@@ -20,7 +20,7 @@ extension FleetWorker {
 
     /// Moves into this worker's state directory what the previous workers of `leases` left in
     /// theirs, in a shared folder, so that each download continues from those bytes. A previous
-    /// worker still running keeps its directory locked: the leases it lost with bytes on disk are
+    /// worker still running keeps its directory locked: the leases it lost (they expired there) are
     /// returned, to wait for its hand-over (``startAwaited(_:)``); the others start over.
     func takeOverBytes(of leases: [FleetLease]) -> [FleetLease] {
         guard let shared = sharedStateDirectory else { return [] }
@@ -59,16 +59,6 @@ extension FleetWorker {
         return awaited
     }
 
-    /// Whether `lease`, taken from `previous` (which runs: its journal is locked), is worth waiting
-    /// for: its lease ran out there (it was not given back), and that worker's journal still has it
-    /// unfinished with bytes.
-    func awaitsHandOver(_ lease: FleetLease, from previous: String, in shared: URL) -> Bool {
-        guard lease.previousLeaseExpired, let directory = Self.stateDirectory(in: shared, worker: previous),
-            let entry = DownloadManager.journalEntry(id: lease.requestID, stateDirectory: directory)
-        else { return false }
-        return entry.state.isUnfinished && entry.bytesReceived > 0
-    }
-
     /// Starts each awaited lease whose bytes were handed over (continuing from them), whose previous
     /// worker stopped or no longer has them, or that waited a lease's length (starting over).
     func startAwaited(_ held: inout Held) async throws {
@@ -77,15 +67,19 @@ extension FleetWorker {
         for (id, awaited) in held.awaiting {
             let lease = awaited.lease
             guard let previous = lease.previousWorker,
-                let handOver = Self.handOverDirectory(in: shared, worker: previous),
-                let directory = Self.stateDirectory(in: shared, worker: previous)
+                let directory = Self.stateDirectory(in: shared, worker: previous),
+                let handOver = Self.handOverDirectory(in: shared, worker: previous)
             else {
                 ready.append(lease)
                 continue
             }
-            // Looked at before the hand-over folder: the row leaves the worker's journal only
-            // after it is in that folder, so a row gone here is found there.
-            let stillThere = awaitsHandOver(lease, from: previous, in: shared)
+            // Whether that worker's journal still has it unfinished with bytes: looked at before the
+            // hand-over folder, since the row leaves the journal only after it is in that folder
+            // (a row gone here is found there).
+            let stillThere =
+                DownloadManager.journalEntry(id: id, stateDirectory: directory).map {
+                    $0.state.isUnfinished && $0.bytesReceived > 0
+                } ?? false
             do {
                 if let bytes = try manager.takeOver([lease.request], from: handOver)[id] {
                     logger.info(

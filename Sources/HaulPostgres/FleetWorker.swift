@@ -322,7 +322,7 @@ public final class FleetWorker: Sendable {
     /// after 0.2 s, then twice as long each time up to 5 s; the transfers go on meanwhile. A refused
     /// statement, or the task's cancellation, ends it (the leases then expire for other workers).
     @discardableResult
-    func persisting<T>(_ what: String, _ operation: () async throws -> T) async throws -> T {
+    private func persisting<T>(_ what: String, _ operation: () async throws -> T) async throws -> T {
         var delay = Duration.milliseconds(200)
         while true {
             do {

@@ -112,8 +112,7 @@ extension FleetWorkerTests {
             let download = try manager.download(request)
             var events = download.events.makeAsyncIterator()
             await events.next { if case .progress(let p) = $0 { p.bytesReceived > 0 } else { false } }
-            download.pause()
-            await events.next { if case .paused = $0 { true } else { false } }
+            await events.pause(download)
             #expect(try manager.handOver([request.id], to: handOver).count == 1)
         }
         let partial = handOver.appendingPathComponent("\(request.id).part").path

@@ -30,12 +30,7 @@ struct HandOverTests {
             await events.next { if case .progress(let p) = $0 { p.bytesReceived >= 512 * 1024 } else { false } }
             // Running: left alone.
             #expect(try giver.handOver([request.id], to: handOver).isEmpty)
-            download.pause()
-            let paused = await events.next { if case .paused = $0 { true } else { false } }
-            guard case .paused(let progress)? = paused else {
-                Issue.record("no paused event")
-                return
-            }
+            guard let progress = await events.pause(download) else { return }
             let handed = try giver.handOver([request.id], to: handOver)
             #expect(handed == [request.id: progress.bytesReceived])
             let after = await events.next()
@@ -83,8 +78,7 @@ struct HandOverTests {
             let download = try giver.download(request)
             var events = download.events.makeAsyncIterator()
             await events.next { if case .progress(let p) = $0 { p.bytesReceived > 0 } else { false } }
-            download.pause()
-            await events.next { if case .paused = $0 { true } else { false } }
+            await events.pause(download)
             #expect(try giver.handOver([request.id], to: handOver)[request.id].map { $0 > 0 } == true)
             #expect(FileManager.default.fileExists(atPath: handOver.appendingPathComponent("\(request.id).part").path))
             // The giver's own folder is not one to hand over to, nor to remove from, while it runs.

@@ -23,12 +23,7 @@ struct TakeOverTests {
             let download = try manager.download(request)
             var events = download.events.makeAsyncIterator()
             await events.next { if case .progress(let p) = $0 { p.bytesReceived >= bytes } else { false } }
-            download.pause()
-            let paused = await events.next { if case .paused = $0 { true } else { false } }
-            guard case .paused(let progress)? = paused else {
-                Issue.record("no paused event")
-                return []
-            }
+            guard let progress = await events.pause(download) else { return [] }
             had.append(progress.bytesReceived)
         }
         await manager.shutdown()

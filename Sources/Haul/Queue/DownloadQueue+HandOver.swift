@@ -24,8 +24,9 @@ extension DownloadQueue {
             let other = try Journal(directory: target, exclusive: true)
             defer { other.close() }
             var handed: [DownloadID: Int64] = [:]
+            let journals = catalog.openJournals.filter { $0.directory != target }
             for id in ids {
-                for journal in catalog.openJournals where journal.directory != target {
+                for journal in journals {
                     let bytes = try journal.locked { () throws(DownloadError) -> Int64? in
                         guard !journal.isClosed, let record = try journal.record(for: id), record.state == .paused,
                             !journal.isHeldByAnother(id)

@@ -309,7 +309,7 @@ extension Transfer {
         _ result: CURLcode,
         refused: DownloadError?,
         easy: EasyHandle?,
-        stalledFor: Int64? = nil
+        stalledFor: Int64?
     ) -> DownloadError {
         if let refused { return refused }
         guard result != CURLE_OK else {

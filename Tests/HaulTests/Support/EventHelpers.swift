@@ -12,6 +12,18 @@ extension DownloadEvents.AsyncIterator {
         }
         return nil
     }
+
+    /// Pauses `download` (whose events these are) and waits for its `.paused`: the progress it
+    /// reported, or nil (recorded as an issue) when the events ended first.
+    @discardableResult
+    mutating func pause(_ download: Download) async -> DownloadProgress? {
+        download.pause()
+        guard case .paused(let progress)? = await next(where: { if case .paused = $0 { true } else { false } }) else {
+            Issue.record("no paused event")
+            return nil
+        }
+        return progress
+    }
 }
 
 extension Download {
@@ -20,12 +32,7 @@ extension Download {
     func pauseOnceAndFinish(after bytes: Int64) async throws -> (pausedAt: Int64, file: URL)? {
         var events = events.makeAsyncIterator()
         await events.next { if case .progress(let p) = $0 { p.bytesReceived >= bytes } else { false } }
-        pause()
-        guard case .paused(let progress)? = await events.next(where: { if case .paused = $0 { true } else { false } })
-        else {
-            Issue.record("no pause")
-            return nil
-        }
+        guard let progress = await events.pause(self) else { return nil }
         resume()
         return (progress.bytesReceived, try await finished())
     }
