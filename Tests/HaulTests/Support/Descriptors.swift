@@ -14,8 +14,8 @@ enum Descriptors {
     }
 
     /// A TCP socket listening on 127.0.0.1 at a free port (closed on exec, `SO_REUSEADDR`, a backlog
-    /// of 512), and that port: the fault server's and the fault relay's.
-    static func loopbackListener() throws -> (descriptor: Int32, port: Int) {
+    /// of `backlog`), and that port: the fault server's, the fault relay's and the silent listener's.
+    static func loopbackListener(backlog: Int32 = 512) throws -> (descriptor: Int32, port: Int) {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard listener >= 0 else { throw TestFailure("socket() failed") }
         var yes: Int32 = 1
@@ -26,7 +26,7 @@ enum Descriptors {
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(listener, pointer, length) == 0 && listen(listener, 512) == 0
+                bind(listener, pointer, length) == 0 && listen(listener, backlog) == 0
                     && getsockname(listener, pointer, &length) == 0
             }
         }
