@@ -15,6 +15,10 @@ if [ "${1:-}" = "--repeat" ]; then
     [[ "$repeat" =~ ^[1-9][0-9]*$ ]] || { echo "usage: $0 [--repeat N]" >&2; exit 64; }
 fi
 bash scripts/install-deps.sh
+# The suites that run alone, after the others (their load would starve the others' timing; below).
+alone=(SoakTests GigabyteStreamTests FleetProcessTests)
+skip_alone=()
+for suite in "${alone[@]}"; do skip_alone+=(--skip "$suite"); done
 if [ "$repeat" -gt 0 ]; then
     swift build --build-tests
     failures="$(mktemp)"
@@ -22,9 +26,9 @@ if [ "$repeat" -gt 0 ]; then
         log="$(mktemp)"
         started=$SECONDS
         status=0
-        { timeout 900 swift test --skip-build --skip FleetProcessTests --skip GigabyteStreamTests --skip SoakTests \
-            && for alone in SoakTests GigabyteStreamTests FleetProcessTests; do
-                timeout 600 swift test --skip-build --filter "$alone" || exit 1
+        { timeout 900 swift test --skip-build "${skip_alone[@]}" \
+            && for suite in "${alone[@]}"; do
+                timeout 600 swift test --skip-build --filter "$suite" || exit 1
             done; } > "$log" 2>&1 || status=$?
         # Swift Testing's "✘ Test NAME failed" lines and XCTest's; a hang shows as the timeout's status.
         failed="$(grep -aE '^✘ Test .* (failed|recorded an issue)' "$log" | sed -E 's/ (failed after|recorded an issue).*//' | sort -u || true)"
@@ -51,7 +55,7 @@ swift format lint --strict -r Sources Examples Tests
 python3 scripts/check-layers.py
 swift build --build-tests
 # A backstop: a hung test fails CI in minutes, not at its 90-minute limit.
-timeout 900 swift test --skip-build --skip FleetProcessTests --skip GigabyteStreamTests --skip SoakTests
+timeout 900 swift test --skip-build "${skip_alone[@]}"
 # The soak (2,000 files through a fault relay, haul SIGKILLed ten times) runs alone too: its thousand
 # connections and ten processes would starve the suite's timing.
 soak_log="$(mktemp)"
