@@ -219,12 +219,12 @@ extension DownloadStreamTests {
                 return error.code == .fileTooLarge && error.description.contains("is \(small.count) bytes")
             }
             await #expect {
-                _ = try await manager.data(from: server.url("slow/large-body.bin"), maximumSize: 1024 * 1024)
+                _ = try await manager.data(from: server.url("held/large-body.bin"), maximumSize: 1024 * 1024)
             } throws: { ($0 as? DownloadError)?.code == .fileTooLarge }
             await manager.waitUntilIdle()
         }
-        // Fetched no further than the first chunks (at 512 KB/s, the whole would take 32 s).
-        let requests = await server.requests(to: "/slow/large-body.bin", atLeast: 1)
+        // Fetched no further than the first chunks (/held/: 1 MiB at once, then 1 KB/s).
+        let requests = await server.requests(to: "/held/large-body.bin", atLeast: 1)
         #expect(requests.count == 1 && requests[0].bytesSent < Int64(large / 4), "\(requests.map(\.bytesSent))")
     }
 }

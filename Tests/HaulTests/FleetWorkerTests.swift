@@ -172,9 +172,10 @@ struct FleetWorkerTests {
         let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let database = try await TestPostgres.database()
-        _ = try server.makeFile("slow.bin", size: 8 * 1024 * 1024, seed: 3)  // 16 s at 512 KB/s
+        // /held/: 1 MiB at once, then 1 KB/s: still running when the thief comes, however late.
+        _ = try server.makeFile("slow.bin", size: 2 * 1024 * 1024, seed: 3)
         let request = DownloadRequest(
-            url: server.url("slow/slow.bin"),
+            url: server.url("held/slow.bin"),
             destination: directory.appendingPathComponent("slow.bin")
         )
         // Renewals every 300 ms (a third of the lease).
@@ -215,10 +216,12 @@ struct FleetWorkerTests {
         let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
         let database = try await TestPostgres.database()
-        let source = try server.makeFile("slow.bin", size: 2_000_000, seed: 21)  // 4 s at 512 KB/s
+        // /gated/: a first request gets 1 MiB at once, then 1 KB/s (still running when the test pauses
+        // and cancels, however late); the resume (a range) runs at full speed.
+        let source = try server.makeFile("slow.bin", size: 2_000_000, seed: 21)
         let requests = (0..<3).map { index in
             DownloadRequest(
-                url: server.url("slow/slow.bin?n=\(index)"),
+                url: server.url("gated/slow.bin?n=\(index)"),
                 destination: directory.appendingPathComponent("out/\(index).bin"),
                 priority: 3 - index
             )

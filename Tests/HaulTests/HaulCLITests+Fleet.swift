@@ -303,12 +303,19 @@ struct FleetProcessTests {
 
     @Test("a hung worker (SIGSTOP) loses its rows to another; woken, it records nothing and stops those transfers")
     func hungWorker() async throws {
-        let (server, work) = try await startServerAndDirectory()
-        defer { stop(server, work) }
+        let server = try FaultServer.start()
+        let work = try makeTemporaryDirectory()
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: work)
+        }
         let database = try await TestPostgres.database()
-        let source = try server.makeFile("big.bin", size: 1_500_000, seed: 7)  // 3 s each at 512 KB/s
+        // The fault server's gate holds each answer after 256 KiB until the test opens it: the hung
+        // worker's four transfers cannot end before it is stopped, however late (before: 3 s each at
+        // 512 KB/s, a rate chosen to be slow enough); the other worker's run once it is open.
+        let source = FaultServer.body(size: 1_500_000)
         let list = work.appendingPathComponent("list.txt")
-        try (0..<4).map { "\(server.url("slow/big.bin?n=\($0)").absoluteString)\n  out=\($0).bin\n" }.joined()
+        try (0..<4).map { "\(server.url("gate/262144/1500000?n=\($0)").absoluteString)\n  out=\($0).bin\n" }.joined()
             .write(to: list, atomically: true, encoding: .utf8)
         #expect(try await haul(["--queue", database, "-i", list.path], in: work).status == 0)
         let output = work.appendingPathComponent("out")
@@ -316,6 +323,7 @@ struct FleetProcessTests {
         defer { Self.killStillRunning([hung]) }
         _ = try await waitForQueue(database) { $0[.running, default: 0] == 4 }
         hung.signal(SIGSTOP)
+        server.openGate()
         let other = try startWorker("other", database, into: output, work: work)
         defer { Self.killStillRunning([other]) }
         #expect(try await waitForQueue(database) { $0[.completed, default: 0] == 4 } == [.completed: 4])
@@ -500,18 +508,21 @@ extension FleetProcessTests {
 extension FleetProcessTests {
     @Test("PostgreSQL down for twice the lease while every download runs: none is taken over, each URL asked for once")
     func outageLongerThanLease() async throws {
-        let (server, work) = try await startServerAndDirectory()
-        defer { stop(server, work) }
+        let server = try FaultServer.start()
+        let work = try makeTemporaryDirectory()
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: work)
+        }
         let cluster = try await TestPostgres.Cluster.start()  // its own: other tests keep theirs
         let database = try await cluster.database()
-        // 3 MB at 512 KB/s (/slow/): about 6 s each, so that both workers hold leases (four
-        // downloads each) before any ends, and all eight run through the outage.
-        var sources: [Data] = []
-        for index in 0..<8 {
-            sources.append(try server.makeFile("o\(index).bin", size: 3_000_000, seed: UInt64(5680 + index)))
-        }
+        // The fault server's gate holds each answer after 256 KiB until PostgreSQL is back: both
+        // workers hold leases (four downloads each) and all eight run through the outage, however
+        // loaded the machine (before: 3 MB at 512 KB/s, about 6 s each, a rate chosen to be slow enough).
+        let source = FaultServer.body(size: 3_000_000)
+        let paths = (0..<8).map { "/gate/262144/3000000?o=\($0)" }
         let list = work.appendingPathComponent("list.txt")
-        try (0..<8).map { "\(server.url("slow/o\($0).bin").absoluteString)\n  out=\($0).bin\n" }.joined()
+        try (0..<8).map { "\(server.url(String(paths[$0].dropFirst())).absoluteString)\n  out=\($0).bin\n" }.joined()
             .write(to: list, atomically: true, encoding: .utf8)
         #expect(try await haul(["--queue", database, "-i", list.path], in: work).status == 0)
         let output = work.appendingPathComponent("out")
@@ -525,19 +536,20 @@ extension FleetProcessTests {
         // The outage is the scenario: it lasts past every lease (1 s) before the server is back.
         try await Task.sleep(for: .seconds(2))
         try await cluster.up()
+        server.openGate()
         #expect(try await waitForQueue(database) { $0[.completed, default: 0] == 8 } == [.completed: 8])
         for worker in workers {
             worker.signal(SIGTERM)
             #expect(await worker.exited() == 143)
         }
         for index in 0..<8 {
-            #expect(try Data(contentsOf: output.appendingPathComponent("\(index).bin")) == sources[index])
+            #expect(try Data(contentsOf: output.appendingPathComponent("\(index).bin")) == source)
         }
         // Before: the first worker back requeued and claimed every expired lease, its own and the
         // other's; their transfers were cancelled and fetched again.
-        for index in 0..<8 {
-            let asked = server.accessLog().filter { $0.uri == "/slow/o\(index).bin" }
-            #expect(asked.count == 1, "o\(index).bin: \(asked.map(\.status))")
+        for path in paths {
+            let asked = server.requests(to: path)
+            #expect(asked.count == 1, "\(path): \(asked.map(\.status))")
         }
         for name in ["a", "b"] {
             let log = try String(contentsOf: work.appendingPathComponent("\(name).log"), encoding: .utf8)

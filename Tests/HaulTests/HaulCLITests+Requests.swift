@@ -50,7 +50,7 @@ extension HaulCLITests {
     func proxyVariables() async throws {
         let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
-        let proxy = try ForwardProxy.start(authenticated: true)
+        let proxy = try await ForwardProxy.start(authenticated: true)
         defer { proxy.stop() }
         let names = ["env", "ignored", "bypassed", "empty", "flag"]
         var sources: [String: Data] = [:]

@@ -23,7 +23,7 @@ struct ProxyTests {
     func authenticated() async throws {
         let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
-        let proxy = try ForwardProxy.start(authenticated: true)
+        let proxy = try await ForwardProxy.start(authenticated: true)
         defer { proxy.stop() }
         let size = 3 * 1024 * 1024
         let source = try server.makeFile("p.bin", size: size)
@@ -55,7 +55,7 @@ struct ProxyTests {
     func refused() async throws {
         let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
-        let proxy = try ForwardProxy.start(authenticated: true)
+        let proxy = try await ForwardProxy.start(authenticated: true)
         defer { proxy.stop() }
         try server.makeFile("w.bin", size: 1000)
         let wrong = "wr0ng-pr0xy-pw"
@@ -82,7 +82,7 @@ struct ProxyTests {
         let server = try await NginxServer.start(tls: true)
         let directory = try makeTemporaryDirectory()
         defer { stop(server, directory) }
-        let proxy = try ForwardProxy.start()
+        let proxy = try await ForwardProxy.start()
         defer { proxy.stop() }
         let source = try server.makeFile("t.bin", size: 500_000)
         var configuration = configuration(proxy.url())
@@ -102,7 +102,7 @@ struct ProxyTests {
     func bypass() async throws {
         let (server, directory) = try await startServerAndDirectory()
         defer { stop(server, directory) }
-        let proxy = try ForwardProxy.start()
+        let proxy = try await ForwardProxy.start()
         defer { proxy.stop() }
         let source = try server.makeFile("b.bin", size: 100_000)
         var configuration = configuration(proxy.url())

@@ -148,7 +148,7 @@ struct SegmentedDownloadTests {
                 ofItemAtPath: server.root.appendingPathComponent("v.bin").path
             )
         }
-        let balancer = try HAProxy.start(backends: [first.port, second.port], probe: "/")
+        let balancer = try await HAProxy.start(backends: [first.port, second.port], probe: "/")
         defer { balancer.stop() }
         let destination = directory.appendingPathComponent("v.bin")
         let events = try await Self.download(

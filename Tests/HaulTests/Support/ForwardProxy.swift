@@ -26,7 +26,7 @@ final class ForwardProxy: @unchecked Sendable {
     }
 
     /// Starts tinyproxy; `authenticated`: it wants ``user`` and ``password`` (basic auth).
-    static func start(authenticated: Bool = false) throws -> ForwardProxy {
+    static func start(authenticated: Bool = false) async throws -> ForwardProxy {
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw TestFailure("tinyproxy is not installed at \(path): run the README's test command, which installs it")
         }
@@ -52,13 +52,13 @@ final class ForwardProxy: @unchecked Sendable {
             for _ in 0..<1000 {
                 lastLog = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
                 if lastLog.contains("Accepting connections") || !process.isRunning { break }
-                usleep(10_000)
+                try await Task.sleep(for: .milliseconds(10))
             }
             if process.isRunning, lastLog.contains("Accepting connections") {
                 return ForwardProxy(folder: folder, port: port, process: process)
             }
             process.signal(SIGKILL)
-            process.wait()
+            _ = await process.exited()
         }
         try? FileManager.default.removeItem(at: folder)
         throw TestFailure("tinyproxy did not start: \(lastLog)")
@@ -77,9 +77,13 @@ final class ForwardProxy: @unchecked Sendable {
         }
     }
 
+    /// Stops tinyproxy and removes its files, on a thread of its own (``ServerStops``): called from a
+    /// test's `defer`, it does not hold one of Swift concurrency's threads while the proxy exits.
     func stop() {
-        process.signal(SIGTERM)
-        process.wait()
-        try? FileManager.default.removeItem(at: folder)
+        ServerStops.shared.run { [process, folder] in
+            process.signal(SIGTERM)
+            process.wait()
+            try? FileManager.default.removeItem(at: folder)
+        }
     }
 }

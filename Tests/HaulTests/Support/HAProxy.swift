@@ -19,7 +19,7 @@ final class HAProxy: @unchecked Sendable {
 
     /// Starts HAProxy on a free loopback port in front of `backends` (loopback ports), round-robin;
     /// returns once a request for `probe` goes through it.
-    static func start(backends: [Int], probe: String) throws -> HAProxy {
+    static func start(backends: [Int], probe: String) async throws -> HAProxy {
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw TestFailure("haproxy is not installed at \(path): run the README's test command, which installs it")
         }
@@ -56,10 +56,10 @@ final class HAProxy: @unchecked Sendable {
                 if NginxServer.statusLine(port: port, path: probe)?.contains(" 200 ") == true {
                     return HAProxy(port: port, process: process, folder: folder)
                 }
-                usleep(10_000)
+                try await Task.sleep(for: .milliseconds(10))
             }
             process.signal(SIGKILL)
-            process.wait()
+            _ = await process.exited()
         }
         let log = (try? String(contentsOf: folder.appendingPathComponent("stderr"), encoding: .utf8)) ?? ""
         throw TestFailure("haproxy did not start: \(log)")
@@ -70,10 +70,13 @@ final class HAProxy: @unchecked Sendable {
         URL(string: "http://127.0.0.1:\(port)/\(path)")!
     }
 
-    /// Stops HAProxy (it keeps nothing worth a graceful stop) and removes its files.
+    /// Stops HAProxy (it keeps nothing worth a graceful stop) and removes its files, on a thread of
+    /// its own (``ServerStops``), as ``stop(_:_:)`` does for nginx.
     func stop() {
-        process.signal(SIGKILL)
-        process.wait()
-        try? FileManager.default.removeItem(at: folder)
+        ServerStops.shared.run { [process, folder] in
+            process.signal(SIGKILL)
+            process.wait()
+            try? FileManager.default.removeItem(at: folder)
+        }
     }
 }
