@@ -67,14 +67,29 @@ let package = Package(
             ],
             path: "Examples/haul"
         ),
+        // The tests, by what they need (CONTRIBUTING.md): pure logic (no process, no network);
+        // integration against nginx, the fault servers and the other real servers the tests start;
+        // the `haul` command; PostgreSQL (the fleet queue and workers). Their helpers (servers,
+        // processes, fixtures) are one target of their own.
+        .target(
+            name: "HaulTestSupport",
+            dependencies: ["Haul", "HaulPostgres", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/HaulTestSupport"
+        ),
+        .testTarget(name: "HaulLogicTests", dependencies: ["Haul", "HaulPostgres", "HaulTestSupport"]),
         .testTarget(
-            name: "HaulTests",
+            name: "HaulIntegrationTests",
             dependencies: [
-                "Haul", "HaulCLI", "HaulService", "HaulPostgres", "CHaul", .product(name: "Logging", package: "swift-log"),
+                "Haul", "HaulService", "HaulTestSupport", "CHaul", .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ]
         ),
+        .testTarget(
+            name: "HaulCommandLineTests",
+            dependencies: ["Haul", "HaulCLI", "HaulPostgres", "HaulTestSupport"]
+        ),
+        .testTarget(name: "HaulPostgresTests", dependencies: ["Haul", "HaulCLI", "HaulPostgres", "HaulTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,182 @@
+import Foundation
+import Testing
+
+@testable import Haul
+@testable import HaulTestSupport
+
+/// Issue 38, items 3–5: what CDNs and load balancers really send. An error page as 200 is never taken
+/// for the file, an ignored ETag `If-Range` is asked again in a form the server honours, and two
+/// versions behind one name end on one of them, whole.
+extension FaultTests {
+    @Test(
+        "a resume answered by another version, then by an error page as 200: the page is a failed attempt; the new version, whole"
+    )
+    func errorPageAfterARestart() async throws {
+        try await withFaultServer { server, directory in
+            let (events, result) = try await fetch(
+                "relabel/100000/400000",
+                from: server,
+                into: directory,
+                configuration: patient(directory)
+            )
+            #expect(try result.get() == directory.appendingPathComponent("out"))
+            // Before: the 79-byte page was the file, "completed".
+            #expect(
+                try Data(contentsOf: directory.appendingPathComponent("out"))
+                    == FaultServer.body(size: 400_000, version: 2)
+            )
+            let requests = server.requests(to: "/relabel/100000/400000")
+            #expect(requests.map(\.status) == [200, 206, 200, 200])
+            #expect(requests[2].bytesSent == FaultServer.errorPage.utf8.count && requests[2].range == nil)
+            #expect(restarts(in: events) == [.remoteChanged])
+            #expect(retries(in: events).contains { $0.0.code == .unexpectedAnswer })
+        }
+    }
+
+    @Test(
+        "a CDN that ignores an ETag If-Range: the whole answer is stopped at once and the range asked with the date; the host is remembered"
+    )
+    func entityTagIfRangeIgnored() async throws {
+        try await withFaultServer { server, directory in
+            try await withDownloadManager(configuration: patient(directory)) { manager in
+                for (size, name) in [(400_000, "first"), (300_000, "second")] {
+                    let download = try manager.download(
+                        from: server.url("etag-ignored/100000/\(size)"),
+                        to: directory.appendingPathComponent(name)
+                    )
+                    var restarted: [RestartReason] = []
+                    for await event in download.events {
+                        if case .restarted(let reason) = event { restarted.append(reason) }
+                    }
+                    _ = try await download.finished()
+                    #expect(
+                        try Data(contentsOf: directory.appendingPathComponent(name)) == FaultServer.body(size: size)
+                    )
+                    #expect(restarted.isEmpty, "\(name): restarted \(restarted)")
+                }
+            }
+            let first = server.requests(to: "/etag-ignored/100000/400000")
+            let date = FaultServer.httpDate(784_111_777)
+            // The interrupted first answer; the resume with the ETag, answered whole (and stopped);
+            // the same range with the date, answered with the rest.
+            #expect(first.map(\.range) == [nil, "bytes=100000-", "bytes=100000-"])
+            #expect(first.map(\.ifRange) == [nil, "\"v1-400000\"", date])
+            #expect(first.map(\.status) == [200, 200, 206])
+            #expect(first[2].bytesSent == 300_000)
+            // The second file's resume goes straight to the date.
+            let second = server.requests(to: "/etag-ignored/100000/300000")
+            #expect(second.map(\.ifRange) == [nil, date])
+            #expect(second.map(\.status) == [200, 206])
+            print("an ETag-ignoring CDN: the stopped whole answer sent \(first[1].bytesSent) bytes (socket buffers)")
+        }
+    }
+
+    @Test("the same CDN without a strong date: the range is asked with no If-Range, and its 206 must carry the ETag")
+    func entityTagIfRangeIgnoredWithoutADate() async throws {
+        try await withFaultServer { server, directory in
+            let (events, result) = try await fetch(
+                "etag-ignored-nodate/100000/400000",
+                from: server,
+                into: directory,
+                configuration: patient(directory)
+            )
+            _ = try result.get()
+            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 400_000))
+            let requests = server.requests(to: "/etag-ignored-nodate/100000/400000")
+            #expect(requests.map(\.ifRange) == [nil, "\"v1-400000\"", nil])
+            #expect(requests.map(\.range) == [nil, "bytes=100000-", "bytes=100000-"])
+            #expect(requests.map(\.status) == [200, 200, 206])
+            #expect(restarts(in: events).isEmpty)
+        }
+    }
+
+    @Test(
+        "two backends with different versions behind one name, 4 connections: one connection, one version, whole; the event says why"
+    )
+    func twoVersionsBehindOneName() async throws {
+        try await withFaultServer { server, directory in
+            let (configuration, size) = (fourConnections(directory), 2 * 1024 * 1024)
+            let (events, result) = try await fetch(
+                "twoversions/\(size)",
+                from: server,
+                into: directory,
+                configuration: configuration
+            )
+            _ = try result.get()
+            let file = try Data(contentsOf: directory.appendingPathComponent("out"))
+            #expect(
+                file == FaultServer.body(size: size, version: 1) || file == FaultServer.body(size: size, version: 2)
+            )
+            #expect(events.contains(.warning(.versionsDiffer)), "restarts: \(restarts(in: events))")
+            #expect(restarts(in: events).allSatisfy { $0 == .remoteChanged } && restarts(in: events).count <= 2)
+        }
+    }
+
+    @Test(
+        "the same CDN under 4 connections: each segment's ignored If-Range is asked again with the date; nothing restarts"
+    )
+    func entityTagIfRangeIgnoredBySegments() async throws {
+        try await withFaultServer { server, directory in
+            let (configuration, size) = (fourConnections(directory), 2 * 1024 * 1024)
+            let (events, result) = try await fetch(
+                "etag-ignored-slow/\(size)",
+                from: server,
+                into: directory,
+                configuration: configuration
+            )
+            _ = try result.get()
+            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: size))
+            #expect(restarts(in: events).isEmpty, "\(restarts(in: events))")
+            let requests = server.requests(to: "/etag-ignored-slow/\(size)")
+            let date = FaultServer.httpDate(784_111_777)
+            // Segments went out; those asked with the ETag were answered whole (and stopped), then
+            // asked again with the date, which the CDN honours.
+            #expect(requests.contains { $0.ifRange == date && $0.status == 206 }, "\(requests.map(\.ifRange))")
+            #expect(requests.filter { $0.ifRange?.hasPrefix("\"") == true }.allSatisfy { $0.status == 200 })
+        }
+    }
+
+    /// ``patient(_:)`` over 4 connections, with segments of 128 KiB at least (a 2 MiB file splits).
+    func fourConnections(_ directory: URL) -> DownloadManager.Configuration {
+        var configuration = patient(directory)
+        configuration.connectionsPerFile = 4
+        configuration.minimumSegmentSize = 128 * 1024
+        return configuration
+    }
+}
+
+/// Issue 56, item 1: an answer from byte 0 that carries the pinned strong validator is read past the
+/// bytes held only while they are the same bytes: a broken origin (or a CDN that rewrites bodies)
+/// repeats its ETag over another body.
+extension FaultTests {
+    @Test(
+        "one ETag over other bytes, answers cut short: each read past stops at the first difference; the last version, whole"
+    )
+    func sameTagOtherBytes() async throws {
+        try await withFaultServer { server, directory in
+            // Request k gets version k, all with ETag "same"; the first three are cut at k × 100,000.
+            let path = "sametag/3/100000/400000"
+            let (events, result) = try await fetch(
+                path,
+                from: server,
+                into: directory,
+                configuration: patient(directory)
+            )
+            #expect(throws: Never.self) { try result.get() }
+            // The file is the version of the last answer, whole, which was asked for from byte 0.
+            // Before: versions 1, 3 and 4 spliced at 100,000 and 300,000, "completed".
+            let requests = server.requests(to: "/\(path)")
+            #expect(
+                try Data(contentsOf: directory.appendingPathComponent("out"))
+                    == FaultServer.body(size: 400_000, version: requests.count)
+            )
+            #expect(requests.allSatisfy { $0.status == 200 })
+            #expect(requests.last?.range == nil, "\(requests)")
+            // Each answer to a plain Range (If-Range was ignored, so it is asked without) was read
+            // past the partial until its first byte that differs, then the file started over.
+            let readPast = requests.filter { $0.range != nil && $0.ifRange == nil }
+            #expect(!readPast.isEmpty, "\(requests)")
+            #expect(restarts(in: events) == readPast.map { _ in .overlapMismatch })
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+import Testing
+
+@testable import Haul
+@testable import HaulTestSupport
+
+/// Issue 40, item 3: one public state per meaning, derived from the events in one function.
+@Suite("A download's public state")
+struct DownloadStateTests {
+    static let error = DownloadError(code: .transport, url: "http://h/f", curlCode: 7)
+    static let file = URL(fileURLWithPath: "/tmp/f")
+    static let progress = DownloadProgress(bytesReceived: 10, totalBytes: 100)
+    static let states: [DownloadState] = [
+        .queued, .connecting, .receiving, .paused, .waitingToRetry(error, after: .seconds(2)), .completed(file),
+        .failed(error), .cancelled,
+    ]
+
+    @Test("each event leads to its state from any state; progress, restarts, warnings and switches keep it")
+    func afterEachEvent() {
+        let table: [(DownloadEvent, DownloadState?)] = [
+            (.queued, .queued), (.connecting(Self.progress), .connecting), (.receiving(Self.progress), .receiving),
+            (.waitingToRetry(Self.error, after: .seconds(2)), .waitingToRetry(Self.error, after: .seconds(2))),
+            (.paused(Self.progress), .paused), (.completed(Self.file), .completed(Self.file)),
+            (.failed(Self.error), .failed(Self.error)), (.cancelled, .cancelled),
+            (.progress(Self.progress), nil), (.restarted(.rangeIgnored), nil), (.warning(.versionsDiffer), nil),
+            (.switchedURL(Self.file, after: Self.error), nil),
+        ]
+        for state in Self.states {
+            for (event, expected) in table {
+                #expect(state.after(event) == (expected ?? state), "\(state) after \(event)")
+            }
+        }
+    }
+
+    @Test("a new subscriber is shown each state by the event that leads to it; final states are final")
+    func replay() {
+        for state in Self.states {
+            let event = state.event(progress: Self.progress)
+            #expect(DownloadState.queued.after(event) == state, "\(state) shown as \(event)")
+            #expect(state.isFinal == event.isFinal)
+        }
+        #expect(Self.states.filter(\.isFinal).count == 3)
+    }
+
+    @Test("one word per meaning: the journal's and the fleet's words are the public state's")
+    func words() {
+        #expect(QueueState.queued.description == "queued" && QueueState.waitingToRetry.description == "waitingToRetry")
+        #expect(QueueState.paused.description == "paused" && QueueState.completed.description == "completed")
+        #expect(QueueState.failed.description == "failed")
+    }
+}
