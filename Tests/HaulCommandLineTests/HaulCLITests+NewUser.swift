@@ -72,21 +72,26 @@ extension HaulCLITests {
 
     @Test("started with SIGINT ignored (a shell's background job), haul keeps it ignored and finishes")
     func ignoredSIGINTStaysIgnored() async throws {
-        let (server, work) = try await startServerAndDirectory()
-        defer { stop(server, work) }
-        // /paced/: 1 MiB at once, then 16 KB/s: the last 128 KiB take about eight seconds, time enough for the
-        // signal to arrive mid-transfer on a loaded machine.
-        let data = try server.makeFile("bg.bin", size: 1024 * 1024 + 128 * 1024)
+        let server = try FaultServer.start()
+        let work = try makeTemporaryDirectory()
+        defer {
+            server.stop()
+            try? FileManager.default.removeItem(at: work)
+        }
+        // The fault server's gate holds the answer after 1 MiB until the signal was sent: it arrives
+        // mid-transfer however loaded the machine (before: nginx's /paced/, eight seconds at 16 KB/s).
+        let size = 1024 * 1024 + 128 * 1024
         let output = work.appendingPathComponent("out")
         let events = work.appendingPathComponent("bg.jsonl").path
         let process = try await startReceiving(
-            ["--json", "-o", output.path + "/", server.url("paced/bg.bin").absoluteString],
+            ["--json", "-o", output.path + "/", server.url("gate/1048576/\(size)").absoluteString],
             events: events,
             ignoringSIGINT: true
         )
         process.signal(SIGINT)
+        server.openGate()
         #expect(await process.exited() == 0)
-        #expect(try Data(contentsOf: output.appendingPathComponent("bg.bin")) == data)
+        #expect(try Data(contentsOf: output.appendingPathComponent(String(size))) == FaultServer.body(size: size))
         let text = try String(contentsOfFile: events, encoding: .utf8)
         #expect(!text.contains("\"event\":\"paused\""))
     }
