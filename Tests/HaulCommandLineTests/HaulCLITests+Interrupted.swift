@@ -79,12 +79,8 @@ extension HaulCLITests {
 
     @Test("SIGKILL at random moments, five times: the file still ends byte-identical, re-sending little per kill")
     func killedRepeatedly() async throws {
-        let server = try FaultServer.start()
-        let work = try makeTemporaryDirectory()
-        defer {
-            server.stop()
-            try? FileManager.default.removeItem(at: work)
-        }
+        let (server, work) = try startFaultServerAndDirectory()
+        defer { stop(server, work) }
         // The fault server's gate: each answer sends 256 KiB and holds the rest until the test opens
         // it, so no run can finish before it is killed, however late a loaded machine kills (before:
         // nginx at 256 KB/s, a rate chosen to be slow enough; 2 MiB once ran out before the fifth kill).

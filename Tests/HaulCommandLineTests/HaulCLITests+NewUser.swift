@@ -72,12 +72,8 @@ extension HaulCLITests {
 
     @Test("started with SIGINT ignored (a shell's background job), haul keeps it ignored and finishes")
     func ignoredSIGINTStaysIgnored() async throws {
-        let server = try FaultServer.start()
-        let work = try makeTemporaryDirectory()
-        defer {
-            server.stop()
-            try? FileManager.default.removeItem(at: work)
-        }
+        let (server, work) = try startFaultServerAndDirectory()
+        defer { stop(server, work) }
         // The fault server's gate holds the answer after 1 MiB until the signal was sent: it arrives
         // mid-transfer however loaded the machine (before: nginx's /paced/, eight seconds at 16 KB/s).
         let size = 1024 * 1024 + 128 * 1024

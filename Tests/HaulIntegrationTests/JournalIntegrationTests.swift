@@ -87,12 +87,8 @@ struct JournalIntegrationTests {
     @Test("the journal records a paused download's bytes and validators, and its completion")
     func journalCheckpoints() async throws {
         // The first response goes silent after 300,000 bytes: the shutdown always comes first.
-        let server = try FaultServer.start()
-        let directory = try makeTemporaryDirectory()
-        defer {
-            server.stop()
-            try? FileManager.default.removeItem(at: directory)
-        }
+        let (server, directory) = try startFaultServerAndDirectory()
+        defer { stop(server, directory) }
         let size = 2 * 1024 * 1024
         let url = server.url("stall/300000/\(size)")
         let destination = directory.appendingPathComponent("j.bin")
@@ -355,12 +351,8 @@ struct JournalIntegrationTests {
     func remoteChangedBetweenRuns() async throws {
         // Each request gets another version (bytes, ETag, Last-Modified); the first goes silent after
         // 300,000 bytes, so the shutdown always comes first.
-        let server = try FaultServer.start()
-        let directory = try makeTemporaryDirectory()
-        defer {
-            server.stop()
-            try? FileManager.default.removeItem(at: directory)
-        }
+        let (server, directory) = try startFaultServerAndDirectory()
+        defer { stop(server, directory) }
         let size = 2 * 1024 * 1024
         let destination = directory.appendingPathComponent("v.bin")
         var configuration = DownloadManager.Configuration()
@@ -390,12 +382,8 @@ struct JournalIntegrationTests {
     @Test("after a reboot a partial is cut back to its last synced checkpoint and still ends byte-identical")
     func simulatedReboot() async throws {
         // The first response goes silent after 300,000 bytes: the pause always comes first.
-        let server = try FaultServer.start()
-        let directory = try makeTemporaryDirectory()
-        defer {
-            server.stop()
-            try? FileManager.default.removeItem(at: directory)
-        }
+        let (server, directory) = try startFaultServerAndDirectory()
+        defer { stop(server, directory) }
         let size = 2 * 1024 * 1024
         let data = FaultServer.body(size: size)
         let destination = directory.appendingPathComponent("r.bin")

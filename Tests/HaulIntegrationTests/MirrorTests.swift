@@ -190,10 +190,8 @@ struct MirrorTests {
 
     @Test("an expired link gets a fresh URL from the hook and continues from the bytes on disk")
     func refreshed() async throws {
-        let server = try FaultServer.start()
-        defer { server.stop() }
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let (server, directory) = try startFaultServerAndDirectory()
+        defer { stop(server, directory) }
         let size = 2_000_000
         let asked = Mutex<[DownloadManager.ExpiredURL]>([])
         var configuration = faults.patient(directory)

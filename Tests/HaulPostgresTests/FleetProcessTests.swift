@@ -304,12 +304,8 @@ struct FleetProcessTests {
 
     @Test("a hung worker (SIGSTOP) loses its rows to another; woken, it records nothing and stops those transfers")
     func hungWorker() async throws {
-        let server = try FaultServer.start()
-        let work = try makeTemporaryDirectory()
-        defer {
-            server.stop()
-            try? FileManager.default.removeItem(at: work)
-        }
+        let (server, work) = try startFaultServerAndDirectory()
+        defer { stop(server, work) }
         let database = try await TestPostgres.database()
         // The fault server's gate holds each answer after 256 KiB until the test opens it: the hung
         // worker's four transfers cannot end before it is stopped, however late (before: 3 s each at
@@ -509,12 +505,8 @@ extension FleetProcessTests {
 extension FleetProcessTests {
     @Test("PostgreSQL down for twice the lease while every download runs: none is taken over, each URL asked for once")
     func outageLongerThanLease() async throws {
-        let server = try FaultServer.start()
-        let work = try makeTemporaryDirectory()
-        defer {
-            server.stop()
-            try? FileManager.default.removeItem(at: work)
-        }
+        let (server, work) = try startFaultServerAndDirectory()
+        defer { stop(server, work) }
         let cluster = try await TestPostgres.Cluster.start()  // its own: other tests keep theirs
         let database = try await cluster.database()
         // The fault server's gate holds each answer after 256 KiB until PostgreSQL is back: both

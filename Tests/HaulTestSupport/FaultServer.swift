@@ -466,11 +466,25 @@ final class FaultServer: @unchecked Sendable {
 
 /// Runs `body` with a started ``FaultServer`` and a temporary directory, both gone afterwards.
 func withFaultServer(_ body: (FaultServer, URL) async throws -> Void) async throws {
-    let server = try FaultServer.start()
-    let directory = try makeTemporaryDirectory()
-    defer {
-        server.stop()
-        try? FileManager.default.removeItem(at: directory)
-    }
+    let (server, directory) = try startFaultServerAndDirectory()
+    defer { stop(server, directory) }
     try await body(server, directory)
+}
+
+/// A started ``FaultServer`` and a temporary directory, for a test that ends with
+/// `defer { stop(server, directory) }` (as ``startServerAndDirectory(inMemory:)`` for nginx).
+func startFaultServerAndDirectory() throws -> (FaultServer, URL) {
+    let server = try FaultServer.start()
+    do {
+        return (server, try makeTemporaryDirectory())
+    } catch {
+        server.stop()
+        throw error
+    }
+}
+
+/// Stops the fault server (it does not block: its threads end on their own) and removes the directory.
+func stop(_ server: FaultServer, _ directory: URL) {
+    server.stop()
+    try? FileManager.default.removeItem(at: directory)
 }
