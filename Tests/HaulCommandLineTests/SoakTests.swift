@@ -65,7 +65,24 @@ struct SoakTests {
         // Every file whole and the server's, at its name; nothing beside it.
         for index in 0..<count {
             let file = output.appendingPathComponent("d\(index % 8)/s\(index).bin")
-            #expect(try Data(contentsOf: file) == server.root.appendingPathComponent("s\(index).bin").contentsData())
+            let got = try Data(contentsOf: file)
+            let source = try server.root.appendingPathComponent("s\(index).bin").contentsData()
+            guard got != source else { continue }
+            // Where it differs, and what the server and the journal saw of it: a failure says enough
+            // to be followed without running the soak again.
+            let differs =
+                zip(got, source).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+                ?? min(got.count, source.count)
+            let requests = server.accessLog().filter { $0.uri == "/s\(index).bin" }
+                .map { "\($0.status) \($0.range) sent \($0.bytesSent)" }
+            let entry = try DownloadManager.journalEntries(stateDirectory: output.appendingPathComponent(".haul"))
+                .first { $0.destination.hasSuffix("/d\(index % 8)/s\(index).bin") }
+            Issue.record(
+                "s\(index).bin: \(got.count) bytes for \(source.count), first difference at \(differs); requests \(requests); row \(String(describing: entry))"
+            )
+            let kept = URL(fileURLWithPath: "/tmp/haul-soak-\(getpid())")
+            try? FileManager.default.removeItem(at: kept)
+            try? FileManager.default.copyItem(at: work, to: kept)
         }
         for folder in 0..<8 {
             let names = try FileManager.default.contentsOfDirectory(

@@ -27,6 +27,28 @@ extension FaultTests {
         }
     }
 
+    @Test("a connection closed inside the response's head is a cut connection, retried: never an empty file")
+    func headCutShort() async throws {
+        // Found by the soak: libcurl 7.88 takes a connection closed before the head's empty line for
+        // a whole answer without a body (curl itself exits 0 with an empty file), and Haul placed an
+        // empty file as completed.
+        try await withFaultServer { server, directory in
+            let (events, result) = try await fetch(
+                "cut-head/30000",
+                from: server,
+                into: directory,
+                configuration: patient(directory)
+            )
+            #expect(throws: Never.self) { try result.get() }
+            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 30_000))
+            let retried = retries(in: events).map(\.0)
+            #expect(retried.count == 1)
+            #expect(retried.first?.curlCode == 56)
+            #expect(retried.first?.description.contains("closed before the end of the response's headers") == true)
+            #expect(server.requests(to: "/cut-head/30000").map(\.status) == [200, 200])
+        }
+    }
+
     @Test("a server that cuts every whole answer short and ignores Range: retried a few times, not forever")
     func shortAndRangeless() async throws {
         try await withFaultServer { server, directory in

@@ -59,6 +59,9 @@ import Glibc
 ///   text/html` with no ETag (``errorPage``); later ones serve version 2.
 /// - `/sametag/CUTS/N/SIZE`: a broken origin that repeats one strong ETag (`"same"`) over other
 ///   bytes: ignores Range, the k-th request gets version k, and the first CUTS answers end after k×N.
+/// - `/cut-head/SIZE`: the first answer is a status line and one header, then the connection
+///   closes before the head's empty line (libcurl 7.88 takes that for a whole answer with no body);
+///   later ones behave.
 /// - `/gate/N/SIZE`: every answer, ranged or not, sends N body bytes and then holds until the test
 ///   calls ``openGate()`` (an answer begun after that is not held): a download that must still be
 ///   running when a test looks, however late a loaded machine looks, without a rate chosen to be slow.
@@ -448,6 +451,11 @@ final class FaultServer: @unchecked Sendable {
                 validators: .none,
                 ignoresIfRange: true
             )
+        case "cut-head" where numbers.count == 1:
+            guard number == 1 else { return sendFile(size: size, request: &request, index: index, on: connection) }
+            request.status = 200
+            note(request, at: index)
+            _ = write(Data("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n".utf8), to: connection)
         case "gate" where numbers.count == 2:
             sendFile(size: size, request: &request, index: index, on: connection, gate: numbers[0])
         case "status" where numbers.count == 1:

@@ -80,6 +80,27 @@ static inline CURLcode CHaul_easy_setopt_debug_callback(CURL *handle, CHaul_debu
     return curl_easy_setopt(handle, CURLOPT_DEBUGFUNCTION, value);
 }
 
+/// curl's header callback for ``CHaul_easy_track_header_end``: a status line starts a response's
+/// head (a 1xx, a redirect or a proxy's CONNECT answer came before it), its empty line ends it.
+static size_t CHaul_header_end_callback(char *buffer, size_t size, size_t count, void *ended) {
+    size_t length = size * count;
+    if (length >= 5 && buffer[0] == 'H' && buffer[1] == 'T' && buffer[2] == 'T' && buffer[3] == 'P' && buffer[4] == '/') {
+        *(int *)ended = 0;
+    } else if ((length == 2 && buffer[0] == '\r' && buffer[1] == '\n') || (length == 1 && buffer[0] == '\n')) {
+        *(int *)ended = 1;
+    }
+    return length;
+}
+
+/// libcurl 7.88 takes a connection closed in the middle of a response's head for the end of a
+/// response without a body: `curl` itself exits 0 with an empty file. Haul tracks, in `*ended`,
+/// whether the last response's head came to its empty line (1) or not (0), and refuses the answer
+/// when it did not.
+static inline CURLcode CHaul_easy_track_header_end(CURL *handle, int *ended) {
+    CURLcode code = curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, CHaul_header_end_callback);
+    return code != CURLE_OK ? code : curl_easy_setopt(handle, CURLOPT_HEADERDATA, (void *)ended);
+}
+
 /// libcurl 7.88 opens its sockets without close-on-exec: a child process started while a transfer
 /// was connected (by the application, from any thread) kept the socket open, so a transfer Haul
 /// stopped stayed open to the server for as long as the child lived. Sockets are opened with

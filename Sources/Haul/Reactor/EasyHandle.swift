@@ -6,12 +6,17 @@ final class EasyHandle {
     let raw: UnsafeMutableRawPointer
     private let errorBuffer: UnsafeMutablePointer<CChar>
     private var headers: UnsafeMutablePointer<curl_slist>?
+    /// 1 once the last response's head came to its empty line (curl's header callback writes it:
+    /// ``CHaul_easy_track_header_end``), 0 while a head is read or none came.
+    private let headEnded: UnsafeMutablePointer<Int32>
 
     init?() {
         guard let raw = curl_easy_init() else { return nil }
         self.raw = raw
         self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(to: 0)
+        self.headEnded = .allocate(capacity: 1)
+        headEnded.initialize(to: 0)
     }
 
     /// Clears the options of one transfer (its range and headers, its context), ready for another;
@@ -47,6 +52,22 @@ final class EasyHandle {
         curl_easy_cleanup(raw)
         curl_slist_free_all(headers)
         errorBuffer.deallocate()
+        headEnded.deallocate()
+    }
+
+    /// curl's result for the request, unless curl took a connection closed in the middle of the
+    /// response's head for a whole answer without a body (libcurl 7.88 does; `curl` exits 0 with an
+    /// empty file): that is a receive error, retried as any cut connection is, never an empty file.
+    func vetted(_ result: CURLcode) -> CURLcode {
+        guard result == CURLE_OK, headEnded.pointee == 0 else { return result }
+        let message = "the connection closed before the end of the response's headers"
+        var length = 0
+        for byte in message.utf8.prefix(Int(CURL_ERROR_SIZE) - 1) {
+            errorBuffer[length] = CChar(bitPattern: byte)
+            length += 1
+        }
+        errorBuffer[length] = 0
+        return CURLE_RECV_ERROR
     }
 
     /// The request every Haul transfer makes, before its per-request options.
@@ -62,6 +83,7 @@ final class EasyHandle {
         ownConnection: Bool = false
     ) {
         errorBuffer[0] = 0
+        headEnded.pointee = 0
         set(CURLOPT_URL, url)
         // Waiting for a connection that might multiplex pays only where HTTP/2 can be negotiated
         // (ALPN over TLS); over plain HTTP it would hold every request to a host behind the first.
@@ -104,6 +126,7 @@ final class EasyHandle {
         set(CURLOPT_TCP_KEEPALIVE, 1)
         _ = CHaul_easy_open_sockets_close_on_exec(raw)
         _ = CHaul_easy_setopt_pointer(raw, CURLOPT_ERRORBUFFER, errorBuffer)
+        _ = CHaul_easy_track_header_end(raw, headEnded)
         if let log = options.headerLog {
             // The options keep the log for as long as the pool's handles live.
             set(CURLOPT_VERBOSE, 1)

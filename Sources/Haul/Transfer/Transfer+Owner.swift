@@ -58,11 +58,11 @@ extension Transfer {
     }
 
     /// curl finished its own request (`raw`, still in the multi handle): how the attempt ended.
-    func requestFinished(_ result: CURLcode) -> SlotAction { settle(requestEnded(result)) }
+    func requestFinished(_ result: CURLcode) -> SlotAction { settle(requestEnded(easy?.vetted(result) ?? result)) }
 
     /// curl finished `fetch`'s request, one of its other connections'.
     func fetchFinished(_ fetch: SegmentFetch, result: CURLcode) -> SlotAction {
-        settle(fetchEnded(fetch, result: result))
+        settle(fetchEnded(fetch, result: fetch.easy?.vetted(result) ?? result))
     }
 
     // MARK: limits, stalls
