@@ -63,23 +63,28 @@ struct SoakTests {
         )
         #expect(await last.exited() == 0)
         // Every file whole and the server's, at its name; nothing beside it.
+        var differing: [(index: Int, got: Data, source: Data)] = []
         for index in 0..<count {
-            let file = output.appendingPathComponent("d\(index % 8)/s\(index).bin")
-            let got = try Data(contentsOf: file)
+            let got = try Data(contentsOf: output.appendingPathComponent("d\(index % 8)/s\(index).bin"))
             let source = try server.root.appendingPathComponent("s\(index).bin").contentsData()
-            guard got != source else { continue }
-            // Where it differs, and what the server and the journal saw of it: a failure says enough
-            // to be followed without running the soak again.
-            let differs =
-                zip(got, source).enumerated().first { $0.element.0 != $0.element.1 }?.offset
-                ?? min(got.count, source.count)
-            let requests = server.accessLog().filter { $0.uri == "/s\(index).bin" }
-                .map { "\($0.status) \($0.range) sent \($0.bytesSent)" }
-            let entry = try DownloadManager.journalEntries(stateDirectory: output.appendingPathComponent(".haul"))
-                .first { $0.destination.hasSuffix("/d\(index % 8)/s\(index).bin") }
-            Issue.record(
-                "s\(index).bin: \(got.count) bytes for \(source.count), first difference at \(differs); requests \(requests); row \(String(describing: entry))"
-            )
+            if got != source { differing.append((index, got, source)) }
+        }
+        if !differing.isEmpty {
+            // Where each differs, and what the server and the journal saw of it: a failure says
+            // enough to be followed without running the soak again; the run's folder is kept.
+            let log = server.accessLog()
+            let entries = try DownloadManager.journalEntries(stateDirectory: output.appendingPathComponent(".haul"))
+            for (index, got, source) in differing {
+                let differs =
+                    zip(got, source).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+                    ?? min(got.count, source.count)
+                let requests = log.filter { $0.uri == "/s\(index).bin" }
+                    .map { "\($0.status) \($0.range) sent \($0.bytesSent)" }
+                let entry = entries.first { $0.destination.hasSuffix("/d\(index % 8)/s\(index).bin") }
+                Issue.record(
+                    "s\(index).bin: \(got.count) bytes for \(source.count), first difference at \(differs); requests \(requests); row \(String(describing: entry))"
+                )
+            }
             let kept = URL(fileURLWithPath: "/tmp/haul-soak-\(getpid())")
             try? FileManager.default.removeItem(at: kept)
             try? FileManager.default.copyItem(at: work, to: kept)
