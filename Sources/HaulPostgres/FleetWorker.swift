@@ -18,7 +18,9 @@ import Synchronization
 ///   the manager's state directory), gives their rows back to the queue for any worker, and returns.
 ///   A worker that is killed instead loses its rows when their leases expire.
 /// - While the database cannot be reached (a restart), the transfers go on and every statement is
-///   tried again, up to every 5 s; leases that expired meanwhile are found lost at the next renewal.
+///   tried again, up to every 5 s or a third of the lease if that is shorter: back within the
+///   lease's length of the server's start, which is how long leases of before are kept for their
+///   workers to renew; leases that expired otherwise are found lost at the next renewal.
 /// - A download that fails for good (a 404, a checksum) is recorded as failed with the error's text
 ///   (never credentials: the queue holds none, and ``DownloadError`` redacts them).
 /// - Where the bytes are: each worker's manager keeps its partial files in its own state directory.
@@ -319,25 +321,42 @@ public final class FleetWorker: Sendable {
     }
 
     /// Runs `operation` again while the queue's database cannot be reached (restarted, cut off),
-    /// after 0.2 s, then twice as long each time up to 5 s; the transfers go on meanwhile. A refused
-    /// statement, or the task's cancellation, ends it (the leases then expire for other workers).
+    /// after 0.2 s, then twice as long each time up to 5 s or a third of the lease; the transfers go
+    /// on meanwhile. A refused statement, or the task's cancellation, ends it (the leases then expire
+    /// for other workers).
+    ///
+    /// The bound matters after an outage longer than the leases: the server keeps the leases of
+    /// before for a lease's length after it starts (`FleetSchema.requeueExpired`), and a worker
+    /// that waited longer than that to try again would find its downloads requeued by the first
+    /// worker back, which fetches them again (1 s leases and a 3.2 s wait did, one run in ten).
     @discardableResult
     private func persisting<T>(_ what: String, _ operation: () async throws -> T) async throws -> T {
-        var delay = Duration.milliseconds(200)
+        var delay: Duration?
         while true {
             do {
                 return try await operation()
             } catch let error as FleetError {
                 guard error.code == .connection, !Task.isCancelled else { throw error }
                 reconnected.store(true, ordering: .relaxed)
+                let wait = Self.retryDelay(after: delay, lease: queue.configuration.leaseDuration)
+                delay = wait
                 logger.warning(
                     "the queue's database cannot be reached: trying again",
-                    metadata: ["haul.operation": "\(what)", "haul.error": "\(error)"]
+                    metadata: [
+                        "haul.operation": "\(what)", "haul.error": "\(error)",
+                        "haul.retry.in": "\(wait)",
+                    ]
                 )
-                try await Task.sleep(for: delay)
-                delay = min(delay * 2, .seconds(5))
+                try await Task.sleep(for: wait)
             }
         }
+    }
+
+    /// How long ``persisting(_:_:)`` waits after `previous` (`nil`: the first failure): 0.2 s, then
+    /// twice as long each time, never more than 5 s nor a third of `lease`.
+    static func retryDelay(after previous: Duration?, lease: Duration) -> Duration {
+        let longest = min(.seconds(5), lease / 3)
+        return min(previous.map { $0 * 2 } ?? .milliseconds(200), longest)
     }
 
     /// Records the outcomes of downloads that ended, in one statement; gives back the rows of those

@@ -49,4 +49,29 @@ struct FleetStateTests {
             if let event = state.recordedEvent { #expect(FleetState.target(of: event) == state) }
         }
     }
+
+    @Test(
+        "a worker cut off from the database tries again after 0.2 s, then twice as long, never more than 5 s nor a third of the lease"
+    )
+    func retryDelays() {
+        func delays(lease: Duration, count: Int) -> [Duration] {
+            var previous: Duration?
+            return (0..<count).map { _ in
+                let next = FleetWorker.retryDelay(after: previous, lease: lease)
+                previous = next
+                return next
+            }
+        }
+        #expect(
+            delays(lease: .seconds(30), count: 8)
+                == [0.2, 0.4, 0.8, 1.6, 3.2, 5, 5, 5].map { Duration.milliseconds(Int64($0 * 1000)) }
+        )
+        // With 1 s leases: back within a third of a second of the server's start, well inside the
+        // lease's length for which it keeps the leases of before (3.2 s, before: another worker
+        // requeued this one's downloads and fetched them again).
+        #expect(
+            delays(lease: .seconds(1), count: 4) == [.milliseconds(200)] + Array(repeating: .seconds(1) / 3, count: 3)
+        )
+        #expect(delays(lease: .milliseconds(300), count: 2) == [.milliseconds(100), .milliseconds(100)])
+    }
 }
