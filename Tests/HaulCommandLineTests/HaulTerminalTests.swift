@@ -39,30 +39,29 @@ struct HaulTerminalTests {
     /// Lines that are bars (they draw one).
     static func bars(_ screen: [String]) -> [String] { screen.filter { $0.contains("░") || $0.contains("█") } }
 
-    /// Runs haul on three slow files, one that is retried once and one that fails, in a `width`-column
+    /// Runs haul on three files, one that is retried once and one that fails, in a `width`-column
     /// pane (resized to `resizeTo` once bars show, if given); returns every frame read, the last
-    /// screen, everything the pane showed since it started, and haul's exit status. `slowTail`: the
-    /// bytes of each file after its first MiB, which come at 16 KB/s.
+    /// screen, everything the pane showed since it started, and haul's exit status.
+    ///
+    /// The three files are held by the fault server's gate after their first MiB until the test has
+    /// seen what it looks for: a frame with bars (and, with `resizeTo`, one drawn at the new width
+    /// after the resize). Before: 16 KB/s tails, long enough on a quiet machine; on a loaded one the
+    /// downloads once ended before a frame after the resize was read.
     func run(
         width: Int,
-        resizeTo: Int? = nil,
-        slowTail: Int = 96 * 1024
+        resizeTo: Int? = nil
     ) async throws -> (frames: [[String]], last: [String], history: [String], exit: Int) {
-        let (server, work) = try await startServerAndDirectory()
-        defer { stop(server, work) }
-        let faults = try FaultServer.start()
-        defer { faults.stop() }
+        let (faults, work) = try startFaultServerAndDirectory()
+        defer { stop(faults, work) }
         let tmux = Tmux(scratch: work)
         var urls: [String] = []
         for index in 0..<3 {
-            // /paced/: 1 MiB at once, then 16 KB/s: the last 96 KiB take six seconds, so the bars stay long
-            // enough to be seen on a loaded machine.
+            // Routing reads the numbers; the last part is the file's name, long for a narrow pane.
             let name = "a-rather-long-file-name-number-\(index)-for-a-narrow-terminal.bin"
-            _ = try server.makeFile(name, size: 1024 * 1024 + slowTail, seed: UInt64(30 + index))
-            urls.append(server.url("paced/\(name)").absoluteString)
+            urls.append(faults.url("gate/\(1024 * 1024)/\(1024 * 1024 + 96 * 1024)/\(name)").absoluteString)
         }
         urls.append(faults.url("busy/503/1/0/300000").absoluteString)
-        urls.append(server.url("missing.bin").absoluteString)
+        urls.append(faults.url("status/404/missing.bin").absoluteString)
         let haul = HaulCLITests.haulPath
         let output = work.appendingPathComponent("out").path
         let command =
@@ -71,6 +70,7 @@ struct HaulTerminalTests {
         try await tmux.run(["new-session", "-d", "-s", "haul", "-x", "\(width)", "-y", "80", command])
         var frames: [[String]] = []
         var resized = resizeTo == nil
+        // A backstop only: the gate holds the downloads as long as the test needs them.
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(60)
         var last: [String] = []
@@ -79,9 +79,12 @@ struct HaulTerminalTests {
             last = try await tmux.screen()
             frames.append(last)
             if last.contains(where: { $0.hasPrefix("HAUL-EXIT=") }) { break }
-            if !resized, !Self.bars(last).isEmpty, let narrower = resizeTo {
+            let bars = Self.bars(last)
+            if !resized, !bars.isEmpty, let narrower = resizeTo {
                 try await tmux.run(["resize-window", "-t", "haul", "-x", "\(narrower)", "-y", "80"])
                 resized = true
+            } else if resized, !bars.isEmpty, bars.allSatisfy({ Text.columns(of: $0) < (resizeTo ?? width) }) {
+                faults.openGate()  // seen: the downloads may end
             }
             try await Task.sleep(for: .milliseconds(30))
         }
@@ -109,10 +112,7 @@ struct HaulTerminalTests {
 
     @Test("bars fit the pane and messages leave no piece of a bar behind", arguments: [40, 80, 200])
     func barsFit(width: Int) async throws {
-        // A tail of 24 s, as for the resize below: with the whole suite on two cores, this test's
-        // task was once held up for the 6 s a shorter tail lasted, and read its first frame after
-        // haul had ended.
-        let (frames, _, history, exit) = try await run(width: width, slowTail: 384 * 1024)
+        let (frames, _, history, exit) = try await run(width: width)
         #expect(exit == 2)  // 404s: the HTTP error class
         let drawn = frames.flatMap(Self.bars)
         #expect(!drawn.isEmpty, "no frame showed a bar in \(frames.count) frames")
@@ -123,10 +123,7 @@ struct HaulTerminalTests {
 
     @Test("a terminal made narrower while haul runs (SIGWINCH) gets bars of its new width")
     func resized() async throws {
-        // A tail of 24 s: on a loaded machine (the whole suite on two cores) the first frame was once
-        // read after five seconds, the second after the downloads ended, leaving no frame after the
-        // resize to look at.
-        let (frames, last, history, exit) = try await run(width: 200, resizeTo: 40, slowTail: 384 * 1024)
+        let (frames, last, history, exit) = try await run(width: 200, resizeTo: 40)
         #expect(exit == 2)
         // After the resize, haul redraws at 40 columns: some frame shows bars that all fit.
         #expect(frames.contains { !Self.bars($0).isEmpty && Self.bars($0).allSatisfy { Text.columns(of: $0) <= 39 } })
