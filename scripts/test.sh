@@ -93,6 +93,9 @@ if missing:
 PY
 docc convert Sources/Haul/Haul.docc --additional-symbol-graph-dir .build/symbol-graphs-haul --output-path .build/docc \
     --fallback-display-name Haul --fallback-bundle-identifier haul --warnings-as-errors
+# Every Swift sample of the README and of the DocC articles compiles as written, imports included,
+# in a package of its own that depends on Haul by path (Examples/samples; scripts/samples.py).
+bash Examples/samples/build.sh
 # The installer: haul, its man page and its completions under a prefix (staged; the debug build
 # this script made). The man page and the completions know every option, the worker's too.
 stage="$(mktemp -d)"
