@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+
+@testable import Haul
+
+/// Issue 58, item 4: the values a caller prints read as a person reads them.
+@Suite("Descriptions")
+struct DescriptionTests {
+    @Test("progress: the bytes, the total, the rate and the time left, in binary units; what is unknown is left out")
+    func progress() {
+        let running = DownloadProgress(
+            bytesReceived: 4 << 20,
+            totalBytes: 32 << 20,
+            bytesPerSecond: 12 * 1024 * 1024,
+            estimatedTimeRemaining: .seconds(3)
+        )
+        #expect(running.description == "4.0 MiB of 32.0 MiB, 12.0 MiB/s, 3 s left")
+        #expect("\(DownloadProgress(bytesReceived: 1536, totalBytes: nil))" == "1.5 KiB")
+        #expect(DownloadProgress(bytesReceived: 0, totalBytes: 100).description == "0 bytes of 100 bytes")
+        let split = DownloadProgress(
+            bytesReceived: 5 << 30,
+            totalBytes: 8 << 30,
+            bytesPerSecond: 100,
+            estimatedTimeRemaining: .seconds(3725),
+            connections: 4
+        )
+        #expect(split.description == "5.0 GiB of 8.0 GiB, 100 bytes/s, 1 h 2 min left, 4 connections")
+    }
+
+    @Test("states and events: their name and what they carry")
+    func statesAndEvents() {
+        let file = URL(fileURLWithPath: "/data/big.iso")
+        let error = DownloadError(code: .httpStatus, url: "https://example.com/big.iso", httpStatus: 404)
+        #expect(DownloadState.receiving.description == "receiving")
+        #expect(DownloadState.completed(file).description == "completed: /data/big.iso")
+        #expect(DownloadState.failed(error).description == "failed: \(error)")
+        #expect(
+            DownloadState.waitingToRetry(error, after: .milliseconds(1500)).description
+                == "waiting 1.50 s to retry after: \(error)"
+        )
+        let progress = DownloadProgress(bytesReceived: 2048, totalBytes: 4096)
+        #expect(DownloadEvent.progress(progress).description == "progress: 2.0 KiB of 4.0 KiB")
+        #expect(DownloadEvent.paused(progress).description == "paused at 2.0 KiB of 4.0 KiB")
+        #expect(DownloadEvent.restarted(.remoteChanged).description == "restarted: the remote file changed")
+        #expect(DownloadEvent.cancelled.description == "cancelled")
+        // A URL is shown without its user name and password.
+        let mirror = URL(string: "https://user:s3cret@mirror.example/big.iso")!
+        let switched = DownloadEvent.switchedURL(mirror, after: error).description
+        #expect(switched.hasPrefix("switched to https://mirror.example/big.iso after: "))
+        #expect(!switched.contains("s3cret"))
+    }
+
+    @Test("timings and a response: durations in the unit that suits them, counts in words")
+    func timingsAndResponse() {
+        let timings = DownloadTimings(
+            queued: .microseconds(850),
+            timeToFirstByte: .milliseconds(14),
+            total: .milliseconds(1250),
+            bytes: 32 << 20,
+            attempts: 2,
+            connectionsOpened: 1,
+            connectionsReused: 1
+        )
+        #expect(
+            timings.description
+                == "queued 850 µs, first byte after 14 ms, total 1.25 s; 32.0 MiB in 2 requests, 1 connection opened, 1 reused"
+        )
+        #expect(DownloadTimings().description == "0 bytes in 0 requests, 0 connections opened, 0 reused")
+        let response = DownloadResponse(
+            url: URL(string: "https://example.com/big.iso")!,
+            status: 206,
+            contentType: "application/octet-stream",
+            entityTag: "\"abc\"",
+            lastModified: nil,
+            totalBytes: 32 << 20
+        )
+        #expect(
+            response.description
+                == "206 from https://example.com/big.iso, application/octet-stream, 32.0 MiB, ETag \"abc\""
+        )
+    }
+}
