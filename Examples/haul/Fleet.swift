@@ -190,7 +190,7 @@ struct WorkerCommand: AsyncParsableCommand {
     var sharedState: String?
 
     @Option(name: .long, help: "Seconds a claimed download stays this worker's without a renewal.")
-    var lease: Double = 30
+    var lease = Seconds(30)
 
     @Option(name: .long, help: "At most this many downloads from one host at once across every worker.")
     var perHost: Int?
@@ -210,7 +210,7 @@ struct WorkerCommand: AsyncParsableCommand {
 
     func validate() throws {
         if concurrency < 1 { throw ValidationError("--concurrency must be at least 1.") }
-        if !(lease >= 1) { throw ValidationError("--lease must be at least 1 second.") }
+        if !(lease.value >= 1) { throw ValidationError("--lease must be at least 1 second.") }
         if let perHost, perHost < 1 { throw ValidationError("--per-host must be at least 1.") }
         if state != nil, sharedState != nil { throw ValidationError("--state and --shared-state: give one.") }
         // Without --state, the worker's state is a folder named after it.
@@ -233,7 +233,7 @@ struct WorkerCommand: AsyncParsableCommand {
         let folder = URL(fileURLWithPath: output, isDirectory: true).standardizedFileURL
         var queueConfiguration = FleetQueue.Configuration(connectionString: queue, worker: name)
         queueConfiguration.outputFolder = folder
-        queueConfiguration.leaseDuration = .milliseconds(Int64(lease * 1000))
+        queueConfiguration.leaseDuration = lease.duration
         queueConfiguration.maxConcurrentDownloadsPerHost = perHost
         var configuration = DownloadManager.Configuration()
         configuration.maxConcurrentDownloads = concurrency

@@ -157,4 +157,32 @@ struct ByteCount: ExpressibleByArgument, Equatable {
             return nil
         }
     }
+
+    /// As a person types it: `128K`, `4M`, `1G`, or the bytes when no unit divides them.
+    var defaultValueDescription: String {
+        for (unit, scale) in [("G", Int64(1) << 30), ("M", Int64(1) << 20), ("K", Int64(1) << 10)]
+        where value >= scale && value % scale == 0 {
+            return "\(value / scale)\(unit)"
+        }
+        return "\(value)"
+    }
+}
+
+/// A number of seconds as typed (`30`, `0.5`), shown in `--help` as typed (`30`, not `30.0`). Not a
+/// number, infinite, or more than a year: refused as ArgumentParser refuses a value it cannot read.
+struct Seconds: ExpressibleByArgument, Equatable {
+    let value: Double
+
+    init(_ value: Double) { self.value = value }
+
+    init?(argument: String) {
+        guard let value = Double(argument.trimmingSpaces), value.isFinite, abs(value) <= 31_536_000 else {
+            return nil
+        }
+        self.value = value
+    }
+
+    var defaultValueDescription: String { value == value.rounded() ? "\(Int64(value))" : "\(value)" }
+
+    var duration: Duration { .milliseconds(Int64(value * 1000)) }
 }

@@ -64,14 +64,14 @@ extension HaulCommand {
             )
         }
         if concurrency < 1 { throw ValidationError("--concurrency must be at least 1.") }
-        if !(checkpointInterval > 0) { throw ValidationError("--checkpoint-interval must be above 0.") }
+        if !(checkpointInterval.value > 0) { throw ValidationError("--checkpoint-interval must be above 0.") }
         if bufferSize.value < 4096 || bufferSize.value > 1 << 30 {
             throw ValidationError("--buffer-size must be from 4096 (4K) to 1G.")
         }
         if quiet && json { throw ValidationError("--quiet and --json cannot be used together.") }
         if let retries, retries < 0 { throw ValidationError("--retries must be 0 or more.") }
         if maxRedirects < 0 { throw ValidationError("--max-redirects must be 0 or more.") }
-        if !(stallTimeout >= 1) { throw ValidationError("--stall-timeout must be at least 1 second.") }
+        if !(stallTimeout.value >= 1) { throw ValidationError("--stall-timeout must be at least 1 second.") }
         if let connectTimeout, !(connectTimeout > 0 && connectTimeout <= 86_400) {
             throw ValidationError("--connect-timeout must be a number of seconds above 0, such as 5 or 0.5.")
         }

@@ -39,8 +39,23 @@ struct HaulCommand: AsyncParsableCommand {
         } else if arguments.first == "help", arguments.dropFirst().first == "worker" {
             // `haul help worker`, as ArgumentParser's own `help` would say it (haul reads words as URLs).
             await WorkerCommand.main(["--help"])
+        } else if let unknown = unknownOptionError(in: arguments) {
+            exit(withError: unknown)
         } else {
             await main(arguments)
+        }
+    }
+
+    /// ArgumentParser validates the command before it reports an option it does not know, so that
+    /// `haul --bogus` would hear "Give at least one URL": parsed again with a URL after the
+    /// arguments, an unknown option is what fails, and that is what haul says.
+    static func unknownOptionError(in arguments: [String]) -> (any Error)? {
+        guard arguments.contains(where: { $0.hasPrefix("-") && $0 != "-" }) else { return nil }
+        do {
+            _ = try parseAsRoot(arguments + ["--", "http://unknown-option.invalid/"])
+            return nil
+        } catch {
+            return message(for: error).hasPrefix("Unknown option") ? error : nil
         }
     }
 
@@ -76,7 +91,7 @@ struct HaulCommand: AsyncParsableCommand {
         name: .long,
         help: "Seconds between syncs of partial files to disk (after a reboot a partial is cut back to its last sync)."
     )
-    var checkpointInterval: Double = 5
+    var checkpointInterval = Seconds(5)
 
     @Option(
         name: .long,
@@ -89,9 +104,9 @@ struct HaulCommand: AsyncParsableCommand {
     var retries: Int?
 
     @Option(name: .long, help: "Seconds without receiving anything before a transfer is aborted and retried.")
-    var stallTimeout: Double = 30
+    var stallTimeout = Seconds(30)
 
-    @Option(name: .long, help: "Seconds a connection may take to be made (TCP and TLS), as curl's (default 30).")
+    @Option(name: .long, help: "Seconds a connection may take to be made (TCP and TLS), as curl's (default: 30).")
     var connectTimeout: Double?
 
     @Option(

@@ -59,7 +59,7 @@ struct Runner {
         // A wrong port or a host that is down fails at once, as with curl and wget, unless retries
         // were asked for.
         configuration.connectionRetryLimit = command.retries == nil ? 0 : nil
-        configuration.stallTimeout = .milliseconds(Int64(command.stallTimeout * 1000))
+        configuration.stallTimeout = command.stallTimeout.duration
         if command.verbose {
             configuration.logsHeaders = true
             configuration.logger = Logger(label: "haul", factory: { _ in VerboseLog() })
@@ -91,7 +91,7 @@ struct Runner {
         configuration.revalidatesCompletedFiles = command.revalidate
         configuration.decodesCompression = command.compressed
         configuration.certificateAuthorityFile = command.caFile.map { URL(fileURLWithPath: $0) }
-        configuration.checkpointInterval = .milliseconds(Int64(command.checkpointInterval * 1000))
+        configuration.checkpointInterval = command.checkpointInterval.duration
         if command.writesThrough {
             // Nothing beside a device or FIFO: the library keeps a stream's row in a folder of its
             // own, for this run (unless --state names one).

@@ -163,6 +163,41 @@ extension HaulCLITests {
     }
 
     @Test(
+        "the CLI says what it means: an unknown option is named, --help shows defaults as typed, a number of seconds that is not one is refused"
+    )
+    func optionsAsTyped() async throws {
+        let work = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: work) }
+        // Before: "Give at least one URL", the option never named.
+        for arguments in [["--bogus"], ["--bogus", "http://127.0.0.1:1/a"], ["-o", work.path, "--frobnicate=3"]] {
+            let run = try await haul(arguments, in: work)
+            #expect(run.status == 64, "\(arguments): \(run.stderr)")
+            let option = arguments.first { $0.hasPrefix("--") && $0 != "-o" }!.split(separator: "=")[0]
+            #expect(run.stderr.contains("Unknown option '\(option)'"), "\(arguments): \(run.stderr)")
+            #expect(!run.stderr.contains("Give at least one URL"), "\(run.stderr)")
+        }
+        // A known option and no URL still asks for a URL.
+        let noURL = try await haul(["--quiet"], in: work)
+        #expect(noURL.status == 64 && noURL.stderr.contains("Give at least one URL"), "\(noURL.stderr)")
+        // Defaults as a person types them (before: "ByteCount(value: 131072)", "30.0").
+        let help = try await haul(["--help"], in: work)
+        for shown in ["(default: 128K)", "(default: 30)", "(default: 5)"] {
+            #expect(help.stdout.contains(shown), "\(shown) in \(help.stdout)")
+        }
+        for hidden in ["ByteCount(", "Seconds(", "30.0)", "5.0)"] { #expect(!help.stdout.contains(hidden)) }
+        let workerHelp = try await haul(["worker", "--help"], in: work)
+        #expect(workerHelp.stdout.contains("(default: 30)") && !workerHelp.stdout.contains("Seconds("))
+        // Seconds that are not a number of seconds: refused with the option named, never a crash or
+        // an endless wait.
+        for value in ["inf", "nan", "1e300", "soon"] {
+            let run = try await haul(["--stall-timeout", value, "http://127.0.0.1:1/a"], in: work)
+            #expect(run.status == 64, "\(value): \(run.stderr)")
+            #expect(run.stderr.contains("--stall-timeout"), "\(value): \(run.stderr)")
+            #expect(!run.stderr.contains("Fatal error"))
+        }
+    }
+
+    @Test(
         "a list read as it is queued: a mistake on its last line stops the run before any download; out= names are known before any URL is named"
     )
     func listCheckedWholeThenReadAsQueued() async throws {

@@ -453,7 +453,7 @@ struct HaulArgumentTests {
             "--retries", "0", "--stall-timeout", "2.5", "--max-size", "1000", "--checksum",
             "sha256:" + String(repeating: "0", count: 64), "http://h/a",
         ])
-        #expect(faults.retries == 0 && faults.stallTimeout == 2.5 && faults.maxSize?.value == 1000)
+        #expect(faults.retries == 0 && faults.stallTimeout.value == 2.5 && faults.maxSize?.value == 1000)
         #expect(faults.checksum.flatMap(Checksum.init)?.algorithm == .sha256)
     }
 
