@@ -53,18 +53,25 @@ extension DownloadManager {
 }
 
 extension DownloadManager {
-    /// The body of `url` in memory, fetched as any download is (a slot, the manager's limits,
-    /// retries; resumed after drops and stalls with `Range` and `If-Range`, never spliced: a body
-    /// the server sends from its start again is collected again from its start).
+    /// The body of `url` in memory with its response and timings, fetched as any download is (a
+    /// slot, the manager's limits, retries; resumed after drops and stalls with `Range` and
+    /// `If-Range`, never spliced: a body the server sends from its start again is collected again
+    /// from its start).
     ///
     /// - Parameters:
     ///   - url: an http(s) URL.
     ///   - headers: sent with every request of it, over the manager's.
     ///   - maximumSize: the most bytes accepted: a `Content-Length` above it fails before the body,
-    ///     a body without one at the first chunk past it.
+    ///     a body without one at the first chunk past it (the error names this argument).
+    /// - Returns: the bytes, the response they came with (status, every header, final URL, type,
+    ///   length, validators) and what they cost (``DownloadTimings``).
     /// - Throws: ``DownloadError`` (`.fileTooLarge` past `maximumSize`, or the download's own), or
     ///   `CancellationError` when the calling task is cancelled (the download is cancelled too).
-    public func data(from url: URL, headers: [DownloadHeader] = [], maximumSize: Int) async throws -> Data {
+    public func data(
+        from url: URL,
+        headers: [DownloadHeader] = [],
+        maximumSize: Int
+    ) async throws -> DownloadedData {
         let collector = BodyCollector(maximum: Int64(max(0, maximumSize)))
         let download = try download(.collecting(url, headers: headers, into: collector))
         try await withTaskCancellationHandler {
@@ -72,7 +79,7 @@ extension DownloadManager {
         } onCancel: {
             download.cancel()
         }
-        return collector.take()
+        return DownloadedData(data: collector.take(), response: download.acceptedResponse, timings: download.timings)
     }
 }
 

@@ -167,7 +167,10 @@ extension DownloadStreamTests {
         try await withFaultServer { server, directory in
             try await withDownloadManager(configuration: FaultTests().patient(directory)) { manager in
                 let body = try await manager.data(from: server.url(path), maximumSize: 1024 * 1024)
-                #expect(body == FaultServer.body(size: 400_000))
+                #expect(body.data == FaultServer.body(size: 400_000))
+                // The response that completed it: the resume's (a 206) where Range is honoured.
+                #expect(body.response.status == (path.hasPrefix("drop") ? 206 : 200), "\(body.response)")
+                #expect(body.timings.attempts >= 2 && body.timings.bytes >= 400_000, "\(body.timings)")
             }
             let requests = server.requests(to: "/\(path)")
             #expect(requests.count >= 2 && requests[1].range == "bytes=100000-", "\(requests.map(\.range))")
@@ -211,13 +214,25 @@ extension DownloadStreamTests {
         _ = try server.makeFile("large-body.bin", size: large, seed: 26)
         try await withDownloadManager(configuration: .forTests()) { manager in
             let body = try await manager.data(from: server.url("small-body.bin"), maximumSize: small.count)
-            #expect(body == small)
+            #expect(body.data == small)
+            // The response it came with, as URLSession's and AsyncHTTPClient's come: status, final
+            // URL, every header, validators; and what it cost.
+            #expect(body.response.status == 200 && body.response.url == server.url("small-body.bin"))
+            #expect(body.response.totalBytes == Int64(small.count) && body.response.entityTag != nil)
+            #expect(body.response.value(forHeader: "content-length") == "\(small.count)", "\(body.response.headers)")
+            #expect(body.response.value(forHeader: "Server")?.hasPrefix("nginx") == true)
+            #expect(body.response.headers.contains { $0.name == "ETag" && $0.value == body.response.entityTag })
+            #expect(body.timings.attempts == 1 && body.timings.bytes == Int64(small.count))
+            #expect(body.timings.timeToFirstByte != nil && body.timings.total != nil)
             await #expect {
                 _ = try await manager.data(from: server.url("small-body.bin"), maximumSize: small.count - 1)
             } throws: { error in
                 guard let error = error as? DownloadError else { return false }
-                // Refused from its Content-Length, before the body.
+                // Refused from its Content-Length, before the body; the advice names the argument
+                // that was passed, not the manager's maximumFileSize, which nobody set.
                 return error.code == .fileTooLarge && error.description.contains("is \(small.count) bytes")
+                    && error.description.contains("Raise the maximumSize given to data(from:headers:maximumSize:)")
+                    && !error.description.contains("maximumFileSize")
             }
             await #expect {
                 _ = try await manager.data(from: server.url("held/large-body.bin"), maximumSize: 1024 * 1024)
@@ -227,5 +242,33 @@ extension DownloadStreamTests {
         // Fetched no further than the first chunks (/held/: 1 MiB at once, then 1 KB/s).
         let requests = await server.requests(to: "/held/large-body.bin", atLeast: 1)
         #expect(requests.count == 1 && requests[0].bytesSent < Int64(large / 4), "\(requests.map(\.bytesSent))")
+    }
+}
+
+/// Issue 58, item 2: a stream's response before its first chunk.
+extension DownloadStreamTests {
+    @Test("a stream's response is known before its first chunk is read, with one body byte sent; a 404's is its error")
+    func responseBeforeFirstChunk() async throws {
+        try await withFaultServer { server, directory in
+            try await withDownloadManager(configuration: FaultTests().patient(directory)) { manager in
+                // /gate/1/: the head and one body byte (a head is decided with the body's first
+                // bytes), then nothing until the gate opens, after the response came; no chunk is
+                // read before it.
+                let stream = try manager.stream(from: server.url("gate/1/300000"))
+                let response = try await stream.response()
+                #expect(server.requests(to: "/gate/1/300000").count == 1)
+                #expect(response.status == 200 && response.totalBytes == 300_000, "\(response)")
+                #expect(response.value(forHeader: "accept-ranges") == "bytes", "\(response.headers)")
+                #expect(response.entityTag != nil && response.value(forHeader: "ETag") == response.entityTag)
+                server.openGate()
+                #expect(try await Self.collect(stream) == FaultServer.body(size: 300_000))
+                // Asked again once read: the same answer.
+                #expect(try await stream.response() == response)
+                let missing = try manager.stream(from: server.url("status/404"))
+                await #expect {
+                    _ = try await missing.response()
+                } throws: { ($0 as? DownloadError)?.httpStatus == 404 }
+            }
+        }
     }
 }

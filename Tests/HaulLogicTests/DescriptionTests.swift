@@ -78,5 +78,12 @@ struct DescriptionTests {
             response.description
                 == "206 from https://example.com/big.iso, application/octet-stream, 32.0 MiB, ETag \"abc\""
         )
+        // Its headers: found without case; a cookie the server sets is kept, never printed.
+        var withHeaders = response
+        withHeaders.headers = [DownloadHeader("Content-Type", "text/csv"), DownloadHeader("Set-Cookie", "sid=s3cret")]
+        #expect(withHeaders.value(forHeader: "content-type") == "text/csv")
+        #expect(withHeaders.value(forHeader: "set-cookie") == "sid=s3cret")
+        #expect(withHeaders.value(forHeader: "ETag") == nil)
+        #expect(withHeaders.headers[1].isSensitive && !"\(withHeaders.headers)".contains("s3cret"))
     }
 }

@@ -168,7 +168,7 @@ case ("memory", 6) where arguments[1] == "haul":
     let bytes = Mutex<Int>(0)
     try await bounded(count, width: width) { index in
         let body = try await manager.data(from: URL(string: "\(base)/f\(index % 1000).bin")!, maximumSize: 1 << 20)
-        bytes.withLock { $0 += body.count }
+        bytes.withLock { $0 += body.data.count }
     }
     await manager.shutdown()
     report(["scenario": "memory", "client": "haul", "files": count, "bytes": bytes.withLock { $0 }], started: started)

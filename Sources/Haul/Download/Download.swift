@@ -126,6 +126,13 @@ public final class Download: Sendable, Identifiable {
         return shown
     }
 
+    /// ``response`` of a download that completed with a body: there is one (a body is accepted
+    /// only from a response, recorded first). Were there none, the URL alone and status 0, "not
+    /// known", rather than an invented answer.
+    var acceptedResponse: DownloadResponse {
+        response ?? DownloadResponse(url: URL(string: url.redactedString) ?? url, status: 0)
+    }
+
     /// Keeps what a response said (its URL's credentials are removed when read).
     func record(_ response: DownloadResponse) {
         lastResponse.withLock { $0 = response }

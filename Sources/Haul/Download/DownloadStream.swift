@@ -10,9 +10,16 @@ import Glibc
 /// status continues from the next byte the reader has not been given (`Range` with `If-Range`): the
 /// reader sees one uninterrupted sequence. A server that answers a resume with another version ends
 /// the sequence with an error (what was given cannot be taken back), never with a splice. The
-/// response (``download``'s ``Download/response``: status, final URL, length, type, validators) is
-/// known once the first chunk is read. Leaving the sequence early (a `break`, a cancelled task)
-/// cancels the download and frees its slot.
+/// response (``response()``: status, headers, final URL, length, type, validators) can be awaited
+/// before the first chunk is read. Leaving the sequence early (a `break`, a cancelled task) cancels
+/// the download and frees its slot.
+///
+/// ```swift
+/// let stream = try manager.stream(from: url)
+/// let response = try await stream.response()
+/// guard response.value(forHeader: "Content-Type") == "text/csv" else { return }
+/// for try await chunk in stream { parser.feed(chunk) }
+/// ```
 public struct DownloadStream: AsyncSequence, Sendable {
     /// A chunk of the body: the bytes one read of the pipe found, at most 64 KiB.
     public typealias Element = [UInt8]
@@ -21,6 +28,27 @@ public struct DownloadStream: AsyncSequence, Sendable {
     public var download: Download { body.download }
 
     let body: StreamBody
+
+    /// The response the body comes from, as soon as its head was accepted (with the body's first
+    /// bytes: the head is judged with them), without reading a chunk. For a body resumed after a
+    /// drop, the answer that continues it (a 206) once it was accepted.
+    ///
+    /// - Throws: the download's ``DownloadError`` when it ended without a response (a refused
+    ///   connection, a 404), or `CancellationError` when the calling task is cancelled (the stream
+    ///   goes on).
+    public func response() async throws -> DownloadResponse {
+        let download = body.download
+        // Each iteration starts with the current state: a response recorded before it is seen at
+        // the first event, and a later one comes with its own (receiving, progress, an end).
+        for await _ in download.events {
+            if let response = download.response { return response }
+            try Task.checkCancellation()
+        }
+        try Task.checkCancellation()
+        if let response = download.response { return response }
+        _ = try await download.finished()  // its error
+        return download.acceptedResponse
+    }
 
     /// An iterator over the body; several share one body (each chunk goes to one of them).
     public func makeAsyncIterator() -> Iterator { Iterator(body: body) }

@@ -246,6 +246,19 @@ final class EasyHandle {
         return name.withCString { CHaul_easy_header_at(raw, $0, 0, &amount) }.map { String(cString: $0) }
     }
 
+    /// Every header of the final response, in order (not a redirect's, nor a 100 Continue's): one
+    /// pass with `curl_easy_nextheader`, made only for a body whose caller wants them.
+    func responseHeaders() -> [DownloadHeader] {
+        var headers: [DownloadHeader] = []
+        var header: UnsafeMutablePointer<curl_header>?
+        while let next = curl_easy_nextheader(raw, UInt32(CURLH_HEADER), -1, header) {
+            header = next
+            guard let name = next.pointee.name, let value = next.pointee.value else { continue }
+            headers.append(DownloadHeader(String(cString: name), String(cString: value)))
+        }
+        return headers
+    }
+
     /// The values of header `name` when the final response has it more than once and they differ
     /// (two Content-Length headers: curl 7.88 believes the last); `nil` otherwise.
     func conflictingValues(of name: String) -> [String]? {

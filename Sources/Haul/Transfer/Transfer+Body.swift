@@ -70,13 +70,7 @@ extension Transfer {
             }
         }
         if let maximum = maximumSize, sink.receivedLength + Int64(bytes.count) > maximum {
-            bodyFailed(
-                DownloadError(
-                    code: .fileTooLarge,
-                    url: urlForErrors,
-                    detail: "the body grew past the maximum of \(maximum) bytes"
-                )
-            )
+            bodyFailed(tooLarge("the body grew past the maximum of \(maximum) bytes"))
             return Self.refused
         }
         do {

@@ -166,13 +166,7 @@ extension Transfer {
             return
         }
         if let total, let maximum = maximumSize, total > maximum {
-            bodyFailed(
-                DownloadError(
-                    code: .fileTooLarge,
-                    url: urlForErrors,
-                    detail: "the file is \(total) bytes, more than the maximum of \(maximum)"
-                )
-            )
+            bodyFailed(tooLarge("the file is \(total) bytes, more than the maximum of \(maximum)"))
             return
         }
         // A body in memory gets its room at once.
@@ -204,7 +198,8 @@ extension Transfer {
                     contentType: easy.header("Content-Type"),
                     entityTag: head.entityTag,
                     lastModified: head.lastModified,
-                    totalBytes: total
+                    totalBytes: total,
+                    headers: stream != nil ? easy.responseHeaders() : []  // a body in memory, a stream
                 )
             )
         }

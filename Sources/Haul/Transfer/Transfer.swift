@@ -267,6 +267,15 @@ final class Transfer {
         guard let own = stream?.collector?.maximum else { return environment.maximumFileSize }
         return min(own, environment.maximumFileSize ?? own)
     }
+    /// The error for a body over ``maximumSize``: `detail` says by how much; the error names the
+    /// limit that was reached (a body in memory's own `maximumSize`, or the manager's).
+    func tooLarge(_ detail: String) -> DownloadError {
+        var error = DownloadError(code: .fileTooLarge, url: urlForErrors, detail: detail)
+        if let own = stream?.collector?.maximum {
+            error.exceededMaximumSizeArgument = own <= environment.maximumFileSize ?? own
+        }
+        return error
+    }
     /// `host:port`, the key of per-host limits.
     var hostKey: String { record.host.isEmpty ? download.url.hostKey : record.host }
     /// The partial file's path, made once (each use made it again: two strings per small download).

@@ -70,7 +70,8 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         /// which gives both values). Nothing was placed at the destination; the partial was deleted.
         public static let checksumMismatch = Code(.checksumMismatch)
         /// The file is larger than the configured maximum
-        /// (``DownloadManager/Configuration/maximumFileSize``).
+        /// (``DownloadManager/Configuration/maximumFileSize``, or for a body in memory the
+        /// `maximumSize` of ``DownloadManager/data(from:headers:maximumSize:)``).
         public static let fileTooLarge = Code(.fileTooLarge)
         /// No longer produced: a download's id is its destination's, so a second URL for a destination
         /// being written is the same download (its next request goes to the new URL), not a rival.
@@ -134,6 +135,10 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
     /// The download decodes bodies (`decodesCompression`), so each attempt asked for the body from
     /// its start: one cut short at every attempt gets no further, and the description says why.
     var decodedFromStart = false
+    /// A body in memory went past the `maximumSize` given to
+    /// ``DownloadManager/data(from:headers:maximumSize:)`` (not the manager's `maximumFileSize`):
+    /// the description names that argument.
+    var exceededMaximumSizeArgument = false
 
     /// Creates an error. Prefer matching the errors Haul throws over creating your own.
     public init(
@@ -231,8 +236,12 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
             return "\(subject) failed: \(detail ?? "the file is not the expected one"). Nothing was placed at the "
                 + "destination and the partial file was deleted; check the expected value, or the source."
         case .fileTooLarge:
+            let limit =
+                exceededMaximumSizeArgument
+                ? "the maximumSize given to data(from:headers:maximumSize:)"
+                : "the maximum size (\(setting("maximumFileSize", "--max-size")))"
             return "\(subject) failed: \(detail ?? "the file is larger than the configured maximum"). "
-                + "Raise the maximum size (\(setting("maximumFileSize", "--max-size"))) to fetch it."
+                + "Raise \(limit) to fetch it."
         case .destinationInUse:
             return "\(subject) failed: \(detail ?? "another download") is already writing to "
                 + "\(path.map { "'\($0)'" } ?? "the same destination"); nothing was sent. Wait for that download to "

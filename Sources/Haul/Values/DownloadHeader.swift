@@ -26,7 +26,7 @@ public struct DownloadHeader: Sendable, Hashable, CustomStringConvertible, Custo
     public var name: String
     /// The header's value.
     public var value: String
-    /// Whether the value is a secret: shown as `<redacted>`. `Authorization`, `Cookie`,
+    /// Whether the value is a secret: shown as `<redacted>`. `Authorization`, `Cookie`, `Set-Cookie`,
     /// `Proxy-Authorization` and names that contain `token`, `secret`, `key`, `password` or `auth`
     /// are sensitive whatever this says.
     public var isSensitive: Bool
@@ -62,7 +62,7 @@ public struct DownloadHeader: Sendable, Hashable, CustomStringConvertible, Custo
     /// Whether a header of this name holds a secret by its name alone.
     static func isSensitiveName(_ name: String) -> Bool {
         let lowered = name.lowercased()
-        if ["authorization", "cookie", "proxy-authorization"].contains(lowered) { return true }
+        if ["authorization", "cookie", "set-cookie", "proxy-authorization"].contains(lowered) { return true }
         return ["token", "secret", "key", "password", "auth", "session", "signature"].contains {
             lowered.contains($0)
         }

@@ -14,4 +14,22 @@ public struct DownloadResponse: Sendable, Hashable {
     public var lastModified: String?
     /// The file's whole length, when known (for a 206, from its `Content-Range`).
     public var totalBytes: Int64?
+    /// Every header of the response, in the order sent, for a body in memory
+    /// (``DownloadManager/data(from:headers:maximumSize:)``) and a stream
+    /// (``DownloadManager/stream(from:headers:bufferLimit:)``); empty for a file, whose download
+    /// keeps only what resuming needs (the fields above). A `Set-Cookie`'s value, and any other
+    /// sensitive one (``DownloadHeader/isSensitive``), is kept but never printed.
+    public var headers: [DownloadHeader] = []
+
+    /// The value of the first header named `name` (compared without case), or `nil`.
+    public func value(forHeader name: String) -> String? {
+        headers.first { $0.name.caseInsensitiveEquals(name) }?.value
+    }
+}
+
+extension String {
+    /// Equal to `other` when both are lowercased (ASCII: header names are tokens).
+    fileprivate func caseInsensitiveEquals(_ other: String) -> Bool {
+        utf8.count == other.utf8.count && lowercased() == other.lowercased()
+    }
 }
