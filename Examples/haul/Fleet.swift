@@ -115,9 +115,9 @@ extension HaulCommand {
                             url: entry.url.absoluteString,
                             path: entry.path,
                             state: entry.state.rawValue,
-                            bytes: entry.bytes ?? 0,
-                            total: entry.bytes,
-                            error: entry.lastError
+                            bytesReceived: entry.bytes ?? 0,
+                            totalBytes: entry.bytes,
+                            lastError: entry.lastError
                         )
                         Reporter.write(JSONEvent.line(line), to: STDOUT_FILENO)
                         continue

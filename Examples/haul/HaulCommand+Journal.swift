@@ -77,9 +77,9 @@ extension HaulCommand {
                         url: entry.url,
                         path: entry.destination,
                         state: entry.state.description,
-                        bytes: entry.bytesReceived,
-                        total: entry.totalBytes,
-                        error: entry.lastError
+                        bytesReceived: entry.bytesReceived,
+                        totalBytes: entry.totalBytes,
+                        lastError: entry.lastError
                     )
                     Reporter.write(JSONEvent.line(line), to: STDOUT_FILENO)
                 }

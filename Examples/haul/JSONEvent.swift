@@ -3,10 +3,11 @@ import Haul
 
 /// `haul --json`: one JSON object per line, keys sorted, one type per event, every one carrying the
 /// schema version. The schema is documented in `docs/json.md`; a change that removes or renames a
-/// field bumps ``schema``.
+/// field bumps ``schema``. A field has the name of the library's property it comes from
+/// (`bytesReceived`, `timeToFirstByte`), durations in seconds, and one type wherever it appears.
 enum JSONEvent {
     /// The version of the objects below.
-    static let schema = 2
+    static let schema = 3
 
     /// `queued`, or `cancelled`: the event alone.
     struct Plain: Encodable {
@@ -23,11 +24,12 @@ enum JSONEvent {
         let url: String
         let path: String
         /// Bytes in the partial file (from this run and earlier ones).
-        let bytes: Int64
+        let bytesReceived: Int64
         /// The file's length, when known.
-        let total: Int64?
+        let totalBytes: Int64?
         let bytesPerSecond: Int64
-        let etaSeconds: Double?
+        /// Seconds, when known.
+        let estimatedTimeRemaining: Double?
         /// Connections fetching the file now (more than 1 with `-x` on a file split into segments).
         let connections: Int
     }
@@ -83,7 +85,7 @@ enum JSONEvent {
         let httpStatus: Int?
     }
 
-    /// `waitingToRetry`: a transient failure; Haul tries again after `delaySeconds`, keeping the bytes.
+    /// `waitingToRetry`: a transient failure; Haul tries again after `delay` seconds, keeping the bytes.
     struct WaitingToRetry: Encodable {
         var schema = JSONEvent.schema
         var event = "waitingToRetry"
@@ -93,7 +95,7 @@ enum JSONEvent {
         let error: String
         let code: String
         let httpStatus: Int?
-        let delaySeconds: Double
+        let delay: Double
     }
 
     /// `completed`: the file is whole at `path`.
@@ -106,8 +108,9 @@ enum JSONEvent {
         let size: Int64
         /// Body bytes this run received for it (0 when it was complete already).
         let received: Int64
-        /// The file was complete at `path` before this run; nothing was requested.
-        let alreadyComplete: Bool
+        /// The file was complete at `path` before this run; nothing was requested
+        /// (``Download/wasAlreadyComplete``; the summary's `alreadyComplete` counts them).
+        let wasAlreadyComplete: Bool
         /// The URL that answered, after redirects, when this run received the file.
         let finalURL: String?
         /// The response's `Content-Type`, if sent.
@@ -119,11 +122,11 @@ enum JSONEvent {
     /// A download's ``DownloadTimings``, in seconds.
     struct Timings: Encodable {
         /// From being admitted to its first request.
-        let queuedSeconds: Double?
+        let queued: Double?
         /// From its first request to the first byte of the body it accepted.
-        let firstByteSeconds: Double?
+        let timeToFirstByte: Double?
         /// From its first request to its end.
-        let totalSeconds: Double?
+        let total: Double?
         /// Requests made (resumes and retries included, redirects not).
         let attempts: Int
         /// Connections opened, and requests that went over one already open.
@@ -133,9 +136,9 @@ enum JSONEvent {
         /// `nil` for a download that made no request.
         init?(_ timings: DownloadTimings?) {
             guard let timings, timings.attempts > 0 else { return nil }
-            queuedSeconds = timings.queued.map(Reporter.seconds)
-            firstByteSeconds = timings.timeToFirstByte.map(Reporter.seconds)
-            totalSeconds = timings.total.map(Reporter.seconds)
+            queued = timings.queued.map(Reporter.seconds)
+            timeToFirstByte = timings.timeToFirstByte.map(Reporter.seconds)
+            total = timings.total.map(Reporter.seconds)
             attempts = timings.attempts
             connectionsOpened = timings.connectionsOpened
             connectionsReused = timings.connectionsReused
@@ -181,9 +184,9 @@ enum JSONEvent {
         let path: String
         /// `queued`, `retrying`, `running`, `paused`, `interrupted`, `completed` or `failed`.
         let state: String
-        let bytes: Int64
-        let total: Int64?
-        let error: String?
+        let bytesReceived: Int64
+        let totalBytes: Int64?
+        let lastError: String?
     }
 
     /// `haul --verify --json`: one completed download's file, hashed again.
@@ -222,10 +225,10 @@ enum JSONEvent {
                     event: name,
                     url: url,
                     path: path,
-                    bytes: progress.bytesReceived,
-                    total: progress.totalBytes,
+                    bytesReceived: progress.bytesReceived,
+                    totalBytes: progress.totalBytes,
                     bytesPerSecond: Int64(progress.bytesPerSecond),
-                    etaSeconds: progress.estimatedTimeRemaining.map(Reporter.seconds),
+                    estimatedTimeRemaining: progress.estimatedTimeRemaining.map(Reporter.seconds),
                     connections: progress.connections
                 )
             )
@@ -274,7 +277,7 @@ enum JSONEvent {
                     error: error.cause,
                     code: error.code.description,
                     httpStatus: error.httpStatus,
-                    delaySeconds: Reporter.seconds(delay)
+                    delay: Reporter.seconds(delay)
                 )
             )
         case .completed(let file):
@@ -284,7 +287,7 @@ enum JSONEvent {
                     path: file.path,
                     size: Reporter.completedSize(download?.progress, file: file),
                     received: download?.bytesReceivedInThisProcess ?? 0,
-                    alreadyComplete: download?.wasAlreadyComplete ?? false,
+                    wasAlreadyComplete: download?.wasAlreadyComplete ?? false,
                     finalURL: download?.response?.url.absoluteString,
                     contentType: download?.response?.contentType,
                     timings: Timings(download?.timings)

@@ -35,8 +35,8 @@ extension HaulCLITests {
             try JSONSerialization.jsonObject(with: Data(listedBefore.stdout.utf8)) as? [String: Any]
         )
         #expect(entry["state"] as? String == "interrupted")  // the next run continues it
-        #expect((entry["bytes"] as? Int ?? 0) > 0)
-        #expect(entry["total"] as? Int == size)
+        #expect((entry["bytesReceived"] as? Int ?? 0) > 0)
+        #expect(entry["totalBytes"] as? Int == size)
 
         let second = try await haul(["-o", output.path + "/", url], in: work)
         #expect(second.status == 0, "\(second.stderr)")

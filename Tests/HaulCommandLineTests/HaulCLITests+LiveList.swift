@@ -86,7 +86,7 @@ extension HaulCLITests {
             let lines = ((try? String(contentsOfFile: events, encoding: .utf8)) ?? "").split(separator: "\n")
             for line in lines.reversed() where line.contains("\"event\":\"progress\"") {
                 let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
-                if let bytes = (object?["bytes"] as? NSNumber)?.int64Value { return bytes }
+                if let bytes = (object?["bytesReceived"] as? NSNumber)?.int64Value { return bytes }
             }
             return 0
         }
@@ -113,8 +113,8 @@ extension HaulCLITests {
         let entry = try #require(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [String: Any])
         return (
             entry["state"] as? String ?? "",
-            (entry["bytes"] as? NSNumber)?.int64Value ?? -1,
-            (entry["total"] as? NSNumber)?.int64Value
+            (entry["bytesReceived"] as? NSNumber)?.int64Value ?? -1,
+            (entry["totalBytes"] as? NSNumber)?.int64Value
         )
     }
 }

@@ -238,7 +238,7 @@ extension HaulCLITests {
             try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
         }
         // Every line carries the schema version; the last one sums the run up.
-        #expect(lines.allSatisfy { ($0["schema"] as? NSNumber)?.intValue == 2 })
+        #expect(lines.allSatisfy { ($0["schema"] as? NSNumber)?.intValue == 3 })
         let summary = try #require(lines.last)
         #expect(summary["event"] as? String == "summary")
         #expect(
@@ -257,7 +257,12 @@ extension HaulCLITests {
         #expect(objects.allSatisfy { ($0["path"] as? String) == work.appendingPathComponent("out").path })
         #expect((objects.last?["size"] as? NSNumber)?.intValue == 300_000)
         #expect((objects.last?["received"] as? NSNumber)?.intValue == 300_000)
-        #expect(objects.last?["alreadyComplete"] as? Bool == false)
+        #expect(objects.last?["wasAlreadyComplete"] as? Bool == false)
+        // Field names are the library's, each with one type: the summary's count has its own name.
+        #expect(summary["alreadyComplete"] as? Int == 0 && objects.last?["alreadyComplete"] == nil)
+        for object in objects where object["event"] as? String == "progress" {
+            #expect(object["bytesReceived"] is NSNumber && object["bytes"] == nil, "\(object)")
+        }
         #expect(try Data(contentsOf: work.appendingPathComponent("out")) == data)
     }
 

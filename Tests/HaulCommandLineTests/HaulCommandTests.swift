@@ -510,15 +510,16 @@ struct HaulTextTests {
             #expect(line.hasSuffix("\n") && !line.dropLast().contains("\n"))
             let parsed = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
             #expect(parsed["url"] as? String == text && parsed["path"] as? String == "/a/" + text)
-            #expect((parsed["bytes"] as? NSNumber)?.int64Value == Int64(1) << 40)
+            #expect((parsed["bytesReceived"] as? NSNumber)?.int64Value == Int64(1) << 40)
             #expect((parsed["bytesPerSecond"] as? NSNumber)?.intValue == 7)
-            #expect((parsed["etaSeconds"] as? NSNumber)?.doubleValue == 0.1)
-            #expect(parsed["total"] == nil)  // unknown: absent
+            #expect((parsed["estimatedTimeRemaining"] as? NSNumber)?.doubleValue == 0.1)
+            #expect(parsed["totalBytes"] == nil)  // unknown: absent
             #expect((parsed["schema"] as? NSNumber)?.intValue == JSONEvent.schema)
             // Keys sorted, slashes as they are.
             #expect(
                 line.hasPrefix(
-                    "{\"bytes\":1099511627776,\"bytesPerSecond\":7,\"connections\":3,\"etaSeconds\":0.1,\"event\":\"progress\","
+                    "{\"bytesPerSecond\":7,\"bytesReceived\":1099511627776,\"connections\":3,"
+                        + "\"estimatedTimeRemaining\":0.1,\"event\":\"progress\","
                 )
             )
         }
