@@ -44,9 +44,18 @@ extension HaulCommand {
                 text = "ok         \(entry.destination) (\(entry.checksum?.algorithm.rawValue ?? "checksum") matches)"
             case .differs(let actual):
                 (line.result, line.actual) = ("differs", actual)
+                // The command that repairs it: the same journal, the file named (-o replaces it),
+                // the checksum that fails (a URL's password is not in the journal: add it back).
+                let state =
+                    directory.hasPrefix("/")
+                    ? directory : FileManager.default.currentDirectoryPath + "/" + directory
+                let repair = [
+                    "haul", "--state", state, "--checksum", entry.checksum?.description ?? "?", "-o",
+                    entry.destination, Reporter.shown(entry.url),
+                ].map(Self.shellQuoted).joined(separator: " ")
                 text =
                     "DIFFERS    \(entry.destination): expected \(entry.checksum?.description ?? "?"), the file has "
-                    + "\(actual); run haul again with --checksum to fetch it again"
+                    + "\(actual); to fetch it again and replace it: \(repair)"
             case .missing(let detail):
                 (line.result, line.detail) = ("missing", detail)
                 text = "MISSING    \(entry.destination): \(detail)"
@@ -61,6 +70,16 @@ extension HaulCommand {
         }
         if results.isEmpty, !json { Reporter.write("no completed downloads in \(directory)\n", to: STDOUT_FILENO) }
         return results.allSatisfy(\.isIntact) ? 0 : 1
+    }
+
+    /// `text` as one word of a POSIX shell: as it is when it is made of safe characters only, else
+    /// in single quotes (a quote in it written `'\''`).
+    static func shellQuoted(_ text: String) -> String {
+        let safe = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@%+,")
+        guard !text.isEmpty, !text.contains(where: { !safe.contains($0) }) else {
+            return "'" + text.replacing("'", with: "'\\''") + "'"
+        }
+        return text
     }
 
     /// `--list`: one line per download in the journal.

@@ -129,7 +129,14 @@ struct Runner {
         // when it cannot be read (a folder deleted under the shell): each URL then asks as before.
         let currentDirectory = FileManager.default.currentDirectoryPath
         let workingDirectory = currentDirectory.hasPrefix("/") ? currentDirectory : nil
-        let isOccupied = { (url: String, path: String) -> Bool in
+        /// Whether the journal says haul placed the file at `path` for `url` (completed there).
+        let placedFor = { (url: String, path: String) -> Bool in
+            let absolute = Self.absolute(path, in: workingDirectory)
+            let entry = manager.journalEntry(id: DownloadID(destination: URL(fileURLWithPath: absolute)))
+            return entry?.state == .completed && entry?.url == Reporter.shown(url)
+        }
+        // `checked`: the download has a checksum.
+        let isOccupied = { (url: String, path: String, checked: Bool) -> Bool in
             var status = stat()
             guard lstat(path, &status) == 0 else { return false }
             let absolute = Self.absolute(path, in: workingDirectory)
@@ -137,7 +144,11 @@ struct Runner {
                 // -c: a file someone left at the URL's name is the one to continue, not a name taken.
                 return !(command.continuesFile && status.st_mode & S_IFMT == S_IFREG)
             }
-            return !(entry.destinationHoldsPlacedFile && entry.url == Reporter.shown(url))
+            guard entry.url == Reporter.shown(url) else { return true }
+            // With a checksum, the file the journal says haul placed for this URL is this
+            // download's, changed since or not: its digest decides whether it is kept or fetched
+            // again and replaced (before: a good copy at name.1 beside the bad one, exit 0).
+            return !(entry.destinationHoldsPlacedFile || (checked && entry.state == .completed))
         }
         // --content-disposition: the server names each file in the folder, unless -o or out= named it.
         let namesFolder = command.contentDisposition && namer.file == nil ? namer.directory : nil
@@ -204,7 +215,9 @@ struct Runner {
                         }
                         continue
                     }
-                    let item = namer.item(url: entry.urls[0], given: entry.out, isOccupied: isOccupied)
+                    let item = namer.item(url: entry.urls[0], given: entry.out) {
+                        isOccupied($0, $1, entry.checksum != nil)
+                    }
                     let folder = entry.out == nil ? namesFolder : nil
                     do {
                         var request = try Self.request(
@@ -216,7 +229,10 @@ struct Runner {
                         )
                         // A name haul chose (from the URL, out=) never replaces a file someone
                         // made there during the download; the file -o names is the user's to replace.
-                        request.replacesExistingFile = namer.file != nil
+                        // A file haul placed for this URL that fails its checksum is replaced too.
+                        request.replacesExistingFile =
+                            namer.file != nil
+                            || (entry.checksum != nil && placedFor(entry.urls[0], item.destination))
                         try Self.confine(
                             &request,
                             out: entry.out,

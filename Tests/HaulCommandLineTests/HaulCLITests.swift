@@ -208,6 +208,50 @@ struct HaulCLITests {
     }
 
     @Test(
+        "--checksum again into a folder over a file haul placed that fails it: replaced, not set beside; --verify's advice repairs"
+    )
+    func checksumIntoAFolderReplaces() async throws {
+        let (server, work) = try await startServerAndDirectory()
+        defer { stop(server, work) }
+        let source = try server.makeFile("w.bin", size: 200_000, seed: 58)
+        let url = server.url("w.bin").absoluteString
+        let folder = work.appendingPathComponent("out")
+        let file = folder.appendingPathComponent("w.bin")
+        let right =
+            "sha256:"
+            + (try Checksum.digest(ofFileAt: server.root.appendingPathComponent("w.bin").path, algorithm: .sha256))
+        #expect(try await haul(["--checksum", right, "-o", folder.path + "/", url], in: work).status == 0)
+        // Damaged as a tool that rewrites it would: bytes and mtime changed.
+        func damage() throws {
+            var damaged = source
+            damaged[100_000] ^= 0xFF
+            try damaged.write(to: file)
+            try FileManager.default.setAttributes(
+                [.modificationDate: Date(timeIntervalSinceNow: 5)],
+                ofItemAtPath: file.path
+            )
+        }
+        try damage()
+        // Before: the good copy went to w.bin.1, the bad one stayed, exit 0.
+        let again = try await haul(["--checksum", right, "-o", folder.path + "/", url], in: work)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(try Data(contentsOf: file) == source)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == [".haul", "w.bin"])
+        // --verify names a file that differs with the command that repairs it; run as written, it does.
+        try damage()
+        let verified = try await haul(["--verify", "-o", folder.path + "/"], in: work)
+        #expect(verified.status == 1, "\(verified.stdout)")
+        let advice = try #require(verified.stdout.components(separatedBy: "to fetch it again and replace it: ").last)
+        let words = advice.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ").map(String.init)
+        #expect(words.first == "haul" && words.contains(right) && words.contains(file.path), "\(advice)")
+        let repaired = try await haul(Array(words.dropFirst()), in: FileManager.default.temporaryDirectory)
+        #expect(repaired.status == 0, "\(repaired.stdout)\(repaired.stderr)")
+        #expect(try Data(contentsOf: file) == source)
+        #expect(try await haul(["--verify", "-o", folder.path + "/"], in: work).status == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == [".haul", "w.bin"])
+    }
+
+    @Test(
         "-o at a FIFO nobody reads: --max-time (as a signal) stops the wait for a reader; a reader that comes later is served"
     )
     func fifoWithoutReader() async throws {
