@@ -72,6 +72,23 @@ extension HaulCommand {
         return results.allSatisfy(\.isIntact) ? 0 : 1
     }
 
+    /// The listing's last line: how many downloads are complete, partial (bytes kept: the next run
+    /// continues them), failed (with their reason above), and waiting or running.
+    static func listSummary(_ entries: [(state: QueueState, bytes: Int64)]) -> String {
+        var (complete, partial, failed, waiting) = (0, 0, 0, 0)
+        for entry in entries {
+            switch entry.state {
+            case .completed: complete += 1
+            case .failed: failed += 1
+            case .paused, .interrupted, .waitingToRetry: if entry.bytes > 0 { partial += 1 } else { waiting += 1 }
+            case .queued, .running: waiting += 1
+            }
+        }
+        var parts = ["\(complete) complete", "\(partial) partial", "\(failed) failed"]
+        if waiting > 0 { parts.append("\(waiting) queued or running") }
+        return "\(entries.count) download\(entries.count == 1 ? "" : "s"): " + parts.joined(separator: ", ")
+    }
+
     /// `text` as one word of a POSIX shell: as it is when it is made of safe characters only, else
     /// in single quotes (a quote in it written `'\''`).
     static func shellQuoted(_ text: String) -> String {
@@ -112,7 +129,11 @@ extension HaulCommand {
                 if let error = entry.lastError, entry.state == .failed { line += "\n          \(error)" }
                 Reporter.write(line + "\n", to: STDOUT_FILENO)
             }
-            if entries.isEmpty { Reporter.write("no downloads in \(directory)\n", to: STDOUT_FILENO) }
+            if entries.isEmpty {
+                Reporter.write("no downloads in \(directory)\n", to: STDOUT_FILENO)
+            } else {
+                Reporter.write(Self.listSummary(entries.map { ($0.state, $0.bytesReceived) }) + "\n", to: STDOUT_FILENO)
+            }
             return 0
         } catch {
             Reporter.write("haul: \(Runner.describe(error))\n", to: STDERR_FILENO)

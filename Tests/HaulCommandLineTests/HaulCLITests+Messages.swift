@@ -198,6 +198,51 @@ extension HaulCLITests {
     }
 
     @Test(
+        "--list shows failed downloads with their reason (a 404, a 401, a refused port) and sums up what is complete, partial or failed"
+    )
+    func listShowsFailures() async throws {
+        let (server, work) = try await startServerAndDirectory()
+        defer { stop(server, work) }
+        _ = try server.makeFile("ok.bin", size: 20_000)
+        _ = try server.makeFile("private/p.bin", size: 1000)
+        let port = try NginxServer.freePort()
+        let output = work.appendingPathComponent("out").path + "/"
+        let run = try await haul(
+            [
+                "-o", output, server.url("ok.bin").absoluteString, server.url("missing.bin").absoluteString,
+                server.url("private/p.bin").absoluteString, "http://127.0.0.1:\(port)/refused.bin",
+            ],
+            in: work
+        )
+        #expect(run.status == 1, "\(run.stderr)")
+        // Before: the three failures left no row, and the listing showed the one that completed.
+        let listed = try await haul(["--list", "-o", output], in: work)
+        #expect(listed.status == 0, "\(listed.stderr)")
+        let lines = listed.stdout.split(separator: "\n").map(String.init)
+        for (name, reason) in [("missing.bin", "HTTP 404"), ("p.bin", "HTTP 401"), ("refused.bin", "curl error 7")] {
+            let index = try #require(
+                lines.firstIndex { $0.hasPrefix("failed ") && $0.hasSuffix("/" + name) },
+                "\(lines)"
+            )
+            #expect(lines[index + 1].contains(reason), "\(name): \(lines[index + 1])")
+        }
+        #expect(lines.contains { $0.hasPrefix("completed ") && $0.hasSuffix("/ok.bin") })
+        #expect(lines.last == "4 downloads: 1 complete, 0 partial, 3 failed", "\(lines)")
+        let json = try await haul(["--list", "--json", "-o", output], in: work)
+        let objects = try json.stdout.split(separator: "\n").map {
+            try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        let failed = objects.filter { $0["state"] as? String == "failed" }
+        #expect(failed.count == 3 && failed.allSatisfy { ($0["lastError"] as? String)?.isEmpty == false }, "\(objects)")
+        // Asked for again, a failed one is fetched again (the row does not stand in its way).
+        _ = try server.makeFile("missing.bin", size: 3000)
+        let again = try await haul(["-o", output, server.url("missing.bin").absoluteString], in: work)
+        #expect(again.status == 0, "\(again.stderr)")
+        let relisted = try await haul(["--list", "-o", output], in: work)
+        #expect(relisted.stdout.hasSuffix("4 downloads: 2 complete, 0 partial, 2 failed\n"), "\(relisted.stdout)")
+    }
+
+    @Test(
         "a list read as it is queued: a mistake on its last line stops the run before any download; out= names are known before any URL is named"
     )
     func listCheckedWholeThenReadAsQueued() async throws {

@@ -126,7 +126,10 @@ struct HaulTerminalTests {
         let (frames, last, history, exit) = try await run(width: 200, resizeTo: 40)
         #expect(exit == 2)
         // After the resize, haul redraws at 40 columns: some frame shows bars that all fit.
-        #expect(frames.contains { !Self.bars($0).isEmpty && Self.bars($0).allSatisfy { Text.columns(of: $0) <= 39 } })
+        #expect(
+            frames.contains { !Self.bars($0).isEmpty && Self.bars($0).allSatisfy { Text.columns(of: $0) <= 39 } },
+            "no frame after the resize drew bars within 39 columns; the last frames' bars and widths: \(frames.suffix(3).map { Self.bars($0).map { "\(Text.columns(of: $0)): \($0)" } })"
+        )
         // The screen is clean at the end. (Rows the terminal rewrapped and pushed into its history when
         // it shrank cannot be erased: only the visible screen is checked for pieces of bars.)
         #expect(Self.bars(last).isEmpty, "pieces of bars are left: \(Self.bars(last))")

@@ -250,7 +250,11 @@ extension DownloadStreamTests {
     @Test("a stream's response is known before its first chunk is read, with one body byte sent; a 404's is its error")
     func responseBeforeFirstChunk() async throws {
         try await withFaultServer { server, directory in
-            try await withDownloadManager(configuration: FaultTests().patient(directory)) { manager in
+            // No stall timeout the gate's hold could reach, however slowly a loaded machine gets to
+            // opening it (the suite beside a CI run once took 10 s).
+            var configuration = FaultTests().patient(directory)
+            configuration.stallTimeout = .seconds(300)
+            try await withDownloadManager(configuration: configuration) { manager in
                 // /gate/1/: the head and one body byte (a head is decided with the body's first
                 // bytes), then nothing until the gate opens, after the response came; no chunk is
                 // read before it.

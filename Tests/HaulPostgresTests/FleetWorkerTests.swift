@@ -195,16 +195,20 @@ struct FleetWorkerTests {
             if case .progress = next.event, next.id == request.id { download = next.download }
         }
         let receiving = try #require(download)
-        try PostgresConnection(database).query(
+        // The thief's version: one past the worker's (a loaded machine may have let the worker's
+        // lease expire and claimed the row again before: 2 was assumed, and once did not hold).
+        let stolen = try PostgresConnection(database).query(
             "UPDATE haul_downloads SET owner = 'thief', lease_version = lease_version + 1,"
-                + " lease_expires = now() + interval '1 hour' WHERE id = $1",  // a thief that renews
+                // A thief that renews.
+                + " lease_expires = now() + interval '1 hour' WHERE id = $1 RETURNING lease_version",
             [request.id.rawValue]
         )
+        let thiefVersion = try #require(stolen.first?.first.flatMap { $0.flatMap { Int64($0) } })
         // Its next renewal finds the lease gone: the download is cancelled, nothing recorded.
         await #expect(throws: DownloadError.self) { _ = try await receiving.finished() }
         #expect(receiving.state == .cancelled)
         let entry = try #require(try await worker.queue.entry(request.id))
-        #expect(entry.state == .running && entry.owner == "thief" && entry.leaseVersion == 2)
+        #expect(entry.state == .running && entry.owner == "thief" && entry.leaseVersion == thiefVersion)
         #expect(!FileManager.default.fileExists(atPath: request.destination.path))
         task.cancel()
         try await task.value

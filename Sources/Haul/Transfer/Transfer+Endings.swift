@@ -1,5 +1,6 @@
 import Dispatch
 import FoundationEssentials
+import Glibc
 
 /// How a transfer leaves the loop: paused, waiting to retry, failed, cancelled or completed. Each
 /// ending is the transfer's own teardown (its requests stopped, its sink closed, its row written or
@@ -29,9 +30,10 @@ extension Transfer {
         return progress
     }
 
-    /// Failed with `error`: the partial file and the row are kept when they hold bytes (a failure
-    /// before any leaves no trace, and says none is kept); what was refused at the partial's name (a
-    /// link, a FIFO) is left there, and so is the row.
+    /// Failed with `error`: the row says failed and why (a listing shows it: a 404, a refused
+    /// port), with the partial file when it holds bytes (a failure before any says none is kept);
+    /// what was refused at the partial's name (a link, a FIFO) is left there. A stream's or a
+    /// discarded body's row goes, as when it completes: nothing of it is left to find again.
     func endFailed(_ error: DownloadError) {
         var error = error
         error.decodedFromStart = environment.easyHandles.options.decodesCompression
@@ -41,8 +43,11 @@ extension Transfer {
         sink = nil
         let bytes = bytesOnDisk
         if bytes == 0, error.code != .unsafeFile {
-            store.remove(id)
             error.nothingKept = true
+            unlink(partialPath)  // empty (or only preallocated): nothing to resume from
+        }
+        if stream != nil, error.code != .unsafeFile {
+            store.remove(id)
         } else {
             checkpoint(.failed(error: error.description), bytes: bytes)
         }
