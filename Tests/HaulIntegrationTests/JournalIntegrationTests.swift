@@ -291,6 +291,18 @@ struct JournalIntegrationTests {
         let restoredA = try #require(second.download(id: a.id))
         let restoredB = try #require(second.download(id: b.id))
         #expect(restoredA.url == a.url)
+        // Its first progress is the bytes already on disk, not 0 (issue 58, item 3).
+        #expect(restoredA.progress.bytesReceived > 0, "\(restoredA.progress)")
+        var restoredAEvents = restoredA.events.makeAsyncIterator()
+        var firstProgress: DownloadProgress?
+        while firstProgress == nil, let event = await restoredAEvents.next() {
+            switch event {
+            case .connecting(let p), .receiving(let p), .progress(let p), .paused(let p): firstProgress = p
+            case .completed, .failed, .cancelled: firstProgress = DownloadProgress(bytesReceived: -1, totalBytes: nil)
+            default: continue
+            }
+        }
+        #expect((firstProgress?.bytesReceived ?? 0) > 0, "\(String(describing: firstProgress))")
         #expect(try await restoredA.finished() == directory.appendingPathComponent("running.bin"))
         var restoredBEvents = restoredB.events.makeAsyncIterator()
         #expect(await restoredBEvents.next() == .paused(restoredB.progress))
