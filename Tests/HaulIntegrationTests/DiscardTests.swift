@@ -41,6 +41,9 @@ struct DiscardTests {
                 #expect(firstByte > .zero && firstByte <= total, "\(timings)")
                 #expect(timings.queued != nil)
             }
+            // Its response, without the headers a discarded body does not pay to keep.
+            #expect(first.response?.status == 200 && first.response?.totalBytes == Int64(size))
+            #expect(first.response?.headers.isEmpty == true)
             #expect(first.timings.connectionsOpened == 1 && first.timings.connectionsReused == 0)
             #expect(second.timings.connectionsOpened == 0 && second.timings.connectionsReused == 1)
             // Two at once, from one URL: two downloads, each whole.

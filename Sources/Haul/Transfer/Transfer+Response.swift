@@ -199,7 +199,9 @@ extension Transfer {
                     entityTag: head.entityTag,
                     lastModified: head.lastModified,
                     totalBytes: total,
-                    headers: stream != nil ? easy.responseHeaders() : []  // a body in memory, a stream
+                    // A body in memory, a stream: its reader may want them; not a discarded body
+                    // (a load test's: no cost per body for what nobody reads) nor a file.
+                    headers: stream.map { !$0.discards || $0.collector != nil } == true ? easy.responseHeaders() : []
                 )
             )
         }

@@ -17,7 +17,7 @@ public struct DownloadResponse: Sendable, Hashable {
     /// Every header of the response, in the order sent, for a body in memory
     /// (``DownloadManager/data(from:headers:maximumSize:)``) and a stream
     /// (``DownloadManager/stream(from:headers:bufferLimit:)``); empty for a file, whose download
-    /// keeps only what resuming needs (the fields above). A `Set-Cookie`'s value, and any other
+    /// keeps only what resuming needs (the fields above), and for a discarded body. A `Set-Cookie`'s value, and any other
     /// sensitive one (``DownloadHeader/isSensitive``), is kept but never printed.
     public var headers: [DownloadHeader] = []
 
