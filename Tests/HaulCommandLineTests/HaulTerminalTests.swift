@@ -46,7 +46,10 @@ struct HaulTerminalTests {
     /// The three files are held by the fault server's gate after their first MiB until the test has
     /// seen what it looks for: a frame with bars (and, with `resizeTo`, one drawn at the new width
     /// after the resize). Before: 16 KB/s tails, long enough on a quiet machine; on a loaded one the
-    /// downloads once ended before a frame after the resize was read.
+    /// downloads once ended before a frame after the resize was read. The hold is at byte 1 MiB of
+    /// each file (`/gate-at/`), so that a retry after haul's stall timeout is held there too: with
+    /// the suite beside a CI run, two transfers once sat at 128 KiB for 30 s, were retried, and
+    /// completed before any frame at the new width was read.
     func run(
         width: Int,
         resizeTo: Int? = nil
@@ -58,7 +61,7 @@ struct HaulTerminalTests {
         for index in 0..<3 {
             // Routing reads the numbers; the last part is the file's name, long for a narrow pane.
             let name = "a-rather-long-file-name-number-\(index)-for-a-narrow-terminal.bin"
-            urls.append(faults.url("gate/\(1024 * 1024)/\(1024 * 1024 + 96 * 1024)/\(name)").absoluteString)
+            urls.append(faults.url("gate-at/\(1024 * 1024)/\(1024 * 1024 + 96 * 1024)/\(name)").absoluteString)
         }
         urls.append(faults.url("busy/503/1/0/300000").absoluteString)
         urls.append(faults.url("status/404/missing.bin").absoluteString)

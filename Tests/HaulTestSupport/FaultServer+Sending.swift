@@ -75,7 +75,8 @@ extension FaultServer {
         ignoresEntityTagIfRange: Bool = false,
         chunked: Bool = false,
         sameTag: Bool = false,
-        gate: Int? = nil
+        gate: Int? = nil,
+        gateAt: Int? = nil
     ) {
         let body = Self.body(size: size, version: version)
         let now = Int(Date().timeIntervalSince1970)
@@ -140,7 +141,8 @@ extension FaultServer {
         let whole = end
         if let limit { end = min(end, start + limit) }
         var offset = start
-        var held = gate.map { start + $0 }
+        // `gate`: N bytes into each answer; `gateAt`: at byte N of the file, whatever range is asked.
+        var held = gate.map { start + $0 } ?? gateAt.flatMap { $0 > start ? $0 : nil }
         while offset < end {
             if let hold = held, offset >= hold {
                 waitForGate()

@@ -65,6 +65,8 @@ import Glibc
 /// - `/gate/N/SIZE`: every answer, ranged or not, sends N body bytes and then holds until the test
 ///   calls ``openGate()`` (an answer begun after that is not held): a download that must still be
 ///   running when a test looks, however late a loaded machine looks, without a rate chosen to be slow.
+/// - `/gate-at/N/SIZE`: the same hold at byte N of the file, for an answer from 0 and for a resume
+///   that starts before N alike (a client's retry after a stall is held there too).
 /// Ranges are `bytes=N-` or `bytes=A-B`.
 final class FaultServer: @unchecked Sendable {
     // @unchecked Sendable: mutable state is guarded by `lock`; `listener` and `port` are immutable.
@@ -458,6 +460,8 @@ final class FaultServer: @unchecked Sendable {
             _ = write(Data("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n".utf8), to: connection)
         case "gate" where numbers.count == 2:
             sendFile(size: size, request: &request, index: index, on: connection, gate: numbers[0])
+        case "gate-at" where numbers.count == 2:
+            sendFile(size: size, request: &request, index: index, on: connection, gateAt: numbers[0])
         case "status" where numbers.count == 1:
             sendStatus(numbers[0], extra: "", request: &request, index: index, on: connection)
         default:
