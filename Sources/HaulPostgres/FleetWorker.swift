@@ -210,7 +210,7 @@ public final class FleetWorker: Sendable {
         // pauses, and once the manager is idle each held download's row says how it stands: a
         // completed one is recorded, the others go back to the queue.
         let stillHeld = held.leases.filter { !held.lost.contains($0.key) }
-        for id in stillHeld.keys { manager.download(id: id)?.pause() }
+        for id in stillHeld.keys { manager.download(id: id)?.askToPause() }
         await manager.waitUntilIdle()
         reader.cancel()
         // Lost leases whose pause came after the last turn: their bytes go to the taker too.
@@ -248,7 +248,7 @@ public final class FleetWorker: Sendable {
                 continue
             }
             let download = manager.download(id: lease.requestID)
-            if state == .cancelled { download?.cancel() } else { download?.pause() }
+            if state == .cancelled { download?.askToCancel() } else { download?.askToPause() }
         }
         for lease in renewal.lost {
             if held.awaiting.removeValue(forKey: lease.requestID) != nil {
@@ -262,7 +262,7 @@ public final class FleetWorker: Sendable {
             )
             // Paused and handed over where the taker can reach this worker's bytes; else cancelled.
             let download = manager.download(id: lease.requestID)
-            if sharedStateDirectory != nil { download?.pause() } else { download?.cancel() }
+            if sharedStateDirectory != nil { download?.askToPause() } else { download?.askToCancel() }
         }
     }
 

@@ -216,11 +216,11 @@ struct DestinationTests {
             let download = try manager.download(from: server.url("gated/late.bin"), to: destination)
             var events = download.events.makeAsyncIterator()
             await events.next { if case .progress(let p) = $0 { p.bytesReceived > 0 } else { false } }
-            download.pause()
+            await download.pause()
             await events.next { if case .paused = $0 { true } else { false } }
             // Someone makes a FIFO where the file is to go, before the last bytes arrive.
             #expect(mkfifo(destination.path, 0o644) == 0)
-            download.resume()
+            await download.resume()
             await #expect { _ = try await download.finished() } throws: { error in
                 guard let error = error as? DownloadError else { return false }
                 return error.code == .unsupportedDestination && error.description.contains("never replaces")
@@ -247,13 +247,13 @@ struct DestinationTests {
             let download = try manager.download(from: server.url("gated/mode.bin"), to: destination)
             var events = download.events.makeAsyncIterator()
             await events.next { if case .progress(let p) = $0 { p.bytesReceived > 0 } else { false } }
-            download.pause()
+            await download.pause()
             await events.next { if case .paused = $0 { true } else { false } }
             var status = stat()
             #expect(stat(state.path, &status) == 0 && status.st_mode & 0o777 == 0o700)
             let partial = state.appendingPathComponent("\(download.id).part").path
             #expect(stat(partial, &status) == 0 && status.st_mode & 0o777 == 0o600)
-            download.resume()
+            await download.resume()
             _ = try await download.finished()
         }
         #expect(try Data(contentsOf: destination) == source)

@@ -41,9 +41,9 @@ extension DownloadManagerTests {
             let second = try manager.download(from: server.url("b.bin"), to: destination)
             #expect(second === first && second.id == DownloadID(destination: destination))
             #expect(first.url == server.url("b.bin"))
-            first.pause()
+            await first.pause()
             await events.next { if case .paused = $0 { true } else { false } }
-            first.resume()
+            await first.resume()
             // a.bin and b.bin have the same ETag, so If-Range alone would splice b's bytes onto a's. Across
             // URLs the overlap is checked too: it differs, and the download starts over with b.bin.
             var restarts: [RestartReason] = []

@@ -108,7 +108,7 @@ struct DownloadManagerTests {
             let download = try manager.download(from: server.url("gated/pause.bin"), to: destination)
             var events = download.events.makeAsyncIterator()
             await events.next { if case .progress(let p) = $0 { p.bytesReceived >= 512 * 1024 } else { false } }
-            download.pause()
+            await download.pause()
             let paused = await events.next { if case .paused = $0 { true } else { false } }
             guard case .paused(let progress)? = paused else {
                 Issue.record("no paused event")
@@ -122,7 +122,7 @@ struct DownloadManagerTests {
             let partial = download.stateDirectory.appendingPathComponent("\(download.id).part")
             #expect(try Data(contentsOf: partial) == source.prefix(Int(progress.bytesReceived)))
 
-            download.resume()
+            await download.resume()
             let connecting = await events.next { if case .connecting = $0 { true } else { false } }
             #expect(
                 connecting
@@ -159,7 +159,7 @@ struct DownloadManagerTests {
             let download = try manager.download(from: server.url("gated/cancel.bin"), to: destination)
             await firstEvent(of: download) { if case .progress(let p) = $0 { p.bytesReceived > 0 } else { false } }
             var events = download.events.makeAsyncIterator()
-            download.cancel()
+            await download.cancel()
             await #expect {
                 try await download.finished()
             } throws: { error in
@@ -169,7 +169,7 @@ struct DownloadManagerTests {
             let partial = download.stateDirectory.appendingPathComponent("\(download.id).part")
             #expect(!FileManager.default.fileExists(atPath: partial.path))
             // A cancelled download ignores later commands.
-            download.resume()
+            await download.resume()
             #expect(await events.next { $0.isFinal } == .cancelled)
             #expect(await events.next() == nil)
         }
@@ -226,9 +226,9 @@ struct DownloadManagerTests {
             let download = try manager.download(from: server.url("gated-norange/norange.bin"), to: destination)
             var events = download.events.makeAsyncIterator()
             await events.next { if case .progress(let p) = $0 { p.bytesReceived >= 256 * 1024 } else { false } }
-            download.pause()
+            await download.pause()
             await events.next { if case .paused = $0 { true } else { false } }
-            download.resume()
+            await download.resume()
             // The answer (200) is the version on disk (its strong ETag): the bytes held are not
             // thrown away (progress never goes back below them), and nothing restarts.
             var least = Int64.max
@@ -258,7 +258,7 @@ struct DownloadManagerTests {
             let download = try manager.download(from: server.url("gated/changing.bin"), to: destination)
             var events = download.events.makeAsyncIterator()
             await events.next { if case .progress(let p) = $0 { p.bytesReceived >= 256 * 1024 } else { false } }
-            download.pause()
+            await download.pause()
             await events.next { if case .paused = $0 { true } else { false } }
             // Same length, new content and a new modification time (nginx's ETag changes with it).
             let newer = try server.makeFile("changing.bin", size: 2 * 1024 * 1024, seed: 2)
@@ -267,7 +267,7 @@ struct DownloadManagerTests {
                 [.modificationDate: future],
                 ofItemAtPath: server.root.appendingPathComponent("changing.bin").path
             )
-            download.resume()
+            await download.resume()
             let restarted = await events.next { if case .restarted = $0 { true } else { false } }
             #expect(restarted == .restarted(.remoteChanged))
             #expect(try await download.finished() == destination)

@@ -103,7 +103,7 @@ struct FetchTests {
             let partial = download.stateDirectory.appendingPathComponent("\(download.id).part")
             let written = try Data(contentsOf: partial)
             #expect(written.count > 1024 * 1024 && written == source.prefix(written.count))
-            download.cancel()
+            await download.cancel()
         }
     }
 }

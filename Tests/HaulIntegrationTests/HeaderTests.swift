@@ -311,9 +311,9 @@ struct HeaderTests {
             )
             var events = download.events.makeAsyncIterator()
             await events.next { if case .progress(let p) = $0 { p.bytesReceived >= 256 * 1024 } else { false } }
-            download.pause()
+            await download.pause()
             await events.next { if case .paused = $0 { true } else { false } }
-            download.resume()
+            await download.resume()
             #expect(try await download.finished() == destination)
         }
         #expect(try Data(contentsOf: destination) == source)

@@ -281,7 +281,7 @@ struct JournalIntegrationTests {
         var bEvents = b.events.makeAsyncIterator()
         await aEvents.next { if case .progress = $0 { true } else { false } }
         await bEvents.next { if case .progress = $0 { true } else { false } }
-        b.pause()
+        await b.pause()
         await bEvents.next { if case .paused = $0 { true } else { false } }
         await first.shutdown()
 
@@ -307,7 +307,7 @@ struct JournalIntegrationTests {
         var restoredBEvents = restoredB.events.makeAsyncIterator()
         #expect(await restoredBEvents.next() == .paused(restoredB.progress))
         #expect(restoredB.progress.bytesReceived > 0)
-        restoredB.resume()
+        await restoredB.resume()
         #expect(try await restoredB.finished() == directory.appendingPathComponent("paused.bin"))
         await second.shutdown()
 
@@ -407,7 +407,7 @@ struct JournalIntegrationTests {
         let download = try first.download(from: server.url("stall/300000/\(size)"), to: destination)
         var events = download.events.makeAsyncIterator()
         await events.next { if case .progress(let p) = $0 { p.bytesReceived > 0 } else { false } }
-        download.pause()
+        await download.pause()
         await events.next { if case .paused = $0 { true } else { false } }
         await first.shutdown()  // waits for the pause's background sync to be recorded
 
@@ -431,7 +431,7 @@ struct JournalIntegrationTests {
         try await withDownloadManager(configuration: configuration) { manager in
             let restored = try #require(manager.download(id: download.id))
             #expect(restored.progress.bytesReceived == 0 || restored.progress.bytesReceived == synced)
-            restored.resume()
+            await restored.resume()
             #expect(try await restored.finished() == destination)
         }
         #expect(try Data(contentsOf: destination) == data)

@@ -29,7 +29,7 @@ struct SegmentedRebootTests {
         await events.next {
             if case .progress(let p) = $0 { p.connections >= 2 && p.bytesReceived >= 1024 * 1024 } else { false }
         }
-        download.pause()
+        await download.pause()
         await events.next { if case .paused = $0 { true } else { false } }
         await first.shutdown()  // waits for the pause's background sync to be recorded
 
@@ -67,7 +67,7 @@ struct SegmentedRebootTests {
         try await withDownloadManager(configuration: configuration) { manager in
             let restored = try #require(manager.download(id: download.id))
             #expect(restored.progress.bytesReceived == synced.bytesWritten)
-            restored.resume()
+            await restored.resume()
             #expect(try await restored.finished() == destination)
         }
         #expect(try Data(contentsOf: destination) == data)
@@ -277,7 +277,7 @@ struct ResponseMetadataTests {
                 to: directory.appendingPathComponent("m.bin")
             )
             #expect(download.response == nil)
-            blocker.cancel()
+            await blocker.cancel()
             _ = try await download.finished()
             return download.response
         }

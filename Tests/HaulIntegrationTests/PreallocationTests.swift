@@ -69,7 +69,7 @@ struct PreallocationTests {
                 let download = try manager.download(from: server.url("gated/r.bin"), to: destination)
                 var events = download.events.makeAsyncIterator()
                 await events.next { if case .progress(let p) = $0 { p.bytesReceived >= 256 * 1024 } else { false } }
-                download.pause()
+                await download.pause()
                 let paused = await events.next { if case .paused = $0 { true } else { false } }
                 guard case .paused(let progress)? = paused else {
                     Issue.record("no paused event")
@@ -80,7 +80,7 @@ struct PreallocationTests {
                 #expect(stat(partial.path, &status) == 0)
                 #expect(Int64(status.st_size) == progress.bytesReceived)
                 #expect(Int64(status.st_blocks) * 512 >= Int64(size))
-                download.resume()
+                await download.resume()
                 _ = try await download.finished()
             }
             #expect(try Data(contentsOf: destination) == source)

@@ -36,9 +36,9 @@ struct ProxyTests {
             let download = try manager.download(from: server.url("gated/p.bin"), to: destination)
             var events = download.events.makeAsyncIterator()
             await events.next { if case .progress(let p) = $0 { p.bytesReceived >= 256 * 1024 } else { false } }
-            download.pause()
+            await download.pause()
             await events.next { if case .paused = $0 { true } else { false } }
-            download.resume()
+            await download.resume()
             _ = try await download.finished()
         }
         #expect(try Data(contentsOf: destination) == source)

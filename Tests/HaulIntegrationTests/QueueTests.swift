@@ -210,7 +210,7 @@ struct QueueTests {
             #expect(try manager.enqueue([request("a1"), request("a2")]).queued == 2)
             #expect(try manager.enqueue([request("b"), request("c"), request("d")]).queued == 3)
             #expect(try manager.enqueue([request("top", priority: 5)]).queued == 1)
-            blocker.pause()  // its slot frees: the next download is the best of five journals' heads
+            await blocker.pause()  // its slot frees: the next download is the best of five journals' heads
             await manager.waitUntilIdle()
         }
         let order = server.accessLog().map(\.uri).filter { $0.hasSuffix(".bin") && !$0.contains("blocker") }
@@ -244,8 +244,8 @@ struct QueueTests {
                     to: directory.appendingPathComponent("gone")
                 )
                 #expect(waiting.state == .queued)
-                waiting.pause()
-                doomed.cancel()
+                await waiting.pause()
+                await doomed.cancel()
                 var waitingEvents = waiting.events.makeAsyncIterator()
                 #expect(
                     await waitingEvents.next { if case .paused = $0 { true } else { false } }
@@ -254,7 +254,7 @@ struct QueueTests {
                 await #expect { try await doomed.finished() } throws: { ($0 as? DownloadError)?.code == .cancelled }
 
                 // The slot frees; nothing queued is left to take it: paused stays paused, cancelled is gone.
-                running.pause()
+                await running.pause()
                 await runningEvents.next { if case .paused = $0 { true } else { false } }
                 await manager.waitUntilIdle()
                 #expect(waiting.state == .paused)
@@ -263,9 +263,9 @@ struct QueueTests {
                 #expect(try journal.record(for: doomed.id) == nil)
                 #expect(server.requests(to: "/file/50000").isEmpty && server.requests(to: "/file/50001").isEmpty)
 
-                waiting.resume()
+                await waiting.resume()
                 #expect(try await waiting.finished() == directory.appendingPathComponent("small"))
-                running.cancel()
+                await running.cancel()
                 await #expect { try await running.finished() } throws: { ($0 as? DownloadError)?.code == .cancelled }
             }
             #expect(try Data(contentsOf: directory.appendingPathComponent("small")) == FaultServer.body(size: 50000))

@@ -178,9 +178,9 @@ struct RateLimitTests {
             let download = try manager.download(from: server.url("p.bin"), to: destination)
             var events = download.events.makeAsyncIterator()
             await events.next { if case .progress(let p) = $0 { p.bytesReceived >= 100_000 } else { false } }
-            download.pause()
+            await download.pause()
             await events.next { if case .paused = $0 { true } else { false } }
-            download.resume()
+            await download.resume()
             #expect(try await download.finished() == destination)
         }
         #expect(try Data(contentsOf: destination) == source)

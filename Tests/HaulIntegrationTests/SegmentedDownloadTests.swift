@@ -227,13 +227,13 @@ struct SegmentedDownloadTests {
         await events.next {
             if case .progress(let p) = $0 { p.connections >= 2 && p.bytesReceived >= 512 * 1024 } else { false }
         }
-        download.pause()
+        await download.pause()
         await events.next { if case .paused = $0 { true } else { false } }
         await manager.shutdown()
         try await withDownloadManager(configuration: fast(configuration(connections: 4), beside: destination)) {
             manager in
             let restored = try #require(manager.download(id: download.id))
-            restored.resume()
+            await restored.resume()
             _ = try await restored.finished()
         }
         #expect(try Data(contentsOf: destination) == source)
@@ -350,7 +350,7 @@ struct SegmentedDownloadTests {
             await events.next {
                 if case .progress(let p) = $0 { p.connections >= 2 && p.bytesReceived >= 512 * 1024 } else { false }
             }
-            download.cancel()
+            await download.cancel()
             await #expect { try await download.finished() } throws: { ($0 as? DownloadError)?.code == .cancelled }
             #expect(manager.journalEntry(id: download.id) == nil)
         }
@@ -467,7 +467,7 @@ struct SegmentedDownloadTests {
         await events.next {
             if case .progress(let p) = $0 { p.connections >= 2 && p.bytesReceived >= 512 * 1024 } else { false }
         }
-        download.pause()
+        await download.pause()
         let paused = await events.next { if case .paused = $0 { true } else { false } }
         await manager.shutdown()
         guard case .paused(let progress)? = paused else { return (download.id, nil) }
@@ -489,7 +489,7 @@ struct SegmentedDownloadTests {
             let download = try #require(manager.download(id: id))
             #expect(download.progress.bytesReceived == progress.bytesReceived)
             #expect(manager.journalEntry(id: id)?.bytesReceived == progress.bytesReceived)
-            download.resume()
+            await download.resume()
             _ = try await download.finished()
         }
         #expect(try Data(contentsOf: destination) == source)
@@ -520,7 +520,7 @@ struct SegmentedDownloadTests {
             manager in
             let download = try #require(manager.download(id: id))
             var events = download.events.makeAsyncIterator()
-            download.resume()
+            await download.resume()
             while let event = await events.next() {
                 if case .restarted(let reason) = event { restarts.append(reason) }
             }

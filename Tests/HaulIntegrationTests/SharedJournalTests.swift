@@ -101,11 +101,11 @@ struct SharedJournalTests {
         let seen = try #require(second.download(id: running.id))
         var seenEvents = seen.events.makeAsyncIterator()
         #expect(await seenEvents.next() == .queued)
-        seen.pause()
+        await seen.pause()
         #expect(await seenEvents.next { if case .paused = $0 { true } else { false } } != nil)
         // Paused here only: the first goes on.
         #expect(running.state != .paused)
-        seen.resume()
+        await seen.resume()
         #expect(await seenEvents.next() == .queued)
         running.setMaxBytesPerSecond(nil)
         #expect(try await seen.finished() == destination)

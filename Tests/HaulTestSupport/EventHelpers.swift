@@ -17,7 +17,7 @@ extension DownloadEvents.AsyncIterator {
     /// reported, or nil (recorded as an issue) when the events ended first.
     @discardableResult
     mutating func pause(_ download: Download) async -> DownloadProgress? {
-        download.pause()
+        await download.pause()
         guard case .paused(let progress)? = await next(where: { if case .paused = $0 { true } else { false } }) else {
             Issue.record("no paused event")
             return nil
@@ -33,7 +33,7 @@ extension Download {
         var events = events.makeAsyncIterator()
         await events.next { if case .progress(let p) = $0 { p.bytesReceived >= bytes } else { false } }
         guard let progress = await events.pause(self) else { return nil }
-        resume()
+        await resume()
         return (progress.bytesReceived, try await finished())
     }
 }

@@ -142,7 +142,7 @@ extension FaultServer {
         if let limit { end = min(end, start + limit) }
         var offset = start
         // `gate`: N bytes into each answer; `gateAt`: at byte N of the file, whatever range is asked.
-        var held = gate.map { start + $0 } ?? gateAt.flatMap { $0 > start ? $0 : nil }
+        var held = gate.map { start + $0 } ?? gateAt.flatMap { $0 >= start ? $0 : nil }
         while offset < end {
             if let hold = held, offset >= hold {
                 waitForGate()

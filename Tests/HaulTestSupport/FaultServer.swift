@@ -66,7 +66,7 @@ import Glibc
 ///   calls ``openGate()`` (an answer begun after that is not held): a download that must still be
 ///   running when a test looks, however late a loaded machine looks, without a rate chosen to be slow.
 /// - `/gate-at/N/SIZE`: the same hold at byte N of the file, for an answer from 0 and for a resume
-///   that starts before N alike (a client's retry after a stall is held there too).
+///   that starts at or before N alike (a client's retry after a stall is held there too).
 /// Ranges are `bytes=N-` or `bytes=A-B`.
 final class FaultServer: @unchecked Sendable {
     // @unchecked Sendable: mutable state is guarded by `lock`; `listener` and `port` are immutable.

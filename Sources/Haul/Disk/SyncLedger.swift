@@ -15,6 +15,9 @@ struct SyncLedger {
         pending[id]?.stale = true
     }
 
+    /// Whether a sync of `id`'s partial file was sent and has not reported yet.
+    func isPending(_ id: DownloadID) -> Bool { pending[id] != nil }
+
     /// A sync of `id` reported: whether what it synced is still the partial file's.
     mutating func reported(_ id: DownloadID) -> Bool {
         guard let entry = pending[id] else { return false }

@@ -139,15 +139,37 @@ public final class Download: Sendable, Identifiable {
     }
 
     /// Pauses: the connection is released and the bytes written so far are kept. No effect on a
-    /// download that is paused or finished.
+    /// download that is paused or finished. Returns at once (from a synchronous context); in an
+    /// asynchronous one, `await download.pause()` returns once it holds (the async form).
     public func pause() {
         controller.submit(.pause, for: self)
     }
 
+    /// Pauses, and returns once the download is paused, with the bytes it kept synced to disk and
+    /// recorded in its row (``state`` read right after is `.paused`), or once it ended meanwhile.
+    ///
+    /// - Returns: the state it is in then: `.paused`; a final state (it completed, failed or was
+    ///   cancelled first); or, when the pause changed nothing (the row is another process's, which
+    ///   runs it), the state it was in.
+    @discardableResult
+    public func pause() async -> DownloadState {
+        await settle(.pause)
+    }
+
     /// Resumes a paused download from the bytes on disk (it waits for a free slot first). No effect
-    /// unless paused.
+    /// unless paused. Returns at once (from a synchronous context); the async form returns once it
+    /// is queued again.
     public func resume() {
         controller.submit(.resume, for: self)
+    }
+
+    /// Resumes a paused download, and returns once it is queued again (or runs): ``state`` read
+    /// right after is no longer `.paused`, unless the resume changed nothing (it was not paused).
+    ///
+    /// - Returns: the state it is in then.
+    @discardableResult
+    public func resume() async -> DownloadState {
+        await settle(.resume)
     }
 
     /// Sets this download's own bandwidth limit in bytes per second (`nil`: the manager's default
@@ -157,8 +179,31 @@ public final class Download: Sendable, Identifiable {
     }
 
     /// Cancels: the transfer stops and the partial file is deleted. No effect on a finished download.
+    /// Returns at once (from a synchronous context); the async form returns once it is cancelled.
     public func cancel() {
         controller.submit(.cancel, for: self)
+    }
+
+    /// Cancels, and returns once the download ended: `.cancelled`, its partial file deleted and its
+    /// row gone; or the final state it reached first (completed, failed).
+    ///
+    /// - Returns: the state it is in then (the state it was in, when the cancel changed nothing: the
+    ///   row is another process's).
+    @discardableResult
+    public func cancel() async -> DownloadState {
+        await settle(.cancel)
+    }
+
+    /// Sends `control` without waiting (what the synchronous forms do), from any context.
+    func submit(_ control: DownloadControl) {
+        controller.submit(control, for: self)
+    }
+
+    /// Sends `control` and waits for the loop's answer (exactly one).
+    private func settle(_ control: DownloadControl) async -> DownloadState {
+        await withCheckedContinuation { continuation in
+            controller.settle(control, for: self) { continuation.resume(returning: $0) }
+        }
     }
 
     /// Waits for the end of the download.

@@ -106,7 +106,7 @@ final class StreamBody: Sendable {
             do {
                 try Task.checkCancellation()
             } catch {
-                download.cancel()
+                download.submit(.cancel)  // not awaited: the reader's task is done with it
                 throw error
             }
             var chunk = [UInt8](repeating: 0, count: Self.chunkSize)

@@ -118,6 +118,7 @@ extension Scheduler {
         catalog.closeJournals()
         catalog.feed.close()
         catalog.resumeIdleWaiters()
+        answerEveryWaiter()
         // Every easy handle goes before the share they use.
         environment.easyHandles.close()
         reactor.stop()

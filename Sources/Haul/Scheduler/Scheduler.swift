@@ -44,6 +44,8 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     var timersStarted = false
     /// A task waits (``DownloadManager/waitUntilIdle()``) for no download to be queued or running.
     var idleWaitersPending = false
+    /// Callers awaiting a control (``settle(_:_:answer:)``).
+    var settleWaiters: [SettleWaiter] = []
     /// When the queue gauges last read the journals (uptime nanoseconds).
     var queueGaugesReadAt: UInt64 = 0
     var retryTimer: OpaquePointer?
@@ -112,6 +114,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
         // After the commit: a sync's report must not overtake the row that it completes.
         disk.send()
+        if !settleWaiters.isEmpty { answerSettledWaiters() }
         updateGauges()
         // The turn's events reach the manager's feed readers with one wake-up each.
         catalog.feed.wakeDeferred()
@@ -136,6 +139,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
             case .control(let download, .cancel): cancel(download)
             case .control(let download, .limitRate(let rate)): limitRate(of: download, to: rate)
             case .control(let download, .handedOver): handedOver(download)
+            case .settle(let download, let control, let answer): settle(download, control, answer: answer)
             case .setRateLimits(let limits): environment.rateLimiter.setLimits(limits, admitted: transfers.keys)
             case .diskWorkDone(let results): diskWorkDone(results)
             case .checkIdle: idleWaitersPending = true

@@ -8,6 +8,8 @@ enum SchedulerCommand: Sendable {
     case follow(String, [DownloadID: DownloadRecord])
     /// A caller paused, resumed or cancelled a download.
     case control(Download, DownloadControl)
+    /// A caller paused, resumed or cancelled a download and awaits the outcome (``Scheduler/settle(_:_:answer:)``).
+    case settle(Download, DownloadControl, @Sendable (DownloadState) -> Void)
     /// Background disk work finished (syncs, finished files moved into place).
     case diskWorkDone([DiskResult])
     /// A header provider answered for a restored download's transfer (``ObjectIdentifier`` of it:
@@ -27,6 +29,15 @@ enum SchedulerCommand: Sendable {
 extension CommandInbox: DownloadController where Command == SchedulerCommand {
     func submit(_ control: DownloadControl, for download: Download) {
         submit(.control(download, control))
+    }
+
+    func settle(
+        _ control: DownloadControl,
+        for download: Download,
+        answer: @escaping @Sendable (DownloadState) -> Void
+    ) {
+        // A manager shut down takes no command: nothing will change.
+        if !submit(.settle(download, control, answer)) { answer(download.state) }
     }
 
     /// Asks the loop to shut down; the inbox takes no caller's command after this one.
