@@ -156,7 +156,7 @@ case ("rate", 6):
         _ = message.withCString { write(2, $0, strlen($0)) }
         exit(1)
     }
-    for download in downloads { download.cancel() }
+    for download in downloads { await download.cancel() }
     await manager.shutdown()
     let seconds = Double(window.components.seconds) + Double(window.components.attoseconds) / 1e18
     let measured = Double(endBytes - startBytes) / seconds
