@@ -64,7 +64,7 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let journal = Code(.journal)
         /// Another process (or another manager) is using the same state directory.
         public static let journalLocked = Code(.journalLocked)
-        /// The download was cancelled by ``Download/cancel()``; its partial file was deleted.
+        /// The download was cancelled (`Download.cancel()`, awaited or not); its partial file was deleted.
         public static let cancelled = Code(.cancelled)
         /// The whole file's checksum or length is not the expected one (see ``DownloadError/detail``,
         /// which gives both values). Nothing was placed at the destination; the partial was deleted.
