@@ -73,18 +73,20 @@ extension HaulCommand {
     }
 
     /// The listing's last line: how many downloads are complete, partial (bytes kept: the next run
-    /// continues them), failed (with their reason above), and waiting or running.
+    /// continues them), failed (with their reason above), cancelled, and waiting or running.
     static func listSummary(_ entries: [(state: QueueState, bytes: Int64)]) -> String {
-        var (complete, partial, failed, waiting) = (0, 0, 0, 0)
+        var (complete, partial, failed, cancelled, waiting) = (0, 0, 0, 0, 0)
         for entry in entries {
             switch entry.state {
             case .completed: complete += 1
             case .failed: failed += 1
+            case .cancelled: cancelled += 1
             case .paused, .interrupted, .waitingToRetry: if entry.bytes > 0 { partial += 1 } else { waiting += 1 }
             case .queued, .running: waiting += 1
             }
         }
         var parts = ["\(complete) complete", "\(partial) partial", "\(failed) failed"]
+        if cancelled > 0 { parts.append("\(cancelled) cancelled") }
         if waiting > 0 { parts.append("\(waiting) queued or running") }
         return "\(entries.count) download\(entries.count == 1 ? "" : "s"): " + parts.joined(separator: ", ")
     }

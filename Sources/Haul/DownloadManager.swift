@@ -185,7 +185,8 @@ public final class DownloadManager: Sendable {
 
     /// The unfinished download with this id, in a journal this manager has open (its configured state
     /// directory, or one a download of this manager used): to follow a download restored from the
-    /// journal or queued with ``enqueue(_:)``. `nil` when there is none, or it completed or failed.
+    /// journal or queued with ``enqueue(_:)``. `nil` when there is none, or it completed, failed or was
+    /// cancelled.
     public func download(id: DownloadID) -> Download? { queue.download(id: id) }
 
     /// The bandwidth limits in force (``Configuration/rateLimits``, or the last

@@ -198,7 +198,7 @@ extension HaulCLITests {
     }
 
     @Test(
-        "--list shows failed downloads with their reason (a 404, a 401, a refused port) and sums up what is complete, partial or failed"
+        "--list shows failed downloads with their reason (a 404, a 401, a refused port), cancelled ones, and sums up what is complete, partial, failed or cancelled"
     )
     func listShowsFailures() async throws {
         let (server, work) = try await startServerAndDirectory()
@@ -240,6 +240,31 @@ extension HaulCLITests {
         #expect(again.status == 0, "\(again.stderr)")
         let relisted = try await haul(["--list", "-o", output], in: work)
         #expect(relisted.stdout.hasSuffix("4 downloads: 2 complete, 0 partial, 2 failed\n"), "\(relisted.stdout)")
+        // A download a program cancelled in the same state directory: listed as cancelled, with
+        // nothing kept (it was a removed row, missing from the listing).
+        _ = try server.makeFile("big.bin", size: 4 * 1024 * 1024)
+        var configuration = DownloadManager.Configuration()
+        configuration.stateDirectory = URL(
+            fileURLWithPath: DownloadManager.defaultStateDirectory(besideFolder: output),
+            isDirectory: true
+        )
+        try await withDownloadManager(configuration: configuration) { manager in
+            let download = try manager.download(
+                from: server.url("gated/big.bin"),
+                to: URL(fileURLWithPath: output + "big.bin")
+            )
+            var events = download.events.makeAsyncIterator()
+            await events.next { if case .progress(let p) = $0 { p.bytesReceived > 0 } else { false } }
+            #expect(await download.cancel() == .cancelled)
+        }
+        let withCancelled = try await haul(["--list", "-o", output], in: work)
+        let cancelled = withCancelled.stdout.split(separator: "\n").filter { $0.hasPrefix("cancelled ") }
+        #expect(cancelled.count == 1 && cancelled[0].hasSuffix("/big.bin"), "\(withCancelled.stdout)")
+        #expect(cancelled.first?.contains("0 B/?") == true, "nothing kept: \(cancelled)")
+        #expect(
+            withCancelled.stdout.hasSuffix("5 downloads: 2 complete, 0 partial, 2 failed, 1 cancelled\n"),
+            "\(withCancelled.stdout)"
+        )
     }
 
     @Test(

@@ -64,14 +64,16 @@ struct ControlTests {
         }
     }
 
-    @Test("await cancel() returns with the download cancelled, its partial file and row gone")
+    @Test("await cancel() returns with the download cancelled, its partial file gone, its row saying cancelled")
     func cancelSettles() async throws {
         try await withFaultServer { server, directory in
             try await withDownloadManager(configuration: configuration(directory)) { manager in
                 let download = try await heldDownload(manager, server, into: directory)
                 #expect(await download.cancel() == .cancelled)
                 #expect(download.state == .cancelled)
-                #expect(manager.journalEntry(id: download.id) == nil)
+                // The row stays for listings, with nothing fetched kept.
+                let entry = try #require(manager.journalEntry(id: download.id))
+                #expect(entry.state == .cancelled && entry.bytesReceived == 0 && entry.totalBytes == nil, "\(entry)")
                 #expect(
                     !FileManager.default.fileExists(
                         atPath: directory.appendingPathComponent("state/\(download.id).part").path
@@ -80,6 +82,41 @@ struct ControlTests {
                 await #expect(throws: DownloadError.self) { _ = try await download.finished() }
                 server.openGate()
             }
+        }
+    }
+
+    @Test(
+        "a paused download cancelled: its row says cancelled, its partial is gone, a new manager leaves it, asked again it starts anew"
+    )
+    func cancelPausedThenAskAgain() async throws {
+        try await withFaultServer { server, directory in
+            let destination = directory.appendingPathComponent("held.bin")
+            let partial = directory.appendingPathComponent("state/\(DownloadID(destination: destination)).part").path
+            try await withDownloadManager(configuration: configuration(directory)) { manager in
+                let download = try await heldDownload(manager, server, into: directory)
+                #expect(await download.pause() == .paused)
+                #expect(FileManager.default.fileExists(atPath: partial))
+                // Not admitted: the scheduler writes the row itself.
+                #expect(await download.cancel() == .cancelled)
+                let entry = try #require(manager.journalEntry(id: download.id))
+                #expect(entry.state == .cancelled && entry.bytesReceived == 0, "\(entry)")
+                #expect(!FileManager.default.fileExists(atPath: partial))
+            }
+            server.openGate()
+            try await withDownloadManager(configuration: configuration(directory)) { manager in
+                // Restored downloads are the unfinished ones: a cancelled one is not among them.
+                let listed = try DownloadManager.journalEntries(
+                    stateDirectory: directory.appendingPathComponent("state", isDirectory: true)
+                )
+                #expect(listed.map(\.state) == [.cancelled], "\(listed)")
+                #expect(manager.downloads.isEmpty)
+                let again = try manager.download(from: server.url("gate-at/262144/1048576"), to: destination)
+                #expect(try await again.finished() == destination)
+                #expect(manager.journalEntry(id: again.id)?.state == .completed)
+            }
+            #expect(try Data(contentsOf: destination) == FaultServer.body(size: 1_048_576))
+            let ranges = server.requests(to: "/gate-at/262144/1048576").map(\.range)
+            #expect(ranges.count == 2 && ranges[1] == nil, "asked again from its first byte: \(ranges)")
         }
     }
 

@@ -253,14 +253,15 @@ struct QueueTests {
                 )
                 await #expect { try await doomed.finished() } throws: { ($0 as? DownloadError)?.code == .cancelled }
 
-                // The slot frees; nothing queued is left to take it: paused stays paused, cancelled is gone.
+                // The slot frees; nothing queued is left to take it: paused stays paused, cancelled stays
+                // cancelled (its row says so, for listings).
                 await running.pause()
                 await runningEvents.next { if case .paused = $0 { true } else { false } }
                 await manager.waitUntilIdle()
                 #expect(waiting.state == .paused)
                 let journal = try #require(manager.catalog.openJournal(for: state.path))
                 #expect(try journal.record(for: waiting.id)?.state == .paused)
-                #expect(try journal.record(for: doomed.id) == nil)
+                #expect(try journal.record(for: doomed.id)?.state == .cancelled)
                 #expect(server.requests(to: "/file/50000").isEmpty && server.requests(to: "/file/50001").isEmpty)
 
                 await waiting.resume()

@@ -19,7 +19,7 @@ struct QueueStateTests {
         switch event {
         case .requested:
             switch state {
-            case .paused, .interrupted, .failed: return .moves(to: .queued)
+            case .paused, .interrupted, .failed, .cancelled: return .moves(to: .queued)
             case .queued, .waitingToRetry, .running: return .unchanged
             case .completed: return .refused
             }
@@ -28,7 +28,7 @@ struct QueueStateTests {
         case .paused:
             return [.queued, .waitingToRetry, .interrupted, .running].contains(state) ? .moves(to: .paused) : .refused
         case .resumed: return [.paused, .interrupted].contains(state) ? .moves(to: .queued) : .refused
-        case .cancelled: return state.isUnfinished ? .removed : .refused
+        case .cancelled: return state.isUnfinished ? .moves(to: .cancelled) : .refused
         case .progressed: return state == .running ? .moves(to: .running) : .refused
         case .retryScheduled: return state == .running ? .moves(to: .waitingToRetry) : .refused
         case .failed: return state == .running ? .moves(to: .failed) : .refused
@@ -48,14 +48,42 @@ struct QueueStateTests {
         }
     }
 
-    @Test("completed and failed are final: only a new request (failed) or a revalidation (completed) moves them")
+    @Test(
+        "completed, failed and cancelled are final: only a new request (failed, cancelled) or a revalidation (completed) moves them"
+    )
     func finalStates() {
         for event in Self.events {
             let fromCompleted = QueueState.completed.after(event)
             #expect(fromCompleted == .refused || event == .revalidationRequested(sequence: 7), "\(event)")
             let fromFailed = QueueState.failed.after(event)
             #expect(fromFailed == .refused || event == .requested(sequence: 7), "\(event)")
+            let fromCancelled = QueueState.cancelled.after(event)
+            #expect(fromCancelled == .refused || event == .requested(sequence: 7), "\(event)")
         }
+        #expect(QueueState.allCases.filter { !$0.isUnfinished } == [.completed, .failed, .cancelled])
+    }
+
+    @Test("a cancel forgets what was fetched and keeps what was asked for; a request after it starts anew")
+    func cancelForgetsTheBytes() {
+        var record = DownloadRecord(url: "http://h/a", destination: "/tmp/dir/a.bin")
+        record.folder = "/tmp/dir"
+        record.priority = 4
+        record.expectedChecksum = "sha256:00"
+        record.queueSequence = 3
+        record.apply(.admitted)
+        (record.totalBytes, record.entityTag, record.lastModified) = (1000, "\"v1\"", "Mon, 02 Jan 2006 15:04:05 GMT")
+        (record.bytesCommitted, record.bytesSynced, record.attempts) = (600, 512, 2)
+        record.segments = "0-499:300:256"
+        #expect(record.apply(.paused) == .moves(to: .paused))
+        #expect(record.apply(.cancelled) == .moves(to: .cancelled))
+        #expect(record.state == .cancelled && !record.isUnfinished && !record.mayHaveStarted)
+        #expect(record.bytesCommitted == 0 && record.bytesSynced == 0 && record.segments == nil)
+        #expect(record.totalBytes == nil && record.entityTag == nil && record.lastModified == nil)
+        #expect(record.destination == "/tmp/dir" && record.folder == "/tmp/dir", "the chosen name is given back")
+        #expect(record.priority == 4 && record.expectedChecksum == "sha256:00" && record.queueSequence == 3)
+        #expect(record.apply(.resumed(sequence: 9)) == .refused, "a cancelled download is not resumed")
+        #expect(record.apply(.requested(sequence: 9)) == .moves(to: .queued))
+        #expect(record.state == .queued && record.queueSequence == 9)
     }
 
     @Test("a refused or unchanged event leaves the record exactly as it was")

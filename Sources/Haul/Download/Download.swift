@@ -178,14 +178,15 @@ public final class Download: Sendable, Identifiable {
         controller.submit(.limitRate(rate), for: self)
     }
 
-    /// Cancels: the transfer stops and the partial file is deleted. No effect on a finished download.
+    /// Cancels: the transfer stops and the partial file is deleted; its journal row says
+    /// ``QueueState/cancelled`` (asking for it again starts anew). No effect on a finished download.
     /// Returns at once (from a synchronous context); the async form returns once it is cancelled.
     public func cancel() {
         controller.submit(.cancel, for: self)
     }
 
     /// Cancels, and returns once the download ended: `.cancelled`, its partial file deleted and its
-    /// row gone; or the final state it reached first (completed, failed).
+    /// row saying cancelled; or the final state it reached first (completed, failed).
     ///
     /// - Returns: the state it is in then (the state it was in, when the cancel changed nothing: the
     ///   row is another process's).

@@ -318,6 +318,18 @@ extension Journal {
         }
     }
 
+    /// Records that a download was cancelled: its row, `record` (its state `.cancelled`, nothing
+    /// fetched kept), stays for listings, and its partial file goes. A row in memory (a stream's, a
+    /// body's) goes altogether: nothing of it is left to find.
+    func recordCancelled(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) {
+        if isInMemory {
+            remove(id)
+            return
+        }
+        try save(record, for: id)
+        unlink(partialPath(for: id))
+    }
+
     /// Forgets a download: its row and its partial file.
     func remove(_ id: DownloadID) {
         acquire()

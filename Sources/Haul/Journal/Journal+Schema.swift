@@ -86,6 +86,9 @@ extension Journal {
             }
             if version < 14 { try migrateToVersion14() }
             if version < 15 { try execute("ALTER TABLE downloads ADD COLUMN placing TEXT") }
+            // Version 16: a cancelled download's row stays, as `cancelled` (it was removed). The
+            // columns are the same; the number keeps older builds, which would read the state as
+            // interrupted and fetch the download again, off a journal that may have such rows.
             try execute("PRAGMA user_version = \(Self.schemaVersion)")
             try execute("COMMIT")
             // The rows name the new partial files now; a crash before these renames loses the bytes

@@ -22,7 +22,7 @@ final class Journal: @unchecked Sendable {
     // @unchecked Sendable: every use of `database`, `statements` and `queries` happens under `lock`.
 
     /// The schema this build writes.
-    static let schemaVersion: Int32 = 15
+    static let schemaVersion: Int32 = 16
     static let fileName = "journal.sqlite"
 
     let directory: String

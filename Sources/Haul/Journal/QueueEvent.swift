@@ -13,7 +13,7 @@ enum QueueEvent: Equatable, Sendable {
     case paused
     /// Its caller resumed it.
     case resumed(sequence: Int64)
-    /// Its caller cancelled it: the row is removed.
+    /// Its caller cancelled it: the row says so, with nothing fetched kept.
     case cancelled
     /// A checkpoint while its transfer receives.
     case progressed

@@ -5,7 +5,7 @@ extension QueueState {
     /// is derived from it (``sqlCondition(accepting:to:)``).
     func after(_ event: QueueEvent) -> QueueTransition {
         switch (event, self) {
-        case (.requested, .paused), (.requested, .interrupted), (.requested, .failed):
+        case (.requested, .paused), (.requested, .interrupted), (.requested, .failed), (.requested, .cancelled):
             .moves(to: .queued)
         case (.requested, .queued), (.requested, .waitingToRetry), (.requested, .running):
             .unchanged
@@ -19,7 +19,7 @@ extension QueueState {
             .moves(to: .queued)
         case (.cancelled, .queued), (.cancelled, .waitingToRetry), (.cancelled, .paused),
             (.cancelled, .interrupted), (.cancelled, .running):
-            .removed
+            .moves(to: .cancelled)
         case (.progressed, .running):
             .moves(to: .running)
         case (.completed, .running):
@@ -41,7 +41,8 @@ extension QueueState {
 extension DownloadRecord {
     /// Applies `event` to the row: its state and what goes with it (the queue's order, the retry's
     /// time, the last error, revalidation). Returns what the event did; when it is `.refused` or
-    /// `.unchanged` the record is as it was, and when it is `.removed` the caller removes the row.
+    /// `.unchanged` the record is as it was. A cancel forgets what was fetched (length, validators,
+    /// bytes, segments, a chosen name): the caller removes the partial file.
     @discardableResult
     mutating func apply(_ event: QueueEvent) -> QueueTransition {
         let transition = state.after(event)
@@ -63,7 +64,9 @@ extension DownloadRecord {
             lastError = error
         case .completed:
             revalidate = false
-        case .progressed, .cancelled, .interrupted, .continued:
+        case .cancelled:
+            self = restarted
+        case .progressed, .interrupted, .continued:
             break
         }
         // An interrupted download that was waiting to retry still waits for its time.

@@ -1,8 +1,7 @@
 /// Where a download stands in its state directory's queue, as its journal row records it.
 ///
 /// One vocabulary for the row, used by the queue, the loop, the journal and listings such as
-/// `haul --list`. A cancelled download has no state: its row is removed. The moves between states are
-/// its internal transition table's, and only its.
+/// `haul --list`. The moves between states are its internal transition table's, and only its.
 public enum QueueState: Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// Waiting in the queue for a slot.
     case queued
@@ -21,6 +20,10 @@ public enum QueueState: Sendable, Hashable, CaseIterable, CustomStringConvertibl
     /// It failed for good; its partial file is kept when it holds bytes, and asking for it again
     /// continues from them.
     case failed
+    /// Cancelled by its caller: nothing fetched is kept (no partial file, no validators), and asking
+    /// for it again starts anew. The row stays so that a listing says what became of it; a
+    /// download into a stream, memory or nothing leaves no row.
+    case cancelled
 
     /// The state as one word, as `haul --list` shows it: `retrying` for a download waiting to retry.
     public var description: String {
@@ -32,11 +35,12 @@ public enum QueueState: Sendable, Hashable, CaseIterable, CustomStringConvertibl
         case .interrupted: "interrupted"
         case .completed: "completed"
         case .failed: "failed"
+        case .cancelled: "cancelled"
         }
     }
 
-    /// Whether the download still has work to do (neither completed nor failed).
-    public var isUnfinished: Bool { self != .completed && self != .failed }
+    /// Whether the download still has work to do (neither completed, failed nor cancelled).
+    public var isUnfinished: Bool { self != .completed && self != .failed && self != .cancelled }
 }
 
 extension QueueState {
@@ -50,6 +54,7 @@ extension QueueState {
         case .interrupted: "interrupted"
         case .completed: "completed"
         case .failed: "failed"
+        case .cancelled: "cancelled"
         }
     }
 
@@ -62,6 +67,7 @@ extension QueueState {
         case "paused": self = .paused
         case "completed": self = .completed
         case "failed": self = .failed
+        case "cancelled": self = .cancelled
         default: self = .interrupted
         }
     }

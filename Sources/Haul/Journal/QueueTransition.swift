@@ -2,8 +2,6 @@
 enum QueueTransition: Equatable, Sendable {
     /// The row moves to (or, for a checkpoint, stays in) this state.
     case moves(to: QueueState)
-    /// The row is removed (a cancel).
-    case removed
     /// The row is already where the event would put it (a request for a download already queued,
     /// waiting or running): nothing changes.
     case unchanged

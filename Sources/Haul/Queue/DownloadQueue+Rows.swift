@@ -123,7 +123,7 @@ extension DownloadQueue {
         case .moves:
             try journal.save(record, for: request.id)
             return .queued(record)
-        case .unchanged, .removed:  // already queued, waiting or running (a request removes nothing)
+        case .unchanged:  // already queued, waiting or running
             try journal.save(record, for: request.id)
             return .waiting(record)
         case .refused:

@@ -73,11 +73,13 @@ extension Scheduler {
             switch record.apply(event) {
             case .refused, .unchanged:
                 return
-            case .removed:
-                journal.remove(download.id)
-            case .moves:
+            case .moves(let state):
                 do {
-                    try journal.save(record, for: download.id)
+                    if state == .cancelled {
+                        try journal.recordCancelled(record, for: download.id)
+                    } else {
+                        try journal.save(record, for: download.id)
+                    }
                 } catch {
                     logger.warning(
                         "could not write the journal",

@@ -56,11 +56,21 @@ extension Transfer {
         events.publish(.failed(error))
     }
 
-    /// Cancelled: its requests stopped, its partial file and row removed, `.cancelled` published.
+    /// Cancelled: its requests stopped, its partial file removed, its row saying cancelled (a
+    /// stream's goes), `.cancelled` published.
     func endCancelled() {
         stopAll()
         sink = nil
-        store.remove(id)
+        if stream != nil {
+            store.remove(id)
+        } else {
+            record.apply(.cancelled)
+            do {
+                try store.recordCancelled(record, for: id)
+            } catch {
+                log(.warning, "could not write the journal", metadata: ["haul.error": "\(error)"])
+            }
+        }
         events.publish(.cancelled)
     }
 
