@@ -325,25 +325,15 @@ struct Runner {
         Reporter.write("haul: \(Self.describe(error))\n", to: STDERR_FILENO)
     }
 
-    /// `mkdir -p`, with the failing folder and the system's reason in the error.
+    /// `mkdir -p` (the library's), with the folder and the system's reason in the error.
     static func makeDirectory(_ path: String) throws {
-        var prefix = path.hasPrefix("/") ? "" : "."
-        for component in path.split(separator: "/") {
-            prefix += "/\(component)"
-            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
-                throw CLIError(
-                    "cannot create the output folder '\(prefix)': \(String(cString: strerror(errno)))",
-                    exitStatus: ExitStatus.localFiles
-                )
-            }
-        }
-        var status = stat()
-        guard stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR else {
-            throw CLIError(
-                "cannot use '\(path)' as the output folder: \(String(cString: strerror(ENOTDIR)))",
-                exitStatus: ExitStatus.localFiles
-            )
-        }
+        guard let error = FilePath.makeDirectories(path) else { return }
+        throw CLIError(
+            error == ENOTDIR
+                ? "cannot use '\(path)' as the output folder: \(String(cString: strerror(ENOTDIR)))"
+                : "cannot create the output folder '\(path)': \(String(cString: strerror(error)))",
+            exitStatus: ExitStatus.localFiles
+        )
     }
 
     static func describe(_ error: any Error) -> String {

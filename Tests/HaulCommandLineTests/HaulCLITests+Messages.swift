@@ -154,7 +154,10 @@ extension HaulCLITests {
             in: work
         )
         #expect(unwritable.status == 7)  // the output folder cannot be made
-        #expect(unwritable.stderr.hasPrefix("haul: "))
+        #expect(
+            unwritable.stderr.hasPrefix("haul: cannot use '\(file.path)/dir' as the output folder: Not a directory"),
+            "\(unwritable.stderr)"
+        )
         for run in [missingList, garbage, noArguments, unwritable] {
             #expect(!run.stderr.contains("Fatal error"))
             #expect(!run.stderr.contains("Stack dump"))

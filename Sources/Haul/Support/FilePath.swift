@@ -30,7 +30,7 @@ package enum FilePath {
     /// Creates `path` and every missing folder above it (`mkdir -p`): `nil`, or the `errno` of the
     /// first folder that could not be made. `path` itself gets `mode` when it is created here (the
     /// folders above it, the umask's default).
-    static func makeDirectories(_ path: String, mode: mode_t = 0o777) -> Int32? {
+    package static func makeDirectories(_ path: String, mode: mode_t = 0o777) -> Int32? {
         if mkdir(path, mode) == 0 { return nil }
         var error = errno
         if error == EEXIST { return isDirectory(path) ? nil : ENOTDIR }
