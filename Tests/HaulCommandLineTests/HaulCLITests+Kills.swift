@@ -77,7 +77,7 @@ extension HaulCLITests {
         try Data("not a journal".utf8).write(to: journal)
         let damaged = try await haul(arguments, in: work)
         #expect(
-            damaged.status == 7 && damaged.stderr.contains("run the same command again with -c"),
+            damaged.status == 7 && damaged.stderr.contains("ask for the downloads again with -c: each file"),
             "\(damaged.stderr)"
         )
         // Moved away, as advised; a partial of l3 left (its file gone), and one of a download the

@@ -83,7 +83,7 @@ struct AdviceTests {
             }
             #expect(error.code == .sizeMismatch || error.curlCode == 18, "\(error)")
             #expect(error.description.contains("(Configuration.decodesCompression): each attempt asks"), "\(error)")
-            #expect(error.describe(forCommandLine: true).contains("(--compressed): each attempt asks"))
+            #expect(error.description(naming: { "«\($0)»" }).contains("(«decodesCompression»): each attempt asks"))
             // Every request asked for the body from its start.
             #expect(server.requests(to: "/drop/30000/300000").allSatisfy { $0.range == nil })
         }
@@ -102,10 +102,11 @@ struct AdviceTests {
                 Issue.record("a redirect loop must fail")
                 return
             }
-            // The library's reader is told the property; haul's, the option, and never the property.
+            // The library's reader is told the property; a program's, the setting in its words, and
+            // never the property (haul's options: HaulCommandTests).
             #expect(error.description.contains("(Configuration.maximumRedirects)"), "\(error)")
-            let forCommandLine = error.describe(forCommandLine: true)
-            #expect(forCommandLine.contains("(--max-redirects)") && !forCommandLine.contains("maximumRedirects"))
+            let named = error.description(naming: { $0 == .maximumRedirects ? "--max-redirects" : "?" })
+            #expect(named.contains("(--max-redirects)") && !named.contains("Configuration."), "\(named)")
         }
     }
 

@@ -66,7 +66,7 @@ extension DownloadStreamTests {
                         && error.url == server.url("plain-drop/100000/400000").absoluteString
                 )
                 #expect(error.description.contains("resumesWithoutValidator"), "\(error)")
-                #expect(error.describe(forCommandLine: true).contains("--resume-unvalidated"))
+                #expect(error.description(naming: { "«\($0)»" }).contains("Turn on «resumesWithoutValidator»"))
                 #expect(body == FaultServer.body(size: 400_000).prefix(100_000))
             }
             #expect(server.requests(to: "/plain-drop/100000/400000").count == 1)

@@ -216,19 +216,46 @@ struct DownloadErrorTests {
         #expect("a http://u@h/x?q=a@b and https://x:y@z".redactingURLCredentials == "a http://h/x?q=a@b and https://z")
         #expect("no url, a@b".redactingURLCredentials == "no url, a@b")
         #expect("socks5h://u:p@w@h:1 end".redactingURLCredentials == "socks5h://h:1 end")
-        // haul's words name its options instead (issue 38, item 7).
+        // A program's words name the settings instead (haul's options; issue 38, item 7).
         let certificate = DownloadError(code: .transport, url: "http://host/a", curlCode: 60)
-        #expect(certificate.describe(forCommandLine: true).contains("(--ca-file)"))
-        #expect(!certificate.describe(forCommandLine: true).contains("certificateAuthorityFile"))
+        let named = certificate.description(naming: { $0 == .certificateAuthorityFile ? "--ca-file" : "?" })
+        #expect(named.contains("(--ca-file)") && !named.contains("certificateAuthorityFile"), "\(named)")
         #expect(
-            DownloadError(code: .transport, url: "http://host/a", curlCode: 28).describe(forCommandLine: true)
-                .contains("raise --stall-timeout")
+            DownloadError(code: .transport, url: "http://host/a", curlCode: 28).description(naming: { "«\($0)»" })
+                .contains("raise «stallTimeout»")
         )
         let disk = DownloadError(code: .fileSystem, url: "http://host/a", errno: 28, path: "/full/x.part")
         #expect(disk.description.contains("/full/x.part"))
         #expect(disk.description.contains("No space left on device"))
         let scheme = DownloadError(code: .unsupportedScheme, url: "ftp://h/x", detail: "the scheme 'ftp'")
         #expect(scheme.description.contains("only http:// and https://"))
+    }
+
+    @Test("a failure's class and advice come from curl's code and where it failed, never from a message's words")
+    func classesFromFactsNotWords() {
+        // curl's words alone decide nothing: a timeout with a connect message but no stage is a stall.
+        var timedOut = DownloadError(
+            code: .transport,
+            url: "http://h/a",
+            curlCode: 28,
+            detail: "Failed to connect to h port 80 after 3001 ms: Timeout was reached"
+        )
+        #expect(timedOut.category == .transfer)
+        #expect(timedOut.description.contains("raise Configuration.stallTimeout"), "\(timedOut)")
+        timedOut.stage = .connecting
+        #expect(timedOut.category == .connection)
+        #expect(timedOut.description.contains("raise Configuration.connectTimeout"), "\(timedOut)")
+        // The proxy is named by the stage, whatever the message says.
+        var refused = DownloadError(code: .transport, url: "http://h/a", curlCode: 7, detail: "the proxy says no")
+        #expect(refused.category == .connection && !refused.description.contains("Check that the proxy is up"))
+        refused.stage = .connectingToProxy
+        #expect(refused.description.contains("Check that the proxy is up"), "\(refused)")
+        // A stall of a decoded body says why asking again from the start gets no further.
+        var stalled = DownloadError(code: .transport, url: "http://h/a", curlCode: 28, detail: "no data arrived")
+        stalled.decodedFromStart = true
+        #expect(!stalled.description.contains("Bodies are decoded"))
+        stalled.stage = .stalled
+        #expect(stalled.description.contains("Bodies are decoded"), "\(stalled)")
     }
 
     @Test func credentialsNeverAppear() throws {

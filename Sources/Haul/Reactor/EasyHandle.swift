@@ -200,6 +200,14 @@ final class EasyHandle {
         return code
     }
 
+    /// Whether a connection was made for the request (`CURLINFO_CONNECT_TIME_T` is set once one is,
+    /// or once an open one is taken): a failure without one failed to connect (or to resolve).
+    var madeConnection: Bool {
+        var microseconds: curl_off_t = 0
+        _ = CHaul_easy_getinfo_off(raw, CURLINFO_CONNECT_TIME_T, &microseconds)
+        return microseconds > 0
+    }
+
     /// Connections curl opened for the request (0: it went over one already open, or none yet).
     var connectionsOpened: Int {
         var count = 0

@@ -319,13 +319,7 @@ extension Transfer {
                 detail: "the answer ended before the end of its segment"
             )
         }
-        return DownloadError(
-            code: result == CURLE_PARTIAL_FILE ? .sizeMismatch : .transport,
-            url: urlForErrors,
-            curlCode: Int(result.rawValue),
-            detail: stalledFor.map { "no data arrived for \($0) s (the stall timeout)" }
-                ?? easy?.errorMessage ?? String(cString: curl_easy_strerror(result))
-        )
+        return transportFailure(result, easy: easy, stalledFor: stalledFor, target: request.target)
     }
 
     /// Every segment is whole and no connection is left: the download completes.

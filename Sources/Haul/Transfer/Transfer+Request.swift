@@ -225,17 +225,9 @@ extension Transfer {
             // Refused before the body was accepted (the partial could not be read back to compare).
             ended = .failed(error)
         } else {
-            let code = Int(result.rawValue)
-            var message =
-                request.stalledFor.map { "no data arrived for \($0) s (the stall timeout)" }
-                ?? easy.errorMessage ?? String(cString: curl_easy_strerror(result))
-            if result == CURLE_COULDNT_CONNECT,
-                let proxy = Self.proxyAddress(in: message, for: request.target ?? download.url)
-            {
-                message = "the proxy \(proxy) cannot be reached (\(message))"
-            }
-            let kind: DownloadError.Code = result == CURLE_PARTIAL_FILE ? .sizeMismatch : .transport
-            ended = .failed(DownloadError(code: kind, url: urlForErrors, curlCode: code, detail: message))
+            ended = .failed(
+                transportFailure(result, easy: easy, stalledFor: request.stalledFor, target: request.target)
+            )
         }
         stopRequest()
         if machine.isDone { return .none }
@@ -282,6 +274,38 @@ extension Transfer {
             record.totalBytes = sink.receivedLength
         }
         return .finished
+    }
+
+    /// A request curl ended with `result` (not `CURLE_OK`), as the download's error: its stage from
+    /// curl's codes and this transfer's own (``DownloadError/stage``), the proxy named when the
+    /// address that could not be reached was the proxy's. For the transfer's own request and each
+    /// segment's.
+    func transportFailure(_ result: CURLcode, easy: EasyHandle?, stalledFor: Int64?, target: URL?) -> DownloadError {
+        var message =
+            stalledFor.map { "no data arrived for \($0) s (the stall timeout)" }
+            ?? easy?.errorMessage ?? String(cString: curl_easy_strerror(result))
+        var stage: DownloadError.TransportStage?
+        if stalledFor != nil {
+            stage = .stalled
+        } else if result == CURLE_COULDNT_CONNECT
+            || (result == CURLE_OPERATION_TIMEDOUT && easy?.madeConnection == false)
+        {
+            stage = .connecting
+            // curl says which address it could not reach; only its message does (curl 7.88 has
+            // no CURLINFO_USED_PROXY, and CURLINFO_PRIMARY_IP is empty when no connection was made).
+            if let proxy = Self.proxyAddress(in: message, for: target ?? download.url) {
+                message = "the proxy \(proxy) cannot be reached (\(message))"
+                stage = .connectingToProxy
+            }
+        }
+        var error = DownloadError(
+            code: result == CURLE_PARTIAL_FILE ? .sizeMismatch : .transport,
+            url: urlForErrors,
+            curlCode: Int(result.rawValue),
+            detail: message
+        )
+        error.stage = stage
+        return error
     }
 
     /// The address curl failed to connect to (its message: "Failed to connect to HOST port PORT …")

@@ -9,7 +9,7 @@ extension DownloadError {
         kept bytesKept: Bool,
         proxy: Bool,
         connecting: Bool,
-        setting: (String, String) -> String
+        setting: (Setting) -> String
     ) -> String {
         // Said only when there are bytes: a download that never received any has none to keep.
         let kept = bytesKept ? "; the bytes already received are kept" : ""
@@ -18,7 +18,7 @@ extension DownloadError {
             return "Check the host name and the DNS (or proxy) settings, then try again\(kept)."
         case 7 where proxy:
             return "Check that the proxy is up and reachable at that address and port "
-                + "(\(setting("proxy", "--proxy")), or http_proxy), then try again\(kept)."
+                + "(\(setting(.proxy)), or http_proxy), then try again\(kept)."
         case 7:  // could not connect
             return
                 "Check that the server is up and reachable at that address and port, then try again\(kept)."
@@ -27,10 +27,10 @@ extension DownloadError {
                 + "server's operator\(kept)."
         case 28 where connecting:  // the connection was not made in time
             return "The server did not take the connection in time: check that it is up and reachable, then try "
-                + "again\(kept), or raise \(setting("connectTimeout", "--connect-timeout")) for a slow network."
+                + "again\(kept), or raise \(setting(.connectTimeout)) for a slow network."
         case 28:  // no byte for the stall timeout
             return "The server or the network went silent: try again later\(kept), or raise "
-                + "\(setting("stallTimeout", "--stall-timeout")) for a slow server."
+                + "\(setting(.stallTimeout)) for a slow server."
         case 35, 58, 59, 83, 90, 91:  // TLS handshake, client certificate, ciphers, issuer, pinning, status
             return "The TLS handshake failed: check that the address serves HTTPS on that port and that its "
                 + "TLS set-up is current\(kept)."
@@ -42,10 +42,10 @@ extension DownloadError {
                 + "are followed, never file:// or ftp://); check the URL with its publisher."
         case 47:  // too many redirects
             return "The server redirects in a loop, or more often than the limit allows "
-                + "(\(setting("maximumRedirects", "--max-redirects"))); check the URL."
+                + "(\(setting(.maximumRedirects))); check the URL."
         case 60, 77:  // the certificate failed verification; the CA file could not be read
             return "If the server's certificate is signed by an authority of your own, give its PEM file "
-                + "(\(setting("certificateAuthorityFile", "--ca-file"))); verification is never turned off\(kept)."
+                + "(\(setting(.certificateAuthorityFile))); verification is never turned off\(kept)."
         default:
             return "Check the address and the network, then try again\(kept)."
         }
@@ -53,21 +53,21 @@ extension DownloadError {
 
     /// Said after a body cut short (or stalled) at the last attempt of a download whose bodies are
     /// decoded: asking again from the start cannot get past a link that keeps dropping.
-    func decodedBodyNote(setting: (String, String) -> String) -> String {
+    func decodedBodyNote(setting: (Setting) -> String) -> String {
         let cutShort =
             code == .sizeMismatch || [18, 56, 92].contains(curlCode ?? 0)
-            || (curlCode == 28 && detail?.hasPrefix("no data arrived") == true)
+            || stage == .stalled
         guard decodedFromStart, cutShort else { return "" }
-        return " Bodies are decoded (\(setting("decodesCompression", "--compressed"))): each attempt asks for the body "
+        return " Bodies are decoded (\(setting(.decodesCompression))): each attempt asks for the body "
             + "from its start again, so a connection that keeps dropping gets no further; without it, each attempt "
             + "continues where the last one stopped."
     }
 
     /// What the user can do about a file-system failure; `kept` says the partial file is kept.
-    func fileSystemAdvice(kept: String, setting: (String, String) -> String) -> String {
+    func fileSystemAdvice(kept: String, setting: (Setting) -> String) -> String {
         if isOutOfDescriptors {
             return "The process has no file descriptor left: raise its open-files limit (ulimit -n) or lower "
-                + "\(setting("maxConcurrentDownloads", "-j")).\(url == nil ? "" : " Haul retries the download\(kept).")"
+                + "\(setting(.maxConcurrentDownloads)).\(url == nil ? "" : " Haul retries the download\(kept).")"
         }
         if wroteThrough {
             return errno == EPIPE
@@ -97,12 +97,12 @@ extension DownloadError {
     }
 
     /// What the user can do about an HTTP error status.
-    static func advice(forStatus status: Int?, setting: (String, String) -> String) -> String {
+    static func advice(forStatus status: Int?, setting: (Setting) -> String) -> String {
         switch status {
         case 401, 403: "Check that the URL is public or that its credentials are right."
         case 404, 410: "Check the URL: the server has no file there."
         case 407:
-            "Give the proxy's user name and password in its URL (\(setting("proxy", "--proxy")) "
+            "Give the proxy's user name and password in its URL (\(setting(.proxy)) "
                 + "http://user:password@proxy:port)."
         case 429: "The server asks for fewer requests; try again later."
         case let status? where status >= 500: "The server has a problem; try again later."

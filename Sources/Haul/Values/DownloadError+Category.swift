@@ -26,6 +26,17 @@ extension DownloadError {
         case other
     }
 
+    /// Where a transport failure happened (``DownloadError/stage``).
+    enum TransportStage: Hashable, Sendable {
+        /// No connection to the server was made: refused, unreachable, or connecting (or resolving)
+        /// timed out.
+        case connecting
+        /// No connection to the proxy was made: the address curl could not reach is the proxy's.
+        case connectingToProxy
+        /// Connected, then nothing arrived for the stall timeout: Haul's own sweep ended the request.
+        case stalled
+    }
+
     /// The class of this failure (see ``Category``).
     public var category: Category {
         switch code.base {
@@ -37,9 +48,7 @@ extension DownloadError {
             switch curlCode {
             case 5, 6: return .nameResolution
             case 7: return .connection
-            case 28
-            where detail?.hasPrefix("Connection timed out") == true || detail?.hasPrefix("Failed to connect") == true:
-                return .connection
+            case 28 where stage == .connecting || stage == .connectingToProxy: return .connection
             case 35, 58, 59, 60, 77, 83, 90, 91: return .tls
             default: return .transfer
             }

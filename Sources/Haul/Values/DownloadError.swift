@@ -139,6 +139,9 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
     /// ``DownloadManager/data(from:headers:maximumSize:)`` (not the manager's `maximumFileSize`):
     /// the description names that argument.
     var exceededMaximumSizeArgument = false
+    /// Where a transport failure happened, as Haul knew it then from curl's codes and its own state
+    /// (never from a message's words): what ``category`` and the advice read.
+    var stage: TransportStage?
 
     /// Creates an error. Prefer matching the errors Haul throws over creating your own.
     public init(
@@ -159,124 +162,9 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         self.detail = detail
     }
 
-    /// A sentence naming what failed, why, and what the user can do.
-    public var description: String { describe(forCommandLine: false) }
-
-    /// ``description`` in the words of `haul`'s users: its advice names command-line options
-    /// (`--ca-file`), not the library's properties (`certificateAuthorityFile`).
-    package func describe(forCommandLine commandLine: Bool) -> String {
-        // A setting's name for the reader: the library's property, or haul's option.
-        func setting(_ property: String, _ option: String) -> String {
-            commandLine ? option : "Configuration.\(property)"
-        }
-        let subject = url.map { "Downloading \($0)" } ?? "Haul"
-        switch code.base {
-        case .invalidURL:
-            return "\(url.map { "'\($0)'" } ?? "The URL") is not a valid URL: \(detail ?? "it could not be parsed"). "
-                + "Check the spelling; Haul needs an absolute http:// or https:// URL with a host."
-        case .unsupportedScheme:
-            return "\(url.map { "'\($0)'" } ?? "The URL") uses \(detail ?? "a scheme") Haul does not download: "
-                + "only http:// and https:// URLs are supported."
-        case .httpStatus:
-            let status = httpStatus.map(String.init) ?? "an error status"
-            return "\(subject) failed: the server answered HTTP \(status)\(Self.reason(forStatus: httpStatus)). "
-                + Self.advice(forStatus: httpStatus, setting: setting)
-        case .transport:
-            let cause =
-                detail ?? curlCode.map { String(cString: curl_easy_strerror(CURLcode(UInt32($0)))) } ?? "unknown"
-            return "\(subject) failed: \(cause)\(curlCode.map { " (curl error \($0))" } ?? ""). "
-                + Self.advice(
-                    forCurlCode: curlCode,
-                    kept: !nothingKept,
-                    proxy: detail?.hasPrefix("the proxy ") == true,
-                    connecting: detail?.hasPrefix("Failed to connect") == true,
-                    setting: setting
-                ) + decodedBodyNote(setting: setting)
-        case .fileSystem:
-            let cause = errno.map { String(cString: strerror($0)) } ?? detail ?? "an I/O error"
-            // Only a partial file's own failure says it is kept: before one exists (the state
-            // directory, the journal) there is nothing to keep.
-            let kept = !nothingKept && path?.hasSuffix(".part") == true ? "; the partial file is kept" : ""
-            return "\(subject) failed writing \(path.map { "'\($0)'" } ?? "a local file"): \(cause)"
-                + "\(detail.map { " (\($0))" } ?? ""). \(fileSystemAdvice(kept: kept, setting: setting))"
-        case .rangeNotHonored:
-            return "\(subject) failed: the server did not answer the byte range that was asked for "
-                + "\(detail.map { "(\($0)) " } ?? "")even after restarting from zero; nothing was spliced. "
-                + "Try again later or use another mirror."
-        case .sizeMismatch:
-            // Nothing kept (a stream's bytes went through; a file got none): nothing to resume.
-            return "\(subject) failed: \(detail ?? "the body was shorter than the server announced"). "
-                + (nothingKept
-                    ? "Try again later; the download starts from its first byte."
-                    : "Resume the download to fetch the rest.") + decodedBodyNote(setting: setting)
-        case .shutdown where path != nil:
-            return "\(subject) stopped because \(detail ?? "its download manager shut down"); nothing was written to "
-                + "'\(path!)'. Ask for the download again."
-        case .shutdown:
-            return "\(subject) stopped because its download manager shut down; the partial file is kept "
-                + "and a new manager with the same state directory resumes it."
-        case .cancelled:
-            return "\(subject) was cancelled; its partial file was deleted."
-        case .journal:
-            return
-                "\(subject) failed: the journal \(path.map { "'\($0)'" } ?? "") cannot be used: \(detail ?? "unknown error"). "
-                + "Move it away or choose another state directory (\(setting("stateDirectory", "--state"))); no downloaded file was touched. "
-                + (commandLine
-                    ? "Then run the same command again with -c: each file already at its name is proven against the "
-                        + "server (its length and last bytes, asked for with a range) and kept, not fetched again, and the "
-                        + "partial files left in the state directory are continued."
-                    : "Then ask for the downloads again with continuesExistingFile: each file already at its destination "
-                        + "is proven against the server (its length and last bytes) and kept, not fetched again.")
-        case .journalLocked:
-            return
-                "\(subject) failed: the state directory's journal \(path.map { "'\($0)'" } ?? "") is in use by another "
-                + "Haul process or manager that holds it alone (one taking it over, or an older Haul), or did not let a "
-                + "write in for 10 s. Wait for it to finish, or choose another state directory (\(setting("stateDirectory", "--state")))."
-        case .checksumMismatch:
-            return "\(subject) failed: \(detail ?? "the file is not the expected one"). Nothing was placed at the "
-                + "destination and the partial file was deleted; check the expected value, or the source."
-        case .fileTooLarge:
-            let limit =
-                exceededMaximumSizeArgument
-                ? "the maximumSize given to data(from:headers:maximumSize:)"
-                : "the maximum size (\(setting("maximumFileSize", "--max-size")))"
-            return "\(subject) failed: \(detail ?? "the file is larger than the configured maximum"). "
-                + "Raise \(limit) to fetch it."
-        case .destinationInUse:
-            return "\(subject) failed: \(detail ?? "another download") is already writing to "
-                + "\(path.map { "'\($0)'" } ?? "the same destination"); nothing was sent. Wait for that download to "
-                + "end, cancel it, or choose another destination."
-        case .internalError:
-            return "\(subject) failed: \(detail ?? "an internal resource was not available")"
-                + "\(errno.map { ": \(String(cString: strerror($0)))" } ?? "")."
-        case .invalidHeader:
-            let what = url == nil ? "The download manager was not started" : "\(subject) was not queued"
-            return "\(what): \(detail ?? "a request header cannot be sent"). Fix or remove that header."
-        case .unsupportedDestination:
-            return "\(subject) failed: \(path.map { "'\($0)'" } ?? "the destination") is "
-                + "\(detail ?? "not a regular file"); nothing there was changed. Give another destination."
-        case .unsafeFile:
-            return "\(subject) failed: \(path.map { "'\($0)'" } ?? "a file in the state directory") is "
-                + "\(detail ?? "not a file Haul made"); Haul wrote nothing through it and left it as it is. "
-                + "Remove it (it is not Haul's) or choose another state directory "
-                + "(\(setting("stateDirectory", "--state"))), then try again."
-        case .streamCannotRestart:
-            let option = "Turn on \(setting("resumesWithoutValidator", "--resume-unvalidated")) to continue such a "
-            let advice = suggestsUnvalidatedResume ? option + "stream after checking its last bytes, or ask" : "Ask"
-            return "\(subject) failed: \(detail ?? "it would have to start over"). \(advice) for the download again "
-                + "to get the whole file from its start."
-        case .unexpectedAnswer:
-            return "\(subject) failed: \(detail ?? "the server's answer is not the file"). Nothing on disk was "
-                + "replaced; try again later (the server may be overloaded)."
-        case .headersUnavailable:
-            return "\(subject) was not resumed: \(detail ?? "it needs request headers whose values are not stored"). "
-                + "Header values are never written to disk: ask for the download again with its headers "
-                + (commandLine
-                    ? "(-H, or header= in the input file). "
-                    : "(DownloadRequest.headers), or register Configuration.headerProvider. ")
-                + "The partial file is kept."
-        }
-    }
+    /// A sentence naming what failed, why, and what the user can do; the settings its advice names
+    /// are ``DownloadManager/Configuration``'s and ``DownloadRequest``'s (see ``description(naming:)``).
+    public var description: String { description(naming: \.libraryName) }
 
     /// What went wrong, in a few words and without advice: for events after which Haul goes on by
     /// itself (a retry), where ``description``'s "resume the download" would mislead.
