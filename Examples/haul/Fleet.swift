@@ -208,6 +208,14 @@ struct WorkerCommand: AsyncParsableCommand {
     @OptionGroup(title: "Credentials and headers (each worker's own; sent to each URL's origin only)")
     var access: AccessOptions
 
+    /// Timeouts, redirects, the proxy, TLS, bandwidth, connections per file: as haul's.
+    @OptionGroup(title: "Network")
+    var network: NetworkOptions
+
+    /// The buffer, syncs, reservation, size limit, times: as haul's.
+    @OptionGroup(title: "Files on disk")
+    var files: FileOptions
+
     func validate() throws {
         if concurrency < 1 { throw ValidationError("--concurrency must be at least 1.") }
         if !(lease.value >= 1) { throw ValidationError("--lease must be at least 1 second.") }
@@ -238,6 +246,8 @@ struct WorkerCommand: AsyncParsableCommand {
         var configuration = DownloadManager.Configuration()
         configuration.maxConcurrentDownloads = concurrency
         access.apply(to: &configuration)
+        network.apply(to: &configuration)
+        files.apply(to: &configuration)
         let credentials: Credentials
         do {
             credentials = try access.credentials()

@@ -64,39 +64,8 @@ extension HaulCommand {
             )
         }
         if concurrency < 1 { throw ValidationError("--concurrency must be at least 1.") }
-        if !(checkpointInterval.value > 0) { throw ValidationError("--checkpoint-interval must be above 0.") }
-        if bufferSize.value < 4096 || bufferSize.value > 1 << 30 {
-            throw ValidationError("--buffer-size must be from 4096 (4K) to 1G.")
-        }
         if quiet && json { throw ValidationError("--quiet and --json cannot be used together.") }
         if let retries, retries < 0 { throw ValidationError("--retries must be 0 or more.") }
-        if maxRedirects < 0 { throw ValidationError("--max-redirects must be 0 or more.") }
-        if !(stallTimeout.value >= 1) { throw ValidationError("--stall-timeout must be at least 1 second.") }
-        if let connectTimeout, !(connectTimeout > 0 && connectTimeout <= 86_400) {
-            throw ValidationError("--connect-timeout must be a number of seconds above 0, such as 5 or 0.5.")
-        }
-        if !["falloc", "none"].contains(fileAllocation) {
-            throw ValidationError("--file-allocation must be falloc or none.")
-        }
-        if !(1...64).contains(connections) { throw ValidationError("--connections must be from 1 to 64.") }
-        if let minSplitSize {
-            guard let bytes = Self.parseSize(minSplitSize), bytes >= 64 * 1024 else {
-                throw ValidationError("--min-split-size must be a size of at least 64K, such as 1M or 20M.")
-            }
-        }
-        for (flag, value) in [("--limit-rate", limitRate), ("--total-rate", totalRate)] {
-            if let value, Self.parseSize(value) == nil {
-                throw ValidationError("\(flag) must be a number of bytes per second, such as 500K or 2M.")
-            }
-        }
-        if let proxy, !proxy.isEmpty {
-            guard let url = URL(string: proxy), url.host != nil else {
-                throw ValidationError("--proxy must be a URL such as http://proxy.example:3128.")
-            }
-        }
-        if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
-            throw ValidationError("--ca-file '\(caFile)' cannot be read.")
-        }
         if let checksum {
             guard Self.parseChecksum(checksum) != nil else {
                 throw ValidationError(

@@ -84,15 +84,6 @@ struct HaulCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The folder for partial files and state (default: <output directory>/.haul).")
     var state: String?
 
-    @Option(name: .long, help: "Bytes collected before each write to disk (K, M: 1024s).")
-    var bufferSize: ByteCount = ByteCount(128 * 1024)
-
-    @Option(
-        name: .long,
-        help: "Seconds between syncs of partial files to disk (after a reboot a partial is cut back to its last sync)."
-    )
-    var checkpointInterval = Seconds(5)
-
     @Option(
         name: .long,
         help: """
@@ -103,45 +94,23 @@ struct HaulCommand: AsyncParsableCommand {
     )
     var retries: Int?
 
-    @Option(name: .long, help: "Seconds without receiving anything before a transfer is aborted and retried.")
-    var stallTimeout = Seconds(30)
-
-    @Option(name: .long, help: "Seconds a connection may take to be made (TCP and TLS), as curl's (default: 30).")
-    var connectTimeout: Double?
-
     @Option(
         name: .long,
         help: "The expected digest of the file, as ALGO:HEX or ALGO=HEX (sha256, sha1 or md5; sha-256…); one URL only."
     )
     var checksum: String?
 
-    @Option(name: .long, help: "The largest file accepted, in bytes (K, M, G: 1024s); a larger one fails.")
-    var maxSize: ByteCount?
-
-    @Option(name: .long, help: "A PEM file of certificate authorities for HTTPS (instead of the system's).")
-    var caFile: String?
-
-    @Option(
-        name: [.customShort("A", allowingJoined: true), .long],
-        help: "The User-Agent header of every request (default: Haul/VERSION)."
-    )
-    var userAgent: String?
-
     /// Who the requests say they are: `-H`, `-u`, `-b`, `--netrc-file`, `--no-netrc` (shared with `haul worker`).
     @OptionGroup(title: "Credentials and headers")
     var access: AccessOptions
 
-    @Option(
-        name: .long,
-        help: "A proxy for every request: http://[user:password@]host:port (https://, socks5h:// too); \"\" for none."
-    )
-    var proxy: String?
+    /// Timeouts, redirects, the proxy, TLS, bandwidth, connections per file (shared with `haul worker`).
+    @OptionGroup(title: "Network")
+    var network: NetworkOptions
 
-    @Option(name: .long, help: "Hosts reached without the proxy, comma-separated (as no_proxy; * for all).")
-    var noproxy: String?
-
-    @Flag(name: .long, help: "Ignore http_proxy, https_proxy, all_proxy and no_proxy: connect directly unless --proxy.")
-    var noProxy = false
+    /// The buffer, syncs, reservation, size limit, times (shared with `haul worker`).
+    @OptionGroup(title: "Files on disk")
+    var files: FileOptions
 
     @Flag(
         name: .long,
@@ -153,62 +122,11 @@ struct HaulCommand: AsyncParsableCommand {
     )
     var contentDisposition = false
 
-    @Option(
-        name: .long,
-        help: "Each download's bandwidth limit, in bytes per second; K, M and G suffixes count 1024s (as curl's)."
-    )
-    var limitRate: String?
-
-    @Option(name: .long, help: "The bandwidth limit of all downloads together, as --limit-rate.")
-    var totalRate: String?
-
-    @Option(
-        name: [.customShort("x", allowingJoined: true), .long],
-        help: ArgumentHelp(
-            "Connections per file (1 to 64), as aria2c -x: a large file is split into segments fetched at once.",
-            discussion:
-                "Only where the server honours ranges and sends a length and a strong validator; else one connection."
-        )
-    )
-    var connections: Int = 1
-
-    @Option(name: .long, help: "The smallest segment a file is split into for -x (default 4M; at least 64K).")
-    var minSplitSize: String?
-
-    @Option(
-        name: .long,
-        help:
-            "falloc (default) reserves a file's blocks when its length is known, so a full disk fails at once; none does not."
-    )
-    var fileAllocation: String = "falloc"
-
-    @Option(name: .long, help: "How many redirects a download follows.")
-    var maxRedirects: Int = 10
-
-    @Flag(
-        name: .long,
-        help: "Ask for a compressed body and decode it (as curl --compressed); such a download cannot resume mid-body."
-    )
-    var compressed = false
-
-    @Flag(name: .long, help: "Give each file the server's Last-Modified time (as curl -R and wget do).")
-    var remoteTime = false
-
     @Flag(
         name: .long,
         help: "Ask the server whether a file downloaded before changed (If-None-Match), and fetch it again if it did."
     )
     var revalidate = false
-
-    @Flag(
-        name: .long,
-        help: """
-            Continue a partial file even when the server gives no strong validator (ETag or Last-Modified) \
-            to prove it is the same version, after checking that the 64 KiB before its end are unchanged. \
-            Without this, such a partial starts over, and a stream (-o -) fails at the first drop.
-            """
-    )
-    var resumeUnvalidated = false
 
     @Flag(
         name: [.customShort("c"), .customLong("continue")],

@@ -189,9 +189,9 @@ struct HaulArgumentTests {
             ["-x4", "-j8", "-o-", "-L", "-O", "--max-size", "1M", "--buffer-size", "64K", "-Afetcher", "http://h/a"]
         )
         let parsed = try #require(command as? HaulCommand)
-        #expect(parsed.connections == 4 && parsed.concurrency == 8 && parsed.output == "-")
-        #expect(parsed.location && parsed.remoteName && parsed.userAgent == "fetcher")
-        #expect(parsed.maxSize?.value == 1_048_576 && parsed.bufferSize.value == 65_536)
+        #expect(parsed.network.connections == 4 && parsed.concurrency == 8 && parsed.output == "-")
+        #expect(parsed.location && parsed.remoteName && parsed.network.userAgent == "fetcher")
+        #expect(parsed.files.maxSize?.value == 1_048_576 && parsed.files.bufferSize.value == 65_536)
         #expect(ByteCount(argument: "0")?.value == 0 && ByteCount(argument: "4096")?.value == 4096)
         for bad in ["", "-1", "1T", "lots"] { #expect(ByteCount(argument: bad) == nil, "\(bad)") }
     }
@@ -453,7 +453,7 @@ struct HaulArgumentTests {
             "--retries", "0", "--stall-timeout", "2.5", "--max-size", "1000", "--checksum",
             "sha256:" + String(repeating: "0", count: 64), "http://h/a",
         ])
-        #expect(faults.retries == 0 && faults.stallTimeout.value == 2.5 && faults.maxSize?.value == 1000)
+        #expect(faults.retries == 0 && faults.network.stallTimeout.value == 2.5 && faults.files.maxSize?.value == 1000)
         #expect(faults.checksum.flatMap(Checksum.init)?.algorithm == .sha256)
     }
 
