@@ -4,6 +4,12 @@ import PackageDescription
 // Platforms: Linux only (glibc 2.28 or later, kernel 3.15 or later: O_TMPFILE, renameat2, syncfs;
 // Debian 12 is what CI runs). SwiftPM's `platforms:` names Apple platforms only, so this is said here
 // and enforced by `Sources/Haul/Platform.swift`, which stops a build elsewhere with that message.
+/// The folders of the `Haul` target, one per layer (ARCHITECTURE.md), each with a README of its detail.
+let layers = [
+    "Queue", "Scheduler", "Catalog", "Transfer", "Download", "Disk", "Journal", "Reactor", "Metrics", "Values",
+    "Support",
+]
+
 let package = Package(
     name: "Haul",
     products: [
@@ -44,7 +50,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
-            ]
+            ],
+            // Each layer's detail (ARCHITECTURE.md has the short form).
+            exclude: ["README.md"] + layers.map { "\($0)/README.md" }
         ),
         .target(
             name: "HaulService",
@@ -55,7 +63,7 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
-        .target(name: "HaulPostgres", dependencies: ["Haul", "CHaulPostgres"]),
+        .target(name: "HaulPostgres", dependencies: ["Haul", "CHaulPostgres"], exclude: ["README.md"]),
         // The `haul` command-line downloader.
         .executableTarget(
             name: "HaulCLI",
@@ -65,7 +73,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Examples/haul"
+            path: "Examples/haul",
+            exclude: ["README.md"]
         ),
         // The tests, by what they need (CONTRIBUTING.md): pure logic (no process, no network);
         // integration against nginx, the fault servers and the other real servers the tests start;
