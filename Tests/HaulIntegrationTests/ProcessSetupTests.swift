@@ -11,8 +11,35 @@ import Testing
 struct ProcessSetupTests {
     static let childVariable = "HAUL_PROCESS_SETUP_CHILD"
 
+    /// Runs the test named `name` again in a child process of this test bundle, alone there, with
+    /// ``childVariable`` set to a fresh folder, and expects it to pass.
+    static func passesInAChild(_ name: String) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("haul-setup-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let output = directory.appendingPathComponent("output").path
+        let bundle = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let child = try ChildProcess(
+            bundle,
+            ["--testing-library", "swift-testing", "--filter", name],
+            stdout: output,
+            stderr: output,
+            environment: [Self.childVariable: directory.path]
+        )
+        let status = await child.exited()
+        let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        #expect(status == 0, "the child's run:\n\(text)")
+        #expect(text.contains("1 test") && text.contains("passed"), "the child's run:\n\(text)")
+    }
+
     @Test("a closed standard descriptor gets /dev/null, so that no file of Haul's takes its number")
-    func closedStandardDescriptorsAreFilled() throws {
+    func closedStandardDescriptorsAreFilled() async throws {
+        guard ProcessInfo.processInfo.environment[Self.childVariable] != nil else {
+            // In a process of its own: while standard input is closed here, any file another test
+            // opens takes its number (seen: one did, and closed it, between two lines of this test).
+            try await Self.passesInAChild("closedStandardDescriptorsAreFilled")
+            return
+        }
         // Standard input (no test reads it), moved aside for the test and put back after.
         let saved = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3)
         try #require(saved >= 0)
@@ -34,22 +61,7 @@ struct ProcessSetupTests {
     func processSetupIsTheApplicationsChoice() async throws {
         guard ProcessInfo.processInfo.environment[Self.childVariable] != nil else {
             // Here: run this test again in a process of its own, and expect it to pass there.
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("haul-setup-\(UUID())")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(at: directory) }
-            let output = directory.appendingPathComponent("output").path
-            let bundle = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-            let child = try ChildProcess(
-                bundle,
-                ["--testing-library", "swift-testing", "--filter", "processSetupIsTheApplicationsChoice"],
-                stdout: output,
-                stderr: output,
-                environment: [Self.childVariable: directory.path]
-            )
-            let status = await child.exited()
-            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
-            #expect(status == 0, "the child's run:\n\(text)")
-            #expect(text.contains("1 test") && text.contains("passed"), "the child's run:\n\(text)")
+            try await Self.passesInAChild("processSetupIsTheApplicationsChoice")
             return
         }
         // In the child: a soft limit below the hard one, and SIGPIPE at its default.
