@@ -30,6 +30,8 @@ final class Reactor: @unchecked Sendable {
         var joinable: pthread_t?
     }
     private let lifecycle = Mutex(Lifecycle())
+    /// The loop thread's `pthread_t`, set on it before its first turn (0 before).
+    private let loopThread = Atomic<UInt>(0)
 
     /// Strong on purpose: the loop keeps its delegate alive until it ends (a manager dropped without
     /// `shutdown()` still gets its shutdown processed); `runLoop` lets go of it at the end.
@@ -162,6 +164,7 @@ final class Reactor: @unchecked Sendable {
     private var stopRequested = false
 
     private func runLoop() {
+        loopThread.store(UInt(pthread_self()), ordering: .releasing)
         delegate?.reactorWillRun(self)
         // One turn at a time (every ready event, then the delegate's end of turn), until `stop()`.
         while !stopRequested {
@@ -249,12 +252,27 @@ final class Reactor: @unchecked Sendable {
 
     /// Adds an easy handle to the multi handle. Loop thread only.
     func add(_ easy: UnsafeMutableRawPointer) -> CURLMcode {
-        curl_multi_add_handle(multi, easy)
+        assertOnLoop()
+        return curl_multi_add_handle(multi, easy)
     }
 
     /// Removes an easy handle from the multi handle. Loop thread only.
     func remove(_ easy: UnsafeMutableRawPointer) {
+        assertOnLoop()
         curl_multi_remove_handle(multi, easy)
+    }
+
+    /// Whether the caller runs on this reactor's loop thread.
+    var isOnLoop: Bool {
+        let thread = loopThread.load(ordering: .acquiring)
+        return thread != 0 && pthread_equal(pthread_t(thread), pthread_self()) != 0
+    }
+
+    /// Stops a debug build when loop-only code runs on another thread (as NIO's
+    /// `preconditionInEventLoop`): the multi handle, the transfers and the scheduler's state are
+    /// the loop's alone. Nothing in a release build.
+    func assertOnLoop(file: StaticString = #fileID, line: UInt = #line) {
+        assert(isOnLoop, "loop-only code ran off the loop thread", file: file, line: line)
     }
 
     private func socketAction(_ socket: curl_socket_t, _ mask: Int32) {

@@ -6,6 +6,7 @@ import FoundationEssentials
 extension Scheduler {
     /// Does what a transfer handed back once it carried out its own part (``SlotAction``).
     func perform(_ action: SlotAction, for transfer: Transfer) {
+        reactor.assertOnLoop()
         switch action {
         case .none:
             break

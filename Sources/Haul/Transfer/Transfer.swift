@@ -348,6 +348,7 @@ final class Transfer {
     /// Performs the actions that are the transfer's own (requests, bodies) and returns the others,
     /// which are its owner's.
     func perform(_ action: DownloadStateMachine.Action) -> DownloadStateMachine.Action {
+        environment.reactor.assertOnLoop()
         switch action {
         case .none, .rejectBody:
             return .none
