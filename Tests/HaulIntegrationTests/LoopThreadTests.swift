@@ -1,10 +1,10 @@
+import CHaul
 import Foundation
 import Glibc
 import Logging
 import Synchronization
 import Testing
 
-import CHaul
 @testable import Haul
 
 /// Loop-only code knows whether it runs on the loop (issue 59, item 4: as NIO's
