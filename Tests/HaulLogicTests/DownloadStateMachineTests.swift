@@ -405,7 +405,7 @@ struct RetryTests {
             #expect(machine.admit() == .startRequest(truncatingPartial: false))
             #expect(machine.transferEnded(.failed(transient)) == .retry(transient))
             #expect(machine.failures == expected)
-            #expect(machine.state == .idle)
+            #expect(machine.state == .waitingToRetry)
         }
         // An attempt that wrote bytes resets the count: the third failure in a row is retried too.
         #expect(machine.admit() == .startRequest(truncatingPartial: false))

@@ -25,7 +25,7 @@ public enum QueueState: Sendable, Hashable, CaseIterable, CustomStringConvertibl
     /// download into a stream, memory or nothing leaves no row.
     case cancelled
 
-    /// The state as one word, as `haul --list` shows it: `retrying` for a download waiting to retry.
+    /// The state as one word, as `haul --list` shows it.
     public var description: String {
         switch self {
         case .queued: "queued"

@@ -17,7 +17,7 @@ extension Scheduler {
         case .release(let bytes):
             requestSync(of: transfer, bytes: bytes)
             // A paused download is a row again; resuming queues it.
-            setAside(transfer)
+            keepCounts(of: transfer)
             forget(transfer)
         case .end:
             catalog.forget(transfer.id)
@@ -26,7 +26,7 @@ extension Scheduler {
             // Restarts from zero are carried to its next attempt (``restartsBeforeRetry``).
             if transfer.restarts > 0 { restartsBeforeRetry[transfer.id] = transfer.restarts }
             requestSync(of: transfer, bytes: bytes)
-            setAside(transfer)
+            keepCounts(of: transfer)
             forget(transfer)
             wakeForRetry(in: transfer.directory, at: time)
         case .finish(let job):
@@ -63,10 +63,10 @@ extension Scheduler {
         if left <= 0, !admission.queuedDirectories.contains(directory) { closeJournalIfIdle(directory) }
     }
 
-    /// Keeps what `transfer`'s handle counted (``countsSetAside``) until it runs again.
-    private func setAside(_ transfer: Transfer) {
+    /// Keeps what `transfer`'s handle counted (``keptCounts``) until it runs again.
+    private func keepCounts(of transfer: Transfer) {
         let download = transfer.handle
-        countsSetAside[transfer.id] = (
+        keptCounts[transfer.id] = (
             download.receivedBytes.load(ordering: .relaxed), download.ledger.withLock { $0 }
         )
     }

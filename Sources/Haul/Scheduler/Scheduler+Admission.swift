@@ -130,7 +130,7 @@ extension Scheduler {
                 controller: inbox
             )
         }
-        if !countsSetAside.isEmpty, let counts = countsSetAside.removeValue(forKey: id), isNew {
+        if !keptCounts.isEmpty, let counts = keptCounts.removeValue(forKey: id), isNew {
             // Nobody kept its handle while it was set aside: the new one goes on from the old one's.
             download.receivedBytes.store(counts.bytes, ordering: .relaxed)
             download.ledger.withLock { $0 = counts.ledger }

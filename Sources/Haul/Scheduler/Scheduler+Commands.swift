@@ -45,7 +45,7 @@ extension Scheduler {
         if stopFollowing(download, cancelled: true) { return }
         updateRow(of: download, on: .cancelled) { _ in
             restartsBeforeRetry[download.id] = nil
-            countsSetAside[download.id] = nil
+            keptCounts[download.id] = nil
             catalog.forget(download.id)
             download.hub.publish(.cancelled)
         }
@@ -56,7 +56,7 @@ extension Scheduler {
     func handedOver(_ download: Download) {
         guard transfers[download.id] == nil else { return }  // asked for again meanwhile: it runs here
         restartsBeforeRetry[download.id] = nil
-        countsSetAside[download.id] = nil
+        keptCounts[download.id] = nil
         catalog.forget(download.id)
         download.hub.publish(.cancelled)
     }

@@ -32,7 +32,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// What the handles of downloads set aside (waiting to retry, paused) counted in this process:
     /// a handle nobody kept is gone when the download runs again, and the new one goes on from
     /// these, so that its bytes and timings are the process's, not its last attempt's.
-    var countsSetAside: [DownloadID: (bytes: Int64, ledger: TimingLedger)] = [:]
+    var keptCounts: [DownloadID: (bytes: Int64, ledger: TimingLedger)] = [:]
     var admission: Admission
     /// A slot may have freed or a queue changed this turn: queued downloads are admitted at its end
     /// (``admitAtTurnEnd()``).

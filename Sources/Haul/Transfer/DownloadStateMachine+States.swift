@@ -24,6 +24,10 @@ extension DownloadStateMachine {
         /// Waiting for a slot. → connecting (admit), awaitingHeaders (admit without header values),
         /// paused (pause), done (cancel, or found complete).
         case idle
+        /// An attempt failed transiently and the download waits for its retry's time (out of its
+        /// slot: the transfer ends, its row waits). → connecting or awaitingHeaders (admitted
+        /// again), paused (pause), done (cancel).
+        case waitingToRetry
         /// Admitted, waiting for the values of the headers its row names (the application's header
         /// provider is asked; they never reach the disk). Shown to users as connecting.
         /// → connecting (they arrived), done (none: it fails), paused, done (cancel).

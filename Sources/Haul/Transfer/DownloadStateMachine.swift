@@ -85,7 +85,10 @@ struct DownloadStateMachine: Sendable {
     /// A slot is free for this download; `needsHeaders`: the values of headers it must send are not
     /// known yet (it waits for them in its slot).
     mutating func admit(needsHeaders: Bool = false) -> Action {
-        guard case .idle = state else { preconditionFailure("admit() in state \(state)") }
+        switch state {
+        case .idle, .waitingToRetry: break
+        default: preconditionFailure("admit() in state \(state)")
+        }
         if needsHeaders {
             state = .awaitingHeaders
             return .askForHeaders
@@ -217,7 +220,7 @@ struct DownloadStateMachine: Sendable {
             return .fail(error)
         }
         failures += 1
-        state = .idle
+        state = .waitingToRetry
         return .retry(error)
     }
 
@@ -296,7 +299,7 @@ struct DownloadStateMachine: Sendable {
     /// The user paused: keep the bytes, free the connection.
     mutating func pause() -> Action {
         switch state {
-        case .idle, .awaitingHeaders, .connecting, .awaitingFreshURL, .receiving, .closing:
+        case .idle, .waitingToRetry, .awaitingHeaders, .connecting, .awaitingFreshURL, .receiving, .closing:
             state = .paused
             return .pause
         case .paused, .done:
@@ -307,7 +310,8 @@ struct DownloadStateMachine: Sendable {
     /// The user cancelled: stop and delete the partial file.
     mutating func cancel() -> Action {
         switch state {
-        case .idle, .awaitingHeaders, .connecting, .awaitingFreshURL, .receiving, .closing, .paused:
+        case .idle, .waitingToRetry, .awaitingHeaders, .connecting, .awaitingFreshURL, .receiving, .closing,
+            .paused:
             state = .done(.cancelled)
             return .cancel
         case .done:

@@ -9,7 +9,7 @@ extension Transfer {
     /// Paused by the user, or interrupted by a shutdown (the next manager continues it): the row
     /// says so and `.paused` is published. Returns its progress, whose bytes the scheduler syncs.
     func endPaused(interrupted: Bool) -> DownloadProgress {
-        let progress = setAside(on: interrupted ? .interrupted : .paused)
+        let progress = stopAndRecord(interrupted ? .interrupted : .paused)
         if interrupted, stream != nil {
             // A stream continues within its process only: no later manager takes its row up.
             store.remove(id)
@@ -23,7 +23,7 @@ extension Transfer {
     func endWaitingToRetry(after error: DownloadError, delay: Duration, at time: Double) -> DownloadProgress {
         spanFailed(error)
         record.failures = machine.failures
-        let progress = setAside(on: .retryScheduled(at: time, error: error.description))
+        let progress = stopAndRecord(.retryScheduled(at: time, error: error.description))
         log(.debug, "retrying", metadata: ["haul.after": "\(delay)", "haul.error": "\(error)"])
         environment.metrics.retries.increment()
         events.publish(.waitingToRetry(error, after: delay))
@@ -49,7 +49,7 @@ extension Transfer {
         if stream != nil, error.code != .unsafeFile {
             store.remove(id)
         } else {
-            checkpoint(.failed(error: error.description), bytes: bytes)
+            recordRow(after: .failed(error: error.description), bytes: bytes)
         }
         log(.debug, "download failed", metadata: ["haul.error": "\(error)"])
         environment.metrics.failed(error.code).increment()
@@ -90,7 +90,7 @@ extension Transfer {
             // goes, so that thousands of streams or discarded bodies leave no rows behind.
             store.remove(id)
         } else {
-            checkpoint(.completed, bytes: total)
+            recordRow(after: .completed, bytes: total)
         }
         events.publish(
             .progress(

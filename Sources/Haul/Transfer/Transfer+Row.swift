@@ -4,7 +4,7 @@ extension Transfer {
     /// Records where the download stands after `event` (the row's machine decides the state). A
     /// failure to write the journal is logged, not fatal: the partial file itself is what a resume
     /// trusts first.
-    func checkpoint(_ event: QueueEvent, bytes: Int64) {
+    func recordRow(after event: QueueEvent, bytes: Int64) {
         record.apply(event)
         record.bytesCommitted = bytes
         if let map = committedMap { record.segments = map.encoded }
@@ -57,7 +57,7 @@ extension Transfer {
     /// Stops the transfer for now (paused, interrupted, or waiting to retry): writes what is buffered
     /// and records the row after `event` with the bytes on disk. Returns them, as progress; the owner
     /// syncs them.
-    func setAside(on event: QueueEvent) -> DownloadProgress {
+    func stopAndRecord(_ event: QueueEvent) -> DownloadProgress {
         stopAll()
         returnToProvenURL()
         do {
@@ -72,7 +72,7 @@ extension Transfer {
         sink = nil
         speed.reset()
         let progress = progress()
-        checkpoint(event, bytes: progress.bytesReceived)
+        recordRow(after: event, bytes: progress.bytesReceived)
         return progress
     }
 
@@ -88,7 +88,7 @@ extension Transfer {
             return nil
         }
         let bytes = segmentedBytes ?? sink.committedLength
-        checkpoint(.progressed, bytes: bytes)
+        recordRow(after: .progressed, bytes: bytes)
         return bytes
     }
 
