@@ -344,8 +344,7 @@ extension Transfer {
         case .connecting, .receiving, .closing: break
         default: return .none
         }
-        let advanced = (segmentedBytes ?? 0) > (lengthAtAttemptStart ?? 0)
-        return perform(machine.transferEnded(result, progressed: advanced))
+        return perform(machine.transferEnded(result, progressed: bytesThisAttempt > 0))
     }
 
     /// A connection's answer was another version of the file (or the whole file, the range

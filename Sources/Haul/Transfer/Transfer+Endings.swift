@@ -109,6 +109,15 @@ extension Transfer {
 }
 
 extension Transfer {
+    /// The bytes this attempt took the file past the length it had when the attempt's first request
+    /// was made (``lengthAtAttemptStart``): over all its connections, a restart from zero within
+    /// the attempt not counted; 0 before a request was made. An attempt progressed when this is
+    /// above 0 (its failures then do not use the retry budget up).
+    var bytesThisAttempt: Int64 {
+        guard let start = lengthAtAttemptStart else { return 0 }
+        return max(0, (segmentedBytes ?? sink?.receivedLength ?? start) - start)
+    }
+
     /// Carries out what its machine's `action` asks of it beyond requests and bodies (which
     /// ``perform(_:)`` did): an ending, or what its owner is to do. `interruptedByShutdown`: a pause
     /// is the manager's shutdown, and the next manager continues the download.
@@ -131,12 +140,11 @@ extension Transfer {
         case .retry(let error):
             // The backoff after its failures, or the last answer's `Retry-After`; at once after a
             // connection cut mid-body.
-            let brought = (segmentedBytes ?? sink?.receivedLength ?? 0) - (lengthAtAttemptStart ?? .max)
             let delay = environment.retryPolicy.delay(
                 afterFailures: machine.failures,
                 retryAfter: request.retryAfter,
                 random: Double.random(in: 0..<1),
-                served: brought >= RetryPolicy.servedAttempt
+                served: bytesThisAttempt >= RetryPolicy.servedAttempt
             )
             let time = Date().timeIntervalSince1970 + delay.inSeconds
             return .retry(at: time, sync: endWaitingToRetry(after: error, delay: delay, at: time).bytesReceived)

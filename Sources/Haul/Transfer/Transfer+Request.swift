@@ -231,8 +231,7 @@ extension Transfer {
         }
         stopRequest()
         if machine.isDone { return .none }
-        let advanced = (sink?.receivedLength ?? 0) > (lengthAtAttemptStart ?? request.offset)
-        return perform(machine.transferEnded(ended, progressed: advanced))
+        return perform(machine.transferEnded(ended, progressed: bytesThisAttempt > 0))
     }
 
     /// Whether the file this download's last process was about to place (``DownloadRecord/placing``)
