@@ -68,33 +68,31 @@ extension Scheduler {
         } catch {
             return  // read again at the next look
         }
-        if let standing, standing.state == .completed {
+        let decision = FollowDecision.decide(
+            standing,
+            ownOwner: journal.owner,
+            shownBytes: row.shownBytes,
+            isAnotherLiveOwner: journal.isAnotherLiveOwner
+        )
+        switch decision {
+        case .completed:
             followed[id] = nil
             guard let record = try? journal.storedRecord(for: id) else { return }
             publishCompleted(id, record: record, directory: journal.directory)
-            return
+        case .ownRow:
+            followed[id] = nil
+        case .followOn(let owner, let progress):
+            followed[id]?.owner = owner
+            guard let progress else { return }
+            followed[id]?.shownBytes = progress
+            catalog.existingHandle(id)?.hub.publish(
+                .progress(DownloadProgress(bytesReceived: progress, totalBytes: standing?.totalBytes))
+            )
+        case .takeBack(let rowExists):
+            followed[id] = nil
+            let stored = rowExists ? try? journal.storedRecord(for: id) : nil
+            takeBack(id, stored: stored, requested: row.requested, in: journal)
         }
-        if let standing, Journal.owned(standing.state) {
-            if standing.owner == journal.owner {
-                followed[id] = nil  // this manager's already: admitted like its other rows
-                return
-            }
-            if journal.isAnotherLiveOwner(standing.owner) {
-                followed[id]?.owner = standing.owner
-                if standing.bytesCommitted != row.shownBytes {
-                    followed[id]?.shownBytes = standing.bytesCommitted
-                    catalog.existingHandle(id)?.hub.publish(
-                        .progress(
-                            DownloadProgress(bytesReceived: standing.bytesCommitted, totalBytes: standing.totalBytes)
-                        )
-                    )
-                }
-                return
-            }
-        }
-        followed[id] = nil
-        let stored = standing == nil ? nil : try? journal.storedRecord(for: id)
-        takeBack(id, stored: stored, requested: row.requested, in: journal)
     }
 
     /// Queues `id` for this manager: its row as it stands (its manager gone, or paused or failed
