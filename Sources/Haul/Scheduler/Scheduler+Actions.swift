@@ -23,8 +23,10 @@ extension Scheduler {
             catalog.forget(transfer.id)
             forget(transfer)
         case .retry(let time, let bytes):
-            // Restarts from zero are carried to its next attempt (``restartsBeforeRetry``).
-            if transfer.restarts > 0 { restartsBeforeRetry[transfer.id] = transfer.restarts }
+            // Restarts from zero are carried to its next attempt (``BetweenAttempts``).
+            if transfer.restarts > 0 {
+                betweenAttempts[transfer.id, default: BetweenAttempts()].restarts = transfer.restarts
+            }
             requestSync(of: transfer, bytes: bytes)
             keepCounts(of: transfer)
             forget(transfer)
@@ -63,10 +65,10 @@ extension Scheduler {
         if left <= 0, !admission.queuedDirectories.contains(directory) { closeJournalIfIdle(directory) }
     }
 
-    /// Keeps what `transfer`'s handle counted (``keptCounts``) until it runs again.
+    /// Keeps what `transfer`'s handle counted (``BetweenAttempts/counts``) until it runs again.
     private func keepCounts(of transfer: Transfer) {
         let download = transfer.handle
-        keptCounts[transfer.id] = (
+        betweenAttempts[transfer.id, default: BetweenAttempts()].counts = (
             download.receivedBytes.load(ordering: .relaxed), download.ledger.withLock { $0 }
         )
     }

@@ -130,7 +130,8 @@ extension Scheduler {
                 controller: inbox
             )
         }
-        if !keptCounts.isEmpty, let counts = keptCounts.removeValue(forKey: id), isNew {
+        let carried = betweenAttempts.isEmpty ? nil : betweenAttempts.removeValue(forKey: id)
+        if let counts = carried?.counts, isNew {
             // Nobody kept its handle while it was set aside: the new one goes on from the old one's.
             download.receivedBytes.store(counts.bytes, ordering: .relaxed)
             download.ledger.withLock { $0 = counts.ledger }
@@ -140,7 +141,7 @@ extension Scheduler {
             request: request,
             store: journal,
             environment: environment,
-            restarts: restartsBeforeRetry.removeValue(forKey: id) ?? 0
+            restarts: carried?.restarts ?? 0
         )
         transfers[id] = transfer
         transfersByDirectory[journal.directory, default: 0] += 1

@@ -44,8 +44,7 @@ extension Scheduler {
         }
         if stopFollowing(download, cancelled: true) { return }
         updateRow(of: download, on: .cancelled) { _ in
-            restartsBeforeRetry[download.id] = nil
-            keptCounts[download.id] = nil
+            betweenAttempts[download.id] = nil
             catalog.forget(download.id)
             download.hub.publish(.cancelled)
         }
@@ -55,8 +54,7 @@ extension Scheduler {
     /// goes on there, and ends here as cancelled.
     func handedOver(_ download: Download) {
         guard transfers[download.id] == nil else { return }  // asked for again meanwhile: it runs here
-        restartsBeforeRetry[download.id] = nil
-        keptCounts[download.id] = nil
+        betweenAttempts[download.id] = nil
         catalog.forget(download.id)
         download.hub.publish(.cancelled)
     }

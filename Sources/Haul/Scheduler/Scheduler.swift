@@ -26,13 +26,9 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     var transfers: [DownloadID: Transfer] = [:]
     /// How many of `transfers` write into each state directory (a journal in use is never closed).
     var transfersByDirectory: [String: Int] = [:]
-    /// Restarts from zero of downloads queued for a retry, carried to their next attempt: a server
-    /// that answers every resume from the wrong byte ends in `rangeNotHonored`, not endless restarts.
-    var restartsBeforeRetry: [DownloadID: Int] = [:]
-    /// What the handles of downloads set aside (waiting to retry, paused) counted in this process:
-    /// a handle nobody kept is gone when the download runs again, and the new one goes on from
-    /// these, so that its bytes and timings are the process's, not its last attempt's.
-    var keptCounts: [DownloadID: (bytes: Int64, ledger: TimingLedger)] = [:]
+    /// What downloads out of their slots (waiting to retry, paused) carry to their next attempt in
+    /// this process, in one place (``BetweenAttempts``); dropped when they end.
+    var betweenAttempts: [DownloadID: BetweenAttempts] = [:]
     var admission: Admission
     /// A slot may have freed or a queue changed this turn: queued downloads are admitted at its end
     /// (``admitAtTurnEnd()``).

@@ -1,0 +1,11 @@
+/// What a download out of its slot (waiting to retry, paused) carries to its next attempt in this
+/// process: kept by the scheduler from the transfer that ended to the one admitted next.
+struct BetweenAttempts {
+    /// Restarts from zero so far: a server that answers every resume from the wrong byte ends in
+    /// `rangeNotHonored`, not in endless restarts.
+    var restarts = 0
+    /// What its handle counted (bytes, timings): a handle nobody kept is gone when the download runs
+    /// again, and the new one goes on from these, so that its counts are the process's, not its
+    /// last attempt's.
+    var counts: (bytes: Int64, ledger: TimingLedger)?
+}
