@@ -13,8 +13,6 @@ extension Transfer {
     var directory: String { store.directory }
     /// Whether its machine reached an end.
     var isDone: Bool { machine.isDone }
-    /// Its body goes to a stream (``StreamTarget``), not to a partial file.
-    var writesToStream: Bool { stream != nil }
     /// The name it chose in a folder and claimed while it runs (its row holds it once it pauses or
     /// ends), or nil when its caller named the destination.
     var claimedName: String? { record.folder != nil ? record.destination : nil }
