@@ -39,7 +39,7 @@ final class RequestList: Sequence, IteratorProtocol {
             output: runner.command.outputPath,
             urlCount: source.count,
             givenNames: source.givenNames,
-            isDirectory: Runner.isDirectory
+            isDirectory: FilePath.isDirectory
         )
         namesFolder = runner.command.contentDisposition && namer.file == nil ? namer.directory : nil
     }

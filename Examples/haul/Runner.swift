@@ -23,7 +23,7 @@ struct Runner {
         let plan = DownloadPlan.resolve(
             output: command.outputPath,
             urlCount: source.count,
-            isDirectory: Self.isDirectory
+            isDirectory: FilePath.isDirectory
         )
         let directory: String
         var link = stat()
@@ -32,11 +32,11 @@ struct Runner {
         {
             // The file is placed at the link's target: its partial is beside the target, on the
             // same file system, so that the rename into place is atomic.
-            directory = DownloadPlan.resolve(output: target, urlCount: 1, isDirectory: Self.isDirectory).directory
+            directory = DownloadPlan.resolve(output: target, urlCount: 1, isDirectory: FilePath.isDirectory).directory
         } else {
             directory = plan.directory
         }
-        let existed = Self.isDirectory(directory)
+        let existed = FilePath.isDirectory(directory)
         try Self.makeDirectory(directory)
         if !existed, plan.file == nil, command.inputFile == nil, let output = command.output,
             !output.hasSuffix("/"), !command.quiet, !command.json
@@ -50,12 +50,6 @@ struct Runner {
             )
         }
         return Start(source: source, directory: directory, credentials: credentials)
-    }
-
-    /// Whether `path` is a folder (through links).
-    static func isDirectory(_ path: String) -> Bool {
-        var status = stat()
-        return stat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
     }
 
     /// The manager's configuration for this run, its state directory beside `directory`.

@@ -138,7 +138,8 @@ package enum FilePath {
         return Int64(status.st_size)
     }
 
-    private static func isDirectory(_ path: String) -> Bool {
+    /// Whether `path` is a folder (through links).
+    package static func isDirectory(_ path: String) -> Bool {
         var status = stat()
         return stat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
     }

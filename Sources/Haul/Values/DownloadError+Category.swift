@@ -37,6 +37,9 @@ extension DownloadError {
         case stalled
     }
 
+    /// No connection was made, to the server or to the proxy (``stage``).
+    var failedToConnect: Bool { stage == .connecting || stage == .connectingToProxy }
+
     /// The class of this failure (see ``Category``).
     public var category: Category {
         switch code.base {
@@ -48,7 +51,7 @@ extension DownloadError {
             switch curlCode {
             case 5, 6: return .nameResolution
             case 7: return .connection
-            case 28 where stage == .connecting || stage == .connectingToProxy: return .connection
+            case 28 where failedToConnect: return .connection
             case 35, 58, 59, 60, 77, 83, 90, 91: return .tls
             default: return .transfer
             }

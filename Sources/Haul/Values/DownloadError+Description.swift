@@ -57,7 +57,7 @@ extension DownloadError {
                     forCurlCode: curlCode,
                     kept: !nothingKept,
                     proxy: stage == .connectingToProxy,
-                    connecting: stage == .connecting || stage == .connectingToProxy,
+                    connecting: failedToConnect,
                     setting: name
                 ) + decodedBodyNote(setting: name)
         case .fileSystem:
