@@ -3,12 +3,20 @@ import PackageDescription
 
 // Platforms: Linux only (glibc 2.28 or later, kernel 3.15 or later: O_TMPFILE, renameat2, syncfs;
 // Debian 12 is what CI runs). SwiftPM's `platforms:` names Apple platforms only, so this is said here
-// and enforced by `Sources/Haul/Platform.swift`, which stops a build elsewhere with that message.
-/// The folders of the `Haul` target, one per layer (ARCHITECTURE.md), each with a README of its detail.
-let layers = [
-    "Queue", "Scheduler", "Catalog", "Transfer", "Download", "Disk", "Journal", "Reactor", "Metrics", "Values",
-    "Support",
+// and enforced by `Sources/HaulValues/Platform.swift`, which stops a build elsewhere with that message.
+/// The library's layers, top to bottom: one target each (ARCHITECTURE.md), so that the compiler refuses an
+/// upward reference and `internal` means "this layer's". A target's folders, each with a README of its
+/// detail, keep their own order within it (`scripts/check-layers.py`).
+let layers: [(target: String, folders: [String])] = [
+    ("Haul", ["Queue", "Scheduler", "Catalog"]),
+    ("HaulTransfer", []),
+    ("HaulIO", ["Download", "Disk", "Journal", "Reactor", "Metrics"]),
+    ("HaulValues", ["Values", "Support"]),
 ]
+/// The READMEs of a layer's folders, which are not sources.
+func readmes(of target: String) -> [String] {
+    (layers.first { $0.target == target }?.folders ?? []).map { "\($0)/README.md" }
+}
 
 let package = Package(
     name: "Haul",
@@ -43,16 +51,44 @@ let package = Package(
                 .linkedLibrary("crypto"),
             ]
         ),
+        // The bottom layer: the public values (requests, states, progress, errors) and small support.
+        .target(
+            name: "HaulValues",
+            dependencies: ["CHaul", .product(name: "Logging", package: "swift-log")],
+            exclude: readmes(of: "HaulValues")
+        ),
+        // What talks to the world: the loop and its handles, the journal, the disk, the metrics, and
+        // the download handles callers hold.
+        .target(
+            name: "HaulIO",
+            dependencies: [
+                "CHaul", "HaulValues",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ],
+            exclude: readmes(of: "HaulIO")
+        ),
+        // One admitted download: its request, the response decision, the body, the state machine.
+        .target(
+            name: "HaulTransfer",
+            dependencies: [
+                "CHaul", "HaulValues", "HaulIO",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ],
+            exclude: ["README.md"]
+        ),
+        // The facade (DownloadManager), the queue, the scheduler and the catalog; re-exports the
+        // public types of the layers below, so that a user imports `Haul` alone.
         .target(
             name: "Haul",
             dependencies: [
-                "CHaul",
+                "CHaul", "HaulValues", "HaulIO", "HaulTransfer",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
-            // Each layer's detail (ARCHITECTURE.md has the short form).
-            exclude: ["README.md"] + layers.map { "\($0)/README.md" }
+            exclude: ["README.md"] + readmes(of: "Haul")
         ),
         .target(
             name: "HaulService",
@@ -82,23 +118,33 @@ let package = Package(
         // processes, fixtures) are one target of their own.
         .target(
             name: "HaulTestSupport",
-            dependencies: ["Haul", "HaulPostgres", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "Haul", "HaulTransfer", "HaulIO", "HaulValues", "HaulPostgres",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Tests/HaulTestSupport"
         ),
-        .testTarget(name: "HaulLogicTests", dependencies: ["Haul", "HaulPostgres", "HaulTestSupport"]),
+        .testTarget(
+            name: "HaulLogicTests",
+            dependencies: ["Haul", "HaulTransfer", "HaulIO", "HaulValues", "HaulPostgres", "HaulTestSupport"]
+        ),
         .testTarget(
             name: "HaulIntegrationTests",
             dependencies: [
-                "Haul", "HaulService", "HaulTestSupport", "CHaul", .product(name: "Logging", package: "swift-log"),
+                "Haul", "HaulTransfer", "HaulIO", "HaulValues", "HaulService", "HaulTestSupport", "CHaul",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ]
         ),
         .testTarget(
             name: "HaulCommandLineTests",
-            dependencies: ["Haul", "HaulCLI", "HaulPostgres", "HaulTestSupport"]
+            dependencies: ["Haul", "HaulIO", "HaulValues", "HaulCLI", "HaulPostgres", "HaulTestSupport"]
         ),
-        .testTarget(name: "HaulPostgresTests", dependencies: ["Haul", "HaulCLI", "HaulPostgres", "HaulTestSupport"]),
+        .testTarget(
+            name: "HaulPostgresTests",
+            dependencies: ["Haul", "HaulIO", "HaulValues", "HaulCLI", "HaulPostgres", "HaulTestSupport"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

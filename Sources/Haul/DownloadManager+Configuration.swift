@@ -1,6 +1,8 @@
 import CoreMetrics
 import FoundationEssentials
 import Glibc
+import HaulIO
+import HaulValues
 import Logging
 import Tracing
 

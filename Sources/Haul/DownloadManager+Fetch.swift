@@ -1,4 +1,5 @@
 import FoundationEssentials
+import HaulValues
 
 /// One call that downloads and waits, with the task's cancellation meaning "stop for now".
 extension DownloadManager {

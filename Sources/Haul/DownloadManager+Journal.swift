@@ -1,4 +1,6 @@
 import FoundationEssentials
+import HaulIO
+import HaulValues
 
 extension DownloadManager {
     /// The downloads recorded in `stateDirectory`'s journal, oldest first.

@@ -1,4 +1,7 @@
 import FoundationEssentials
+import HaulIO
+import HaulTransfer
+import HaulValues
 import Logging
 import Tracing
 

@@ -1,6 +1,8 @@
 import CHaul
 import FoundationEssentials
 import Glibc
+import HaulIO
+import HaulValues
 
 extension DownloadManager {
     /// Streams the body of `url`: its bytes in order as they arrive, never on disk, resuming after

@@ -1,4 +1,6 @@
 import FoundationEssentials
+import HaulIO
+import HaulValues
 
 /// What ``DownloadManager/verify(stateDirectory:)`` found of one completed download's file, hashed
 /// again, without fetching anything.

@@ -4,6 +4,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulCLI
+@testable import HaulValues
 
 /// haul's error sentences name its options where the library's name its properties (issue 59,
 /// item 5: the words are the command's, the library hands it the settings).

@@ -4,6 +4,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// Issue 42, item 5: `-o -` through a connection that drops, and `--discard` for load tests.
 extension HaulCLITests {

@@ -4,6 +4,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// Issue 43, items 4 and 5: `-c/--continue` for a file another tool left, and `-m/--max-time`.
 extension HaulCLITests {

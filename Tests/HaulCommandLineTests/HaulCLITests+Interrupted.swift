@@ -3,7 +3,9 @@ import Glibc
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// haul stopped by a signal or killed, again and again: every run continues what the last one left.
 extension HaulCLITests {

@@ -4,6 +4,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// Issue 56, item 4: a process killed after a finished file was moved into place and before its
 /// row said so. The next run finds that file (the journal recorded which one, by device and inode,

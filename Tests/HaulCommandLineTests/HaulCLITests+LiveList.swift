@@ -4,6 +4,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// Issue 41, item 3: `--list` during another process's run keeps up with what is on disk, not with
 /// the last checkpoint of the download's row.

@@ -5,6 +5,7 @@ import Testing
 @testable import Haul
 @testable import HaulCLI
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// What a new user tripped over (issue 17), through the binary.
 extension HaulCLITests {

@@ -4,6 +4,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// Issue 41, items 1 and 4: `haul` processes started together into one folder share its journal;
 /// a URL one of them fetches is followed by the others, never fetched whole twice, and a process

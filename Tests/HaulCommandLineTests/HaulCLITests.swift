@@ -4,6 +4,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// The `haul` executable, run as a user would, against nginx.
 @Suite("haul: the command", .timeLimit(.minutes(2)))

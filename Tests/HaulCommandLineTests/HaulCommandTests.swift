@@ -4,7 +4,9 @@ import Testing
 
 @testable import Haul
 @testable import HaulCLI
+@testable import HaulIO
 @testable import HaulTestSupport
+@testable import HaulValues
 
 @Suite("haul: arguments and file names")
 struct HaulArgumentTests {

@@ -4,6 +4,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulCLI
+@testable import HaulValues
 
 /// `haul` and `haul worker` share their network and file options (issue 59, item 7): one
 /// definition, one validation, one way into a manager's configuration.

@@ -3,6 +3,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// Messages whose advice fits their cause (issue 17, item 5), from real failures of the fault server.
 @Suite("Advice that fits the cause", .timeLimit(.minutes(2)))

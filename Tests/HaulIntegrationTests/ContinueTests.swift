@@ -4,6 +4,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// ``DownloadRequest/continuesExistingFile`` (issue 43, item 4): a file Haul did not download is
 /// continued only where its last bytes are proven the server's, and stays as it was until replaced.

@@ -2,7 +2,9 @@ import Foundation
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// Issue 58, item 3: controls that settle. Awaited, `pause()`, `resume()` and `cancel()` return
 /// once what they asked for holds, with the state it is in.

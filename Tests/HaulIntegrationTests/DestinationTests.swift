@@ -3,7 +3,9 @@ import Glibc
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// Issue 38, item 1: what is at a destination. A symbolic link is followed (the file is placed whole
 /// at its target, the link stays); a character device, a FIFO or a socket is written through, in

@@ -5,6 +5,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// Issue 42, items 3 and 6: a body read, counted and thrown away (a load test's), every download's
 /// timings, and streams and discarded bodies under the same slots, limits and metrics as files.

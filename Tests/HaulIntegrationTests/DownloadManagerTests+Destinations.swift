@@ -3,6 +3,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// Destinations: a folder in the way, two URLs for one file, a completed file asked for again.
 extension DownloadManagerTests {

@@ -2,7 +2,9 @@ import Foundation
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// Integration tests: real downloads from a real nginx started by each test.
 @Suite("DownloadManager against nginx", .timeLimit(.minutes(2)))

@@ -6,6 +6,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// The manager as a `Service` in a `ServiceGroup`: nothing before `run()`, downloads kept across a
 /// graceful shutdown.

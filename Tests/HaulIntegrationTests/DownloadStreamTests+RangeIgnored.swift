@@ -3,6 +3,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// A stream resumed from a server that ignores `Range` and answers from byte 0 (a CDN, a dynamic
 /// origin): bytes delivered cannot be taken back, but an answer proven to be the same file (its

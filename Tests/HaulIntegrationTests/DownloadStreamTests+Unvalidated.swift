@@ -3,7 +3,9 @@ import Glibc
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// Streams, bodies in memory and discarded bodies from a server that gives no validator (no ETag,
 /// no Last-Modified): a stream cannot be read back or taken back, so it keeps its last bytes to

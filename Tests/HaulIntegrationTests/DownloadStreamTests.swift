@@ -3,7 +3,9 @@ import Glibc
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// Issue 42, item 1: a body as a resuming byte stream with backpressure, never on disk.
 @Suite("Streams", .timeLimit(.minutes(2)))

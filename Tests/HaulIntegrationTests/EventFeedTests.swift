@@ -4,7 +4,9 @@ import FoundationEssentials
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// The manager's feed, without a manager: what a reader that falls behind still gets.
 struct EventFeedTests {

@@ -3,7 +3,10 @@ import Glibc
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
+@testable import HaulTransfer
+@testable import HaulValues
 
 /// Answers that lie or break: short bodies, conflicting lengths, wrong ranges, huge headers, statuses, redirects, silence.
 extension FaultTests {

@@ -3,7 +3,9 @@ import Glibc
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// A partial file on disk against servers that misbehave: it is kept, continued or started over, never spliced.
 extension FaultTests {

@@ -3,6 +3,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// Issue 38, items 3–5: what CDNs and load balancers really send. An error page as 200 is never taken
 /// for the file, an ignored ETag `If-Range` is asked again in a form the server honours, and two

@@ -3,7 +3,9 @@ import Glibc
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// Every misbehaviour of ``FaultServer``, with what Haul must make of it: the whole file,
 /// byte-identical, or a clear failure, never a wrong file at the destination.

@@ -2,7 +2,9 @@ import Foundation
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// `fetch`: one awaitable call, whose task's cancellation pauses the download; and what cancelling a
 /// task that waits on `finished()` does.

@@ -5,6 +5,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// Issue 42: a slow consumer over a 1 GiB body. Run alone (scripts/test.sh): a gigabyte through four
 /// kernel copies beside the suite starved the timing of its SIGKILL tests.

@@ -3,6 +3,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// ``DownloadManager/handOver(_:to:)``: a manager that runs on gives paused downloads to another one
 /// (a fleet worker whose lease was taken while it still ran), through a folder no manager runs on.

@@ -3,7 +3,10 @@ import Synchronization
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
+@testable import HaulTransfer
+@testable import HaulValues
 
 /// Request headers (issue 18, item 1): sent on every attempt, resume and same-origin redirect,
 /// dropped on a redirect to another origin, never written to disk or logs, and asked for again

@@ -4,6 +4,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// Expected checksums and sizes, the maximum size, and local file-system failures.
 @Suite("Integrity and disk errors", .timeLimit(.minutes(2)))

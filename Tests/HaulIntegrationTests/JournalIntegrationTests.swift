@@ -3,7 +3,9 @@ import Synchronization
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
+@testable import HaulValues
 
 @Suite("Journal in use", .timeLimit(.minutes(2)))
 struct JournalIntegrationTests {

@@ -3,7 +3,10 @@ import Synchronization
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
+@testable import HaulTransfer
+@testable import HaulValues
 
 @Suite("A segmented download after a reboot")
 struct SegmentedRebootTests {

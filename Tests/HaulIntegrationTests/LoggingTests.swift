@@ -4,6 +4,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// Logging as swift-log's guide asks of a library: a request's failures at debug, dotted and stable
 /// metadata keys, and a logger of the caller's own per download (as AsyncHTTPClient takes one per

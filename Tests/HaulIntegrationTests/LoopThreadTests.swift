@@ -6,6 +6,7 @@ import Synchronization
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 
 /// Loop-only code knows whether it runs on the loop (issue 59, item 4: as NIO's
 /// `preconditionInEventLoop`); debug builds stop when it does not (`Reactor.assertOnLoop`).

@@ -4,6 +4,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// The manager's swift-metrics, recorded into a `TestMetrics` of the test's own
 /// (``DownloadManager/Configuration/metricsFactory``): nothing process-wide is bootstrapped.

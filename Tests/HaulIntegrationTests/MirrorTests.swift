@@ -4,7 +4,9 @@ import Synchronization
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// Mirrors and fresh URLs (issue 18, items 4 and 5): a failure another URL may not have moves the
 /// download to its next URL, which continues the bytes on disk only if it proves the same file; one

@@ -4,6 +4,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// Preallocation (issue 19, item 4): a file of known length reserves its blocks when its answer is
 /// accepted, so a disk too small fails at the start, not at 90 %. The small disk is a tmpfs of a few

@@ -3,6 +3,7 @@ import Glibc
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
 
 /// What a manager changes in the whole process: signal dispositions and limits belong to a process,

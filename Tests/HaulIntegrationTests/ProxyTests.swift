@@ -3,6 +3,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// Proxies (issue 18, item 2), against a real forward proxy whose log proves what went through it.
 /// The environment variables are tested through `haul` (HaulCLITests), in a process of its own:

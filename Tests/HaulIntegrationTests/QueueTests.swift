@@ -2,7 +2,9 @@ import Foundation
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// The journal is the queue: queued downloads are rows, admitted by priority, then first in.
 @Suite("The journal as the queue", .timeLimit(.minutes(2)))

@@ -3,6 +3,8 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulTransfer
+@testable import HaulValues
 
 /// Rate limits (issue 19, item 6): token buckets per download, per host and for the manager, shared
 /// out on the loop by pausing and unpausing transfers. The algorithm's accuracy over a 10 s window

@@ -2,7 +2,9 @@ import Foundation
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
+@testable import HaulTransfer
 
 /// A partial file is continued only when something proves its bytes are the remote file's current
 /// ones (issue 17, item 1): a strong validator, or (opted in) an overlap that matches.

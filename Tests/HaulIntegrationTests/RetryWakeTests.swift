@@ -2,7 +2,9 @@ import Foundation
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// Downloads of one journal waiting to retry at different times: each is woken at its own time,
 /// however many wait and whichever is woken first.

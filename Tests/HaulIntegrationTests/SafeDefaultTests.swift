@@ -4,6 +4,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulValues
 
 @Suite("Safe defaults", .timeLimit(.minutes(2)))
 struct SafeDefaultTests {

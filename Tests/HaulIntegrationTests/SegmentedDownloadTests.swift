@@ -2,7 +2,9 @@ import Foundation
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// Several connections per file (issue 19, items 1–3 and 5), against nginx: `/perconn/` sends each
 /// connection at most 1 MiB/s, `/uneven/` sends a request without a range at 8 MiB/s and a ranged one

@@ -3,6 +3,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// File names from the server (issue 18, item 3): `Content-Disposition`, else the final URL's last
 /// segment, else `index.html`; always safe, never outside the folder, never over a file Haul did not

@@ -2,7 +2,9 @@ import Foundation
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// Several managers on one state directory: a download one runs is followed by the others, never
 /// fetched twice, and taken over with its bytes when the one that ran it stops.

@@ -4,6 +4,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// Issue 39, items 2 and 3: what others put in a state folder. A link, a FIFO, a device or a second
 /// name in place of a partial file, the journal's `-wal`, or the `.haul` folder itself is refused

@@ -2,7 +2,9 @@ import Foundation
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// ``DownloadManager/takeOver(_:from:)``: a manager continues the downloads another one left in its
 /// state directory (a fleet's worker that died, its state on storage the others share).

@@ -5,6 +5,7 @@ import Tracing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// A span per attempt, into an `InMemoryTracer` of the test's own
 /// (``DownloadManager/Configuration/tracer``): nothing process-wide is bootstrapped.

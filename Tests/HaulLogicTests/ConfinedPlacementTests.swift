@@ -3,7 +3,9 @@ import Glibc
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// Issue 56, item 3, at placement: a name someone else wrote is placed through the folders under
 /// its output folder opened one by one, so a link planted after the name was checked (between the

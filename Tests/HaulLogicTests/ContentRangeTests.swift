@@ -2,6 +2,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulTransfer
 
 @Suite("Content-Range parsing")
 struct ContentRangeTests {

@@ -2,6 +2,8 @@ import Foundation
 import Testing
 
 @testable import Haul
+@testable import HaulIO
+@testable import HaulValues
 
 /// Issue 58, item 4: the values a caller prints read as a person reads them.
 @Suite("Descriptions")

@@ -2,7 +2,10 @@ import Foundation
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
+@testable import HaulTransfer
+@testable import HaulValues
 
 @Suite("Download events and progress")
 struct DownloadEventsTests {

@@ -3,6 +3,8 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulTransfer
+@testable import HaulValues
 
 @Suite("DownloadStateMachine")
 struct DownloadStateMachineTests {

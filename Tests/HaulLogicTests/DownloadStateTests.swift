@@ -2,7 +2,9 @@ import Foundation
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// Issue 40, item 3: one public state per meaning, derived from the events in one function.
 @Suite("A download's public state")

@@ -5,7 +5,9 @@ import Synchronization
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// The disk lanes and the buffer pool: batches synced together, files placed whole, buffers freed.
 extension FileSinkTests {

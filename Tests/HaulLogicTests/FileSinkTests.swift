@@ -5,7 +5,9 @@ import Synchronization
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// The partial file's writer, driven with explicit times: no clock, no sleeps.
 @Suite("FileSink")

@@ -2,7 +2,9 @@ import Foundation
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// A journal in memory (rows held in Swift) answers as the SQLite journal does: the same writes to
 /// both, every answer compared.

@@ -2,6 +2,8 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulTransfer
+@testable import HaulValues
 
 /// Issue 38, items 3–5: a body is taken for a new version only on evidence as strong as the pin, and
 /// an ignored ETag `If-Range` is asked again in another form. Pure: no I/O.

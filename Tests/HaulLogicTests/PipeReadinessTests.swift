@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
 
 /// The stream readers' waits on their pipes (``PipeReadiness``): woken by bytes and by the writers'

@@ -4,6 +4,8 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulTransfer
+@testable import HaulValues
 
 /// Thousands of generated inputs for the parsers that read what servers send: nothing crashes, and
 /// what is accepted keeps the properties a resume depends on.

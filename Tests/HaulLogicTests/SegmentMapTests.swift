@@ -2,6 +2,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// The pure segment map segmented downloads are to be built on (issue 19, items 1 and 3).
 @Suite("Segment map")

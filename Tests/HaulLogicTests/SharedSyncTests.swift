@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 
 @testable import Haul
+@testable import HaulIO
 @testable import HaulTestSupport
 
 /// One sync at a time per file system, shared by the lanes that wait for it. The sync itself is a

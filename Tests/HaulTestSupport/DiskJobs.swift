@@ -1,4 +1,6 @@
 @testable import Haul
+@testable import HaulIO
+@testable import HaulValues
 
 // The disk jobs without a clock: the lanes time their syncs (``SyncClock``), the tests only look at
 // the results.

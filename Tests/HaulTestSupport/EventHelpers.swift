@@ -2,6 +2,8 @@ import Foundation
 import Testing
 
 @testable import Haul
+@testable import HaulIO
+@testable import HaulValues
 
 extension DownloadEvents.AsyncIterator {
     /// The next event that satisfies `predicate`, or nil when the sequence ends first.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Haul
+@testable import HaulValues
 
 /// A seeded xorshift generator: a randomized test prints its seed, and the same seed gives the same
 /// inputs again.

@@ -1,5 +1,8 @@
 import FoundationEssentials
 import Glibc
+import HaulIO
+import HaulTransfer
+import HaulValues
 import Logging
 import Synchronization
 import Tracing

@@ -1,3 +1,6 @@
+import HaulIO
+import HaulValues
+
 extension DownloadQueue {
     /// See ``DownloadManager/enqueue(_:)``.
     func enqueue(_ requests: some Sequence<DownloadRequest>) throws(DownloadError) -> EnqueueSummary {

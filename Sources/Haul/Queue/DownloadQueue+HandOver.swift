@@ -1,5 +1,7 @@
 import FoundationEssentials
 import Glibc
+import HaulIO
+import HaulValues
 
 /// Giving paused downloads to another manager while this one runs (a fleet worker whose lease was
 /// taken): their rows and partial files move into a state directory no manager has open, where the

@@ -1,5 +1,7 @@
 import FoundationEssentials
 import Glibc
+import HaulIO
+import HaulValues
 import Logging
 import Tracing
 

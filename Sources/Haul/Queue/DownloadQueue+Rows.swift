@@ -1,6 +1,8 @@
 import CHaul
 import FoundationEssentials
 import Glibc
+import HaulIO
+import HaulValues
 import Logging
 import Tracing
 

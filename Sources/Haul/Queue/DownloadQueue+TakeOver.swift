@@ -1,5 +1,7 @@
 import FoundationEssentials
 import Glibc
+import HaulIO
+import HaulValues
 
 /// Taking over the partial files of a manager that is gone (a worker of a fleet that died, its
 /// state directory on storage the others share).

@@ -1,5 +1,7 @@
 import FoundationEssentials
 import Glibc
+import HaulIO
+import HaulValues
 
 /// The queue's policy, between the facade (``DownloadManager``) and the journals: checks a caller's
 /// request, resolves its destination, id and state directory, writes the row it asks for (a new one,

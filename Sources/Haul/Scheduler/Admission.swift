@@ -1,3 +1,5 @@
+import HaulValues
+
 /// Who may transfer now, as a pure value (no I/O): the slots and who holds them, the per-host counts
 /// and the hosts at their limit, and which state directories' queues are worth reading (rows queued,
 /// rows waiting for a host to free, retries waiting for their time). The ``Scheduler`` asks it before each admission and tells it what

@@ -1,3 +1,5 @@
+import HaulValues
+
 /// What a download out of its slot (waiting to retry, paused) carries to its next attempt in this
 /// process: kept by the scheduler from the transfer that ended to the one admitted next.
 struct BetweenAttempts {

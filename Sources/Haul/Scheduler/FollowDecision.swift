@@ -1,3 +1,5 @@
+import HaulIO
+
 /// What a manager does about a row it follows, one that another manager (another process, mostly)
 /// queued or runs, each time it looks at it (``Scheduler``'s `+Following`). Pure: the row's
 /// standing and who runs what are read by the caller.

@@ -1,5 +1,7 @@
 import Dispatch
 import FoundationEssentials
+import HaulTransfer
+import HaulValues
 
 /// What a transfer hands back that reaches beyond it (``SlotAction``): a pause, a retry, a failure,
 /// a cancel or a completion frees its slot and makes it a journal row again (or removes the row).

@@ -1,6 +1,8 @@
 import CHaul
 import FoundationEssentials
 import Glibc
+import HaulIO
+import HaulTransfer
 import Logging
 import Tracing
 

@@ -1,5 +1,8 @@
 import CHaul
 import Dispatch
+import HaulIO
+import HaulTransfer
+import HaulValues
 
 /// Durability off the loop thread: syncs of partial files, their reports, the periodic checkpoint,
 /// and the timer that gives idle buffers and handles back.

@@ -1,4 +1,6 @@
 import Glibc
+import HaulIO
+import HaulValues
 
 /// What callers ask of downloads (pause, resume, cancel) and of the manager (shut down), on the loop.
 extension Scheduler {

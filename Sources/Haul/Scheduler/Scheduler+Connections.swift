@@ -1,6 +1,7 @@
 import CHaul
 import FoundationEssentials
 import Glibc
+import HaulTransfer
 import Logging
 import Tracing
 

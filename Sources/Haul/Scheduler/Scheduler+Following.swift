@@ -1,5 +1,7 @@
 import CHaul
 import FoundationEssentials
+import HaulIO
+import HaulValues
 
 /// Rows another manager runs (another process on the same state directory, mostly) that this one
 /// was asked for: followed to their outcome instead of fetched twice, and taken back when their

@@ -1,4 +1,6 @@
 import FoundationEssentials
+import HaulTransfer
+import HaulValues
 
 /// Header values of downloads restored from the journal (which holds their names only): asked of
 /// the application's header provider (``SchedulerSettings/headerValues``) off the loop, or the download

@@ -1,3 +1,5 @@
+import HaulIO
+
 /// How much memory a manager's transfers may take in buffers, from the number of slots.
 extension Scheduler {
     /// curl's receive buffer for each transfer when `slots` may run at once: a share of

@@ -1,5 +1,6 @@
 import Dispatch
 import FoundationEssentials
+import HaulIO
 
 /// The gauges of ``HaulMetrics``, set at the end of each loop turn.
 extension Scheduler {

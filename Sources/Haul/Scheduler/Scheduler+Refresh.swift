@@ -1,4 +1,6 @@
 import FoundationEssentials
+import HaulTransfer
+import HaulValues
 
 /// Fresh URLs for expired ones: the application's URL refresher (``SchedulerSettings/freshURL``)
 /// is asked off the loop when a download's URL answers 401, 403 or 410, and the transfer moves to

@@ -1,3 +1,5 @@
+import HaulIO
+
 /// A caller that awaits a control (`await download.pause()`, `resume()`, `cancel()`): answered with
 /// the download's state once what it asked for holds, or at once when it cannot happen.
 struct SettleWaiter {

@@ -1,6 +1,9 @@
 import CHaul
 import FoundationEssentials
 import Glibc
+import HaulIO
+import HaulTransfer
+import HaulValues
 import Logging
 import Tracing
 

@@ -1,6 +1,9 @@
+import HaulIO
+import HaulValues
+
 /// A command for the ``Scheduler``, sent to the loop thread through its ``CommandInbox`` by a caller
 /// on another thread (or by a disk lane).
-enum SchedulerCommand: Sendable {
+package enum SchedulerCommand: Sendable {
     /// Rows were queued in the journal of this state directory.
     case queueChanged(String)
     /// Rows of this state directory's journal that another manager queued or runs were asked for:
@@ -27,11 +30,11 @@ enum SchedulerCommand: Sendable {
 }
 
 extension CommandInbox: DownloadController where Command == SchedulerCommand {
-    func submit(_ control: DownloadControl, for download: Download) {
+    package func submit(_ control: DownloadControl, for download: Download) {
         submit(.control(download, control))
     }
 
-    func settle(
+    package func settle(
         _ control: DownloadControl,
         for download: Download,
         answer: @escaping @Sendable (DownloadState) -> Void

@@ -1,12 +1,13 @@
 import FoundationEssentials
+import HaulValues
 import Logging
 
 /// What a ``Scheduler`` is given by its manager: the settings it uses and the application's hooks,
 /// as values. It never reads the manager's configuration (the facade, above it, makes this from it:
 /// `DownloadManager+Scheduler.swift`).
-struct SchedulerSettings: Sendable {
+package struct SchedulerSettings: Sendable {
     /// A URL and the headers to send with it, from the application's URL refresher.
-    typealias FreshURL = (url: URL, headers: [DownloadHeader]?)
+    package typealias FreshURL = (url: URL, headers: [DownloadHeader]?)
 
     /// How many downloads may run at once (within the descriptor budget), and how many per host.
     var slots: Int

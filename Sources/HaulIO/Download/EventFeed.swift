@@ -1,0 +1,134 @@
+import FoundationEssentials
+import Glibc
+import Synchronization
+
+/// Every download's events for the whole manager (``DownloadManager/events``): each download's hub
+/// hands its events here too, in the order they were published, while anyone subscribes. Publishing
+/// never blocks on a reader; with nobody subscribed it costs one atomic load.
+///
+/// A reader takes every event buffered for it at once (``nextBatch(_:)``), and a thread that
+/// publishes many (the loop in each turn, `enqueue` in each run of rows) wakes a waiting reader
+/// once for all of them (``deferringWakes(_:)``): a thread hop and a lock per batch, not per event.
+package final class EventFeed: Sendable {
+    /// Events one subscriber may hold besides final ones. Past it, a new progress event is dropped (a
+    /// newer one follows), and for any other event the oldest progress event (else the oldest event
+    /// that is not final) goes. Final events are never dropped.
+    static let subscriberBufferLimit = 4096
+
+    /// Unsubscribes when the iterator that owns it goes away.
+    final class Subscription: Sendable {
+        let feed: EventFeed
+        let id: Int
+
+        init(feed: EventFeed) {
+            self.feed = feed
+            self.id = feed.subscribe()
+        }
+
+        deinit { feed.unsubscribe(id) }
+    }
+
+    private struct State {
+        /// The publish/subscribe core, with this feed's buffers (``EventBacklog``).
+        var subscribers = Subscribers<EventBacklog>()
+        var closed = false
+        /// Threads (`pthread_self`) whose wake-ups wait for ``wakeDeferred()``: the loop's for good,
+        /// others inside ``deferringWakes(_:)``.
+        var deferringThreads: Set<UInt> = []
+    }
+
+    private let state = Mutex(State())
+    private let subscribed = Atomic<Bool>(false)
+    /// Readers were left waiting beside buffered events by a deferring thread.
+    private let wakesDeferred = Atomic<Bool>(false)
+
+    package init() {}
+
+    /// Whether anyone follows the feed (a hint for publishers; read without the lock).
+    package var hasSubscribers: Bool { subscribed.load(ordering: .relaxed) }
+
+    /// The calling thread (the loop's) defers its wake-ups to ``wakeDeferred()``, which it calls
+    /// at the end of each turn.
+    package func attachCurrentThread() {
+        let thread = UInt(pthread_self())
+        state.withLock { _ = $0.deferringThreads.insert(thread) }
+    }
+
+    /// Runs `body`, in which this thread's events wake no reader, then wakes the waiting readers
+    /// once for all of them (what `enqueue` publishes for a run of rows).
+    package func deferringWakes<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        let thread = UInt(pthread_self())
+        let inserted = state.withLock { $0.deferringThreads.insert(thread).inserted }
+        guard inserted else { return try body() }  // already deferring (the loop, or nested)
+        defer {
+            state.withLock { _ = $0.deferringThreads.remove(thread) }
+            wakeDeferred()
+        }
+        return try body()
+    }
+
+    /// Wakes each reader that waits while events are buffered for it (loop thread, end of turn).
+    package func wakeDeferred() {
+        guard wakesDeferred.exchange(false, ordering: .relaxed) else { return }
+        var wakes: [Subscribers<EventBacklog>.Wake] = []
+        state.withLock { $0.subscribers.wakeWaiting(into: &wakes) }
+        for (waiter, events) in wakes { waiter.resume(returning: events) }
+    }
+
+    package func publish(_ event: DownloadManagerEvent) {
+        guard hasSubscribers else { return }
+        var wakes: [Subscribers<EventBacklog>.Wake] = []
+        let thread = UInt(pthread_self())
+        state.withLock { state in
+            guard !state.closed else { return }
+            // A reader woken gets the events before it too: the loop's of this turn may wait still.
+            let deferring = state.deferringThreads.contains(thread)
+            if state.subscribers.publish(event, deferringWakes: deferring, into: &wakes) {
+                wakesDeferred.store(true, ordering: .relaxed)
+            }
+        }
+        for (waiter, events) in wakes { waiter.resume(returning: events) }
+    }
+
+    /// Ends every subscription (the manager shut down): each reader gets the events buffered for it,
+    /// then `nil`.
+    package func close() {
+        var wakes: [Subscribers<EventBacklog>.Wake] = []
+        state.withLock { state in
+            state.closed = true
+            state.subscribers.endAll(into: &wakes)
+        }
+        for (waiter, events) in wakes { waiter.resume(returning: events) }
+    }
+
+    /// Whether subscriber `id` waits for an event (tests).
+    func isWaiting(_ id: Int) -> Bool {
+        state.withLock { $0.subscribers.isWaiting(id) }
+    }
+
+    func subscribe() -> Int {
+        state.withLock { state in
+            subscribed.store(true, ordering: .relaxed)
+            return state.subscribers.add()
+        }
+    }
+
+    func unsubscribe(_ id: Int) {
+        let waiter = state.withLock { state in
+            let waiter = state.subscribers.remove(id)
+            subscribed.store(!state.subscribers.isEmpty, ordering: .relaxed)
+            return waiter
+        }
+        waiter?.resume(returning: [])
+    }
+
+    /// The events buffered for subscriber `id`, oldest first, waiting for one if there are none;
+    /// none once the feed is closed (or the reading task cancelled) and the events published before
+    /// are read: what was published is not lost.
+    func nextBatch(_ id: Int) async -> [DownloadManagerEvent] {
+        await Subscribers<EventBacklog>.wait(
+            read: { waiter in state.withLock { $0.subscribers.read(id, ended: $0.closed, waiter: waiter) } },
+            onCancel: { state.withLock { $0.subscribers.cancel(id) } }
+        )
+    }
+}

@@ -1,0 +1,203 @@
+import Dispatch
+import FoundationEssentials
+import HaulValues
+import Synchronization
+
+/// The meeting point of the loop thread, which publishes a download's events, and the tasks that read
+/// them or wait for its end. Publishing never blocks on a reader.
+package final class EventHub: Sendable {
+    /// Events one subscriber may hold before the oldest are dropped (progress is coalesced first).
+    static let subscriberBufferLimit = 16
+    /// How long after its creation a download keeps its events for a first subscriber: long enough
+    /// for the caller of `download(…)` to start iterating on a busy machine; after it, thousands of
+    /// downloads nobody follows hold no list of old events (about 600 bytes each).
+    static let earlyWindow: UInt64 = 2_000_000_000  // nanoseconds
+
+    /// Unsubscribes when the iterator that owns it goes away.
+    final class Subscription: Sendable {
+        let hub: EventHub
+        let id: Int
+
+        init(hub: EventHub) {
+            self.hub = hub
+            self.id = hub.subscribe()
+        }
+
+        deinit { hub.unsubscribe(id) }
+    }
+
+    private struct State {
+        var downloadState: DownloadState = .queued
+        var progress: DownloadProgress
+        /// The publish/subscribe core, with this hub's buffers (``RecentEvents``).
+        var subscribers = Subscribers<RecentEvents>()
+        /// The ids of result waiters (``result()``).
+        var nextWaiterID = 0
+        /// The events published before anyone subscribed, for the first subscriber (then `nil`), kept
+        /// until `earlyUntil` (uptime nanoseconds).
+        var early: RecentEvents? = RecentEvents()
+        var earlyUntil: UInt64
+        /// Set once: no event follows.
+        var closed = false
+        var result: Result<URL, DownloadError>?
+        var resultWaiters: [Int: CheckedContinuation<URL, any Error>] = [:]
+        var cancelledResultWaiters: Set<Int> = []
+    }
+
+    private let state: Mutex<State>
+    /// The manager's feed, which carries this download's events too, with its id and destination.
+    private let feed: (feed: EventFeed, id: DownloadID, destinationPath: String)?
+    /// The handle that owns this hub, carried on the feed's events. Set once by ``Download/init``,
+    /// before the hub is published to anyone; weak: the handle owns the hub.
+    nonisolated(unsafe) weak var owner: Download?
+
+    /// - Parameters:
+    ///   - earlyWindow: how long events are kept for a first subscriber (tests shorten it).
+    ///   - feed: the manager's feed, and what its events say of this download.
+    init(
+        progress: DownloadProgress,
+        earlyWindow: UInt64 = EventHub.earlyWindow,
+        feed: (feed: EventFeed, id: DownloadID, destinationPath: String)? = nil
+    ) {
+        state = Mutex(State(progress: progress, earlyUntil: DispatchTime.now().uptimeNanoseconds + earlyWindow))
+        self.feed = feed
+    }
+
+    // MARK: publishing (loop thread)
+
+    /// Publishes one event and the snapshot it implies.
+    package func publish(_ event: DownloadEvent) {
+        if event.isFinal { owner?.ledger.withLock { $0.ended() } }
+        var wakes: [Subscribers<RecentEvents>.Wake] = []
+        var resultWaiters: [CheckedContinuation<URL, any Error>] = []
+        var result: Result<URL, DownloadError>?
+        let published = state.withLock { state -> Bool in
+            guard !state.closed else { return false }
+            Self.apply(event, to: &state)
+            if state.early != nil {
+                if DispatchTime.now().uptimeNanoseconds >= state.earlyUntil {
+                    state.early = nil
+                } else {
+                    state.early!.keep(event)
+                }
+            }
+            _ = state.subscribers.publish(event, deferringWakes: false, into: &wakes)
+            if event.isFinal {
+                state.closed = true
+                resultWaiters = Array(state.resultWaiters.values)
+                state.resultWaiters = [:]
+                result = state.result
+            }
+            return true
+        }
+        if published, let feed, feed.feed.hasSubscribers {
+            let owner = owner
+            // A download into a folder shows the file it chose, once it chose one.
+            feed.feed.publish(
+                DownloadManagerEvent(
+                    id: feed.id,
+                    destinationPath: owner?.destinationPath ?? feed.destinationPath,
+                    event: event,
+                    download: owner
+                )
+            )
+        }
+        for (waiter, value) in wakes { waiter.resume(returning: value) }
+        if let result {
+            for waiter in resultWaiters { waiter.resume(with: result.mapError { $0 as any Error }) }
+        }
+    }
+
+    /// Ends every subscription without a final event (the manager shut down); waiters for the
+    /// result get `error`.
+    package func close(with error: DownloadError) {
+        var wakes: [Subscribers<RecentEvents>.Wake] = []
+        var resultWaiters: [CheckedContinuation<URL, any Error>] = []
+        state.withLock { state in
+            guard !state.closed else { return }
+            state.closed = true
+            state.result = .failure(error)
+            state.subscribers.endAll(into: &wakes)
+            resultWaiters = Array(state.resultWaiters.values)
+            state.resultWaiters = [:]
+        }
+        for (waiter, value) in wakes { waiter.resume(returning: value) }
+        for waiter in resultWaiters { waiter.resume(throwing: error) }
+    }
+
+    private static func apply(_ event: DownloadEvent, to state: inout State) {
+        state.downloadState = state.downloadState.after(event)
+        switch event {
+        case .connecting(let progress), .receiving(let progress), .progress(let progress), .paused(let progress):
+            state.progress = progress
+        case .restarted: state.progress.bytesReceived = 0
+        case .waitingToRetry: state.progress.bytesPerSecond = 0; state.progress.estimatedTimeRemaining = nil
+        case .completed(let url): state.result = .success(url)
+        case .failed(let error): state.result = .failure(error)
+        case .cancelled: state.result = .failure(DownloadError(code: .cancelled, url: nil))
+        case .queued, .warning, .switchedURL: break
+        }
+    }
+
+    // MARK: reading (any task)
+
+    /// The current state and progress.
+    var snapshot: (state: DownloadState, progress: DownloadProgress) {
+        state.withLock { ($0.downloadState, $0.progress) }
+    }
+
+    /// Whether the download ended (a final event) or its manager shut down.
+    package var isClosed: Bool { state.withLock { $0.closed } }
+
+    /// How many events subscriber `id` holds (for tests of bounded memory).
+    func bufferedCount(_ id: Int) -> Int {
+        state.withLock { $0.subscribers.bufferedCount(id) }
+    }
+
+    func subscribe() -> Int {
+        state.withLock { state in
+            let replay = state.downloadState.event(progress: state.progress)
+            let first = state.early.flatMap { $0.isEmpty ? nil : $0 } ?? RecentEvents([replay])
+            state.early = nil
+            return state.subscribers.add(first)
+        }
+    }
+
+    func unsubscribe(_ id: Int) {
+        let waiter = state.withLock { $0.subscribers.remove(id) }
+        waiter?.resume(returning: RecentEvents.end)
+    }
+
+    func next(_ id: Int) async -> DownloadEvent? {
+        await Subscribers<RecentEvents>.wait(
+            read: { waiter in state.withLock { $0.subscribers.read(id, ended: $0.closed, waiter: waiter) } },
+            onCancel: { state.withLock { $0.subscribers.cancel(id) } }
+        )
+    }
+
+    /// Waits for the final result.
+    func result() async throws -> URL {
+        let id = state.withLock { state in
+            state.nextWaiterID += 1
+            return state.nextWaiterID
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<URL, any Error>) in
+                let ready: Result<URL, any Error>? = state.withLock { state in
+                    if let result = state.result, state.closed { return result.mapError { $0 as any Error } }
+                    if state.cancelledResultWaiters.remove(id) != nil { return .failure(CancellationError()) }
+                    state.resultWaiters[id] = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(with: ready) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state -> CheckedContinuation<URL, any Error>? in
+                if let waiter = state.resultWaiters.removeValue(forKey: id) { return waiter }
+                state.cancelledResultWaiters.insert(id)
+                return nil
+            }
+            waiter?.resume(throwing: CancellationError())
+        }
+    }
+}

@@ -1,0 +1,114 @@
+import CHaul
+import FoundationEssentials
+import Glibc
+import HaulValues
+
+/// Listing a state directory's downloads, whether or not a manager runs on it.
+extension Journal {
+    /// Every download recorded in `directory`'s journal, oldest first. With no manager on it, the
+    /// journal is opened as a manager would (migrated; rows of a process that is gone marked
+    /// interrupted). While one runs, it is read as it stands, read-only: queued and running rows
+    /// are live, but for those of a manager that is gone (shown interrupted).
+    package static func entries(directory: String) throws(DownloadError) -> [JournalEntry] {
+        if !JournalOwnership.isHeld(directory: directory) {
+            do {
+                let journal = try Journal(directory: directory)
+                defer { journal.close() }
+                return try journal.allRecords().map { JournalEntry(id: $0, record: $1) }
+            } catch let error where error.code == .journalLocked {
+                // A manager took it meanwhile: read it as it stands.
+            }
+        }
+        return try readOnlyEntries(directory: directory)
+    }
+
+    /// The entry of `id` in `directory`'s journal, read without opening it as a manager would (a
+    /// journal this manager closed as idle); `nil` when there is none or it cannot be read.
+    package static func readOnlyEntry(directory: String, id: DownloadID) -> JournalEntry? {
+        try? readOnlyEntries(directory: directory, id: id).first
+    }
+
+    /// The columns a listing needs (all in the journal since schema 3), read without a lock.
+    ///
+    /// A running download over one connection shows the bytes its partial file holds now: its row
+    /// is brought up to date at each checkpoint only (5 s by default), the file at each write. One
+    /// over several connections shows its row's, which it writes in the loop turn of each write.
+    private static func readOnlyEntries(directory: String, id: DownloadID? = nil) throws(DownloadError)
+        -> [JournalEntry]
+    {
+        let path = "\(directory)/\(fileName)"
+        // Read as a manager opens it (``PrivateFile``): a FIFO there would hold a listing forever,
+        // a link would list another file.
+        let file = try PrivateFile.open(path, O_RDONLY)
+        if file >= 0 { Glibc.close(file) }
+        var database: OpaquePointer?
+        defer { sqlite3_close_v2(database) }
+        let flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
+        let status = sqlite3_open_v2(path, &database, flags, nil)
+        func failure(_ what: String) -> DownloadError {
+            let message = database.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            return DownloadError(code: .journal, url: nil, path: path, detail: "\(what): \(message)")
+        }
+        guard status == SQLITE_OK, let database else { throw failure("open failed") }
+        sqlite3_busy_timeout(database, 2000)
+        var statement: OpaquePointer?
+        func sql(_ placed: String) -> String {
+            """
+            SELECT id, url, destination, state, retry_at, bytes_committed, total_bytes, last_error\(placed)
+            FROM downloads \(id == nil ? "" : "WHERE id = ?1") ORDER BY created_at, id
+            """
+        }
+        // placed_mtime since schema 5, segments since 12, owner since 14: a journal of an older Haul
+        // that runs now has not got them.
+        for columns in [
+            ", placed_mtime, segments IS NOT NULL, owner", ", placed_mtime, segments IS NOT NULL", ", placed_mtime", "",
+        ] {
+            sqlite3_finalize(statement)
+            statement = nil
+            if sqlite3_prepare_v2(database, sql(columns), -1, &statement, nil) == SQLITE_OK { break }
+        }
+        guard let statement else { throw failure("read failed") }
+        let hasPlacedTime = sqlite3_column_count(statement) > 8
+        let knowsSegments = sqlite3_column_count(statement) > 9
+        let knowsOwners = sqlite3_column_count(statement) > 10
+        // Each owner looked at once: whether the manager that queued or runs a row still runs.
+        var alive: [Int64: Bool] = [:]
+        defer { sqlite3_finalize(statement) }
+        if let id { Self.bind(statement, 1, id.rawValue) }
+        var entries: [JournalEntry] = []
+        while true {
+            switch sqlite3_step(statement) {
+            case SQLITE_ROW:
+                var record = DownloadRecord(url: text(statement, 1) ?? "", destination: text(statement, 2) ?? "")
+                record.retryAt = sqlite3_column_double(statement, 4)
+                record.state = QueueState(column: text(statement, 3) ?? "", retryAt: record.retryAt)
+                record.bytesCommitted = sqlite3_column_int64(statement, 5)
+                record.totalBytes =
+                    sqlite3_column_type(statement, 6) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, 6)
+                record.lastError = text(statement, 7)
+                if hasPlacedTime, sqlite3_column_type(statement, 8) != SQLITE_NULL {
+                    record.placedModificationTime = sqlite3_column_double(statement, 8)
+                }
+                if knowsOwners, owned(record.state) {
+                    // A row of a manager that is gone (killed) is interrupted: the next to open the
+                    // journal marks it so.
+                    let owner = integer(statement, 10) ?? 0
+                    let isAlive = alive[owner] ?? JournalOwnership.isAlive(owner, in: directory)
+                    alive[owner] = isAlive
+                    if !isAlive { record.state = .interrupted }
+                }
+                var entry = JournalEntry(id: DownloadID(rawValue: text(statement, 0) ?? ""), record: record)
+                if entry.state == .running, knowsSegments, sqlite3_column_int(statement, 9) == 0,
+                    let length = FilePath.fileLength(partialPath(for: entry.id, in: directory))
+                {
+                    entry.bytesReceived = length
+                }
+                entries.append(entry)
+            case SQLITE_DONE:
+                return entries
+            default:
+                throw failure("read failed")
+            }
+        }
+    }
+}

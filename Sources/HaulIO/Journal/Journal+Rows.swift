@@ -1,0 +1,352 @@
+import CHaul
+import FoundationEssentials
+import Glibc
+import HaulValues
+
+/// Reading and writing the row of one download.
+extension Journal {
+    // MARK: rows
+
+    package func partialPath(for id: DownloadID) -> String { Self.partialPath(for: id, in: directory) }
+
+    /// Where the partial file of `id` is in the state directory `directory`.
+    static func partialPath(for id: DownloadID, in directory: String) -> String { "\(directory)/\(id.rawValue).part" }
+
+    static let columns = """
+        url, destination, total_bytes, etag, last_modified, bytes_committed, state, attempts, last_error,
+        priority, expected_checksum, bytes_synced, queue_seq, host, revalidate, id, failures, retry_at,
+        expected_size, last_modified_strong, placed_mtime, user_agent, header_names, folder, mirrors, rate_limit,
+        connections, segments, keeps_existing, placing, rowid
+        """
+    /// The index of `rowid` in ``columns``: where the row is in the table, found without the id's index.
+    static let rowIDColumn: Int32 = 30
+
+    /// The stored record, or `nil` when there is none.
+    package func record(for id: DownloadID) throws(DownloadError) -> DownloadRecord? {
+        acquire()
+        defer { lock.unlock() }
+        return try storedRecord(for: id)
+    }
+
+    /// The stored record, or `nil`. Call holding `lock`.
+    package func storedRecord(for id: DownloadID) throws(DownloadError) -> DownloadRecord? {
+        if let found = try inMemory({ $0.row(id)?.record }) { return found }
+        let statement = try prepared(.recordByID)
+        defer { sqlite3_reset(statement) }
+        Self.bind(statement, 1, id.rawValue)
+        switch sqlite3_step(statement) {
+        case SQLITE_ROW: return Self.record(from: statement)
+        case SQLITE_DONE: return nil
+        default: throw failure("read")
+        }
+    }
+
+    /// Every stored download, oldest first.
+    func allRecords() throws(DownloadError) -> [(DownloadID, DownloadRecord)] {
+        if let rows = try locked({ () throws(DownloadError) in try inMemory { $0.ordered { _ in true } } }) {
+            return rows
+        }
+        return try records(where: "1")
+    }
+
+    /// The downloads that still have work to do, oldest first.
+    package func unfinishedRecords() throws(DownloadError) -> [(DownloadID, DownloadRecord)] {
+        if let rows = try locked({ () throws(DownloadError) in try inMemory { $0.ordered(where: \.isUnfinished) } }) {
+            return rows
+        }
+        return try records(where: Self.unfinished)
+    }
+
+    /// The rows of downloads that still have work to do.
+    static let unfinished = QueueState.sqlCondition(QueueState.allCases.filter(\.isUnfinished))
+
+    /// Whether a download recorded here still has work to do (or a retry to wait for).
+    package func hasUnfinishedRows() throws(DownloadError) -> Bool {
+        acquire()
+        defer { lock.unlock() }
+        if let found = try inMemory({ $0.rows.values.contains { $0.record.isUnfinished } }) { return found }
+        let statement = try prepared("SELECT 1 FROM downloads WHERE \(Self.unfinished) LIMIT 1")
+        defer { sqlite3_reset(statement) }
+        switch sqlite3_step(statement) {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default: throw failure("read")
+        }
+    }
+
+    /// The rows of a journal in a file for which `condition` (SQL) is true, oldest first.
+    func records(where condition: String) throws(DownloadError) -> [(DownloadID, DownloadRecord)] {
+        acquire()
+        defer { lock.unlock() }
+        let statement = try prepared("SELECT \(Self.columns) FROM downloads WHERE \(condition) ORDER BY created_at, id")
+        defer { sqlite3_reset(statement) }
+        var rows: [(DownloadID, DownloadRecord)] = []
+        while true {
+            switch sqlite3_step(statement) {
+            case SQLITE_ROW:
+                rows.append((DownloadID(rawValue: Self.text(statement, 15) ?? ""), Self.record(from: statement)))
+            case SQLITE_DONE:
+                return rows
+            default:
+                throw failure("read")
+            }
+        }
+    }
+
+    /// Records, before a finished file is moved into place, which file that is (``PlacedFile/identity``):
+    /// a process killed after the move and before the row says completed leaves a row that finds
+    /// its file by it (``DownloadRecord/placing``), instead of fetching it again. Commits at once
+    /// (called on a disk lane); cleared when the row is written completed.
+    func recordPlacing(_ id: DownloadID, identity: String) throws(DownloadError) {
+        try recordPlacings([(id, identity)])
+    }
+
+    /// ``recordPlacing(_:identity:)`` for several downloads, in one transaction. A disk lane waits for
+    /// the loop thread's turn to end (``transaction(waitingForTheTurn:_:)``): counted as a contender,
+    /// each lane's batch cut the loop's turn-long transaction short (10-15 % slower on ext4).
+    func recordPlacings(_ rows: [(DownloadID, String)]) throws(DownloadError) {
+        guard !isInMemory, !rows.isEmpty else { return }
+        try transaction(waitingForTheTurn: true) { () throws(DownloadError) in
+            let statement = try prepared(.recordPlacing)
+            for (id, identity) in rows {
+                defer { sqlite3_reset(statement) }
+                Self.bind(statement, 1, id.rawValue)
+                Self.bind(statement, 2, identity)
+                guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
+            }
+        }
+    }
+
+    /// How far past saturated hosts the queue is searched for another host's download.
+    package func recordSynced(_ id: DownloadID, bytes: Int64) throws(DownloadError) {
+        try writing { () throws(DownloadError) in
+            let done: Void? = try inMemory { rows in
+                guard var record = rows.row(id)?.record, record.state != .completed else { return }
+                record.bytesSynced = max(record.bytesSynced, bytes)
+                rows.put(record, for: id)
+            }
+            if done != nil { return }
+            let statement = try prepared(.recordSynced)
+            defer { sqlite3_reset(statement) }
+            Self.bind(statement, 1, id.rawValue)
+            sqlite3_bind_int64(statement, 2, bytes)
+            guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
+        }
+    }
+
+    static let insertion = """
+        INSERT INTO downloads (id, url, destination, total_bytes, etag, last_modified, bytes_committed, state,
+                               attempts, last_error, priority, expected_checksum, created_at, updated_at,
+                               bytes_synced, queue_seq, host, revalidate, failures, retry_at, expected_size,
+                               last_modified_strong, placed_mtime, user_agent, header_names, folder, mirrors,
+                               rate_limit, connections, segments, keeps_existing, owner)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,
+                ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)
+        """
+
+    /// Every column but the id set from the parameters of ``insertion`` (an update writes the whole row).
+    static let assignments = """
+        url = ?2, destination = ?3, total_bytes = ?4, etag = ?5, last_modified = ?6, bytes_committed = ?7,
+        state = ?8, attempts = ?9, last_error = ?10, priority = ?11, expected_checksum = ?12, updated_at = ?13,
+        bytes_synced = ?14, queue_seq = ?15, host = ?16, revalidate = ?17, failures = ?18, retry_at = ?19,
+        expected_size = ?20, last_modified_strong = ?21, placed_mtime = ?22, user_agent = ?23,
+        header_names = ?24, folder = ?25, mirrors = ?26, rate_limit = ?27, connections = ?28,
+        segments = ?29, keeps_existing = ?30, owner = ?31,
+        placing = CASE WHEN ?8 = '\(QueueState.completed.column)' THEN NULL ELSE placing END
+        """
+    /// Marks the queue's head running, if it still is queued: its row as it is now, or `nil`.
+    ///
+    /// When no row changed since `head` was read, its record is the row; otherwise the row is read
+    /// again. (With `RETURNING`, SQLite first stores the returned rows aside: a claim cost three times
+    /// as much, 17 against 6 µs.)
+    func claim(_ head: QueueHead) throws(DownloadError) -> DownloadRecord? {
+        var changes = head.changes
+        return try claim(head, unchangedSince: &changes)
+    }
+
+    /// ``claim(_:)`` for one of several heads read together: `changes` is the journal's count of
+    /// changed rows at the read (``QueueHeads/changes``), and moves on by this claim when nothing
+    /// else changed a row meanwhile, so that the next head's record is trusted too.
+    package func claim(_ head: QueueHead, unchangedSince changes: inout Int64) throws(DownloadError) -> DownloadRecord?
+    {
+        try writing { () throws(DownloadError) -> DownloadRecord? in
+            if let claimed = try inMemory({ rows -> DownloadRecord? in
+                guard let row = rows.row(head.id), row.number == head.rowID,
+                    MemoryRows.isAdmissible(row.record.state)
+                else { return nil }  // no longer queued
+                var record = row.record
+                record.apply(.admitted)
+                rows.put(record, for: head.id)
+                changes = rows.changes
+                return record
+            }) {
+                return claimed
+            }
+            let unchanged = sqlite3_total_changes64(database) == changes
+            let statement = try prepared(.claim)
+            defer { sqlite3_reset(statement) }
+            Self.bind(statement, 1, head.id.rawValue)
+            sqlite3_bind_double(statement, 2, Date().timeIntervalSince1970)
+            sqlite3_bind_int64(statement, 3, head.rowID)
+            Self.bind(statement, 4, owner)
+            guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
+            guard sqlite3_changes(database) == 1 else { return nil }  // no longer queued
+            guard unchanged else { return try storedRecord(for: head.id) }
+            changes = sqlite3_total_changes64(database)
+            var record = head.record
+            record.apply(.admitted)
+            return record
+        }
+    }
+
+    /// Rewrites a download's row (inserting it if it is gone). `rowID`, where the row was when it
+    /// was claimed (``QueueHead/rowID``), finds it without a search of the ids' index (a fifth of a
+    /// completion's write); a row that moved since (removed, then queued again) is found by its id.
+    /// The whole row is written: a completion setting only the nine columns it changes was no
+    /// cheaper (SQLite rewrites the record either way; the binds are a small part): 5.0 % of the loop
+    /// thread in (a) against 4.7 %, one profile of each build.
+    package func update(_ record: DownloadRecord, for id: DownloadID, at rowID: Int64? = nil) throws(DownloadError) {
+        try writing { () throws(DownloadError) in
+            if try inMemory({ $0.put(record, for: id) }) != nil { return }
+            if let rowID {
+                let statement = try prepared(.updateRowAt)
+                sqlite3_bind_int64(statement, 32, rowID)
+                try write(record, for: id, with: statement)
+                if sqlite3_changes(database) == 1 { return }
+            }
+            try write(record, for: id, with: try prepared(.updateRow))
+            if sqlite3_changes(database) == 0 { try save(record, for: id) }
+        }
+    }
+
+    /// Inserts or replaces a download's row.
+    package func save(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) {
+        try writing { () throws(DownloadError) in
+            if try inMemory({ $0.put(record, for: id) }) != nil { return }
+            try write(record, for: id, with: try prepared(.upsertRow))
+        }
+    }
+
+    /// Inserts a download's row unless one with its id exists: whether it did.
+    package func insertIfAbsent(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) -> Bool {
+        try writing { () throws(DownloadError) -> Bool in
+            let inserted = try inMemory { rows -> Bool in
+                guard rows.row(id) == nil else { return false }
+                rows.put(record, for: id)
+                return true
+            }
+            if let inserted { return inserted }
+            try write(record, for: id, with: try prepared(.insertRowIfAbsent))
+            return sqlite3_changes(database) == 1
+        }
+    }
+
+    func write(_ record: DownloadRecord, for id: DownloadID, with statement: OpaquePointer)
+        throws(DownloadError)
+    {
+        defer { sqlite3_reset(statement) }
+        Self.bind(statement, 1, id.rawValue)
+        Self.bind(statement, 2, record.url)
+        Self.bind(statement, 3, record.destination)
+        Self.bind(statement, 4, record.totalBytes)
+        Self.bind(statement, 5, record.entityTag)
+        Self.bind(statement, 6, record.lastModified)
+        sqlite3_bind_int64(statement, 7, record.bytesCommitted)
+        Self.bind(statement, 8, record.state.column)
+        sqlite3_bind_int64(statement, 9, Int64(record.attempts))
+        Self.bind(statement, 10, record.lastError)
+        sqlite3_bind_int64(statement, 11, Int64(record.priority))
+        Self.bind(statement, 12, record.expectedChecksum)
+        sqlite3_bind_double(statement, 13, Date().timeIntervalSince1970)
+        sqlite3_bind_int64(statement, 14, record.bytesSynced)
+        sqlite3_bind_int64(statement, 15, record.queueSequence)
+        Self.bind(statement, 16, record.host)
+        sqlite3_bind_int64(statement, 17, record.revalidate ? 1 : 0)
+        sqlite3_bind_int64(statement, 18, Int64(record.failures))
+        sqlite3_bind_double(statement, 19, record.retryAt)
+        Self.bind(statement, 20, record.expectedSize)
+        sqlite3_bind_int64(statement, 21, record.lastModifiedIsStrong ? 1 : 0)
+        if let time = record.placedModificationTime {
+            sqlite3_bind_double(statement, 22, time)
+        } else {
+            sqlite3_bind_null(statement, 22)
+        }
+        Self.bind(statement, 23, record.userAgent)
+        Self.bind(
+            statement,
+            24,
+            record.headerNames.isEmpty ? nil : record.headerNames.joined(separator: "\n")
+        )
+        Self.bind(statement, 25, record.folder)
+        Self.bind(statement, 26, record.mirrors.isEmpty ? nil : record.mirrors.joined(separator: "\n"))
+        Self.bind(statement, 27, record.maxBytesPerSecond)
+        Self.bind(statement, 28, record.connections.map(Int64.init))
+        Self.bind(statement, 29, record.segments)
+        sqlite3_bind_int64(statement, 30, record.keepsExistingFile ? 1 : 0)
+        // Queued, waiting or running: this manager's (the only writer of those rows but the take-back
+        // of a gone owner's); else nobody's.
+        Self.bind(statement, 31, Self.owned(record.state) ? owner : nil)
+        guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
+    }
+
+    /// Whether a row in `state` has an owner: queued, waiting to retry or running, the states its
+    /// owner's going away interrupts (``ownedRows`` in SQL, from the same transition).
+    package static func owned(_ state: QueueState) -> Bool {
+        state.after(.interrupted) == .moves(to: .interrupted)
+    }
+
+    /// Whether `path` is, or is to be, another download's file in this journal: a name chosen by a
+    /// download into a folder, or the destination of a download to that file.
+    package func destinationIsTaken(_ path: String, except id: DownloadID) throws(DownloadError) -> Bool {
+        acquire()
+        defer { lock.unlock() }
+        let taken = try inMemory { rows -> Bool in
+            if rows.row(DownloadID(destinationPath: path)) != nil { return true }
+            return rows.rows.contains { (key: DownloadID, row: MemoryRows.Row) -> Bool in
+                key != id && row.record.folder != nil && row.record.destination == path
+            }
+        }
+        if let taken { return taken }
+        let statement = try prepared(
+            "SELECT 1 FROM downloads WHERE folder IS NOT NULL AND destination = ?1 AND id != ?2 LIMIT 1"
+        )
+        defer { sqlite3_reset(statement) }
+        Self.bind(statement, 1, path)
+        Self.bind(statement, 2, id.rawValue)
+        switch sqlite3_step(statement) {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return try storedRecord(for: DownloadID(destinationPath: path)) != nil
+        default: throw failure("read")
+        }
+    }
+
+    /// Records that a download was cancelled: its row, `record` (its state `.cancelled`, nothing
+    /// fetched kept), stays for listings, and its partial file goes. A row in memory (a stream's, a
+    /// body's) goes altogether: nothing of it is left to find.
+    package func recordCancelled(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) {
+        if isInMemory {
+            remove(id)
+            return
+        }
+        try save(record, for: id)
+        unlink(partialPath(for: id))
+    }
+
+    /// Forgets a download: its row and its partial file.
+    package func remove(_ id: DownloadID) {
+        acquire()
+        defer { lock.unlock() }
+        if isInMemory {
+            _ = try? inMemory { $0.remove(id) }  // (closed: nothing left to remove)
+            return  // no partial file
+        }
+        try? joinBatch()
+        defer { yieldIfContended() }
+        if let statement = try? prepared(.delete) {
+            Self.bind(statement, 1, id.rawValue)
+            _ = sqlite3_step(statement)
+            sqlite3_reset(statement)
+        }
+        unlink(partialPath(for: id))
+    }
+}

@@ -1,0 +1,53 @@
+import Glibc
+import HaulValues
+import Synchronization
+
+/// Groups the loop thread's journal writes into one SQLite transaction per loop turn.
+///
+/// A download's life writes its row several times (admitted, head accepted, completed); with many
+/// downloads finishing per turn, one commit per write was most of the journal's cost. A journal that
+/// the loop thread writes to opens a transaction (holding the journal's lock, so no other thread's
+/// statement lands inside it) and the loop commits every open one when its turn ends
+/// (``ReactorDelegate/reactorTurnDidEnd(_:)``). Writes from other threads commit on their own, as before.
+///
+/// A process killed in the middle of a turn loses that turn's rows: at worst a download runs again
+/// from its partial file, which is what a resume trusts first anyway.
+package final class WriteBatch: @unchecked Sendable {
+    // @unchecked Sendable: `open` is touched only on the loop thread; `thread` is atomic.
+
+    /// The loop thread (`pthread_t`), 0 until it attaches.
+    private let thread = Atomic<UInt>(0)
+    private var open: [Journal] = []
+
+    package init() {}
+
+    /// Batches the calling thread's writes from now on. The loop thread calls it before it writes.
+    package func attachCurrentThread() { thread.store(UInt(pthread_self()), ordering: .releasing) }
+
+    /// Whether the calling thread is the one whose writes are batched.
+    var isBatchingThread: Bool {
+        let thread = thread.load(ordering: .acquiring)
+        return thread != 0 && pthread_equal(pthread_self(), pthread_t(thread)) != 0
+    }
+
+    /// A journal opened a transaction for this turn. Loop thread only.
+    func opened(_ journal: Journal) { open.append(journal) }
+
+    /// Commits every transaction the turn opened. Loop thread only.
+    ///
+    /// - Returns: the journals whose commit failed, with why.
+    package func commit() -> [(Journal, DownloadError)] {
+        guard !open.isEmpty else { return [] }
+        let journals = open
+        open.removeAll(keepingCapacity: true)
+        var failures: [(Journal, DownloadError)] = []
+        for journal in journals {
+            do {
+                try journal.commitBatch()
+            } catch {
+                failures.append((journal, error))
+            }
+        }
+        return failures
+    }
+}

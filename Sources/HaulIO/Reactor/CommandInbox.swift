@@ -1,0 +1,49 @@
+import Synchronization
+
+/// Commands from any thread to the loop thread: a locked queue that wakes the ``Reactor`` when it
+/// goes from empty to not empty (one eventfd write for a burst of commands). The loop's owner drains
+/// it when woken. Generic, so the reactor knows nothing of what the commands mean.
+package final class CommandInbox<Command: Sendable>: Sendable {
+    private struct State {
+        var commands: [Command] = []
+        var wakePending = false
+        var accepting = true
+    }
+    private let state = Mutex(State())
+    private let reactor: Reactor
+
+    package init(reactor: Reactor) {
+        self.reactor = reactor
+    }
+
+    /// Queues a command and wakes the loop.
+    ///
+    /// - Parameters:
+    ///   - closing: the inbox accepts nothing more after this command (a shutdown).
+    ///   - evenWhenClosed: accepted after the inbox closed (the loop's own reports, which a shutdown
+    ///     waits for).
+    /// - Returns: `false` when the inbox is closed and the command was dropped.
+    @discardableResult
+    package func submit(_ command: Command, closing: Bool = false, evenWhenClosed: Bool = false) -> Bool {
+        let shouldWake: Bool? = state.withLock { state in
+            guard state.accepting || evenWhenClosed else { return nil }
+            if closing { state.accepting = false }
+            state.commands.append(command)
+            defer { state.wakePending = true }
+            return !state.wakePending
+        }
+        guard let shouldWake else { return false }
+        if shouldWake { reactor.wake() }
+        return true
+    }
+
+    /// Takes every queued command, in submission order. Loop thread, when woken.
+    package func drain() -> [Command] {
+        state.withLock { state in
+            state.wakePending = false
+            var taken: [Command] = []
+            swap(&taken, &state.commands)
+            return taken
+        }
+    }
+}

@@ -1,0 +1,17 @@
+import CHaul
+
+/// What the reactor's owner does on the loop thread.
+///
+/// Every method is called on the loop thread, never inside a libcurl callback, so an
+/// implementation may add and remove easy handles.
+package protocol ReactorDelegate: AnyObject {
+    /// Another thread called ``Reactor/wake()``: the moment to drain its commands.
+    func reactorWasWoken(_ reactor: Reactor)
+    /// libcurl finished a transfer (successfully or not). The handle is still in the multi handle.
+    func reactor(_ reactor: Reactor, transferDidFinish easy: UnsafeMutableRawPointer, result: CURLcode)
+    /// The loop thread starts; nothing else ran on it yet.
+    func reactorWillRun(_ reactor: Reactor)
+    /// The loop ran every event that was ready and is about to wait for more: the moment to write
+    /// out what the turn's callbacks collected (journal rows, background work) in one go.
+    func reactorTurnDidEnd(_ reactor: Reactor)
+}

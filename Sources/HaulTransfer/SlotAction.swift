@@ -1,0 +1,33 @@
+import FoundationEssentials
+import HaulIO
+import HaulValues
+
+/// What a transfer hands its owner, the ``Scheduler``, once it carried out its machine's action
+/// (``Transfer/settle(_:interruptedByShutdown:)``): only the part that reaches beyond it, to its
+/// slot, the queue, the hooks and the disk lanes. Its own part (requests stopped, sink closed, row
+/// written or removed, event published) is done by then.
+package enum SlotAction {
+    /// It goes on in its slot.
+    case none
+    /// It waits in its slot for the values of the headers its row names (`names`): the owner asks
+    /// the application's header provider.
+    case askForHeaders(names: [String])
+    /// It waits in its slot for a fresh URL after `cause` (401, 403, 410): the owner asks the
+    /// application's URL refresher.
+    case askForFreshURL(after: DownloadError)
+    /// It left the loop, paused or interrupted, a row again: its first `sync` bytes are synced, and
+    /// its slot is freed.
+    case release(sync: Int64)
+    /// It ended (failed or cancelled): its slot is freed and what the process kept for it beyond
+    /// its row is forgotten.
+    case end
+    /// It waits to retry at `time` (seconds since 1970), a row again: its first `sync` bytes are
+    /// synced, its slot is freed, and its queue is looked at again then.
+    case retry(at: Double, sync: Int64)
+    /// Every byte is received: `job` places the file off the loop, and its slot counts as
+    /// finishing until the job's result (``Transfer/placed(_:)``).
+    case finish(FinishJob)
+    /// Every byte is received into a stream: it completes once the reader took them (its slot
+    /// stays taken until then).
+    case finishStream
+}

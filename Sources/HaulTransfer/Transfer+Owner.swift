@@ -1,0 +1,118 @@
+import CHaul
+import FoundationEssentials
+import Glibc
+import HaulIO
+import HaulValues
+
+/// What its owner, the ``Scheduler``, may ask of a transfer and tell it besides the machine's inputs
+/// (`Transfer.swift`). Everything else of a transfer is its own: what is not `package` here (its
+/// stored properties among it) is internal to the `HaulTransfer` target, and the compiler refuses it
+/// to the scheduler.
+extension Transfer {
+    /// The handle callers hold.
+    package var handle: Download { download }
+    /// The state directory whose journal holds its row.
+    package var directory: String { store.directory }
+    /// Whether its machine reached an end.
+    package var isDone: Bool { machine.isDone }
+    /// The name it chose in a folder and claimed while it runs (its row holds it once it pauses or
+    /// ends), or nil when its caller named the destination.
+    package var claimedName: String? { record.folder != nil ? record.destination : nil }
+    /// Restarts from zero since it last progressed: carried to its next attempt after a retry.
+    package var restarts: Int { machine.restarts }
+
+    // MARK: the hooks
+
+    /// The names of the headers whose values it waits for (its row holds names only).
+    var headerNames: [String] { record.headerNames }
+    /// Waiting in its slot for the header provider's values.
+    package var isAwaitingHeaders: Bool {
+        if case .awaitingHeaders = machine.state { return true }
+        return false
+    }
+    /// The failure for which it waits in its slot for a fresh URL from the refresher, if it does.
+    package var awaitedFreshURL: DownloadError? {
+        if case .awaitingFreshURL(let cause) = machine.state { return cause }
+        return nil
+    }
+    /// Its URL as its row holds it (credentials removed): what the header provider is told.
+    package var rowURL: URL { URL(string: record.url) ?? download.url }
+    /// The URL in use, credentials removed: what the URL refresher is told.
+    package var redactedURL: URL { URL(string: download.url.redactedString) ?? download.url }
+    package var destination: URL { download.destination }
+
+    /// The refresher gave no fresh URL for `cause`: it goes on as that failure says.
+    package func urlRefused(_ cause: DownloadError) -> SlotAction {
+        settle(perform(machine.urlRefused(cause)))
+    }
+
+    /// The refresher gave `url` (and `headers`, if any, which its requests send from now on and its
+    /// row names) for `cause`: it moves there, if it still waits for one.
+    package func freshURLArrived(_ url: URL, headers: [DownloadHeader]?, after cause: DownloadError) -> SlotAction {
+        if let headers {
+            send(headers: headers)
+            record.headerNames = headers.map(\.name)
+        }
+        guard machine.freshURLArrived() else { return .none }
+        return settle(move(to: url, after: cause, counted: false))
+    }
+
+    /// curl finished its own request (`raw`, still in the multi handle): how the attempt ended.
+    package func requestFinished(_ result: CURLcode) -> SlotAction {
+        settle(requestEnded(easy?.vetted(result) ?? result))
+    }
+
+    /// curl finished `fetch`'s request, one of its other connections'.
+    package func fetchFinished(_ fetch: SegmentFetch, result: CURLcode) -> SlotAction {
+        settle(fetchEnded(fetch, result: fetch.easy?.vetted(result) ?? result))
+    }
+
+    // MARK: limits, stalls
+
+    /// Its own rate limit, at once (and in its row from its next checkpoint, for later attempts).
+    package func limitRate(to rate: Int64?) {
+        environment.rateLimiter.setLimit(rate, for: self)
+        record.maxBytesPerSecond = rate
+    }
+
+    /// Whether `raw` is the curl handle of its own request (not one of its other connections').
+    package func isOwnRequest(_ raw: UnsafeMutableRawPointer) -> Bool { easy?.raw == raw }
+
+    /// Its request `raw` received nothing for `seconds`: its owner ends it as timed out.
+    package func stalled(_ raw: UnsafeMutableRawPointer, seconds: Int64) {
+        if easy?.raw == raw {
+            request.stalledFor = seconds
+        } else if let fetch = segments?.fetches.first(where: { $0.easy?.raw == raw }) {
+            fetch.stalledFor = seconds
+        }
+    }
+
+    // MARK: durability
+
+    /// The job that syncs its partial file's first `bytes` (and, over several connections, records
+    /// what each segment holds), or nil when they are durable already.
+    package func checkpoint(bytes: Int64) -> DiskJob? {
+        guard bytes > record.bytesSynced else { return nil }
+        return .checkpoint(
+            id,
+            directory: store.directory,
+            path: partialPath,
+            bytes: bytes,
+            segments: committedMap?.encoded
+        )
+    }
+
+    /// Its partial file's first `bytes` are durable.
+    package func synced(bytes: Int64) { record.bytesSynced = max(record.bytesSynced, bytes) }
+
+    /// Over several connections: the segments' bytes in `snapshot` are durable. False when it is
+    /// fetched over one connection (its row is brought up to date instead).
+    package func syncedSegments(_ snapshot: String) -> Bool {
+        guard let segments else { return false }
+        guard let map = SegmentMap(encoded: snapshot, total: segments.map.total) else { return true }
+        segments.map.markSynced(from: map)
+        record.bytesSynced = segments.map.bytesSynced
+        segmentBytesWritten()
+        return true
+    }
+}

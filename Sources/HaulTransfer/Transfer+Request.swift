@@ -1,0 +1,379 @@
+import CHaul
+import FoundationEssentials
+import HaulIO
+import HaulValues
+
+extension Transfer {
+    /// Sends a request for the bytes after the partial file (emptying it first when `truncating`),
+    /// to the download's URL or to where a redirect led (`hop`, with the headers only when it is the
+    /// same origin). Returns the owner's action when the request cannot be made (a failure), else
+    /// `.none`.
+    func startRequest(truncating: Bool, to hop: Redirect? = nil) -> DownloadStateMachine.Action {
+        // The rest after a range that ended before the file, in this attempt: that answer's length.
+        let continuesRange =
+            request.rangeEnd.flatMap { end in sink?.receivedLength == end ? end - request.rangeStart : nil }
+        var plan = ResumePlan.resume(from: 0, ifRange: nil)
+        var overlap: [UInt8]?
+        if self.sink == nil, stream == nil, hop == nil, foundPlacedFile() {
+            // Placed by a process killed before its row said so: complete, nothing asked again.
+            _ = machine.responseReceived(.alreadyComplete(total: record.totalBytes ?? 0))
+            return perform(machine.transferEnded(.finished))
+        }
+        do {
+            let sink: FileSink
+            if let existing = self.sink {
+                sink = existing
+            } else if let stream {
+                sink = FileSink(stream: stream, pool: environment.buffers)
+            } else {
+                sink = try FileSink(
+                    path: partialPath,
+                    pool: environment.buffers,
+                    openFiles: environment.openPartialFiles,
+                    startsEmpty: !record.mayHaveStarted
+                )
+            }
+            self.sink = sink
+            let partialIsLongerThanFile =
+                record.segments == nil && (record.totalBytes.map { sink.committedLength > $0 } ?? false)
+            if truncating || partialIsLongerThanFile { try emptyPartial(sink) }
+            if record.segments != nil, !restoreSegments() {
+                // A map that cannot be continued: its bytes are not trusted.
+                try emptyPartial(sink)
+            }
+            if segments != nil, hop == nil, !(try takeFirstSegmentLeft(sink)) {
+                // Every segment is whole (a process stopped before it moved the file into place).
+                _ = machine.responseReceived(.alreadyComplete(total: segments?.map.total ?? 0))
+                return perform(machine.transferEnded(.finished))
+            }
+            if lengthAtAttemptStart == nil { lengthAtAttemptStart = segmentedBytes ?? sink.committedLength }
+            if let segments, let start = segments.primaryStart, let index = segments.map.index(startingAt: start) {
+                // One segment, from where it stopped, of the version on record.
+                let segment = segments.map.segments[index]
+                plan = .resume(from: segment.next, ifRange: record.ifRangeValidator)
+            } else if !revalidating {
+                plan = ResumePlan.decide(
+                    offset: sink.receivedLength,
+                    validator: record.ifRangeValidator,
+                    // A URL moved to proves the partial's file by the overlap, validator or not; so
+                    // does a file the request continues, which Haul did not download.
+                    resumesWithoutValidator: environment.resumesWithoutValidator || moved != nil || provesByOverlap,
+                    continuesRange: continuesRange,
+                    decodesBodies: environment.easyHandles.options.decodesCompression,
+                    urlChanged: record.url != download.url.redactedString
+                )
+            }
+            if let stream { plan = try Self.plan(plan, for: stream, pinned: record.pinnedVersion != nil) }
+            if case .verify(let rangeStart, _, _) = plan { overlap = try sink.bytes(from: rangeStart) }
+        } catch {
+            return perform(machine.fail(attributed(error)))
+        }
+        guard let easy = easy ?? environment.easyHandles.take() else {
+            return perform(
+                machine.fail(DownloadError(code: .internalError, url: urlForErrors, detail: "curl_easy_init failed"))
+            )
+        }
+        // Bytes still in the buffer are the file's too: they are written before the next ones.
+        request = Request(offset: sink?.receivedLength ?? 0)
+        if let segments, let start = segments.primaryStart, let index = segments.map.index(startingAt: start) {
+            request.rangeLast = segments.map.segments[index].end - 1
+        }
+        var ifRange: String?
+        var target = download.url
+        var sendsHeaders = true
+        if case .follow(let url, let sameOrigin) = hop { (target, sendsHeaders) = (url, sameOrigin) }
+        switch plan {
+        case .resume(let offset, let validator):
+            request.ifRangeForm = ifRangeForm(for: target)
+            (request.rangeStart, ifRange) = (offset, validator.flatMap { _ in ifRangeValue(request.ifRangeForm) })
+        case .verify(let rangeStart, _, let validator):
+            // In the host's form too: an If-Range it ignored was asked again forever (a mirror).
+            request.ifRangeForm = ifRangeForm(for: target)
+            (request.rangeStart, ifRange) = (rangeStart, validator.flatMap { _ in ifRangeValue(request.ifRangeForm) })
+            request.overlap = overlap
+        case .restart(let reason):
+            // From 0; the answer replaces the partial once accepted (``decideResponse(easy:)``).
+            request.restartReason = reason
+        }
+        if hop == nil { startSpan() }
+        (request.target, request.sendsHeaders) = (target, sendsHeaders)
+        easy.configure(
+            url: target.absoluteString,
+            options: environment.easyHandles.options,
+            write: Transfer.writeCallback,
+            context: Unmanaged.passUnretained(self).toOpaque()
+        )
+        easy.setUserAgent(record.userAgent, options: environment.easyHandles.options)
+        if let limit = environment.rateLimiter.smallestLimit(for: self) {
+            // A chunk at most a twentieth of the rate: one read never overshoots a window by much.
+            easy.setReceiveBufferSize(Int(min(Int64(easy.receiveBufferSize), max(1024, limit / 20))))
+        }
+        let extra = sendsHeaders ? headers : []
+        if revalidating {
+            easy.setConditions(
+                rangeFrom: 0,
+                ifRange: nil,
+                ifNoneMatch: record.entityTag,
+                ifModifiedSince: record.entityTag == nil ? record.lastModified : nil,
+                extra: extra
+            )
+        } else {
+            easy.setConditions(rangeFrom: request.rangeStart, to: request.rangeLast, ifRange: ifRange, extra: extra)
+        }
+        self.easy = easy
+        let code = environment.reactor.add(easy.raw)
+        guard code == CURLM_OK else {
+            environment.easyHandles.recycle(easy)
+            self.easy = nil
+            return perform(
+                machine.fail(
+                    DownloadError(
+                        code: .internalError,
+                        url: urlForErrors,
+                        detail: "curl_multi_add_handle failed: \(String(cString: curl_multi_strerror(code)))"
+                    )
+                )
+            )
+        }
+        log(
+            .debug,
+            "request",
+            metadata: [
+                "haul.url": "\(hop == nil ? urlForErrors : target.redactedString)",
+                "haul.range.first": "\(request.rangeStart)",
+            ]
+        )
+        if hop == nil { events.publish(.connecting(progress())) }
+        return .none
+    }
+
+    /// The answer was a redirect to `location` (its body dropped): the next request goes there, with
+    /// the same range and conditions, or the download fails (too many redirects, a scheme Haul does
+    /// not download).
+    private func followRedirect(to location: String?) -> DownloadStateMachine.Action {
+        let redirect = Redirect.decide(
+            location: location,
+            original: download.url,
+            followed: redirectsFollowed,
+            limit: environment.easyHandles.options.maximumRedirects
+        )
+        switch redirect {
+        case .refuse(let error):
+            return perform(machine.transferEnded(.failed(attributed(error))))
+        case .follow(let target, _):
+            redirectsFollowed += 1
+            if download.url.scheme?.lowercased() == "https", target.scheme?.lowercased() == "http",
+                !warnedOfInsecureRedirect
+            {
+                // Followed, as curl and wget do; said once per download, not per attempt.
+                warnedOfInsecureRedirect = true
+                let shown = URL(string: target.redactedString) ?? target
+                events.publish(.warning(.insecureRedirect(shown)))
+            }
+            return startRequest(truncating: false, to: redirect)
+        }
+    }
+
+    /// Takes the request out of curl, if any.
+    func stopRequest() {
+        guard let easy else { return }
+        environment.reactor.remove(easy.raw)
+        countConnection(of: easy)
+        closeStreamWatch()
+        if parkedByLimiter || parkedByStream {
+            // A handle curl holds paused (with a chunk it kept) is not used again: it goes.
+            if parkedByLimiter { environment.rateLimiter.unpark(self) }
+            (parkedByLimiter, parkedByStream) = (false, false)
+        } else {
+            environment.easyHandles.recycle(easy)
+        }
+        self.easy = nil
+    }
+
+    /// A request's handle left curl: whether it opened a connection or went over one already open
+    /// (``Download/timings``). The transfer's own requests and its segments' alike.
+    func countConnection(of easy: EasyHandle) {
+        let (opened, answered) = (easy.connectionsOpened, easy.responseCode > 0)
+        download.ledger.withLock { $0.requestStopped(opened: opened, answered: answered) }
+    }
+
+    /// curl finished the request (its handle is still in the multi handle): decides how the attempt
+    /// ended and returns what the owner does next.
+    func requestEnded(_ result: CURLcode) -> DownloadStateMachine.Action {
+        guard let easy else { return .none }
+        if segments?.primaryStart != nil, case .receiving = machine.state {
+            // A segment of a file fetched over several connections.
+            return primaryFinished(result)
+        }
+        if result == CURLE_OK, case .connecting = machine.state {
+            if request.heldDecision != nil {
+                // The answer ended inside the stretch it had to repeat: it is not the rest of this file.
+                request.heldDecision = nil
+                _ = perform(feed(.retryFromZero(reason: .rangeMismatch)))
+            } else if !request.isRedirect {
+                // An empty body never reached the write callback: decide from the head now.
+                _ = perform(decideResponse(easy: easy))
+            }
+            if request.isRedirect {
+                let location = easy.redirectURL
+                stopRequest()
+                return followRedirect(to: location)
+            }
+        }
+        let ended: DownloadStateMachine.TransferResult
+        if result == CURLE_OK {
+            ended = finishedResult()
+        } else if result == CURLE_WRITE_ERROR, let error = request.bodyError {
+            // Refused before the body was accepted (the partial could not be read back to compare).
+            ended = .failed(error)
+        } else {
+            ended = .failed(
+                transportFailure(result, easy: easy, stalledFor: request.stalledFor, target: request.target)
+            )
+        }
+        stopRequest()
+        if machine.isDone { return .none }
+        return perform(machine.transferEnded(ended, progressed: bytesThisAttempt > 0))
+    }
+
+    /// Whether the file this download's last process was about to place (``DownloadRecord/placing``)
+    /// is at its destination (or, for a name chosen for the caller, at the `name.N` it moved on to):
+    /// that process was killed after the move and before its row said completed. The download
+    /// then completes from it; a partial file left beside it (older bytes the placed file replaced)
+    /// goes.
+    private func foundPlacedFile() -> Bool {
+        guard let identity = record.placing, !record.awaitsName else { return false }
+        let destination = download.destinationPath
+        guard let path = PlacedFile.find(identity, at: destination, numbered: record.movesPastFilesFound) else {
+            return false
+        }
+        unlink(partialPath)
+        if path != destination {
+            record.destination = path
+            download.update(destinationPath: path)
+        }
+        log(.debug, "found the file placed before the last process stopped", metadata: ["haul.path": "\(path)"])
+        return true
+    }
+
+    /// A request curl finished without error: did every announced byte arrive?
+    private func finishedResult() -> DownloadStateMachine.TransferResult {
+        guard case .receiving = machine.state, let sink else { return .finished }
+        if let end = request.rangeEnd, sink.receivedLength == end {
+            return .rangeEnded
+        }
+        if let total = record.totalBytes, sink.receivedLength != total {
+            return .failed(
+                DownloadError(
+                    code: .sizeMismatch,
+                    url: urlForErrors,
+                    detail: "the body ended after \(sink.receivedLength) of \(total) bytes"
+                )
+            )
+        }
+        if record.totalBytes == nil {
+            record.totalBytes = sink.receivedLength
+        }
+        return .finished
+    }
+
+    /// A request curl ended with `result` (not `CURLE_OK`), as the download's error: its stage from
+    /// curl's codes and this transfer's own (``DownloadError/stage``), the proxy named when the
+    /// address that could not be reached was the proxy's. For the transfer's own request and each
+    /// segment's.
+    func transportFailure(_ result: CURLcode, easy: EasyHandle?, stalledFor: Int64?, target: URL?) -> DownloadError {
+        var message =
+            stalledFor.map { "no data arrived for \($0) s (the stall timeout)" }
+            ?? easy?.errorMessage ?? String(cString: curl_easy_strerror(result))
+        var stage: DownloadError.TransportStage?
+        if stalledFor != nil {
+            stage = .stalled
+        } else if result == CURLE_COULDNT_CONNECT
+            || (result == CURLE_OPERATION_TIMEDOUT && easy?.madeConnection == false)
+        {
+            stage = .connecting
+            // curl says which address it could not reach; only its message does (curl 7.88 has
+            // no CURLINFO_USED_PROXY, and CURLINFO_PRIMARY_IP is empty when no connection was made).
+            if let proxy = Self.proxyAddress(in: message, for: target ?? download.url) {
+                message = "the proxy \(proxy) cannot be reached (\(message))"
+                stage = .connectingToProxy
+            }
+        }
+        var error = DownloadError(
+            code: result == CURLE_PARTIAL_FILE ? .sizeMismatch : .transport,
+            url: urlForErrors,
+            curlCode: Int(result.rawValue),
+            detail: message
+        )
+        error.stage = stage
+        return error
+    }
+
+    /// The address curl failed to connect to (its message: "Failed to connect to HOST port PORT …")
+    /// when it is not `url`'s: the proxy's. `nil` when it is the server's, or curl said otherwise.
+    static func proxyAddress(in message: String, for url: URL) -> String? {
+        let prefix = "Failed to connect to "
+        guard message.hasPrefix(prefix) else { return nil }
+        let words = message.dropFirst(prefix.count).split(separator: " ", maxSplits: 3)
+        guard words.count >= 3, words[1] == "port", let port = Int(words[2].prefix { $0.isNumber }) else { return nil }
+        let host = String(words[0])
+        let bare = { (name: String) in name.lowercased().filter { $0 != "[" && $0 != "]" } }
+        let urlPort = url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80)
+        guard bare(host) != bare(url.host ?? "") || port != urlPort else {
+            return nil
+        }
+        return "\(host):\(port)"
+    }
+
+    /// The form of `If-Range` the host of `target` honours: a CDN that ignored an ETag `If-Range`
+    /// gets a date, or none (``IfRangeForm``).
+    private func ifRangeForm(for target: URL) -> IfRangeForm {
+        environment.ifRangeForms.isEmpty ? .validator : environment.ifRangeForms[target.hostKey] ?? .validator
+    }
+
+    /// The `If-Range` value of the row's pin in `form` (``IfRangeForm``); `nil` for none.
+    func ifRangeValue(_ form: IfRangeForm) -> String? {
+        form.value(
+            entityTag: record.entityTag,
+            lastModified: record.lastModified,
+            lastModifiedIsStrong: record.lastModifiedIsStrong
+        )
+    }
+
+    /// `plan` for a body that goes to `stream`, whose bytes cannot be read back or taken back: a
+    /// discarded body with nothing kept to check a resume with is counted again from its start; a
+    /// decoded body of a `pinned` version is asked for from its start again, its answer read past
+    /// the bytes the reader has when it is that version (``decideResponse(easy:)``); a stream that
+    /// would have to start over otherwise fails now, before a request, saying why.
+    static func plan(_ plan: ResumePlan, for stream: StreamTarget, pinned: Bool) throws(DownloadError) -> ResumePlan {
+        switch plan {
+        case .resume:
+            return plan
+        case .verify(let rangeStart, _, _):
+            guard stream.discards, stream.acceptedBytes(from: rangeStart) == nil else { return plan }
+            return .restart(.noValidator)
+        case .restart(.decodedBody) where pinned:
+            return plan
+        case .restart(let reason):
+            if let error = stream.cannotStartOver(because: reason) { throw error }
+            return plan
+        }
+    }
+
+    /// Empties the partial file and forgets what the row knew of the bytes that were in it, but its
+    /// validators: they pin the version the download had, and an answer that replaces it must name
+    /// its own version as strongly (``PinnedVersion``, ``ResponseDecision``), so that an error page
+    /// sent as 200 after a restart is not taken for the new file.
+    private func emptyPartial(_ sink: FileSink) throws(DownloadError) {
+        try sink.truncate()
+        partialTruncated()
+        dropSegments()
+        record.totalBytes = nil
+    }
+
+    /// The partial file was emptied: syncs still running for it describe bytes that are gone.
+    func partialTruncated() {
+        record.bytesSynced = 0
+        environment.syncs.truncated(id)
+    }
+}

@@ -1,0 +1,311 @@
+import CHaul
+import Dispatch
+import FoundationEssentials
+import Glibc
+import HaulIO
+import HaulValues
+
+/// The answer's head decided (``ResponseDecision``), the body accepted or refused, the file named.
+extension Transfer {
+    /// Reads the final response's head and feeds the machine its decision; a redirect is noted
+    /// instead (``Request/isRedirect``), and followed once curl finished it.
+    func decideResponse(easy: EasyHandle) -> DownloadStateMachine.Action {
+        let status = easy.responseCode
+        if Redirect.isRedirect(status: status), easy.header("Location") != nil {
+            request.isRedirect = true
+            log(.debug, "redirect", metadata: ["haul.status": "\(status)"])
+            return .none
+        }
+        var head = ResponseHead(
+            status: status,
+            contentRange: easy.header("Content-Range"),
+            contentLength: easy.contentLength,
+            entityTag: easy.header("ETag"),
+            lastModified: easy.header("Last-Modified"),
+            date: easy.header("Date"),
+            contentEncoding: easy.header("Content-Encoding").flatMap { $0.lowercased() == "identity" ? nil : $0 },
+            conflictingContentLengths: easy.conflictingValues(of: "Content-Length")
+        )
+        if head.contentEncoding != nil, environment.easyHandles.options.decodesCompression {
+            // curl decodes the body: its Content-Length counts encoded bytes, not the file's.
+            head.contentLength = nil
+            head.conflictingContentLengths = nil
+        }
+        // The version on record: a resume's answer must be of it, and an answer from byte 0 (a
+        // restart) must name its own as strongly to replace it.
+        let pinned = record.pinnedVersion
+        if pinned != nil {
+            // A resume's or a restart's answer: what tells an error page, or an ignored If-Range.
+            head.contentType = easy.header("Content-Type")
+            head.acceptsRanges = easy.header("Accept-Ranges")?.lowercased() == "bytes"
+        }
+        request.head = head
+        spanAnswered(status: status)
+        request.rangeEnd = ResponseDecision.rangeEnd(of: head)
+        var decision = ResponseDecision.decide(
+            head: head,
+            requestedOffset: request.rangeStart,
+            knownTotal: record.totalBytes,
+            knownEntityTag: request.offset > 0 ? record.entityTag : nil,
+            revalidating: revalidating,
+            pinned: pinned,
+            ifRange: (request.ifRangeForm, record.lastModifiedIsStrong && record.lastModified != nil)
+        )
+        // Retry-After only matters for a response that is retried (each header lookup walks them all).
+        if !(200..<300).contains(head.status) {
+            request.retryAfter = RetryPolicy.parseRetryAfter(easy.header("Retry-After"))
+        }
+        log(
+            .debug,
+            "response",
+            metadata: ["haul.status": "\(head.status)", "haul.decision": "\(decision)"]
+        )
+        // What the answer is of the version on record (`nil`: none is).
+        let version = pinned?.match(entityTag: head.entityTag, lastModified: head.lastModified)
+        if let reason = request.restartReason, case .append(let total) = decision {
+            // A stream asked for a decoded body from its start again gets another version: that is
+            // what it fails for (it cannot start over), not the decoding.
+            let changed = stream != nil && reason == .decodedBody && version == .other
+            decision = .replace(total: total, reason: changed ? .remoteChanged : reason)
+        }
+        if request.rangeLast != nil { decision = segmentDecision(head, otherwise: decision) }
+        if case .replace(let total, let reason) = decision,
+            let skip = repeatedBytes(total: total, reason: reason, sameVersion: version == .same)
+        {
+            // The same file from byte 0 (the pinned version, or one whose overlap is compared next):
+            // the bytes the download has (a stream's reader, a partial file) are dropped as they come
+            // again, and the rest is appended.
+            request.skipping = skip
+            request.heldDecision = .append(total: total)
+            log(.debug, "an answer from byte 0; reading past the bytes held", metadata: ["haul.bytes": "\(skip)"])
+            events.publish(.warning(.repeatedBytesReadPast(skip, reason: reason)))
+            return .none
+        }
+        if request.overlap != nil {
+            switch decision {
+            case .append(let total?) where record.totalBytes != nil && total != record.totalBytes:
+                decision = .retryFromZero(reason: .remoteChanged)
+            case .append:
+                // Appended only once the answer's first bytes are the partial's last ones.
+                request.heldDecision = decision
+                return .none
+            default:
+                request.overlap = nil  // a whole file, a failure: nothing to compare
+            }
+        }
+        return feed(decision)
+    }
+
+    /// How many bytes of an answer from byte 0 repeat what the download has, when it may go on past
+    /// them rather than start over: the server ignored `Range` (or a decoded body was asked for from
+    /// its start again), the answer is long enough, and either the bytes before the resume point are
+    /// compared first (an unvalidated resume's overlap; any download at a URL moved to, which must
+    /// prove the partial and would be dropped otherwise), or it is the version the download is pinned
+    /// to (`sameVersion`: its strong validator). For a stream, which cannot start over, and for a partial file, which
+    /// keeps what it has (should this answer be cut short too, nothing is lost, and the next one may
+    /// honour `Range`: two servers behind one name). A body discarded or in memory starts over
+    /// otherwise, as does a file fetched in segments.
+    private func repeatedBytes(total: Int64?, reason: RestartReason, sameVersion: Bool) -> Int64? {
+        let held = sink?.receivedLength ?? 0
+        guard reason == .rangeIgnored || reason == .decodedBody, held > 0, total.map({ $0 >= held }) ?? true
+        else { return nil }
+        let keepsHeld = stream.map { !$0.discards } ?? (segmentedBytes == nil)
+        if request.overlap != nil, reason == .rangeIgnored, moved != nil || keepsHeld { return request.rangeStart }
+        return keepsHeld && sameVersion ? held : nil
+    }
+
+    /// Gives the machine a decision on the response (vetted, for a URL the download moved to).
+    func feed(_ decision: ResponseDecision) -> DownloadStateMachine.Action {
+        var decision = vet(decision)
+        // A stream's bytes cannot be taken back: one that would start over fails now, saying why.
+        switch decision {
+        case .retryFromZero(let reason), .replace(_, let reason):
+            if let error = stream?.cannotStartOver(because: reason) { decision = .rejectURL(attributed(error)) }
+        default:
+            break
+        }
+        let action = machine.responseReceived(decision)
+        switch decision {
+        case .retryFromZero(let reason):
+            guard case .closing(.restartFromZero) = machine.state else { break }
+            restarted(because: reason, discarding: bytesOnDisk)
+        case .askAgain(let form):
+            // The host ignored this If-Range: it is asked in the next form from now on.
+            let host = (request.target ?? download.url).hostKey
+            environment.ifRangeForms[host] = form
+            log(.debug, "the server ignored If-Range; asking again", metadata: ["haul.if-range": "\(form)"])
+        case .unproven(let detail):
+            log(.debug, "an answer that does not prove it is the file", metadata: ["haul.reason": "\(detail)"])
+        default:
+            break
+        }
+        return action
+    }
+
+    /// The download starts over: `discarded` bytes it had will come again.
+    func restarted(because reason: RestartReason, discarding discarded: Int64) {
+        environment.metrics.restarted(reason).increment()
+        environment.metrics.bytesResent.increment(by: discarded)
+        log(.debug, "restarting from zero", metadata: ["haul.reason": "\(reason)"])
+        events.publish(.restarted(reason))
+    }
+
+    /// The response was accepted: check what it announces, empty the partial file when the body
+    /// starts from zero, and take the response's validators into the row.
+    func acceptBody(total: Int64?, truncating: Bool, restart: RestartReason?) {
+        guard let sink, let head = request.head else { return }
+        environment.metrics.timeToFirstByte.recordNanoseconds(DispatchTime.now().uptimeNanoseconds - request.startedAt)
+        download.ledger.withLock { $0.bodyStarted() }
+        request.head = nil  // read once
+        if let total, let expected = record.expectedSize, total != expected {
+            bodyFailed(
+                DownloadError(
+                    code: .checksumMismatch,
+                    url: urlForErrors,
+                    detail: "the server announced \(total) bytes where \(expected) were expected"
+                )
+            )
+            return
+        }
+        if let total, let maximum = maximumSize, total > maximum {
+            bodyFailed(tooLarge("the file is \(total) bytes, more than the maximum of \(maximum)"))
+            return
+        }
+        // A body in memory gets its room at once.
+        if let total, let collector = stream?.collector { collector.expect(total) }
+        let discarded = sink.receivedLength
+        if truncating {
+            do {
+                try sink.truncate()
+                partialTruncated()
+                dropSegments()
+            } catch {
+                bodyFailed(attributed(error))
+                return
+            }
+        }
+        if record.awaitsName, let easy, !chooseFileName(easy) { return }
+        moved = nil  // proven: its answer continues the partial
+        record.attempts += 1
+        followURL()
+        if let easy {
+            // The URL this request went to (the download's, a mirror's or where a redirect led):
+            // Haul follows redirects itself, so it is curl's effective URL, without a copy of
+            // curl's text kept by every live transfer. Its credentials are removed when read
+            // (``Download/response``), off the loop's per-file path.
+            download.record(
+                DownloadResponse(
+                    url: request.target ?? download.url,
+                    status: head.status,
+                    contentType: easy.header("Content-Type"),
+                    entityTag: head.entityTag,
+                    lastModified: head.lastModified,
+                    totalBytes: total,
+                    // A body in memory, a stream: its reader may want them; not a discarded body
+                    // (a load test's: no cost per body for what nobody reads) nor a file.
+                    headers: stream.map { !$0.discards || $0.collector != nil } == true ? easy.responseHeaders() : []
+                )
+            )
+        }
+        if let restart { restarted(because: restart, discarding: discarded) }
+        if let encoding = head.contentEncoding, !environment.easyHandles.options.decodesCompression {
+            log(
+                .debug,
+                "an encoded body nobody asked for is saved as sent",
+                metadata: ["haul.encoding": "\(encoding)"]
+            )
+            events.publish(.warning(.unrequestedContentEncoding(encoding)))
+        }
+        // A whole file, or one whose overlap matched: this answer's validators vouch for the partial.
+        if truncating || request.rangeStart < request.offset || request.offset == 0 {
+            record.entityTag = head.entityTag
+            record.lastModified = head.lastModified
+            record.lastModifiedIsStrong = HTTPDate.isStrong(lastModified: head.lastModified, date: head.date)
+        }
+        // A stream cannot be read back: it keeps its last bytes, which a resume checks the answer
+        // with (no validator to pin the version, another URL the next answer may come from, or an
+        // answer from byte 0 read past that must repeat them, whatever its validator says).
+        stream?.keepTail(Int(ResumePlan.overlapLength))
+        if total != nil || truncating {
+            record.totalBytes = total
+        }
+        planSegments(total: total, head: head, acceptsRanges: easy?.header("Accept-Ranges")?.lowercased() == "bytes")
+        // A body that fits in the buffer is collected there whole: one write, by the disk thread.
+        if segments == nil, let total, total - sink.receivedLength <= Int64(environment.buffers.bufferSize) {
+            sink.collectsWholeRest()
+        }
+        // A file larger than its buffer reserves its blocks now: a disk too small fails at the start.
+        if environment.preallocatesFiles, let total, total > sink.receivedLength + Int64(environment.buffers.bufferSize)
+        {
+            do {
+                try sink.preallocate(total)
+            } catch {
+                bodyFailed(attributed(error))
+                return
+            }
+        }
+        // A resume trusts the row's validators for the bytes in the partial file, so the row must have
+        // this response's before any of its bytes is written there. Until then it can wait: a download
+        // that ends inside its buffer writes its row once, at completion, instead of twice.
+        rowBehind = true
+        if store.isInMemory {
+            // The row of a stream, a body in memory or a discard: this process's alone, and read
+            // again only by a later transfer of it, after this one set it aside (a pause, a retry's
+            // wait), which writes the row whole. Nothing on disk trusts its validators meanwhile.
+            rowBehind = false
+        } else if let segments {
+            // The other connections go where this answer came from (after redirects).
+            (segments.target, segments.sendsHeaders) = (request.target ?? download.url, request.sendsHeaders)
+            // Other connections write their segments from this turn's end: the row (validators,
+            // map) must be written first.
+            guard catchUpRow() else { return }
+            askForConnections()
+        } else if sink.committedLength > 0 {
+            guard catchUpRow() else { return }
+        } else {
+            sink.beforeFirstWrite = { [unowned self] () throws(DownloadError) in
+                _ = catchUpRow()
+                if let error = request.bodyError { throw error }
+            }
+        }
+        events.publish(.receiving(progress()))
+    }
+
+    /// Names the file of a download into a folder, from this answer (``ServerFileName``), before its
+    /// first byte is written: the first free one of `name`, `name.1`, `name.2`… (free: nothing is
+    /// there, no running download chose it, and no row of the journal holds it). The row records it
+    /// with the response's validators. Returns `false` when the download failed instead.
+    func chooseFileName(_ easy: EasyHandle) -> Bool {
+        guard let folder = record.folder else { return true }
+        let name = ServerFileName.choose(contentDisposition: easy.header("Content-Disposition"), url: easy.effectiveURL)
+        var status = stat()
+        let free: String?
+        do {
+            free = try ServerFileName.firstFree(name, in: folder) { path throws(DownloadError) in
+                if environment.claimedNames.contains(path) || lstat(path, &status) == 0 { return true }
+                return try store.destinationIsTaken(path, except: id)
+            }
+        } catch {
+            bodyFailed(attributed(error))
+            return false
+        }
+        guard let path = free else {
+            let last = ServerFileName.numbered(name, ServerFileName.lastCounter)
+            bodyFailed(
+                DownloadError(
+                    code: .fileSystem,
+                    url: urlForErrors,
+                    errno: EEXIST,
+                    path: "\(folder)/\(name)",
+                    detail: "every name from '\(name)' to '\(last)' is taken"
+                )
+            )
+            return false
+        }
+        environment.claimedNames.insert(path)
+        record.destination = path
+        download.update(destinationPath: path)
+        log(.debug, "file named by the server", metadata: ["haul.path": "\(path)"])
+        return true
+    }
+}

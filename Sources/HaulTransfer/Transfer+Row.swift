@@ -1,0 +1,143 @@
+import HaulIO
+import HaulValues
+
+/// The transfer's journal row: written when the download's state changes, when a response's
+/// validators must precede its bytes, and at checkpoints.
+extension Transfer {
+    /// Records where the download stands after `event` (the row's machine decides the state). A
+    /// failure to write the journal is logged, not fatal: the partial file itself is what a resume
+    /// trusts first.
+    func recordRow(after event: QueueEvent, bytes: Int64) {
+        record.apply(event)
+        record.bytesCommitted = bytes
+        if let map = committedMap { record.segments = map.encoded }
+        writeRow()
+    }
+
+    /// Writes the row as it stands (it is no longer behind). A failure is logged, not fatal: the
+    /// partial file itself is what a resume trusts first.
+    func writeRow() {
+        rowBehind = false
+        sink?.beforeFirstWrite = nil
+        do {
+            try store.update(record, for: id, at: rowID)
+        } catch {
+            log(
+                .warning,
+                "could not write the journal",
+                metadata: ["haul.error": "\(error)"]
+            )
+        }
+    }
+
+    /// Writes the row that ``acceptBody(total:truncating:restart:)`` left for later: whether it could
+    /// (a failure fails the body).
+    @discardableResult
+    func catchUpRow() -> Bool {
+        guard rowBehind else { return true }
+        rowBehind = false
+        do {
+            try store.update(record, for: id, at: rowID)
+            return true
+        } catch {
+            bodyFailed(attributed(error))
+            return false
+        }
+    }
+
+    /// The row takes the URL whose answer was accepted (a caller may have asked for the download
+    /// from another URL since the partial's bytes were written): without its user name and password,
+    /// as always on disk. Until then the row keeps the URL its bytes came from, so that a change is
+    /// seen, and checked (``ResumePlan``), by the next request, in this process or the next.
+    func followURL() {
+        let url = download.url
+        let stored = url.redactedString
+        guard record.url != stored else { return }
+        record.url = stored
+        record.host = url.hostKey
+    }
+
+    /// Stops the transfer for now (paused, interrupted, or waiting to retry): writes what is buffered
+    /// and records the row after `event` with the bytes on disk. Returns them, as progress; the owner
+    /// syncs them.
+    func stopAndRecord(_ event: QueueEvent) -> DownloadProgress {
+        stopAll()
+        returnToProvenURL()
+        do {
+            try sink?.close()
+        } catch {
+            log(
+                .debug,
+                "could not write buffered bytes",
+                metadata: ["haul.error": "\(error)"]
+            )
+        }
+        sink = nil
+        speed.reset()
+        let progress = progress()
+        recordRow(after: event, bytes: progress.bytesReceived)
+        return progress
+    }
+
+    /// Every checkpoint interval: hands buffered bytes to the kernel and records them. Returns the
+    /// bytes to sync, or `nil` when the download is not receiving or its write failed (the write
+    /// callback meets the same error and fails the download).
+    package func checkpointReceiving() -> Int64? {
+        guard case .receiving = machine.state, let sink else { return nil }
+        do {
+            try sink.flush()
+            for fetch in segments?.fetches ?? [] { try fetch.sink.flush() }
+        } catch {
+            return nil
+        }
+        let bytes = segmentedBytes ?? sink.committedLength
+        recordRow(after: .progressed, bytes: bytes)
+        return bytes
+    }
+
+    /// The download's bytes are all received: the job that writes what is still buffered, makes the
+    /// bytes durable, checks them and only then renames them into place (or, for an unchanged file,
+    /// keeps the destination), for the disk thread.
+    func finishJob(keepingDestination: Bool) -> FinishJob {
+        stopAll()
+        if let total = segments?.map.total {
+            // Every segment is whole: the row's map has nothing more to say.
+            record.totalBytes = total
+            segments = nil
+            record.segments = nil
+        }
+        var remainder: PartialRemainder?
+        if let sink {
+            self.sink = nil
+            if record.totalBytes == nil { record.totalBytes = sink.receivedLength }
+            remainder = sink.handOff()
+            // A whole file in its buffer is the disk thread's to write, unless the buffers are
+            // nearly all in use (waiting on the disk thread): then the loop writes it and frees
+            // its buffer now, so that receiving transfers still find one. (At half, with a buffer
+            // per slot, the loop wrote nearly every small file itself: 7 % of its time.)
+            let buffers = environment.buffers
+            if rowBehind, buffers.inUseCount >= buffers.limit - buffers.limit / 8,
+                let written = remainder?.writtenNameless(in: FilePath.directory(of: partialPath))
+            {
+                remainder = written
+            }
+        }
+        return FinishJob(
+            id: id,
+            partialPath: partialPath,
+            destination: download.destinationPath,
+            remainder: remainder,
+            writeWhole: rowBehind,
+            keepDestination: keepingDestination,
+            expectedSize: record.expectedSize,
+            expectedChecksum: record.expectedChecksum.flatMap(Checksum.init),
+            url: urlForErrors,
+            modificationTime: environment.setsModificationTimeFromServer
+                ? record.lastModified.flatMap(HTTPDate.parse)?.timeIntervalSince1970 : nil,
+            replaces: record.movesPastFilesFound
+                ? .ownOnly(placedModificationTime: record.placedModificationTime) : .any,
+            journal: store,
+            confinedTo: confinedTo
+        )
+    }
+}

@@ -1,0 +1,192 @@
+import CHaul
+import Dispatch
+import FoundationEssentials
+import Glibc
+import HaulIO
+import HaulValues
+
+extension Transfer {
+    /// How many connections this download may use.
+    var connectionsAllowed: Int { min(64, max(1, record.connections ?? environment.connectionsPerFile)) }
+
+    /// Its connections in curl now: its own request and its segments' others.
+    package var liveConnections: Int { (easy != nil ? 1 : 0) + (segments?.fetches.count ?? 0) }
+
+    /// Whether another connection would have work now (the scheduler grants it, ``Admission``).
+    package var wantsConnection: Bool {
+        guard let segments, case .receiving = machine.state,
+            liveConnections < segments.connections
+        else { return false }
+        return segments.hasWorkForAnotherConnection(now: DispatchTime.now().uptimeNanoseconds)
+    }
+
+    /// Asks the scheduler for more connections at the end of this loop turn, if they have work.
+    package func askForConnections() {
+        if wantsConnection { environment.wantsConnection(self) }
+    }
+
+    // MARK: planning
+
+    /// The accepted answer announced `total` bytes: split the file when the download may use several
+    /// connections, the server honours ranges (a 206, or a 200 with `Accept-Ranges: bytes`), the
+    /// answer carries a strong validator (every segment's answer is checked against it), and the
+    /// bytes left are at least two minimum segments. Runs before the answer's first byte is written.
+    func planSegments(total: Int64?, head: ResponseHead, acceptsRanges: Bool) {
+        guard segments == nil, !segmentsRefused, connectionsAllowed > 1, let total, let sink, !revalidating,
+            urls.isEmpty, head.status == 206 || (head.status == 200 && acceptsRanges), request.rangeEnd == nil,
+            record.ifRangeValidator != nil, head.contentEncoding == nil,
+            total - sink.receivedLength >= 2 * environment.minimumSegmentSize
+        else { return }
+        let map = SegmentMap.plan(
+            total: total,
+            connections: connectionsAllowed,
+            minimumSize: environment.minimumSegmentSize,
+            written: sink.receivedLength
+        )
+        guard map.segments.count > 1 else { return }
+        let made = Segments(
+            map: map,
+            connections: connectionsAllowed,
+            minimumSize: environment.minimumSegmentSize,
+            target: request.target ?? download.url,
+            sendsHeaders: request.sendsHeaders
+        )
+        made.primaryStart = 0
+        segments = made
+        record.segments = map.encoded
+        log(
+            .debug,
+            "split over connections",
+            metadata: [
+                "haul.segments": "\(map.segments.count)", "haul.total": "\(total)",
+            ]
+        )
+    }
+
+    /// A resumed download whose row holds a map: its segments again, the transfer's own request
+    /// taking the first one left. A map that does not fit the row (or a URL that changed: the other
+    /// URL's file is not proven yet) is dropped, and with it the partial's bytes.
+    func restoreSegments() -> Bool {
+        guard segments == nil, let text = record.segments else { return true }
+        guard !revalidating, moved == nil, record.url == download.url.redactedString, urls.isEmpty,
+            let total = record.totalBytes, record.ifRangeValidator != nil,
+            let map = SegmentMap(encoded: text, total: total)
+        else {
+            record.segments = nil
+            return false
+        }
+        let restored = Segments(
+            map: map,
+            connections: max(1, connectionsAllowed),
+            minimumSize: environment.minimumSegmentSize,
+            target: download.url,
+            sendsHeaders: true
+        )
+        segments = restored
+        return true
+    }
+
+    /// The first request of an attempt of a segmented download: the transfer's own request takes the
+    /// first segment no connection fetches, and its sink moves there. Returns `false` when every
+    /// segment is whole (nothing to ask for).
+    func takeFirstSegmentLeft(_ sink: FileSink) throws(DownloadError) -> Bool {
+        guard let segments else { return true }
+        segments.primaryStart = nil
+        guard let index = segments.map.firstUnowned(segments.owned) else { return false }
+        let segment = segments.map.segments[index]
+        try sink.move(to: segment.next)
+        segments.primaryStart = segment.start
+        return true
+    }
+
+    /// The decision on an answer to the transfer's own request for one segment: the same file (a 206
+    /// from the asked byte with the same length and validator) is appended; another version (another
+    /// validator of the pin's kind), or the whole file, starts over; an answer that names no version
+    /// (an error page as 200) is a failed attempt; any other answer is decided as usual.
+    func segmentDecision(_ head: ResponseHead, otherwise decision: ResponseDecision) -> ResponseDecision {
+        guard let segments, let pin = record.pinnedVersion else { return decision }
+        let match = pin.match(entityTag: head.entityTag, lastModified: head.lastModified)
+        guard (200...299).contains(head.status) else { return decision }
+        if match == .unproven {
+            return .unproven(
+                PinnedVersion.unprovenDetail(kind: pin.kind, contentType: head.contentType, length: head.contentLength)
+            )
+        }
+        if match == .other { versionsDiffered() }
+        switch head.status {
+        case 206:
+            guard case .range(let first, _, let total)? = head.contentRange.flatMap(ContentRange.init),
+                total == segments.map.total, match == .same
+            else { return .retryFromZero(reason: .remoteChanged) }
+            guard first == request.rangeStart else { return .retryFromZero(reason: .rangeMismatch) }
+            return .append(total: total)
+        case 200:
+            let ignored = match == .same && head.contentLength == segments.map.total
+            if ignored { segmentsRefused = true }
+            return .replace(total: head.contentLength, reason: ignored ? .rangeIgnored : .remoteChanged)
+        default:
+            return decision
+        }
+    }
+
+    /// Connections of this download were answered with different versions of the file. At the
+    /// second time (two servers behind one name, each with its own version, as a load balancer
+    /// spreads connections), the download goes on over one connection, on one version, and says why.
+    func versionsDiffered() {
+        versionConflicts += 1
+        guard versionConflicts == 2, !segmentsRefused else { return }
+        segmentsRefused = true
+        log(.debug, "connections got different versions of the file; one connection from now on")
+        events.publish(.warning(.versionsDiffer))
+    }
+
+    /// Forgets the segments (the partial is emptied): their connections stop.
+    func dropSegments() {
+        stopFetches()
+        segments = nil
+        record.segments = nil
+    }
+
+    // MARK: bytes
+
+    /// Bytes received and still in a sink's buffer, by the start of their segment.
+    private var pendingBytes: [Int64: Int64] {
+        guard let segments else { return [:] }
+        var pending: [Int64: Int64] = [:]
+        if let start = segments.primaryStart, let sink { pending[start] = Int64(sink.bufferedCount) }
+        for fetch in segments.fetches { pending[fetch.start, default: 0] += Int64(fetch.sink.bufferedCount) }
+        return pending
+    }
+
+    /// The map of the bytes handed to the kernel (buffered ones left out): what the journal says.
+    var committedMap: SegmentMap? { segments.map { $0.map.withoutPending(pendingBytes) } }
+
+    /// Bytes written to the partial file over all segments.
+    var segmentedBytes: Int64? { committedMap?.bytesWritten }
+
+    /// A sink of a segment handed bytes to the kernel: the row says so at once (in this loop turn's
+    /// transaction), so that a killed process re-fetches at most a buffer per connection.
+    func segmentBytesWritten() {
+        guard let map = committedMap else { return }
+        record.segments = map.encoded
+        record.bytesCommitted = map.bytesWritten
+        writeRow()
+    }
+
+    /// The transfer's own request takes `bytes` for its segment: the bytes that fit in it, and
+    /// whether the segment is whole with bytes left over (the rest of the answer is not wanted).
+    func clipToPrimarySegment(_ bytes: UnsafeRawBufferPointer) -> (UnsafeRawBufferPointer, cut: Bool) {
+        guard let segments, let start = segments.primaryStart, let index = segments.map.index(startingAt: start)
+        else { return (bytes, false) }
+        let room = segments.map.segments[index].remaining
+        guard Int64(bytes.count) > room else { return (bytes, false) }
+        return (UnsafeRawBufferPointer(rebasing: bytes[0..<Int(room)]), true)
+    }
+
+    /// The transfer's own request wrote `count` bytes of its segment.
+    func primaryWrote(_ count: Int) {
+        guard let segments, let start = segments.primaryStart, let index = segments.map.index(startingAt: start)
+        else { return }
+        segments.map.wrote(Int64(count), in: index)
+    }
+}

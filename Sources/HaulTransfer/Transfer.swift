@@ -1,0 +1,369 @@
+import CHaul
+import Dispatch
+import FoundationEssentials
+import Glibc
+import HaulIO
+import HaulValues
+import Logging
+import Tracing
+
+/// The loop thread's side of one admitted download, as AsyncHTTPClient's `RequestBag` is of one
+/// request: it owns its state machine, its partial file (``FileSink``), its curl request and the
+/// decision on each response, and performs the actions of its machine that concern them. The actions
+/// that reach beyond it (pause, complete, retry, fail, cancel: slots, the queue, the disk lanes) are
+/// returned to its owner, the ``Scheduler``, which performs them.
+///
+/// Exists from admission until the download pauses or ends; a queued download is only a journal row.
+/// Loop thread only; the public ``Download`` talks to it through commands.
+package final class Transfer {
+    let download: Download
+    /// Where its events go (its download's hub).
+    let events: any DownloadEventSink
+    let store: Journal
+    let environment: TransferEnvironment
+    /// The caller's context when it asked for the download: the parent of its attempts' spans.
+    let serviceContext: ServiceContext?
+    /// The current attempt's span (``startSpan()``), and the bytes received when it began.
+    var span: (any Span)?
+    var spanStartBytes: Int64 = 0
+    /// Attempts begun in this admission.
+    var attemptsStarted = 0
+    /// When it was admitted (uptime nanoseconds): its duration's start.
+    let admittedAt = DispatchTime.now().uptimeNanoseconds
+    /// Its messages' logger: its request's (``DownloadRequest/logger``) or the manager's. Messages
+    /// go through ``log(_:_:metadata:)``, which adds `haul.download.id` and `haul.url`.
+    private let baseLogger: Logger
+
+    /// Logs `message` with `metadata`, the download's id and, unless `metadata` names another, the
+    /// URL in use (without credentials); nothing is built unless `level` is enabled (a transfer's
+    /// metadata made for each download cost the loop even when nobody logs).
+    package func log(
+        _ level: Logger.Level,
+        _ message: @autoclosure () -> Logger.Message,
+        metadata: @autoclosure () -> Logger.Metadata = [:]
+    ) {
+        guard baseLogger.logLevel <= level else { return }
+        var all = metadata()
+        all["haul.download.id"] = "\(id)"
+        if all["haul.url"] == nil { all["haul.url"] = "\(urlForErrors)" }
+        baseLogger.log(level: level, message(), metadata: all)
+    }
+    /// Where the download is in its life; the source of every decision.
+    var machine: DownloadStateMachine
+    /// The download's journal row as this transfer last wrote it or will write it.
+    var record: DownloadRecord
+    /// The partial file, from the first request until the transfer is set aside or handed off.
+    var sink: FileSink?
+    /// The curl handle of the request in flight.
+    var easy: EasyHandle?
+    /// What the current request asked for and what its answer said; replaced with each request.
+    var request = Request()
+    /// Revalidating a complete file: the request is conditional, and a 304 keeps the destination.
+    let revalidating: Bool
+    /// The partial file's length when this attempt's first request was made: an attempt progressed
+    /// only if it took the file past it (a restart from zero within the attempt does not count).
+    var lengthAtAttemptStart: Int64?
+    /// The record holds a response's validators and attempt that the journal lacks yet: they are
+    /// written before the first bytes of that response reach the partial file (see
+    /// ``acceptBody(total:truncating:restart:)``), or with the next row written for another reason.
+    var rowBehind = false
+    /// Where its row is in the journal's table (from the claim): the row's writes find it there.
+    let rowID: Int64?
+    var speed = SpeedMeter()
+    var lastProgressAt: UInt64 = 0
+    /// The headers its requests send (the manager's, with the download's over them): to the
+    /// download's origin only (``Redirect``).
+    var headers: [DownloadHeader]
+    /// Redirects followed since the last request to the download's URL.
+    var redirectsFollowed = 0
+    /// Whether ``DownloadWarning/insecureRedirect(_:)`` was published (once per download).
+    var warnedOfInsecureRedirect = false
+    /// Its mirrors and moves, made only for a transfer that has mirrors or moves (most never do:
+    /// 10,000 live transfers each kept a kilobyte more when these were stored inline).
+    private var otherURLs: OtherURLs?
+
+    /// What a transfer knows of its other URLs.
+    final class OtherURLs {
+        /// Every URL of a download with mirrors: the one in use, then the others in order.
+        var urls: [URL] = []
+        /// URLs that served another file than the partial's, which it does not use again.
+        var dropped: Set<URL> = []
+        /// Set when the download moved to another URL (a mirror, a fresh URL) after this failure,
+        /// until that URL's answer is accepted: an answer that is another file than the partial's
+        /// drops the URL instead of replacing the bytes (``Transfer/vet(_:)``). `counted`: the move
+        /// used one of the machine's alternatives.
+        var moved: (cause: DownloadError, counted: Bool, from: URL)?
+    }
+
+    private var others: OtherURLs {
+        if let otherURLs { return otherURLs }
+        let made = OtherURLs()
+        otherURLs = made
+        return made
+    }
+
+    var urls: [URL] { otherURLs?.urls ?? [] }
+    var droppedURLs: Set<URL> {
+        get { otherURLs?.dropped ?? [] }
+        set { others.dropped = newValue }
+    }
+    var moved: (cause: DownloadError, counted: Bool, from: URL)? {
+        get { otherURLs?.moved }
+        set { if newValue != nil || otherURLs != nil { others.moved = newValue } }
+    }
+    /// curl holds the transfer paused for the rate limiter (``RateLimiter``).
+    var parkedByLimiter = false
+    /// The stream its body goes to instead of a partial file (``StreamTarget``), for this process.
+    let stream: StreamTarget?
+    /// The request continues a file Haul did not download (``DownloadRequest/continuesExistingFile``):
+    /// bytes on disk with no validator are proven by the overlap, as with `resumesWithoutValidator`.
+    let provesByOverlap: Bool
+    /// The folder its name must stay inside when the file is placed (``DownloadRequest/confinedTo``).
+    let confinedTo: String?
+    /// curl holds the transfer paused until the stream's reader takes what is pending.
+    var parkedByStream = false
+    /// The watch on the stream's descriptor while the reader is behind (``Transfer+Stream``).
+    var streamWatch: DescriptorWatch?
+    /// What is called once the stream took the last bytes of a complete body.
+    var streamFinishing: ((Result<Int64, DownloadError>) -> Void)?
+    /// Its segments and other connections, while it is fetched over several (most never are).
+    var segments: Segments?
+    /// A server answered a segment's range with the whole file: this transfer uses one connection.
+    var segmentsRefused = false
+    /// The bytes received when they last changed, and when (uptime nanoseconds): what tells a
+    /// stall (``stalledRequests(now:after:)``).
+    var stallMark: (bytes: Int64, since: UInt64)?
+    /// How many times connections of a download over several were answered with different versions
+    /// of the file: at the second, it goes on over one connection (two servers behind one name).
+    var versionConflicts = 0
+
+    /// One request of the transfer: what it asked for and what the answer said.
+    struct Request {
+        /// The partial file's length when the request was made: where the answer's new bytes go.
+        var offset: Int64 = 0
+        /// When it was made (uptime nanoseconds): the time to its first byte starts here.
+        var startedAt = DispatchTime.now().uptimeNanoseconds
+        /// Where the asked range starts (`Range: bytes=rangeStart-`): `offset`, or before it when an
+        /// unvalidated resume checks the overlap (``ResumePlan``).
+        var rangeStart: Int64 = 0
+        /// The partial's bytes from `rangeStart` to `offset`, which the answer must repeat first (an
+        /// unvalidated resume), and how many of them it has repeated so far.
+        var overlap: [UInt8]?
+        var overlapMatched = 0
+        /// How many more bytes of the answer to drop before its overlap (or its new bytes): an answer
+        /// from byte 0 of the same version, to a resume the server did not honour (a stream's, or a
+        /// partial file's: ``repeatedBytes(total:reason:sameVersion:)``).
+        var skipping: Int64 = 0
+        /// How many bytes of such an answer were dropped so far: where its next byte is in the file.
+        var skipped: Int64 = 0
+        /// The decision on an answer whose overlap is still being compared: it is the machine's
+        /// once the overlap matched.
+        var heldDecision: ResponseDecision? {
+            get { heldDecisionBox?.value }
+            set { heldDecisionBox = newValue.map { Boxed($0) } }
+        }
+        /// Why the request asks for the whole file although the partial holds bytes (nothing vouches
+        /// for them): an answer from byte 0 replaces them.
+        var restartReason: RestartReason?
+        /// The answer's head, from the decision until the body is accepted (thousands of live
+        /// transfers need not keep their heads).
+        var head: ResponseHead? {
+            get { headBox?.value }
+            set { headBox = newValue.map { Boxed($0) } }
+        }
+        /// Where the accepted answer's body ends, when it is a range that stops before the end of the
+        /// file (``ResponseDecision/rangeEnd(of:)``): reaching it asks for the next range.
+        var rangeEnd: Int64?
+        /// The answer's `Retry-After`, if it had one.
+        var retryAfter: Duration?
+        /// Why the body could not be written, once it could not (see ``DownloadStateMachine/bodyFailed(_:)``).
+        var bodyError: DownloadError? {
+            get { bodyErrorBox?.value }
+            set { bodyErrorBox = newValue.map { Boxed($0) } }
+        }
+        /// The answer is a redirect: its body is dropped, and the next request goes where it points
+        /// once curl finished it (curl resolves the `Location` only then).
+        var isRedirect = false
+        /// Where it went (the download's URL, or where a redirect led), and whether the download's
+        /// headers went too.
+        var target: URL?
+        var sendsHeaders = true
+        /// A download over several connections: the request's segment is whole, the rest of its
+        /// answer belongs to other segments.
+        var segmentEnded = false
+        /// The last byte asked for, when the request is for one segment (`Range: bytes=a-b`).
+        var rangeLast: Int64?
+        /// The form of its `If-Range` (``IfRangeForm``), for a resume.
+        var ifRangeForm = IfRangeForm.validator
+        /// Set when the scheduler ended it for receiving nothing for this many seconds.
+        var stalledFor: Int64?
+        // Set for a moment, or never: boxed, the three take 24 bytes of every live transfer instead
+        // of 323 (issue 44, (c)). Each set makes a new box, so a copy of a request never shares one.
+        private var headBox: Boxed<ResponseHead>?
+        private var heldDecisionBox: Boxed<ResponseDecision>?
+        private var bodyErrorBox: Boxed<DownloadError>?
+
+        init(offset: Int64 = 0) {
+            self.offset = offset
+        }
+    }
+
+    /// A transfer of `request` (its row, and what this process keeps beyond it): its requests send
+    /// the manager's headers with the request's over them; with mirrors, the URL in use is tried
+    /// first, then the ones after it, round and round.
+    package init(
+        download: Download,
+        request: TransferRequest,
+        store: Journal,
+        environment: TransferEnvironment,
+        restarts: Int
+    ) {
+        let (record, mirrors) = (request.record, request.mirrors)
+        self.serviceContext = request.context
+        self.stream = request.stream
+        self.provesByOverlap = request.provesByOverlap
+        self.confinedTo = request.confinedTo
+        environment.census.transfers.add(1, ordering: .relaxed)
+        self.baseLogger = request.logger ?? environment.logger
+        self.download = download
+        self.events = download.hub
+        self.store = store
+        self.partialPath = store.partialPath(for: download.id)
+        self.environment = environment
+        let current = download.url
+        var urls: [URL] = []
+        if !mirrors.isEmpty {
+            urls.append(current)
+            let start = mirrors.firstIndex(of: current).map { $0 + 1 } ?? 0
+            for mirror in mirrors[start...] + mirrors[..<start] where !urls.contains(mirror) { urls.append(mirror) }
+            let others = OtherURLs()
+            others.urls = urls
+            self.otherURLs = others
+        }
+        self.machine = DownloadStateMachine(
+            url: current.redactedString,
+            failures: record.failures,
+            restarts: restarts,
+            retryLimit: environment.retryLimit,
+            alternatives: urls.count - 1,
+            refreshesURLs: environment.refreshesURLs,
+            connectionRetryLimit: environment.connectionRetryLimit,
+            answered: record.attempts > 0 || record.bytesCommitted > 0
+        )
+        self.record = record
+        self.rowID = request.rowID
+        self.revalidating = record.revalidate
+        self.headers = DownloadHeader.merged(environment.defaultHeaders, request.headers ?? [])
+    }
+
+    /// Its requests send `headers` (a provider's or a refresh hook's), over the manager's.
+    package func send(headers: [DownloadHeader]) {
+        self.headers = DownloadHeader.merged(environment.defaultHeaders, headers)
+    }
+
+    deinit { environment.census.transfers.subtract(1, ordering: .relaxed) }
+
+    package var id: DownloadID { download.id }
+    /// The largest body accepted: the manager's maximum, or a body in memory's own, whichever is less.
+    var maximumSize: Int64? {
+        guard let own = stream?.collector?.maximum else { return environment.maximumFileSize }
+        return min(own, environment.maximumFileSize ?? own)
+    }
+    /// The error for a body over ``maximumSize``: `detail` says by how much; the error names the
+    /// limit that was reached (a body in memory's own `maximumSize`, or the manager's).
+    func tooLarge(_ detail: String) -> DownloadError {
+        var error = DownloadError(code: .fileTooLarge, url: urlForErrors, detail: detail)
+        if let own = stream?.collector?.maximum {
+            error.exceededMaximumSizeArgument = own <= environment.maximumFileSize ?? own
+        }
+        return error
+    }
+    /// `host:port`, the key of per-host limits.
+    package var hostKey: String { record.host.isEmpty ? download.url.hostKey : record.host }
+    /// The partial file's path, made once (each use made it again: two strings per small download).
+    let partialPath: String
+    package var urlForErrors: String { machine.url }
+
+    /// Bytes received so far, as progress.
+    func progress() -> DownloadProgress {
+        let received = segmentedBytes ?? sink?.committedLength ?? FilePath.fileLength(partialPath) ?? 0
+        return DownloadProgress(
+            bytesReceived: received,
+            totalBytes: record.totalBytes,
+            bytesPerSecond: speed.bytesPerSecond,
+            estimatedTimeRemaining: speed.estimatedTimeRemaining(received: received, total: record.totalBytes),
+            connections: segments == nil ? (easy == nil ? 0 : 1) : liveConnections
+        )
+    }
+
+    /// The partial file's bytes worth resuming: a segmented download's map says; else its length.
+    var bytesOnDisk: Int64 { segmentedBytes ?? FilePath.fileLength(partialPath) ?? 0 }
+
+    /// Takes every request of the transfer out of curl.
+    func stopAll() {
+        stopFetches()
+        stopRequest()
+        endSpan()
+    }
+
+    /// The same error, attributed to this download's URL.
+    func attributed(_ error: DownloadError) -> DownloadError {
+        var error = error
+        error.url = urlForErrors
+        return error
+    }
+
+    // MARK: inputs from the scheduler
+
+    /// A slot is free: the first request goes out (or, `needsHeaders`, the header provider is asked
+    /// first). Returns what the owner does (a failure to start, asking for headers).
+    package func admit(needsHeaders: Bool = false) -> SlotAction {
+        // Revalidating a complete file: its answer, unless a 304, is the whole file again, never a
+        // resume of a partial file left from before.
+        if revalidating { unlink(partialPath) }
+        return settle(perform(machine.admit(needsHeaders: needsHeaders)))
+    }
+
+    /// The header values it waited for are known (in ``headers``): the first request goes out.
+    package func headersArrived() -> SlotAction {
+        settle(perform(machine.headersArrived()))
+    }
+
+    /// The user paused, or the manager shuts down (`interruptedByShutdown`: the next manager
+    /// continues it).
+    package func pause(interruptedByShutdown: Bool = false) -> SlotAction {
+        settle(perform(machine.pause()), interruptedByShutdown: interruptedByShutdown)
+    }
+
+    /// The user cancelled. A stream whose whole body waits for its reader (who may have gone: a
+    /// reader that leaves cancels) ends cancelled too, rather than wait for a reader who never comes.
+    package func cancel() -> SlotAction {
+        guard streamFinishing != nil else { return settle(perform(machine.cancel())) }
+        streamFinishing = nil
+        closeStreamWatch()
+        return settle(perform(machine.cancelHandOver()))
+    }
+
+    /// A local failure outside the transfer.
+    package func fail(_ error: DownloadError) -> SlotAction { settle(perform(machine.fail(error))) }
+
+    /// Performs the actions that are the transfer's own (requests, bodies) and returns the others,
+    /// which are its owner's.
+    func perform(_ action: DownloadStateMachine.Action) -> DownloadStateMachine.Action {
+        environment.reactor.assertOnLoop()
+        switch action {
+        case .none, .rejectBody:
+            return .none
+        case .startRequest(let truncating):
+            redirectsFollowed = 0
+            return startRequest(truncating: truncating)
+        case .acceptBody(let total, let truncating, let restart):
+            acceptBody(total: total, truncating: truncating, restart: restart)
+            return .none
+        case .tryNextURL(let cause):
+            return moveToNextURL(after: cause)
+        case .pause, .cancel, .complete, .keepDestination, .fail, .retry, .refreshURL, .askForHeaders:
+            return action
+        }
+    }
+}

@@ -1,0 +1,99 @@
+import CHaul
+import FoundationEssentials
+
+/// Identifies a download: derived from its destination, so that asking for the same destination
+/// again, in this process or the next, finds the same download and the same partial file, whatever
+/// URL it comes from now (a signed link refreshed with a new query, another mirror: the bytes on
+/// disk continue when the new URL's answer proves it is the same file).
+///
+/// The first 128 bits of the SHA-256 of the standardised destination path, in hexadecimal: two
+/// destinations never share an id in practice (an FNV-1a hash before schema 6 could collide, and a
+/// collision made one download replace another's partial file).
+public struct DownloadID: Hashable, Sendable, CustomStringConvertible {
+    /// 32 hexadecimal digits.
+    public let rawValue: String
+
+    /// Wraps an id printed earlier.
+    public init(rawValue: String) {
+        self.rawValue = rawValue
+    }
+
+    /// The id of the download to `destination` (as ``DownloadManager`` derives it).
+    public init(destination: URL) {
+        self.init(destinationPath: FilePath.standardized(destination))
+    }
+
+    /// The id of the download to `destination`; the URL no longer takes part.
+    @available(*, deprecated, message: "a download's id is its destination's: use init(destination:)")
+    public init(url: URL, destination: URL) {
+        self.init(destination: destination)
+    }
+
+    /// The id of the download of `url` into `folder` under the name the server gives
+    /// (``DownloadRequest/takesFileNameFromServer``): its folder and its URL (without user name,
+    /// password and fragment), as the file it names is not known before it answers.
+    public init(url: URL, folder: URL) {
+        self.init(url: url, folderPath: FilePath.standardized(folder))
+    }
+
+    /// ``init(url:folder:)`` of the standardised path of the folder.
+    init(url: URL, folderPath: String) {
+        self.init(hashing: "haul/folder/1\n\(folderPath)\n\(url.identityString)")
+    }
+
+    /// The id of a download into `folder` under the name the server gives, identified by the
+    /// caller's `key` rather than its URL (``DownloadRequest/key``).
+    public init(key: String, folder: URL) {
+        self.init(key: key, folderPath: FilePath.standardized(folder))
+    }
+
+    /// ``init(key:folder:)`` of the standardised path of the folder.
+    init(key: String, folderPath: String) {
+        self.init(hashing: "haul/folder-key/1\n\(folderPath)\n\(key)")
+    }
+
+    /// The id of the download to `destinationPath`, a standardised path.
+    package init(destinationPath: String) {
+        self.init(hashing: "haul/1\n\(destinationPath)")
+    }
+
+    private init(hashing text: String) {
+        var text = text
+        self.rawValue = text.withUTF8 { bytes in
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { digest in
+                let status = CHaul_sha256(bytes.baseAddress, bytes.count, digest.baseAddress)
+                precondition(status == 1, "SHA-256 is not available from libcrypto")
+                return Self.hex(UnsafeRawBufferPointer(digest))  // its first 16 bytes
+            }
+        }
+    }
+
+    /// The 16 bytes at `bytes` in hexadecimal: an id's raw value.
+    private static func hex(_ bytes: UnsafeRawBufferPointer) -> String {
+        String(unsafeUninitializedCapacity: 32) { hex in
+            for (index, byte) in bytes.prefix(16).enumerated() {
+                hex[2 * index] = hexDigits[Int(byte >> 4)]
+                hex[2 * index + 1] = hexDigits[Int(byte & 0x0f)]
+            }
+            return 32
+        }
+    }
+
+    /// An id of 128 random bits, with its first 64 as a number: a download no path or key finds again
+    /// (a stream's, a body in memory's, a discarded one's). Hashing a random token gave nothing more
+    /// than its randomness. One `getrandom` call.
+    static func random() -> (id: DownloadID, token: UInt64) {
+        var halves: (UInt64, UInt64) = (0, 0)
+        let filled = withUnsafeMutableBytes(of: &halves) { CHaul_random_bytes($0.baseAddress, $0.count) == 0 }
+        if !filled {
+            var generator = SystemRandomNumberGenerator()
+            halves = (generator.next(), generator.next())
+        }
+        return (DownloadID(rawValue: withUnsafeBytes(of: halves) { hex($0) }), halves.0)
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// The raw value.
+    public var description: String { rawValue }
+}

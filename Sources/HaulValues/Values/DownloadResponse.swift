@@ -1,0 +1,53 @@
+import FoundationEssentials
+
+/// What the server said of the file in the last response whose body a download accepted.
+public struct DownloadResponse: Sendable, Hashable {
+    /// The URL that answered, after redirects (without a user name or password).
+    public var url: URL
+    /// The HTTP status: 200, or 206 for a resumed download.
+    public var status: Int
+    /// The `Content-Type`, if sent.
+    public var contentType: String?
+    /// The `ETag`, if sent.
+    public var entityTag: String?
+    /// The `Last-Modified`, if sent.
+    public var lastModified: String?
+    /// The file's whole length, when known (for a 206, from its `Content-Range`).
+    public var totalBytes: Int64?
+    /// Every header of the response, in the order sent, for a body in memory
+    /// (``DownloadManager/data(from:headers:maximumSize:)``) and a stream
+    /// (``DownloadManager/stream(from:headers:bufferLimit:)``); empty for a file, whose download
+    /// keeps only what resuming needs (the fields above), and for a discarded body. A `Set-Cookie`'s value, and any other
+    /// sensitive one (``DownloadHeader/isSensitive``), is kept but never printed.
+    public var headers: [DownloadHeader] = []
+
+    package init(
+        url: URL,
+        status: Int,
+        contentType: String? = nil,
+        entityTag: String? = nil,
+        lastModified: String? = nil,
+        totalBytes: Int64? = nil,
+        headers: [DownloadHeader] = []
+    ) {
+        self.url = url
+        self.status = status
+        self.contentType = contentType
+        self.entityTag = entityTag
+        self.lastModified = lastModified
+        self.totalBytes = totalBytes
+        self.headers = headers
+    }
+
+    /// The value of the first header named `name` (compared without case), or `nil`.
+    public func value(forHeader name: String) -> String? {
+        headers.first { $0.name.caseInsensitiveEquals(name) }?.value
+    }
+}
+
+extension String {
+    /// Equal to `other` when both are lowercased (ASCII: header names are tokens).
+    fileprivate func caseInsensitiveEquals(_ other: String) -> Bool {
+        utf8.count == other.utf8.count && lowercased() == other.lowercased()
+    }
+}

@@ -1,0 +1,101 @@
+import Dispatch
+
+/// What one download cost in this process, for load tests and for a service's own accounting
+/// (``Download/timings``): when its bytes came, how many requests and connections it took.
+///
+/// Times are measured with the monotonic clock. A download that was complete at its destination
+/// already has no request: its times are `nil` and its counts 0.
+public struct DownloadTimings: Sendable, Hashable {
+    /// From the handle's creation (``DownloadManager/download(_:)``; for a download asked for with
+    /// ``DownloadManager/enqueue(_:)``, its admission) to its first request: the wait for a slot, a
+    /// per-host limit, a retry's backoff. `nil` before its first request.
+    public var queued: Duration?
+    /// From its first request to the first byte of a body it accepted (redirects, a refused answer
+    /// and retries before it included). `nil` before one.
+    public var timeToFirstByte: Duration?
+    /// From its first request to its end (completed, failed or cancelled). `nil` until it ended.
+    public var total: Duration?
+    /// Body bytes received from the network in this process (``Download/bytesReceivedInThisProcess``).
+    public var bytes: Int64
+    /// Requests made for it, resumes and retries included, redirects followed not counted (a
+    /// download over several connections counts its first request).
+    public var attempts: Int
+    /// Connections opened for its requests (TCP, and TLS when https).
+    public var connectionsOpened: Int
+    /// Requests that went over a connection already open (kept alive from an earlier request).
+    public var connectionsReused: Int
+
+    /// Creates a value (a download's come from ``Download/timings``).
+    public init(
+        queued: Duration? = nil,
+        timeToFirstByte: Duration? = nil,
+        total: Duration? = nil,
+        bytes: Int64 = 0,
+        attempts: Int = 0,
+        connectionsOpened: Int = 0,
+        connectionsReused: Int = 0
+    ) {
+        self.queued = queued
+        self.timeToFirstByte = timeToFirstByte
+        self.total = total
+        self.bytes = bytes
+        self.attempts = attempts
+        self.connectionsOpened = connectionsOpened
+        self.connectionsReused = connectionsReused
+    }
+}
+
+/// The instants behind a ``DownloadTimings`` (uptime nanoseconds; 0: not yet), written on the loop
+/// thread and read anywhere under the download's lock.
+package struct TimingLedger {
+    let createdAt = DispatchTime.now().uptimeNanoseconds
+    var firstRequestAt: UInt64 = 0
+    var firstByteAt: UInt64 = 0
+    var endedAt: UInt64 = 0
+    var attempts = 0
+    var connectionsOpened = 0
+    var connectionsReused = 0
+
+    package init() {}
+
+    /// A request (not a redirect's) goes out.
+    package mutating func requestStarted() {
+        attempts += 1
+        if firstRequestAt == 0 { firstRequestAt = DispatchTime.now().uptimeNanoseconds }
+    }
+
+    /// A body was accepted: its first byte is here.
+    package mutating func bodyStarted() {
+        if firstByteAt == 0 { firstByteAt = DispatchTime.now().uptimeNanoseconds }
+    }
+
+    /// A request's handle leaves curl: `opened` connections curl made for it; none, for a request
+    /// that was answered, means it went over one already open.
+    package mutating func requestStopped(opened: Int, answered: Bool) {
+        if opened > 0 {
+            connectionsOpened += opened
+        } else if answered {
+            connectionsReused += 1
+        }
+    }
+
+    /// The download ended (its final event is being published).
+    package mutating func ended() {
+        if endedAt == 0 { endedAt = DispatchTime.now().uptimeNanoseconds }
+    }
+
+    package func timings(bytes: Int64) -> DownloadTimings {
+        func span(_ from: UInt64, _ to: UInt64) -> Duration? {
+            from == 0 || to == 0 ? nil : .nanoseconds(Int64(to >= from ? to - from : 0))
+        }
+        return DownloadTimings(
+            queued: span(createdAt, firstRequestAt),
+            timeToFirstByte: span(firstRequestAt, firstByteAt),
+            total: span(firstRequestAt, endedAt),
+            bytes: bytes,
+            attempts: attempts,
+            connectionsOpened: connectionsOpened,
+            connectionsReused: connectionsReused
+        )
+    }
+}
