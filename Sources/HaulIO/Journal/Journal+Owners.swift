@@ -18,33 +18,7 @@ extension Journal {
 
     /// Where `id`'s row stands (`nil`: there is none). Call holding `lock`.
     package func standing(of id: DownloadID) throws(DownloadError) -> RowStanding? {
-        let found = try inMemory { rows in
-            rows.row(id).map {
-                RowStanding(
-                    state: $0.record.state,
-                    owner: Self.owned($0.record.state) ? owner : nil,
-                    bytesCommitted: $0.record.bytesCommitted,
-                    totalBytes: $0.record.totalBytes
-                )
-            }
-        }
-        if let found { return found }
-        let statement = try prepared(
-            "SELECT state, retry_at, owner, bytes_committed, total_bytes FROM downloads WHERE id = ?1"
-        )
-        defer { sqlite3_reset(statement) }
-        Self.bind(statement, 1, id.rawValue)
-        switch sqlite3_step(statement) {
-        case SQLITE_ROW:
-            return RowStanding(
-                state: QueueState(column: Self.text(statement, 0) ?? "", retryAt: sqlite3_column_double(statement, 1)),
-                owner: Self.integer(statement, 2),
-                bytesCommitted: sqlite3_column_int64(statement, 3),
-                totalBytes: Self.integer(statement, 4)
-            )
-        case SQLITE_DONE: return nil
-        default: throw failure("read")
-        }
+        try rows().standing(of: id)
     }
 
     /// SQLite's `data_version`: it moves on when another connection (another manager, another

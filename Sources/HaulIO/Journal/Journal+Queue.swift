@@ -34,84 +34,7 @@ extension Journal {
         acquire()
         defer { lock.unlock() }
         let rowLimit = excludedHosts.isEmpty ? limit : max(limit, Self.hostSearchWindow)
-        if let heads = try inMemory({ rows in
-            Self.heads(of: rows, at: now, excludingHosts: excludedHosts, limit: limit, rowLimit: rowLimit)
-        }) {
-            return heads
-        }
-        let statement = try prepared(.queueHead)
-        defer { sqlite3_reset(statement) }
-        sqlite3_bind_double(statement, 1, now)
-        sqlite3_bind_int64(statement, 2, Int64(rowLimit))
-        Self.bind(statement, 3, owner)
-        var heads = QueueHeads(changes: sqlite3_total_changes64(database), capacity: limit)
-        var rows = 0
-        while true {
-            switch sqlite3_step(statement) {
-            case SQLITE_ROW:
-                rows += 1
-                if !excludedHosts.isEmpty, excludedHosts.contains(Self.text(statement, 13) ?? "") {
-                    heads.blocked = true
-                    continue
-                }
-                let record = Self.record(from: statement)
-                heads.append(
-                    QueueHead(
-                        id: DownloadID(rawValue: Self.text(statement, 15) ?? ""),
-                        place: QueuePlace(priority: record.priority, sequence: record.queueSequence),
-                        record: record,
-                        rowID: sqlite3_column_int64(statement, Self.rowIDColumn),
-                        changes: heads.changes
-                    )
-                )
-                guard heads.count < limit else {
-                    heads.mayHaveMore = true
-                    return heads
-                }
-            case SQLITE_DONE:
-                // Rows past a window full of excluded hosts' are read again once these are claimed.
-                heads.mayHaveMore = rows == rowLimit
-                return heads
-            default:
-                throw failure("read")
-            }
-        }
-    }
-
-    /// ``nextQueued(at:excludingHosts:limit:)`` in memory: the same rows as the query's, in its order.
-    private static func heads(
-        of rows: MemoryRows,
-        at now: Double,
-        excludingHosts excludedHosts: Set<String>,
-        limit: Int,
-        rowLimit: Int
-    ) -> QueueHeads {
-        var heads = QueueHeads(changes: rows.changes, capacity: limit)
-        var read = 0
-        for key in rows.queue {
-            guard read < rowLimit else { break }
-            guard let record = rows.row(key.id)?.record, record.retryAt <= now else { continue }
-            read += 1
-            if !excludedHosts.isEmpty, excludedHosts.contains(record.host) {
-                heads.blocked = true
-                continue
-            }
-            heads.append(
-                QueueHead(
-                    id: key.id,
-                    place: QueuePlace(priority: record.priority, sequence: record.queueSequence),
-                    record: record,
-                    rowID: key.number,
-                    changes: heads.changes
-                )
-            )
-            guard heads.count < limit else {
-                heads.mayHaveMore = true
-                return heads
-            }
-        }
-        heads.mayHaveMore = read == rowLimit
-        return heads
+        return try rows().heads(at: now, excludingHosts: excludedHosts, limit: limit, rowLimit: rowLimit)
     }
 
     /// Queue heads read together (``nextQueued(at:excludingHosts:limit:)``), taken one at a time
@@ -133,7 +56,7 @@ extension Journal {
             heads.reserveCapacity(capacity)
         }
 
-        fileprivate mutating func append(_ head: QueueHead) { heads.append(head) }
+        mutating func append(_ head: QueueHead) { heads.append(head) }
 
         package var count: Int { heads.count - next }
         /// The next head, if any is left.
@@ -179,34 +102,12 @@ extension Journal {
 
     /// How many rows are queued, and how many of them wait for a retry's time after `now`.
     package func queueCounts(at now: Double) throws(DownloadError) -> (queued: Int, waitingToRetry: Int) {
-        try locked { () throws(DownloadError) -> (queued: Int, waitingToRetry: Int) in
-            let counts = try inMemory { rows in
-                (rows.queue.count, rows.queue.count { (rows.row($0.id)?.record.retryAt ?? 0) > now })
-            }
-            if let counts { return counts }
-            let statement = try prepared(.queueCounts)
-            defer { sqlite3_reset(statement) }
-            sqlite3_bind_double(statement, 1, now)
-            Self.bind(statement, 2, owner)
-            guard sqlite3_step(statement) == SQLITE_ROW else { throw failure("read") }
-            return (Int(sqlite3_column_int64(statement, 0)), Int(sqlite3_column_int64(statement, 1)))
-        }
+        try locked { () throws(DownloadError) -> (queued: Int, waitingToRetry: Int) in try rows().queueCounts(at: now) }
     }
 
     /// The earliest time after `now` at which a queued download waiting for a retry may run.
     package func nextRetryTime(after now: Double) throws(DownloadError) -> Double? {
-        acquire()
-        defer { lock.unlock() }
-        let time = try inMemory { rows in
-            rows.queue.compactMap { rows.row($0.id)?.record.retryAt }.filter { $0 > now }.min()
-        }
-        if let time { return time }
-        let statement = try prepared(.nextRetry)
-        defer { sqlite3_reset(statement) }
-        sqlite3_bind_double(statement, 1, now)
-        Self.bind(statement, 2, owner)
-        guard sqlite3_step(statement) == SQLITE_ROW else { throw failure("read") }
-        return sqlite3_column_type(statement, 0) == SQLITE_NULL ? nil : sqlite3_column_double(statement, 0)
+        try locked { () throws(DownloadError) in try rows().nextRetryTime(after: now) }
     }
 
     /// The rows the queue may admit (queued, or waiting for their retry's time).
@@ -215,24 +116,6 @@ extension Journal {
     /// Takes up every interrupted download again (a manager that resumes unfinished downloads): the
     /// row machine's `.continued`, for all rows at once, each now this manager's.
     package func requeueInterrupted() throws(DownloadError) {
-        try locked { () throws(DownloadError) in
-            let done: Void? = try inMemory { rows in
-                for (id, row) in rows.rows where row.record.state.after(.continued) == .moves(to: .queued) {
-                    var record = row.record
-                    _ = record.apply(.continued)
-                    rows.put(record, for: id)
-                }
-            }
-            if done != nil { return }
-            let statement = try prepared(
-                """
-                UPDATE downloads SET state = '\(QueueState.queued.column)', owner = ?1
-                WHERE \(QueueState.sqlCondition(accepting: .continued, to: .queued))
-                """
-            )
-            defer { sqlite3_reset(statement) }
-            Self.bind(statement, 1, owner)
-            guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
-        }
+        try locked { () throws(DownloadError) in try rows().requeueInterrupted() }
     }
 }

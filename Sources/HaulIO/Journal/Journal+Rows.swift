@@ -30,31 +30,17 @@ extension Journal {
 
     /// The stored record, or `nil`. Call holding `lock`.
     package func storedRecord(for id: DownloadID) throws(DownloadError) -> DownloadRecord? {
-        if let found = try inMemory({ $0.row(id)?.record }) { return found }
-        let statement = try prepared(.recordByID)
-        defer { sqlite3_reset(statement) }
-        Self.bind(statement, 1, id.rawValue)
-        switch sqlite3_step(statement) {
-        case SQLITE_ROW: return Self.record(from: statement)
-        case SQLITE_DONE: return nil
-        default: throw failure("read")
-        }
+        try rows().record(for: id)
     }
 
     /// Every stored download, oldest first.
     func allRecords() throws(DownloadError) -> [(DownloadID, DownloadRecord)] {
-        if let rows = try locked({ () throws(DownloadError) in try inMemory { $0.ordered { _ in true } } }) {
-            return rows
-        }
-        return try records(where: "1")
+        try locked { () throws(DownloadError) in try rows().records(unfinishedOnly: false) }
     }
 
     /// The downloads that still have work to do, oldest first.
     package func unfinishedRecords() throws(DownloadError) -> [(DownloadID, DownloadRecord)] {
-        if let rows = try locked({ () throws(DownloadError) in try inMemory { $0.ordered(where: \.isUnfinished) } }) {
-            return rows
-        }
-        return try records(where: Self.unfinished)
+        try locked { () throws(DownloadError) in try rows().records(unfinishedOnly: true) }
     }
 
     /// The rows of downloads that still have work to do.
@@ -62,16 +48,7 @@ extension Journal {
 
     /// Whether a download recorded here still has work to do (or a retry to wait for).
     package func hasUnfinishedRows() throws(DownloadError) -> Bool {
-        acquire()
-        defer { lock.unlock() }
-        if let found = try inMemory({ $0.rows.values.contains { $0.record.isUnfinished } }) { return found }
-        let statement = try prepared("SELECT 1 FROM downloads WHERE \(Self.unfinished) LIMIT 1")
-        defer { sqlite3_reset(statement) }
-        switch sqlite3_step(statement) {
-        case SQLITE_ROW: return true
-        case SQLITE_DONE: return false
-        default: throw failure("read")
-        }
+        try locked { () throws(DownloadError) in try rows().hasUnfinishedRows() }
     }
 
     /// The rows of a journal in a file for which `condition` (SQL) is true, oldest first.
@@ -119,19 +96,7 @@ extension Journal {
 
     /// How far past saturated hosts the queue is searched for another host's download.
     package func recordSynced(_ id: DownloadID, bytes: Int64) throws(DownloadError) {
-        try writing { () throws(DownloadError) in
-            let done: Void? = try inMemory { rows in
-                guard var record = rows.row(id)?.record, record.state != .completed else { return }
-                record.bytesSynced = max(record.bytesSynced, bytes)
-                rows.put(record, for: id)
-            }
-            if done != nil { return }
-            let statement = try prepared(.recordSynced)
-            defer { sqlite3_reset(statement) }
-            Self.bind(statement, 1, id.rawValue)
-            sqlite3_bind_int64(statement, 2, bytes)
-            guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
-        }
+        try writing { () throws(DownloadError) in try rows().recordSynced(id, bytes: bytes) }
     }
 
     static let insertion = """
@@ -155,10 +120,6 @@ extension Journal {
         placing = CASE WHEN ?8 = '\(QueueState.completed.column)' THEN NULL ELSE placing END
         """
     /// Marks the queue's head running, if it still is queued: its row as it is now, or `nil`.
-    ///
-    /// When no row changed since `head` was read, its record is the row; otherwise the row is read
-    /// again. (With `RETURNING`, SQLite first stores the returned rows aside: a claim cost three times
-    /// as much, 17 against 6 µs.)
     func claim(_ head: QueueHead) throws(DownloadError) -> DownloadRecord? {
         var changes = head.changes
         return try claim(head, unchangedSince: &changes)
@@ -169,76 +130,23 @@ extension Journal {
     /// else changed a row meanwhile, so that the next head's record is trusted too.
     package func claim(_ head: QueueHead, unchangedSince changes: inout Int64) throws(DownloadError) -> DownloadRecord?
     {
-        try writing { () throws(DownloadError) -> DownloadRecord? in
-            if let claimed = try inMemory({ rows -> DownloadRecord? in
-                guard let row = rows.row(head.id), row.number == head.rowID,
-                    MemoryRows.isAdmissible(row.record.state)
-                else { return nil }  // no longer queued
-                var record = row.record
-                record.apply(.admitted)
-                rows.put(record, for: head.id)
-                changes = rows.changes
-                return record
-            }) {
-                return claimed
-            }
-            let unchanged = sqlite3_total_changes64(database) == changes
-            let statement = try prepared(.claim)
-            defer { sqlite3_reset(statement) }
-            Self.bind(statement, 1, head.id.rawValue)
-            sqlite3_bind_double(statement, 2, Date().timeIntervalSince1970)
-            sqlite3_bind_int64(statement, 3, head.rowID)
-            Self.bind(statement, 4, owner)
-            guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
-            guard sqlite3_changes(database) == 1 else { return nil }  // no longer queued
-            guard unchanged else { return try storedRecord(for: head.id) }
-            changes = sqlite3_total_changes64(database)
-            var record = head.record
-            record.apply(.admitted)
-            return record
-        }
+        try writing { () throws(DownloadError) -> DownloadRecord? in try rows().claim(head, unchangedSince: &changes) }
     }
 
     /// Rewrites a download's row (inserting it if it is gone). `rowID`, where the row was when it
-    /// was claimed (``QueueHead/rowID``), finds it without a search of the ids' index (a fifth of a
-    /// completion's write); a row that moved since (removed, then queued again) is found by its id.
-    /// The whole row is written: a completion setting only the nine columns it changes was no
-    /// cheaper (SQLite rewrites the record either way; the binds are a small part): 5.0 % of the loop
-    /// thread in (a) against 4.7 %, one profile of each build.
+    /// was claimed (``QueueHead/rowID``), finds it without a search.
     package func update(_ record: DownloadRecord, for id: DownloadID, at rowID: Int64? = nil) throws(DownloadError) {
-        try writing { () throws(DownloadError) in
-            if try inMemory({ $0.put(record, for: id) }) != nil { return }
-            if let rowID {
-                let statement = try prepared(.updateRowAt)
-                sqlite3_bind_int64(statement, 32, rowID)
-                try write(record, for: id, with: statement)
-                if sqlite3_changes(database) == 1 { return }
-            }
-            try write(record, for: id, with: try prepared(.updateRow))
-            if sqlite3_changes(database) == 0 { try save(record, for: id) }
-        }
+        try writing { () throws(DownloadError) in try rows().update(record, for: id, at: rowID) }
     }
 
     /// Inserts or replaces a download's row.
     package func save(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) {
-        try writing { () throws(DownloadError) in
-            if try inMemory({ $0.put(record, for: id) }) != nil { return }
-            try write(record, for: id, with: try prepared(.upsertRow))
-        }
+        try writing { () throws(DownloadError) in try rows().save(record, for: id) }
     }
 
     /// Inserts a download's row unless one with its id exists: whether it did.
     package func insertIfAbsent(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) -> Bool {
-        try writing { () throws(DownloadError) -> Bool in
-            let inserted = try inMemory { rows -> Bool in
-                guard rows.row(id) == nil else { return false }
-                rows.put(record, for: id)
-                return true
-            }
-            if let inserted { return inserted }
-            try write(record, for: id, with: try prepared(.insertRowIfAbsent))
-            return sqlite3_changes(database) == 1
-        }
+        try writing { () throws(DownloadError) -> Bool in try rows().insertIfAbsent(record, for: id) }
     }
 
     func write(_ record: DownloadRecord, for id: DownloadID, with statement: OpaquePointer)
@@ -298,26 +206,7 @@ extension Journal {
     /// Whether `path` is, or is to be, another download's file in this journal: a name chosen by a
     /// download into a folder, or the destination of a download to that file.
     package func destinationIsTaken(_ path: String, except id: DownloadID) throws(DownloadError) -> Bool {
-        acquire()
-        defer { lock.unlock() }
-        let taken = try inMemory { rows -> Bool in
-            if rows.row(DownloadID(destinationPath: path)) != nil { return true }
-            return rows.rows.contains { (key: DownloadID, row: MemoryRows.Row) -> Bool in
-                key != id && row.record.folder != nil && row.record.destination == path
-            }
-        }
-        if let taken { return taken }
-        let statement = try prepared(
-            "SELECT 1 FROM downloads WHERE folder IS NOT NULL AND destination = ?1 AND id != ?2 LIMIT 1"
-        )
-        defer { sqlite3_reset(statement) }
-        Self.bind(statement, 1, path)
-        Self.bind(statement, 2, id.rawValue)
-        switch sqlite3_step(statement) {
-        case SQLITE_ROW: return true
-        case SQLITE_DONE: return try storedRecord(for: DownloadID(destinationPath: path)) != nil
-        default: throw failure("read")
-        }
+        try locked { () throws(DownloadError) in try rows().destinationIsTaken(path, except: id) }
     }
 
     /// Records that a download was cancelled: its row, `record` (its state `.cancelled`, nothing
@@ -332,21 +221,13 @@ extension Journal {
         unlink(partialPath(for: id))
     }
 
-    /// Forgets a download: its row and its partial file.
+    /// Forgets a download: its row and its partial file (a journal in memory has none).
     package func remove(_ id: DownloadID) {
         acquire()
         defer { lock.unlock() }
-        if isInMemory {
-            _ = try? inMemory { $0.remove(id) }  // (closed: nothing left to remove)
-            return  // no partial file
-        }
         try? joinBatch()
         defer { yieldIfContended() }
-        if let statement = try? prepared(.delete) {
-            Self.bind(statement, 1, id.rawValue)
-            _ = sqlite3_step(statement)
-            sqlite3_reset(statement)
-        }
-        unlink(partialPath(for: id))
+        try? rows().remove(id)  // (closed: nothing left to remove)
+        if !isInMemory { unlink(partialPath(for: id)) }
     }
 }

@@ -46,11 +46,12 @@ package final class Journal: @unchecked Sendable {
     var batchOpen = false
 
     /// The rows of this process's downloads into streams, memory or nothing, which no other
-    /// process can continue: held in Swift (``memory``), no database, no file, no lock, no owner but
-    /// this open.
+    /// process can continue: held in Swift (``MemoryRows``), no database, no file, no lock, no owner
+    /// but this open, no partial file.
     package let isInMemory: Bool
-    /// A journal in memory's rows (`nil` for a journal in a file, and once closed).
-    var memory: MemoryRows?
+    /// Where the rows are (``RowStore``): ``MemoryRows``, or ``SQLiteRows`` on ``database``; `nil`
+    /// once closed.
+    private var rowStore: (any RowStore)?
 
     /// Whether opening found the journal written in another boot (and cut partial files back to their
     /// last synced checkpoint).
@@ -88,7 +89,7 @@ package final class Journal: @unchecked Sendable {
         self.isInMemory = inMemory
         if inMemory {
             owner = Int64.random(in: 1...Int64.max)
-            memory = MemoryRows()
+            rowStore = MemoryRows(owner: owner)
             return
         }
         // Private: the journal and the partial files are nobody else's to read.
@@ -132,6 +133,7 @@ package final class Journal: @unchecked Sendable {
             }
             throw DownloadError(code: .journal, url: nil, path: path, detail: message)
         }
+        rowStore = SQLiteRows(journal: self)
         do {
             try prepareSchema()
             // One transaction: a manager opening it at the same time finds the boot recorded and
@@ -200,12 +202,12 @@ package final class Journal: @unchecked Sendable {
         orphanPartials = [:]
     }
 
-    /// For a journal in memory, `body` run with its rows (throwing once the journal is closed); `nil`
-    /// for a journal in a file. Call holding `lock`. `body` must not call the journal back.
-    func inMemory<T>(_ body: (inout MemoryRows) throws(DownloadError) -> T) throws(DownloadError) -> T? {
-        guard isInMemory else { return nil }
-        guard memory != nil else { throw closedError }
-        return try body(&memory!)
+    /// The journal's rows. Call holding `lock`.
+    ///
+    /// - Throws: once the journal is closed.
+    func rows() throws(DownloadError) -> any RowStore {
+        guard let rowStore else { throw closedError }
+        return rowStore
     }
 
     /// Runs `body` with the journal to itself: no other thread's call comes in between.
@@ -357,7 +359,7 @@ package final class Journal: @unchecked Sendable {
     }
 
     /// Whether ``close()`` was called. Read holding `lock`.
-    package var isClosed: Bool { database == nil && memory == nil }
+    package var isClosed: Bool { rowStore == nil }
 
     /// Releases the database and its lock.
     package func close() {
@@ -370,7 +372,7 @@ package final class Journal: @unchecked Sendable {
         queries = queries.map { _ in nil }
         if let database { sqlite3_close_v2(database) }
         database = nil
-        memory = nil
+        rowStore = nil
         ownership = nil
     }
 

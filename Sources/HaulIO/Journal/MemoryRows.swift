@@ -3,15 +3,14 @@ import HaulValues
 
 /// The rows of a journal in memory (``Journal/isInMemory``): downloads into streams, memory or
 /// nothing, which no other process can see or continue. The same rows the SQLite journal keeps, with
-/// the same meanings (a row waiting to retry is one whose `retryAt` is set, a queued or running row
-/// is this journal's), held in Swift: a body fetched into memory wrote and read SQLite four times,
-/// about a fifth of the loop thread's time in (k).
+/// the same meanings (``RowStore``), held in Swift: a body fetched into memory wrote and read SQLite
+/// four times, about a fifth of the loop thread's time in (k).
 ///
 /// Each row has a number, in the order rows were first written (SQLite's `rowid`, kept by an update):
 /// the listing's order, and the claim's check that the row it read is still there. Admissible rows
 /// (queued, or waiting for a retry's time) are also kept in the queue's order, highest priority
 /// first, then by queue sequence. Used under the journal's lock.
-struct MemoryRows {
+final class MemoryRows {
     struct Row {
         var record: DownloadRecord
         let number: Int64
@@ -37,6 +36,12 @@ struct MemoryRows {
     /// Rows inserted, updated or removed so far (SQLite's `total_changes`).
     private(set) var changes: Int64 = 0
     private var lastNumber: Int64 = 0
+    /// The journal's owner token: every queued or running row is its.
+    let owner: Int64
+
+    init(owner: Int64) {
+        self.owner = owner
+    }
 
     /// Whether a row in `state` may be admitted (``Journal/admissible``).
     static func isAdmissible(_ state: QueueState) -> Bool { state.after(.admitted) == .moves(to: .running) }
@@ -45,7 +50,7 @@ struct MemoryRows {
 
     /// Writes `record` as `id`'s row (inserting it when there is none), read back as SQLite's row
     /// would be: its state from its stored word and `retryAt`.
-    mutating func put(_ record: DownloadRecord, for id: DownloadID) {
+    func put(_ record: DownloadRecord, for id: DownloadID) {
         var record = record
         record.state = QueueState(column: record.state.column, retryAt: record.retryAt)
         changes += 1
@@ -62,7 +67,7 @@ struct MemoryRows {
     }
 
     /// Removes `id`'s row, if there is one.
-    mutating func remove(_ id: DownloadID) {
+    func removeRow(_ id: DownloadID) {
         guard let old = rows.removeValue(forKey: id) else { return }
         changes += 1
         if Self.isAdmissible(old.record.state) { unqueue(Self.key(old.record, old.number, id)) }
@@ -89,7 +94,7 @@ struct MemoryRows {
         return low
     }
 
-    private mutating func enqueue(_ key: QueueKey) {
+    private func enqueue(_ key: QueueKey) {
         // Most rows join at the end (a new sequence number at the default priority).
         if let last = queue.last, !(key < last) {
             queue.append(key)
@@ -98,7 +103,7 @@ struct MemoryRows {
         }
     }
 
-    private mutating func unqueue(_ key: QueueKey) {
+    private func unqueue(_ key: QueueKey) {
         let index = position(of: key)
         if index < queue.count, queue[index].number == key.number { queue.remove(at: index) }
     }
