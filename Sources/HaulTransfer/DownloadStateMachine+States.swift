@@ -53,16 +53,23 @@ extension DownloadStateMachine {
         case done(Outcome)
     }
 
+    /// What a response's head leads to (``responseReceived(_:)``): its body written or refused,
+    /// nothing else.
+    enum BodyAction: Equatable, Sendable {
+        /// Write the body to the partial file, truncating it first when it restarts from zero;
+        /// `total` is the file's length as the response announced it.
+        case accept(total: Int64?, truncatingPartial: Bool, restart: RestartReason?)
+        /// Refuse the body: make curl end the transfer; ``transferEnded(_:progressed:)`` says what
+        /// follows.
+        case reject
+    }
+
+    /// What the owner does after any other input.
     enum Action: Equatable, Sendable {
         /// Nothing to do.
         case none
         /// Send a request for the bytes after the partial file (truncate the partial first when asked).
         case startRequest(truncatingPartial: Bool)
-        /// Write the body to the partial file, truncating it first when it restarts from zero;
-        /// `total` is the file's length as the response announced it.
-        case acceptBody(total: Int64?, truncatingPartial: Bool, restart: RestartReason?)
-        /// Refuse the body: make curl end the transfer; ``transferEnded(_:)`` follows.
-        case rejectBody
         /// Stop any request, write what is buffered, keep the partial file, leave the queue.
         case pause
         /// Stop any request and delete the partial file.

@@ -116,22 +116,22 @@ struct DownloadStateMachine: Sendable {
     }
 
     /// The final response's head arrived (or the transfer ended before any body byte).
-    mutating func responseReceived(_ decision: ResponseDecision) -> Action {
+    mutating func responseReceived(_ decision: ResponseDecision) -> BodyAction {
         guard case .connecting = state else { preconditionFailure("responseReceived(\(decision)) in state \(state)") }
         answered = true
         switch decision {
         case .append(let total):
             state = .receiving
-            return .acceptBody(total: total, truncatingPartial: false, restart: nil)
+            return .accept(total: total, truncatingPartial: false, restart: nil)
         case .replace(let total, let reason):
             state = .receiving
-            return .acceptBody(total: total, truncatingPartial: true, restart: reason)
+            return .accept(total: total, truncatingPartial: true, restart: reason)
         case .alreadyComplete:
             state = .closing(.complete)
-            return .rejectBody
+            return .reject
         case .notModified:
             state = .closing(.unchanged)
-            return .rejectBody
+            return .reject
         case .retryFromZero(let reason):
             if restarts >= Self.maximumRestarts {
                 let error = DownloadError(code: .rangeNotHonored, url: url, detail: reason.description)
@@ -140,24 +140,24 @@ struct DownloadStateMachine: Sendable {
                 restarts += 1
                 state = .closing(.restartFromZero)
             }
-            return .rejectBody
+            return .reject
         case .fail(let status):
             state = .closing(.fail(DownloadError(code: .httpStatus, url: url, httpStatus: status)))
-            return .rejectBody
+            return .reject
         case .rejectURL(let cause):
             state = .closing(.fail(cause))
-            return .rejectBody
+            return .reject
         case .invalid(let detail):
             // curl's own code for an answer that is not valid HTTP (CURLE_WEIRD_SERVER_REPLY): not retried.
             state = .closing(.fail(DownloadError(code: .transport, url: url, curlCode: 8, detail: detail)))
-            return .rejectBody
+            return .reject
         case .unproven(let detail):
             // Not the file (an error page sent as 200): a failed attempt, retried; nothing is replaced.
             state = .closing(.fail(DownloadError(code: .unexpectedAnswer, url: url, detail: detail)))
-            return .rejectBody
+            return .reject
         case .askAgain:
             state = .closing(.askAgain)
-            return .rejectBody
+            return .reject
         }
     }
 
@@ -252,10 +252,17 @@ struct DownloadStateMachine: Sendable {
     /// cannot be written): curl is made to end the transfer, which then fails or is retried with this
     /// error. Only a receiving download writes; in any other state (a second error of the same
     /// write) this changes nothing.
-    mutating func bodyFailed(_ error: DownloadError) -> Action {
-        guard case .receiving = state else { return .none }
+    mutating func bodyFailed(_ error: DownloadError) {
+        guard case .receiving = state else { return }
         state = .closing(.fail(error))
-        return .rejectBody
+    }
+
+    /// The file is whole already, found before any request went out (placed by a process killed
+    /// before its row said so; or every segment of it written): the download completes.
+    mutating func foundComplete() -> Action {
+        guard case .connecting = state else { preconditionFailure("foundComplete() in state \(state)") }
+        state = .done(.completed)
+        return .complete
     }
 
     /// One of the connections of a download fetched over several answered with another version of

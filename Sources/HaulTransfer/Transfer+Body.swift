@@ -51,7 +51,7 @@ extension Transfer {
         if case .connecting = machine.state {
             if request.heldDecision == nil, !request.isRedirect {
                 guard let easy else { return Self.refused }
-                _ = perform(decideResponse(easy: easy))  // accepted: receiving; refused: closing
+                take(decideResponse(easy: easy))  // accepted: receiving; refused: closing
             }
             if request.isRedirect { return chunk.count }  // a redirect's body: dropped
             if request.heldDecision != nil {
@@ -138,7 +138,7 @@ extension Transfer {
         }
         request.heldDecision = nil
         request.overlap = nil
-        _ = perform(feed(decision))
+        take(feed(decision))
         return bytes
     }
 
@@ -150,7 +150,7 @@ extension Transfer {
         request.heldDecision = nil
         request.overlap = nil
         request.skipping = 0
-        _ = perform(feed(.retryFromZero(reason: .overlapMismatch)))
+        take(feed(.retryFromZero(reason: .overlapMismatch)))
         return nil
     }
 
@@ -161,7 +161,7 @@ extension Transfer {
     /// and bytes still buffered for it are not written (the first error is the one reported).
     func bodyFailed(_ error: DownloadError) {
         if request.bodyError == nil { request.bodyError = error }
-        _ = machine.bodyFailed(error)
+        machine.bodyFailed(error)
     }
 
     /// Reports progress, at most once per progress interval.

@@ -124,7 +124,7 @@ extension Transfer {
     /// is the manager's shutdown, and the next manager continues the download.
     func settle(_ action: DownloadStateMachine.Action, interruptedByShutdown: Bool = false) -> SlotAction {
         switch action {
-        case .none, .startRequest, .acceptBody, .rejectBody, .tryNextURL:
+        case .none, .startRequest, .tryNextURL:
             return .none
         case .askForHeaders:
             return .askForHeaders(names: record.headerNames)

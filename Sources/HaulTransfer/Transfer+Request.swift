@@ -16,8 +16,7 @@ extension Transfer {
         var overlap: [UInt8]?
         if self.sink == nil, stream == nil, hop == nil, foundPlacedFile() {
             // Placed by a process killed before its row said so: complete, nothing asked again.
-            _ = machine.responseReceived(.alreadyComplete(total: record.totalBytes ?? 0))
-            return perform(machine.transferEnded(.finished))
+            return perform(machine.foundComplete())
         }
         do {
             let sink: FileSink
@@ -43,8 +42,7 @@ extension Transfer {
             }
             if segments != nil, hop == nil, !(try takeFirstSegmentLeft(sink)) {
                 // Every segment is whole (a process stopped before it moved the file into place).
-                _ = machine.responseReceived(.alreadyComplete(total: segments?.map.total ?? 0))
-                return perform(machine.transferEnded(.finished))
+                return perform(machine.foundComplete())
             }
             if lengthAtAttemptStart == nil { lengthAtAttemptStart = segmentedBytes ?? sink.committedLength }
             if let segments, let start = segments.primaryStart, let index = segments.map.index(startingAt: start) {
@@ -209,10 +207,10 @@ extension Transfer {
             if request.heldDecision != nil {
                 // The answer ended inside the stretch it had to repeat: it is not the rest of this file.
                 request.heldDecision = nil
-                _ = perform(feed(.retryFromZero(reason: .rangeMismatch)))
+                take(feed(.retryFromZero(reason: .rangeMismatch)))
             } else if !request.isRedirect {
                 // An empty body never reached the write callback: decide from the head now.
-                _ = perform(decideResponse(easy: easy))
+                take(decideResponse(easy: easy))
             }
             if request.isRedirect {
                 let location = easy.redirectURL

@@ -9,12 +9,12 @@ import HaulValues
 extension Transfer {
     /// Reads the final response's head and feeds the machine its decision; a redirect is noted
     /// instead (``Request/isRedirect``), and followed once curl finished it.
-    func decideResponse(easy: EasyHandle) -> DownloadStateMachine.Action {
+    func decideResponse(easy: EasyHandle) -> DownloadStateMachine.BodyAction? {
         let status = easy.responseCode
         if Redirect.isRedirect(status: status), easy.header("Location") != nil {
             request.isRedirect = true
             log(.debug, "redirect", metadata: ["haul.status": "\(status)"])
-            return .none
+            return nil
         }
         var head = ResponseHead(
             status: status,
@@ -79,7 +79,7 @@ extension Transfer {
             request.heldDecision = .append(total: total)
             log(.debug, "an answer from byte 0; reading past the bytes held", metadata: ["haul.bytes": "\(skip)"])
             events.publish(.warning(.repeatedBytesReadPast(skip, reason: reason)))
-            return .none
+            return nil
         }
         if request.overlap != nil {
             switch decision {
@@ -88,7 +88,7 @@ extension Transfer {
             case .append:
                 // Appended only once the answer's first bytes are the partial's last ones.
                 request.heldDecision = decision
-                return .none
+                return nil
             default:
                 request.overlap = nil  // a whole file, a failure: nothing to compare
             }
@@ -115,7 +115,7 @@ extension Transfer {
     }
 
     /// Gives the machine a decision on the response (vetted, for a URL the download moved to).
-    func feed(_ decision: ResponseDecision) -> DownloadStateMachine.Action {
+    func feed(_ decision: ResponseDecision) -> DownloadStateMachine.BodyAction {
         var decision = vet(decision)
         // A stream's bytes cannot be taken back: one that would start over fails now, saying why.
         switch decision {

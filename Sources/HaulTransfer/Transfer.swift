@@ -352,18 +352,23 @@ package final class Transfer {
     func perform(_ action: DownloadStateMachine.Action) -> DownloadStateMachine.Action {
         environment.reactor.assertOnLoop()
         switch action {
-        case .none, .rejectBody:
+        case .none:
             return .none
         case .startRequest(let truncating):
             redirectsFollowed = 0
             return startRequest(truncating: truncating)
-        case .acceptBody(let total, let truncating, let restart):
-            acceptBody(total: total, truncating: truncating, restart: restart)
-            return .none
         case .tryNextURL(let cause):
             return moveToNextURL(after: cause)
         case .pause, .cancel, .complete, .keepDestination, .fail, .retry, .refreshURL, .askForHeaders:
             return action
         }
+    }
+
+    /// Carries out what the machine said of a response's body (`nil`: nothing was decided yet, a
+    /// redirect's body or an answer whose first bytes are compared first): written from here on,
+    /// or refused (curl ends the request, and ``requestEnded(_:)`` settles what follows).
+    func take(_ action: DownloadStateMachine.BodyAction?) {
+        guard case .accept(let total, let truncating, let restart) = action else { return }
+        acceptBody(total: total, truncating: truncating, restart: restart)
     }
 }

@@ -43,7 +43,7 @@ struct DownloadStateMachineTests {
         var machine = machine(in: "connecting")
         #expect(
             machine.responseReceived(.append(total: 42))
-                == .acceptBody(total: 42, truncatingPartial: false, restart: nil)
+                == .accept(total: 42, truncatingPartial: false, restart: nil)
         )
         #expect(machine.state == .receiving)
     }
@@ -52,7 +52,7 @@ struct DownloadStateMachineTests {
         var machine = machine(in: "connecting")
         #expect(
             machine.responseReceived(.replace(total: 9, reason: .rangeIgnored))
-                == .acceptBody(total: 9, truncatingPartial: true, restart: .rangeIgnored)
+                == .accept(total: 9, truncatingPartial: true, restart: .rangeIgnored)
         )
         #expect(machine.state == .receiving)
     }
@@ -89,9 +89,20 @@ struct DownloadStateMachineTests {
         }
     }
 
+    @Test func aFileFoundWholeBeforeAnyRequestCompletes() {
+        // Placed by a process killed before its row said so, or every segment written: no request.
+        var machine = machine(in: "connecting")
+        #expect(machine.foundComplete() == .complete)
+        #expect(machine.state == .done(.completed))
+        // Done is final: a late pause or cancel changes nothing.
+        #expect(machine.pause() == .none)
+        #expect(machine.cancel() == .none)
+        #expect(machine.state == .done(.completed))
+    }
+
     @Test func alreadyCompleteClosesThenCompletes() {
         var machine = machine(in: "connecting")
-        #expect(machine.responseReceived(.alreadyComplete(total: 10)) == .rejectBody)
+        #expect(machine.responseReceived(.alreadyComplete(total: 10)) == .reject)
         #expect(machine.state == .closing(.complete))
         // curl reports the refused body as a write error; the decision stands.
         let writeError = DownloadError(code: .transport, url: url, curlCode: 23)
@@ -101,7 +112,7 @@ struct DownloadStateMachineTests {
 
     @Test func httpErrorFailsWithTheStatus() {
         var machine = machine(in: "connecting")
-        #expect(machine.responseReceived(.fail(status: 404)) == .rejectBody)
+        #expect(machine.responseReceived(.fail(status: 404)) == .reject)
         let action = machine.transferEnded(.failed(DownloadError(code: .transport, url: url, curlCode: 23)))
         guard case .fail(let error) = action else {
             Issue.record("expected fail, got \(action)")
@@ -117,14 +128,14 @@ struct DownloadStateMachineTests {
         _ = machine.admit()
         #expect(
             machine.responseReceived(.append(total: 100))
-                == .acceptBody(total: 100, truncatingPartial: false, restart: nil)
+                == .accept(total: 100, truncatingPartial: false, restart: nil)
         )
         #expect(machine.transferEnded(.rangeEnded, progressed: true) == .startRequest(truncatingPartial: false))
         #expect(machine.state == .connecting)
         #expect(machine.failures == 0)  // the range was progress
         #expect(
             machine.responseReceived(.append(total: 100))
-                == .acceptBody(total: 100, truncatingPartial: false, restart: nil)
+                == .accept(total: 100, truncatingPartial: false, restart: nil)
         )
         #expect(machine.transferEnded(.finished, progressed: true) == .complete)
     }
@@ -157,7 +168,7 @@ struct DownloadStateMachineTests {
         _ = local.admit()
         _ = local.responseReceived(.append(total: 10))
         let full = DownloadError(code: .fileSystem, url: url, errno: ENOSPC)
-        _ = local.bodyFailed(full)
+        local.bodyFailed(full)
         #expect(local.transferEnded(.finished) == .fail(full))
     }
 
@@ -181,7 +192,7 @@ struct DownloadStateMachineTests {
         // A rejected URL (another file) ends the request as the failure that made it move.
         var other = DownloadStateMachine(url: url, alternatives: 1)
         _ = other.admit()
-        #expect(other.responseReceived(.rejectURL(forbidden)) == .rejectBody)
+        #expect(other.responseReceived(.rejectURL(forbidden)) == .reject)
         #expect(other.transferEnded(.finished) == .tryNextURL(forbidden))
         // Without a hook a 403 is what it was.
         var plain = DownloadStateMachine(url: url)
@@ -236,7 +247,7 @@ struct DownloadStateMachineTests {
     @Test func invalidResponseFailsWithoutRetry() {
         var machine = DownloadStateMachine(url: url, failures: 0, retryLimit: 5)
         _ = machine.admit()
-        #expect(machine.responseReceived(.invalid("two lengths")) == .rejectBody)
+        #expect(machine.responseReceived(.invalid("two lengths")) == .reject)
         guard case .fail(let error) = machine.transferEnded(.finished) else {
             Issue.record("an invalid response must fail, not retry")
             return
@@ -248,12 +259,12 @@ struct DownloadStateMachineTests {
     @Test func unusableRangeRetriesFromZeroABoundedNumberOfTimes() {
         var machine = machine(in: "connecting")
         for _ in 0..<Machine.maximumRestarts {
-            #expect(machine.responseReceived(.retryFromZero(reason: .rangeMismatch)) == .rejectBody)
+            #expect(machine.responseReceived(.retryFromZero(reason: .rangeMismatch)) == .reject)
             #expect(machine.state == .closing(.restartFromZero))
             #expect(machine.transferEnded(.finished) == .startRequest(truncatingPartial: true))
             #expect(machine.state == .connecting)
         }
-        #expect(machine.responseReceived(.retryFromZero(reason: .rangeMismatch)) == .rejectBody)
+        #expect(machine.responseReceived(.retryFromZero(reason: .rangeMismatch)) == .reject)
         guard case .fail(let error) = machine.transferEnded(.finished) else {
             Issue.record("expected a failure after \(Machine.maximumRestarts) restarts")
             return
@@ -266,13 +277,13 @@ struct DownloadStateMachineTests {
         // Restarts carried in from earlier attempts of the same download.
         var machine = Machine(url: url, failures: 1, restarts: Machine.maximumRestarts - 1, retryLimit: 5)
         #expect(machine.admit() == .startRequest(truncatingPartial: false))
-        #expect(machine.responseReceived(.retryFromZero(reason: .rangeMismatch)) == .rejectBody)
+        #expect(machine.responseReceived(.retryFromZero(reason: .rangeMismatch)) == .reject)
         #expect(machine.transferEnded(.finished) == .startRequest(truncatingPartial: true))
         #expect(machine.restarts == Machine.maximumRestarts)
         // The restarted request got no further than before: the count stays.
         #expect(
             machine.responseReceived(.append(total: 10))
-                == .acceptBody(total: 10, truncatingPartial: false, restart: nil)
+                == .accept(total: 10, truncatingPartial: false, restart: nil)
         )
         #expect(machine.transferEnded(.failed(error), progressed: false) == .retry(error))
         #expect(machine.restarts == Machine.maximumRestarts)
@@ -289,7 +300,7 @@ struct DownloadStateMachineTests {
         // With no restart left, the next wrong range fails the download.
         var last = Machine(url: url, restarts: Machine.maximumRestarts, retryLimit: 5)
         _ = last.admit()
-        #expect(last.responseReceived(.retryFromZero(reason: .rangeMismatch)) == .rejectBody)
+        #expect(last.responseReceived(.retryFromZero(reason: .rangeMismatch)) == .reject)
         guard case .fail(let failure) = last.transferEnded(.finished) else {
             Issue.record("expected a failure with no restart left")
             return
@@ -313,10 +324,11 @@ struct DownloadStateMachineTests {
         // transfer the error is the attempt's (retried when transient, failed when not).
         let disk = DownloadError(code: .fileSystem, url: url, errno: ENOSPC, detail: "write failed")
         var machine = machine(in: "receiving")
-        #expect(machine.bodyFailed(disk) == .rejectBody)
+        machine.bodyFailed(disk)
         #expect(machine.state == .closing(.fail(disk)))
         // A second error of the same write changes nothing; the first is reported.
-        #expect(machine.bodyFailed(DownloadError(code: .fileTooLarge, url: url)) == .none)
+        machine.bodyFailed(DownloadError(code: .fileTooLarge, url: url))
+        #expect(machine.state == .closing(.fail(disk)))
         let curlSaw = DownloadError(code: .transport, url: url, curlCode: 23)
         #expect(machine.transferEnded(.failed(curlSaw)) == .fail(disk))
         #expect(machine.state == .done(.failed(disk)))
@@ -324,14 +336,14 @@ struct DownloadStateMachineTests {
         for start in ["idle", "connecting", "paused", "completed"] {
             var other = self.machine(in: start)
             let before = other.state
-            #expect(other.bodyFailed(disk) == .none, "from \(start)")
-            #expect(other.state == before)
+            other.bodyFailed(disk)
+            #expect(other.state == before, "from \(start)")
         }
     }
 
     @Test func unchangedFileKeepsTheDestination() {
         var machine = machine(in: "connecting")
-        #expect(machine.responseReceived(.notModified(total: 10)) == .rejectBody)
+        #expect(machine.responseReceived(.notModified(total: 10)) == .reject)
         #expect(machine.state == .closing(.unchanged))
         #expect(
             machine.transferEnded(.failed(DownloadError(code: .transport, url: url, curlCode: 23))) == .keepDestination
@@ -413,7 +425,7 @@ struct RetryTests {
         #expect(machine.admit() == .startRequest(truncatingPartial: false))
         #expect(
             machine.responseReceived(.append(total: 100))
-                == .acceptBody(total: 100, truncatingPartial: false, restart: nil)
+                == .accept(total: 100, truncatingPartial: false, restart: nil)
         )
         #expect(machine.transferEnded(.failed(transient), progressed: true) == .retry(transient))
         #expect(machine.failures == 1)
@@ -429,7 +441,7 @@ struct RetryTests {
         for status in [400, 401, 403, 404, 410, 416, 501, 505] {
             var machine = DownloadStateMachine(url: url, failures: 0, retryLimit: 5)
             _ = machine.admit()
-            #expect(machine.responseReceived(.fail(status: status)) == .rejectBody)
+            #expect(machine.responseReceived(.fail(status: status)) == .reject)
             guard case .fail(let error) = machine.transferEnded(.finished) else {
                 Issue.record("\(status) must fail")
                 continue

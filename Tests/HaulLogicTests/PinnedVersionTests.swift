@@ -159,7 +159,7 @@ struct PinnedVersionTests {
     @Test func theMachineRetriesAnUnprovenAnswerAndAsksAgainWithoutCountingIt() {
         var machine = DownloadStateMachine(url: "http://h/f", retryLimit: 2)
         _ = machine.admit()
-        #expect(machine.responseReceived(.unproven("an error page")) == .rejectBody)
+        #expect(machine.responseReceived(.unproven("an error page")) == .reject)
         guard case .retry(let error) = machine.transferEnded(.failed(DownloadError(code: .transport, url: nil))) else {
             Issue.record("an unproven answer was not retried")
             return
@@ -167,7 +167,7 @@ struct PinnedVersionTests {
         #expect(error.code == .unexpectedAnswer && error.isTransient)
         #expect(machine.failures == 1 && machine.restarts == 0)
         _ = machine.admit()
-        #expect(machine.responseReceived(.askAgain(.date)) == .rejectBody)
+        #expect(machine.responseReceived(.askAgain(.date)) == .reject)
         #expect(
             machine.transferEnded(.failed(DownloadError(code: .transport, url: nil, curlCode: 23)))
                 == .startRequest(truncatingPartial: false)
