@@ -8,7 +8,8 @@ import PackageDescription
 /// upward reference and `internal` means "this layer's". A target's folders, each with a README of its
 /// detail, keep their own order within it (`scripts/check-layers.py`).
 let layers: [(target: String, folders: [String])] = [
-    ("Haul", ["Queue", "Scheduler", "Catalog"]),
+    ("Haul", ["Queue"]),
+    ("HaulScheduler", ["Scheduler", "Catalog"]),
     ("HaulTransfer", []),
     ("HaulIO", ["Download", "Disk", "Journal", "Reactor", "Metrics"]),
     ("HaulValues", ["Values", "Support"]),
@@ -78,12 +79,23 @@ let package = Package(
             ],
             exclude: ["README.md"]
         ),
-        // The facade (DownloadManager), the queue, the scheduler and the catalog; re-exports the
-        // public types of the layers below, so that a user imports `Haul` alone.
+        // The loop's owner: admission, commands, a download's end, checkpoints; and the catalog it
+        // shares with the queue (open journals, live handles).
+        .target(
+            name: "HaulScheduler",
+            dependencies: [
+                "CHaul", "HaulValues", "HaulIO", "HaulTransfer",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ],
+            exclude: readmes(of: "HaulScheduler")
+        ),
+        // The facade (DownloadManager) and the queue; re-exports the public types of the layers
+        // below, so that a user imports `Haul` alone.
         .target(
             name: "Haul",
             dependencies: [
-                "CHaul", "HaulValues", "HaulIO", "HaulTransfer",
+                "CHaul", "HaulValues", "HaulIO", "HaulTransfer", "HaulScheduler",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
@@ -119,19 +131,22 @@ let package = Package(
         .target(
             name: "HaulTestSupport",
             dependencies: [
-                "Haul", "HaulTransfer", "HaulIO", "HaulValues", "HaulPostgres",
+                "Haul", "HaulScheduler", "HaulTransfer", "HaulIO", "HaulValues", "HaulPostgres",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/HaulTestSupport"
         ),
         .testTarget(
             name: "HaulLogicTests",
-            dependencies: ["Haul", "HaulTransfer", "HaulIO", "HaulValues", "HaulPostgres", "HaulTestSupport"]
+            dependencies: [
+                "Haul", "HaulScheduler", "HaulTransfer", "HaulIO", "HaulValues", "HaulPostgres", "HaulTestSupport",
+            ]
         ),
         .testTarget(
             name: "HaulIntegrationTests",
             dependencies: [
-                "Haul", "HaulTransfer", "HaulIO", "HaulValues", "HaulService", "HaulTestSupport", "CHaul",
+                "Haul", "HaulScheduler", "HaulTransfer", "HaulIO", "HaulValues", "HaulService", "HaulTestSupport",
+                "CHaul",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import HaulIO
+import HaulScheduler
 import HaulTransfer
 import HaulValues
 import Logging

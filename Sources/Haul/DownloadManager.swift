@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import HaulIO
+import HaulScheduler
 import HaulTransfer
 import HaulValues
 import Logging

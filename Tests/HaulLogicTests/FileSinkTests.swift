@@ -6,6 +6,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulIO
+@testable import HaulScheduler
 @testable import HaulTestSupport
 @testable import HaulValues
 

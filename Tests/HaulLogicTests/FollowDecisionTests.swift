@@ -2,6 +2,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulIO
+@testable import HaulScheduler
 
 /// What a manager does about a row another manager queued or runs (issue 59, item 4: following
 /// other processes' rows is a type of its own with a pure decision).

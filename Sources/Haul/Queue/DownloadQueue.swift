@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import HaulIO
+import HaulScheduler
 import HaulValues
 
 /// The queue's policy, between the facade (``DownloadManager``) and the journals: checks a caller's

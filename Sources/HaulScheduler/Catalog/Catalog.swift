@@ -16,7 +16,7 @@ import Tracing
 ///
 /// Locks: a journal's lock may be held while taking the catalog's locks, never the other way round;
 /// the catalog's locks are leaves.
-final class Catalog: Sendable {
+package final class Catalog: Sendable {
     /// This boot's id, which the journals it opens record (``Journal/currentBootID()``; tests give
     /// their own).
     let bootID: String
@@ -24,13 +24,13 @@ final class Catalog: Sendable {
     /// FIFO, standard output, `data(from:)`, `discard(from:)`): a journal in memory
     /// (``Journal/isInMemory``), since no other process can continue them. A name only, never made:
     /// a folder in the temporary folder, of this process and manager.
-    let processOnlyDirectory: String
+    package let processOnlyDirectory: String
     /// How many handles and transfers exist.
-    let census = Census()
+    package let census = Census()
     /// The loop thread's writes, one transaction per turn in every journal.
     let writeBatch = WriteBatch()
     /// Every download's events, for ``DownloadManager/events``.
-    let feed = EventFeed()
+    package let feed = EventFeed()
 
     private final class WeakDownload: Sendable {
         nonisolated(unsafe) weak var download: Download?
@@ -87,7 +87,7 @@ final class Catalog: Sendable {
     private let journals = Mutex(Journals())
     private let opening = Mutex(())
 
-    init(bootID: String) {
+    package init(bootID: String) {
         self.bootID = bootID
         let temporary = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
         self.processOnlyDirectory =
@@ -98,7 +98,7 @@ final class Catalog: Sendable {
 
     /// Keeps what the latest request for `id` gives that its row cannot hold (its URL and mirrors
     /// when they carry a user name or password, its headers), and forgets what an earlier one gave.
-    func remember(
+    package func remember(
         _ url: URL,
         headers: [DownloadHeader],
         urls: [URL],
@@ -122,7 +122,7 @@ final class Catalog: Sendable {
     }
 
     /// Keeps `url` for `id`, credentials or not: a URL that is not the row's yet.
-    func remember(newURL url: URL, for id: DownloadID) {
+    package func remember(newURL url: URL, for id: DownloadID) {
         update(id) { $0.url = url }
     }
 
@@ -152,7 +152,7 @@ final class Catalog: Sendable {
     }
 
     /// The stream `id` writes to, when its destination is not a regular file.
-    func rememberedStream(_ id: DownloadID) -> StreamTarget? { lookUp(id)?.stream }
+    package func rememberedStream(_ id: DownloadID) -> StreamTarget? { lookUp(id)?.stream }
 
     /// Forgets what was kept for a download that ended.
     func forget(_ id: DownloadID) {
@@ -165,7 +165,7 @@ final class Catalog: Sendable {
 
     /// The bytes on disk of `id` are proven by the overlap before they are continued (a partial file
     /// adopted from a journal that is gone, ``Journal/adoptOrphanPartial(for:)``).
-    func provesByOverlap(_ id: DownloadID) {
+    package func provesByOverlap(_ id: DownloadID) {
         update(id) { $0.provesByOverlap = true }
     }
 
@@ -186,7 +186,7 @@ final class Catalog: Sendable {
     /// The journal of `directory`, opened on first use (its interrupted downloads marked so).
     ///
     /// - Throws: `.shutdown` once the manager shut down; the journal's errors (`.journalLocked`…).
-    func journal(for directory: String) throws(DownloadError) -> Journal {
+    package func journal(for directory: String) throws(DownloadError) -> Journal {
         if let journal = openJournal(for: directory) { return journal }
         // One opening at a time: a second connection to a journal being opened would find it locked.
         return try opening.withLock { _ throws(DownloadError) -> Journal in
@@ -208,7 +208,7 @@ final class Catalog: Sendable {
 
     /// Runs `body` with the journal of `directory` locked and open: a journal closed (as idle) between
     /// the lookup and the lock is opened again.
-    func withJournal<T>(
+    package func withJournal<T>(
         for directory: String,
         _ body: (Journal) throws(DownloadError) -> T
     ) throws(DownloadError) -> T {
@@ -242,17 +242,17 @@ final class Catalog: Sendable {
     }
 
     /// The journal of `directory` if it is open.
-    func openJournal(for directory: String) -> Journal? {
+    package func openJournal(for directory: String) -> Journal? {
         journals.withLock { $0.byDirectory[directory] }
     }
 
     /// The directories whose journals were closed as idle and are not open again.
-    var closedDirectories: [String] {
+    package var closedDirectories: [String] {
         journals.withLock { state in state.closedDirectories.filter { state.byDirectory[$0] == nil } }
     }
 
     /// Every open journal.
-    var openJournals: [Journal] {
+    package var openJournals: [Journal] {
         journals.withLock { Array($0.byDirectory.values) }
     }
 
@@ -267,18 +267,18 @@ final class Catalog: Sendable {
     }
 
     /// Marks the manager shut down: no new downloads.
-    func markShutDown() -> Bool {
+    package func markShutDown() -> Bool {
         journals.withLock { state in
             defer { state.isShutDown = true }
             return !state.isShutDown
         }
     }
 
-    var isShutDown: Bool { journals.withLock { $0.isShutDown } }
+    package var isShutDown: Bool { journals.withLock { $0.isShutDown } }
 
     /// The next place in the queue: increasing within this process, and (being microseconds since
     /// 1970 when the clock allows) after the entries of earlier processes.
-    func nextQueueSequence() -> Int64 {
+    package func nextQueueSequence() -> Int64 {
         let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
         return journals.withLock { state in
             state.lastSequence = max(state.lastSequence + 1, now)
@@ -289,13 +289,13 @@ final class Catalog: Sendable {
     // MARK: handles
 
     /// The handle callers and the loop share for `id`, if one is alive.
-    func existingHandle(_ id: DownloadID) -> Download? {
+    package func existingHandle(_ id: DownloadID) -> Download? {
         handles.withLock { $0.byID[id]?.download }
     }
 
     /// The live handle for `id`, or a new one from `make()` (``makeHandle(_:url:destinationPath:stateDirectoryPath:progress:controller:)``).
     /// A handle whose download ended is replaced (the download starts again).
-    func handle(_ id: DownloadID, make: () -> Download) -> (Download, isNew: Bool) {
+    package func handle(_ id: DownloadID, make: () -> Download) -> (Download, isNew: Bool) {
         handles.withLock { state in
             if let existing = state.byID[id]?.download, !existing.hub.isClosed {
                 return (existing, false)
@@ -312,7 +312,7 @@ final class Catalog: Sendable {
 
     /// A new handle, counted in the census: the one place a ``Download`` is made. Not kept; pass it
     /// through ``handle(_:make:)`` for a download that has a row.
-    func makeHandle(
+    package func makeHandle(
         _ id: DownloadID,
         url: URL,
         destinationPath: String,
@@ -337,12 +337,12 @@ final class Catalog: Sendable {
     // MARK: idleness
 
     /// Adds a task waiting for the queue to drain.
-    func addIdleWaiter(_ waiter: CheckedContinuation<Void, Never>) {
+    package func addIdleWaiter(_ waiter: CheckedContinuation<Void, Never>) {
         idleWaiters.withLock { $0.append(waiter) }
     }
 
     /// Resumes every task waiting for the queue to drain.
-    func resumeIdleWaiters() {
+    package func resumeIdleWaiters() {
         let waiters = idleWaiters.withLock { waiters in
             defer { waiters = [] }
             return waiters

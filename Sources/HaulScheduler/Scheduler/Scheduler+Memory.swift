@@ -8,7 +8,7 @@ extension Scheduler {
     /// costs a `recvfrom` and a zero-timeout `poll`: 131,000 system calls per GiB, 4,100 at 512 KiB);
     /// one of many transfers keeps curl's 16 KiB each. By the slots, not by the transfers running
     /// now: the first transfers of a busy manager would otherwise all start with large buffers.
-    static func receiveBufferSize(slots: Int) -> Int {
+    package static func receiveBufferSize(slots: Int) -> Int {
         let share = receiveBufferBudget / max(1, slots)
         let size = share / EasyHandle.defaultReceiveBufferSize * EasyHandle.defaultReceiveBufferSize
         return min(512 * 1024, max(EasyHandle.defaultReceiveBufferSize, size))
@@ -26,7 +26,7 @@ extension Scheduler {
     /// bytes arrive, and one idle for a trim period is unmapped). Twice as many, so that the loop
     /// wrote fewer finished files itself (`Transfer.finishJob(keepingDestination:)`), was no faster
     /// in (a) (eight alternating runs: 1.04 against 1.035 s) and took 1 MB more.
-    static func writeBufferLimit(bufferSize: Int, slots: Int) -> Int {
+    package static func writeBufferLimit(bufferSize: Int, slots: Int) -> Int {
         let size = max(1, bufferSize)
         return max(4, min(max(slots, writeBufferFloor / size), writeBufferBudget / size))
     }
@@ -41,7 +41,7 @@ extension Scheduler {
     /// against 1.48–1.65 s, 1.54–1.74 against 1.64–1.88, 1.61–1.90 against 1.80–2.02 (curl followed
     /// by `sync` 1.53–1.59 s in the first). Four and eight times were no faster in a fourth series;
     /// (a) on tmpfs, where nothing waits for a sync, did not change.
-    static func finishingLimit(slots: Int, openPartialFiles: Int) -> Int {
+    package static func finishingLimit(slots: Int, openPartialFiles: Int) -> Int {
         min(2 * max(1, slots), max(1, openPartialFiles / 2))
     }
 

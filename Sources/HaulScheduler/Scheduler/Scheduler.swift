@@ -14,7 +14,7 @@ import Tracing
 /// (a download's end or pause) and `+Checkpoints.swift` (syncs, timers, disk reports).
 ///
 /// Every method runs on the loop thread (reactor callbacks, commands, finished transfers).
-final class Scheduler: ReactorDelegate, @unchecked Sendable {
+package final class Scheduler: ReactorDelegate, @unchecked Sendable {
     // @unchecked Sendable: created on the caller's thread, then used only on the loop thread; the
     // manager keeps a reference only to keep it alive.
 
@@ -64,7 +64,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
     var pausedFollows: [DownloadID: FollowedRow] = [:]
     var followTimer: OpaquePointer?
 
-    init(
+    package init(
         settings: SchedulerSettings,
         environment: TransferEnvironment,
         inbox: CommandInbox<SchedulerCommand>,
@@ -89,12 +89,12 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
 
     // MARK: ReactorDelegate
 
-    func reactorWillRun(_ reactor: Reactor) {
+    package func reactorWillRun(_ reactor: Reactor) {
         catalog.writeBatch.attachCurrentThread()
         catalog.feed.attachCurrentThread()
     }
 
-    func reactorTurnDidEnd(_ reactor: Reactor) {
+    package func reactorTurnDidEnd(_ reactor: Reactor) {
         if !environment.refusedWhenUnpaused.isEmpty {
             for (handle, code) in environment.takeRefusedWhenUnpaused() {
                 self.reactor(reactor, transferDidFinish: handle, result: code)
@@ -126,7 +126,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
     }
 
-    func reactorWasWoken(_ reactor: Reactor) {
+    package func reactorWasWoken(_ reactor: Reactor) {
         let commands = inbox.drain()
         guard !commands.isEmpty else { return }
         for command in commands {
@@ -150,7 +150,7 @@ final class Scheduler: ReactorDelegate, @unchecked Sendable {
         admitAtTurnEnd()
     }
 
-    func reactor(_ reactor: Reactor, transferDidFinish raw: UnsafeMutableRawPointer, result: CURLcode) {
+    package func reactor(_ reactor: Reactor, transferDidFinish raw: UnsafeMutableRawPointer, result: CURLcode) {
         guard let context = EasyHandle.context(of: raw) else {
             reactor.remove(raw)
             return

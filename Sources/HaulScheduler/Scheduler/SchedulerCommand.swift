@@ -45,7 +45,7 @@ extension CommandInbox: DownloadController where Command == SchedulerCommand {
 
     /// Asks the loop to shut down; the inbox takes no caller's command after this one.
     @discardableResult
-    func submitShutdown() -> Bool {
+    package func submitShutdown() -> Bool {
         submit(.shutdown, closing: true)
     }
 

@@ -10,7 +10,7 @@ package struct SchedulerSettings: Sendable {
     package typealias FreshURL = (url: URL, headers: [DownloadHeader]?)
 
     /// How many downloads may run at once (within the descriptor budget), and how many per host.
-    var slots: Int
+    package var slots: Int
     var perHostLimit: Int?
     /// How many connections may be open at once (the descriptor budget's share for transfers).
     var connectionLimit: Int
@@ -29,4 +29,28 @@ package struct SchedulerSettings: Sendable {
     /// A fresh URL for one that answered 401, 403 or 410 (the download's id, URL, destination and
     /// the status): the application's URL refresher, or nil when it gave none.
     var freshURL: (@Sendable (DownloadID, URL, URL, Int) async throws -> FreshURL?)?
+
+    package init(
+        slots: Int,
+        perHostLimit: Int? = nil,
+        connectionLimit: Int,
+        finishingLimit: Int,
+        checkpointInterval: Duration,
+        stallTimeout: Duration,
+        keptDirectory: String? = nil,
+        logger: Logger,
+        headerValues: (@Sendable (DownloadID, URL, URL, [String]) async throws -> [DownloadHeader])? = nil,
+        freshURL: (@Sendable (DownloadID, URL, URL, Int) async throws -> FreshURL?)? = nil
+    ) {
+        self.slots = slots
+        self.perHostLimit = perHostLimit
+        self.connectionLimit = connectionLimit
+        self.finishingLimit = finishingLimit
+        self.checkpointInterval = checkpointInterval
+        self.stallTimeout = stallTimeout
+        self.keptDirectory = keptDirectory
+        self.logger = logger
+        self.headerValues = headerValues
+        self.freshURL = freshURL
+    }
 }
