@@ -41,14 +41,20 @@ extension DownloadStateMachine {
         /// A request is out and no response was accepted yet.
         /// → receiving (head accepted), closing (head refused), paused, done (transfer failed, cancel).
         case connecting
-        /// Body bytes flow into the partial file. → done (transfer ended, cancel), paused, connecting
-        /// (the server's range ended before the file: the rest is asked for).
+        /// Body bytes flow into the partial file. → finishing (transfer ended), done (transfer failed,
+        /// cancel), paused, connecting (the server's range ended before the file: the rest is asked
+        /// for).
         case receiving
         /// The response head decided the end, but curl still holds the transfer until it reports it
         /// finished. Shown to users as connecting. → connecting (restart), done, paused.
         case closing(Ending)
         /// No request; the partial file is kept. → done (cancel).
         case paused
+        /// Every byte is received: the file is being placed off the loop (or a stream's last bytes
+        /// wait for its reader). Neither paused nor cancelled (but a stream's hand-over, whose reader
+        /// left). → done: completed (``placed()``), failed (``completionFailed(_:)``), cancelled
+        /// (``cancelHandOver()``).
+        case finishing
         /// Final: nothing leaves this state.
         case done(Outcome)
     }

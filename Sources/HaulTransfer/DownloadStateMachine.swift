@@ -3,13 +3,15 @@ import HaulValues
 /// The life of one download, as a pure value: each input returns the action its owner performs.
 ///
 /// ```
-///            admit              head accepted          transfer ended
-///   idle ───────────▶ connecting ───────────▶ receiving ───────────▶ done(completed | failed)
+///            admit              head accepted          transfer ended        placed (or failed)
+///   idle ───────────▶ connecting ───────────▶ receiving ───────────▶ finishing ───▶ done(completed | failed)
 ///    ▲                   │  ▲ ◀─────────────────────┤ a 206 whose range ended before the file
 ///    │                   │  │ head refused          │ (next range)
 ///    │ pause             ▼  │ (restart)             │ pause; the body could not be written
 ///    └──────────▶ paused ◀┴── closing ◀───────────┘
-///   cancel from any state but done → done(cancelled)
+///   cancel from any state but finishing and done → done(cancelled); finishing is only cancelled
+///     as a stream's hand-over whose reader left
+///   a failure → done(failed); done is final
 ///   a failure another URL may not have (a status, the network) while the download has URLs it did
 ///   not try since it last progressed (mirrors), or one a fresh URL may fix (401, 403, 410, with a
 ///   refresh hook, once) → connecting (the next URL, or the hook's)
@@ -178,7 +180,7 @@ struct DownloadStateMachine: Sendable {
         }
         switch (state, result) {
         case (.receiving, .finished):
-            state = .done(.completed)
+            state = .finishing
             return .complete
         case (.receiving, .rangeEnded):
             // Not a failure and no delay: the next request asks for the bytes after this range.
@@ -187,10 +189,10 @@ struct DownloadStateMachine: Sendable {
         case (.connecting, .failed(let error)), (.receiving, .failed(let error)):
             return failOrRetry(error)
         case (.closing(.complete), _):
-            state = .done(.completed)
+            state = .finishing
             return .complete
         case (.closing(.unchanged), _):
-            state = .done(.completed)
+            state = .finishing
             return .keepDestination
         case (.closing(.fail(let error)), _):
             return failOrRetry(error)
@@ -261,7 +263,7 @@ struct DownloadStateMachine: Sendable {
     /// before its row said so; or every segment of it written): the download completes.
     mutating func foundComplete() -> Action {
         guard case .connecting = state else { preconditionFailure("foundComplete() in state \(state)") }
-        state = .done(.completed)
+        state = .finishing
         return .complete
     }
 
@@ -282,23 +284,30 @@ struct DownloadStateMachine: Sendable {
     /// A local failure outside the transfer (the partial file cannot be opened, the state directory
     /// cannot be created, curl refused the handle). Ignored once done.
     mutating func fail(_ error: DownloadError) -> Action {
-        if isDone { return .none }
+        if hasEnded { return .none }
         state = .done(.failed(error))
         return .fail(error)
     }
 
-    /// Moving the finished file into place failed: done(completed) becomes done(failed).
+    /// The finished file is in place (or a stream's reader took its last bytes): the download
+    /// completed.
+    mutating func placed() {
+        guard case .finishing = state else { preconditionFailure("placed() in state \(state)") }
+        state = .done(.completed)
+    }
+
+    /// Moving the finished file into place failed: the download failed.
     mutating func completionFailed(_ error: DownloadError) -> Action {
-        guard case .done(.completed) = state else { preconditionFailure("completionFailed() in state \(state)") }
+        guard case .finishing = state else { preconditionFailure("completionFailed() in state \(state)") }
         state = .done(.failed(error))
         return .fail(error)
     }
 
     /// The user cancelled a download whose bytes were all received but not all handed on yet (a
-    /// stream's last bytes wait for its reader, who went away): done(completed) becomes
-    /// done(cancelled). A file being moved into place is not cancelled (``cancel()``).
+    /// stream's last bytes wait for its reader, who went away): finishing becomes done(cancelled).
+    /// A file being moved into place is not cancelled (``cancel()``).
     mutating func cancelHandOver() -> Action {
-        guard case .done(.completed) = state else { return cancel() }
+        guard case .finishing = state else { return cancel() }
         state = .done(.cancelled)
         return .cancel
     }
@@ -311,7 +320,7 @@ struct DownloadStateMachine: Sendable {
         case .idle, .waitingToRetry, .awaitingHeaders, .connecting, .awaitingFreshURL, .receiving, .closing:
             state = .paused
             return .pause
-        case .paused, .done:
+        case .paused, .finishing, .done:
             return .none
         }
     }
@@ -323,7 +332,7 @@ struct DownloadStateMachine: Sendable {
             .paused:
             state = .done(.cancelled)
             return .cancel
-        case .done:
+        case .finishing, .done:
             return .none
         }
     }
@@ -332,5 +341,13 @@ struct DownloadStateMachine: Sendable {
     var isDone: Bool {
         if case .done = state { return true }
         return false
+    }
+
+    /// Whether no request goes out for it again: finishing or done.
+    var hasEnded: Bool {
+        switch state {
+        case .finishing, .done: true
+        default: false
+        }
     }
 }

@@ -166,6 +166,7 @@ extension Transfer {
         case .failure(let error):
             return settle(perform(machine.completionFailed(error)))
         case .success(let file):
+            machine.placed()
             endCompleted(file)
             return .end
         }

@@ -13,8 +13,9 @@ extension Transfer {
     package var handle: Download { download }
     /// The state directory whose journal holds its row.
     package var directory: String { store.directory }
-    /// Whether its machine reached an end.
-    package var isDone: Bool { machine.isDone }
+    /// Whether its machine reached its end or is finishing (the file being placed): no request
+    /// goes out for it again, and a pause does not apply.
+    package var hasEnded: Bool { machine.hasEnded }
     /// The name it chose in a folder and claimed while it runs (its row holds it once it pauses or
     /// ends), or nil when its caller named the destination.
     package var claimedName: String? { record.folder != nil ? record.destination : nil }

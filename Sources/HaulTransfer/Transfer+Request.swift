@@ -230,7 +230,7 @@ extension Transfer {
             )
         }
         stopRequest()
-        if machine.isDone { return .none }
+        if machine.hasEnded { return .none }
         return perform(machine.transferEnded(ended, progressed: bytesThisAttempt > 0))
     }
 

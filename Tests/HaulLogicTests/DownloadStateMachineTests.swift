@@ -20,10 +20,15 @@ struct DownloadStateMachineTests {
             _ = machine.admit()
             _ = machine.responseReceived(.append(total: 10))
         case "paused": _ = machine.pause()
+        case "finishing":
+            _ = machine.admit()
+            _ = machine.responseReceived(.append(total: 10))
+            _ = machine.transferEnded(.finished)
         case "completed":
             _ = machine.admit()
             _ = machine.responseReceived(.append(total: 10))
             _ = machine.transferEnded(.finished)
+            machine.placed()
         case "failed":
             _ = machine.admit()
             _ = machine.transferEnded(.failed(DownloadError(code: .transport, url: url, curlCode: 7)))
@@ -77,6 +82,8 @@ struct DownloadStateMachineTests {
     @Test func finishedTransferCompletes() {
         var machine = machine(in: "receiving")
         #expect(machine.transferEnded(.finished) == .complete)
+        #expect(machine.state == .finishing)
+        machine.placed()
         #expect(machine.state == .done(.completed))
     }
 
@@ -93,10 +100,8 @@ struct DownloadStateMachineTests {
         // Placed by a process killed before its row said so, or every segment written: no request.
         var machine = machine(in: "connecting")
         #expect(machine.foundComplete() == .complete)
-        #expect(machine.state == .done(.completed))
-        // Done is final: a late pause or cancel changes nothing.
-        #expect(machine.pause() == .none)
-        #expect(machine.cancel() == .none)
+        #expect(machine.state == .finishing)
+        machine.placed()
         #expect(machine.state == .done(.completed))
     }
 
@@ -107,7 +112,7 @@ struct DownloadStateMachineTests {
         // curl reports the refused body as a write error; the decision stands.
         let writeError = DownloadError(code: .transport, url: url, curlCode: 23)
         #expect(machine.transferEnded(.failed(writeError)) == .complete)
-        #expect(machine.state == .done(.completed))
+        #expect(machine.state == .finishing)
     }
 
     @Test func httpErrorFailsWithTheStatus() {
@@ -348,7 +353,7 @@ struct DownloadStateMachineTests {
         #expect(
             machine.transferEnded(.failed(DownloadError(code: .transport, url: url, curlCode: 23))) == .keepDestination
         )
-        #expect(machine.state == .done(.completed))
+        #expect(machine.state == .finishing)
     }
 
     @Test func cancelFromEveryUnfinishedState() {
@@ -363,10 +368,10 @@ struct DownloadStateMachineTests {
         "a body received whole but not all handed on (a stream's reader left) is cancelled; a failed or cancelled one is not"
     )
     func cancelWhileHandingOver() {
-        var handing = machine(in: "completed")
+        var handing = machine(in: "finishing")
         #expect(handing.cancelHandOver() == .cancel)
         #expect(handing.state == .done(.cancelled))
-        for start in ["failed", "cancelled"] {
+        for start in ["completed", "failed", "cancelled"] {
             var machine = machine(in: start)
             let before = machine.state
             #expect(machine.cancelHandOver() == .none, "after \(start)")
@@ -399,8 +404,21 @@ struct DownloadStateMachineTests {
         #expect(machine.state == .done(.failed(error)))
     }
 
-    @Test func renameFailureTurnsCompletedIntoFailed() {
-        var machine = machine(in: "completed")
+    @Test("finishing (every byte received, the file being placed) is neither paused nor cancelled, and done is final")
+    func finishingEndsOnlyByItsPlacing() {
+        var machine = machine(in: "finishing")
+        #expect(machine.pause() == .none)
+        #expect(machine.cancel() == .none)
+        #expect(machine.fail(DownloadError(code: .fileSystem, url: url)) == .none)
+        #expect(machine.state == .finishing)
+        #expect(machine.hasEnded && !machine.isDone)
+        machine.placed()
+        #expect(machine.state == .done(.completed))
+        #expect(machine.hasEnded && machine.isDone)
+    }
+
+    @Test func renameFailureFailsAFinishingDownload() {
+        var machine = machine(in: "finishing")
         let error = DownloadError(code: .fileSystem, url: url, errno: 28, path: "/x")
         #expect(machine.completionFailed(error) == .fail(error))
         #expect(machine.state == .done(.failed(error)))

@@ -97,7 +97,7 @@ extension Scheduler {
         shuttingDown = true
         followed.removeAll()
         pausedFollows.removeAll()
-        for transfer in Array(transfers.values) where !transfer.isDone {
+        for transfer in Array(transfers.values) where !transfer.hasEnded {
             // Interrupted, not paused: the next manager continues it.
             perform(transfer.pause(interruptedByShutdown: true), for: transfer)
         }
