@@ -121,8 +121,25 @@ extension Transfer {
 
     /// Carries out what its machine's `action` asks of it beyond requests and bodies (which
     /// ``perform(_:)`` did): an ending, or what its owner is to do. `interruptedByShutdown`: a pause
-    /// is the manager's shutdown, and the next manager continues the download.
+    /// is the manager's shutdown, and the next manager continues the download. A transfer that
+    /// leaves its slot frees the name it claimed (``leftSlot()``).
     func settle(_ action: DownloadStateMachine.Action, interruptedByShutdown: Bool = false) -> SlotAction {
+        let slotAction = carryOut(action, interruptedByShutdown: interruptedByShutdown)
+        switch slotAction {
+        case .release, .end, .retry: leftSlot()
+        case .none, .askForHeaders, .askForFreshURL, .finish, .finishStream: break
+        }
+        return slotAction
+    }
+
+    /// The name it chose in a folder and claimed while it ran is free for other transfers again:
+    /// its row holds it now (paused, waiting to retry, completed, failed), or it has no row.
+    private func leftSlot() {
+        // A name is claimed only by a download into a folder (its caller named no file).
+        if record.folder != nil { environment.claimedNames.remove(record.destination) }
+    }
+
+    private func carryOut(_ action: DownloadStateMachine.Action, interruptedByShutdown: Bool) -> SlotAction {
         switch action {
         case .none, .startRequest, .tryNextURL:
             return .none
@@ -168,6 +185,7 @@ extension Transfer {
         case .success(let file):
             machine.placed()
             endCompleted(file)
+            leftSlot()
             return .end
         }
     }

@@ -16,9 +16,6 @@ extension Transfer {
     /// Whether its machine reached its end or is finishing (the file being placed): no request
     /// goes out for it again, and a pause does not apply.
     package var hasEnded: Bool { machine.hasEnded }
-    /// The name it chose in a folder and claimed while it runs (its row holds it once it pauses or
-    /// ends), or nil when its caller named the destination.
-    package var claimedName: String? { record.folder != nil ? record.destination : nil }
     /// Restarts from zero since it last progressed: carried to its next attempt after a retry.
     package var restarts: Int { machine.restarts }
 

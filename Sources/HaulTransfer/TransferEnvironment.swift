@@ -16,7 +16,7 @@ package final class TransferEnvironment {
     package var syncs = SyncLedger()
     /// File names chosen by running downloads into folders, not yet in their journal rows: another
     /// download into the same folder never chooses one of them.
-    package var claimedNames: Set<String> = []
+    var claimedNames: Set<String> = []
     let census: Census
     let logger: Logger
     /// The shortest time between two `.progress` events of one download, in nanoseconds.

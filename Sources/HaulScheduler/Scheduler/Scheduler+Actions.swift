@@ -59,8 +59,6 @@ extension Scheduler {
         for (id, waiter) in connectionWaiters where transfers[id] === waiter { waiter.askForConnections() }
         guard transfers.removeValue(forKey: transfer.id) != nil else { return }
         environment.rateLimiter.release(transfer)
-        // Its row holds the name it chose now (or it has no row: the name is free again).
-        if let name = transfer.claimedName { environment.claimedNames.remove(name) }
         let directory = transfer.directory
         let left = (transfersByDirectory[directory] ?? 1) - 1
         transfersByDirectory[directory] = left > 0 ? left : nil

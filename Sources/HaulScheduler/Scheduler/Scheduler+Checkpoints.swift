@@ -97,7 +97,7 @@ extension Scheduler {
             // have ended the transfer already: its handles are no longer its own then.)
             guard transfers[transfer.id] === transfer else { continue }
             transfer.stalled(raw, seconds: settings.stallTimeout.components.seconds)
-            self.reactor(reactor, transferDidFinish: raw, result: CURLE_OPERATION_TIMEDOUT)
+            requestEnded(raw, result: CURLE_OPERATION_TIMEDOUT)
         }
         buffers.trim()
         environment.easyHandles.trim()  // freed here, on the loop thread, as their deinit cleans up

@@ -96,9 +96,7 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
 
     package func reactorTurnDidEnd(_ reactor: Reactor) {
         if !environment.refusedWhenUnpaused.isEmpty {
-            for (handle, code) in environment.takeRefusedWhenUnpaused() {
-                self.reactor(reactor, transferDidFinish: handle, result: code)
-            }
+            for (handle, code) in environment.takeRefusedWhenUnpaused() { requestEnded(handle, result: code) }
         }
         if admissionDue {
             admissionDue = false
@@ -150,7 +148,16 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
         admitAtTurnEnd()
     }
 
+    /// curl reported a request done.
     package func reactor(_ reactor: Reactor, transferDidFinish raw: UnsafeMutableRawPointer, result: CURLcode) {
+        requestEnded(raw, result: result)
+    }
+
+    /// The request of handle `raw` ended with `result`: curl reported it done, Haul's stall sweep
+    /// ended it (``Transfer/stalledRequests(now:after:)``), or its write callback refused a chunk
+    /// while the rate limiter unpaused it, which curl never reports. Its transfer (or the transfer
+    /// of the segment it fetched) says what follows.
+    func requestEnded(_ raw: UnsafeMutableRawPointer, result: CURLcode) {
         guard let context = EasyHandle.context(of: raw) else {
             reactor.remove(raw)
             return
