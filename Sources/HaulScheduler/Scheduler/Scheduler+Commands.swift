@@ -95,8 +95,7 @@ extension Scheduler {
     /// them) and stops the loop once their syncs are recorded.
     func shutdown() {
         shuttingDown = true
-        followed.removeAll()
-        pausedFollows.removeAll()
+        following.removeAll()
         for transfer in Array(transfers.values) where !transfer.hasEnded {
             // Interrupted, not paused: the next manager continues it.
             perform(transfer.pause(interruptedByShutdown: true), for: transfer)

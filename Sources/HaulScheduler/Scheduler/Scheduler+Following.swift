@@ -13,12 +13,12 @@ extension Scheduler {
     /// Follows `rows` (their records as the request found them) of `directory`'s journal.
     func follow(_ rows: [DownloadID: DownloadRecord], in directory: String) {
         guard !shuttingDown else { return }
-        for (id, record) in rows { followed[id] = FollowedRow(directory: directory, requested: record) }
+        following.follow(rows, in: directory)
         armFollowTimer()
     }
 
     private func armFollowTimer() {
-        guard !followed.isEmpty else { return }
+        guard !following.isEmpty else { return }
         if followTimer == nil {
             followTimer = reactor.makeOneShotTimer { [unowned self] in
                 checkFollowed()
@@ -33,37 +33,31 @@ extension Scheduler {
     /// followed on; anything else (its manager gone, paused or failed there, or removed) → this
     /// manager's now, queued with the bytes it holds.
     func checkFollowed() {
-        var byDirectory: [String: [DownloadID]] = [:]
-        for (id, row) in followed { byDirectory[row.directory, default: []].append(id) }
+        let byDirectory = following.byDirectory()
         for (directory, ids) in byDirectory {
             guard let journal = catalog.openJournal(for: directory) else {
-                for id in ids { followed[id] = nil }
+                for id in ids { following.stop(id) }
                 continue
             }
             journal.locked {
                 // Nothing committed by another manager since the last look, and every owner seen
                 // then still runs: every row stands as it stood (thousands of rows are not read
                 // again five times a second while the other manager works on its own).
-                let version = journal.dataVersion()
-                var owners = Set<Int64>()
-                var allSeen = true
-                for id in ids {
-                    if let owner = followed[id]?.owner { owners.insert(owner) } else { allSeen = false }
-                }
-                if allSeen, version != nil, version == followedVersions[directory],
-                    owners.allSatisfy({ journal.isAnotherLiveOwner($0) })
-                {
-                    return
-                }
-                followedVersions[directory] = version
+                let unchanged = following.areUnchanged(
+                    ids,
+                    in: directory,
+                    version: journal.dataVersion(),
+                    isLive: { journal.isAnotherLiveOwner($0) }
+                )
+                if unchanged { return }
                 for id in ids { check(id, in: journal) }
             }
         }
-        followedVersions = followedVersions.filter { directory, _ in byDirectory[directory] != nil }
+        following.keepVersions(of: byDirectory.keys)
     }
 
     private func check(_ id: DownloadID, in journal: Journal) {
-        guard let row = followed[id] else { return }
+        guard let row = following[id] else { return }
         let standing: Journal.RowStanding?
         do {
             standing = try journal.standing(of: id)
@@ -78,20 +72,19 @@ extension Scheduler {
         )
         switch decision {
         case .completed:
-            followed[id] = nil
+            following.stop(id)
             guard let record = try? journal.storedRecord(for: id) else { return }
             publishCompleted(id, record: record, directory: journal.directory)
         case .ownRow:
-            followed[id] = nil
+            following.stop(id)
         case .followOn(let owner, let progress):
-            followed[id]?.owner = owner
+            following.saw(id, owner: owner, shownBytes: progress)
             guard let progress else { return }
-            followed[id]?.shownBytes = progress
             catalog.existingHandle(id)?.hub.publish(
                 .progress(DownloadProgress(bytesReceived: progress, totalBytes: standing?.totalBytes))
             )
         case .takeBack(let rowExists):
-            followed[id] = nil
+            following.stop(id)
             let stored = rowExists ? try? journal.storedRecord(for: id) : nil
             takeBack(id, stored: stored, requested: row.requested, in: journal)
         }
@@ -132,13 +125,11 @@ extension Scheduler {
     /// until it is resumed), its row left to the manager that runs it. Whether it was followed.
     func stopFollowing(_ download: Download, cancelled: Bool) -> Bool {
         if cancelled {
-            guard followed.removeValue(forKey: download.id) ?? pausedFollows.removeValue(forKey: download.id) != nil
-            else { return false }
+            guard following.cancel(download.id) else { return false }
             catalog.forget(download.id)
             download.hub.publish(.cancelled)
         } else {
-            guard let row = followed.removeValue(forKey: download.id) else { return false }
-            pausedFollows[download.id] = row
+            guard following.pause(download.id) else { return false }
             download.hub.publish(.paused(download.progress))
         }
         return true
@@ -148,7 +139,7 @@ extension Scheduler {
     /// manager that runs holds its row: resumed here, it waits for that one's outcome (or takes the
     /// row back, as a followed one does). Whether it does.
     func followIfAnothers(_ download: Download) -> Bool {
-        if let row = pausedFollows.removeValue(forKey: download.id) {
+        if let row = following.takePaused(download.id) {
             download.hub.publish(.queued)
             follow([download.id: row.requested], in: row.directory)
             checkFollowed()
@@ -158,7 +149,7 @@ extension Scheduler {
         return journal.locked {
             guard let record = try? journal.record(for: download.id), journal.isHeldByAnother(download.id)
             else { return false }
-            if followed[download.id] == nil { download.hub.publish(.queued) }
+            if following[download.id] == nil { download.hub.publish(.queued) }
             follow([download.id: record], in: journal.directory)
             return true
         }
@@ -181,16 +172,4 @@ extension Scheduler {
             }
         }
     }
-}
-
-/// A row this manager follows: where, and what was asked for.
-struct FollowedRow {
-    let directory: String
-    /// The row as the request found it, with what the request asks for: what is taken back (the
-    /// request's part), or queued anew if the row is removed meanwhile.
-    let requested: DownloadRecord
-    /// The bytes last shown on its handle.
-    var shownBytes: Int64 = -1
-    /// The manager that ran it at the last look (`nil` before the first).
-    var owner: Int64?
 }

@@ -27,7 +27,7 @@ extension Scheduler {
         let id = download.id
         // Nothing of it runs, is followed or is being synced here, and it is not what was asked
         // (its row is another process's, it had ended): nothing will change.
-        if isSettled(waiter) || (transfers[id] == nil && followed[id] == nil && !environment.syncs.isPending(id)) {
+        if isSettled(waiter) || (transfers[id] == nil && following[id] == nil && !environment.syncs.isPending(id)) {
             answer(download.state)
         } else {
             settleWaiters.append(waiter)

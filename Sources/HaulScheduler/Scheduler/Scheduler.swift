@@ -56,12 +56,9 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
     var retryWakeGap: Double { min(0.1, environment.retryPolicy.baseDelay.inSeconds / 4) }
     /// Segmented transfers that wanted a connection the limits did not allow yet.
     var connectionWaiters: [DownloadID: Transfer] = [:]
-    /// Rows another manager runs that this one was asked for (``follow(_:in:)``).
-    var followed: [DownloadID: FollowedRow] = [:]
-    /// Each followed journal's `data_version` at the last look (``checkFollowed()``).
-    var followedVersions: [String: Int64] = [:]
-    /// Followed rows their callers paused here, until they are resumed.
-    var pausedFollows: [DownloadID: FollowedRow] = [:]
+    /// Rows another manager runs that this one was asked for (``follow(_:in:)``), and those paused
+    /// here meanwhile.
+    var following = FollowedRows()
     var followTimer: OpaquePointer?
 
     package init(
@@ -118,7 +115,7 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
         // Idle: nothing queued or running, and no disk job whose result (a download's outcome)
         // is still to come; told after the turn's rows are committed and its events handed over,
         // so that waiters find every outcome recorded.
-        if idleWaitersPending, transfers.isEmpty, followed.isEmpty, admission.queuesAreEmpty, disk.pending == 0 {
+        if idleWaitersPending, transfers.isEmpty, following.isEmpty, admission.queuesAreEmpty, disk.pending == 0 {
             idleWaitersPending = false
             catalog.resumeIdleWaiters()
         }
