@@ -26,9 +26,7 @@ extension Scheduler {
             forget(transfer)
         case .retry(let time, let bytes):
             // Restarts from zero are carried to its next attempt (``BetweenAttempts``).
-            if transfer.restarts > 0 {
-                betweenAttempts[transfer.id, default: BetweenAttempts()].restarts = transfer.restarts
-            }
+            if transfer.restarts > 0 { catalog.carry(restarts: transfer.restarts, for: transfer.id) }
             requestSync(of: transfer, bytes: bytes)
             keepCounts(of: transfer)
             forget(transfer)
@@ -68,8 +66,9 @@ extension Scheduler {
     /// Keeps what `transfer`'s handle counted (``BetweenAttempts/counts``) until it runs again.
     private func keepCounts(of transfer: Transfer) {
         let download = transfer.handle
-        betweenAttempts[transfer.id, default: BetweenAttempts()].counts = (
-            download.receivedBytes.load(ordering: .relaxed), download.ledger.withLock { $0 }
+        catalog.carry(
+            counts: (download.receivedBytes.load(ordering: .relaxed), download.ledger.withLock { $0 }),
+            for: transfer.id
         )
     }
 

@@ -114,7 +114,7 @@ extension Scheduler {
             return
         }
         startTimers()
-        guard let request = catalog.request(for: id, record: record, rowID: head.rowID) else {
+        guard let (request, carried) = catalog.request(for: id, record: record, rowID: head.rowID) else {
             journal.remove(id)
             logger.error(
                 "a journal row has an unreadable URL",
@@ -132,8 +132,7 @@ extension Scheduler {
                 controller: inbox
             )
         }
-        let carried = betweenAttempts.isEmpty ? nil : betweenAttempts.removeValue(forKey: id)
-        if let counts = carried?.counts, isNew {
+        if let counts = carried.counts, isNew {
             // Nobody kept its handle while it was set aside: the new one goes on from the old one's.
             download.receivedBytes.store(counts.bytes, ordering: .relaxed)
             download.ledger.withLock { $0 = counts.ledger }
@@ -143,7 +142,7 @@ extension Scheduler {
             request: request,
             store: journal,
             environment: environment,
-            restarts: carried?.restarts ?? 0
+            restarts: carried.restarts
         )
         transfers[id] = transfer
         transfersByDirectory[journal.directory, default: 0] += 1

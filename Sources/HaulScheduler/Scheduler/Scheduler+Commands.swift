@@ -46,7 +46,6 @@ extension Scheduler {
         }
         if stopFollowing(download, cancelled: true) { return }
         updateRow(of: download, on: .cancelled) { _ in
-            betweenAttempts[download.id] = nil
             catalog.forget(download.id)
             download.hub.publish(.cancelled)
         }
@@ -56,7 +55,6 @@ extension Scheduler {
     /// goes on there, and ends here as cancelled.
     func handedOver(_ download: Download) {
         guard transfers[download.id] == nil else { return }  // asked for again meanwhile: it runs here
-        betweenAttempts[download.id] = nil
         catalog.forget(download.id)
         download.hub.publish(.cancelled)
     }

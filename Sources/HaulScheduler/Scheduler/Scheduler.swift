@@ -29,9 +29,6 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
     var transfers: [DownloadID: Transfer] = [:]
     /// How many of `transfers` write into each state directory (a journal in use is never closed).
     var transfersByDirectory: [String: Int] = [:]
-    /// What downloads out of their slots (waiting to retry, paused) carry to their next attempt in
-    /// this process, in one place (``BetweenAttempts``); dropped when they end.
-    var betweenAttempts: [DownloadID: BetweenAttempts] = [:]
     var admission: Admission
     /// A slot may have freed or a queue changed this turn: queued downloads are admitted at its end
     /// (``admitAtTurnEnd()``).

@@ -1,7 +1,8 @@
 import HaulValues
 
 /// What a download out of its slot (waiting to retry, paused) carries to its next attempt in this
-/// process: kept by the scheduler from the transfer that ended to the one admitted next.
+/// process: kept with the rest of what the process remembers of it (``Catalog``), from the transfer
+/// that ended to the one admitted next.
 struct BetweenAttempts {
     /// Restarts from zero so far: a server that answers every resume from the wrong byte ends in
     /// `rangeNotHonored`, not in endless restarts.
@@ -10,4 +11,6 @@ struct BetweenAttempts {
     /// again, and the new one goes on from these, so that its counts are the process's, not its
     /// last attempt's.
     var counts: (bytes: Int64, ledger: TimingLedger)?
+
+    var isEmpty: Bool { restarts == 0 && counts == nil }
 }
