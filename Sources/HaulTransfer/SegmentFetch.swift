@@ -9,12 +9,12 @@ import HaulValues
 /// one segment at a time with `Range: bytes=a-b` and `If-Range`, into a ``FileSink`` of its own at the
 /// segment's place in the partial file. Its answer must be the file the transfer fetches (length and
 /// validator). Owned by its transfer's ``Segments``; loop thread only.
-package final class SegmentFetch {
-    package unowned let transfer: Transfer
+final class SegmentFetch {
+    unowned let transfer: Transfer
     /// The start of the segment it fetches (a segment's identity in the map).
     var start: Int64
     let sink: FileSink
-    package var easy: EasyHandle?
+    var easy: EasyHandle?
     /// Its answer was checked and is the transfer's file.
     var answered = false
     /// Its segment is whole: what the server still sends is not wanted (a split shortened it).

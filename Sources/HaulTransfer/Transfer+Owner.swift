@@ -56,13 +56,34 @@ extension Transfer {
     }
 
     /// curl finished its own request (`raw`, still in the multi handle): how the attempt ended.
-    package func requestFinished(_ result: CURLcode) -> SlotAction {
+    func requestFinished(_ result: CURLcode) -> SlotAction {
         settle(requestEnded(easy?.vetted(result) ?? result))
     }
 
     /// curl finished `fetch`'s request, one of its other connections'.
-    package func fetchFinished(_ fetch: SegmentFetch, result: CURLcode) -> SlotAction {
+    func fetchFinished(_ fetch: SegmentFetch, result: CURLcode) -> SlotAction {
         settle(fetchEnded(fetch, result: fetch.easy?.vetted(result) ?? result))
+    }
+
+    /// The transfer whose request handle `raw` carries (its own request's, or one of its other
+    /// connections'), found from the handle's context; `nil` for a handle of none. The owner asks
+    /// it, and routes nothing by handle itself.
+    package static func owning(_ raw: UnsafeMutableRawPointer) -> Transfer? {
+        guard let context = EasyHandle.context(of: raw) else { return nil }
+        let owner = Unmanaged<AnyObject>.fromOpaque(context).takeUnretainedValue()
+        return (owner as? SegmentFetch)?.transfer ?? owner as? Transfer
+    }
+
+    /// The request of handle `raw` ended with `result`: curl reported it done, the owner's stall
+    /// sweep ended it, or it refused a chunk while the rate limiter unpaused it. `nil` when `raw` is
+    /// no request of this transfer now (its owner removes the handle).
+    package func requestEnded(_ raw: UnsafeMutableRawPointer, result: CURLcode) -> SlotAction? {
+        if easy?.raw == raw { return requestFinished(result) }
+        guard let context = EasyHandle.context(of: raw),
+            let fetch = Unmanaged<AnyObject>.fromOpaque(context).takeUnretainedValue() as? SegmentFetch,
+            fetch.transfer === self, fetch.easy?.raw == raw
+        else { return nil }
+        return fetchFinished(fetch, result: result)
     }
 
     // MARK: limits, stalls
@@ -72,9 +93,6 @@ extension Transfer {
         environment.rateLimiter.setLimit(rate, for: self)
         record.maxBytesPerSecond = rate
     }
-
-    /// Whether `raw` is the curl handle of its own request (not one of its other connections').
-    package func isOwnRequest(_ raw: UnsafeMutableRawPointer) -> Bool { easy?.raw == raw }
 
     /// Its request `raw` received nothing for `seconds`: its owner ends it as timed out.
     package func stalled(_ raw: UnsafeMutableRawPointer, seconds: Int64) {

@@ -152,28 +152,13 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// while the rate limiter unpaused it, which curl never reports. Its transfer (or the transfer
     /// of the segment it fetched) says what follows.
     func requestEnded(_ raw: UnsafeMutableRawPointer, result: CURLcode) {
-        guard let context = EasyHandle.context(of: raw) else {
-            reactor.remove(raw)
+        guard let transfer = Transfer.owning(raw), transfers[transfer.id] === transfer,
+            let action = transfer.requestEnded(raw, result: result)
+        else {
+            reactor.remove(raw)  // a request of no transfer now
             return
         }
-        // The context is a transfer (its own request) or one of its other connections.
-        let owner = Unmanaged<AnyObject>.fromOpaque(context).takeUnretainedValue()
-        if let fetch = owner as? SegmentFetch {
-            let transfer = fetch.transfer
-            guard fetch.easy?.raw == raw, transfers[transfer.id] === transfer else {
-                reactor.remove(raw)
-                return
-            }
-            perform(transfer.fetchFinished(fetch, result: result), for: transfer)
-            connectionsChanged(transfer)
-            admitAtTurnEnd()
-            return
-        }
-        guard let transfer = owner as? Transfer, transfer.isOwnRequest(raw) else {
-            reactor.remove(raw)
-            return
-        }
-        perform(transfer.requestFinished(result), for: transfer)
+        perform(action, for: transfer)
         connectionsChanged(transfer)
         admitAtTurnEnd()
     }
