@@ -499,3 +499,6 @@ if claims:
         throughput_table("fleet-run", count, "files/s",
                          {"haul": "haul -i (SQLite journal)", "haul-worker": "haul worker (queue in PostgreSQL)"})
 
+
+print("\nWhat was measured when a choice in the code was made, and what was tried and not kept:")
+print("[CHOICES.md](CHOICES.md) (kept by hand).")

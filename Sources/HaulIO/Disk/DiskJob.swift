@@ -55,9 +55,8 @@ package enum DiskJob: Sendable {
                 switch finish.stage() {
                 case .ended(let result): steps.append(.done(.finished(finish.id, result)))
                 case .written(let staged):
-                    // (Starting each file's write-back here, `sync_file_range(SYNC_FILE_RANGE_WRITE)`,
-                    // so that the sync finds less to write, was no faster on this machine's ext4 and
-                    // took more CPU: `haul -i` medians 1.465 against 1.445 s, CPU 1.76 against 1.67 s.)
+                    // (Starting each file's write-back here, `sync_file_range`, so that the sync finds
+                    // less to write, was no faster and took more CPU: `Benchmarks/CHOICES.md`.)
                     // Nameless or not, its file is in the partial file's folder until it is named.
                     files.append((staged.descriptor, FilePath.directory(of: finish.partialPath)))
                     steps.append(.finish(finish, staged))

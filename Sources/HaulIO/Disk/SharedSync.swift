@@ -8,9 +8,8 @@ import Glibc
 /// starts one; when one runs (it may have started before the writes), it waits for the next, which
 /// the first waiter to wake starts for all who wait meanwhile. So however many lanes finish files at
 /// once, a file system sees at most one sync running and one waiting, and each covers every file
-/// written before it started. `haul -i` over 10,000 files of 64 KiB to this machine's ext4, eight
-/// lanes: 789–794 `syncfs` calls when each lane synced on its own, 217–234 shared; in four
-/// alternating runs 1.63–1.87 s against 1.80–2.14 s (curl followed by `sync`: 1.73–1.92 s).
+/// written before it started: about a quarter of the syncs of lanes that each sync on their own,
+/// and faster (`Benchmarks/CHOICES.md`).
 final class SharedSync: @unchecked Sendable {
     // @unchecked Sendable: `fileSystems` is touched only holding `mutex`.
 

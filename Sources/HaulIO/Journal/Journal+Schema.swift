@@ -113,8 +113,8 @@ extension Journal {
     /// SQLite's busy handler: called while another connection writes, with how many times it was
     /// called for this wait; 1 to try again, 0 to give up. Short steps: another manager's loop turn
     /// holds the journal for a millisecond or two, and `sqlite3_busy_timeout`'s own steps (1, 2, 5,
-    /// 10 ms and up) left a writer asleep long after the other had committed: two processes that
-    /// split a list of 10,000 files took 1.35 s against 1.25 s for one process with all of it.
+    /// 10 ms and up) left a writer asleep long after the other had committed
+    /// (`Benchmarks/CHOICES.md`).
     static let waitForTheOtherWriter: @convention(c) (UnsafeMutableRawPointer?, Int32) -> Int32 = { _, calls in
         // 200 steps of 50 µs (10 ms), then 1 ms each until about 10 s.
         if calls >= 200 + busyTimeoutMilliseconds { return 0 }

@@ -125,8 +125,8 @@ extension SQLiteRows: RowStore {
     }
 
     /// When no row changed since `head` was read, its record is the row; otherwise the row is read
-    /// again. (With `RETURNING`, SQLite first stores the returned rows aside: a claim cost three times
-    /// as much, 17 against 6 µs.)
+    /// again. (Not with `RETURNING`, whose rows SQLite first stores aside: a claim cost three times
+    /// as much, `Benchmarks/CHOICES.md`.)
     func claim(_ head: Journal.QueueHead, unchangedSince changes: inout Int64) throws(DownloadError)
         -> DownloadRecord?
     {

@@ -19,13 +19,10 @@ extension Scheduler {
     /// ``writeBufferBudget`` (and at least ``writeBufferFloor``'s worth, 4 at least). Transfers that
     /// receive while all are in use write each chunk straight to their partial file instead.
     ///
-    /// One per slot, because 100 small downloads at once all receive at once: with 16 buffers for
-    /// them, 85 % of 10,000 files of 64 KiB were written by the loop a 16 KiB chunk at a time (4.9
-    /// `pwrite`s, an `open` and a `close` per file on the loop thread); with 100, 1.7 `pwrite`s per
-    /// file and 20 % more files a second, for 7 MB more at the peak (a buffer's pages are touched as
-    /// bytes arrive, and one idle for a trim period is unmapped). Twice as many, so that the loop
-    /// wrote fewer finished files itself (`Transfer.finishJob(keepingDestination:)`), was no faster
-    /// in (a) (eight alternating runs: 1.04 against 1.035 s) and took 1 MB more.
+    /// One per slot, because 100 small downloads at once all receive at once: with fewer, most files
+    /// are written by the loop a chunk at a time; twice as many was no faster and took more memory
+    /// (a buffer's pages are touched as bytes arrive, and one idle for a trim period is unmapped).
+    /// The numbers: `Benchmarks/CHOICES.md`.
     package static func writeBufferLimit(bufferSize: Int, slots: Int) -> Int {
         let size = max(1, bufferSize)
         return max(4, min(max(slots, writeBufferFloor / size), writeBufferBudget / size))
@@ -35,12 +32,9 @@ extension Scheduler {
     /// while a sync runs, within half the partial files' share of the descriptor budget (a finishing
     /// download may hold its partial file's descriptor, not its socket).
     ///
-    /// With as many as the slots, a `syncfs` of a few milliseconds filled them: durable `haul -i`
-    /// over 10,000 files of 64 KiB to this machine's ext4 found admission waiting for the disk at the
-    /// end of 100 to 200 loop turns. Twice as many, in three series of alternating runs: 1.37–1.48 s
-    /// against 1.48–1.65 s, 1.54–1.74 against 1.64–1.88, 1.61–1.90 against 1.80–2.02 (curl followed
-    /// by `sync` 1.53–1.59 s in the first). Four and eight times were no faster in a fourth series;
-    /// (a) on tmpfs, where nothing waits for a sync, did not change.
+    /// With as many as the slots, a `syncfs` of a few milliseconds filled them and admission waited
+    /// for the disk; twice as many was faster on ext4, four and eight times no faster, and tmpfs
+    /// did not change (`Benchmarks/CHOICES.md`).
     package static func finishingLimit(slots: Int, openPartialFiles: Int) -> Int {
         min(2 * max(1, slots), max(1, openPartialFiles / 2))
     }
