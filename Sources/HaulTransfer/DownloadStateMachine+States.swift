@@ -24,7 +24,7 @@ extension DownloadStateMachine {
 
     enum State: Equatable, Sendable {
         /// Waiting for a slot. → connecting (admit), awaitingHeaders (admit without header values),
-        /// paused (pause), done (cancel, or found complete).
+        /// paused (pause), done (cancel).
         case idle
         /// An attempt failed transiently and the download waits for its retry's time (out of its
         /// slot: the transfer ends, its row waits). → connecting or awaitingHeaders (admitted
