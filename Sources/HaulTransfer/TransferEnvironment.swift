@@ -51,6 +51,11 @@ package final class TransferEnvironment {
     let tracer: any Tracer
     /// Segmented transfers with work for another connection, collected during a loop turn: the
     /// scheduler grants them connections at its end (``Admission``), outside curl's callbacks.
+    ///
+    /// This and ``refusedWhenUnpaused`` are the two ways up besides ``SlotAction``: both are filled
+    /// inside curl's callbacks, which run inside `curl_multi_socket_action`, where a transfer has no
+    /// caller to hand an action to; asking every transfer at each turn's end instead would cost a
+    /// look at each of thousands of transfers per turn.
     package private(set) var wantingConnections: [DownloadID: Transfer] = [:]
     /// Requests whose write callback refused the chunk curl gave again when the rate limiter unpaused
     /// them (inside `curl_easy_pause`): curl returns the error there and never reports the request
