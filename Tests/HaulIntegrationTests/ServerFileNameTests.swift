@@ -2,7 +2,9 @@ import Foundation
 import Testing
 
 @testable import Haul
+@testable import HaulScheduler
 @testable import HaulTestSupport
+@testable import HaulTransfer
 @testable import HaulValues
 
 /// File names from the server (issue 18, item 3): `Content-Disposition`, else the final URL's last
@@ -168,6 +170,9 @@ struct ServerFileNameTests {
             #expect(Set(files.map(\.lastPathComponent)) == ["gated-report.bin", "gated-report.bin.1"])
             #expect(try Data(contentsOf: files[0]) == a)
             #expect(try Data(contentsOf: files[1]) == b)
+            // Each transfer freed the name it claimed when it ended (read once the loop stopped).
+            await manager.shutdown()
+            #expect(manager.scheduler.environment.claimedNames.isEmpty)
         }
     }
 
