@@ -5,6 +5,7 @@ import HaulValues
 
 /// The journal as the queue: the next row to admit, retries' times, claims.
 extension Journal {
+    /// How far past saturated hosts the queue is searched for another host's download.
     static let hostSearchWindow = 256
 
     /// The queue's head: the queued download with the highest priority, first in within it, that may

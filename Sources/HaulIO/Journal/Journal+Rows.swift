@@ -94,7 +94,7 @@ extension Journal {
         }
     }
 
-    /// How far past saturated hosts the queue is searched for another host's download.
+    /// Raises the bytes known durable in `id`'s row to `bytes` (not once it is completed).
     package func recordSynced(_ id: DownloadID, bytes: Int64) throws(DownloadError) {
         try writing { () throws(DownloadError) in try rows().recordSynced(id, bytes: bytes) }
     }
@@ -147,54 +147,6 @@ extension Journal {
     /// Inserts a download's row unless one with its id exists: whether it did.
     package func insertIfAbsent(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) -> Bool {
         try writing { () throws(DownloadError) -> Bool in try rows().insertIfAbsent(record, for: id) }
-    }
-
-    func write(_ record: DownloadRecord, for id: DownloadID, with statement: OpaquePointer)
-        throws(DownloadError)
-    {
-        defer { sqlite3_reset(statement) }
-        Self.bind(statement, 1, id.rawValue)
-        Self.bind(statement, 2, record.url)
-        Self.bind(statement, 3, record.destination)
-        Self.bind(statement, 4, record.totalBytes)
-        Self.bind(statement, 5, record.entityTag)
-        Self.bind(statement, 6, record.lastModified)
-        sqlite3_bind_int64(statement, 7, record.bytesCommitted)
-        Self.bind(statement, 8, record.state.column)
-        sqlite3_bind_int64(statement, 9, Int64(record.attempts))
-        Self.bind(statement, 10, record.lastError)
-        sqlite3_bind_int64(statement, 11, Int64(record.priority))
-        Self.bind(statement, 12, record.expectedChecksum)
-        sqlite3_bind_double(statement, 13, Date().timeIntervalSince1970)
-        sqlite3_bind_int64(statement, 14, record.bytesSynced)
-        sqlite3_bind_int64(statement, 15, record.queueSequence)
-        Self.bind(statement, 16, record.host)
-        sqlite3_bind_int64(statement, 17, record.revalidate ? 1 : 0)
-        sqlite3_bind_int64(statement, 18, Int64(record.failures))
-        sqlite3_bind_double(statement, 19, record.retryAt)
-        Self.bind(statement, 20, record.expectedSize)
-        sqlite3_bind_int64(statement, 21, record.lastModifiedIsStrong ? 1 : 0)
-        if let time = record.placedModificationTime {
-            sqlite3_bind_double(statement, 22, time)
-        } else {
-            sqlite3_bind_null(statement, 22)
-        }
-        Self.bind(statement, 23, record.userAgent)
-        Self.bind(
-            statement,
-            24,
-            record.headerNames.isEmpty ? nil : record.headerNames.joined(separator: "\n")
-        )
-        Self.bind(statement, 25, record.folder)
-        Self.bind(statement, 26, record.mirrors.isEmpty ? nil : record.mirrors.joined(separator: "\n"))
-        Self.bind(statement, 27, record.maxBytesPerSecond)
-        Self.bind(statement, 28, record.connections.map(Int64.init))
-        Self.bind(statement, 29, record.segments)
-        sqlite3_bind_int64(statement, 30, record.keepsExistingFile ? 1 : 0)
-        // Queued, waiting or running: this manager's (the only writer of those rows but the take-back
-        // of a gone owner's); else nobody's.
-        Self.bind(statement, 31, Self.owned(record.state) ? owner : nil)
-        guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("write") }
     }
 
     /// Whether a row in `state` has an owner: queued, waiting to retry or running, the states its

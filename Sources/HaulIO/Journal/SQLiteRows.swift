@@ -185,19 +185,19 @@ extension SQLiteRows: RowStore {
         if let rowID {
             let statement = try journal.prepared(.updateRowAt)
             sqlite3_bind_int64(statement, 32, rowID)
-            try journal.write(record, for: id, with: statement)
+            try write(record, for: id, with: statement)
             if sqlite3_changes(journal.database) == 1 { return }
         }
-        try journal.write(record, for: id, with: try journal.prepared(.updateRow))
+        try write(record, for: id, with: try journal.prepared(.updateRow))
         if sqlite3_changes(journal.database) == 0 { try save(record, for: id) }
     }
 
     func save(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) {
-        try journal.write(record, for: id, with: try journal.prepared(.upsertRow))
+        try write(record, for: id, with: try journal.prepared(.upsertRow))
     }
 
     func insertIfAbsent(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) -> Bool {
-        try journal.write(record, for: id, with: try journal.prepared(.insertRowIfAbsent))
+        try write(record, for: id, with: try journal.prepared(.insertRowIfAbsent))
         return sqlite3_changes(journal.database) == 1
     }
 
@@ -213,6 +213,56 @@ extension SQLiteRows: RowStore {
         let statement = try journal.prepared(.delete)
         defer { sqlite3_reset(statement) }
         Journal.bind(statement, 1, id.rawValue)
+        guard sqlite3_step(statement) == SQLITE_DONE else { throw journal.failure("write") }
+    }
+
+    /// Binds `record` as `id`'s row to `statement` (one of the statements built on
+    /// ``Journal/insertion`` and ``Journal/assignments``) and runs it.
+    private func write(_ record: DownloadRecord, for id: DownloadID, with statement: OpaquePointer)
+        throws(DownloadError)
+    {
+        defer { sqlite3_reset(statement) }
+        Journal.bind(statement, 1, id.rawValue)
+        Journal.bind(statement, 2, record.url)
+        Journal.bind(statement, 3, record.destination)
+        Journal.bind(statement, 4, record.totalBytes)
+        Journal.bind(statement, 5, record.entityTag)
+        Journal.bind(statement, 6, record.lastModified)
+        sqlite3_bind_int64(statement, 7, record.bytesCommitted)
+        Journal.bind(statement, 8, record.state.column)
+        sqlite3_bind_int64(statement, 9, Int64(record.attempts))
+        Journal.bind(statement, 10, record.lastError)
+        sqlite3_bind_int64(statement, 11, Int64(record.priority))
+        Journal.bind(statement, 12, record.expectedChecksum)
+        sqlite3_bind_double(statement, 13, Date().timeIntervalSince1970)
+        sqlite3_bind_int64(statement, 14, record.bytesSynced)
+        sqlite3_bind_int64(statement, 15, record.queueSequence)
+        Journal.bind(statement, 16, record.host)
+        sqlite3_bind_int64(statement, 17, record.revalidate ? 1 : 0)
+        sqlite3_bind_int64(statement, 18, Int64(record.failures))
+        sqlite3_bind_double(statement, 19, record.retryAt)
+        Journal.bind(statement, 20, record.expectedSize)
+        sqlite3_bind_int64(statement, 21, record.lastModifiedIsStrong ? 1 : 0)
+        if let time = record.placedModificationTime {
+            sqlite3_bind_double(statement, 22, time)
+        } else {
+            sqlite3_bind_null(statement, 22)
+        }
+        Journal.bind(statement, 23, record.userAgent)
+        Journal.bind(
+            statement,
+            24,
+            record.headerNames.isEmpty ? nil : record.headerNames.joined(separator: "\n")
+        )
+        Journal.bind(statement, 25, record.folder)
+        Journal.bind(statement, 26, record.mirrors.isEmpty ? nil : record.mirrors.joined(separator: "\n"))
+        Journal.bind(statement, 27, record.maxBytesPerSecond)
+        Journal.bind(statement, 28, record.connections.map(Int64.init))
+        Journal.bind(statement, 29, record.segments)
+        sqlite3_bind_int64(statement, 30, record.keepsExistingFile ? 1 : 0)
+        // Queued, waiting or running: this manager's (the only writer of those rows but the take-back
+        // of a gone owner's); else nobody's.
+        Journal.bind(statement, 31, Journal.owned(record.state) ? journal.owner : nil)
         guard sqlite3_step(statement) == SQLITE_DONE else { throw journal.failure("write") }
     }
 }
