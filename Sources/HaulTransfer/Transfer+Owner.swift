@@ -77,7 +77,7 @@ extension Transfer {
     /// The request of handle `raw` ended with `result`: curl reported it done, the owner's stall
     /// sweep ended it, or it refused a chunk while the rate limiter unpaused it. `nil` when `raw` is
     /// no request of this transfer now (its owner removes the handle).
-    package func requestEnded(_ raw: UnsafeMutableRawPointer, result: CURLcode) -> SlotAction? {
+    package func ended(request raw: UnsafeMutableRawPointer, result: CURLcode) -> SlotAction? {
         if easy?.raw == raw { return requestFinished(result) }
         guard let context = EasyHandle.context(of: raw),
             let fetch = Unmanaged<AnyObject>.fromOpaque(context).takeUnretainedValue() as? SegmentFetch,

@@ -153,7 +153,7 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// of the segment it fetched) says what follows.
     func requestEnded(_ raw: UnsafeMutableRawPointer, result: CURLcode) {
         guard let transfer = Transfer.owning(raw), transfers[transfer.id] === transfer,
-            let action = transfer.requestEnded(raw, result: result)
+            let action = transfer.ended(request: raw, result: result)
         else {
             reactor.remove(raw)  // a request of no transfer now
             return
