@@ -337,12 +337,6 @@ struct DownloadStateMachine: Sendable {
         }
     }
 
-    /// Whether the download reached a final state.
-    var isDone: Bool {
-        if case .done = state { return true }
-        return false
-    }
-
     /// Whether no request goes out for it again: finishing or done.
     var hasEnded: Bool {
         switch state {
