@@ -17,8 +17,8 @@ package final class RateLimiter {
     private var downloads: [DownloadID: TokenBucket] = [:]
     /// Limits of downloads of their own (``DownloadRequest/maxBytesPerSecond``), by id, while admitted.
     private var ownLimits: [DownloadID: Int64] = [:]
-    /// Requests curl holds paused: a transfer's own, or one of its other connections (``SegmentFetch``).
-    private var parked: [ObjectIdentifier: any ParkedRequest] = [:]
+    /// Requests curl holds paused for it: a transfer's own, or one of its other connections.
+    private var parked: [ObjectIdentifier: Connection] = [:]
     private var timer: OpaquePointer?
     private var timerArmed = false
 
@@ -61,8 +61,8 @@ package final class RateLimiter {
     package func release(_ transfer: Transfer) {
         downloads[transfer.id] = nil
         ownLimits[transfer.id] = nil
-        parked[ObjectIdentifier(transfer)] = nil
-        for fetch in transfer.segments?.fetches ?? [] { parked[ObjectIdentifier(fetch)] = nil }
+        parked[ObjectIdentifier(transfer.own)] = nil
+        for connection in transfer.segments?.others ?? [] { parked[ObjectIdentifier(connection)] = nil }
     }
 
     /// Whether `transfer`'s next bytes must wait.
@@ -85,15 +85,16 @@ package final class RateLimiter {
         downloads[transfer.id]?.take(bytes, now: now)
     }
 
-    /// `request` answered `CURL_WRITEFUNC_PAUSE`: it is unpaused once its transfer's debts are paid.
-    func park(_ request: any ParkedRequest) {
-        parked[ObjectIdentifier(request)] = request
+    /// The request on `connection` answered `CURL_WRITEFUNC_PAUSE`: it is let go once its
+    /// transfer's debts are paid.
+    func park(_ connection: Connection) {
+        parked[ObjectIdentifier(connection)] = connection
         armTimer()
     }
 
-    /// `request` stopped while parked: nothing to unpause.
-    func unpark(_ request: any ParkedRequest) {
-        parked[ObjectIdentifier(request)] = nil
+    /// The request on `connection` stopped while parked: nothing to let go.
+    func unpark(_ connection: Connection) {
+        parked[ObjectIdentifier(connection)] = nil
     }
 
     /// New limits for the manager, from now on, for the `admitted` downloads too (a download's own
@@ -140,18 +141,10 @@ package final class RateLimiter {
     private func wakeParked() {
         timerArmed = false
         let now = DispatchTime.now().uptimeNanoseconds
-        for (key, request) in parked where !mustWait(request.limitedTransfer, now: now) {
+        for (key, connection) in parked where !mustWait(connection.transfer, now: now) {
             parked[key] = nil
-            request.unparked()
+            connection.letGo(by: .rateLimiter)
         }
         if !parked.isEmpty { armTimer() }
     }
-}
-
-extension Transfer: ParkedRequest {
-    var limitedTransfer: Transfer { self }
-}
-
-extension SegmentFetch: ParkedRequest {
-    var limitedTransfer: Transfer { transfer }
 }

@@ -5,52 +5,47 @@ import Glibc
 import HaulValues
 
 extension Transfer {
-    /// curl's write callback: the first call decides on the response; later calls append.
-    static let writeCallback: CHaul_data_callback = { pointer, size, count, context in
-        let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
-        return transfer.receive(UnsafeRawBufferPointer(start: pointer, count: size * count))
-    }
-
-    /// Takes a chunk of the body: how many bytes were taken (fewer makes curl end the transfer).
-    /// Runs inside curl's callback: touches the file, the journal and events, never the multi handle.
-    func receive(_ chunk: UnsafeRawBufferPointer) -> Int {
-        if stream != nil, mustWaitForReader() { return Self.pauseSignal }
+    /// Takes a chunk of the body of the request on `connection` (its own, or another connection's
+    /// segment): what curl's write callback returns, the count taken (fewer makes curl end the
+    /// request) or the pause signal (the rate limiter or the stream's reader holds it). Runs inside
+    /// curl's callback: touches the file, the journal and events, never the multi handle.
+    func receive(_ chunk: UnsafeRawBufferPointer, on connection: Connection) -> Int {
+        let isOwn = connection === own
+        if isOwn, stream != nil, mustWaitForReader() { return Self.pauseSignal }
         let limiter = environment.rateLimiter
         var now: UInt64 = 0
         if !limiter.isIdle {
             now = DispatchTime.now().uptimeNanoseconds
             if limiter.mustWait(self, now: now) {
-                // curl keeps the chunk and gives it again once the limiter unpauses the transfer.
-                parkedByLimiter = true
-                limiter.park(self)
+                // curl keeps the chunk and gives it again once the limiter lets the request go.
+                connection.heldBy = .rateLimiter
+                limiter.park(connection)
                 return Self.pauseSignal
             }
         }
-        let taken = receiveChunk(chunk)
-        if taken == chunk.count, !request.isRedirect {
+        let (answer, taken): (Int, Int)
+        if isOwn {
+            answer = receiveChunk(chunk)
+            taken = answer == chunk.count && !request.isRedirect ? answer : 0
+        } else {
+            (answer, taken) = receiveSegment(chunk, on: connection, now: now)
+        }
+        if taken > 0 {
             download.receivedBytes.add(Int64(taken), ordering: .relaxed)
             if environment.metrics.isRecording { environment.metrics.bytesReceived.increment(by: taken) }
             if now != 0 { limiter.took(taken, by: self, now: now) }
         }
-        return taken
+        return answer
     }
 
     /// What curl's write callback returns to pause the transfer (`CURL_WRITEFUNC_PAUSE`).
     static let pauseSignal = 0x1000_0001
 
-    /// The rate limiter unpauses the transfer: curl gives the chunk it kept again.
-    func unparked() {
-        guard parkedByLimiter, let easy else { return }
-        parkedByLimiter = false
-        let code = curl_easy_pause(easy.raw, 0)  // CURLPAUSE_CONT: the kept chunk is given again now
-        if code != CURLE_OK { environment.refusedWhenUnpausing(easy.raw, code: code) }
-    }
-
     private func receiveChunk(_ chunk: UnsafeRawBufferPointer) -> Int {
         var bytes = chunk
         if case .connecting = machine.state {
             if request.heldDecision == nil, !request.isRedirect {
-                guard let easy else { return Self.refused }
+                guard let easy = own.easy else { return Self.refused }
                 take(decideResponse(easy: easy))  // accepted: receiving; refused: closing
             }
             if request.isRedirect { return chunk.count }  // a redirect's body: dropped
@@ -64,9 +59,9 @@ extension Transfer {
         if bytes.isEmpty { return chunk.count }
         var cut = false
         if segments != nil {
-            (bytes, cut) = clipToPrimarySegment(bytes)
+            (bytes, cut) = clipToOwnSegment(bytes)
             if bytes.isEmpty {
-                request.segmentEnded = true
+                own.segmentEnded = true
                 return Self.refused
             }
         }
@@ -77,8 +72,8 @@ extension Transfer {
         do {
             let now = DispatchTime.now().uptimeNanoseconds
             let wrote = try sink.append(bytes, now: now)
-            if segments != nil {
-                primaryWrote(bytes.count)
+            if let segments {
+                segments.wrote(bytes.count, by: own)
                 if wrote { segmentBytesWritten() }
             }
             if wrote { reportProgress(now: now) }
@@ -88,7 +83,7 @@ extension Transfer {
         }
         if cut {
             // The rest of the answer belongs to segments other connections fetch.
-            request.segmentEnded = true
+            own.segmentEnded = true
             return Self.refused
         }
         return chunk.count
@@ -160,7 +155,7 @@ extension Transfer {
     /// Writing the body failed here: the machine ends the request (curl is refused the next chunk),
     /// and bytes still buffered for it are not written (the first error is the one reported).
     func bodyFailed(_ error: DownloadError) {
-        if request.bodyError == nil { request.bodyError = error }
+        if own.error == nil { own.error = error }
         machine.bodyFailed(error)
     }
 

@@ -12,7 +12,7 @@ extension Transfer {
     /// Opens one more connection for the next segment. Whether it did.
     package func openConnection() -> Bool {
         guard let segments, wantsConnection,
-            let index = segments.nextSegment(now: DispatchTime.now().uptimeNanoseconds)
+            let segment = segments.nextSegment(now: DispatchTime.now().uptimeNanoseconds)
         else { return false }
         let sink: FileSink
         do {
@@ -21,42 +21,39 @@ extension Transfer {
             return false
         }
         guard let easy = environment.easyHandles.take() else { return false }
-        let fetch = SegmentFetch(transfer: self, start: segments.map.segments[index].start, sink: sink)
-        fetch.easy = easy
-        segments.fetches.append(fetch)
-        guard send(fetch) else {
-            retire(fetch)
+        let connection = Connection(transfer: self, sink: sink)
+        connection.easy = easy
+        segments.add(connection, for: segment)
+        guard send(connection) else {
+            retire(connection)
             return false
         }
         return true
     }
 
-    /// Sends `fetch`'s request for the rest of its segment. Whether curl took it.
-    private func send(_ fetch: SegmentFetch) -> Bool {
-        guard let segments, let easy = fetch.easy, let index = segments.map.index(startingAt: fetch.start) else {
-            return false
-        }
-        let segment = segments.map.segments[index]
+    /// Sends `connection`'s request for the rest of its segment. Whether curl took it.
+    private func send(_ connection: Connection) -> Bool {
+        guard let segments, let easy = connection.easy, let sink = connection.sink,
+            let segment = segments.segment(of: connection)
+        else { return false }
         do {
-            try fetch.sink.move(to: segment.next)
+            try sink.move(to: segment.next)
         } catch {
             bodyFailed(attributed(error))
             return false
         }
-        fetch.requestedAt = DispatchTime.now().uptimeNanoseconds
-        fetch.writtenAtRequest = segment.written
-        fetch.answered = false
-        fetch.ended = false
-        fetch.changed = nil
-        fetch.error = nil
-        fetch.asksAgain = false
+        connection.take(segment)  // its speed on the segment counts from this request
         // In the form the host honours (a CDN that ignores an ETag If-Range gets a date, or none).
-        fetch.ifRangeForm = environment.ifRangeForms[segments.target.hostKey] ?? .validator
+        connection.begin(
+            from: segment.next,
+            to: segment.end - 1,
+            ifRange: environment.ifRangeForms[segments.target.hostKey] ?? .validator
+        )
         easy.configure(
             url: segments.target.absoluteString,
             options: environment.easyHandles.options,
-            write: SegmentFetch.writeCallback,
-            context: Unmanaged.passUnretained(fetch).toOpaque(),
+            write: Connection.writeCallback,
+            context: Unmanaged.passUnretained(connection).toOpaque(),
             ownConnection: true
         )
         easy.setUserAgent(record.userAgent, options: environment.easyHandles.options)
@@ -64,9 +61,9 @@ extension Transfer {
             easy.setReceiveBufferSize(Int(min(Int64(easy.receiveBufferSize), max(1024, limit / 20))))
         }
         easy.setConditions(
-            rangeFrom: segment.next,
-            to: segment.end - 1,
-            ifRange: record.ifRangeValidator.flatMap { _ in ifRangeValue(fetch.ifRangeForm) },
+            rangeFrom: connection.rangeStart,
+            to: connection.rangeLast,
+            ifRange: record.ifRangeValidator.flatMap { _ in ifRangeValue(connection.ifRangeForm) },
             extra: segments.sendsHeaders ? headers : []
         )
         guard environment.reactor.add(easy.raw) == CURLM_OK else { return false }
@@ -81,61 +78,39 @@ extension Transfer {
         return true
     }
 
-    /// Takes `fetch` out: its handle goes back to the pool (or away, if curl holds it paused), its
-    /// sink writes what it buffered.
-    private func retire(_ fetch: SegmentFetch) {
-        if let easy = fetch.easy {
-            environment.reactor.remove(easy.raw)
-            countConnection(of: easy)
-            if fetch.parkedByLimiter {
-                fetch.parkedByLimiter = false
-                environment.rateLimiter.unpark(fetch)
-            } else {
-                environment.easyHandles.recycle(easy)
-            }
-            fetch.easy = nil
-        }
+    /// Takes `connection` out: its request leaves curl, its sink writes what it buffered.
+    private func retire(_ connection: Connection) {
+        connection.stop()
         do {
-            try fetch.sink.close()
+            try connection.sink?.close()
         } catch {
             bodyFailed(attributed(error))
         }
-        segments?.fetches.removeAll { $0 === fetch }
+        segments?.remove(connection)
     }
 
     /// Stops every other connection; the map keeps their bytes.
     func stopFetches() {
         guard let segments else { return }
-        for fetch in segments.fetches { retire(fetch) }
+        for connection in segments.others { retire(connection) }
     }
 
-    /// A chunk of `fetch`'s answer: checks the answer first, then writes what fits in its segment.
-    func receive(_ chunk: UnsafeRawBufferPointer, for fetch: SegmentFetch) -> Int {
-        let limiter = environment.rateLimiter
-        var now: UInt64 = 0
-        if !limiter.isIdle {
-            now = DispatchTime.now().uptimeNanoseconds
-            if limiter.mustWait(self, now: now) {
-                fetch.parkedByLimiter = true
-                limiter.park(fetch)
-                return Self.pauseSignal
-            }
+    /// A chunk of another connection's answer: checks the answer first, then writes what fits in
+    /// its segment. Returns what curl's write callback returns, and the bytes taken.
+    func receiveSegment(_ chunk: UnsafeRawBufferPointer, on connection: Connection, now: UInt64) -> (Int, taken: Int) {
+        guard let segments, let easy = connection.easy, let sink = connection.sink else { return (Self.refused, 0) }
+        if connection.verdict == nil {
+            connection.verdict = judge(connection, easy: easy)
         }
-        guard let segments, let easy = fetch.easy else { return Self.refused }
-        if !fetch.answered {
-            guard judge(fetch, easy: easy) else { return Self.refused }
-        }
-        guard case .receiving = machine.state, let index = segments.map.index(startingAt: fetch.start) else {
-            return Self.refused
-        }
-        let room = segments.map.segments[index].remaining
+        guard connection.verdict == .rest, case .receiving = machine.state, let room = segments.room(for: connection)
+        else { return (Self.refused, 0) }
         let count = Int(min(Int64(chunk.count), room))
         if count > 0 {
             let bytes = UnsafeRawBufferPointer(rebasing: chunk[0..<count])
+            let now = now == 0 ? DispatchTime.now().uptimeNanoseconds : now
             do {
-                if now == 0 { now = DispatchTime.now().uptimeNanoseconds }
-                let wrote = try fetch.sink.append(bytes, now: now)
-                segments.map.wrote(Int64(count), in: index)
+                let wrote = try sink.append(bytes, now: now)
+                segments.wrote(count, by: connection)
                 if wrote { segmentBytesWritten() }
                 speed.record(bytes: segments.map.bytesWritten, at: now)
                 if now &- lastProgressAt >= environment.progressInterval {
@@ -143,35 +118,44 @@ extension Transfer {
                     events.publish(.progress(progress()))
                 }
             } catch {
-                fetch.error = attributed(error)
+                connection.error = attributed(error)
                 bodyFailed(attributed(error))
-                return Self.refused
+                return (Self.refused, 0)
             }
-            download.receivedBytes.add(Int64(count), ordering: .relaxed)
-            if !limiter.isIdle { limiter.took(count, by: self, now: now) }
         }
         guard count == chunk.count else {
-            fetch.ended = true  // a split gave the rest to another connection
-            return Self.refused
+            connection.segmentEnded = true  // a split gave the rest to another connection
+            return (Self.refused, count)
         }
-        return chunk.count
+        return (chunk.count, count)
     }
 
-    /// Whether `fetch`'s answer is the rest of its segment of the same file: a 206 from the asked
-    /// byte, with the same length and validator. Another version marks it changed; any other answer
-    /// is refused with its error.
-    private func judge(_ fetch: SegmentFetch, easy: EasyHandle) -> Bool {
-        fetch.answered = true
-        guard let segments, let index = segments.map.index(startingAt: fetch.start) else { return false }
+    /// What `connection`'s answer is (``Segments/answer(status:contentRange:contentLength:match:total:asked:)``):
+    /// the rest of its segment of the same file, another version, the same range to ask again in
+    /// the next `If-Range` form, or refused with its error.
+    private func judge(_ connection: Connection, easy: EasyHandle) -> Segments.Verdict {
+        guard let segments else { return .refused }
         let status = easy.responseCode
         // Segments are planned only for a file with a strong validator: its pin.
         let match =
             record.pinnedVersion?.match(entityTag: easy.header("ETag"), lastModified: easy.header("Last-Modified"))
             ?? .unproven
-        if (200...299).contains(status), match == .unproven {
+        if match == .other, (200...299).contains(status) { versionsDiffered() }
+        let answer = Segments.answer(
+            status: status,
+            contentRange: easy.header("Content-Range"),
+            contentLength: easy.contentLength,
+            match: match,
+            total: segments.map.total,
+            asked: connection.rangeStart
+        )
+        switch answer {
+        case .rest:
+            return .rest
+        case .unproven:
             // No version named (an overloaded server's error page as 200): this connection failed,
             // the others go on; it is not "the file changed".
-            fetch.error = DownloadError(
+            connection.error = DownloadError(
                 code: .unexpectedAnswer,
                 url: urlForErrors,
                 detail: PinnedVersion.unprovenDetail(
@@ -180,106 +164,84 @@ extension Transfer {
                     length: easy.contentLength
                 )
             )
-            return false
-        }
-        if match == .other { versionsDiffered() }
-        let sameVersion = match == .same
-        switch status {
-        case 206:
-            guard case .range(let first, _, let total)? = easy.header("Content-Range").flatMap(ContentRange.init),
-                total == segments.map.total, sameVersion
-            else {
-                fetch.changed = .remoteChanged
-                return false
-            }
-            guard first == segments.map.segments[index].next else {
-                // Not the bytes asked for: nothing this server sends for ranges is trusted.
-                fetch.changed = .rangeMismatch
-                return false
-            }
-            return true
-        case 200:
-            let whole = sameVersion && easy.contentLength == segments.map.total
-            if whole, easy.header("Accept-Ranges")?.lowercased() == "bytes",
-                let next = fetch.ifRangeForm.next(
+            return .refused
+        case .changed(.rangeIgnored) where easy.header("Accept-Ranges")?.lowercased() == "bytes":
+            guard
+                let next = connection.ifRangeForm.next(
                     hasStrongDate: record.lastModifiedIsStrong && record.lastModified != nil
                 )
-            {
-                // The server ignored this If-Range (a CDN that answers an ETag one whole): the same
-                // range again, in the next form, from now on (``IfRangeForm``).
-                environment.ifRangeForms[segments.target.hostKey] = next
-                fetch.asksAgain = true
-                return false
-            }
-            // If-Range sent the whole file: another version; or the same one, without the range.
-            fetch.changed = whole ? .rangeIgnored : .remoteChanged
-            return false
-        default:
-            fetch.error = DownloadError(code: .httpStatus, url: urlForErrors, httpStatus: status)
-            return false
+            else { return .changed(.rangeIgnored) }
+            // The server ignored this If-Range (a CDN that answers an ETag one whole): the same
+            // range again, in the next form, from now on (``IfRangeForm``).
+            environment.ifRangeForms[segments.target.hostKey] = next
+            return .askAgain
+        case .changed(let reason):
+            return .changed(reason)
+        case .other:
+            connection.error = DownloadError(code: .httpStatus, url: urlForErrors, httpStatus: status)
+            return .refused
         }
     }
 
-    /// curl finished `fetch`'s request: the connection takes the next segment, or stops; the
+    /// curl finished `connection`'s request: the connection takes the next segment, or stops; the
     /// download completes once every segment is whole, or the attempt ends on a failure.
-    func fetchEnded(_ fetch: SegmentFetch, result: CURLcode) -> DownloadStateMachine.Action {
-        guard let segments, segments.fetches.contains(where: { $0 === fetch }), let easy = fetch.easy else {
+    func fetchEnded(_ connection: Connection, result: CURLcode) -> DownloadStateMachine.Action {
+        guard let segments, segments.others.contains(where: { $0 === connection }), let easy = connection.easy else {
             return .none
         }
-        if result == CURLE_OK, !fetch.answered { _ = judge(fetch, easy: easy) }
-        if fetch.asksAgain, case .receiving = machine.state {
+        if result == CURLE_OK, connection.verdict == nil { connection.verdict = judge(connection, easy: easy) }
+        if connection.verdict == .askAgain, case .receiving = machine.state {
             environment.reactor.remove(easy.raw)
-            if send(fetch) { return .none }
-            retire(fetch)
+            if send(connection) { return .none }
+            retire(connection)
             segmentBytesWritten()
             return finishIfWhole()
         }
-        if let reason = fetch.changed { return fileChanged(reason) }
-        let whole = segments.map.index(startingAt: fetch.start).map { segments.map.segments[$0].isDone } ?? true
-        guard whole || fetch.ended else {
-            let error = segmentFailure(result, refused: fetch.error, easy: easy, stalledFor: fetch.stalledFor)
+        if case .changed(let reason) = connection.verdict { return fileChanged(reason) }
+        guard segments.isWhole(for: connection) || connection.segmentEnded else {
+            let error = segmentFailure(result, on: connection)
             // A failed write (a full disk) fails the download: the machine is no longer receiving.
             guard liveConnections > 1, case .receiving = machine.state else { return endAttempt(.failed(error)) }
             // Others go on: this one stops, and the download uses one connection fewer from now on;
             // its segment goes to the next connection that finishes its own.
-            segments.connections = max(1, liveConnections - 1)
+            segments.allowed = max(1, liveConnections - 1)
             log(
                 .debug,
                 "a connection failed; the others go on",
                 metadata: [
                     "haul.error": "\(error)",
-                    "haul.connections": "\(segments.connections)",
+                    "haul.connections": "\(segments.allowed)",
                 ]
             )
-            retire(fetch)
+            retire(connection)
             segmentBytesWritten()
             return .none
         }
         environment.reactor.remove(easy.raw)
-        if case .receiving = machine.state, !fetch.parkedByLimiter,
+        if case .receiving = machine.state, connection.heldBy == nil,
             let next = segments.nextSegment(now: DispatchTime.now().uptimeNanoseconds)
         {
-            fetch.start = segments.map.segments[next].start
-            if send(fetch) {
+            connection.take(next)
+            if send(connection) {
                 segmentBytesWritten()
                 return .none
             }
         }
-        retire(fetch)
+        retire(connection)
         segmentBytesWritten()
         return finishIfWhole()
     }
 
     /// The transfer's own request reached the end of its segment (or curl finished it there).
-    func primaryFinished(_ result: CURLcode) -> DownloadStateMachine.Action {
-        guard let segments, let start = segments.primaryStart else { return .none }
-        let whole = segments.map.index(startingAt: start).map { segments.map.segments[$0].isDone } ?? true
-        if !whole, request.bodyError == nil, liveConnections > 1 {
+    func ownSegmentEnded(_ result: CURLcode) -> DownloadStateMachine.Action {
+        guard let segments, own.segment != nil else { return .none }
+        let whole = segments.isWhole(for: own)
+        if !whole, own.error == nil, liveConnections > 1 {
             // The connection failed and others go on, one fewer from now on; its segment goes to the
             // next connection that finishes its own.
             stopRequest()
-            segments.primaryStart = nil
-            segments.connections = max(1, liveConnections)
+            own.segment = nil
+            segments.allowed = max(1, liveConnections)
             do {
                 try sink?.flush()
             } catch {
@@ -288,13 +250,9 @@ extension Transfer {
             segmentBytesWritten()
             return .none
         }
-        guard whole else {
-            return endAttempt(
-                .failed(segmentFailure(result, refused: request.bodyError, easy: easy, stalledFor: request.stalledFor))
-            )
-        }
+        guard whole else { return endAttempt(.failed(segmentFailure(result, on: own))) }
         stopRequest()
-        segments.primaryStart = nil
+        own.segment = nil
         do {
             try sink?.flush()
         } catch {
@@ -307,13 +265,8 @@ extension Transfer {
 
     /// Why a request ended before its segment did: the error its answer was refused with, else an
     /// answer cut short, else curl's.
-    private func segmentFailure(
-        _ result: CURLcode,
-        refused: DownloadError?,
-        easy: EasyHandle?,
-        stalledFor: Int64?
-    ) -> DownloadError {
-        if let refused { return refused }
+    private func segmentFailure(_ result: CURLcode, on connection: Connection) -> DownloadError {
+        if let refused = connection.error { return refused }
         guard result != CURLE_OK else {
             return DownloadError(
                 code: .sizeMismatch,
@@ -321,12 +274,12 @@ extension Transfer {
                 detail: "the answer ended before the end of its segment"
             )
         }
-        return transportFailure(result, easy: easy, stalledFor: stalledFor, target: request.target)
+        return transportFailure(result, on: connection)
     }
 
     /// Every segment is whole and no connection is left: the download completes.
     func finishIfWhole() -> DownloadStateMachine.Action {
-        guard let segments, segments.map.isComplete, segments.fetches.isEmpty, easy == nil,
+        guard let segments, segments.map.isComplete, segments.others.isEmpty, own.easy == nil,
             case .receiving = machine.state
         else { return .none }
         do {

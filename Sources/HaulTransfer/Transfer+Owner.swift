@@ -55,35 +55,27 @@ extension Transfer {
         return settle(move(to: url, after: cause, counted: false))
     }
 
-    /// curl finished its own request (`raw`, still in the multi handle): how the attempt ended.
-    func requestFinished(_ result: CURLcode) -> SlotAction {
-        settle(requestEnded(easy?.vetted(result) ?? result))
-    }
-
-    /// curl finished `fetch`'s request, one of its other connections'.
-    func fetchFinished(_ fetch: SegmentFetch, result: CURLcode) -> SlotAction {
-        settle(fetchEnded(fetch, result: fetch.easy?.vetted(result) ?? result))
-    }
-
     /// The transfer whose request handle `raw` carries (its own request's, or one of its other
     /// connections'), found from the handle's context; `nil` for a handle of none. The owner asks
     /// it, and routes nothing by handle itself.
-    package static func owning(_ raw: UnsafeMutableRawPointer) -> Transfer? {
-        guard let context = EasyHandle.context(of: raw) else { return nil }
-        let owner = Unmanaged<AnyObject>.fromOpaque(context).takeUnretainedValue()
-        return (owner as? SegmentFetch)?.transfer ?? owner as? Transfer
+    package static func owning(_ raw: UnsafeMutableRawPointer) -> Transfer? { Connection.of(raw)?.transfer }
+
+    /// Its connection whose request handle is `raw` now, if any.
+    private func connection(of raw: UnsafeMutableRawPointer) -> Connection? {
+        guard let connection = Connection.of(raw), connection.transfer === self, connection.easy?.raw == raw else {
+            return nil
+        }
+        return connection
     }
 
     /// The request of handle `raw` ended with `result`: curl reported it done, the owner's stall
-    /// sweep ended it, or it refused a chunk while the rate limiter unpaused it. `nil` when `raw` is
+    /// sweep ended it, or it refused a chunk while the rate limiter let it go. `nil` when `raw` is
     /// no request of this transfer now (its owner removes the handle).
     package func ended(request raw: UnsafeMutableRawPointer, result: CURLcode) -> SlotAction? {
-        if easy?.raw == raw { return requestFinished(result) }
-        guard let context = EasyHandle.context(of: raw),
-            let fetch = Unmanaged<AnyObject>.fromOpaque(context).takeUnretainedValue() as? SegmentFetch,
-            fetch.transfer === self, fetch.easy?.raw == raw
-        else { return nil }
-        return fetchFinished(fetch, result: result)
+        guard let connection = connection(of: raw) else { return nil }
+        let result = connection.easy?.vetted(result) ?? result
+        if connection === own { return settle(requestEnded(result)) }
+        return settle(fetchEnded(connection, result: result))
     }
 
     // MARK: limits, stalls
@@ -96,11 +88,7 @@ extension Transfer {
 
     /// Its request `raw` received nothing for `seconds`: its owner ends it as timed out.
     package func stalled(_ raw: UnsafeMutableRawPointer, seconds: Int64) {
-        if easy?.raw == raw {
-            request.stalledFor = seconds
-        } else if let fetch = segments?.fetches.first(where: { $0.easy?.raw == raw }) {
-            fetch.stalledFor = seconds
-        }
+        connection(of: raw)?.stalledFor = seconds
     }
 
     // MARK: durability
@@ -125,8 +113,7 @@ extension Transfer {
     /// fetched over one connection (its row is brought up to date instead).
     package func syncedSegments(_ snapshot: String) -> Bool {
         guard let segments else { return false }
-        guard let map = SegmentMap(encoded: snapshot, total: segments.map.total) else { return true }
-        segments.map.markSynced(from: map)
+        segments.markSynced(snapshot)
         record.bytesSynced = segments.map.bytesSynced
         segmentBytesWritten()
         return true

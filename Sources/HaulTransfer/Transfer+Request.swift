@@ -11,7 +11,7 @@ extension Transfer {
     func startRequest(truncating: Bool, to hop: Redirect? = nil) -> DownloadStateMachine.Action {
         // The rest after a range that ended before the file, in this attempt: that answer's length.
         let continuesRange =
-            request.rangeEnd.flatMap { end in sink?.receivedLength == end ? end - request.rangeStart : nil }
+            request.rangeEnd.flatMap { end in sink?.receivedLength == end ? end - own.rangeStart : nil }
         var plan = ResumePlan.resume(from: 0, ifRange: nil)
         var overlap: [UInt8]?
         if self.sink == nil, stream == nil, hop == nil, foundPlacedFile() {
@@ -45,9 +45,8 @@ extension Transfer {
                 return perform(machine.foundComplete())
             }
             if lengthAtAttemptStart == nil { lengthAtAttemptStart = segmentedBytes ?? sink.committedLength }
-            if let segments, let start = segments.primaryStart, let index = segments.map.index(startingAt: start) {
+            if let segment = segments?.segment(of: own) {
                 // One segment, from where it stopped, of the version on record.
-                let segment = segments.map.segments[index]
                 plan = .resume(from: segment.next, ifRange: record.ifRangeValidator)
             } else if !revalidating {
                 plan = ResumePlan.decide(
@@ -66,40 +65,44 @@ extension Transfer {
         } catch {
             return perform(machine.fail(attributed(error)))
         }
-        guard let easy = easy ?? environment.easyHandles.take() else {
+        guard let easy = own.easy ?? environment.easyHandles.take() else {
             return perform(
                 machine.fail(DownloadError(code: .internalError, url: urlForErrors, detail: "curl_easy_init failed"))
             )
         }
         // Bytes still in the buffer are the file's too: they are written before the next ones.
         request = Request(offset: sink?.receivedLength ?? 0)
-        if let segments, let start = segments.primaryStart, let index = segments.map.index(startingAt: start) {
-            request.rangeLast = segments.map.segments[index].end - 1
-        }
-        var ifRange: String?
         var target = download.url
         var sendsHeaders = true
         if case .follow(let url, let sameOrigin) = hop { (target, sendsHeaders) = (url, sameOrigin) }
+        // A resume's If-Range in the host's form (``IfRangeForm``), an unvalidated one's too: an
+        // If-Range a mirror ignored was asked again forever.
+        var validator: String?
         switch plan {
-        case .resume(let offset, let validator):
-            request.ifRangeForm = ifRangeForm(for: target)
-            (request.rangeStart, ifRange) = (offset, validator.flatMap { _ in ifRangeValue(request.ifRangeForm) })
-        case .verify(let rangeStart, _, let validator):
-            // In the host's form too: an If-Range it ignored was asked again forever (a mirror).
-            request.ifRangeForm = ifRangeForm(for: target)
-            (request.rangeStart, ifRange) = (rangeStart, validator.flatMap { _ in ifRangeValue(request.ifRangeForm) })
-            request.overlap = overlap
+        case .resume(let offset, let pin):
+            // Over several connections, to the end of its segment.
+            own.begin(
+                from: offset,
+                to: segments?.segment(of: own).map { $0.end - 1 },
+                ifRange: ifRangeForm(for: target)
+            )
+            validator = pin
+        case .verify(let rangeStart, _, let pin):
+            own.begin(from: rangeStart, to: nil, ifRange: ifRangeForm(for: target))
+            (validator, request.overlap) = (pin, overlap)
         case .restart(let reason):
             // From 0; the answer replaces the partial once accepted (``decideResponse(easy:)``).
+            own.begin(from: 0, to: nil, ifRange: .validator)
             request.restartReason = reason
         }
+        let ifRange = validator.flatMap { _ in ifRangeValue(own.ifRangeForm) }
         if hop == nil { startSpan() }
         (request.target, request.sendsHeaders) = (target, sendsHeaders)
         easy.configure(
             url: target.absoluteString,
             options: environment.easyHandles.options,
-            write: Transfer.writeCallback,
-            context: Unmanaged.passUnretained(self).toOpaque()
+            write: Connection.writeCallback,
+            context: Unmanaged.passUnretained(own).toOpaque()
         )
         easy.setUserAgent(record.userAgent, options: environment.easyHandles.options)
         if let limit = environment.rateLimiter.smallestLimit(for: self) {
@@ -116,13 +119,13 @@ extension Transfer {
                 extra: extra
             )
         } else {
-            easy.setConditions(rangeFrom: request.rangeStart, to: request.rangeLast, ifRange: ifRange, extra: extra)
+            easy.setConditions(rangeFrom: own.rangeStart, to: own.rangeLast, ifRange: ifRange, extra: extra)
         }
-        self.easy = easy
+        own.easy = easy
         let code = environment.reactor.add(easy.raw)
         guard code == CURLM_OK else {
             environment.easyHandles.recycle(easy)
-            self.easy = nil
+            own.easy = nil
             return perform(
                 machine.fail(
                     DownloadError(
@@ -138,7 +141,7 @@ extension Transfer {
             "request",
             metadata: [
                 "haul.url": "\(hop == nil ? urlForErrors : target.redactedString)",
-                "haul.range.first": "\(request.rangeStart)",
+                "haul.range.first": "\(own.rangeStart)",
             ]
         )
         if hop == nil { events.publish(.connecting(progress())) }
@@ -174,18 +177,9 @@ extension Transfer {
 
     /// Takes the request out of curl, if any.
     func stopRequest() {
-        guard let easy else { return }
-        environment.reactor.remove(easy.raw)
-        countConnection(of: easy)
+        guard own.easy != nil else { return }
         closeStreamWatch()
-        if parkedByLimiter || parkedByStream {
-            // A handle curl holds paused (with a chunk it kept) is not used again: it goes.
-            if parkedByLimiter { environment.rateLimiter.unpark(self) }
-            (parkedByLimiter, parkedByStream) = (false, false)
-        } else {
-            environment.easyHandles.recycle(easy)
-        }
-        self.easy = nil
+        own.stop()
     }
 
     /// A request's handle left curl: whether it opened a connection or went over one already open
@@ -198,10 +192,10 @@ extension Transfer {
     /// curl finished the request (its handle is still in the multi handle): decides how the attempt
     /// ended and returns what the owner does next.
     func requestEnded(_ result: CURLcode) -> DownloadStateMachine.Action {
-        guard let easy else { return .none }
-        if segments?.primaryStart != nil, case .receiving = machine.state {
+        guard let easy = own.easy else { return .none }
+        if segments != nil, own.segment != nil, case .receiving = machine.state {
             // A segment of a file fetched over several connections.
-            return primaryFinished(result)
+            return ownSegmentEnded(result)
         }
         if result == CURLE_OK, case .connecting = machine.state {
             if request.heldDecision != nil {
@@ -221,13 +215,11 @@ extension Transfer {
         let ended: DownloadStateMachine.TransferResult
         if result == CURLE_OK {
             ended = finishedResult()
-        } else if result == CURLE_WRITE_ERROR, let error = request.bodyError {
+        } else if result == CURLE_WRITE_ERROR, let error = own.error {
             // Refused before the body was accepted (the partial could not be read back to compare).
             ended = .failed(error)
         } else {
-            ended = .failed(
-                transportFailure(result, easy: easy, stalledFor: request.stalledFor, target: request.target)
-            )
+            ended = .failed(transportFailure(result, on: own))
         }
         stopRequest()
         if machine.hasEnded { return .none }
@@ -275,11 +267,12 @@ extension Transfer {
         return .finished
     }
 
-    /// A request curl ended with `result` (not `CURLE_OK`), as the download's error: its stage from
-    /// curl's codes and this transfer's own (``DownloadError/stage``), the proxy named when the
-    /// address that could not be reached was the proxy's. For the transfer's own request and each
-    /// segment's.
-    func transportFailure(_ result: CURLcode, easy: EasyHandle?, stalledFor: Int64?, target: URL?) -> DownloadError {
+    /// The request on `connection` curl ended with `result` (not `CURLE_OK`), as the download's
+    /// error: its stage from curl's codes and this transfer's own (``DownloadError/stage``), the
+    /// proxy named when the address that could not be reached was the proxy's.
+    func transportFailure(_ result: CURLcode, on connection: Connection) -> DownloadError {
+        let (easy, stalledFor) = (connection.easy, connection.stalledFor)
+        let target = connection === own ? request.target : segments?.target
         var message =
             stalledFor.map { "no data arrived for \($0) s (the stall timeout)" }
             ?? easy?.errorMessage ?? String(cString: curl_easy_strerror(result))

@@ -44,12 +44,12 @@ extension Transfer {
         request.rangeEnd = ResponseDecision.rangeEnd(of: head)
         var decision = ResponseDecision.decide(
             head: head,
-            requestedOffset: request.rangeStart,
+            requestedOffset: own.rangeStart,
             knownTotal: record.totalBytes,
             knownEntityTag: request.offset > 0 ? record.entityTag : nil,
             revalidating: revalidating,
             pinned: pinned,
-            ifRange: (request.ifRangeForm, record.lastModifiedIsStrong && record.lastModified != nil)
+            ifRange: (own.ifRangeForm, record.lastModifiedIsStrong && record.lastModified != nil)
         )
         // Retry-After only matters for a response that is retried (each header lookup walks them all).
         if !(200..<300).contains(head.status) {
@@ -68,7 +68,7 @@ extension Transfer {
             let changed = stream != nil && reason == .decodedBody && version == .other
             decision = .replace(total: total, reason: changed ? .remoteChanged : reason)
         }
-        if request.rangeLast != nil { decision = segmentDecision(head, otherwise: decision) }
+        if own.rangeLast != nil { decision = segmentDecision(head, otherwise: decision) }
         if case .replace(let total, let reason) = decision,
             let skip = repeatedBytes(total: total, reason: reason, sameVersion: version == .same)
         {
@@ -110,7 +110,7 @@ extension Transfer {
         guard reason == .rangeIgnored || reason == .decodedBody, held > 0, total.map({ $0 >= held }) ?? true
         else { return nil }
         let keepsHeld = stream.map { !$0.discards } ?? (segmentedBytes == nil)
-        if request.overlap != nil, reason == .rangeIgnored, moved != nil || keepsHeld { return request.rangeStart }
+        if request.overlap != nil, reason == .rangeIgnored, moved != nil || keepsHeld { return own.rangeStart }
         return keepsHeld && sameVersion ? held : nil
     }
 
@@ -184,11 +184,11 @@ extension Transfer {
                 return
             }
         }
-        if record.awaitsName, let easy, !chooseFileName(easy) { return }
+        if record.awaitsName, let easy = own.easy, !chooseFileName(easy) { return }
         moved = nil  // proven: its answer continues the partial
         record.attempts += 1
         followURL()
-        if let easy {
+        if let easy = own.easy {
             // The URL this request went to (the download's, a mirror's or where a redirect led):
             // Haul follows redirects itself, so it is curl's effective URL, without a copy of
             // curl's text kept by every live transfer. Its credentials are removed when read
@@ -217,7 +217,7 @@ extension Transfer {
             events.publish(.warning(.unrequestedContentEncoding(encoding)))
         }
         // A whole file, or one whose overlap matched: this answer's validators vouch for the partial.
-        if truncating || request.rangeStart < request.offset || request.offset == 0 {
+        if truncating || own.rangeStart < request.offset || request.offset == 0 {
             record.entityTag = head.entityTag
             record.lastModified = head.lastModified
             record.lastModifiedIsStrong = HTTPDate.isStrong(lastModified: head.lastModified, date: head.date)
@@ -229,7 +229,11 @@ extension Transfer {
         if total != nil || truncating {
             record.totalBytes = total
         }
-        planSegments(total: total, head: head, acceptsRanges: easy?.header("Accept-Ranges")?.lowercased() == "bytes")
+        planSegments(
+            total: total,
+            head: head,
+            acceptsRanges: own.easy?.header("Accept-Ranges")?.lowercased() == "bytes"
+        )
         // A body that fits in the buffer is collected there whole: one write, by the disk thread.
         if segments == nil, let total, total - sink.receivedLength <= Int64(environment.buffers.bufferSize) {
             sink.collectsWholeRest()
@@ -265,7 +269,7 @@ extension Transfer {
         } else {
             sink.beforeFirstWrite = { [unowned self] () throws(DownloadError) in
                 _ = catchUpRow()
-                if let error = request.bodyError { throw error }
+                if let error = own.error { throw error }
             }
         }
         events.publish(.receiving(progress()))

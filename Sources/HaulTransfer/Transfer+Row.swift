@@ -86,7 +86,7 @@ extension Transfer {
         guard case .receiving = machine.state, let sink else { return nil }
         do {
             try sink.flush()
-            for fetch in segments?.fetches ?? [] { try fetch.sink.flush() }
+            for connection in segments?.others ?? [] { try connection.sink?.flush() }
         } catch {
             return nil
         }
@@ -103,7 +103,7 @@ extension Transfer {
         if let total = segments?.map.total {
             // Every segment is whole: the row's map has nothing more to say.
             record.totalBytes = total
-            segments = nil
+            (segments, own.segment) = (nil, nil)
             record.segments = nil
         }
         var remainder: PartialRemainder?

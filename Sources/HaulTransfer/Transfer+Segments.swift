@@ -5,17 +5,20 @@ import Glibc
 import HaulIO
 import HaulValues
 
+/// A download over several connections: when it splits, and what the transfer's own request does
+/// with its segment. The bookkeeping is ``Segments``'; the other connections' requests are in
+/// ``Transfer+Connections``.
 extension Transfer {
     /// How many connections this download may use.
     var connectionsAllowed: Int { min(64, max(1, record.connections ?? environment.connectionsPerFile)) }
 
     /// Its connections in curl now: its own request and its segments' others.
-    package var liveConnections: Int { (easy != nil ? 1 : 0) + (segments?.fetches.count ?? 0) }
+    package var liveConnections: Int { (own.easy != nil ? 1 : 0) + (segments?.others.count ?? 0) }
 
     /// Whether another connection would have work now (the scheduler grants it, ``Admission``).
     package var wantsConnection: Bool {
         guard let segments, case .receiving = machine.state,
-            liveConnections < segments.connections
+            liveConnections < segments.allowed
         else { return false }
         return segments.hasWorkForAnotherConnection(now: DispatchTime.now().uptimeNanoseconds)
     }
@@ -35,30 +38,24 @@ extension Transfer {
         guard segments == nil, !segmentsRefused, connectionsAllowed > 1, let total, let sink, !revalidating,
             urls.isEmpty, head.status == 206 || (head.status == 200 && acceptsRanges), request.rangeEnd == nil,
             record.ifRangeValidator != nil, head.contentEncoding == nil,
-            total - sink.receivedLength >= 2 * environment.minimumSegmentSize
+            total - sink.receivedLength >= 2 * environment.minimumSegmentSize,
+            let made = Segments.plan(
+                total: total,
+                written: sink.receivedLength,
+                connections: connectionsAllowed,
+                minimumSize: environment.minimumSegmentSize,
+                own: own,
+                target: request.target ?? download.url,
+                sendsHeaders: request.sendsHeaders
+            )
         else { return }
-        let map = SegmentMap.plan(
-            total: total,
-            connections: connectionsAllowed,
-            minimumSize: environment.minimumSegmentSize,
-            written: sink.receivedLength
-        )
-        guard map.segments.count > 1 else { return }
-        let made = Segments(
-            map: map,
-            connections: connectionsAllowed,
-            minimumSize: environment.minimumSegmentSize,
-            target: request.target ?? download.url,
-            sendsHeaders: request.sendsHeaders
-        )
-        made.primaryStart = 0
         segments = made
-        record.segments = map.encoded
+        record.segments = made.map.encoded
         log(
             .debug,
             "split over connections",
             metadata: [
-                "haul.segments": "\(map.segments.count)", "haul.total": "\(total)",
+                "haul.segments": "\(made.map.segments.count)", "haul.total": "\(total)",
             ]
         )
     }
@@ -70,18 +67,18 @@ extension Transfer {
         guard segments == nil, let text = record.segments else { return true }
         guard !revalidating, moved == nil, record.url == download.url.redactedString, urls.isEmpty,
             let total = record.totalBytes, record.ifRangeValidator != nil,
-            let map = SegmentMap(encoded: text, total: total)
+            let restored = Segments(
+                restoring: text,
+                total: total,
+                connections: connectionsAllowed,
+                minimumSize: environment.minimumSegmentSize,
+                own: own,
+                target: download.url
+            )
         else {
             record.segments = nil
             return false
         }
-        let restored = Segments(
-            map: map,
-            connections: max(1, connectionsAllowed),
-            minimumSize: environment.minimumSegmentSize,
-            target: download.url,
-            sendsHeaders: true
-        )
         segments = restored
         return true
     }
@@ -91,11 +88,8 @@ extension Transfer {
     /// segment is whole (nothing to ask for).
     func takeFirstSegmentLeft(_ sink: FileSink) throws(DownloadError) -> Bool {
         guard let segments else { return true }
-        segments.primaryStart = nil
-        guard let index = segments.map.firstUnowned(segments.owned) else { return false }
-        let segment = segments.map.segments[index]
+        guard let segment = segments.ownTakesFirstLeft() else { return false }
         try sink.move(to: segment.next)
-        segments.primaryStart = segment.start
         return true
     }
 
@@ -106,25 +100,28 @@ extension Transfer {
     func segmentDecision(_ head: ResponseHead, otherwise decision: ResponseDecision) -> ResponseDecision {
         guard let segments, let pin = record.pinnedVersion else { return decision }
         let match = pin.match(entityTag: head.entityTag, lastModified: head.lastModified)
-        guard (200...299).contains(head.status) else { return decision }
-        if match == .unproven {
+        if match == .other, (200...299).contains(head.status) { versionsDiffered() }
+        let answer = Segments.answer(
+            status: head.status,
+            contentRange: head.contentRange,
+            contentLength: head.contentLength,
+            match: match,
+            total: segments.map.total,
+            asked: own.rangeStart
+        )
+        switch answer {
+        case .rest:
+            return .append(total: segments.map.total)
+        case .unproven:
             return .unproven(
                 PinnedVersion.unprovenDetail(kind: pin.kind, contentType: head.contentType, length: head.contentLength)
             )
-        }
-        if match == .other { versionsDiffered() }
-        switch head.status {
-        case 206:
-            guard case .range(let first, _, let total)? = head.contentRange.flatMap(ContentRange.init),
-                total == segments.map.total, match == .same
-            else { return .retryFromZero(reason: .remoteChanged) }
-            guard first == request.rangeStart else { return .retryFromZero(reason: .rangeMismatch) }
-            return .append(total: total)
-        case 200:
-            let ignored = match == .same && head.contentLength == segments.map.total
-            if ignored { segmentsRefused = true }
-            return .replace(total: head.contentLength, reason: ignored ? .rangeIgnored : .remoteChanged)
-        default:
+        case .changed(let reason) where head.status == 200:
+            if reason == .rangeIgnored { segmentsRefused = true }
+            return .replace(total: head.contentLength, reason: reason)
+        case .changed(let reason):
+            return .retryFromZero(reason: reason)
+        case .other:
             return decision
         }
     }
@@ -143,23 +140,15 @@ extension Transfer {
     /// Forgets the segments (the partial is emptied): their connections stop.
     func dropSegments() {
         stopFetches()
+        own.segment = nil
         segments = nil
         record.segments = nil
     }
 
     // MARK: bytes
 
-    /// Bytes received and still in a sink's buffer, by the start of their segment.
-    private var pendingBytes: [Int64: Int64] {
-        guard let segments else { return [:] }
-        var pending: [Int64: Int64] = [:]
-        if let start = segments.primaryStart, let sink { pending[start] = Int64(sink.bufferedCount) }
-        for fetch in segments.fetches { pending[fetch.start, default: 0] += Int64(fetch.sink.bufferedCount) }
-        return pending
-    }
-
     /// The map of the bytes handed to the kernel (buffered ones left out): what the journal says.
-    var committedMap: SegmentMap? { segments.map { $0.map.withoutPending(pendingBytes) } }
+    var committedMap: SegmentMap? { segments?.committedMap }
 
     /// Bytes written to the partial file over all segments.
     var segmentedBytes: Int64? { committedMap?.bytesWritten }
@@ -175,18 +164,8 @@ extension Transfer {
 
     /// The transfer's own request takes `bytes` for its segment: the bytes that fit in it, and
     /// whether the segment is whole with bytes left over (the rest of the answer is not wanted).
-    func clipToPrimarySegment(_ bytes: UnsafeRawBufferPointer) -> (UnsafeRawBufferPointer, cut: Bool) {
-        guard let segments, let start = segments.primaryStart, let index = segments.map.index(startingAt: start)
-        else { return (bytes, false) }
-        let room = segments.map.segments[index].remaining
-        guard Int64(bytes.count) > room else { return (bytes, false) }
+    func clipToOwnSegment(_ bytes: UnsafeRawBufferPointer) -> (UnsafeRawBufferPointer, cut: Bool) {
+        guard let room = segments?.room(for: own), Int64(bytes.count) > room else { return (bytes, false) }
         return (UnsafeRawBufferPointer(rebasing: bytes[0..<Int(room)]), true)
-    }
-
-    /// The transfer's own request wrote `count` bytes of its segment.
-    func primaryWrote(_ count: Int) {
-        guard let segments, let start = segments.primaryStart, let index = segments.map.index(startingAt: start)
-        else { return }
-        segments.map.wrote(Int64(count), in: index)
     }
 }

@@ -8,41 +8,19 @@ extension Transfer {
     /// reader holds is not stalled. Returns the easy handles to end.
     package func stalledRequests(now: UInt64, after timeout: UInt64) -> [UnsafeMutableRawPointer] {
         guard case .receiving = machine.state else {
-            stallMark = nil
+            own.stallMark = nil
             return []
         }
         var stalled: [UnsafeMutableRawPointer] = []
-        let ownRequestCounts = segments == nil || segments?.primaryStart != nil
-        if let easy, ownRequestCounts, !parkedByLimiter, !parkedByStream,
-            Self.hasStalled(&stallMark, bytes: sink?.receivedLength ?? 0, now: now, timeout: timeout)
-        {
+        // Over several connections, its own request counts while it fetches a segment.
+        if segments != nil, own.segment == nil {
+            own.stallMark = nil
+        } else if own.hasStalled(now: now, after: timeout), let easy = own.easy {
             stalled.append(easy.raw)
-        } else if easy == nil || !ownRequestCounts || parkedByLimiter || parkedByStream {
-            stallMark = nil
         }
-        for fetch in segments?.fetches ?? [] {
-            guard let easy = fetch.easy, !fetch.parkedByLimiter else {
-                fetch.stallMark = nil
-                continue
-            }
-            if Self.hasStalled(&fetch.stallMark, bytes: fetch.sink.receivedLength, now: now, timeout: timeout) {
-                stalled.append(easy.raw)
-            }
+        for connection in segments?.others ?? [] where connection.hasStalled(now: now, after: timeout) {
+            if let easy = connection.easy { stalled.append(easy.raw) }
         }
         return stalled
-    }
-
-    /// Whether `bytes` stayed as `mark` last saw them for `timeout`; moves the mark when they changed.
-    private static func hasStalled(
-        _ mark: inout (bytes: Int64, since: UInt64)?,
-        bytes: Int64,
-        now: UInt64,
-        timeout: UInt64
-    ) -> Bool {
-        guard let seen = mark, seen.bytes == bytes else {
-            mark = (bytes, now)
-            return false
-        }
-        return now &- seen.since >= timeout
     }
 }

@@ -16,7 +16,7 @@ extension Transfer {
             bodyFailed(attributed(error))
             return false  // the chunk is refused with the error
         }
-        parkedByStream = true
+        own.heldBy = .reader
         watchStream()
         return true
     }
@@ -50,10 +50,7 @@ extension Transfer {
             return
         }
         if let failure { bodyFailed(failure) }
-        guard parkedByStream, let easy else { return }
-        parkedByStream = false
-        let code = curl_easy_pause(easy.raw, 0)  // CURLPAUSE_CONT: the kept chunk is given again now
-        if code != CURLE_OK { environment.refusedWhenUnpausing(easy.raw, code: code) }
+        own.letGo(by: .reader)
     }
 
     /// The body is complete: `done` is called, on the loop thread, once every byte reached the

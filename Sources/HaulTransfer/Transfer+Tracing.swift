@@ -26,7 +26,7 @@ extension Transfer {
         // Sent before, for this download: earlier failures' attempts and this admission's.
         let resends = record.failures + attemptsStarted - 1
         if resends > 0 { span.attributes["http.request.resend_count"] = resends }
-        if request.rangeStart > 0 { span.attributes["haul.range.first"] = Int(request.rangeStart) }
+        if own.rangeStart > 0 { span.attributes["haul.range.first"] = Int(own.rangeStart) }
     }
 
     /// The attempt's answer had `status` (an error status marks the span failed).

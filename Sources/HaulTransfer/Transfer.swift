@@ -52,10 +52,15 @@ package final class Transfer {
     var machine: DownloadStateMachine
     /// The download's journal row as this transfer last wrote it or will write it.
     var record: DownloadRecord
-    /// The partial file, from the first request until the transfer is set aside or handed off.
-    var sink: FileSink?
-    /// The curl handle of the request in flight.
-    var easy: EasyHandle?
+    /// Its own request and the connection it goes over (``Connection``): the one every download
+    /// has; a download over several connections has others (``segments``).
+    private(set) lazy var own = Connection(transfer: self)
+    /// The partial file (or the stream's sink), from the first request until the transfer is set
+    /// aside or handed off: its own connection's sink, kept across its requests.
+    var sink: FileSink? {
+        get { own.sink }
+        set { own.sink = newValue }
+    }
     /// What the current request asked for and what its answer said; replaced with each request.
     var request = Request()
     /// Revalidating a complete file: the request is conditional, and a 304 keeps the destination.
@@ -111,8 +116,6 @@ package final class Transfer {
         get { otherURLs?.moved }
         set { if newValue != nil || otherURLs != nil { others.moved = newValue } }
     }
-    /// curl holds the transfer paused for the rate limiter (``RateLimiter``).
-    var parkedByLimiter = false
     /// The stream its body goes to instead of a partial file (``StreamTarget``), for this process.
     let stream: StreamTarget?
     /// The request continues a file Haul did not download (``DownloadRequest/continuesExistingFile``):
@@ -120,8 +123,6 @@ package final class Transfer {
     let provesByOverlap: Bool
     /// The folder its name must stay inside when the file is placed (``DownloadRequest/confinedTo``).
     let confinedTo: String?
-    /// curl holds the transfer paused until the stream's reader takes what is pending.
-    var parkedByStream = false
     /// The watch on the stream's descriptor while the reader is behind (``Transfer+Stream``).
     var streamWatch: DescriptorWatch?
     /// What is called once the stream took the last bytes of a complete body.
@@ -130,24 +131,20 @@ package final class Transfer {
     var segments: Segments?
     /// A server answered a segment's range with the whole file: this transfer uses one connection.
     var segmentsRefused = false
-    /// The bytes received when they last changed, and when (uptime nanoseconds): what tells a
-    /// stall (``stalledRequests(now:after:)``).
-    var stallMark: (bytes: Int64, since: UInt64)?
     /// How many times connections of a download over several were answered with different versions
     /// of the file: at the second, it goes on over one connection (two servers behind one name).
     var versionConflicts = 0
 
-    /// One request of the transfer: what it asked for and what the answer said.
+    /// The transfer's own request beyond its connection's (``own``): what it asked for and what the
+    /// answer said.
     struct Request {
         /// The partial file's length when the request was made: where the answer's new bytes go.
         var offset: Int64 = 0
         /// When it was made (uptime nanoseconds): the time to its first byte starts here.
         var startedAt = DispatchTime.now().uptimeNanoseconds
-        /// Where the asked range starts (`Range: bytes=rangeStart-`): `offset`, or before it when an
-        /// unvalidated resume checks the overlap (``ResumePlan``).
-        var rangeStart: Int64 = 0
-        /// The partial's bytes from `rangeStart` to `offset`, which the answer must repeat first (an
-        /// unvalidated resume), and how many of them it has repeated so far.
+        /// The partial's bytes from the asked range's start (``Connection/rangeStart``: `offset`, or
+        /// before it when an unvalidated resume checks the overlap, ``ResumePlan``) to `offset`,
+        /// which the answer must repeat first, and how many of them it has repeated so far.
         var overlap: [UInt8]?
         var overlapMatched = 0
         /// How many more bytes of the answer to drop before its overlap (or its new bytes): an answer
@@ -176,11 +173,6 @@ package final class Transfer {
         var rangeEnd: Int64?
         /// The answer's `Retry-After`, if it had one.
         var retryAfter: Duration?
-        /// Why the body could not be written, once it could not (see ``DownloadStateMachine/bodyFailed(_:)``).
-        var bodyError: DownloadError? {
-            get { bodyErrorBox?.value }
-            set { bodyErrorBox = newValue.map { Boxed($0) } }
-        }
         /// The answer is a redirect: its body is dropped, and the next request goes where it points
         /// once curl finished it (curl resolves the `Location` only then).
         var isRedirect = false
@@ -188,20 +180,10 @@ package final class Transfer {
         /// headers went too.
         var target: URL?
         var sendsHeaders = true
-        /// A download over several connections: the request's segment is whole, the rest of its
-        /// answer belongs to other segments.
-        var segmentEnded = false
-        /// The last byte asked for, when the request is for one segment (`Range: bytes=a-b`).
-        var rangeLast: Int64?
-        /// The form of its `If-Range` (``IfRangeForm``), for a resume.
-        var ifRangeForm = IfRangeForm.validator
-        /// Set when the scheduler ended it for receiving nothing for this many seconds.
-        var stalledFor: Int64?
-        // Set for a moment, or never: boxed, the three take 24 bytes of every live transfer instead
-        // of 323 (issue 44, (c)). Each set makes a new box, so a copy of a request never shares one.
+        // Set for a moment, or never: boxed, the two take 16 bytes of every live transfer instead
+        // of hundreds (issue 44, (c)). Each set makes a new box, so a copy of a request never shares one.
         private var headBox: Boxed<ResponseHead>?
         private var heldDecisionBox: Boxed<ResponseDecision>?
-        private var bodyErrorBox: Boxed<DownloadError>?
 
         init(offset: Int64 = 0) {
             self.offset = offset
@@ -292,7 +274,7 @@ package final class Transfer {
             totalBytes: record.totalBytes,
             bytesPerSecond: speed.bytesPerSecond,
             estimatedTimeRemaining: speed.estimatedTimeRemaining(received: received, total: record.totalBytes),
-            connections: segments == nil ? (easy == nil ? 0 : 1) : liveConnections
+            connections: liveConnections
         )
     }
 
