@@ -25,8 +25,7 @@ extension Transfer {
         }
         let (answer, taken): (Int, Int)
         if isOwn {
-            answer = receiveChunk(chunk)
-            taken = answer == chunk.count && !request.isRedirect ? answer : 0
+            (answer, taken) = receiveChunk(chunk)
         } else {
             (answer, taken) = receiveSegment(chunk, on: connection, now: now)
         }
@@ -41,33 +40,37 @@ extension Transfer {
     /// What curl's write callback returns to pause the transfer (`CURL_WRITEFUNC_PAUSE`).
     static let pauseSignal = 0x1000_0001
 
-    private func receiveChunk(_ chunk: UnsafeRawBufferPointer) -> Int {
+    /// A chunk of the own request's answer: what curl's write callback returns, and the bytes
+    /// counted as received (a redirect's body is not; bytes read past or compared are).
+    private func receiveChunk(_ chunk: UnsafeRawBufferPointer) -> (Int, taken: Int) {
         var bytes = chunk
         if case .connecting = machine.state {
             if request.heldDecision == nil, !request.isRedirect {
-                guard let easy = own.easy else { return Self.refused }
+                guard let easy = own.easy else { return (Self.refused, 0) }
                 take(decideResponse(easy: easy))  // accepted: receiving; refused: closing
             }
-            if request.isRedirect { return chunk.count }  // a redirect's body: dropped
+            if request.isRedirect { return (chunk.count, 0) }  // a redirect's body: dropped, not counted
             if request.heldDecision != nil {
-                guard let rest = compareOverlap(bytes) else { return Self.refused }
-                if rest.isEmpty, case .connecting = machine.state { return chunk.count }  // more to compare
+                guard let rest = compareOverlap(bytes) else { return (Self.refused, 0) }
+                // More to compare.
+                if rest.isEmpty, case .connecting = machine.state { return (chunk.count, chunk.count) }
                 bytes = rest
             }
         }
-        guard case .receiving = machine.state, let sink else { return Self.refused }
-        if bytes.isEmpty { return chunk.count }
+        guard case .receiving = machine.state, let sink else { return (Self.refused, 0) }
+        if bytes.isEmpty { return (chunk.count, chunk.count) }
         var cut = false
+        let offered = bytes.count
         if segments != nil {
             (bytes, cut) = clipToOwnSegment(bytes)
             if bytes.isEmpty {
                 own.segmentEnded = true
-                return Self.refused
+                return (Self.refused, 0)
             }
         }
         if let maximum = maximumSize, sink.receivedLength + Int64(bytes.count) > maximum {
             bodyFailed(tooLarge("the body grew past the maximum of \(maximum) bytes"))
-            return Self.refused
+            return (Self.refused, 0)
         }
         do {
             let now = DispatchTime.now().uptimeNanoseconds
@@ -79,14 +82,14 @@ extension Transfer {
             if wrote { reportProgress(now: now) }
         } catch {
             bodyFailed(attributed(error))
-            return Self.refused
+            return (Self.refused, 0)
         }
         if cut {
             // The rest of the answer belongs to segments other connections fetch.
             own.segmentEnded = true
-            return Self.refused
+            return (Self.refused, chunk.count - (offered - bytes.count))
         }
-        return chunk.count
+        return (chunk.count, chunk.count)
     }
 
     /// Drops what an answer from byte 0 repeats of the bytes the download has (``Request/skipping``),

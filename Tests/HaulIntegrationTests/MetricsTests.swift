@@ -53,6 +53,29 @@ struct MetricsTests {
         #expect(metrics.counters(label: "haul_downloads_failed_total").count == 1)
     }
 
+    @Test("over several connections, with a split that cuts a connection short, every byte is counted once")
+    func segmentedBytesCountedOnce() async throws {
+        let (server, directory) = try await startServerAndDirectory()
+        defer { stop(server, directory) }
+        let size = 4 * 1024 * 1024
+        let source = try server.makeFile("uneven.bin", size: size, seed: 61)
+        let destination = directory.appendingPathComponent("uneven.bin")
+        let metrics = TestMetrics()
+        var configuration = configuration(metrics)
+        configuration.connectionsPerFile = 2
+        configuration.minimumSegmentSize = 256 * 1024
+        try await withDownloadManager(configuration: configuration) { manager in
+            // The request without a range at 8 MiB/s, a ranged one at 1 MiB/s: the first finishes
+            // its half early and splits the other's, whose answer goes on past its new end.
+            _ = try await manager.download(from: server.url("uneven/uneven.bin"), to: destination).finished()
+        }
+        #expect(try Data(contentsOf: destination) == source)
+        let requests = server.accessLog().filter { $0.uri == "/uneven/uneven.bin" }
+        #expect(requests.count >= 3, "no split: \(requests.map(\.range))")
+        // Before a Connection counted them: the other connections' bytes were not counted at all.
+        #expect(try metrics.expectCounter("haul_received_bytes_total").totalValue == Int64(size))
+    }
+
     @Test("an answer from byte 0 read past the bytes held counts them as sent again, and no restart")
     func resentBytesReadPast() async throws {
         let (server, directory) = try await startServerAndDirectory()
