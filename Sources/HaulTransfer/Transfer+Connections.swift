@@ -49,24 +49,15 @@ extension Transfer {
             to: segment.end - 1,
             ifRange: environment.ifRangeForms[segments.target.hostKey] ?? .validator
         )
-        easy.configure(
-            url: segments.target.absoluteString,
-            options: environment.easyHandles.options,
-            write: Connection.writeCallback,
-            context: Unmanaged.passUnretained(connection).toOpaque(),
-            ownConnection: true
+        let ifRange = record.ifRangeValidator.flatMap { _ in ifRangeValue(connection.ifRangeForm) }
+        let code = launch(
+            connection,
+            with: easy,
+            to: segments.target,
+            sendsHeaders: segments.sendsHeaders,
+            ifRange: ifRange
         )
-        easy.setUserAgent(record.userAgent, options: environment.easyHandles.options)
-        if let limit = environment.rateLimiter.smallestLimit(for: self) {
-            easy.setReceiveBufferSize(Int(min(Int64(easy.receiveBufferSize), max(1024, limit / 20))))
-        }
-        easy.setConditions(
-            rangeFrom: connection.rangeStart,
-            to: connection.rangeLast,
-            ifRange: record.ifRangeValidator.flatMap { _ in ifRangeValue(connection.ifRangeForm) },
-            extra: segments.sendsHeaders ? headers : []
-        )
-        guard environment.reactor.add(easy.raw) == CURLM_OK else { return false }
+        guard code == CURLM_OK else { return false }
         log(
             .debug,
             "segment request",

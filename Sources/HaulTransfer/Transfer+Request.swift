@@ -98,31 +98,7 @@ extension Transfer {
         let ifRange = validator.flatMap { _ in ifRangeValue(own.ifRangeForm) }
         if hop == nil { startSpan() }
         (request.target, request.sendsHeaders) = (target, sendsHeaders)
-        easy.configure(
-            url: target.absoluteString,
-            options: environment.easyHandles.options,
-            write: Connection.writeCallback,
-            context: Unmanaged.passUnretained(own).toOpaque()
-        )
-        easy.setUserAgent(record.userAgent, options: environment.easyHandles.options)
-        if let limit = environment.rateLimiter.smallestLimit(for: self) {
-            // A chunk at most a twentieth of the rate: one read never overshoots a window by much.
-            easy.setReceiveBufferSize(Int(min(Int64(easy.receiveBufferSize), max(1024, limit / 20))))
-        }
-        let extra = sendsHeaders ? headers : []
-        if revalidating {
-            easy.setConditions(
-                rangeFrom: 0,
-                ifRange: nil,
-                ifNoneMatch: record.entityTag,
-                ifModifiedSince: record.entityTag == nil ? record.lastModified : nil,
-                extra: extra
-            )
-        } else {
-            easy.setConditions(rangeFrom: own.rangeStart, to: own.rangeLast, ifRange: ifRange, extra: extra)
-        }
-        own.easy = easy
-        let code = environment.reactor.add(easy.raw)
+        let code = launch(own, with: easy, to: target, sendsHeaders: sendsHeaders, ifRange: ifRange)
         guard code == CURLM_OK else {
             environment.easyHandles.recycle(easy)
             own.easy = nil
@@ -146,6 +122,51 @@ extension Transfer {
         )
         if hop == nil { events.publish(.connecting(progress())) }
         return .none
+    }
+
+    /// Puts the request on `connection` (the own request or another connection's) into curl with
+    /// `easy`: to `target`, for the connection's range with `ifRange` (the own request revalidating
+    /// a complete file: conditional on the row's validators instead), with the download's headers
+    /// when `sendsHeaders`, and a receive buffer that fits the rate limit. curl's answer.
+    func launch(
+        _ connection: Connection,
+        with easy: EasyHandle,
+        to target: URL,
+        sendsHeaders: Bool,
+        ifRange: String?
+    ) -> CURLMcode {
+        let options = environment.easyHandles.options
+        easy.configure(
+            url: target.absoluteString,
+            options: options,
+            write: Connection.writeCallback,
+            context: Unmanaged.passUnretained(connection).toOpaque(),
+            ownConnection: connection !== own
+        )
+        easy.setUserAgent(record.userAgent, options: options)
+        if let limit = environment.rateLimiter.smallestLimit(for: self) {
+            // A chunk at most a twentieth of the rate: one read never overshoots a window by much.
+            easy.setReceiveBufferSize(Int(min(Int64(easy.receiveBufferSize), max(1024, limit / 20))))
+        }
+        let extra = sendsHeaders ? headers : []
+        if revalidating, connection === own {
+            easy.setConditions(
+                rangeFrom: 0,
+                ifRange: nil,
+                ifNoneMatch: record.entityTag,
+                ifModifiedSince: record.entityTag == nil ? record.lastModified : nil,
+                extra: extra
+            )
+        } else {
+            easy.setConditions(
+                rangeFrom: connection.rangeStart,
+                to: connection.rangeLast,
+                ifRange: ifRange,
+                extra: extra
+            )
+        }
+        connection.easy = easy
+        return environment.reactor.add(easy.raw)
     }
 
     /// The answer was a redirect to `location` (its body dropped): the next request goes there, with
