@@ -11,7 +11,7 @@ extension Transfer {
 
     /// Opens one more connection for the next segment. Whether it did.
     package func openConnection() -> Bool {
-        guard let segments, wantsConnection,
+        guard let segments, let partialPath, wantsConnection,
             let segment = segments.nextSegment(now: DispatchTime.now().uptimeNanoseconds)
         else { return false }
         let sink: FileSink

@@ -45,7 +45,7 @@ extension Transfer {
         let bytes = bytesOnDisk
         if bytes == 0, error.code != .unsafeFile {
             error.nothingKept = true
-            unlink(partialPath)  // empty (or only preallocated): nothing to resume from
+            if let partialPath { unlink(partialPath) }  // empty (or only preallocated): nothing to resume from
         }
         if stream != nil, error.code != .unsafeFile {
             store.remove(id)

@@ -96,7 +96,7 @@ extension Transfer {
     /// The job that syncs its partial file's first `bytes` (and, over several connections, records
     /// what each segment holds), or nil when they are durable already.
     package func checkpoint(bytes: Int64) -> DiskJob? {
-        guard bytes > record.bytesSynced else { return nil }
+        guard bytes > record.bytesSynced, let partialPath else { return nil }
         return .checkpoint(
             id,
             directory: store.directory,

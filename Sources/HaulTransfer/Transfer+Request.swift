@@ -18,19 +18,22 @@ extension Transfer {
             // Placed by a process killed before its row said so: complete, nothing asked again.
             return perform(machine.foundComplete())
         }
-        do {
+        do throws(DownloadError) {
             let sink: FileSink
             if let existing = self.sink {
                 sink = existing
             } else if let stream {
                 sink = FileSink(stream: stream, pool: environment.buffers)
-            } else {
+            } else if let partialPath {
                 sink = try FileSink(
                     path: partialPath,
                     pool: environment.buffers,
                     openFiles: environment.openPartialFiles,
                     startsEmpty: !record.mayHaveStarted
                 )
+            } else {
+                // A body into a file has its row on disk, and so a partial file's path: never here.
+                throw DownloadError(code: .internalError, url: urlForErrors, detail: "no partial file for a file")
             }
             self.sink = sink
             let partialIsLongerThanFile =
@@ -258,7 +261,7 @@ extension Transfer {
         guard let path = PlacedFile.find(identity, at: destination, numbered: record.movesPastFilesFound) else {
             return false
         }
-        unlink(partialPath)
+        if let partialPath { unlink(partialPath) }
         if path != destination {
             record.destination = path
             download.update(destinationPath: path)

@@ -99,6 +99,9 @@ extension Transfer {
     /// bytes durable, checks them and only then renames them into place (or, for an unchanged file,
     /// keeps the destination), for the disk thread.
     func finishJob(keepingDestination: Bool) -> FinishJob {
+        // A body into a stream completes once its reader took it (``finishStream(_:)``), and only
+        // such a body has no partial file.
+        guard let partialPath else { preconditionFailure("a body into a stream is never placed as a file") }
         stopAll()
         if let total = segments?.map.total {
             // Every segment is whole: the row's map has nothing more to say.

@@ -262,13 +262,14 @@ package final class Transfer {
     }
     /// `host:port`, the key of per-host limits.
     package var hostKey: String { record.host.isEmpty ? download.url.hostKey : record.host }
-    /// The partial file's path, made once (each use made it again: two strings per small download).
-    let partialPath: String
+    /// The partial file's path, made once (each use made it again: two strings per small download);
+    /// `nil` for a body into a stream, memory or nothing (its row is in the journal in memory).
+    let partialPath: String?
     package var urlForErrors: String { machine.url }
 
     /// Bytes received so far, as progress.
     func progress() -> DownloadProgress {
-        let received = segmentedBytes ?? sink?.committedLength ?? FilePath.fileLength(partialPath) ?? 0
+        let received = segmentedBytes ?? sink?.committedLength ?? partialPath.flatMap(FilePath.fileLength) ?? 0
         return DownloadProgress(
             bytesReceived: received,
             totalBytes: record.totalBytes,
@@ -279,7 +280,7 @@ package final class Transfer {
     }
 
     /// The partial file's bytes worth resuming: a segmented download's map says; else its length.
-    var bytesOnDisk: Int64 { segmentedBytes ?? FilePath.fileLength(partialPath) ?? 0 }
+    var bytesOnDisk: Int64 { segmentedBytes ?? partialPath.flatMap(FilePath.fileLength) ?? 0 }
 
     /// Takes every request of the transfer out of curl.
     func stopAll() {
@@ -302,7 +303,7 @@ package final class Transfer {
     package func admit(needsHeaders: Bool = false) -> SlotAction {
         // Revalidating a complete file: its answer, unless a 304, is the whole file again, never a
         // resume of a partial file left from before.
-        if revalidating { unlink(partialPath) }
+        if revalidating, let partialPath { unlink(partialPath) }
         return settle(perform(machine.admit(needsHeaders: needsHeaders)))
     }
 

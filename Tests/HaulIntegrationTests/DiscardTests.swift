@@ -21,6 +21,9 @@ struct DiscardTests {
         configuration.stateDirectory = directory.appendingPathComponent("state")
         try await withDownloadManager(configuration: configuration) { manager in
             let first = try manager.discard(from: server.url("counted.bin"))
+            // Its row is this manager's, in memory, beside no state directory and no partial file
+            // (the configured state directory is for files).
+            #expect(first.stateDirectory == nil)
             #expect(try await first.finished().path == "/dev/null")
             // The same URL again: its own download, over the connection the first left open.
             let second = try manager.discard(from: server.url("counted.bin"))

@@ -122,7 +122,7 @@ struct DownloadManagerTests {
             pausedAt = progress.bytesReceived
             #expect(!FileManager.default.fileExists(atPath: destination.path))
             // The partial file holds exactly the bytes reported.
-            let partial = download.stateDirectory.appendingPathComponent("\(download.id).part")
+            let partial = try #require(download.stateDirectory).appendingPathComponent("\(download.id).part")
             #expect(try Data(contentsOf: partial) == source.prefix(Int(progress.bytesReceived)))
 
             await download.resume()
@@ -169,7 +169,7 @@ struct DownloadManagerTests {
                 (error as? DownloadError)?.code == .cancelled
             }
             #expect(download.state == .cancelled)
-            let partial = download.stateDirectory.appendingPathComponent("\(download.id).part")
+            let partial = try #require(download.stateDirectory).appendingPathComponent("\(download.id).part")
             #expect(!FileManager.default.fileExists(atPath: partial.path))
             // A cancelled download ignores later commands.
             await download.resume()

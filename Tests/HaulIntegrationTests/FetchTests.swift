@@ -50,7 +50,7 @@ struct FetchTests {
             #expect(!FileManager.default.fileExists(atPath: destination.path))
             let handle = try #require(manager.download(id: id))
             #expect(handle.state == .paused)
-            let partial = handle.stateDirectory.appendingPathComponent("\(id).part")
+            let partial = try #require(handle.stateDirectory).appendingPathComponent("\(id).part")
             #expect(try Data(contentsOf: partial) == source.prefix(Int(progress.bytesReceived)))
             // A later fetch continues from the bytes kept.
             #expect(try await manager.fetch(url, to: destination) == destination)
@@ -102,7 +102,7 @@ struct FetchTests {
             #expect(later != nil)
             #expect(download.state == .receiving)
             // Bytes on disk so far are the file's.
-            let partial = download.stateDirectory.appendingPathComponent("\(download.id).part")
+            let partial = try #require(download.stateDirectory).appendingPathComponent("\(download.id).part")
             let written = try Data(contentsOf: partial)
             #expect(written.count > 1024 * 1024 && written == source.prefix(written.count))
             await download.cancel()

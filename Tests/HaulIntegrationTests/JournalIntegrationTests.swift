@@ -99,14 +99,14 @@ struct JournalIntegrationTests {
         var events = download.events.makeAsyncIterator()
         await events.next { if case .progress(let p) = $0 { p.bytesReceived > 0 } else { false } }
         await manager.shutdown()
-        let journal = try Journal(directory: download.stateDirectory.path)
+        let journal = try Journal(directory: try #require(download.stateDirectory).path)
         let paused = try #require(try journal.record(for: download.id))
         #expect(
             paused.state == .interrupted,
             "interrupted by a shutdown, not paused by the user: the next manager continues it"
         )
         #expect(paused.bytesCommitted == download.progress.bytesReceived)
-        #expect(paused.bytesCommitted == FilePath.fileLength(journal.partialPath(for: download.id)))
+        #expect(paused.bytesCommitted == journal.partialPath(for: download.id).flatMap(FilePath.fileLength))
         #expect(paused.totalBytes == Int64(size))
         #expect(paused.entityTag?.isEmpty == false)
         #expect(paused.lastModified?.isEmpty == false)
@@ -128,7 +128,7 @@ struct JournalIntegrationTests {
             )
         }
         #expect(try Data(contentsOf: destination) == FaultServer.body(size: size))
-        let after = try Journal(directory: download.stateDirectory.path)
+        let after = try Journal(directory: try #require(download.stateDirectory).path)
         let completed = try #require(try after.record(for: download.id))
         #expect(completed.state == .completed)
         #expect(completed.bytesCommitted == Int64(size))
@@ -240,7 +240,8 @@ struct JournalIntegrationTests {
         let slow = try manager.download(from: server.url("slow/v.bin"), to: directory.appendingPathComponent("v.bin"))
         var events = slow.events.makeAsyncIterator()
         await events.next { if case .progress(let p) = $0 { p.bytesReceived > 0 } else { false } }
-        let journal = try #require(manager.catalog.openJournal(for: slow.stateDirectory.path))
+        let slowState = try #require(slow.stateDirectory)
+        let journal = try #require(manager.catalog.openJournal(for: slowState.path))
         let row = try #require(try journal.record(for: slow.id))
         #expect(row.attempts == 1)
         #expect(row.entityTag?.isEmpty == false)
@@ -251,7 +252,7 @@ struct JournalIntegrationTests {
         #expect(try Data(contentsOf: directory.appendingPathComponent("s.bin")) == small)
         let completed = try #require(try journal.record(for: fast.id))
         #expect(completed.state == .completed && completed.attempts == 1 && completed.entityTag?.isEmpty == false)
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: fast.stateDirectory.path)
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: try #require(fast.stateDirectory).path)
             .filter { $0.hasPrefix(fast.id.rawValue) }
         #expect(leftovers.isEmpty)
         await manager.shutdown()
@@ -420,7 +421,7 @@ struct JournalIntegrationTests {
         let synced = record.bytesSynced
         #expect(synced > 0)
         #expect(synced == download.progress.bytesReceived)
-        let partial = journal.partialPath(for: download.id)
+        let partial = try #require(journal.partialPath(for: download.id))
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: partial))
         try handle.seekToEnd()
         try handle.write(contentsOf: Data(repeating: 0xEE, count: 100_000))

@@ -43,7 +43,7 @@ struct SegmentedRebootTests {
         var map = try #require(record.segments.flatMap { SegmentMap(encoded: $0, total: Int64(size)) })
         #expect(map.segments.filter { $0.synced > 0 }.count >= 2)
         #expect(map.segments.allSatisfy { $0.synced == $0.written })
-        let partial = journal.partialPath(for: download.id)
+        let partial = try #require(journal.partialPath(for: download.id))
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: partial))
         var claimed: [SegmentMap.Segment] = []
         for segment in map.segments where segment.remaining >= 50_000 {

@@ -77,7 +77,7 @@ struct PreallocationTests {
                     return
                 }
                 var status = stat()
-                let partial = download.stateDirectory.appendingPathComponent("\(download.id).part")
+                let partial = try #require(download.stateDirectory).appendingPathComponent("\(download.id).part")
                 #expect(stat(partial.path, &status) == 0)
                 #expect(Int64(status.st_size) == progress.bytesReceived)
                 #expect(Int64(status.st_blocks) * 512 >= Int64(size))

@@ -50,9 +50,8 @@ struct MemoryJournalTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = try Journal(directory: directory.path)
         defer { file.close() }
-        let memory = try Journal(directory: directory.appendingPathComponent("memory").path, inMemory: true)
+        let memory = Journal(inMemory: ())
         defer { memory.close() }
-        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("memory").path))
         var random = Generator(seed: Self.seed)
         var sequence: Int64 = 0
         let ids = (0..<24).map { DownloadID(destinationPath: "/d/\($0)") }
@@ -133,13 +132,16 @@ struct MemoryJournalTests {
         #expect(claims > 50 && !fileRows.isEmpty, "seed \(Self.seed)")
     }
 
-    @Test("a journal in memory: no file, nothing after it is closed")
+    @Test("a journal in memory: no folder, no partial file, nothing after it is closed")
     func closed() throws {
-        let journal = try Journal(directory: "/nonexistent/haul-memory", inMemory: true)
+        let journal = Journal(inMemory: ())
         let id = DownloadID(destinationPath: "/d/0")
         try journal.save(DownloadRecord(url: "http://h/0", destination: "/d/0"), for: id)
         #expect(try journal.record(for: id)?.state == .queued)
-        #expect(!FileManager.default.fileExists(atPath: "/nonexistent/haul-memory"))
+        // Known by a key no state directory is, with no path to a partial file.
+        #expect(journal.directory == Journal.inMemoryKey && !journal.directory.hasPrefix("/"))
+        #expect(journal.partialPath(for: id) == nil)
+        #expect(!FileManager.default.fileExists(atPath: Journal.inMemoryKey))
         journal.close()
         #expect(journal.isClosed)
         #expect(throws: DownloadError.self) { try journal.record(for: id) }

@@ -216,7 +216,7 @@ extension DownloadQueue {
 extension DownloadQueue {
     /// Where the row of a download into a stream (a device, a pipe, memory, nothing) goes: the
     /// manager's journal in memory (a stream's row lives for this process only).
-    private var streamRowsDirectory: String { catalog.processOnlyDirectory }
+    private var streamRowsDirectory: String { Journal.inMemoryKey }
 
     /// A request whose body is counted and thrown away (``DownloadRequest/discarding(_:headers:)``):
     /// nothing at a destination to look at; its row goes where a stream's does.

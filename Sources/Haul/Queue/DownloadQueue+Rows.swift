@@ -101,7 +101,7 @@ extension DownloadQueue {
             // another URL is to replace: a new download, whose partial file is not that one's. (A
             // download into a folder is its URL or its caller's key: a finished one asked for under
             // the same key from another URL, a signed link refreshed, is the same file.)
-            unlink(journal.partialPath(for: request.id))
+            if let partial = journal.partialPath(for: request.id) { unlink(partial) }
             existing = nil
         }
         guard var record = existing else {
@@ -144,7 +144,7 @@ extension DownloadQueue {
                 // The file recorded as complete is gone or changed at its destination, or does not
                 // have the checksum asked for (the record was stale): fetch it anew; the final check
                 // decides.
-                unlink(journal.partialPath(for: request.id))
+                if let partial = journal.partialPath(for: request.id) { unlink(partial) }
                 return .queued(try saveFresh(request, in: journal))
             }
             guard revalidatesCompletedFiles, record.entityTag != nil || record.lastModified != nil,
@@ -191,8 +191,7 @@ extension DownloadQueue {
     /// partial file is there already (Haul's own bytes are never replaced by the file's), or the
     /// copy failed (the download then fetches the file whole; the file stays as it is).
     private func continueFound(_ request: PreparedRequest, in journal: Journal) -> Int64? {
-        guard request.continuesFound else { return nil }
-        let partial = journal.partialPath(for: request.id)
+        guard request.continuesFound, let partial = journal.partialPath(for: request.id) else { return nil }
         let source = open(request.destination, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard source >= 0 else { return nil }
         defer { close(source) }

@@ -81,7 +81,7 @@ extension DownloadQueue {
                 else { continue }
             } else {
                 guard record.isUnfinished, record.mayHaveStarted,
-                    FilePath.fileLength(other.partialPath(for: request.id)) != nil
+                    other.partialPath(for: request.id).flatMap(FilePath.fileLength) != nil
                 else { continue }
             }
             let bytes = try catalog.withJournal(for: request.stateDirectory) {
@@ -114,8 +114,8 @@ extension DownloadQueue {
             try journal.save(record, for: id)
             return record.totalBytes ?? 0
         }
-        let target = journal.partialPath(for: id)
-        let source = other.partialPath(for: id)
+        // Journals of state directories, both: a journal in memory is nobody's to take over.
+        guard let target = journal.partialPath(for: id), let source = other.partialPath(for: id) else { return nil }
         // Only a partial file the gone manager wrote moves: a link or a FIFO there stays.
         let partial = try PrivateFile.open(source, O_RDONLY)
         guard partial >= 0 else { return nil }

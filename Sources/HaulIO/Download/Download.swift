@@ -33,8 +33,12 @@ public final class Download: Sendable, Identifiable {
         let nowhere = DownloadRequest.nowhere
         return path == nowhere.path ? nowhere.url : URL(fileURLWithPath: path, isDirectory: false)
     }
-    /// Where the partial file and the record of this download live.
-    public var stateDirectory: URL { URL(fileURLWithPath: stateDirectoryPath, isDirectory: true) }
+    /// Where the partial file and the record of this download live; `nil` for a body into a stream,
+    /// memory or nothing, whose record this manager keeps in memory (no other process can continue
+    /// it) and which has no partial file.
+    public var stateDirectory: URL? {
+        stateDirectoryPath == Journal.inMemoryKey ? nil : URL(fileURLWithPath: stateDirectoryPath, isDirectory: true)
+    }
     /// Paths rather than URLs: thousands of live downloads each kept two file URLs (~350 bytes each).
     package var destinationPath: String { currentDestination.withLock { $0 } }
     private let currentDestination: Mutex<String>

@@ -7,7 +7,11 @@ import HaulValues
 extension Journal {
     // MARK: rows
 
-    package func partialPath(for id: DownloadID) -> String { Self.partialPath(for: id, in: directory) }
+    /// Where the partial file of `id` is: in the state directory; `nil` in a journal in memory,
+    /// whose downloads (into streams, memory or nothing) have none.
+    package func partialPath(for id: DownloadID) -> String? {
+        isInMemory ? nil : Self.partialPath(for: id, in: directory)
+    }
 
     /// Where the partial file of `id` is in the state directory `directory`.
     static func partialPath(for id: DownloadID, in directory: String) -> String { "\(directory)/\(id.rawValue).part" }
@@ -170,7 +174,7 @@ extension Journal {
             return
         }
         try save(record, for: id)
-        unlink(partialPath(for: id))
+        unlink(Self.partialPath(for: id, in: directory))
     }
 
     /// Forgets a download: its row and its partial file (a journal in memory has none).
@@ -180,6 +184,6 @@ extension Journal {
         try? joinBatch()
         defer { yieldIfContended() }
         try? rows().remove(id)  // (closed: nothing left to remove)
-        if !isInMemory { unlink(partialPath(for: id)) }
+        if let path = partialPath(for: id) { unlink(path) }
     }
 }

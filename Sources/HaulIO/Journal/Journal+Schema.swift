@@ -96,9 +96,12 @@ extension Journal {
             // of those partials (they start over), never mixes them up.
             for (old, new) in renames {
                 if let new {
-                    rename(partialPath(for: DownloadID(rawValue: old)), partialPath(for: DownloadID(rawValue: new)))
+                    rename(
+                        Self.partialPath(for: DownloadID(rawValue: old), in: directory),
+                        Self.partialPath(for: DownloadID(rawValue: new), in: directory)
+                    )
                 } else {
-                    unlink(partialPath(for: DownloadID(rawValue: old)))
+                    unlink(Self.partialPath(for: DownloadID(rawValue: old), in: directory))
                 }
             }
         } catch {
@@ -244,7 +247,7 @@ extension Journal {
         if let previous, previous != bootID {
             recoveredFromReboot = true
             for (id, var record) in try records(where: Self.mayHavePartial) {
-                let path = partialPath(for: id)
+                let path = Self.partialPath(for: id, in: directory)
                 var status = stat()
                 // Not a file of Haul's (a link, a FIFO planted there): left alone, and refused when
                 // the download opens it (``PrivateFile``).

@@ -68,30 +68,38 @@ package final class Journal: @unchecked Sendable {
         return id.isEmpty ? "unknown" : id
     }
 
+    /// What a manager's journal in memory is known by where a journal on disk is known by its state
+    /// directory (SQLite's name for a database in memory). No state directory is this (they are
+    /// absolute paths), and nothing is made, opened or removed under it: a journal in memory has no
+    /// folder and no partial files (``partialPath(for:)`` is `nil`).
+    package static let inMemoryKey = ":memory:"
+
+    /// A journal of this process's downloads alone (``isInMemory``), known by ``inMemoryKey``.
+    package init(inMemory: ()) {
+        self.directory = Self.inMemoryKey
+        self.batch = nil
+        self.path = Self.inMemoryKey
+        self.isInMemory = true
+        owner = Int64.random(in: 1...Int64.max)
+        rowStore = MemoryRows(owner: owner)
+    }
+
     /// Opens (creating when missing) the journal of `directory`, which is created too.
     ///
     /// - Parameter bootID: this boot's id; when the journal was last written in another boot, every
     ///   unfinished partial file is cut back to the bytes that were synced before the journal said so.
     ///   - batch: groups the writes of the loop thread into one transaction per loop turn.
     ///   - exclusive: no other manager may have it open meanwhile (`.journalLocked` while one has).
-    ///   - inMemory: a journal of this process's downloads alone (``isInMemory``): `directory` only
-    ///     names it, and is not made.
     package init(
         directory: String,
         bootID: String = Journal.currentBootID(),
         batch: WriteBatch? = nil,
-        exclusive: Bool = false,
-        inMemory: Bool = false
+        exclusive: Bool = false
     ) throws(DownloadError) {
         self.directory = directory
         self.batch = batch
         self.path = "\(directory)/\(Self.fileName)"
-        self.isInMemory = inMemory
-        if inMemory {
-            owner = Int64.random(in: 1...Int64.max)
-            rowStore = MemoryRows(owner: owner)
-            return
-        }
+        self.isInMemory = false
         // Private: the journal and the partial files are nobody else's to read.
         // (ENOTDIR: a link or a file is there, which the check below names.)
         if let error = FilePath.makeDirectories(directory, mode: 0o700), error != ENOTDIR {
@@ -192,7 +200,7 @@ package final class Journal: @unchecked Sendable {
     func removeUnadoptedPartials() {
         guard !orphanPartials.isEmpty, database != nil else { return }
         for (id, length) in orphanPartials {
-            let path = partialPath(for: DownloadID(rawValue: id))
+            let path = Self.partialPath(for: DownloadID(rawValue: id), in: directory)
             // (A journal that cannot be read now leaves the file: `try?` gives nil, not `.some(nil)`.)
             guard case .some(.none) = try? storedRecord(for: DownloadID(rawValue: id)),
                 FilePath.fileLength(path) == length

@@ -20,11 +20,6 @@ package final class Catalog: Sendable {
     /// This boot's id, which the journals it opens record (``Journal/currentBootID()``; tests give
     /// their own).
     let bootID: String
-    /// Where the rows of this manager's downloads into streams, memory or nothing go (a device, a
-    /// FIFO, standard output, `data(from:)`, `discard(from:)`): a journal in memory
-    /// (``Journal/isInMemory``), since no other process can continue them. A name only, never made:
-    /// a folder in the temporary folder, of this process and manager.
-    package let processOnlyDirectory: String
     /// How many handles and transfers exist.
     package let census = Census()
     /// The loop thread's writes, one transaction per turn in every journal.
@@ -91,9 +86,6 @@ package final class Catalog: Sendable {
 
     package init(bootID: String) {
         self.bootID = bootID
-        let temporary = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
-        self.processOnlyDirectory =
-            "\(temporary)/haul-streams-\(getpid())-\(String(UInt64.random(in: 0...UInt64.max), radix: 16))"
     }
 
     // MARK: what the rows do not hold
@@ -218,15 +210,14 @@ package final class Catalog: Sendable {
         return try opening.withLock { _ throws(DownloadError) -> Journal in
             if let journal = openJournal(for: directory) { return journal }
             guard !isShutDown else { throw DownloadError(code: .shutdown, url: nil) }
-            // In memory, each statement commits alone: nothing is made durable, so nothing is gained
-            // by holding the journal for a loop turn while callers wait for it.
-            let inMemory = directory == processOnlyDirectory
-            let opened = try Journal(
-                directory: directory,
-                bootID: bootID,
-                batch: inMemory ? nil : writeBatch,
-                inMemory: inMemory
-            )
+            // The rows of this manager's downloads into streams, memory or nothing (a device, a FIFO,
+            // standard output, `data(from:)`, `discard(from:)`) are in memory, since no other process
+            // can continue them. Each statement commits alone there: nothing is made durable, so
+            // nothing is gained by holding the journal for a loop turn while callers wait for it.
+            let opened =
+                directory == Journal.inMemoryKey
+                ? Journal(inMemory: ())
+                : try Journal(directory: directory, bootID: bootID, batch: writeBatch)
             journals.withLock { $0.byDirectory[directory] = opened }
             return opened
         }
@@ -253,7 +244,7 @@ package final class Catalog: Sendable {
     /// again when asked for. The caller keeps the configured state directory's open.
     func closeIfIdle(_ directory: String) {
         // The journal in memory would take its rows along: it stays until the manager shuts down.
-        guard directory != processOnlyDirectory, let journal = openJournal(for: directory) else { return }
+        guard directory != Journal.inMemoryKey, let journal = openJournal(for: directory) else { return }
         journal.locked {
             guard !journal.isClosed, (try? journal.hasUnfinishedRows()) == false else { return }
             // Closed (its lock released) before it leaves the map: a caller that finds the map empty
