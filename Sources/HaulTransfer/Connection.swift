@@ -79,13 +79,16 @@ final class Connection {
         return Unmanaged<AnyObject>.fromOpaque(context).takeUnretainedValue() as? Connection
     }
 
-    /// `holder` lets it go: curl gives the chunk it kept again now, inside `curl_easy_pause`. A
-    /// refusal there ends the request (through the owner, at the end of the loop turn).
+    /// `holder` lets it go: curl gives the chunk it kept again now, inside `curl_easy_pause`. curl
+    /// reports a chunk refused there (a write that failed) as the call's error, and never as the
+    /// request's end: the transfer ends the request with it, as if curl had, and hands up what
+    /// follows (the rate limiter's timer and a stream's watch have no caller to return it to).
     func letGo(by holder: Holder) {
         guard heldBy == holder, let easy else { return }
         heldBy = nil
         let code = curl_easy_pause(easy.raw, 0)  // CURLPAUSE_CONT
-        if code != CURLE_OK { transfer.environment.refusedWhenUnpausing(easy.raw, code: code) }
+        guard code != CURLE_OK, let action = transfer.ended(request: easy.raw, result: code) else { return }
+        transfer.environment.hand(action, from: transfer)
     }
 
     /// Takes its request out of curl: the handle goes back to the pool, or away if curl holds it

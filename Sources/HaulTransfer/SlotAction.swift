@@ -4,8 +4,13 @@ import HaulValues
 
 /// What a transfer hands its owner, the ``Scheduler``, once it carried out its machine's action
 /// (``Transfer/settle(_:interruptedByShutdown:)``): only the part that reaches beyond it, to its
-/// slot, the queue, the hooks and the disk lanes. Its own part (requests stopped, sink closed, row
-/// written or removed, event published) is done by then.
+/// slot, the queue, the hooks, the disk lanes and the connection budget. Its own part (requests
+/// stopped, sink closed, row written or removed, event published) is done by then.
+///
+/// The only way up from a transfer. It is returned to the owner's call; a transfer that acts with no
+/// caller (inside curl's write callback, which runs inside `curl_multi_socket_action`, or in the
+/// rate limiter's timer) hands it to ``TransferEnvironment/deferred``, which the owner performs at
+/// the end of the loop turn as it performs a returned one.
 package enum SlotAction {
     /// It goes on in its slot.
     case none
@@ -30,4 +35,7 @@ package enum SlotAction {
     /// Every byte is received into a stream: it completes once the reader took them (its slot
     /// stays taken until then).
     case finishStream
+    /// It is fetched over several connections and another one would have work: the owner opens
+    /// them, at the end of the loop turn, as far as ``Admission`` allows.
+    case openConnections
 }

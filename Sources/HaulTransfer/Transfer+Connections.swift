@@ -250,7 +250,7 @@ extension Transfer {
             return endAttempt(.failed(attributed(error)))
         }
         segmentBytesWritten()
-        askForConnections()  // its connection's share goes to a segment left
+        // Its connection's share goes to a segment left: the owner asks after every request's end.
         return finishIfWhole()
     }
 

@@ -127,7 +127,7 @@ extension Transfer {
         let slotAction = carryOut(action, interruptedByShutdown: interruptedByShutdown)
         switch slotAction {
         case .release, .end, .retry: leftSlot()
-        case .none, .askForHeaders, .askForFreshURL, .finish, .finishStream: break
+        case .none, .askForHeaders, .askForFreshURL, .finish, .finishStream, .openConnections: break
         }
         return slotAction
     }

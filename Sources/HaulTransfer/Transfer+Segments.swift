@@ -23,9 +23,10 @@ extension Transfer {
         return segments.hasWorkForAnotherConnection(now: DispatchTime.now().uptimeNanoseconds)
     }
 
-    /// Asks the scheduler for more connections at the end of this loop turn, if they have work.
-    package func askForConnections() {
-        if wantsConnection { environment.wantsConnection(self) }
+    /// Asks its owner for more connections, if they have work (``SlotAction/openConnections``,
+    /// performed at the end of the loop turn: this runs inside curl's write callback).
+    func askForConnections() {
+        if wantsConnection { environment.hand(.openConnections, from: self) }
     }
 
     // MARK: planning

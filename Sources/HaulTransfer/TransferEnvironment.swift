@@ -49,39 +49,21 @@ package final class TransferEnvironment {
     package let metrics: HaulMetrics
     /// Where each attempt's span goes.
     let tracer: any Tracer
-    /// Segmented transfers with work for another connection, collected during a loop turn: the
-    /// scheduler grants them connections at its end (``Admission``), outside curl's callbacks.
-    ///
-    /// This and ``refusedWhenUnpaused`` are the two ways up besides ``SlotAction``: both are filled
-    /// inside curl's callbacks, which run inside `curl_multi_socket_action`, where a transfer has no
-    /// caller to hand an action to; asking every transfer at each turn's end instead would cost a
-    /// look at each of thousands of transfers per turn.
-    package private(set) var wantingConnections: [DownloadID: Transfer] = [:]
-    /// Requests whose write callback refused the chunk curl gave again when the rate limiter unpaused
-    /// them (inside `curl_easy_pause`): curl returns the error there and never reports the request
-    /// done, so the scheduler ends them at the end of the turn as if curl had (their handle and the
-    /// code curl returned).
-    package private(set) var refusedWhenUnpaused: [(handle: UnsafeMutableRawPointer, code: CURLcode)] = []
+    /// What transfers handed up with no caller to return it to (``SlotAction``): taken inside curl's
+    /// write callback (inside `curl_multi_socket_action`), the rate limiter's timer or a stream's
+    /// watch. The owner performs them at the end of the loop turn, in order.
+    package private(set) var deferred: [(transfer: Transfer, action: SlotAction)] = []
 
-    /// `transfer` has work for another connection (this turn).
-    func wantsConnection(_ transfer: Transfer) { wantingConnections[transfer.id] = transfer }
-
-    /// curl refused the chunk of request `handle` with `code` while unpausing it (see
-    /// ``refusedWhenUnpaused``).
-    func refusedWhenUnpausing(_ handle: UnsafeMutableRawPointer, code: CURLcode) {
-        refusedWhenUnpaused.append((handle, code))
+    /// `transfer` hands `action` up with no caller: its owner performs it at the end of the turn.
+    func hand(_ action: SlotAction, from transfer: Transfer) {
+        if case .none = action { return }
+        deferred.append((transfer, action))
     }
 
-    /// The transfers that wanted a connection this turn, taken by the scheduler at its end.
-    package func takeWantingConnections() -> [DownloadID: Transfer] {
-        defer { wantingConnections = [:] }
-        return wantingConnections
-    }
-
-    /// The requests refused while unpausing this turn, taken by the scheduler at its end.
-    package func takeRefusedWhenUnpaused() -> [(handle: UnsafeMutableRawPointer, code: CURLcode)] {
-        defer { refusedWhenUnpaused = [] }
-        return refusedWhenUnpaused
+    /// The actions handed up since the owner last took them.
+    package func takeDeferred() -> [(transfer: Transfer, action: SlotAction)] {
+        defer { deferred = [] }
+        return deferred
     }
     /// The `If-Range` form each host showed it honours, for the hosts that ignored the default one
     /// (``IfRangeForm``): a CDN that answers an ETag `If-Range` by the whole file is asked with a date

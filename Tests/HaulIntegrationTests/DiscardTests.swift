@@ -105,6 +105,25 @@ struct DiscardTests {
         }
     }
 
+    @Test("rate-limited, the chunk that crosses the maximum comes back from the limiter, refused: the download fails")
+    func limitedBodyAgainstTheLimit() async throws {
+        try await withFaultServer { server, directory in
+            var configuration = FaultTests().patient(directory)
+            // Past its first bucket, nearly every chunk waits for the limiter, which gives it back to
+            // curl (`curl_easy_pause`): the one that crosses the maximum is refused there, and curl
+            // reports that as the unpause's error; the transfer ends the request with it.
+            configuration.rateLimits = RateLimits(total: 2 * 1024 * 1024)
+            try await withDownloadManager(configuration: configuration) { manager in
+                await #expect {
+                    _ = try await manager.data(from: server.url("endless"), maximumSize: 1024 * 1024)
+                } throws: { error in
+                    (error as? DownloadError)?.code == .fileTooLarge
+                }
+                await manager.waitUntilIdle()
+            }
+        }
+    }
+
     @Test("a body that never ends, into memory: fails at the maximum, and its transfer stops there")
     func endlessBodyAgainstTheLimit() async throws {
         try await withFaultServer { server, directory in

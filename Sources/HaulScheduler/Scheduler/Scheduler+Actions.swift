@@ -39,6 +39,20 @@ extension Scheduler {
             transfer.finishStream { [unowned self] result in
                 finished(id, outcome: result.map { PlacedFile(length: $0, modificationTime: 0) })
             }
+        case .openConnections:
+            wantConnections(for: transfer)
+        }
+    }
+
+    /// Performs what transfers handed up with no caller (``TransferEnvironment/deferred``), in order:
+    /// a request ended (its slot, its connections, the next admission follow as after curl's own
+    /// report of an end), or more connections wanted.
+    func performDeferred() {
+        for (transfer, action) in environment.takeDeferred() where transfers[transfer.id] === transfer {
+            perform(action, for: transfer)
+            if case .openConnections = action { continue }
+            connectionsChanged(transfer)
+            admitAtTurnEnd()
         }
     }
 
@@ -54,7 +68,7 @@ extension Scheduler {
     func forget(_ transfer: Transfer) {
         admission.stopTransferring(transfer.id)
         connectionWaiters[transfer.id] = nil
-        for (id, waiter) in connectionWaiters where transfers[id] === waiter { waiter.askForConnections() }
+        for (id, waiter) in connectionWaiters where transfers[id] === waiter { wantConnections(for: waiter) }
         guard transfers.removeValue(forKey: transfer.id) != nil else { return }
         environment.rateLimiter.release(transfer)
         let directory = transfer.directory

@@ -13,7 +13,9 @@ extension Scheduler {
     /// limit and the open-files budget allow (``Admission``); the ones still wanting ask again when a
     /// connection closes.
     func grantConnections() {
-        for (id, transfer) in environment.takeWantingConnections() where transfers[id] === transfer {
+        let wanted = connectionsWanted
+        connectionsWanted = [:]
+        for (id, transfer) in wanted where transfers[id] === transfer {
             while transfer.wantsConnection, admission.mayOpenConnection(for: id, live: transfer.liveConnections) {
                 guard transfer.openConnection() else { break }
                 admission.setConnections(id, transfer.liveConnections)
@@ -28,12 +30,17 @@ extension Scheduler {
     func connectionsChanged(_ transfer: Transfer) {
         if transfers[transfer.id] === transfer {
             admission.setConnections(transfer.id, transfer.liveConnections)
-            transfer.askForConnections()
+            wantConnections(for: transfer)
         }
         guard !connectionWaiters.isEmpty else { return }
         for (id, waiter) in connectionWaiters {
             connectionWaiters[id] = nil
-            if transfers[id] === waiter { waiter.askForConnections() }
+            if transfers[id] === waiter { wantConnections(for: waiter) }
         }
+    }
+
+    /// `transfer` gets connections at the end of this turn, if another one would have work.
+    func wantConnections(for transfer: Transfer) {
+        if transfer.wantsConnection { connectionsWanted[transfer.id] = transfer }
     }
 }

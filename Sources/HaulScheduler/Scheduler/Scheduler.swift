@@ -51,6 +51,9 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
     var retryTimerFiredAt: Double = 0
     /// A quarter of the first retry delay, at most 100 ms: a retry waits at most that much longer.
     var retryWakeGap: Double { min(0.1, environment.retryPolicy.baseDelay.inSeconds / 4) }
+    /// Segmented transfers that asked for connections this turn (``SlotAction/openConnections``),
+    /// granted at its end after the downloads waiting for a slot.
+    var connectionsWanted: [DownloadID: Transfer] = [:]
     /// Segmented transfers that wanted a connection the limits did not allow yet.
     var connectionWaiters: [DownloadID: Transfer] = [:]
     /// Rows another manager runs that this one was asked for (``follow(_:in:)``), and those paused
@@ -89,14 +92,12 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
     }
 
     package func reactorTurnDidEnd(_ reactor: Reactor) {
-        if !environment.refusedWhenUnpaused.isEmpty {
-            for (handle, code) in environment.takeRefusedWhenUnpaused() { requestEnded(handle, result: code) }
-        }
+        if !environment.deferred.isEmpty { performDeferred() }
         if admissionDue {
             admissionDue = false
             admitWaiting()
         }
-        if !environment.wantingConnections.isEmpty { grantConnections() }
+        if !connectionsWanted.isEmpty { grantConnections() }
         for (journal, error) in catalog.writeBatch.commit() {
             logger.error(
                 "could not write the journal",
