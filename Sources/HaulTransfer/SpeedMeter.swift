@@ -3,7 +3,7 @@
 struct SpeedMeter: Sendable {
     /// How far back the rate looks.
     var window: UInt64 = 3_000_000_000
-    private var samples: [(time: UInt64, bytes: Int64)] = []
+    private(set) var samples: [(time: UInt64, bytes: Int64)] = []
 
     /// Records that `bytes` had been written by `time`.
     ///
@@ -25,9 +25,6 @@ struct SpeedMeter: Sendable {
             samples.removeFirst()
         }
     }
-
-    /// How many samples the meter holds (bounded by about ten).
-    var sampleCount: Int { samples.count }
 
     /// Forgets every sample (after a pause the old rate means nothing).
     mutating func reset() {

@@ -26,7 +26,7 @@ package final class FileSink {
     /// The stream the body goes to instead of a partial file (a device, a FIFO, standard output):
     /// each chunk is written to it as it comes, in order, with no buffer (``StreamTarget``).
     let stream: StreamTarget?
-    private var descriptor: Int32 = -1
+    private(set) var descriptor: Int32 = -1
     private var buffer: UnsafeMutableRawBufferPointer?
     private let pool: BufferPool
     private let openFiles: OpenPartialFiles
@@ -113,9 +113,6 @@ package final class FileSink {
         closeDescriptor()
         endComparing()
     }
-
-    /// Whether the partial file is open now.
-    var holdsDescriptor: Bool { descriptor >= 0 }
 
     /// Adds bytes; writes the buffer out each time it fills.
     ///

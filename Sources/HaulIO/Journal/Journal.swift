@@ -248,11 +248,6 @@ package final class Journal: @unchecked Sendable {
         }
     }
 
-    /// The page cache's size now, in KiB.
-    var pageCacheKiB: Int {
-        locked { -(Int((try? queryText("PRAGMA cache_size")) ?? "") ?? 0) }
-    }
-
     /// Runs `body` in one SQLite transaction (one commit for many rows), holding the lock. Inside the
     /// loop thread's open batch, `body` is a savepoint of it. In memory, `body` runs holding the lock
     /// (no other thread sees its rows before it ends; its writes cannot fail, so none is undone).

@@ -12,11 +12,11 @@ struct Admission {
     let perHostLimit: Int?
 
     /// The slots held, by download, with the download's host.
-    private var holders: [DownloadID: String] = [:]
+    private(set) var holders: [DownloadID: String] = [:]
     /// Downloads whose bytes are all received, waiting on a disk lane (sync, check, rename): they
     /// hold no connection and no slot, so that a disk's sync latency does not idle the network; at
     /// most ``finishingLimit`` wait at once (past it, admission waits for the disk).
-    private var finishing: Set<DownloadID> = []
+    private(set) var finishing: Set<DownloadID> = []
     /// How many downloads may wait on the disk at once.
     let finishingLimit: Int
     private var activeByHost: [String: Int] = [:]
@@ -55,11 +55,6 @@ struct Admission {
     private func connections(to host: String) -> Int {
         activeByHost[host, default: 0] + extrasByHost[host, default: 0]
     }
-
-    /// How many slots are held.
-    var active: Int { holders.count }
-    /// How many downloads wait on the disk to finish.
-    var finishingCount: Int { finishing.count }
 
     /// Whether another download may start now: a slot is free, and the disk keeps up.
     var hasFreeSlot: Bool { freeSlots > 0 }
@@ -145,9 +140,6 @@ struct Admission {
             directoriesWaitingForHosts.removeAll()
         }
     }
-
-    /// Whether `id` holds a slot.
-    func holdsSlot(_ id: DownloadID) -> Bool { holders[id] != nil }
 
     /// `id` received all its bytes and waits on the disk: its slot, and its host's share, are free
     /// for the next download; it counts as finishing until ``stopTransferring(_:)``.

@@ -116,10 +116,10 @@ final class BodyBlocks: Sendable {
 
     /// The most bytes kept.
     let limit: Int
-    private let kept = Mutex(Kept())
+    let kept = Mutex(Kept())
 
     // @unchecked Sendable: the blocks are reached only under the mutex, and each handed away whole.
-    private struct Kept: @unchecked Sendable {
+    struct Kept: @unchecked Sendable {
         var blocks: [(pointer: UnsafeMutableRawPointer, capacity: Int)] = []
         var bytes = 0
     }
@@ -154,7 +154,4 @@ final class BodyBlocks: Sendable {
         }
         if !keptIt { free(pointer) }
     }
-
-    /// How many bytes are kept now.
-    var keptBytes: Int { kept.withLock { $0.bytes } }
 }
