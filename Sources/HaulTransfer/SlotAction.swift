@@ -20,9 +20,10 @@ package enum SlotAction {
     /// It waits in its slot for a fresh URL after `cause` (401, 403, 410): the owner asks the
     /// application's URL refresher.
     case askForFreshURL(after: DownloadError)
-    /// It left the loop, paused or interrupted, a row again: its first `sync` bytes are synced, and
-    /// its slot is freed.
-    case release(sync: Int64)
+    /// It paused (the user's pause, or the manager's shutdown, which the row records as interrupted
+    /// for the next manager to continue) and left the loop, a row again: its first `sync` bytes are
+    /// synced, and its slot is freed.
+    case paused(sync: Int64)
     /// It ended (failed or cancelled): its slot is freed and what the process kept for it beyond
     /// its row is forgotten.
     case end

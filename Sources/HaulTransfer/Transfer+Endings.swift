@@ -126,7 +126,7 @@ extension Transfer {
     func settle(_ action: DownloadStateMachine.Action, interruptedByShutdown: Bool = false) -> SlotAction {
         let slotAction = carryOut(action, interruptedByShutdown: interruptedByShutdown)
         switch slotAction {
-        case .release, .end, .retry: leftSlot()
+        case .paused, .end, .retry: leftSlot()
         case .none, .askForHeaders, .askForFreshURL, .finish, .finishStream, .openConnections: break
         }
         return slotAction
@@ -148,7 +148,7 @@ extension Transfer {
         case .refreshURL(let cause):
             return .askForFreshURL(after: cause)
         case .pause:
-            return .release(sync: endPaused(interrupted: interruptedByShutdown).bytesReceived)
+            return .paused(sync: endPaused(interrupted: interruptedByShutdown).bytesReceived)
         case .cancel:
             endCancelled()
             return .end

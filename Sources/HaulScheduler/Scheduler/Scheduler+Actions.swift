@@ -16,7 +16,7 @@ extension Scheduler {
             askForHeaders(of: transfer, named: names)
         case .askForFreshURL(let cause):
             askForFreshURL(for: transfer, after: cause)
-        case .release(let bytes):
+        case .paused(let bytes):
             requestSync(of: transfer, bytes: bytes)
             // A paused download is a row again; resuming queues it.
             keepCounts(of: transfer)
