@@ -209,8 +209,8 @@ extension Transfer {
     /// A request's handle left curl: whether it opened a connection or went over one already open
     /// (``Download/timings``). The transfer's own requests and its segments' alike.
     func countConnection(of easy: EasyHandle) {
-        let (opened, answered) = (easy.connectionsOpened, easy.responseCode > 0)
-        download.ledger.withLock { $0.requestStopped(opened: opened, answered: answered) }
+        let (opened, status, phases) = (easy.connectionsOpened, easy.responseCode, easy.phaseTimes)
+        download.ledger.withLock { $0.requestStopped(opened: opened, status: status, phases: phases) }
     }
 
     /// curl finished the request (its handle is still in the multi handle): decides how the attempt

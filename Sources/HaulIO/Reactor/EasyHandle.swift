@@ -209,6 +209,22 @@ package final class EasyHandle {
         return microseconds > 0
     }
 
+    /// The request's phases as curl measured them, in microseconds from its start
+    /// (`CURLINFO_NAMELOOKUP_TIME_T`, `CONNECT_TIME_T`, `APPCONNECT_TIME_T`, `STARTTRANSFER_TIME_T`):
+    /// 0 for a phase it did not go through (no TLS over http; over a connection already open, the
+    /// lookup and connect are near 0).
+    package var phaseTimes: (nameLookup: Int64, connect: Int64, tls: Int64, firstByte: Int64) {
+        func time(_ info: CURLINFO) -> Int64 {
+            var microseconds: curl_off_t = 0
+            _ = CHaul_easy_getinfo_off(raw, info, &microseconds)
+            return Int64(microseconds)
+        }
+        return (
+            time(CURLINFO_NAMELOOKUP_TIME_T), time(CURLINFO_CONNECT_TIME_T), time(CURLINFO_APPCONNECT_TIME_T),
+            time(CURLINFO_STARTTRANSFER_TIME_T)
+        )
+    }
+
     /// Connections curl opened for the request (0: it went over one already open, or none yet).
     package var connectionsOpened: Int {
         var count = 0

@@ -24,6 +24,29 @@ public struct DownloadTimings: Sendable, Hashable {
     public var connectionsOpened: Int
     /// Requests that went over a connection already open (kept alive from an earlier request).
     public var connectionsReused: Int
+    /// Where the first answered request's time went until its first byte, as libcurl measured it;
+    /// `nil` before an answer.
+    public var phases: Phases?
+    /// The status of the last answer (`nil` before one): 200, 206, 404…
+    public var status: Int?
+
+    /// Where a request's time went until the first byte of its answer, each phase from the request's
+    /// start (libcurl's `CURLINFO_*_TIME_T`, to the microsecond).
+    public struct Phases: Sendable, Hashable {
+        /// Resolving the host name (near 0 over a connection already open).
+        public var nameLookup: Duration
+        /// Connected (TCP): the name lookup included.
+        public var connect: Duration
+        /// The TLS handshake done (`nil` over http).
+        public var tls: Duration?
+        /// The first byte of the answer arrived (the status line): every phase before included.
+        public var firstByte: Duration
+
+        /// Creates a value (a download's come from ``DownloadTimings/phases``).
+        public init(nameLookup: Duration, connect: Duration, tls: Duration?, firstByte: Duration) {
+            (self.nameLookup, self.connect, self.tls, self.firstByte) = (nameLookup, connect, tls, firstByte)
+        }
+    }
 
     /// Creates a value (a download's come from ``Download/timings``).
     public init(
@@ -33,7 +56,9 @@ public struct DownloadTimings: Sendable, Hashable {
         bytes: Int64 = 0,
         attempts: Int = 0,
         connectionsOpened: Int = 0,
-        connectionsReused: Int = 0
+        connectionsReused: Int = 0,
+        phases: Phases? = nil,
+        status: Int? = nil
     ) {
         self.queued = queued
         self.timeToFirstByte = timeToFirstByte
@@ -42,6 +67,8 @@ public struct DownloadTimings: Sendable, Hashable {
         self.attempts = attempts
         self.connectionsOpened = connectionsOpened
         self.connectionsReused = connectionsReused
+        self.phases = phases
+        self.status = status
     }
 }
 
@@ -55,6 +82,9 @@ package struct TimingLedger {
     var attempts = 0
     var connectionsOpened = 0
     var connectionsReused = 0
+    /// The first answered request's phases in microseconds (0: none yet), and the last status.
+    var phases: (nameLookup: UInt32, connect: UInt32, tls: UInt32, firstByte: UInt32) = (0, 0, 0, 0)
+    var status: Int16 = 0
 
     package init() {}
 
@@ -71,11 +101,25 @@ package struct TimingLedger {
 
     /// A request's handle leaves curl: `opened` connections curl made for it; none, for a request
     /// that was answered, means it went over one already open.
-    package mutating func requestStopped(opened: Int, answered: Bool) {
+    /// `status`: its answer's (0 for none); `phases`: curl's times of it, in microseconds
+    /// (``EasyHandle/phaseTimes``), kept for the first request answered.
+    package mutating func requestStopped(
+        opened: Int,
+        status: Int,
+        phases: (nameLookup: Int64, connect: Int64, tls: Int64, firstByte: Int64)
+    ) {
         if opened > 0 {
             connectionsOpened += opened
-        } else if answered {
+        } else if status > 0 {
             connectionsReused += 1
+        }
+        guard status > 0 else { return }
+        self.status = Int16(clamping: status)
+        if self.phases.firstByte == 0, phases.firstByte > 0 {
+            self.phases = (
+                UInt32(clamping: phases.nameLookup), UInt32(clamping: phases.connect), UInt32(clamping: phases.tls),
+                UInt32(clamping: phases.firstByte)
+            )
         }
     }
 
@@ -88,6 +132,7 @@ package struct TimingLedger {
         func span(_ from: UInt64, _ to: UInt64) -> Duration? {
             from == 0 || to == 0 ? nil : .nanoseconds(Int64(to >= from ? to - from : 0))
         }
+        let phases = self.phases
         return DownloadTimings(
             queued: span(createdAt, firstRequestAt),
             timeToFirstByte: span(firstRequestAt, firstByteAt),
@@ -95,7 +140,16 @@ package struct TimingLedger {
             bytes: bytes,
             attempts: attempts,
             connectionsOpened: connectionsOpened,
-            connectionsReused: connectionsReused
+            connectionsReused: connectionsReused,
+            phases: phases.firstByte == 0
+                ? nil
+                : DownloadTimings.Phases(
+                    nameLookup: .microseconds(Int64(phases.nameLookup)),
+                    connect: .microseconds(Int64(phases.connect)),
+                    tls: phases.tls == 0 ? nil : .microseconds(Int64(phases.tls)),
+                    firstByte: .microseconds(Int64(phases.firstByte))
+                ),
+            status: status == 0 ? nil : Int(status)
         )
     }
 }

@@ -1,0 +1,215 @@
+/// What a load test measured, fed with each download's outcome and ``DownloadTimings`` as it ends,
+/// in constant memory whatever the count (the latencies in ``PercentileHistogram``s, the run in one
+/// entry per second). `haul load` makes one; a test harness that drives downloads through the
+/// library can too:
+///
+/// ```swift
+/// var report = LoadReport()
+/// for download in downloads {
+///     do {
+///         _ = try await download.finished()
+///         report.record(download.timings, outcome: .completed)
+///     } catch let error as DownloadError {
+///         report.record(download.timings, outcome: .failed(error))
+///     }
+/// }
+/// print(report.total.value(atPercentile: 99), report.requestsPerSecond)
+/// ```
+///
+/// Times are nanoseconds in the histograms. A download's service time is its ``DownloadTimings/total``
+/// (first request to end); with a schedule (an open model), its latency runs from when it was due to
+/// start, so that a server that stalls cannot hide the downloads that waited behind it (what wrk2
+/// calls coordinated omission).
+public struct LoadReport: Sendable {
+    /// How a download ended.
+    public enum Outcome: Sendable, Hashable {
+        /// Its file (or body) is whole.
+        case completed
+        /// It failed with this error (after its retries).
+        case failed(DownloadError)
+        /// It was cancelled, or its manager shut down.
+        case cancelled
+    }
+
+    /// One second of the run (from ``start``): what ended in it and what was in flight.
+    public struct Second: Sendable, Hashable {
+        /// Downloads that completed in this second.
+        public var completed = 0
+        /// Downloads that failed in this second.
+        public var failed = 0
+        /// Body bytes of the downloads that ended in this second.
+        public var bytes: Int64 = 0
+        /// Downloads in flight (first request made, not ended) at some moment of this second.
+        public var inFlight = 0
+    }
+
+    /// What a load tester reads of a histogram: min, mean, the usual percentiles and max, each
+    /// divided by `unit` (10⁹ for nanoseconds as seconds).
+    public struct Percentiles: Sendable, Hashable, Codable {
+        /// The smallest value.
+        public var min: Double
+        /// The mean.
+        public var mean: Double
+        /// The median.
+        public var p50: Double
+        /// The 90th percentile.
+        public var p90: Double
+        /// The 95th percentile.
+        public var p95: Double
+        /// The 99th percentile.
+        public var p99: Double
+        /// The 99.9th percentile.
+        public var p999: Double
+        /// The largest value.
+        public var max: Double
+
+        /// Of `histogram`, in units of `unit`.
+        public init(_ histogram: PercentileHistogram, unit: Double = 1) {
+            func at(_ percentile: Double) -> Double { Double(histogram.value(atPercentile: percentile)) / unit }
+            (min, mean, max) = (Double(histogram.min) / unit, histogram.mean / unit, Double(histogram.max) / unit)
+            (p50, p90, p95, p99, p999) = (at(50), at(90), at(95), at(99), at(99.9))
+        }
+    }
+
+    /// The bodies whose throughput is measured: those of at least this many bytes (1 MiB).
+    public static let throughputFloor: Int64 = 1024 * 1024
+
+    /// When the run started: seconds are counted from here.
+    public let start: ContinuousClock.Instant
+    /// When the last download recorded ended (``start`` before any).
+    public private(set) var end: ContinuousClock.Instant
+    /// Downloads recorded.
+    public private(set) var requests = 0
+    /// Downloads that completed.
+    public private(set) var completed = 0
+    /// Downloads that failed.
+    public private(set) var failed = 0
+    /// Downloads that were cancelled.
+    public private(set) var cancelled = 0
+    /// Body bytes received, over every download recorded.
+    public private(set) var bytes: Int64 = 0
+    /// Time to first byte of the completed downloads (``DownloadTimings/timeToFirstByte``).
+    public private(set) var timeToFirstByte = PercentileHistogram()
+    /// Service time of the completed downloads: first request to end (``DownloadTimings/total``).
+    public private(set) var total = PercentileHistogram()
+    /// From when each completed download was due to start (its schedule's instant) to its end: only
+    /// the downloads recorded with one.
+    public private(set) var latency = PercentileHistogram()
+    /// Each completed body's bytes per second, for bodies of at least ``throughputFloor``.
+    public private(set) var throughput = PercentileHistogram()
+    /// The first answered request's name lookup (``DownloadTimings/Phases``), of every download
+    /// that had one; the phases are each measured from the request's start.
+    public private(set) var nameLookup = PercentileHistogram()
+    /// Its connection made (TCP).
+    public private(set) var connect = PercentileHistogram()
+    /// Its TLS handshake done: https only, and only when the request opened its connection.
+    public private(set) var tls = PercentileHistogram()
+    /// Its answer's first byte.
+    public private(set) var firstByte = PercentileHistogram()
+    /// The last answer's status of each download that had one, counted by status.
+    public private(set) var statusCodes: [Int: Int] = [:]
+    /// Failures by class.
+    public private(set) var errors: [DownloadError.Category: Int] = [:]
+    /// Connections opened.
+    public private(set) var connectionsOpened = 0
+    /// Requests that went over a connection already open.
+    public private(set) var connectionsReused = 0
+    /// The run, second by second from ``start``, up to the last download's end.
+    public var timeline: [Second] {
+        var running = 0
+        return seconds.indices.map { index in
+            running += inFlightChange[index]
+            var second = seconds[index]
+            second.inFlight = running
+            return second
+        }
+    }
+    /// What ended in each second.
+    private var seconds: [Second] = []
+    /// Downloads that began in each second minus those that ended in the one before: what
+    /// ``timeline``'s in flight is added up from (one entry longer than ``seconds``).
+    private var inFlightChange: [Int] = [0]
+
+    /// A report of a run that starts at `start`.
+    public init(start: ContinuousClock.Instant = .now) {
+        self.start = start
+        self.end = start
+    }
+
+    /// The run's length so far: from its start to the last download's end.
+    public var duration: Duration { end - start }
+    /// Downloads that ended (completed or failed) per second of the run.
+    public var requestsPerSecond: Double { Self.rate(Double(completed + failed), over: duration) }
+    /// Body bytes per second of the run.
+    public var bytesPerSecond: Double { Self.rate(Double(bytes), over: duration) }
+
+    /// Records a download that ended at `end` with `outcome` and `timings`; `scheduledAt`: when it was
+    /// due to start (an open model's schedule), for its ``latency``.
+    public mutating func record(
+        _ timings: DownloadTimings,
+        outcome: Outcome,
+        scheduledAt: ContinuousClock.Instant? = nil,
+        end: ContinuousClock.Instant = .now
+    ) {
+        requests += 1
+        bytes += timings.bytes
+        connectionsOpened += timings.connectionsOpened
+        connectionsReused += timings.connectionsReused
+        if let status = timings.status { statusCodes[status, default: 0] += 1 }
+        if let phases = timings.phases {
+            nameLookup.record(Self.nanoseconds(phases.nameLookup))
+            connect.record(Self.nanoseconds(phases.connect))
+            if let handshake = phases.tls { tls.record(Self.nanoseconds(handshake)) }
+            firstByte.record(Self.nanoseconds(phases.firstByte))
+        }
+        let second = Swift.max(0, Int(Self.inSeconds(end - start)))
+        grow(to: second)
+        seconds[second].bytes += timings.bytes
+        switch outcome {
+        case .completed:
+            completed += 1
+            seconds[second].completed += 1
+            if let firstByte = timings.timeToFirstByte { timeToFirstByte.record(Self.nanoseconds(firstByte)) }
+            if let service = timings.total {
+                total.record(Self.nanoseconds(service))
+                if timings.bytes >= Self.throughputFloor, service > .zero {
+                    throughput.record(UInt64(Double(timings.bytes) / Self.inSeconds(service)))
+                }
+            }
+            if let scheduledAt { latency.record(Self.nanoseconds(end - scheduledAt)) }
+        case .failed(let error):
+            failed += 1
+            seconds[second].failed += 1
+            errors[error.category, default: 0] += 1
+        case .cancelled:
+            cancelled += 1
+        }
+        // In flight from its first request to its end.
+        let began = timings.total.map { Swift.max(0, Int(Self.inSeconds(end - $0 - start))) } ?? second
+        inFlightChange[Swift.min(began, second)] += 1
+        inFlightChange[second + 1] -= 1
+        if end > self.end { self.end = end }
+    }
+
+    /// Adds seconds to the run until `second` is in it.
+    private mutating func grow(to second: Int) {
+        guard second >= seconds.count else { return }
+        seconds.append(contentsOf: repeatElement(Second(), count: second + 1 - seconds.count))
+        inFlightChange.append(contentsOf: repeatElement(0, count: second + 2 - inFlightChange.count))
+    }
+
+    static func inSeconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    static func nanoseconds(_ duration: Duration) -> UInt64 {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0 else { return 0 }
+        return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
+    }
+
+    static func rate(_ count: Double, over duration: Duration) -> Double {
+        let length = inSeconds(duration)
+        return length > 0 ? count / length : 0
+    }
+}
