@@ -81,7 +81,7 @@ struct LoadReportTests {
     }
 
     @Test("a report adds up outcomes, statuses, error classes, connections, phases and the run second by second")
-    func report() {
+    func report() throws {
         let start = ContinuousClock.now
         var report = LoadReport(start: start)
         let phases = DownloadTimings.Phases(
@@ -142,6 +142,17 @@ struct LoadReportTests {
         let service = LoadReport.Percentiles(report.total, unit: 1e9)
         #expect(service.min == 0.1 && abs(service.p50 - 0.1) / 0.1 <= 1.0 / 256 && service.p99 == 2 && service.max == 2)
         #expect(abs(service.mean - (10 * 0.1 + 2 * 2) / 12) < 1e-9)
+        // As JSON: the names `haul load --json` writes, times in seconds, statuses and classes by name.
+        let json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(report.summary)) as? [String: Any]
+        let object = try #require(json)
+        #expect(object["requests"] as? Int == 15 && object["completed"] as? Int == 12 && object["failed"] as? Int == 2)
+        #expect(object["seconds"] as? Double == 3.5 && object["bytes"] as? Int == 10 * 65_536 + 2 * (4 << 20))
+        #expect(object["statusCodes"] as? [String: Int] == ["200": 12, "404": 1])
+        #expect(object["errors"] as? [String: Int] == ["httpStatus": 1, "connection": 1])
+        let firstByte = try #require(object["timeToFirstByte"] as? [String: Double])
+        #expect(Set(firstByte.keys) == ["min", "mean", "p50", "p90", "p95", "p99", "p999", "max"])
+        #expect(firstByte["p99"] == 0.01 && (object["total"] as? [String: Double])?["max"] == 2)
+        #expect(object["tls"] == nil && (object["throughput"] as? [String: Double])?["p50"] == Double(1 << 21))
         let timeline = report.timeline
         #expect(timeline.map(\.completed) == [10, 0, 0, 2])
         #expect(timeline.map(\.failed) == [0, 2, 0, 0])

@@ -143,6 +143,65 @@ public struct LoadReport: Sendable {
     /// Body bytes per second of the run.
     public var bytesPerSecond: Double { Self.rate(Double(bytes), over: duration) }
 
+    /// The report's figures as one value, for `--json` and other machine readers: times in seconds,
+    /// throughput in bytes per second, status codes and error classes by name.
+    public struct Summary: Sendable, Hashable, Codable {
+        /// Downloads recorded, completed, failed and cancelled.
+        public var requests, completed, failed, cancelled: Int
+        /// The run's length in seconds, and downloads ended per second.
+        public var seconds, requestsPerSecond: Double
+        /// Body bytes received.
+        public var bytes: Int64
+        /// Body bytes per second of the run.
+        public var bytesPerSecond: Double
+        /// Time to first byte and service time of the completed downloads, in seconds.
+        public var timeToFirstByte, total: Percentiles
+        /// From each download's scheduled start to its end, in seconds (an open model's runs only).
+        public var latency: Percentiles?
+        /// Bytes per second of each completed body of 1 MiB or more (none: `nil`).
+        public var throughput: Percentiles?
+        /// The first answered request's phases, in seconds from its start (TLS: https only).
+        public var nameLookup, connect, firstByte: Percentiles
+        /// The TLS handshakes measured, in seconds from the request's start (none: `nil`).
+        public var tls: Percentiles?
+        /// The last answer's status of each download, counted by status ("200").
+        public var statusCodes: [String: Int]
+        /// Failures counted by class (``DownloadError/Category``: "httpStatus", "connection"…).
+        public var errors: [String: Int]
+        /// Connections opened, and requests over one already open.
+        public var connectionsOpened, connectionsReused: Int
+    }
+
+    /// The report's figures now (``Summary``).
+    public var summary: Summary {
+        func seconds(_ histogram: PercentileHistogram) -> Percentiles { Percentiles(histogram, unit: 1e9) }
+        func optional(_ histogram: PercentileHistogram, unit: Double) -> Percentiles? {
+            histogram.count == 0 ? nil : Percentiles(histogram, unit: unit)
+        }
+        return Summary(
+            requests: requests,
+            completed: completed,
+            failed: failed,
+            cancelled: cancelled,
+            seconds: Self.inSeconds(duration),
+            requestsPerSecond: requestsPerSecond,
+            bytes: bytes,
+            bytesPerSecond: bytesPerSecond,
+            timeToFirstByte: seconds(timeToFirstByte),
+            total: seconds(total),
+            latency: optional(latency, unit: 1e9),
+            throughput: optional(throughput, unit: 1),
+            nameLookup: seconds(nameLookup),
+            connect: seconds(connect),
+            firstByte: seconds(firstByte),
+            tls: optional(tls, unit: 1e9),
+            statusCodes: Dictionary(uniqueKeysWithValues: statusCodes.map { ("\($0.key)", $0.value) }),
+            errors: Dictionary(uniqueKeysWithValues: errors.map { ("\($0.key)", $0.value) }),
+            connectionsOpened: connectionsOpened,
+            connectionsReused: connectionsReused
+        )
+    }
+
     /// Records a download that ended at `end` with `outcome` and `timings`; `scheduledAt`: when it was
     /// due to start (an open model's schedule), for its ``latency``.
     public mutating func record(
