@@ -46,9 +46,6 @@ struct AccessOptions: ParsableArguments {
     @Flag(name: .long, help: "Do not read ~/.netrc (it is read by default, as wget and aria2c do).")
     var noNetrc = false
 
-    @Flag(name: [.customShort("n"), .customLong("netrc")], help: "Accepted (as curl -n): ~/.netrc is read anyway.")
-    var netrc = false
-
     /// Whether any of these was given (`haul --queue` refuses them: a shared queue stores no secret).
     var given: [String] {
         [
@@ -64,7 +61,6 @@ struct AccessOptions: ParsableArguments {
             throw ValidationError("-b '\(cookie)' cannot be read: give a cookie file, or name=value.")
         }
         if noNetrc, netrcFile != nil { throw ValidationError("Give one of --netrc-file, --no-netrc.") }
-        if netrc, noNetrc { throw ValidationError("Give one of -n (--netrc), --no-netrc.") }
         let lines: [String]
         do { lines = try headerLines() } catch { throw ValidationError("-H: \(error)") }
         for line in lines {
@@ -106,5 +102,17 @@ struct AccessOptions: ParsableArguments {
                 configuration.headers.append(DownloadHeader("Cookie", cookie))
             }
         }
+    }
+}
+
+/// curl's `-n`/`--netrc`, accepted by `haul` and `haul worker` (the `.netrc` is read anyway), apart
+/// from ``AccessOptions`` because `haul load`'s `-n` is the number of downloads, as `hey`'s.
+struct NetrcFlag: ParsableArguments {
+    @Flag(name: [.customShort("n"), .customLong("netrc")], help: "Accepted (as curl -n): ~/.netrc is read anyway.")
+    var netrc = false
+
+    /// Refuses `-n` beside `access`'s `--no-netrc`.
+    func validate(with access: AccessOptions) throws {
+        if netrc, access.noNetrc { throw ValidationError("Give one of -n (--netrc), --no-netrc.") }
     }
 }

@@ -207,6 +207,9 @@ struct WorkerCommand: AsyncParsableCommand {
     /// Headers, cookies, users and passwords for the queue's URLs: the queue holds none of them.
     @OptionGroup(title: "Credentials and headers (each worker's own; sent to each URL's origin only)")
     var access: AccessOptions
+    /// curl's `-n` (``NetrcFlag``).
+    @OptionGroup(title: "Credentials and headers (each worker's own; sent to each URL's origin only)")
+    var netrcFlag: NetrcFlag
 
     /// Timeouts, redirects, the proxy, TLS, bandwidth, connections per file: as haul's.
     @OptionGroup(title: "Network")
@@ -217,6 +220,7 @@ struct WorkerCommand: AsyncParsableCommand {
     var files: FileOptions
 
     func validate() throws {
+        try netrcFlag.validate(with: access)
         if concurrency < 1 { throw ValidationError("--concurrency must be at least 1.") }
         if !(lease.value >= 1) { throw ValidationError("--lease must be at least 1 second.") }
         if let perHost, perHost < 1 { throw ValidationError("--per-host must be at least 1.") }

@@ -6,6 +6,9 @@ enum Format {
     /// `value` with one decimal (`%.1f`).
     static func tenths(_ value: Double) -> String { c("%.1f", value) }
 
+    /// `value` with `digits` decimals (`%.*f`).
+    static func decimals(_ value: Double, _ digits: Int) -> String { c("%.*f", Int32(digits), value) }
+
     /// `value` with at least `width` digits, zeros in front (`%0*d`).
     static func zeroPadded(_ value: Int, width: Int) -> String { c("%0*ld", Int32(width), value) }
 

@@ -6,6 +6,7 @@ import Haul
 /// The arguments checked before anything runs: a mistake is a usage error (exit 64).
 extension HaulCommand {
     func validate() throws {
+        try netrcFlag.validate(with: access)
         let controls = [pause, resume, cancel, wait].compactMap { $0 }
         if !controls.isEmpty {
             if queue == nil { throw ValidationError("--pause, --resume, --cancel and --wait need --queue.") }

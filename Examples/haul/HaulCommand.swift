@@ -13,13 +13,14 @@ struct HaulCommand: AsyncParsableCommand {
             haul [<options>] <url> ...
             haul [<options>] -i <file>
             haul worker [<options>]
+            haul load [<options>] <url> ...
             """,
         discussion: """
             Partial files and state live in <output directory>/.haul/ (see --state). Interrupt with \
             Ctrl-C (the bytes received are kept) and run the same command again to resume.
             """ + "\n\n" + ExitStatus.table,
         version: DownloadManager.version,
-        subcommands: [WorkerCommand.self]
+        subcommands: [WorkerCommand.self, LoadCommand.self]
     )
 
     /// Whether haul started with its standard output closed (`>&-`): `-o -` has nowhere to write.
@@ -36,9 +37,13 @@ struct HaulCommand: AsyncParsableCommand {
         ProcessTitle.blankSecrets()
         if arguments.first == "worker" {
             await WorkerCommand.main(Array(arguments.dropFirst()))
+        } else if arguments.first == "load" {
+            await LoadCommand.main(Array(arguments.dropFirst()))
         } else if arguments.first == "help", arguments.dropFirst().first == "worker" {
             // `haul help worker`, as ArgumentParser's own `help` would say it (haul reads words as URLs).
             await WorkerCommand.main(["--help"])
+        } else if arguments.first == "help", arguments.dropFirst().first == "load" {
+            await LoadCommand.main(["--help"])
         } else if let unknown = unknownOptionError(in: arguments) {
             exit(withError: unknown)
         } else {
@@ -103,6 +108,9 @@ struct HaulCommand: AsyncParsableCommand {
     /// Who the requests say they are: `-H`, `-u`, `-b`, `--netrc-file`, `--no-netrc` (shared with `haul worker`).
     @OptionGroup(title: "Credentials and headers")
     var access: AccessOptions
+    /// curl's `-n` (``NetrcFlag``).
+    @OptionGroup(title: "Credentials and headers")
+    var netrcFlag: NetrcFlag
 
     /// Timeouts, redirects, the proxy, TLS, bandwidth, connections per file (shared with `haul worker`).
     @OptionGroup(title: "Network")

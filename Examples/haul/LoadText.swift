@@ -1,0 +1,77 @@
+import FoundationEssentials
+import Haul
+
+/// How `haul load` prints its report: as `hey` does (a summary, a table of percentiles, the phases,
+/// status codes, errors), or as one JSON object (``LoadReport/Summary``).
+enum LoadText {
+    /// The report as one line of JSON and a newline.
+    static func json(_ report: LoadReport) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        guard let data = try? encoder.encode(report.summary) else { return "{}\n" }
+        return String(decoding: data, as: UTF8.self) + "\n"
+    }
+
+    /// The report for a terminal.
+    static func report(_ report: LoadReport) -> String {
+        let summary = report.summary
+        var text = "Summary:\n"
+        text += "  Total:         \(seconds(summary.seconds)) s\n"
+        text += "  Downloads:     \(summary.requests) (\(summary.completed) completed, \(summary.failed) failed"
+        text += summary.cancelled > 0 ? ", \(summary.cancelled) cancelled)\n" : ")\n"
+        text += "  Downloads/s:   \(fixed(summary.requestsPerSecond, 1))\n"
+        text += "  Received:      \(Reporter.size(summary.bytes)) (\(Reporter.size(Int64(summary.bytesPerSecond)))/s)\n"
+        text += "  Connections:   \(summary.connectionsOpened) opened, \(summary.connectionsReused) reused\n"
+        text += "\nTimes (s)        min      mean     p50      p90      p95      p99      p99.9    max\n"
+        var rows: [(String, LoadReport.Percentiles?)] = [
+            ("first byte", report.timeToFirstByte.count > 0 ? summary.timeToFirstByte : nil),
+            ("total", report.total.count > 0 ? summary.total : nil),
+        ]
+        rows.append(("from schedule", summary.latency))
+        for (name, row) in rows {
+            guard let row else { continue }
+            text += "  " + padded(name, 15)
+            let values = [row.min, row.mean, row.p50, row.p90, row.p95, row.p99, row.p999, row.max]
+            text += values.map { padded(seconds($0), 8) }.joined(separator: " ").trimmingSpaces + "\n"
+        }
+        if let throughput = summary.throughput {
+            text +=
+                "\nThroughput of bodies of 1 MiB or more, per download: p50 \(Reporter.size(Int64(throughput.p50)))/s, "
+            text += "p99 \(Reporter.size(Int64(throughput.p99)))/s, min \(Reporter.size(Int64(throughput.min)))/s\n"
+        }
+        if report.firstByte.count > 0 {
+            text += "\nPhases of each download's first answered request, from its start (s, mean / p99):\n"
+            var phases = [("name lookup", summary.nameLookup), ("connect", summary.connect)]
+            if let tls = summary.tls { phases.append(("TLS", tls)) }
+            phases.append(("first byte", summary.firstByte))
+            for (name, phase) in phases {
+                text += "  " + padded(name, 14)
+                text += " \(seconds(phase.mean)) / \(seconds(phase.p99))\n"
+            }
+        }
+        if !summary.statusCodes.isEmpty {
+            text += "\nStatus codes:\n"
+            for (status, count) in summary.statusCodes.sorted(by: { $0.key < $1.key }) {
+                text += "  [\(status)] \(count)\n"
+            }
+        }
+        if !summary.errors.isEmpty {
+            text += "\nErrors:\n"
+            for (category, count) in summary.errors.sorted(by: { $0.value > $1.value }) {
+                text += "  \(category): \(count)\n"
+            }
+        }
+        return text
+    }
+
+    /// `text` with spaces after it up to `width` characters.
+    static func padded(_ text: String, _ width: Int) -> String {
+        text + String(repeating: " ", count: max(0, width - text.count))
+    }
+
+    /// Seconds to four decimals.
+    static func seconds(_ value: Double) -> String { Format.decimals(value, 4) }
+
+    /// `value` with `digits` decimals.
+    static func fixed(_ value: Double, _ digits: Int) -> String { Format.decimals(value, digits) }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import Testing
+
+@testable import HaulTestSupport
+
+/// `haul load` (issue 60): a closed-model run against nginx, its report as text and as JSON, and
+/// the arguments it refuses.
+extension HaulCLITests {
+    @Test("haul load -n 40 -c 8 over a file and a missing one: 20 each, their statuses, bytes and times, as JSON")
+    func loadReportsAsJSON() async throws {
+        let (server, work) = try await startServerAndDirectory()
+        defer { stop(server, work) }
+        let size = 64 * 1024
+        _ = try server.makeFile("load.bin", size: size, seed: 60)
+        let run = try await haul(
+            [
+                "load", "-n", "40", "-c", "8", "--json", server.url("load.bin").absoluteString,
+                server.url("missing.bin").absoluteString,
+            ],
+            in: work
+        )
+        #expect(run.status == 0, "\(run.stderr)")
+        let lines = run.stdout.split(separator: "\n")
+        #expect(lines.count == 1, "one object: \(run.stdout)")
+        let json = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
+        let object = try #require(json)
+        // The URLs in turn: 20 of each.
+        #expect(object["requests"] as? Int == 40 && object["completed"] as? Int == 20 && object["failed"] as? Int == 20)
+        #expect(object["statusCodes"] as? [String: Int] == ["200": 20, "404": 20])
+        #expect(object["errors"] as? [String: Int] == ["httpStatus": 20])
+        #expect(object["bytes"] as? Int == 20 * size)
+        let opened = try #require(object["connectionsOpened"] as? Int)
+        let reused = try #require(object["connectionsReused"] as? Int)
+        #expect(opened >= 1 && opened <= 8 + 20 && opened + reused == 40, "\(opened) opened, \(reused) reused")
+        let total = try #require(object["total"] as? [String: Double])
+        let firstByte = try #require(object["timeToFirstByte"] as? [String: Double])
+        #expect(Set(total.keys) == ["min", "mean", "p50", "p90", "p95", "p99", "p999", "max"])
+        #expect(firstByte["p50"]! <= total["p50"]! && total["min"]! > 0 && total["max"]! >= total["p99"]!)
+        #expect((object["seconds"] as? Double).map { $0 > 0 } == true)
+    }
+
+    @Test("haul load prints a summary, the percentiles, the phases and the statuses; -z runs for a time")
+    func loadReportsAsText() async throws {
+        let (server, work) = try await startServerAndDirectory()
+        defer { stop(server, work) }
+        _ = try server.makeFile("load.bin", size: 4096, seed: 61)
+        let run = try await haul(["load", "-n", "30", "-c", "3", server.url("load.bin").absoluteString], in: work)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.contains("Downloads:     30 (30 completed, 0 failed)"), "\(run.stdout)")
+        #expect(run.stdout.contains("\n  [200] 30\n") && !run.stdout.contains("Errors:"))
+        #expect(run.stdout.contains("\n  first byte") && run.stdout.contains("\n  name lookup"))
+        let timed = try await haul(
+            ["load", "-z", "0.5", "-c", "2", "--json", server.url("load.bin").absoluteString],
+            in: work
+        )
+        #expect(timed.status == 0, "\(timed.stderr)")
+        let json = try JSONSerialization.jsonObject(with: Data(timed.stdout.utf8)) as? [String: Any]
+        let object = try #require(json)
+        let requests = try #require(object["requests"] as? Int)
+        #expect(requests >= 1 && object["completed"] as? Int == requests)
+    }
+
+    @Test("haul load refuses no URL, -n 0, -n with -z, -c 0 and a bad URL (exit 64)")
+    func loadRefusesBadArguments() async throws {
+        let work = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: work) }
+        for arguments in [
+            ["load"], ["load", "-n", "0", "http://127.0.0.1:9/"],
+            ["load", "-n", "2", "-z", "1", "http://127.0.0.1:9/"],
+            ["load", "-c", "0", "http://127.0.0.1:9/"], ["load", "-n", "1", "ftp://example.invalid/x"],
+        ] {
+            let run = try await haul(arguments, in: work)
+            #expect(run.status == 64, "\(arguments): \(run.status) \(run.stderr)")
+        }
+    }
+}
