@@ -32,6 +32,31 @@ struct LoadCommand: AsyncParsableCommand {
     @Option(name: [.customShort("c"), .long], help: "How many downloads run at once.")
     var concurrency: Int = 50
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Start this many downloads per second, however long the others take (the open model).",
+            discussion: """
+                Each download's latency then counts from when it was due to start, beside its service \
+                time: a server that stalls cannot hide the downloads that waited behind it. -c caps the \
+                downloads in flight; the others wait their turn, and their wait counts.
+                """
+        )
+    )
+    var rate: Double?
+
+    @Option(name: .long, help: "With --rate: rise from 0 to the rate over this many seconds first.")
+    var ramp: Seconds?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "A condition the run must meet, else haul exits 99 (repeatable): p99<500ms, ttfb.p95<100ms, errors<1%, rps>1000.",
+            discussion: "Times: total (the default), ttfb, latency (with --rate); p50…p999, mean, min, max; us, ms, s."
+        )
+    )
+    var threshold: [LoadThreshold] = []
+
     @Flag(name: .long, help: "Print the report as one JSON object on standard output (see docs/json.md).")
     var json = false
 
@@ -49,6 +74,11 @@ struct LoadCommand: AsyncParsableCommand {
         if let duration, !(duration.value > 0) { throw ValidationError("--duration must be more than 0 seconds.") }
         if requests != nil, duration != nil { throw ValidationError("-n and -z: give one.") }
         if concurrency < 1 { throw ValidationError("--concurrency must be at least 1.") }
+        if let rate, !(rate > 0 && rate <= 1_000_000) { throw ValidationError("--rate must be more than 0.") }
+        if let ramp {
+            if rate == nil { throw ValidationError("--ramp needs --rate.") }
+            if !(ramp.value > 0) { throw ValidationError("--ramp must be more than 0 seconds.") }
+        }
     }
 
     func run() async throws {
@@ -73,13 +103,17 @@ struct LoadCommand: AsyncParsableCommand {
             Reporter.write("haul: \(Runner.describe(error))\n", to: STDERR_FILENO)
             return ExitStatus.of(error)
         }
-        let plan = Plan(targets: targets, count: duration == nil ? requests ?? 200 : nil, deadline: deadline)
         let report = Recorder()
-        await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<min(concurrency, plan.count ?? concurrency) {
-                group.addTask {
-                    while let url = plan.next() {
-                        await Self.fetch(url, with: manager, into: report)
+        let plan = Plan(targets: targets, count: duration == nil ? requests ?? 200 : nil, deadline: deadline)
+        if let rate {
+            await Self.open(plan, rate: rate, ramp: ramp?.value ?? 0, with: manager, into: report)
+        } else {
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<min(concurrency, plan.count ?? concurrency) {
+                    group.addTask {
+                        while let url = plan.next() {
+                            await Self.fetch(url, with: manager, into: report)
+                        }
                     }
                 }
             }
@@ -91,14 +125,62 @@ struct LoadCommand: AsyncParsableCommand {
         } else {
             Reporter.write(LoadText.report(result), to: STDOUT_FILENO)
         }
-        return 0
+        var status = ExitStatus.success
+        for condition in threshold {
+            let passed = condition.check(result).passed
+            if !passed { status = 99 }
+            // On standard error: --json's standard output stays one object.
+            Reporter.write("haul: threshold \(condition.verdict(result))\n", to: STDERR_FILENO)
+        }
+        return status
+    }
+
+    /// The open model: the downloads start on a schedule, `rate` per second (after rising to it over
+    /// `ramp` seconds), whatever the others take; each is measured from when it was due.
+    private static func open(
+        _ plan: Plan,
+        rate: Double,
+        ramp: Double,
+        with manager: DownloadManager,
+        into recorder: Recorder
+    ) async {
+        let start = ContinuousClock.now
+        await withTaskGroup(of: Void.self) { group in
+            var index = 0
+            while true {
+                let due = start + .nanoseconds(Int64(Schedule.offset(of: index, rate: rate, ramp: ramp) * 1e9))
+                if let deadline = plan.deadline, due >= deadline { break }
+                guard let url = plan.next(ignoringDeadline: true) else { break }
+                // Late ones start at once, so that the count started stays the schedule's.
+                if due > .now { try? await Task.sleep(until: due, clock: .continuous) }
+                group.addTask { await fetch(url, scheduledAt: due, with: manager, into: recorder) }
+                index += 1
+            }
+        }
+    }
+
+    /// When the downloads of the open model are due.
+    enum Schedule {
+        /// Seconds from the start at which download `index` (from 0) is due: `rate` per second, after
+        /// a linear rise from 0 over `ramp` seconds (whose downloads are `rate × ramp / 2`).
+        static func offset(of index: Int, rate: Double, ramp: Double) -> Double {
+            let k = Double(index)
+            let duringRamp = rate * ramp / 2
+            if ramp > 0, k < duringRamp { return (2 * k * ramp / rate).squareRoot() }
+            return ramp + (k - duringRamp) / rate
+        }
     }
 
     /// When a run with --duration ends.
     private var deadline: ContinuousClock.Instant? { duration.map { .now + $0.duration } }
 
     /// Downloads `url` once, its body thrown away, and records how it went.
-    private static func fetch(_ url: URL, with manager: DownloadManager, into recorder: Recorder) async {
+    private static func fetch(
+        _ url: URL,
+        scheduledAt: ContinuousClock.Instant? = nil,
+        with manager: DownloadManager,
+        into recorder: Recorder
+    ) async {
         let download: Download
         do {
             download = try manager.download(DownloadRequest.discarding(url))
@@ -106,7 +188,9 @@ struct LoadCommand: AsyncParsableCommand {
             let refused =
                 error as? DownloadError
                 ?? DownloadError(code: .internalError, url: url.redactedString, detail: "\(error)")
-            recorder.report.withLock { $0.record(DownloadTimings(), outcome: .failed(refused)) }
+            recorder.report.withLock {
+                $0.record(DownloadTimings(), outcome: .failed(refused), scheduledAt: scheduledAt)
+            }
             return
         }
         let outcome: LoadReport.Outcome
@@ -119,7 +203,7 @@ struct LoadCommand: AsyncParsableCommand {
             outcome = .cancelled
         }
         let timings = download.timings
-        recorder.report.withLock { $0.record(timings, outcome: outcome) }
+        recorder.report.withLock { $0.record(timings, outcome: outcome, scheduledAt: scheduledAt) }
     }
 
     /// The run's report, which every download's task adds to.
@@ -139,9 +223,10 @@ struct LoadCommand: AsyncParsableCommand {
             (self.targets, self.count, self.deadline) = (targets, count, deadline)
         }
 
-        /// The next download's URL, or `nil` once the run is over.
-        func next() -> URL? {
-            if let deadline, ContinuousClock.now >= deadline { return nil }
+        /// The next download's URL, or `nil` once the run is over (`ignoringDeadline`: the open model
+        /// stops at the last download due before the deadline, however late it starts).
+        func next(ignoringDeadline: Bool = false) -> URL? {
+            if !ignoringDeadline, let deadline, ContinuousClock.now >= deadline { return nil }
             let index = started.add(1, ordering: .relaxed).oldValue
             if let count, index >= count { return nil }
             return targets[index % targets.count]

@@ -60,6 +60,49 @@ extension HaulCLITests {
         #expect(requests >= 1 && object["completed"] as? Int == requests)
     }
 
+    @Test("haul load --rate 200 -z 1: the downloads the schedule holds (within 1 %), each with its latency from it")
+    func loadOpenModel() async throws {
+        let (server, work) = try await startServerAndDirectory()
+        defer { stop(server, work) }
+        _ = try server.makeFile("load.bin", size: 4096, seed: 62)
+        let url = server.url("load.bin").absoluteString
+        let run = try await haul(["load", "--rate", "200", "-z", "1", "-c", "20", "--json", url], in: work)
+        #expect(run.status == 0, "\(run.stderr)")
+        let json = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
+        let object = try #require(json)
+        let requests = try #require(object["requests"] as? Int)
+        #expect((198...202).contains(requests), "\(requests) started for 200")
+        #expect(object["completed"] as? Int == requests)
+        let latency = try #require(object["latency"] as? [String: Double])
+        let total = try #require(object["total"] as? [String: Double])
+        // From the schedule: never less than the download itself took.
+        #expect(latency["max"]! >= total["min"]! && latency["min"]! > 0)
+    }
+
+    @Test("thresholds: each verdict on standard error, exit 99 when one fails, 0 when all hold")
+    func loadThresholds() async throws {
+        let (server, work) = try await startServerAndDirectory()
+        defer { stop(server, work) }
+        _ = try server.makeFile("load.bin", size: 4096, seed: 63)
+        let file = server.url("load.bin").absoluteString
+        let missing = server.url("missing.bin").absoluteString
+        let failing = try await haul(
+            ["load", "-n", "10", "-c", "2", "--threshold", "errors<1%", "--threshold", "rps>0", file, missing],
+            in: work
+        )
+        #expect(failing.status == 99, "\(failing.stderr)")
+        #expect(failing.stderr.contains("haul: threshold FAILED: errors<1% (50.00 %)"), "\(failing.stderr)")
+        #expect(failing.stderr.contains("haul: threshold passed: rps>0"), "\(failing.stderr)")
+        let holding = try await haul(
+            ["load", "-n", "10", "-c", "2", "--json", "--threshold", "errors<1%", "--threshold", "p99<60s", file],
+            in: work
+        )
+        #expect(holding.status == 0, "\(holding.stderr)")
+        #expect(holding.stdout.split(separator: "\n").count == 1)
+        let refused = try await haul(["load", "--threshold", "p99<fast", file], in: work)
+        #expect(refused.status == 64, "\(refused.stderr)")
+    }
+
     @Test("haul load refuses no URL, -n 0, -n with -z, -c 0 and a bad URL (exit 64)")
     func loadRefusesBadArguments() async throws {
         let work = try makeTemporaryDirectory()
@@ -68,6 +111,7 @@ extension HaulCLITests {
             ["load"], ["load", "-n", "0", "http://127.0.0.1:9/"],
             ["load", "-n", "2", "-z", "1", "http://127.0.0.1:9/"],
             ["load", "-c", "0", "http://127.0.0.1:9/"], ["load", "-n", "1", "ftp://example.invalid/x"],
+            ["load", "--ramp", "2", "http://127.0.0.1:9/"], ["load", "--rate", "0", "http://127.0.0.1:9/"],
         ] {
             let run = try await haul(arguments, in: work)
             #expect(run.status == 64, "\(arguments): \(run.status) \(run.stderr)")
