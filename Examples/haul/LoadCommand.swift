@@ -23,6 +23,12 @@ struct LoadCommand: AsyncParsableCommand {
     @Argument(help: "The URLs to download (http:// or https://), taken in turn.")
     var urls: [String] = []
 
+    @Option(
+        name: [.customShort("i", allowingJoined: true), .long],
+        help: "Also take the URLs of FILE (haul -i's form: a URL a line, header= lines under it), in turn."
+    )
+    var inputFile: String?
+
     @Option(name: [.customShort("n"), .long], help: "How many downloads in all (default: 200 without -z).")
     var requests: Int?
 
@@ -69,7 +75,7 @@ struct LoadCommand: AsyncParsableCommand {
     var network: NetworkOptions
 
     func validate() throws {
-        if urls.isEmpty { throw ValidationError("Give at least one URL.") }
+        if urls.isEmpty, inputFile == nil { throw ValidationError("Give at least one URL, or -i FILE.") }
         if let requests, requests < 1 { throw ValidationError("--requests must be at least 1.") }
         if let duration, !(duration.value > 0) { throw ValidationError("--duration must be more than 0 seconds.") }
         if requests != nil, duration != nil { throw ValidationError("-n and -z: give one.") }
@@ -90,13 +96,17 @@ struct LoadCommand: AsyncParsableCommand {
         configuration.maxConcurrentDownloads = concurrency
         access.apply(to: &configuration)
         network.apply(to: &configuration)
-        let targets: [URL]
+        var targets: [Target] = []
         let manager: DownloadManager
         do {
             let credentials = try access.credentials()
+            var entries = urls.map { InputFile.Entry(urls: [$0]) }
+            if let inputFile { entries += try Self.entries(of: inputFile) }
+            if entries.isEmpty { throw CLIError("\(inputFile ?? "the input") holds no URL.") }
             // Each URL checked now (http(s), a host, what curl parses): a bad one ends the run before it starts.
-            targets = try urls.map { text throws(DownloadError) in
-                try DownloadRequest.checkedURL(try Runner.resolved(text, credentials))
+            for entry in entries {
+                let url = try DownloadRequest.checkedURL(try Runner.resolved(entry.urls[0], credentials))
+                targets.append(Target(url: url, headers: entry.headers))
             }
             manager = try DownloadManager(configuration: configuration)
         } catch {
@@ -111,8 +121,8 @@ struct LoadCommand: AsyncParsableCommand {
             await withTaskGroup(of: Void.self) { group in
                 for _ in 0..<min(concurrency, plan.count ?? concurrency) {
                     group.addTask {
-                        while let url = plan.next() {
-                            await Self.fetch(url, with: manager, into: report)
+                        while let target = plan.next() {
+                            await Self.fetch(target, with: manager, into: report)
                         }
                     }
                 }
@@ -150,13 +160,33 @@ struct LoadCommand: AsyncParsableCommand {
             while true {
                 let due = start + .nanoseconds(Int64(Schedule.offset(of: index, rate: rate, ramp: ramp) * 1e9))
                 if let deadline = plan.deadline, due >= deadline { break }
-                guard let url = plan.next(ignoringDeadline: true) else { break }
+                guard let target = plan.next(ignoringDeadline: true) else { break }
                 // Late ones start at once, so that the count started stays the schedule's.
                 if due > .now { try? await Task.sleep(until: due, clock: .continuous) }
-                group.addTask { await fetch(url, scheduledAt: due, with: manager, into: recorder) }
+                group.addTask { await fetch(target, scheduledAt: due, with: manager, into: recorder) }
                 index += 1
             }
         }
+    }
+
+    /// A URL the run takes in turn, with the headers its input line gave.
+    struct Target: Sendable {
+        let url: URL
+        let headers: [DownloadHeader]
+    }
+
+    /// The entries of the input file at `path` (`-`: standard input).
+    private static func entries(of path: String) throws -> [InputFile.Entry] {
+        var text = ""
+        if path == "-" {
+            while let line = readLine(strippingNewline: false) { text += line }
+        } else {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw CLIError("-i: '\(path)' cannot be read.", exitStatus: ExitStatus.localFiles)
+            }
+            text = String(decoding: data, as: UTF8.self)
+        }
+        return try InputFile.parse(text).entries
     }
 
     /// When the downloads of the open model are due.
@@ -176,18 +206,18 @@ struct LoadCommand: AsyncParsableCommand {
 
     /// Downloads `url` once, its body thrown away, and records how it went.
     private static func fetch(
-        _ url: URL,
+        _ target: Target,
         scheduledAt: ContinuousClock.Instant? = nil,
         with manager: DownloadManager,
         into recorder: Recorder
     ) async {
         let download: Download
         do {
-            download = try manager.download(DownloadRequest.discarding(url))
+            download = try manager.download(DownloadRequest.discarding(target.url, headers: target.headers))
         } catch {
             let refused =
                 error as? DownloadError
-                ?? DownloadError(code: .internalError, url: url.redactedString, detail: "\(error)")
+                ?? DownloadError(code: .internalError, url: target.url.redactedString, detail: "\(error)")
             recorder.report.withLock {
                 $0.record(DownloadTimings(), outcome: .failed(refused), scheduledAt: scheduledAt)
             }
@@ -214,18 +244,18 @@ struct LoadCommand: AsyncParsableCommand {
     /// Which URL the next download takes, and whether the run goes on: the URLs in turn, `count`
     /// downloads in all or until `deadline`. Any task.
     final class Plan: Sendable {
-        let targets: [URL]
+        let targets: [Target]
         let count: Int?
         let deadline: ContinuousClock.Instant?
         private let started = Atomic<Int>(0)
 
-        init(targets: [URL], count: Int?, deadline: ContinuousClock.Instant?) {
+        init(targets: [Target], count: Int?, deadline: ContinuousClock.Instant?) {
             (self.targets, self.count, self.deadline) = (targets, count, deadline)
         }
 
-        /// The next download's URL, or `nil` once the run is over (`ignoringDeadline`: the open model
+        /// The next download's target, or `nil` once the run is over (`ignoringDeadline`: the open model
         /// stops at the last download due before the deadline, however late it starts).
-        func next(ignoringDeadline: Bool = false) -> URL? {
+        func next(ignoringDeadline: Bool = false) -> Target? {
             if !ignoringDeadline, let deadline, ContinuousClock.now >= deadline { return nil }
             let index = started.add(1, ordering: .relaxed).oldValue
             if let count, index >= count { return nil }

@@ -34,6 +34,9 @@ enum LoadText {
             let values = [row.min, row.mean, row.p50, row.p90, row.p95, row.p99, row.p999, row.max]
             text += values.map { padded(seconds($0), 8) }.joined(separator: " ").trimmingSpaces + "\n"
         }
+        if report.total.count > 0 {
+            text += "\nTotal time histogram (s):\n" + histogram(report.total)
+        }
         if let throughput = summary.throughput {
             text +=
                 "\nThroughput of bodies of 1 MiB or more, per download: p50 \(Reporter.size(Int64(throughput.p50)))/s, "
@@ -62,6 +65,27 @@ enum LoadText {
             }
         }
         return text
+    }
+
+    /// `histogram` (nanoseconds) as `hey` draws one: ten bars of equal width from its min to its
+    /// max, each the count of values up to its mark, the longest 40 `■`.
+    static func histogram(_ histogram: PercentileHistogram) -> String {
+        let (low, high) = (Double(histogram.min), Double(histogram.max))
+        let steps = high > low ? 10 : 1
+        // The count at or below each mark, from the percentiles (the values themselves are not kept).
+        var marks: [(seconds: Double, count: Int)] = []
+        var counted = 0
+        for step in 1...steps {
+            let mark = steps == 1 ? high : low + (high - low) * Double(step) / Double(steps)
+            let below = step == steps ? histogram.count : histogram.countAtOrBelow(UInt64(mark))
+            marks.append((mark / 1e9, max(0, below - counted)))
+            counted = max(counted, below)
+        }
+        let longest = max(1, marks.map(\.count).max() ?? 1)
+        return marks.map { mark in
+            let bar = String(repeating: "■", count: (mark.count * 40 + longest - 1) / longest)
+            return "  \(padded(seconds(mark.seconds), 8)) [\(mark.count)]\t|\(bar)\n"
+        }.joined()
     }
 
     /// `text` with spaces after it up to `width` characters.

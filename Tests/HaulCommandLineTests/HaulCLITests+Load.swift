@@ -103,6 +103,27 @@ extension HaulCLITests {
         #expect(refused.status == 64, "\(refused.stderr)")
     }
 
+    @Test("haul load -i FILE takes the file's URLs in turn beside the arguments'; the text report draws a histogram")
+    func loadInputFile() async throws {
+        let (server, work) = try await startServerAndDirectory()
+        defer { stop(server, work) }
+        _ = try server.makeFile("load.bin", size: 4096, seed: 64)
+        let list = work.appendingPathComponent("list.txt")
+        try
+            "\(server.url("load.bin").absoluteString)\n  header=X-Load: 1\n# a comment\n\(server.url("missing.bin").absoluteString)\n"
+            .write(to: list, atomically: true, encoding: .utf8)
+        let run = try await haul(
+            ["load", "-n", "30", "-c", "3", "-i", list.path, server.url("load.bin").absoluteString],
+            in: work
+        )
+        #expect(run.status == 0, "\(run.stderr)")
+        // In turn: the argument, then the file's two: 10 each.
+        #expect(run.stdout.contains("\n  [200] 20\n") && run.stdout.contains("\n  [404] 10\n"), "\(run.stdout)")
+        #expect(run.stdout.contains("Total time histogram (s):") && run.stdout.contains("|■"))
+        let unreadable = try await haul(["load", "-i", work.appendingPathComponent("none.txt").path], in: work)
+        #expect(unreadable.status == 7, "\(unreadable.stderr)")
+    }
+
     @Test("haul load refuses no URL, -n 0, -n with -z, -c 0 and a bad URL (exit 64)")
     func loadRefusesBadArguments() async throws {
         let work = try makeTemporaryDirectory()

@@ -40,6 +40,13 @@ struct LoadReportTests {
                 "p\(percentile): \(reported) for \(exact), seed \(Self.seed)"
             )
         }
+        // Counts up to a mark: exact to the mark's bucket, which holds at most 1/128 of it more.
+        for mark in [UInt64(5_000), 1_000_000, 123_456_789, 60_000_000_000] {
+            let counted = histogram.countAtOrBelow(mark)
+            let exact = values.filter { $0 <= mark }.count
+            let widened = values.filter { Double($0) <= Double(mark) * (1 + 1.0 / 128) }.count
+            #expect(counted >= exact && counted <= widened, "\(mark): \(counted), \(exact)...\(widened)")
+        }
         #expect(histogram.value(atPercentile: 100) == values.last)
         #expect(histogram.value(atPercentile: 0) == values.first)
     }

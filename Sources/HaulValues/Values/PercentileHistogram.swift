@@ -68,6 +68,14 @@ public struct PercentileHistogram: Sendable, Hashable {
         return max
     }
 
+    /// How many values are at most `value` (those of `value`'s own bucket counted whole: within its
+    /// width, 0.8 %, of the exact count's boundary).
+    public func countAtOrBelow(_ value: UInt64) -> Int {
+        guard count > 0 else { return 0 }
+        let last = Swift.min(counts.count - 1, Self.bucket(of: value))
+        return Int(counts[...last].reduce(0, +))
+    }
+
     /// The bucket `value` falls in.
     static func bucket(of value: UInt64) -> Int {
         guard value >= UInt64(subCount) else { return Int(value) }
