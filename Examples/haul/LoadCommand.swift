@@ -116,7 +116,8 @@ struct LoadCommand: AsyncParsableCommand {
         let report = Recorder()
         let plan = Plan(targets: targets, count: duration == nil ? requests ?? 200 : nil, deadline: deadline)
         if let rate {
-            await Self.open(plan, rate: rate, ramp: ramp?.value ?? 0, with: manager, into: report)
+            let schedule = Schedule(rate: rate, ramp: ramp?.value ?? 0, duration: duration?.value)
+            await Self.open(plan, on: schedule, with: manager, into: report)
         } else {
             await withTaskGroup(of: Void.self) { group in
                 for _ in 0..<min(concurrency, plan.count ?? concurrency) {
@@ -149,8 +150,7 @@ struct LoadCommand: AsyncParsableCommand {
     /// `ramp` seconds), whatever the others take; each is measured from when it was due.
     private static func open(
         _ plan: Plan,
-        rate: Double,
-        ramp: Double,
+        on schedule: Schedule,
         with manager: DownloadManager,
         into recorder: Recorder
     ) async {
@@ -158,8 +158,11 @@ struct LoadCommand: AsyncParsableCommand {
         await withTaskGroup(of: Void.self) { group in
             var index = 0
             while true {
-                let due = start + .nanoseconds(Int64(Schedule.offset(of: index, rate: rate, ramp: ramp) * 1e9))
-                if let deadline = plan.deadline, due >= deadline { break }
+                // Counted on the schedule, not the clock: the run starts the downloads due within its
+                // duration, however late the machine lets them start.
+                let offset = Schedule.offset(of: index, rate: schedule.rate, ramp: schedule.ramp)
+                if let duration = schedule.duration, offset >= duration { break }
+                let due = start + .nanoseconds(Int64(offset * 1e9))
                 guard let target = plan.next(ignoringDeadline: true) else { break }
                 // Late ones start at once, so that the count started stays the schedule's.
                 if due > .now { try? await Task.sleep(until: due, clock: .continuous) }
@@ -189,8 +192,13 @@ struct LoadCommand: AsyncParsableCommand {
         return try InputFile.parse(text).entries
     }
 
-    /// When the downloads of the open model are due.
-    enum Schedule {
+    /// When the downloads of the open model are due: `rate` per second after a rise over `ramp`
+    /// seconds, for `duration` seconds (or as many as -n says).
+    struct Schedule {
+        let rate: Double
+        let ramp: Double
+        let duration: Double?
+
         /// Seconds from the start at which download `index` (from 0) is due: `rate` per second, after
         /// a linear rise from 0 over `ramp` seconds (whose downloads are `rate × ramp / 2`).
         static func offset(of index: Int, rate: Double, ramp: Double) -> Double {

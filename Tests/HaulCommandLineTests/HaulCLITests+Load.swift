@@ -60,7 +60,7 @@ extension HaulCLITests {
         #expect(requests >= 1 && object["completed"] as? Int == requests)
     }
 
-    @Test("haul load --rate 200 -z 1: the downloads the schedule holds (within 1 %), each with its latency from it")
+    @Test("haul load --rate 200 -z 1: exactly the 200 downloads the schedule holds, each with its latency from it")
     func loadOpenModel() async throws {
         let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
@@ -71,7 +71,8 @@ extension HaulCLITests {
         let json = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
         let object = try #require(json)
         let requests = try #require(object["requests"] as? Int)
-        #expect((198...202).contains(requests), "\(requests) started for 200")
+        // Counted on the schedule: exactly the 200 due within the second, however loaded the machine.
+        #expect(requests == 200, "\(requests) started for 200")
         #expect(object["completed"] as? Int == requests)
         let latency = try #require(object["latency"] as? [String: Double])
         let total = try #require(object["total"] as? [String: Double])
@@ -122,6 +123,48 @@ extension HaulCLITests {
         #expect(run.stdout.contains("Total time histogram (s):") && run.stdout.contains("|■"))
         let unreadable = try await haul(["load", "-i", work.appendingPathComponent("none.txt").path], in: work)
         #expect(unreadable.status == 7, "\(unreadable.stderr)")
+    }
+
+    /// The JSON object `haul load ARGUMENTS --json` printed, or a failed expectation.
+    func loadJSON(_ arguments: [String], in work: URL) async throws -> [String: Any] {
+        let run = try await haul(["load", "--json"] + arguments, in: work)
+        #expect(run.status == 0, "\(run.stderr)")
+        let json = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
+        return try #require(json)
+    }
+
+    @Test("a server that takes 500 ms to answer: every time to first byte shows it, and nothing doubles it")
+    func loadTimeToFirstByteIsTheServers() async throws {
+        try await withFaultServer { server, work in
+            let object = try await loadJSON(
+                ["-n", "20", "-c", "4", server.url("delay/500/1000").absoluteString],
+                in: work
+            )
+            #expect(object["completed"] as? Int == 20)
+            let firstByte = try #require(object["timeToFirstByte"] as? [String: Double])
+            // The delay is never hidden. How close p50 comes to it (0.504 s on a quiet machine, within
+            // the 5 %) is a measurement, not a test: on two cores shared with the whole suite
+            // it read 0.536 once; a test only bounds it.
+            #expect(firstByte["min"]! >= 0.5 && firstByte["p50"]! < 1, "\(firstByte)")
+        }
+    }
+
+    @Test(
+        "the open model: a server that stalls one answer for 1 s shows it in the latency's p99, not the service time's"
+    )
+    func loadOpenModelShowsTheStall() async throws {
+        try await withFaultServer { server, work in
+            // One at a time: the downloads due while the first answer stalls wait for it.
+            let url = server.url("slow-first/1000/1000").absoluteString
+            let object = try await loadJSON(["--rate", "50", "-z", "2", "-c", "1", url], in: work)
+            let requests = try #require(object["requests"] as? Int)
+            #expect(requests == 100 && object["completed"] as? Int == requests)
+            let latency = try #require(object["latency"] as? [String: Double])
+            let total = try #require(object["total"] as? [String: Double])
+            #expect(latency["p99"]! >= 0.9, "\(latency)")
+            // The stalled download is one in a hundred: past the service time's p99, at its max.
+            #expect(total["max"]! >= 1 && total["p99"]! < 0.9, "\(total)")
+        }
     }
 
     @Test("haul load refuses no URL, -n 0, -n with -z, -c 0 and a bad URL (exit 64)")

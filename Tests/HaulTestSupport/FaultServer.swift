@@ -27,6 +27,8 @@ import Glibc
 /// - `/to-file`: redirects to a `file://` URL.
 /// - `/mute/SIZE`: the first request gets no answer at all (not even a status line); later ones behave.
 /// - `/drip/CHUNK/MILLISECONDS/SIZE`: CHUNK bytes every MILLISECONDS.
+/// - `/delay/MILLISECONDS/SIZE`: every answer waits MILLISECONDS before its head (a load test's known
+///   time to first byte). `/slow-first/MILLISECONDS/SIZE`: only the first request to the path does.
 /// - `/status/CODE`: that status, with a short body.
 /// - `/capped-plain/CAP/SIZE`: every answer holds at most CAP bytes (a 206 for a range of them), with
 ///   no ETag and no Last-Modified.
@@ -363,6 +365,13 @@ final class FaultServer: @unchecked Sendable {
             } else {
                 sendFile(size: size, request: &request, index: index, on: connection)
             }
+        case "delay" where numbers.count == 2:
+            // The server's own time to answer, which a load test's time to first byte must show.
+            usleep(useconds_t(numbers[0]) * 1000)
+            sendFile(size: size, request: &request, index: index, on: connection)
+        case "slow-first" where numbers.count == 2:
+            if number == 1 { usleep(useconds_t(numbers[0]) * 1000) }
+            sendFile(size: size, request: &request, index: index, on: connection)
         case "drip" where numbers.count == 3:
             sendFile(size: size, request: &request, index: index, on: connection, drip: (numbers[0], numbers[1]))
         case let route where numbers.count == 2 && Self.validatorRoutes.contains(route):
