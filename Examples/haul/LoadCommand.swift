@@ -114,7 +114,12 @@ struct LoadCommand: AsyncParsableCommand {
             return ExitStatus.of(error)
         }
         let report = Recorder()
-        let plan = Plan(targets: targets, count: duration == nil ? requests ?? 200 : nil, deadline: deadline)
+        // The open model stops on its schedule (the last download due within -z), not on the clock.
+        let plan = Plan(
+            targets: targets,
+            count: duration == nil ? requests ?? 200 : nil,
+            deadline: rate == nil ? deadline : nil
+        )
         if let rate {
             let schedule = Schedule(rate: rate, ramp: ramp?.value ?? 0, duration: duration?.value)
             await Self.open(plan, on: schedule, with: manager, into: report)
@@ -163,7 +168,7 @@ struct LoadCommand: AsyncParsableCommand {
                 let offset = Schedule.offset(of: index, rate: schedule.rate, ramp: schedule.ramp)
                 if let duration = schedule.duration, offset >= duration { break }
                 let due = start + .nanoseconds(Int64(offset * 1e9))
-                guard let target = plan.next(ignoringDeadline: true) else { break }
+                guard let target = plan.next() else { break }
                 // Late ones start at once, so that the count started stays the schedule's.
                 if due > .now { try? await Task.sleep(until: due, clock: .continuous) }
                 group.addTask { await fetch(target, scheduledAt: due, with: manager, into: recorder) }
@@ -261,10 +266,9 @@ struct LoadCommand: AsyncParsableCommand {
             (self.targets, self.count, self.deadline) = (targets, count, deadline)
         }
 
-        /// The next download's target, or `nil` once the run is over (`ignoringDeadline`: the open model
-        /// stops at the last download due before the deadline, however late it starts).
-        func next(ignoringDeadline: Bool = false) -> Target? {
-            if !ignoringDeadline, let deadline, ContinuousClock.now >= deadline { return nil }
+        /// The next download's target, or `nil` once the run is over.
+        func next() -> Target? {
+            if let deadline, ContinuousClock.now >= deadline { return nil }
             let index = started.add(1, ordering: .relaxed).oldValue
             if let count, index >= count { return nil }
             return targets[index % targets.count]

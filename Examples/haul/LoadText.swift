@@ -19,7 +19,7 @@ enum LoadText {
         text += "  Total:         \(seconds(summary.seconds)) s\n"
         text += "  Downloads:     \(summary.requests) (\(summary.completed) completed, \(summary.failed) failed"
         text += summary.cancelled > 0 ? ", \(summary.cancelled) cancelled)\n" : ")\n"
-        text += "  Downloads/s:   \(fixed(summary.requestsPerSecond, 1))\n"
+        text += "  Downloads/s:   \(Format.decimals(summary.requestsPerSecond, 1))\n"
         text += "  Received:      \(Reporter.size(summary.bytes)) (\(Reporter.size(Int64(summary.bytesPerSecond)))/s)\n"
         text += "  Connections:   \(summary.connectionsOpened) opened, \(summary.connectionsReused) reused\n"
         text += "\nTimes (s)        min      mean     p50      p90      p95      p99      p99.9    max\n"
@@ -95,7 +95,4 @@ enum LoadText {
 
     /// Seconds to four decimals.
     static func seconds(_ value: Double) -> String { Format.decimals(value, 4) }
-
-    /// `value` with `digits` decimals.
-    static func fixed(_ value: Double, _ digits: Int) -> String { Format.decimals(value, digits) }
 }

@@ -79,11 +79,7 @@ final class Segments {
     var fetching: [Connection] { own.segment == nil ? others : [own] + others }
 
     /// The segments a connection fetches now.
-    private var owned: Set<Int64> {
-        var starts = Set(others.compactMap(\.segment))
-        if let start = own.segment { starts.insert(start) }
-        return starts
-    }
+    private var owned: Set<Int64> { Set(fetching.compactMap(\.segment)) }
 
     /// The segment the next connection fetches: one nobody fetches, else the second half of the
     /// largest one left (aria2's dynamic split) whose connection would take more than a second to

@@ -183,7 +183,7 @@ public struct LoadReport: Sendable {
             completed: completed,
             failed: failed,
             cancelled: cancelled,
-            seconds: Self.inSeconds(duration),
+            seconds: duration.inSeconds,
             requestsPerSecond: requestsPerSecond,
             bytes: bytes,
             bytesPerSecond: bytesPerSecond,
@@ -216,26 +216,26 @@ public struct LoadReport: Sendable {
         connectionsReused += timings.connectionsReused
         if let status = timings.status { statusCodes[status, default: 0] += 1 }
         if let phases = timings.phases {
-            nameLookup.record(Self.nanoseconds(phases.nameLookup))
-            connect.record(Self.nanoseconds(phases.connect))
-            if let handshake = phases.tls { tls.record(Self.nanoseconds(handshake)) }
-            firstByte.record(Self.nanoseconds(phases.firstByte))
+            nameLookup.record(phases.nameLookup.nanoseconds)
+            connect.record(phases.connect.nanoseconds)
+            if let handshake = phases.tls { tls.record(handshake.nanoseconds) }
+            firstByte.record(phases.firstByte.nanoseconds)
         }
-        let second = Swift.max(0, Int(Self.inSeconds(end - start)))
+        let second = Swift.max(0, Int((end - start).inSeconds))
         grow(to: second)
         seconds[second].bytes += timings.bytes
         switch outcome {
         case .completed:
             completed += 1
             seconds[second].completed += 1
-            if let firstByte = timings.timeToFirstByte { timeToFirstByte.record(Self.nanoseconds(firstByte)) }
+            if let firstByte = timings.timeToFirstByte { timeToFirstByte.record(firstByte.nanoseconds) }
             if let service = timings.total {
-                total.record(Self.nanoseconds(service))
+                total.record(service.nanoseconds)
                 if timings.bytes >= Self.throughputFloor, service > .zero {
-                    throughput.record(UInt64(Double(timings.bytes) / Self.inSeconds(service)))
+                    throughput.record(UInt64(Double(timings.bytes) / service.inSeconds))
                 }
             }
-            if let scheduledAt { latency.record(Self.nanoseconds(end - scheduledAt)) }
+            if let scheduledAt { latency.record((end - scheduledAt).nanoseconds) }
         case .failed(let error):
             failed += 1
             seconds[second].failed += 1
@@ -244,7 +244,7 @@ public struct LoadReport: Sendable {
             cancelled += 1
         }
         // In flight from its first request to its end.
-        let began = timings.total.map { Swift.max(0, Int(Self.inSeconds(end - $0 - start))) } ?? second
+        let began = timings.total.map { Swift.max(0, Int((end - $0 - start).inSeconds)) } ?? second
         inFlightChange[Swift.min(began, second)] += 1
         inFlightChange[second + 1] -= 1
         if end > self.end { self.end = end }
@@ -257,18 +257,8 @@ public struct LoadReport: Sendable {
         inFlightChange.append(contentsOf: repeatElement(0, count: second + 2 - inFlightChange.count))
     }
 
-    static func inSeconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
-
-    static func nanoseconds(_ duration: Duration) -> UInt64 {
-        let (seconds, attoseconds) = duration.components
-        guard seconds >= 0 else { return 0 }
-        return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
-    }
-
     static func rate(_ count: Double, over duration: Duration) -> Double {
-        let length = inSeconds(duration)
+        let length = duration.inSeconds
         return length > 0 ? count / length : 0
     }
 }
