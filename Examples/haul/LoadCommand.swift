@@ -66,6 +66,26 @@ struct LoadCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Print the report as one JSON object on standard output (see docs/json.md).")
     var json = false
 
+    @Option(
+        name: [.customShort("o"), .long],
+        help: ArgumentHelp(
+            "Keep the bodies: each download's file goes into FOLDER as N-NAME (N: its number in the run, from 0).",
+            discussion:
+                "Without it, each body is counted and thrown away. Files are written as haul writes them: whole, by rename.",
+            valueName: "folder"
+        )
+    )
+    var output: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Also write the report as one HTML page to FILE: tables and plots, nothing fetched.",
+            valueName: "file.html"
+        )
+    )
+    var report: String?
+
     /// Headers, cookies, users and passwords, as haul's.
     @OptionGroup(title: "Credentials and headers (sent to each URL's origin only)")
     var access: AccessOptions
@@ -106,7 +126,18 @@ struct LoadCommand: AsyncParsableCommand {
             // Each URL checked now (http(s), a host, what curl parses): a bad one ends the run before it starts.
             for entry in entries {
                 let url = try DownloadRequest.checkedURL(try Runner.resolved(entry.urls[0], credentials))
-                targets.append(Target(url: url, headers: entry.headers))
+                targets.append(
+                    Target(url: url, headers: entry.headers, name: ServerFileName.fromURL(url.absoluteString))
+                )
+            }
+            if let output {
+                try Self.makeFolder(output)
+                // A journal of the run's own, removed at its end: a download is fetched again on each
+                // run, not found complete from the last one; its file replaces the last run's.
+                let state = URL(fileURLWithPath: output).appendingPathComponent(".haul-load-\(getpid())")
+                try? FileManager.default.removeItem(at: state)
+                configuration.stateDirectory = state
+                configuration.resumesUnfinishedDownloads = false
             }
             manager = try DownloadManager(configuration: configuration)
         } catch {
@@ -114,12 +145,17 @@ struct LoadCommand: AsyncParsableCommand {
             return ExitStatus.of(error)
         }
         let report = Recorder()
+        let started = Date.now
         // The open model stops on its schedule (the last download due within -z), not on the clock.
         let plan = Plan(
             targets: targets,
+            folder: output.map { URL(fileURLWithPath: $0, isDirectory: true) },
             count: duration == nil ? requests ?? 200 : nil,
             deadline: rate == nil ? deadline : nil
         )
+        // On a terminal, a line that says how the run goes, redrawn twice a second.
+        let live =
+            isatty(STDERR_FILENO) == 1 ? Task { await LoadText.live(report, since: .now, scheduled: rate != nil) } : nil
         if let rate {
             let schedule = Schedule(rate: rate, ramp: ramp?.value ?? 0, duration: duration?.value)
             await Self.open(plan, on: schedule, with: manager, into: report)
@@ -127,14 +163,17 @@ struct LoadCommand: AsyncParsableCommand {
             await withTaskGroup(of: Void.self) { group in
                 for _ in 0..<min(concurrency, plan.count ?? concurrency) {
                     group.addTask {
-                        while let target = plan.next() {
-                            await Self.fetch(target, with: manager, into: report)
+                        while let planned = plan.next() {
+                            await Self.fetch(planned, with: manager, into: report)
                         }
                     }
                 }
             }
         }
+        live?.cancel()
+        await live?.value
         await manager.shutdown()
+        if let state = configuration.stateDirectory { try? FileManager.default.removeItem(at: state) }
         let result = report.report.withLock { $0 }
         if json {
             Reporter.write(LoadText.json(result), to: STDOUT_FILENO)
@@ -142,6 +181,21 @@ struct LoadCommand: AsyncParsableCommand {
             Reporter.write(LoadText.report(result), to: STDOUT_FILENO)
         }
         var status = ExitStatus.success
+        if let path = self.report {
+            let run = LoadPage.Run(
+                urls: targets.map(\.url.redactedString),
+                concurrency: concurrency,
+                rate: rate,
+                ramp: ramp?.value,
+                started: started
+            )
+            do {
+                try Self.write(LoadPage.html(result, run: run), to: path)
+            } catch {
+                Reporter.write("haul: --report: \(error)\n", to: STDERR_FILENO)
+                status = ExitStatus.localFiles
+            }
+        }
         for condition in threshold {
             let passed = condition.check(result).passed
             if !passed { status = 99 }
@@ -168,19 +222,68 @@ struct LoadCommand: AsyncParsableCommand {
                 let offset = Schedule.offset(of: index, rate: schedule.rate, ramp: schedule.ramp)
                 if let duration = schedule.duration, offset >= duration { break }
                 let due = start + .nanoseconds(Int64(offset * 1e9))
-                guard let target = plan.next() else { break }
+                guard let planned = plan.next() else { break }
                 // Late ones start at once, so that the count started stays the schedule's.
                 if due > .now { try? await Task.sleep(until: due, clock: .continuous) }
-                group.addTask { await fetch(target, scheduledAt: due, with: manager, into: recorder) }
+                group.addTask { await fetch(planned, scheduledAt: due, with: manager, into: recorder) }
                 index += 1
             }
         }
     }
 
-    /// A URL the run takes in turn, with the headers its input line gave.
+    /// Writes `page` to `path` whole or not at all: a temporary file beside it, renamed over it.
+    private static func write(_ page: String, to path: String) throws {
+        let temporary = path + ".haul-\(getpid()).tmp"
+        let descriptor = Glibc.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            throw CLIError("'\(path)' cannot be written: \(String(cString: strerror(errno))).")
+        }
+        var bytes = Array(page.utf8)[...]
+        while !bytes.isEmpty {
+            let written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+            if written < 0, errno == EINTR { continue }
+            guard written > 0 else {
+                let reason = String(cString: strerror(errno))
+                close(descriptor)
+                unlink(temporary)
+                throw CLIError("'\(path)' cannot be written: \(reason).")
+            }
+            bytes = bytes.dropFirst(written)
+        }
+        close(descriptor)
+        guard rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw CLIError("'\(path)' cannot be written: \(reason).")
+        }
+    }
+
+    /// A URL the run takes in turn, with the headers its input line gave and the name its file takes
+    /// with -o.
     struct Target: Sendable {
         let url: URL
         let headers: [DownloadHeader]
+        let name: String
+    }
+
+    /// One download of the run: its target, and its request (to a file in -o's folder, or discarded).
+    struct Planned: Sendable {
+        let target: Target
+        let request: DownloadRequest
+    }
+
+    /// Makes `path` a folder (and those above it) unless it is one.
+    private static func makeFolder(_ path: String) throws {
+        var isFolder: Bool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) {
+            guard isFolder else { throw CLIError("-o: '\(path)' is not a folder.", exitStatus: ExitStatus.localFiles) }
+            return
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            throw CLIError("-o: the folder '\(path)' cannot be made: \(error).", exitStatus: ExitStatus.localFiles)
+        }
     }
 
     /// The entries of the input file at `path` (`-`: standard input).
@@ -217,20 +320,21 @@ struct LoadCommand: AsyncParsableCommand {
     /// When a run with --duration ends.
     private var deadline: ContinuousClock.Instant? { duration.map { .now + $0.duration } }
 
-    /// Downloads `url` once, its body thrown away, and records how it went.
+    /// Makes `planned`'s download (its body kept or thrown away) and records how it went.
     private static func fetch(
-        _ target: Target,
+        _ planned: Planned,
         scheduledAt: ContinuousClock.Instant? = nil,
         with manager: DownloadManager,
         into recorder: Recorder
     ) async {
+        recorder.started.add(1, ordering: .relaxed)
         let download: Download
         do {
-            download = try manager.download(DownloadRequest.discarding(target.url, headers: target.headers))
+            download = try manager.download(planned.request)
         } catch {
             let refused =
                 error as? DownloadError
-                ?? DownloadError(code: .internalError, url: target.url.redactedString, detail: "\(error)")
+                ?? DownloadError(code: .internalError, url: planned.target.url.redactedString, detail: "\(error)")
             recorder.report.withLock {
                 $0.record(DownloadTimings(), outcome: .failed(refused), scheduledAt: scheduledAt)
             }
@@ -249,29 +353,39 @@ struct LoadCommand: AsyncParsableCommand {
         recorder.report.withLock { $0.record(timings, outcome: outcome, scheduledAt: scheduledAt) }
     }
 
-    /// The run's report, which every download's task adds to.
+    /// The run's report, which every download's task adds to, and how many downloads began.
     final class Recorder: Sendable {
         let report = Mutex(LoadReport())
+        let started = Atomic<Int>(0)
     }
 
     /// Which URL the next download takes, and whether the run goes on: the URLs in turn, `count`
     /// downloads in all or until `deadline`. Any task.
     final class Plan: Sendable {
         let targets: [Target]
+        let folder: URL?
         let count: Int?
         let deadline: ContinuousClock.Instant?
         private let started = Atomic<Int>(0)
 
-        init(targets: [Target], count: Int?, deadline: ContinuousClock.Instant?) {
-            (self.targets, self.count, self.deadline) = (targets, count, deadline)
+        init(targets: [Target], folder: URL?, count: Int?, deadline: ContinuousClock.Instant?) {
+            (self.targets, self.folder, self.count, self.deadline) = (targets, folder, count, deadline)
         }
 
-        /// The next download's target, or `nil` once the run is over.
-        func next() -> Target? {
+        /// The next download, or `nil` once the run is over.
+        func next() -> Planned? {
             if let deadline, ContinuousClock.now >= deadline { return nil }
             let index = started.add(1, ordering: .relaxed).oldValue
             if let count, index >= count { return nil }
-            return targets[index % targets.count]
+            let target = targets[index % targets.count]
+            guard let folder else {
+                return Planned(target: target, request: .discarding(target.url, headers: target.headers))
+            }
+            let destination = folder.appendingPathComponent("\(index)-\(target.name)", isDirectory: false)
+            return Planned(
+                target: target,
+                request: DownloadRequest(url: target.url, destination: destination, headers: target.headers)
+            )
         }
     }
 }

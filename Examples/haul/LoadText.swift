@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Glibc
 import Haul
 
 /// How `haul load` prints its report: as `hey` does (a summary, a table of percentiles, the phases,
@@ -65,6 +66,62 @@ enum LoadText {
             }
         }
         return text
+    }
+
+    /// Draws the live line on standard error (a terminal) every half second until cancelled, then
+    /// erases it: elapsed, done, in flight, downloads/s over the last half second, errors, and p50 and
+    /// p99 so far (of the latency from the schedule when `scheduled`, else of the total time).
+    static func live(_ recorder: LoadCommand.Recorder, since start: ContinuousClock.Instant, scheduled: Bool) async {
+        var (previousDone, previousAt) = (0, start)
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(500))
+            if Task.isCancelled { break }
+            let now = ContinuousClock.now
+            let (done, errors, p50, p99) = recorder.report.withLock { report in
+                let times = scheduled ? report.latency : report.total
+                return (
+                    report.requests, report.failed,
+                    times.count > 0 ? Double(times.value(atPercentile: 50)) / 1e9 : nil,
+                    times.count > 0 ? Double(times.value(atPercentile: 99)) / 1e9 : nil
+                )
+            }
+            let rate = Double(done - previousDone) / max(1e-3, (now - previousAt).inSeconds)
+            (previousDone, previousAt) = (done, now)
+            let line = liveLine(
+                elapsed: (now - start).inSeconds,
+                done: done,
+                inFlight: recorder.started.load(ordering: .relaxed) - done,
+                rate: rate,
+                errors: errors,
+                p50: p50,
+                p99: p99
+            )
+            let columns = Reporter.terminalWidth(of: STDERR_FILENO)
+            Reporter.write("\r\u{1B}[K" + Text.truncated(line, toColumns: columns - 1), to: STDERR_FILENO)
+        }
+        Reporter.write("\r\u{1B}[K", to: STDERR_FILENO)
+    }
+
+    /// The live line's text.
+    static func liveLine(
+        elapsed: Double,
+        done: Int,
+        inFlight: Int,
+        rate: Double,
+        errors: Int,
+        p50: Double?,
+        p99: Double?
+    ) -> String {
+        var line = "\(Format.tenths(elapsed)) s · \(done) done · \(inFlight) in flight · \(Format.tenths(rate))/s"
+        line += " · \(errors) \(errors == 1 ? "error" : "errors")"
+        if let p50, let p99 { line += " · p50 \(shortTime(p50)) · p99 \(shortTime(p99))" }
+        return line
+    }
+
+    /// Milliseconds under a second, else seconds.
+    static func shortTime(_ seconds: Double) -> String {
+        seconds < 1
+            ? "\(Format.decimals(seconds * 1000, seconds < 0.01 ? 2 : 1)) ms" : "\(Format.decimals(seconds, 2)) s"
     }
 
     /// `histogram` (nanoseconds) as `hey` draws one: ten bars of equal width from its min to its

@@ -101,9 +101,10 @@ extension Reporter {
         }
     }
 
-    static func terminalWidth() -> Int {
+    /// The columns of the terminal on `descriptor` (80 when it says none).
+    static func terminalWidth(of descriptor: Int32 = STDOUT_FILENO) -> Int {
         var size = winsize()
-        if ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
+        if ioctl(descriptor, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
         return 80
     }
 }

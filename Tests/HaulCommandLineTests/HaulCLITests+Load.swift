@@ -126,6 +126,44 @@ extension HaulCLITests {
     }
 
     /// The JSON object `haul load ARGUMENTS --json` printed, or a failed expectation.
+    @Test("haul load -o FOLDER keeps each body as N-NAME, whole; a second run fetches them all again")
+    func loadKeepsBodies() async throws {
+        let (server, work) = try await startServerAndDirectory()
+        defer { stop(server, work) }
+        let a = try server.makeFile("a.bin", size: 70_000, seed: 65)
+        let b = try server.makeFile("b.bin", size: 1_234, seed: 66)
+        let folder = work.appendingPathComponent("bodies")
+        for _ in 0..<2 {
+            let object = try await loadJSON(
+                [
+                    "-n", "6", "-c", "2", "-o", folder.path, server.url("a.bin").absoluteString,
+                    server.url("b.bin").absoluteString,
+                ],
+                in: work
+            )
+            // Transferred each time, not found complete from the run before.
+            #expect(object["completed"] as? Int == 6 && object["bytes"] as? Int == 3 * (70_000 + 1_234))
+            let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+            // The run's journal and partials are gone with it.
+            #expect(names == ["0-a.bin", "1-b.bin", "2-a.bin", "3-b.bin", "4-a.bin", "5-b.bin"], "\(names)")
+            for index in 0..<6 {
+                let kept = try Data(
+                    contentsOf: folder.appendingPathComponent(index % 2 == 0 ? "\(index)-a.bin" : "\(index)-b.bin")
+                )
+                #expect(kept == (index % 2 == 0 ? a : b))
+            }
+        }
+        // A file where the folder should be: refused before any download, nothing written.
+        let file = work.appendingPathComponent("a-file")
+        try Data("keep".utf8).write(to: file)
+        let refused = try await haul(
+            ["load", "-n", "1", "-o", file.path, server.url("a.bin").absoluteString],
+            in: work
+        )
+        #expect(refused.status != 0 && refused.stderr.contains("is not a folder"), "\(refused.stderr)")
+        #expect(try Data(contentsOf: file) == Data("keep".utf8))
+    }
+
     func loadJSON(_ arguments: [String], in work: URL) async throws -> [String: Any] {
         let run = try await haul(["load", "--json"] + arguments, in: work)
         #expect(run.status == 0, "\(run.stderr)")

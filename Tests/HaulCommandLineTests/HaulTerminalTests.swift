@@ -138,4 +138,49 @@ struct HaulTerminalTests {
         #expect(Self.bars(last).isEmpty, "pieces of bars are left: \(Self.bars(last))")
         checkMessages(history)
     }
+
+    @Test(
+        "haul load on a terminal: a live line while it runs (done, in flight, rate, errors, p50, p99), erased before the report"
+    )
+    func loadLiveLine() async throws {
+        let (faults, work) = try startFaultServerAndDirectory()
+        defer { stop(faults, work) }
+        let tmux = Tmux(scratch: work)
+        // Taken in turn: a quick file, and one the gate holds after its first KiB until the test has
+        // seen the live line with the four downloads in flight and some done.
+        let quick = faults.url("file/4096/quick.bin").absoluteString
+        let held = faults.url("gate/1024/4096/held.bin").absoluteString
+        let command =
+            [HaulCLITests.haulPath, "load", "-n", "40", "-c", "4", quick, held].map { "'\($0)'" }.joined(separator: " ")
+            + "; echo HAUL-EXIT=$?; sleep 600"
+        try await tmux.run(["new-session", "-d", "-s", "haul", "-x", "120", "-y", "60", command])
+        defer { Task { await tmux.stop() } }
+        var live: String?
+        var last: [String] = []
+        // A backstop only: the gate holds the downloads as long as the test needs them.
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(60)
+        while clock.now < deadline {
+            last = try await tmux.screen()
+            if last.contains(where: { $0.hasPrefix("HAUL-EXIT=") }) { break }
+            if live == nil,
+                let line = last.first(where: { $0.contains(" done · 4 in flight · ") && $0.contains("p99") })
+            {
+                live = line
+                faults.openGate()
+            }
+            try await Task.sleep(for: .milliseconds(30))
+        }
+        await tmux.stop()
+        let line = try #require(live, "no live line with 4 in flight: \(last)")
+        // "1.5 s · 2 done · 4 in flight · 0.0/s · 0 errors · p50 1.23 ms · p99 2.34 ms"
+        let fields = line.components(separatedBy: " · ")
+        #expect(fields.count == 7 && fields[0].hasSuffix(" s") && fields[4] == "0 errors", "\(line)")
+        #expect(fields[1].hasSuffix(" done") && (Int(fields[1].dropLast(5)) ?? 0) >= 1, "\(line)")
+        #expect(fields[5].hasPrefix("p50 ") && fields[6].hasPrefix("p99 "), "\(line)")
+        #expect(last.contains("HAUL-EXIT=0"), "\(last)")
+        #expect(last.contains("  Downloads:     40 (40 completed, 0 failed)"), "\(last)")
+        // Erased: no piece of it is left on the screen above or inside the report.
+        #expect(!last.contains { $0.contains(" in flight · ") }, "\(last)")
+    }
 }

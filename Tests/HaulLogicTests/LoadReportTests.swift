@@ -164,7 +164,13 @@ struct LoadReportTests {
         #expect(timeline.map(\.completed) == [10, 0, 0, 2])
         #expect(timeline.map(\.failed) == [0, 2, 0, 0])
         #expect(timeline[3].bytes == 2 * (4 << 20))
-        // The two long ones run from 1.5 s to 3.5 s: in flight in seconds 1 to 3, beside what ended.
-        #expect(timeline.map(\.inFlight) == [10, 5, 2, 2])
+        // In flight on average over each second: the ten 100 ms ones in second 0 (1.0); the two long
+        // ones from 1.5 s to 3.5 s (half of second 1 each, all of 2, half of 3), the 404's 5 ms and
+        // the refusal's 1 ms in second 1.
+        let expected = [1.0, 1.006, 2.0, 1.0]
+        #expect(
+            zip(timeline.map(\.inFlight), expected).allSatisfy { abs($0 - $1) < 1e-6 },
+            "\(timeline.map(\.inFlight))"
+        )
     }
 }

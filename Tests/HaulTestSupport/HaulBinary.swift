@@ -22,10 +22,21 @@ enum HaulBinary {
     /// Runs `haul arguments` in `directory` to its end (awaited off Swift concurrency's threads).
     static func run(_ arguments: [String], in directory: URL, environment: [String: String]? = nil) async throws -> Run
     {
+        try await run(program: path, arguments, in: directory, environment: environment)
+    }
+
+    /// Runs the executable at `program` with `arguments` in `directory` to its end: a tool a test
+    /// checks haul's output with (Chromium, python3).
+    static func run(
+        program: String,
+        _ arguments: [String],
+        in directory: URL,
+        environment: [String: String]? = nil
+    ) async throws -> Run {
         let out = directory.appendingPathComponent("stdout-\(UUID().uuidString)").path
         let err = directory.appendingPathComponent("stderr-\(UUID().uuidString)").path
         defer { unlink(out); unlink(err) }
-        let process = try ChildProcess(path, arguments, stdout: out, stderr: err, environment: environment)
+        let process = try ChildProcess(program, arguments, stdout: out, stderr: err, environment: environment)
         let status = await process.exited()
         return Run(
             status: status,

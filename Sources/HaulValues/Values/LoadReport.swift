@@ -39,8 +39,9 @@ public struct LoadReport: Sendable {
         public var failed = 0
         /// Body bytes of the downloads that ended in this second.
         public var bytes: Int64 = 0
-        /// Downloads in flight (first request made, not ended) at some moment of this second.
-        public var inFlight = 0
+        /// Downloads in flight (first request made, not ended) on average over this second: the time
+        /// each spent in flight within it, added up, in seconds (Little's law's mean).
+        public var inFlight = 0.0
     }
 
     /// What a load tester reads of a histogram: min, mean, the usual percentiles and max, each
@@ -116,19 +117,20 @@ public struct LoadReport: Sendable {
     public private(set) var connectionsReused = 0
     /// The run, second by second from ``start``, up to the last download's end.
     public var timeline: [Second] {
-        var running = 0
+        var spanning = 0
         return seconds.indices.map { index in
-            running += inFlightChange[index]
+            spanning += spanningChange[index]
             var second = seconds[index]
-            second.inFlight = running
+            second.inFlight += Double(spanning)
             return second
         }
     }
-    /// What ended in each second.
+    /// What ended in each second, and the time downloads spent in flight in it, but for the seconds
+    /// they spanned whole (``spanningChange``).
     private var seconds: [Second] = []
-    /// Downloads that began in each second minus those that ended in the one before: what
-    /// ``timeline``'s in flight is added up from (one entry longer than ``seconds``).
-    private var inFlightChange: [Int] = [0]
+    /// Downloads in flight over a whole second, counted where they begin to be (+1) and where they stop
+    /// (−1): what ``timeline`` adds up (one entry longer than ``seconds``).
+    private var spanningChange: [Int] = [0]
 
     /// A report of a run that starts at `start`.
     public init(start: ContinuousClock.Instant = .now) {
@@ -243,10 +245,19 @@ public struct LoadReport: Sendable {
         case .cancelled:
             cancelled += 1
         }
-        // In flight from its first request to its end.
-        let began = timings.total.map { Swift.max(0, Int((end - $0 - start).inSeconds)) } ?? second
-        inFlightChange[Swift.min(began, second)] += 1
-        inFlightChange[second + 1] -= 1
+        // In flight from its first request to its end: its time in its first and last seconds, and
+        // the whole seconds between.
+        let (ended, began) = (Swift.max(0, (end - start).inSeconds), (end - (timings.total ?? .zero) - start).inSeconds)
+        let from = Swift.min(ended, Swift.max(0, began))
+        let first = Swift.min(second, Int(from))
+        if first == second {
+            seconds[second].inFlight += ended - from
+        } else {
+            seconds[first].inFlight += Double(first + 1) - from
+            seconds[second].inFlight += ended - Double(second)
+            spanningChange[first + 1] += 1
+            spanningChange[second] -= 1
+        }
         if end > self.end { self.end = end }
     }
 
@@ -254,7 +265,7 @@ public struct LoadReport: Sendable {
     private mutating func grow(to second: Int) {
         guard second >= seconds.count else { return }
         seconds.append(contentsOf: repeatElement(Second(), count: second + 1 - seconds.count))
-        inFlightChange.append(contentsOf: repeatElement(0, count: second + 2 - inFlightChange.count))
+        spanningChange.append(contentsOf: repeatElement(0, count: second + 2 - spanningChange.count))
     }
 
     static func rate(_ count: Double, over duration: Duration) -> Double {
