@@ -500,5 +500,67 @@ if claims:
                          {"haul": "haul -i (SQLite journal)", "haul-worker": "haul worker (queue in PostgreSQL)"})
 
 
+load_rows = [r for r in rows if r["scenario"] == "load"]
+if load_rows:
+    def load_median(client, body, concurrency, key):
+        values = [r[key] for r in load_rows
+                  if r["client"] == client and r["body"] == body and r["concurrency"] == concurrency and key in r]
+        return statistics.median(values) if values else None
+
+    print("\n## (m) The load generator: `haul load` beside hey, wrk and h2load\n")
+    print("`bash Benchmarks/load.sh`: one nginx (one worker), one URL, each tool's own requests/s (hey's and")
+    print("wrk's `Requests/sec`, h2load's `req/s`, `haul load --json`'s `requestsPerSecond`), medians of the")
+    print("rounds, their order rotating. HTTP/1.1 for haul, hey and wrk (two threads, its default; it runs")
+    print("for a duration where the others run a count); HTTPS with HTTP/2 for `haul load` (libcurl: up")
+    print("to 100 streams a connection) and h2load (`-c` connections of `-m 100` streams). Bodies are")
+    print("counted and thrown away by every tool. CPU: user + system seconds of the process, per request.\n")
+    print("| body | at once | haul req/s | hey | wrk | haul ÷ hey | haul ÷ wrk | haul HTTP/2 | h2load | ÷ h2load | CPU µs per request: haul / hey / wrk / haul h2 / h2load | peak RSS MB: haul / hey / wrk |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    ratios = []
+    for body in ("64k", "1m"):
+        for concurrency in (100, 1000):
+            rate_of = {c: load_median(c, body, concurrency, "requestsPerSecond") for c in ("haul", "hey", "wrk", "haul-h2", "h2load")}
+            if not rate_of["haul"]:
+                continue
+            def ratio(a, b):
+                return f"{rate_of[a] / rate_of[b]:.2f}×" if rate_of[a] and rate_of[b] else ""
+            cpu = []
+            for client in ("haul", "hey", "wrk", "haul-h2", "h2load"):
+                seconds, wall = load_median(client, body, concurrency, "cpuSeconds"), load_median(client, body, concurrency, "wallSeconds")
+                # Requests the process made: its rate times its wall time (close enough for CPU per request).
+                made = rate_of[client] * wall if rate_of[client] and wall else None
+                cpu.append(f"{seconds * 1e6 / made:.0f}" if seconds and made else "–")
+            rss = [f"{load_median(c, body, concurrency, 'peakRSSKB') / 1024:.0f}" if load_median(c, body, concurrency, 'peakRSSKB') else "–"
+                   for c in ("haul", "hey", "wrk")]
+            size = "64 KiB" if body == "64k" else "1 MiB"
+            print(f"| {size} | {concurrency} | {rate_of['haul']:.0f} | {rate_of['hey'] or 0:.0f} | {rate_of['wrk'] or 0:.0f} | "
+                  f"{ratio('haul', 'hey')} | {ratio('haul', 'wrk')} | {rate_of['haul-h2'] or 0:.0f} | {rate_of['h2load'] or 0:.0f} | "
+                  f"{ratio('haul-h2', 'h2load')} | {' / '.join(cpu)} | {' / '.join(rss)} |")
+            ratios.append((size, concurrency, rate_of))
+    live_load = {r["client"]: r for r in rows if r["scenario"] == "load" and r["body"] == "live"}
+    live_c = next((r for r in rows if r["scenario"] == "live-c"), None)
+    per_load = None
+    if "haul-live" in live_load and "haul-baseline" in live_load:
+        transfers = live_load["haul-live"]["concurrency"]
+        per_load = (live_load["haul-live"]["peakRSSKB"] - live_load["haul-baseline"]["peakRSSKB"]) * 1024 / transfers
+        print(f"\n{transfers} slow downloads at once (8 KiB at 2 KB/s each, `haul load -n {transfers} -c {transfers}`):")
+        print(f"peak RSS {live_load['haul-live']['peakRSSKB'] / 1024:.1f} MB, against {live_load['haul-baseline']['peakRSSKB'] / 1024:.1f} MB")
+        print(f"for one download: {per_load:.0f} bytes per live download", end="")
+        if live_c:
+            print(f"; (c) in the same run (`haul-bench live`, files written): {live_c['bytesPerTransfer']} bytes per live transfer.")
+        else:
+            print(".")
+    print("\n| target (MISSION.md) | measured | met |")
+    print("|---|---|---|")
+    for size, concurrency, rate_of in ratios:
+        if rate_of["hey"]:
+            line(f"(m) {size}, {concurrency} at once: ≥ 1.0× hey's requests/s", f"{rate_of['haul'] / rate_of['hey']:.2f}×", rate_of["haul"] >= rate_of["hey"])
+        if rate_of["wrk"]:
+            line(f"(m) {size}, {concurrency} at once: ≥ 0.5× wrk's", f"{rate_of['haul'] / rate_of['wrk']:.2f}×", rate_of["haul"] >= 0.5 * rate_of["wrk"])
+        if rate_of["haul-h2"] and rate_of["h2load"]:
+            line(f"(m) {size}, {concurrency} at once, HTTP/2: ≥ 0.8× h2load's", f"{rate_of['haul-h2'] / rate_of['h2load']:.2f}×", rate_of["haul-h2"] >= 0.8 * rate_of["h2load"])
+    if per_load is not None and live_c:
+        line("(m) peak RSS per live slow download ≤ (c)'s per transfer", f"{per_load:.0f} B vs {live_c['bytesPerTransfer']} B", per_load <= live_c["bytesPerTransfer"])
+
 print("\nWhat was measured when a choice in the code was made, and what was tried and not kept:")
 print("[CHOICES.md](CHOICES.md) (kept by hand).")

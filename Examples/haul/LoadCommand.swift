@@ -160,15 +160,7 @@ struct LoadCommand: AsyncParsableCommand {
             let schedule = Schedule(rate: rate, ramp: ramp?.value ?? 0, duration: duration?.value)
             await Self.open(plan, on: schedule, with: manager, into: report)
         } else {
-            await withTaskGroup(of: Void.self) { group in
-                for _ in 0..<min(concurrency, plan.count ?? concurrency) {
-                    group.addTask {
-                        while let planned = plan.next() {
-                            await Self.fetch(planned, with: manager, into: report)
-                        }
-                    }
-                }
-            }
+            await Self.closed(plan, concurrency: concurrency, with: manager, into: report)
         }
         live?.cancel()
         await live?.value
@@ -203,6 +195,58 @@ struct LoadCommand: AsyncParsableCommand {
             Reporter.write("haul: threshold \(condition.verdict(result))\n", to: STDERR_FILENO)
         }
         return status
+    }
+
+    /// The closed model: `concurrency` downloads at once, the next started as one ends. One task
+    /// follows the manager's feed of events and starts the next download when it reads an outcome:
+    /// the outcomes of many downloads arrive in one batch, one wake-up, rather than each resuming a
+    /// task of its own.
+    private static func closed(
+        _ plan: Plan,
+        concurrency: Int,
+        with manager: DownloadManager,
+        into recorder: Recorder
+    ) async {
+        // Subscribed before the first download starts: no outcome is missed.
+        var events = manager.events.makeAsyncIterator()
+        var running: [DownloadID: Download] = [:]
+        func startNext() {
+            while running.count < concurrency, let planned = plan.next() {
+                recorder.started.add(1, ordering: .relaxed)
+                do {
+                    let download = try manager.download(planned.request)
+                    running[download.id] = download
+                } catch {
+                    record(refusal: error, of: planned, into: recorder)
+                }
+            }
+        }
+        startNext()
+        while !running.isEmpty, let event = await events.next() {
+            guard event.event.isFinal, let download = running.removeValue(forKey: event.id) else { continue }
+            let outcome: LoadReport.Outcome
+            switch event.event {
+            case .completed: outcome = .completed
+            case .failed(let error): outcome = error.code == .cancelled ? .cancelled : .failed(error)
+            default: outcome = .cancelled
+            }
+            let timings = download.timings
+            recorder.report.withLock { $0.record(timings, outcome: outcome) }
+            startNext()
+        }
+    }
+
+    /// Records a download the manager refused to start.
+    private static func record(
+        refusal error: any Error,
+        of planned: Planned,
+        scheduledAt: ContinuousClock.Instant? = nil,
+        into recorder: Recorder
+    ) {
+        let refused =
+            error as? DownloadError
+            ?? DownloadError(code: .internalError, url: planned.target.url.redactedString, detail: "\(error)")
+        recorder.report.withLock { $0.record(DownloadTimings(), outcome: .failed(refused), scheduledAt: scheduledAt) }
     }
 
     /// The open model: the downloads start on a schedule, `rate` per second (after rising to it over
@@ -332,12 +376,7 @@ struct LoadCommand: AsyncParsableCommand {
         do {
             download = try manager.download(planned.request)
         } catch {
-            let refused =
-                error as? DownloadError
-                ?? DownloadError(code: .internalError, url: planned.target.url.redactedString, detail: "\(error)")
-            recorder.report.withLock {
-                $0.record(DownloadTimings(), outcome: .failed(refused), scheduledAt: scheduledAt)
-            }
+            record(refusal: error, of: planned, scheduledAt: scheduledAt, into: recorder)
             return
         }
         let outcome: LoadReport.Outcome

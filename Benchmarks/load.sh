@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# (m) the load generator (issue 60), side by side in the same rounds (their order rotating) on one
+# nginx: `haul load` against hey and wrk over HTTP/1.1, and against h2load over HTTPS with HTTP/2;
+# one URL, bodies of 64 KiB and of 1 MiB, 100 and 1,000 downloads at once. Each tool's own
+# requests/s (hey's and wrk's "Requests/sec", h2load's "req/s", haul's requestsPerSecond), beside
+# its CPU and peak RSS. Then haul load's peak RSS with 10,000 slow downloads live at once, beside
+# (c)'s per-transfer figure (haul-bench live) in the same run.
+#
+#   bash Benchmarks/load.sh      (ROUNDS=3, COUNT64K=20000, COUNT1M=4000, SECONDS_WRK=4, LIVE=10000;
+#                                 results in Benchmarks/load.jsonl)
+set -euo pipefail
+cd "$(dirname "$0")"
+export PATH="$PATH:/opt/swift/usr/bin"
+bash ../scripts/install-deps.sh
+# The peers: Debian's packages.
+missing=()
+for tool in hey:hey wrk:wrk h2load:nghttp2-client; do command -v "${tool%%:*}" > /dev/null || missing+=("${tool#*:}"); done
+if ((${#missing[@]})); then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" > /dev/null
+fi
+rounds="${ROUNDS:-3}"
+live="${LIVE:-10000}"
+swift build -c release --product haul > /dev/null
+swift build -c release --product haul-bench > /dev/null
+bin="$(swift build -c release --show-bin-path)"
+haul="$bin/haul"
+
+work="$(mktemp -d /dev/shm/haul-load.XXXXXX)"
+trap 'nginx -p "$work" -c "$work/nginx.conf" -e "$work/error.log" -s stop 2>/dev/null || true; rm -rf "$work"' EXIT
+mkdir -p "$work/www" "$work/tmp"
+head -c 65536 /dev/urandom > "$work/www/64k.bin"
+head -c 1048576 /dev/urandom > "$work/www/1m.bin"
+head -c 8192 /dev/urandom > "$work/www/8k.bin"
+for i in $(seq 0 999); do head -c 65536 /dev/urandom > "$work/www/f$i.bin"; done
+first_local_port=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+port=$((10000 + RANDOM % (first_local_port - 10002)))
+while ss -ltnH "( sport = :$port or sport = :$((port + 1)) )" 2>/dev/null | grep -q .; do
+    port=$((10000 + RANDOM % (first_local_port - 10002)))
+done
+tls_port=$((port + 1))
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+    -keyout "$work/key.pem" -out "$work/cert.pem" 2> /dev/null
+cat > "$work/nginx.conf" <<CONF
+daemon on;
+worker_processes 1;
+worker_rlimit_nofile 65536;
+user root;
+pid $work/nginx.pid;
+error_log $work/error.log;
+events { worker_connections 60000; }
+http {
+    access_log off;
+    keepalive_requests 1000000;
+    http2_max_concurrent_streams 128;
+    client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
+    uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
+    open_file_cache max=2000;
+    server {
+        listen 127.0.0.1:$port backlog=65535;
+        listen 127.0.0.1:$tls_port ssl http2 backlog=65535;
+        ssl_certificate $work/cert.pem;
+        ssl_certificate_key $work/key.pem;
+        root $work/www;
+        location /limited/ { alias $work/www/; limit_rate 2k; }
+    }
+}
+CONF
+nginx -p "$work" -c "$work/nginx.conf" -e "$work/error.log"
+base="http://127.0.0.1:$port"
+tls_base="https://127.0.0.1:$tls_port"
+results="$PWD/load.jsonl"
+: > "$results"
+
+rotated() {  # rotated ROUND ITEM…: the items, starting with the ROUND-th
+    local round=$1; shift
+    local items=("$@") i
+    for i in $(seq 0 $((${#items[@]} - 1))); do echo "${items[$(((i + round) % ${#items[@]}))]}"; done
+}
+# timed BODY CONCURRENCY CLIENT RATE-PATTERN COMMAND…: runs a tool; records its own requests/s (the
+# number in the first match of RATE-PATTERN in its output), wall, CPU and peak RSS.
+timed() {
+    local body=$1 concurrency=$2 client=$3 pattern=$4; shift 4
+    /usr/bin/time -o "$work/time.txt" -f '%e %U %S %M' "$@" > "$work/out.txt" 2> "$work/err.txt" || {
+        echo "(m) $client $body c=$concurrency failed:"; cat "$work/err.txt" "$work/out.txt" | tail -20; exit 1; }
+    local rate
+    rate="$(grep -oE "$pattern" "$work/out.txt" | head -1 | grep -oE '[0-9]+(\.[0-9]+)?' | head -1)"
+    [ -n "$rate" ] || { echo "(m) $client: no rate in its output"; cat "$work/out.txt"; exit 1; }
+    awk -v b="$body" -v c="$concurrency" -v n="$client" -v r="$rate" '{ printf "{\"scenario\":\"load\",\"client\":\"%s\",\"body\":\"%s\",\"concurrency\":%d,\"requestsPerSecond\":%s,\"wallSeconds\":%s,\"cpuSeconds\":%.2f,\"peakRSSKB\":%s}\n", n, b, c, r, $1, $2 + $3, $4 }' "$work/time.txt" >> "$results"
+}
+# A run that answered anything but 200 does not count.
+all_ok() {
+    case "$1" in
+        haul|haul-h2) grep -q '"failed":0,' "$work/out.txt" ;;
+        hey) ! grep -qE '^\s+\[[^2][0-9][0-9]\]|Error distribution' "$work/out.txt" ;;
+        wrk) ! grep -q 'Non-2xx\|Socket errors' "$work/out.txt" ;;
+        h2load) grep -qE 'status codes: [0-9]+ 2xx, 0 3xx, 0 4xx, 0 5xx' "$work/out.txt" && grep -q ' 0 failed, 0 errored' "$work/out.txt" ;;
+    esac || { echo "(m) $1: not every answer was a 200"; cat "$work/out.txt"; exit 1; }
+}
+
+for body in 64k 1m; do
+    if [ "$body" = 64k ]; then count="${COUNT64K:-20000}"; else count="${COUNT1M:-4000}"; fi
+    for concurrency in 100 1000; do
+        echo "== (m) $count downloads of $body, $concurrency at once"
+        for round in $(seq 1 "$rounds"); do
+            for client in $(rotated "$round" haul hey wrk haul-h2 h2load); do
+                case "$client" in
+                    haul) timed "$body" "$concurrency" haul '"requestsPerSecond":[0-9.]+' \
+                              "$haul" load --json -n "$count" -c "$concurrency" "$base/$body.bin" ;;
+                    haul-h2) timed "$body" "$concurrency" haul-h2 '"requestsPerSecond":[0-9.]+' \
+                              "$haul" load --json --ca-file "$work/cert.pem" -n "$count" -c "$concurrency" "$tls_base/$body.bin" ;;
+                    hey) timed "$body" "$concurrency" hey 'Requests/sec:[[:space:]]+[0-9.]+' \
+                             hey -n "$count" -c "$concurrency" -disable-compression "$base/$body.bin" ;;
+                    # wrk runs for a duration, two threads (its default; the machine's two cores).
+                    wrk) timed "$body" "$concurrency" wrk 'Requests/sec:[[:space:]]+[0-9.]+' \
+                             wrk -t 2 -c "$concurrency" -d "${SECONDS_WRK:-4}s" --timeout 30s "$base/$body.bin" ;;
+                    # HTTP/2 as libcurl does it: up to 100 streams on a connection, more connections beyond.
+                    h2load) timed "$body" "$concurrency" h2load '[0-9.]+ req/s' \
+                                h2load -n "$count" -c $(((concurrency + 99) / 100)) -m 100 "$tls_base/$body.bin" ;;
+                esac
+                all_ok "$client"
+            done
+        done
+    done
+done
+
+echo "== (m) $live slow downloads live at once: haul load's peak RSS, beside (c)'s per transfer"
+# 8 KiB at 2 KB/s: each download lasts about 4 s, every one of them live at once.
+"$haul" --version > /dev/null
+timed live 1 haul-baseline '"requestsPerSecond":[0-9.]+' "$haul" load --json -n 1 -c 1 "$base/limited/8k.bin"
+timed live "$live" haul-live '"requestsPerSecond":[0-9.]+' "$haul" load --json -n "$live" -c "$live" "$base/limited/8k.bin"
+all_ok haul
+mkdir -p "$work/live"
+"$bin/haul-bench" live haul "$base/limited" "$live" "$work/live" | sed 's/"scenario":"live"/"scenario":"live-c"/' >> "$results"
+rm -rf "$work/live"
+python3 report.py load.jsonl | sed -n '/^## (m)/,$p'
