@@ -20,8 +20,11 @@ if ((${#missing[@]})); then
 fi
 rounds="${ROUNDS:-3}"
 live="${LIVE:-10000}"
-swift build -c release --product haul > /dev/null
-swift build -c release --product haul-bench > /dev/null
+build_log="$(mktemp)"
+for product in haul haul-bench; do
+    swift build -c release --product "$product" > "$build_log" 2>&1 || { cat "$build_log"; exit 1; }
+done
+rm -f "$build_log"
 bin="$(swift build -c release --show-bin-path)"
 haul="$bin/haul"
 

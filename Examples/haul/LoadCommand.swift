@@ -197,84 +197,6 @@ struct LoadCommand: AsyncParsableCommand {
         return status
     }
 
-    /// The closed model: `concurrency` downloads at once, the next started as one ends. One task
-    /// follows the manager's feed of events and starts the next download when it reads an outcome:
-    /// the outcomes of many downloads arrive in one batch, one wake-up, rather than each resuming a
-    /// task of its own.
-    private static func closed(
-        _ plan: Plan,
-        concurrency: Int,
-        with manager: DownloadManager,
-        into recorder: Recorder
-    ) async {
-        // Subscribed before the first download starts: no outcome is missed.
-        var events = manager.events.makeAsyncIterator()
-        var running: [DownloadID: Download] = [:]
-        func startNext() {
-            while running.count < concurrency, let planned = plan.next() {
-                recorder.started.add(1, ordering: .relaxed)
-                do {
-                    let download = try manager.download(planned.request)
-                    running[download.id] = download
-                } catch {
-                    record(refusal: error, of: planned, into: recorder)
-                }
-            }
-        }
-        startNext()
-        while !running.isEmpty, let event = await events.next() {
-            guard event.event.isFinal, let download = running.removeValue(forKey: event.id) else { continue }
-            let outcome: LoadReport.Outcome
-            switch event.event {
-            case .completed: outcome = .completed
-            case .failed(let error): outcome = error.code == .cancelled ? .cancelled : .failed(error)
-            default: outcome = .cancelled
-            }
-            let timings = download.timings
-            recorder.report.withLock { $0.record(timings, outcome: outcome) }
-            startNext()
-        }
-    }
-
-    /// Records a download the manager refused to start.
-    private static func record(
-        refusal error: any Error,
-        of planned: Planned,
-        scheduledAt: ContinuousClock.Instant? = nil,
-        into recorder: Recorder
-    ) {
-        let refused =
-            error as? DownloadError
-            ?? DownloadError(code: .internalError, url: planned.target.url.redactedString, detail: "\(error)")
-        recorder.report.withLock { $0.record(DownloadTimings(), outcome: .failed(refused), scheduledAt: scheduledAt) }
-    }
-
-    /// The open model: the downloads start on a schedule, `rate` per second (after rising to it over
-    /// `ramp` seconds), whatever the others take; each is measured from when it was due.
-    private static func open(
-        _ plan: Plan,
-        on schedule: Schedule,
-        with manager: DownloadManager,
-        into recorder: Recorder
-    ) async {
-        let start = ContinuousClock.now
-        await withTaskGroup(of: Void.self) { group in
-            var index = 0
-            while true {
-                // Counted on the schedule, not the clock: the run starts the downloads due within its
-                // duration, however late the machine lets them start.
-                let offset = Schedule.offset(of: index, rate: schedule.rate, ramp: schedule.ramp)
-                if let duration = schedule.duration, offset >= duration { break }
-                let due = start + .nanoseconds(Int64(offset * 1e9))
-                guard let planned = plan.next() else { break }
-                // Late ones start at once, so that the count started stays the schedule's.
-                if due > .now { try? await Task.sleep(until: due, clock: .continuous) }
-                group.addTask { await fetch(planned, scheduledAt: due, with: manager, into: recorder) }
-                index += 1
-            }
-        }
-    }
-
     /// Writes `page` to `path` whole or not at all: a temporary file beside it, renamed over it.
     private static func write(_ page: String, to path: String) throws {
         let temporary = path + ".haul-\(getpid()).tmp"
@@ -300,20 +222,6 @@ struct LoadCommand: AsyncParsableCommand {
             unlink(temporary)
             throw CLIError("'\(path)' cannot be written: \(reason).")
         }
-    }
-
-    /// A URL the run takes in turn, with the headers its input line gave and the name its file takes
-    /// with -o.
-    struct Target: Sendable {
-        let url: URL
-        let headers: [DownloadHeader]
-        let name: String
-    }
-
-    /// One download of the run: its target, and its request (to a file in -o's folder, or discarded).
-    struct Planned: Sendable {
-        let target: Target
-        let request: DownloadRequest
     }
 
     /// Makes `path` a folder (and those above it) unless it is one.
@@ -344,87 +252,7 @@ struct LoadCommand: AsyncParsableCommand {
         return try InputFile.parse(text).entries
     }
 
-    /// When the downloads of the open model are due: `rate` per second after a rise over `ramp`
-    /// seconds, for `duration` seconds (or as many as -n says).
-    struct Schedule {
-        let rate: Double
-        let ramp: Double
-        let duration: Double?
-
-        /// Seconds from the start at which download `index` (from 0) is due: `rate` per second, after
-        /// a linear rise from 0 over `ramp` seconds (whose downloads are `rate × ramp / 2`).
-        static func offset(of index: Int, rate: Double, ramp: Double) -> Double {
-            let k = Double(index)
-            let duringRamp = rate * ramp / 2
-            if ramp > 0, k < duringRamp { return (2 * k * ramp / rate).squareRoot() }
-            return ramp + (k - duringRamp) / rate
-        }
-    }
-
     /// When a run with --duration ends.
     private var deadline: ContinuousClock.Instant? { duration.map { .now + $0.duration } }
 
-    /// Makes `planned`'s download (its body kept or thrown away) and records how it went.
-    private static func fetch(
-        _ planned: Planned,
-        scheduledAt: ContinuousClock.Instant? = nil,
-        with manager: DownloadManager,
-        into recorder: Recorder
-    ) async {
-        recorder.started.add(1, ordering: .relaxed)
-        let download: Download
-        do {
-            download = try manager.download(planned.request)
-        } catch {
-            record(refusal: error, of: planned, scheduledAt: scheduledAt, into: recorder)
-            return
-        }
-        let outcome: LoadReport.Outcome
-        do {
-            _ = try await download.finished()
-            outcome = .completed
-        } catch let error as DownloadError {
-            outcome = error.code == .cancelled ? .cancelled : .failed(error)
-        } catch {
-            outcome = .cancelled
-        }
-        let timings = download.timings
-        recorder.report.withLock { $0.record(timings, outcome: outcome, scheduledAt: scheduledAt) }
-    }
-
-    /// The run's report, which every download's task adds to, and how many downloads began.
-    final class Recorder: Sendable {
-        let report = Mutex(LoadReport())
-        let started = Atomic<Int>(0)
-    }
-
-    /// Which URL the next download takes, and whether the run goes on: the URLs in turn, `count`
-    /// downloads in all or until `deadline`. Any task.
-    final class Plan: Sendable {
-        let targets: [Target]
-        let folder: URL?
-        let count: Int?
-        let deadline: ContinuousClock.Instant?
-        private let started = Atomic<Int>(0)
-
-        init(targets: [Target], folder: URL?, count: Int?, deadline: ContinuousClock.Instant?) {
-            (self.targets, self.folder, self.count, self.deadline) = (targets, folder, count, deadline)
-        }
-
-        /// The next download, or `nil` once the run is over.
-        func next() -> Planned? {
-            if let deadline, ContinuousClock.now >= deadline { return nil }
-            let index = started.add(1, ordering: .relaxed).oldValue
-            if let count, index >= count { return nil }
-            let target = targets[index % targets.count]
-            guard let folder else {
-                return Planned(target: target, request: .discarding(target.url, headers: target.headers))
-            }
-            let destination = folder.appendingPathComponent("\(index)-\(target.name)", isDirectory: false)
-            return Planned(
-                target: target,
-                request: DownloadRequest(url: target.url, destination: destination, headers: target.headers)
-            )
-        }
-    }
 }
