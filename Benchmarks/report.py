@@ -513,7 +513,8 @@ if load_rows:
     print("rounds, their order rotating. HTTP/1.1 for haul, hey and wrk (two threads, its default; it runs")
     print("for a duration where the others run a count); HTTPS with HTTP/2 for `haul load` (libcurl: up")
     print("to 100 streams a connection) and h2load (`-c` connections of `-m 100` streams). Bodies are")
-    print("counted and thrown away by every tool. CPU: user + system seconds of the process, per request.\n")
+    print("counted and thrown away by every tool. CPU: user + system seconds of the process, per request.")
+    print("(`run.sh` runs it after the rest; `load.sh` alone rewrites only `load.jsonl`.)\n")
     print("| body | at once | haul req/s | hey | wrk | haul ÷ hey | haul ÷ wrk | haul HTTP/2 | h2load | ÷ h2load | CPU µs per request: haul / hey / wrk / haul h2 / h2load | peak RSS MB: haul / hey / wrk |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     ratios = []

@@ -363,5 +363,7 @@ rm -rf "$work/out"
 
 # (k) and (l), bodies that are not files: a script of their own (its own nginx), same rounds.
 ROUNDS="$repeat" COUNT="$count" bash bodies.sh > /dev/null
-python3 report.py "$results" bodies.jsonl > RESULTS.md
+# (m), the load generator beside hey, wrk and h2load: a script of its own too (load.jsonl).
+ROUNDS="$repeat" LIVE="$live" bash load.sh > /dev/null
+python3 report.py "$results" bodies.jsonl load.jsonl > RESULTS.md
 cat RESULTS.md
