@@ -128,6 +128,8 @@ enum LoadPage {
 
     private static func detailTables(_ summary: LoadReport.Summary) -> String {
         var html = "<h2>Phases of each download's first answered request (seconds from its start)</h2>\n"
+        html += "<p class=\"note\">Name lookup, connect and TLS: of the downloads that opened a connection "
+        html += "(over a reused one, libcurl says 0).</p>\n"
         html += "<table><tr><th></th><th>mean</th><th>p50</th><th>p99</th><th>max</th></tr>"
         var phases = [("Name lookup", summary.nameLookup), ("Connect", summary.connect)]
         if let tls = summary.tls { phases.append(("TLS", tls)) }

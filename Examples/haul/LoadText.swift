@@ -44,7 +44,8 @@ enum LoadText {
             text += "p99 \(Reporter.size(Int64(throughput.p99)))/s, min \(Reporter.size(Int64(throughput.min)))/s\n"
         }
         if report.firstByte.count > 0 {
-            text += "\nPhases of each download's first answered request, from its start (s, mean / p99):\n"
+            text += "\nPhases of each download's first answered request, from its start (s, mean / p99;"
+            text += " name lookup, connect, TLS: the \(report.connect.count) that opened a connection):\n"
             var phases = [("name lookup", summary.nameLookup), ("connect", summary.connect)]
             if let tls = summary.tls { phases.append(("TLS", tls)) }
             phases.append(("first byte", summary.firstByte))

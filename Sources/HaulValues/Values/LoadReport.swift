@@ -98,14 +98,15 @@ public struct LoadReport: Sendable {
     public private(set) var latency = PercentileHistogram()
     /// Each completed body's bytes per second, for bodies of at least ``throughputFloor``.
     public private(set) var throughput = PercentileHistogram()
-    /// The first answered request's name lookup (``DownloadTimings/Phases``), of every download
-    /// that had one; the phases are each measured from the request's start.
+    /// The first answered request's name lookup (``DownloadTimings/Phases``), of the downloads
+    /// that opened a connection (over a reused one, libcurl says 0: a load test that reuses its
+    /// connections would show a median of 0); the phases are each measured from the request's start.
     public private(set) var nameLookup = PercentileHistogram()
-    /// Its connection made (TCP).
+    /// Its connection made (TCP), of the downloads that opened one.
     public private(set) var connect = PercentileHistogram()
-    /// Its TLS handshake done: https only, and only when the request opened its connection.
+    /// Its TLS handshake done: https only, of the downloads that opened a connection.
     public private(set) var tls = PercentileHistogram()
-    /// Its answer's first byte.
+    /// Its answer's first byte, of every download that had an answer.
     public private(set) var firstByte = PercentileHistogram()
     /// The last answer's status of each download that had one, counted by status.
     public private(set) var statusCodes: [Int: Int] = [:]
@@ -162,7 +163,8 @@ public struct LoadReport: Sendable {
         public var latency: Percentiles?
         /// Bytes per second of each completed body of 1 MiB or more (none: `nil`).
         public var throughput: Percentiles?
-        /// The first answered request's phases, in seconds from its start (TLS: https only).
+        /// The first answered request's phases, in seconds from its start: name lookup and connect
+        /// of the downloads that opened a connection, first byte of all.
         public var nameLookup, connect, firstByte: Percentiles
         /// The TLS handshakes measured, in seconds from the request's start (none: `nil`).
         public var tls: Percentiles?
@@ -218,9 +220,11 @@ public struct LoadReport: Sendable {
         connectionsReused += timings.connectionsReused
         if let status = timings.status { statusCodes[status, default: 0] += 1 }
         if let phases = timings.phases {
-            nameLookup.record(phases.nameLookup.nanoseconds)
-            connect.record(phases.connect.nanoseconds)
-            if let handshake = phases.tls { tls.record(handshake.nanoseconds) }
+            if timings.connectionsOpened > 0 {
+                nameLookup.record(phases.nameLookup.nanoseconds)
+                connect.record(phases.connect.nanoseconds)
+                if let handshake = phases.tls { tls.record(handshake.nanoseconds) }
+            }
             firstByte.record(phases.firstByte.nanoseconds)
         }
         let second = Swift.max(0, Int((end - start).inSeconds))
