@@ -116,9 +116,10 @@ for body in 64k 1m; do
                     # wrk runs for a duration, two threads (its default; the machine's two cores).
                     wrk) timed "$body" "$concurrency" wrk 'Requests/sec:[[:space:]]+[0-9.]+' \
                              wrk -t 2 -c "$concurrency" -d "${SECONDS_WRK:-4}s" --timeout 30s "$base/$body.bin" ;;
-                    # HTTP/2 as libcurl does it: up to 100 streams on a connection, more connections beyond.
+                    # HTTP/2 in haul's shape: up to 8 streams a connection (maxStreamsPerConnection), more
+                    # connections beyond.
                     h2load) timed "$body" "$concurrency" h2load '[0-9.]+ req/s' \
-                                h2load -n "$count" -c $(((concurrency + 99) / 100)) -m 100 "$tls_base/$body.bin" ;;
+                                h2load -n "$count" -c $(((concurrency + 7) / 8)) -m 8 "$tls_base/$body.bin" ;;
                 esac
                 all_ok "$client"
             done

@@ -42,6 +42,12 @@ struct NetworkOptions: ParsableArguments {
     )
     var compressed = false
 
+    @Flag(
+        name: .customLong("http1.1"),
+        help: "HTTP/1.1 only: do not offer HTTP/2 over https (as curl --http1.1)."
+    )
+    var http1 = false
+
     @Option(
         name: .long,
         help: "Each download's bandwidth limit, in bytes per second; K, M and G suffixes count 1024s (as curl's)."
@@ -109,6 +115,7 @@ struct NetworkOptions: ParsableArguments {
         configuration.certificateAuthorityFile = caFile.map { URL(fileURLWithPath: $0) }
         if let userAgent { configuration.userAgent = userAgent }
         configuration.decodesCompression = compressed
+        if http1 { configuration.usesHTTP2 = false }
         configuration.rateLimits = RateLimits(
             perDownload: limitRate.flatMap(HaulCommand.parseSize),
             total: totalRate.flatMap(HaulCommand.parseSize)

@@ -191,6 +191,11 @@ extension DownloadManager {
         /// together while their host's connections are still being set up may each open one of
         /// their own (100 admitted at once to one host opened 93 connections).
         public var maxStreamsPerConnection: Int = 8
+        /// Whether requests over https offer HTTP/2 (ALPN): where the server takes it, downloads
+        /// from one host share its connections as streams (``maxStreamsPerConnection``). `false`:
+        /// HTTP/1.1 for every request, as `curl --http1.1` (a load test of an HTTP/1.1 path, a
+        /// server whose HTTP/2 misbehaves). Plain http is HTTP/1.1 either way. Default `true`.
+        public var usesHTTP2 = true
         /// The User-Agent header.
         public var userAgent: String = "Haul/\(DownloadManager.version)"
         /// Headers sent with every download's requests (an API token for one service, a tenant id);

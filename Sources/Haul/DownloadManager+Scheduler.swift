@@ -67,6 +67,7 @@ extension TransferEnvironment {
             certificateAuthorityFile: configuration.certificateAuthorityFile?.path,
             cookieFile: configuration.cookieFile?.path,
             decodesCompression: configuration.decodesCompression,
+            usesHTTP2: configuration.usesHTTP2,
             proxy: configuration.proxy?.absoluteString ?? (configuration.ignoresProxyEnvironment ? "" : nil),
             noProxy: configuration.proxyBypass?.joined(separator: ",")
                 ?? (configuration.ignoresProxyEnvironment ? "" : nil),

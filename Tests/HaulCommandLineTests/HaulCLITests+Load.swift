@@ -164,6 +164,29 @@ extension HaulCLITests {
         #expect(try Data(contentsOf: file) == Data("keep".utf8))
     }
 
+    @Test("haul load over https: HTTP/2 as negotiated, HTTP/1.1 with --http1.1; TLS phases of each connection")
+    func loadOverHTTPS() async throws {
+        let server = try await NginxServer.start(tls: true)
+        let work = try makeTemporaryDirectory()
+        defer { stop(server, work) }
+        _ = try server.makeFile("tls.bin", size: 20_000, seed: 67)
+        let url = server.httpsURL("tls.bin").absoluteString
+        let certificate = try #require(server.certificate).path
+        for (flags, expected) in [([String](), "HTTP/2.0"), (["--http1.1"], "HTTP/1.1")] {
+            let before = server.accessLog().count
+            let object = try await loadJSON(
+                ["-n", "12", "-c", "4", "--ca-file", certificate] + flags + [url],
+                in: work
+            )
+            #expect(object["completed"] as? Int == 12 && object["bytes"] as? Int == 12 * 20_000)
+            let protocols = server.accessLog().dropFirst(before).map(\.protocolName)
+            #expect(protocols.count == 12 && protocols.allSatisfy { $0 == expected }, "\(flags): \(protocols)")
+            // A handshake measured for each connection opened, none for a reused one.
+            let tls = try #require(object["tls"] as? [String: Double])
+            #expect(tls["min"]! > 0 && tls["max"]! <= (object["firstByte"] as? [String: Double])?["max"] ?? 0)
+        }
+    }
+
     func loadJSON(_ arguments: [String], in work: URL) async throws -> [String: Any] {
         let run = try await haul(["load", "--json"] + arguments, in: work)
         #expect(run.status == 0, "\(run.stderr)")

@@ -90,6 +90,35 @@ struct SafeDefaultTests {
         #expect(Set(second.map(\.connection)).count >= 4)
     }
 
+    @Test("usesHTTP2 = false: every https request is HTTP/1.1, the files whole")
+    func http1Only() async throws {
+        let server = try await NginxServer.start(tls: true)
+        let directory = try makeTemporaryDirectory()
+        defer { stop(server, directory) }
+        let sources = try (0..<6).map { try server.makeFile("h1/\($0).bin", size: 100_000, seed: UInt64($0) + 40) }
+        var configuration = DownloadManager.Configuration()
+        configuration.stateDirectory = directory.appendingPathComponent("state")
+        configuration.certificateAuthorityFile = server.certificate
+        configuration.usesHTTP2 = false
+        try await withDownloadManager(configuration: configuration) { manager in
+            let downloads = try (0..<6).map {
+                try manager.download(
+                    from: server.httpsURL("h1/\($0).bin"),
+                    to: directory.appendingPathComponent("\($0).bin")
+                )
+            }
+            for download in downloads { _ = try await download.finished() }
+        }
+        for (index, source) in sources.enumerated() {
+            #expect(try Data(contentsOf: directory.appendingPathComponent("\(index).bin")) == source)
+        }
+        let requests = server.accessLog().filter { $0.uri.hasPrefix("/h1/") }
+        #expect(
+            requests.count == 6 && requests.allSatisfy { $0.protocolName == "HTTP/1.1" },
+            "\(requests.map(\.protocolName))"
+        )
+    }
+
     @Test("credentials in a URL never appear in events or errors")
     func credentialsStayHidden() async throws {
         try await withFaultServer { server, directory in

@@ -15,6 +15,8 @@ extension EasyHandle {
         var cookieFile: String?
         /// Ask for compressed bodies and decode them.
         package var decodesCompression: Bool = false
+        /// Offer HTTP/2 over TLS (ALPN); `false`: HTTP/1.1 for every request.
+        package var usesHTTP2: Bool = true
         /// `CURLOPT_PROXY`: a proxy URL, `""` for none (the environment ignored), `nil` for the
         /// environment's.
         var proxy: String?
@@ -33,6 +35,7 @@ extension EasyHandle {
             certificateAuthorityFile: String? = nil,
             cookieFile: String? = nil,
             decodesCompression: Bool = false,
+            usesHTTP2: Bool = true,
             proxy: String? = nil,
             noProxy: String? = nil,
             share: UnsafeMutableRawPointer? = nil,
@@ -45,6 +48,7 @@ extension EasyHandle {
             self.certificateAuthorityFile = certificateAuthorityFile
             self.cookieFile = cookieFile
             self.decodesCompression = decodesCompression
+            self.usesHTTP2 = usesHTTP2
             self.proxy = proxy
             self.noProxy = noProxy
             self.share = share

@@ -86,12 +86,14 @@ package final class EasyHandle {
         errorBuffer[0] = 0
         headEnded.pointee = 0
         set(CURLOPT_URL, url)
+        // HTTP/1.1 for a connection of its own, or when the manager offers no HTTP/2.
+        let http1 = ownConnection || !options.usesHTTP2
         // Waiting for a connection that might multiplex pays only where HTTP/2 can be negotiated
         // (ALPN over TLS); over plain HTTP it would hold every request to a host behind the first.
-        set(CURLOPT_PIPEWAIT, Self.isHTTPS(url) && !ownConnection ? 1 : 0)
-        if ownConnection != pinnedToHTTP1 {
-            pinnedToHTTP1 = ownConnection
-            set(CURLOPT_HTTP_VERSION, ownConnection ? Int(CURL_HTTP_VERSION_1_1) : Int(CURL_HTTP_VERSION_2TLS))
+        set(CURLOPT_PIPEWAIT, Self.isHTTPS(url) && !http1 ? 1 : 0)
+        if http1 != pinnedToHTTP1 {
+            pinnedToHTTP1 = http1
+            set(CURLOPT_HTTP_VERSION, http1 ? Int(CURL_HTTP_VERSION_1_1) : Int(CURL_HTTP_VERSION_2TLS))
         }
         _ = CHaul_easy_setopt_pointer(raw, CURLOPT_WRITEDATA, context)
         _ = CHaul_easy_setopt_pointer(raw, CURLOPT_PRIVATE, context)
