@@ -88,4 +88,18 @@ struct DescriptionTests {
         #expect(withHeaders.value(forHeader: "ETag") == nil)
         #expect(withHeaders.headers[1].isSensitive && !"\(withHeaders.headers)".contains("s3cret"))
     }
+
+    @Test("sensitive by name: whole names and words in any case, not others; a non-ASCII name lowered as Unicode")
+    func sensitiveNames() {
+        for name in [
+            "Authorization", "COOKIE", "set-cookie", "Proxy-Authorization", "X-Api-Key", "x-auth-token",
+            "X-Amz-Security-Token", "Client-Secret", "X-Session-Id", "X-Signature", "PASSWORD", "authx", "\u{212A}ey",
+        ] {
+            #expect(DownloadHeader(name, "v").isSensitive, "\(name)")
+        }
+        for name in ["Accept", "Content-Type", "ETag", "X-Tenant", "Cook", "ke", "", "X-Ke-y", "Caf\u{E9}"] {
+            #expect(!DownloadHeader(name, "v").isSensitive, "\(name)")
+        }
+        #expect(DownloadHeader("X-Tenant", "v", sensitive: true).isSensitive)
+    }
 }

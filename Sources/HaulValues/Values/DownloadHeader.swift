@@ -61,11 +61,33 @@ public struct DownloadHeader: Sendable, Hashable, CustomStringConvertible, Custo
 
     /// Whether a header of this name holds a secret by its name alone.
     static func isSensitiveName(_ name: String) -> Bool {
-        let lowered = name.lowercased()
-        if ["authorization", "cookie", "set-cookie", "proxy-authorization"].contains(lowered) { return true }
-        return ["token", "secret", "key", "password", "auth", "session", "signature"].contains {
-            lowered.contains($0)
+        // A name is ASCII (a token) but for a caller's mistake: compared byte by byte, lowered in
+        // place. (`String.contains` of a string cost about 2 µs a call here, and a response's headers
+        // are checked for every body `data(from:)` returns: 124 µs of a body's 310, issue 61.)
+        var bytes = Array(name.utf8)
+        guard bytes.allSatisfy({ $0 < 0x80 }) else { return isSensitiveUnicodeName(name) }
+        for index in bytes.indices where bytes[index] >= 0x41 && bytes[index] <= 0x5A { bytes[index] |= 0x20 }
+        if sensitiveNames.contains(where: { $0.elementsEqual(bytes) }) { return true }
+        return sensitiveWords.contains { word in
+            bytes.count >= word.count
+                && (0...(bytes.count - word.count)).contains { start in
+                    bytes[start..<(start + word.count)].elementsEqual(word)
+                }
         }
+    }
+
+    /// The names that are secrets whole, and the words that make a name one, lowered.
+    private static let sensitiveNameStrings = ["authorization", "cookie", "set-cookie", "proxy-authorization"]
+    private static let sensitiveWordStrings = ["token", "secret", "key", "password", "auth", "session", "signature"]
+    /// The same, as bytes.
+    private static let sensitiveNames = sensitiveNameStrings.map { Array($0.utf8) }
+    private static let sensitiveWords = sensitiveWordStrings.map { Array($0.utf8) }
+
+    /// ``isSensitiveName(_:)`` for a name that is not ASCII, lowered as Unicode says (the Kelvin sign
+    /// lowers to `k`: `\u{212A}ey` is a key).
+    private static func isSensitiveUnicodeName(_ name: String) -> Bool {
+        let lowered = name.lowercased()
+        return sensitiveNameStrings.contains(lowered) || sensitiveWordStrings.contains { lowered.contains($0) }
     }
 
     /// Headers Haul sets itself to pin a resume to one version of the file, or that would change
