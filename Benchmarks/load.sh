@@ -29,48 +29,12 @@ bin="$(swift build -c release --show-bin-path)"
 haul="$bin/haul"
 
 work="$(mktemp -d /dev/shm/haul-load.XXXXXX)"
-trap 'nginx -p "$work" -c "$work/nginx.conf" -e "$work/error.log" -s stop 2>/dev/null || true; rm -rf "$work"' EXIT
-mkdir -p "$work/www" "$work/tmp"
+source tls-nginx.sh
+trap 'tls_nginx_stop "$work"; rm -rf "$work"' EXIT
+tls_nginx_start "$work"
 head -c 65536 /dev/urandom > "$work/www/64k.bin"
 head -c 1048576 /dev/urandom > "$work/www/1m.bin"
 head -c 8192 /dev/urandom > "$work/www/8k.bin"
-for i in $(seq 0 999); do head -c 65536 /dev/urandom > "$work/www/f$i.bin"; done
-first_local_port=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-port=$((10000 + RANDOM % (first_local_port - 10002)))
-while ss -ltnH "( sport = :$port or sport = :$((port + 1)) )" 2>/dev/null | grep -q .; do
-    port=$((10000 + RANDOM % (first_local_port - 10002)))
-done
-tls_port=$((port + 1))
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
-    -keyout "$work/key.pem" -out "$work/cert.pem" 2> /dev/null
-cat > "$work/nginx.conf" <<CONF
-daemon on;
-worker_processes 1;
-worker_rlimit_nofile 65536;
-user root;
-pid $work/nginx.pid;
-error_log $work/error.log;
-events { worker_connections 60000; }
-http {
-    access_log off;
-    keepalive_requests 1000000;
-    http2_max_concurrent_streams 128;
-    client_body_temp_path $work/tmp; proxy_temp_path $work/tmp; fastcgi_temp_path $work/tmp;
-    uwsgi_temp_path $work/tmp; scgi_temp_path $work/tmp;
-    open_file_cache max=2000;
-    server {
-        listen 127.0.0.1:$port backlog=65535;
-        listen 127.0.0.1:$tls_port ssl http2 backlog=65535;
-        ssl_certificate $work/cert.pem;
-        ssl_certificate_key $work/key.pem;
-        root $work/www;
-        location /limited/ { alias $work/www/; limit_rate 2k; }
-    }
-}
-CONF
-nginx -p "$work" -c "$work/nginx.conf" -e "$work/error.log"
-base="http://127.0.0.1:$port"
-tls_base="https://127.0.0.1:$tls_port"
 results="$PWD/load.jsonl"
 : > "$results"
 

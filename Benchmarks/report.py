@@ -563,5 +563,42 @@ if load_rows:
     if per_load is not None and live_c:
         line("(m) peak RSS per live slow download ≤ (c)'s per transfer", f"{per_load:.0f} B vs {live_c['bytesPerTransfer']} B", per_load <= live_c["bytesPerTransfer"])
 
+profiles = [r for r in rows if r["scenario"] in ("a", "e", "k", "m") and "cells" in r]
+if profiles:
+    groups = [("Haul's code", {"Haul's code"}),
+              ("refcount, malloc", {"reference counting", "allocation"}),
+              ("tasks, locks, wake-ups", {"tasks and executors", "locks", "kernel: wake-ups, switches"}),
+              ("libcurl, TLS, HTTP/2", {"libcurl", "TLS", "HTTP/2 framing"}),
+              ("kernel: sockets", {"kernel: network", "kernel: polling"}),
+              ("kernel: files", {"kernel: files"})]
+    titles = {"a": "(a) files over HTTP/1.1, tmpfs", "e": "(e) files over HTTPS with HTTP/2, tmpfs",
+              "k": "(k) bodies into memory", "m": "(m) `haul load` (bodies discarded)"}
+    print("\n## Where a body's CPU goes (all threads)\n")
+    print("`bash Benchmarks/profile.sh`: `perf record -g` over the whole process (every thread) while it")
+    print(f"fetches {profiles[0]['bodies']} bodies of 64 KiB, 100 in flight; each sample counted for what Haul was")
+    print("doing (the innermost frame of its stack naming one of Haul's activities, `profile.py`) and for")
+    print("what paid (the sample's own frame). Microseconds of CPU per body; sampling, so ±5 % or so.")
+    print("Rows whose stack named no activity: \"other Haul\" (Haul frames of no listed activity) and \"no")
+    print("Haul frame\" (a thread that never entered Haul's code, or a stack perf could not unwind past a C")
+    print("library built without frame pointers: libcurl and the kernel's socket work under it, mostly).")
+    for profile in profiles:
+        print(f"\n### {titles.get(profile['scenario'], profile['scenario'])}: {profile['microsecondsPerBody']:.0f} µs per body\n")
+        print("| activity | " + " | ".join(name for name, _ in groups) + " | other (kernel, libc, runtime…) | total |")
+        print("|---|" + "---|" * (len(groups) + 2))
+        table = {}
+        for cell in profile["cells"]:
+            column = next((name for name, members in groups if cell["payer"] in members), "other")
+            table.setdefault(cell["activity"], {}).setdefault(column, 0.0)
+            table[cell["activity"]][column] += cell["microsecondsPerBody"]
+        columns = [name for name, _ in groups] + ["other"]
+        totals = {column: 0.0 for column in columns}
+        for activity, values in sorted(table.items(), key=lambda item: -sum(item[1].values())):
+            for column in columns:
+                totals[column] += values.get(column, 0.0)
+            print(f"| {activity} | " + " | ".join(f"{values.get(c, 0):.1f}" if values.get(c) else "" for c in columns)
+                  + f" | **{sum(values.values()):.1f}** |")
+        print("| **total** | " + " | ".join(f"**{totals[c]:.1f}**" for c in columns)
+              + f" | **{sum(totals.values()):.1f}** |")
+
 print("\nWhat was measured when a choice in the code was made, and what was tried and not kept:")
 print("[CHOICES.md](CHOICES.md) (kept by hand).")

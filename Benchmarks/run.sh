@@ -365,5 +365,7 @@ rm -rf "$work/out"
 ROUNDS="$repeat" COUNT="$count" bash bodies.sh > /dev/null
 # (m), the load generator beside hey, wrk and h2load: a script of its own too (load.jsonl).
 ROUNDS="$repeat" LIVE="$live" bash load.sh > /dev/null
-python3 report.py "$results" bodies.jsonl load.jsonl > RESULTS.md
+# Where a body's CPU goes in (a), (e), (k) and (m), by activity and by what pays (profile.jsonl).
+COUNT="$count" bash profile.sh > /dev/null
+python3 report.py "$results" bodies.jsonl load.jsonl profile.jsonl > RESULTS.md
 cat RESULTS.md

@@ -1,0 +1,125 @@
+"""Where a body's CPU goes (issue 61, item 1): reads `perf script` output of a whole process (every
+thread, with call chains) and attributes each sample twice: to what Haul was doing for the body
+(the innermost frame of the chain that names one of Haul's activities), and to what paid for it (the
+sample's own frame: Haul's code, the Swift runtime's reference counting and allocation, task
+switches, libcurl, TLS, the kernel's network or files…). Prints one JSON object: microseconds of CPU
+per body in each cell, from the sampling frequency and the body count.
+
+    perf record -F 4999 -g -o perf.data -- haul-bench many haul BASE 10000 100 OUT
+    perf script -i perf.data -F tid,ip,sym,dso | python3 profile.py SCENARIO 10000 4999
+
+The activities are matched on mangled Swift names (substrings a rename would break: then the row
+falls to the one around it, and the table says "other Haul"). They are approximate by design: a
+sample counts for the innermost activity on its stack.
+"""
+import json
+import re
+import sys
+
+# What Haul does for a body, innermost first (a frame matching an earlier entry wins over one that
+# matches a later entry only when it is deeper in the stack: the walk goes from the leaf up).
+ACTIVITIES = [
+    ("events and hand-off", [r"EventHub", r"EventFeed", r"Subscribers", r"Scc6resume", r"Continuation",
+                             r"DownloadEvents", r"DownloadManagerEvents", r"nextBatch"]),
+    ("journal rows", [r"7JournalC", r"MemoryRows", r"RowStore", r"DownloadRecord", r"sqlite3_"]),
+    ("state machine", [r"DownloadStateMachine", r"QueueState"]),
+    ("body chunks", [r"writeCallback", r"receiveChunk", r"receive_2on", r"BodyCollector", r"BufferPool",
+                     r"WriteBuffer"]),
+    ("headers and answer", [r"headerCallback", r"decideResponse", r"ResponseHead", r"ResponseDecision",
+                            r"acceptBody", r"Segments6answer"]),
+    ("handle set-up and request", [r"EasyHandle", r"startRequest", r"6launch", r"Connection5begin",
+                                   r"curl_easy_setopt", r"CHaul_easy"]),
+    ("disk writes", [r"PartialRemainder", r"DiskLane", r"Disk", r"FileSink", r"Checkpoint", r"pwrite", r"fsync"]),
+    ("completion (rename, end)", [r"endCompleted", r"6placed", r"Placer", r"PlacedFile", r"requestEnded",
+                                  r"ended7request"]),
+    ("admission", [r"admitWaiting", r"5admit", r"Admission", r"nextQueued", r"DescriptorBudget"]),
+    ("the caller's request", [r"DownloadQueue", r"DownloadRequest", r"8download", r"4data4from",
+                              r"7discard4from", r"Catalog"]),
+    ("the caller's task", [r"HaulBench", r"LoadCommand", r"7bounded", r"BenchSupport", r"^main$", r"haul_bench_main"]),
+    ("reactor turn", [r"Reactor", r"Scheduler", r"event_base_loop", r"curl_multi_socket_action"]),
+]
+ACTIVITY_PATTERNS = [(name, re.compile("|".join(patterns))) for name, patterns in ACTIVITIES]
+
+
+def payer(symbol, dso, chain):
+    """What paid for a sample: its own frame's library or kind."""
+    if "kernel" in dso:
+        stack = " ".join(symbol for symbol, _ in chain)
+        if re.search(r"futex|schedule|try_to_wake_up|finish_task_switch|wake_up", stack):
+            return "kernel: wake-ups, switches"
+        if re.search(r"tcp_|sock_|inet_|skb|ip_|__sys_recv|__sys_send|sys_recvfrom|sys_sendto|_copy_to_iter", stack):
+            return "kernel: network"
+        if re.search(r"ext4|shmem|vfs_|do_sys_open|rename|unlink|filemap|fsync|page_cache|fallocate", stack):
+            return "kernel: files"
+        if re.search(r"epoll|poll", stack):
+            return "kernel: polling"
+        return "kernel: other"
+    if "libswiftCore" in dso:
+        if re.search(r"retain|release|RefCount|Unowned|weak", symbol, re.I):
+            return "reference counting"
+        if re.search(r"alloc|dealloc|slowAlloc|slowDealloc", symbol, re.I):
+            return "allocation"
+        return "Swift runtime, other"
+    if "libc.so" in dso or "libc-" in dso:
+        if re.search(r"malloc|free|_int_|calloc|realloc|unlink_chunk|tcache", symbol):
+            return "allocation"
+        if re.search(r"mem(move|cpy|set|cmp)|str", symbol):
+            return "libc copies and strings"
+        if re.search(r"pthread|futex|sem_|lll_", symbol):
+            return "locks"
+        return "libc, other"
+    if "Concurrency" in dso or "libdispatch" in dso:
+        return "tasks and executors"
+    for key, name in (("libcurl", "libcurl"), ("libssl", "TLS"), ("libcrypto", "TLS"), ("nghttp2", "HTTP/2 framing"),
+                      ("libevent", "libevent"), ("sqlite", "SQLite"), ("libz", "zlib"), ("Foundation", "Foundation")):
+        if key in dso:
+            return name
+    return "Haul's code" if symbol.startswith("$s") else "other"
+
+
+def samples(stream):
+    """Yields each sample's chain, leaf first, as (symbol, dso) pairs."""
+    chain = []
+    for line in stream:
+        line = line.rstrip("\n")
+        if not line.strip():
+            if chain:
+                yield chain
+            chain = []
+            continue
+        if not line.startswith(("\t", " ")):
+            continue  # the sample's header (its thread)
+        match = re.match(r"\s+[0-9a-f]+\s+(.*?)\s+\((.*)\)\s*$", line)
+        if match:
+            symbol = re.sub(r"\+0x[0-9a-f]+$", "", match.group(1))
+            chain.append((symbol, match.group(2)))
+    if chain:
+        yield chain
+
+
+def main():
+    scenario, bodies, frequency = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    cells, total = {}, 0
+    for chain in samples(sys.stdin):
+        total += 1
+        # No frame of Haul's: a thread that never entered it, or a stack that could not be unwound past
+        # a C library built without frame pointers (libcurl's sockets, mostly).
+        activity = "other Haul" if any(symbol.startswith("$s") for symbol, _ in chain) else "no Haul frame"
+        for symbol, _ in chain:
+            found = next((name for name, pattern in ACTIVITY_PATTERNS if pattern.search(symbol)), None)
+            if found:
+                activity = found
+                break
+        leaf_symbol, leaf_dso = chain[0]
+        key = (activity, payer(leaf_symbol, leaf_dso, chain))
+        cells[key] = cells.get(key, 0) + 1
+    microseconds = 1e6 / frequency / bodies
+    print(json.dumps({
+        "scenario": scenario, "bodies": bodies, "samples": total, "frequency": frequency,
+        "microsecondsPerBody": round(total * microseconds, 1),
+        "cells": [{"activity": a, "payer": p, "microsecondsPerBody": round(n * microseconds, 2)}
+                  for (a, p), n in sorted(cells.items(), key=lambda item: -item[1])],
+    }))
+
+
+main()

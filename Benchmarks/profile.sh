@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Where each body's CPU goes (issue 61, item 1): `perf record -g` over the whole process, every
+# thread, for (a) files over HTTP/1.1, (e) files over HTTPS with HTTP/2, (k) bodies into memory and
+# (m) `haul load`, each sample attributed to what Haul was doing and to what paid for it
+# (profile.py). Results in Benchmarks/profile.jsonl; report.py draws the tables.
+#
+#   bash Benchmarks/profile.sh      (COUNT=10000 bodies of 64 KiB, 100 in flight; FREQUENCY=4999 Hz)
+set -euo pipefail
+cd "$(dirname "$0")"
+export PATH="$PATH:/opt/swift/usr/bin"
+bash ../scripts/install-deps.sh
+command -v perf > /dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends linux-perf > /dev/null
+count="${COUNT:-10000}"
+frequency="${FREQUENCY:-4999}"
+build_log="$(mktemp)"
+for product in haul haul-bench; do
+    swift build -c release --product "$product" > "$build_log" 2>&1 || { cat "$build_log"; exit 1; }
+done
+rm -f "$build_log"
+bin="$(swift build -c release --show-bin-path)"
+
+work="$(mktemp -d /dev/shm/haul-profile.XXXXXX)"
+source tls-nginx.sh
+trap 'tls_nginx_stop "$work"; rm -rf "$work"' EXIT
+tls_nginx_start "$work"
+results="$PWD/profile.jsonl"
+: > "$results"
+
+profiled() {  # profiled SCENARIO COMMAND…: the command under perf, its samples attributed
+    local scenario=$1; shift
+    rm -rf "$work/out" "$work/state"
+    perf record -q -F "$frequency" -g -o "$work/perf.data" -- "$@" > "$work/run.txt" 2> "$work/perf.txt" || {
+        echo "$scenario failed:"; cat "$work/perf.txt" "$work/run.txt" | tail -20; exit 1; }
+    perf script -i "$work/perf.data" -F tid,ip,sym,dso 2> /dev/null | python3 profile.py "$scenario" "$count" "$frequency" >> "$results"
+    echo "$scenario: $(tail -1 "$results" | grep -oE '"microsecondsPerBody": [0-9.]+' | head -1) (all threads)"
+}
+
+echo "== where a body's CPU goes: $count bodies of 64 KiB, 100 in flight, sampled at $frequency Hz"
+profiled a "$bin/haul-bench" many haul "$base" "$count" 100 "$work/out"
+HAUL_CA_FILE="$work/cert.pem" profiled e "$bin/haul-bench" many-h2 haul "$tls_base" "$count" 100 "$work/out"
+profiled k "$bin/haul-bench" memory haul "$base" "$count" 100 "$work/state"
+profiled m "$bin/haul" load -n "$count" -c 100 --json "$base/f1.bin"
+python3 report.py profile.jsonl | sed -n '/^## Where a body/,$p'
