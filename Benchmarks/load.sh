@@ -27,6 +27,10 @@ done
 rm -f "$build_log"
 bin="$(swift build -c release --show-bin-path)"
 haul="$bin/haul"
+# The floor: a bare C program on libcurl's multi-socket API and libevent, each body kept in memory
+# and freed (floor/events.c): what libcurl and the kernel cost a body with nothing else.
+mkdir -p .build
+cc -O2 floor/events.c -lcurl -levent -o .build/events
 
 work="$(mktemp -d /dev/shm/haul-load.XXXXXX)"
 source tls-nginx.sh
@@ -69,7 +73,10 @@ for body in 64k 1m; do
     for concurrency in 100 1000; do
         echo "== (m) $count downloads of $body, $concurrency at once"
         for round in $(seq 1 "$rounds"); do
-            for client in $(rotated "$round" haul hey wrk haul-h2 h2load); do
+            clients=(haul hey wrk haul-h2 h2load)
+            # The floor fetches the 1,000 files of 64 KiB in turn (its URLs are BASE/f<i>.bin).
+            [ "$body" = 64k ] && clients+=(floor)
+            for client in $(rotated "$round" "${clients[@]}"); do
                 case "$client" in
                     haul) timed "$body" "$concurrency" haul '"requestsPerSecond":[0-9.]+' \
                               "$haul" load --json -n "$count" -c "$concurrency" "$base/$body.bin" ;;
@@ -84,6 +91,11 @@ for body in 64k 1m; do
                     # connections beyond.
                     h2load) timed "$body" "$concurrency" h2load '[0-9.]+ req/s' \
                                 h2load -n "$count" -c $(((concurrency + 7) / 8)) -m 8 "$tls_base/$body.bin" ;;
+                    # Its rate from its wall time (process start included: a few milliseconds).
+                    floor) /usr/bin/time -o "$work/time.txt" -f '%e %U %S %M' .build/events "$base" "$count" "$concurrency" - \
+                               > "$work/out.txt" 2>&1
+                           awk -v c="$concurrency" -v n="$count" '{ printf "{\"scenario\":\"load\",\"client\":\"floor\",\"body\":\"64k\",\"concurrency\":%d,\"requestsPerSecond\":%.1f,\"wallSeconds\":%s,\"cpuSeconds\":%.2f,\"peakRSSKB\":%s}\n", c, n / $1, $1, $2 + $3, $4 }' "$work/time.txt" >> "$results"
+                           continue ;;
                 esac
                 all_ok "$client"
             done

@@ -538,6 +538,17 @@ if load_rows:
                   f"{ratio('haul', 'hey')} | {ratio('haul', 'wrk')} | {rate_of['haul-h2'] or 0:.0f} | {rate_of['h2load'] or 0:.0f} | "
                   f"{ratio('haul-h2', 'h2load')} | {' / '.join(cpu)} | {' / '.join(rss)} |")
             ratios.append((size, concurrency, rate_of))
+    floors = [(concurrency, load_median("floor", "64k", concurrency, "requestsPerSecond"),
+               load_median("haul", "64k", concurrency, "requestsPerSecond"), load_median("hey", "64k", concurrency, "requestsPerSecond"))
+              for concurrency in (100, 1000)]
+    for concurrency, floor, haul_rate, hey_rate in floors:
+        if floor and haul_rate and hey_rate:
+            cpu = load_median("floor", "64k", concurrency, "cpuSeconds") * 1e6 / (floor * load_median("floor", "64k", concurrency, "wallSeconds"))
+            print(f"\nThe floor at 64 KiB, {concurrency} at once (`floor/events.c`: libcurl's multi-socket API and libevent, each body")
+            print(f"in memory and freed; rate from its wall time): {floor:.0f} req/s, {cpu:.0f} µs of CPU a request; `haul load` is")
+            print(f"{haul_rate / floor:.2f}× it, hey {hey_rate / floor:.2f}× it.", end="")
+    if any(f[1] for f in floors):
+        print()
     live_load = {r["client"]: r for r in rows if r["scenario"] == "load" and r["body"] == "live"}
     live_c = next((r for r in rows if r["scenario"] == "live-c"), None)
     per_load = None
