@@ -23,7 +23,7 @@ cc -O2 floor/many.c -lcurl -o .build/many
 cc -O2 floor/events.c -lcurl -levent -o .build/events
 work="$(mktemp -d /dev/shm/haul-bodies.XXXXXX)"
 source local-nginx.sh
-trap 'local_nginx_stop "$work"; rm -rf "$work"' EXIT
+trap 'nginx_stop "$work"; rm -rf "$work"' EXIT
 local_nginx_start "$work"
 head -c $((1024 * 1024 * 1024)) /dev/urandom > "$work/www/big.bin"
 source_digest="$(sha256sum "$work/www/big.bin" | cut -c1-64)"

@@ -35,7 +35,7 @@ done
 work="$(mktemp -d /dev/shm/haul-compare.XXXXXX)"
 disk="${DISK_DIR:-/var/tmp/haul-compare-disk}"
 source ./local-nginx.sh
-trap 'local_nginx_stop "$work"; rm -rf "$work" "$disk"' EXIT
+trap 'nginx_stop "$work"; rm -rf "$work" "$disk"' EXIT
 mkdir -p "$disk"
 local_nginx_start "$work"
 seq 0 $((count - 1)) | awk -v base="$base" '{ printf "%s/f%d.bin\n  out=%d.bin\n", base, $1 % 1000, $1 }' > "$work/haul.list"

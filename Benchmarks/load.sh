@@ -20,11 +20,8 @@ if ((${#missing[@]})); then
 fi
 rounds="${ROUNDS:-3}"
 live="${LIVE:-10000}"
-build_log="$(mktemp)"
-for product in haul haul-bench; do
-    swift build -c release --product "$product" > "$build_log" 2>&1 || { cat "$build_log"; exit 1; }
-done
-rm -f "$build_log"
+source local-nginx.sh
+build_products haul haul-bench
 bin="$(swift build -c release --show-bin-path)"
 haul="$bin/haul"
 # The floor: a bare C program on libcurl's multi-socket API and libevent, each body kept in memory
@@ -33,8 +30,7 @@ mkdir -p .build
 cc -O2 floor/events.c -lcurl -levent -o .build/events
 
 work="$(mktemp -d /dev/shm/haul-load.XXXXXX)"
-source tls-nginx.sh
-trap 'tls_nginx_stop "$work"; rm -rf "$work"' EXIT
+trap 'nginx_stop "$work"; rm -rf "$work"' EXIT
 tls_nginx_start "$work"
 head -c 65536 /dev/urandom > "$work/www/64k.bin"
 head -c 1048576 /dev/urandom > "$work/www/1m.bin"

@@ -12,16 +12,12 @@ bash ../scripts/install-deps.sh
 command -v perf > /dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends linux-perf > /dev/null
 count="${COUNT:-10000}"
 frequency="${FREQUENCY:-4999}"
-build_log="$(mktemp)"
-for product in haul haul-bench; do
-    swift build -c release --product "$product" > "$build_log" 2>&1 || { cat "$build_log"; exit 1; }
-done
-rm -f "$build_log"
+source local-nginx.sh
+build_products haul haul-bench
 bin="$(swift build -c release --show-bin-path)"
 
 work="$(mktemp -d /dev/shm/haul-profile.XXXXXX)"
-source tls-nginx.sh
-trap 'tls_nginx_stop "$work"; rm -rf "$work"' EXIT
+trap 'nginx_stop "$work"; rm -rf "$work"' EXIT
 tls_nginx_start "$work"
 results="$PWD/profile.jsonl"
 : > "$results"

@@ -18,7 +18,7 @@ swift build -c release --product haul > /dev/null
 haul="$(swift build -c release --show-bin-path)/haul"
 work="$(mktemp -d /dev/shm/haul-shared.XXXXXX)"
 source Benchmarks/local-nginx.sh
-trap 'local_nginx_stop "$work"; rm -rf "$work"' EXIT
+trap 'nginx_stop "$work"; rm -rf "$work"' EXIT
 local_nginx_start "$work"
 list() {  # list FIRST LAST: entries FIRST..LAST in aria2's form, each with its out=
     seq "$1" "$2" | awk -v base="$base" '{ printf "%s/f%d.bin\n  out=%d.bin\n", base, $1 % 1000, $1 }'

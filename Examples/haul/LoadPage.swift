@@ -131,11 +131,8 @@ enum LoadPage {
         html += "<p class=\"note\">Name lookup, connect and TLS: of the downloads that opened a connection "
         html += "(over a reused one, libcurl says 0).</p>\n"
         html += "<table><tr><th></th><th>mean</th><th>p50</th><th>p99</th><th>max</th></tr>"
-        var phases = [("Name lookup", summary.nameLookup), ("Connect", summary.connect)]
-        if let tls = summary.tls { phases.append(("TLS", tls)) }
-        phases.append(("First byte", summary.firstByte))
-        for (name, phase) in phases {
-            html += "<tr><td>\(name)</td>"
+        for (name, phase) in LoadText.phases(summary) {
+            html += "<tr><td>\(name.prefix(1).uppercased() + name.dropFirst())</td>"
             html += [phase.mean, phase.p50, phase.p99, phase.max].map { "<td>\(Format.decimals($0, 4))</td>" }.joined()
             html += "</tr>"
         }

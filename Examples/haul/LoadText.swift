@@ -46,10 +46,7 @@ enum LoadText {
         if report.firstByte.count > 0 {
             text += "\nPhases of each download's first answered request, from its start (s, mean / p99;"
             text += " name lookup, connect, TLS: the \(report.connect.count) that opened a connection):\n"
-            var phases = [("name lookup", summary.nameLookup), ("connect", summary.connect)]
-            if let tls = summary.tls { phases.append(("TLS", tls)) }
-            phases.append(("first byte", summary.firstByte))
-            for (name, phase) in phases {
+            for (name, phase) in phases(summary) {
                 text += "  " + padded(name, 14)
                 text += " \(seconds(phase.mean)) / \(seconds(phase.p99))\n"
             }
@@ -123,6 +120,14 @@ enum LoadText {
     static func shortTime(_ seconds: Double) -> String {
         seconds < 1
             ? "\(Format.decimals(seconds * 1000, seconds < 0.01 ? 2 : 1)) ms" : "\(Format.decimals(seconds, 2)) s"
+    }
+
+    /// libcurl's phases as the report names them, in their order (TLS over https only).
+    static func phases(_ summary: LoadReport.Summary) -> [(name: String, phase: LoadReport.Percentiles)] {
+        var phases = [("name lookup", summary.nameLookup), ("connect", summary.connect)]
+        if let tls = summary.tls { phases.append(("TLS", tls)) }
+        phases.append(("first byte", summary.firstByte))
+        return phases
     }
 
     /// `histogram` (nanoseconds) as `hey` draws one: ten bars of equal width from its min to its
