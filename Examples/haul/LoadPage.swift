@@ -158,22 +158,14 @@ enum LoadPage {
     static func distributionPlot(_ histogram: PercentileHistogram) -> SVGPlot {
         let (low, high) = (Double(histogram.min), Double(histogram.max))
         let unit = TimeUnit(max: high)
-        let steps = high > low ? 40 : 1
-        var points: [(x: Double, y: Double)] = []
-        var counted = 0
-        for step in 1...steps {
-            let mark = steps == 1 ? high : low + (high - low) * Double(step) / Double(steps)
-            let below = step == steps ? histogram.count : histogram.countAtOrBelow(UInt64(mark))
-            points.append((mark / unit.nanoseconds, Double(max(0, below - counted))))
-            counted = max(counted, below)
-        }
+        let points = LoadText.bins(histogram, count: 40).map { (x: $0.mark / unit.nanoseconds, y: Double($0.count)) }
         var plot = SVGPlot(
             title: "Total time of each completed download",
             xLabel: "total time (\(unit.name))",
             yLabel: "downloads"
         )
         // The bars start at the fastest (a lone bar: a little before it).
-        plot.xRange = (steps == 1 ? high * 0.9 : low) / unit.nanoseconds...high / unit.nanoseconds
+        plot.xRange = (high > low ? low : high * 0.9) / unit.nanoseconds...high / unit.nanoseconds
         plot.series = [SVGPlot.Series(name: "downloads", colour: Colour.distribution, style: .bars, points: points)]
         return plot
     }

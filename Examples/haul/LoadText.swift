@@ -130,20 +130,27 @@ enum LoadText {
         return phases
     }
 
-    /// `histogram` (nanoseconds) as `hey` draws one: ten bars of equal width from its min to its
-    /// max, each the count of values up to its mark, the longest 40 `■`.
-    static func histogram(_ histogram: PercentileHistogram) -> String {
+    /// `histogram`'s values in `count` bins of equal width from its min to its max (one when they are
+    /// all equal): each bin's upper mark (nanoseconds) and how many values fall in it, counted from the
+    /// buckets (the values themselves are not kept).
+    static func bins(_ histogram: PercentileHistogram, count: Int) -> [(mark: Double, count: Int)] {
         let (low, high) = (Double(histogram.min), Double(histogram.max))
-        let steps = high > low ? 10 : 1
-        // The count at or below each mark, from the percentiles (the values themselves are not kept).
-        var marks: [(seconds: Double, count: Int)] = []
+        let steps = high > low ? count : 1
+        var bins: [(mark: Double, count: Int)] = []
         var counted = 0
         for step in 1...steps {
             let mark = steps == 1 ? high : low + (high - low) * Double(step) / Double(steps)
             let below = step == steps ? histogram.count : histogram.countAtOrBelow(UInt64(mark))
-            marks.append((mark / 1e9, max(0, below - counted)))
+            bins.append((mark, max(0, below - counted)))
             counted = max(counted, below)
         }
+        return bins
+    }
+
+    /// `histogram` (nanoseconds) as `hey` draws one: ten bars of equal width from its min to its
+    /// max, each the count of values up to its mark, the longest 40 `■`.
+    static func histogram(_ histogram: PercentileHistogram) -> String {
+        let marks = bins(histogram, count: 10).map { (seconds: $0.mark / 1e9, count: $0.count) }
         let longest = max(1, marks.map(\.count).max() ?? 1)
         return marks.map { mark in
             let bar = String(repeating: "■", count: (mark.count * 40 + longest - 1) / longest)
