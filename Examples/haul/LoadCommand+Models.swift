@@ -38,8 +38,7 @@ extension LoadCommand {
             case .failed(let error): outcome = error.code == .cancelled ? .cancelled : .failed(error)
             default: outcome = .cancelled
             }
-            let timings = download.timings
-            recorder.report.withLock { $0.record(timings, outcome: outcome) }
+            recorder.record(download.timings, outcome: outcome)
             startNext()
         }
     }
@@ -54,7 +53,7 @@ extension LoadCommand {
         let refused =
             error as? DownloadError
             ?? DownloadError(code: .internalError, url: planned.target.url.redactedString, detail: "\(error)")
-        recorder.report.withLock { $0.record(DownloadTimings(), outcome: .failed(refused), scheduledAt: scheduledAt) }
+        recorder.record(DownloadTimings(), outcome: .failed(refused), scheduledAt: scheduledAt)
     }
 
     /// The open model: the downloads start on a schedule, `rate` per second (after rising to it over
@@ -139,13 +138,26 @@ extension LoadCommand {
             outcome = .cancelled
         }
         let timings = download.timings
-        recorder.report.withLock { $0.record(timings, outcome: outcome, scheduledAt: scheduledAt) }
+        recorder.record(timings, outcome: outcome, scheduledAt: scheduledAt)
     }
 
     /// The run's report, which every download's task adds to, and how many downloads began.
     final class Recorder: Sendable {
         let report = Mutex(LoadReport())
         let started = Atomic<Int>(0)
+        /// Set when a signal stopped the run: what ends after it, but for a completed body, was
+        /// stopped by the run and is not the server's doing.
+        let stopped = Atomic<Bool>(false)
+
+        /// Records a download that ended (unless the run's stop ended it).
+        func record(
+            _ timings: DownloadTimings,
+            outcome: LoadReport.Outcome,
+            scheduledAt: ContinuousClock.Instant? = nil
+        ) {
+            if outcome != .completed, stopped.load(ordering: .relaxed) { return }
+            report.withLock { $0.record(timings, outcome: outcome, scheduledAt: scheduledAt) }
+        }
     }
 
     /// Which URL the next download takes, and whether the run goes on: the URLs in turn, `count`
@@ -156,13 +168,18 @@ extension LoadCommand {
         let count: Int?
         let deadline: ContinuousClock.Instant?
         private let started = Atomic<Int>(0)
+        private let stopped = Atomic<Bool>(false)
 
         init(targets: [Target], folder: URL?, count: Int?, deadline: ContinuousClock.Instant?) {
             (self.targets, self.folder, self.count, self.deadline) = (targets, folder, count, deadline)
         }
 
+        /// Ends the run: ``next()`` gives no download after it.
+        func stop() { stopped.store(true, ordering: .relaxed) }
+
         /// The next download, or `nil` once the run is over.
         func next() -> Planned? {
+            if stopped.load(ordering: .relaxed) { return nil }
             if let deadline, ContinuousClock.now >= deadline { return nil }
             let index = started.add(1, ordering: .relaxed).oldValue
             if let count, index >= count { return nil }

@@ -153,6 +153,14 @@ struct LoadCommand: AsyncParsableCommand {
             count: duration == nil ? requests ?? 200 : nil,
             deadline: rate == nil ? deadline : nil
         )
+        // Ctrl-C, SIGTERM or SIGHUP: no download starts after it, those in flight stop uncounted, and
+        // the report of what ended is printed (as hey does); the run then exits 128 + the signal.
+        let interruption = Interruption {
+            plan.stop()
+            report.stopped.store(true, ordering: .relaxed)
+            Task { await manager.shutdown() }
+        }
+        interruption.install()
         // On a terminal, a line that says how the run goes, redrawn twice a second.
         let live =
             isatty(STDERR_FILENO) == 1 ? Task { await LoadText.live(report, since: .now, scheduled: rate != nil) } : nil
@@ -173,6 +181,15 @@ struct LoadCommand: AsyncParsableCommand {
             Reporter.write(LoadText.report(result), to: STDOUT_FILENO)
         }
         var status = ExitStatus.success
+        if let signal = interruption.received {
+            let stopped = report.started.load(ordering: .relaxed) - result.requests
+            Reporter.write(
+                "haul: stopped by a signal: the report counts the \(result.requests) downloads that ended; "
+                    + "\(stopped) in flight were stopped and are not in it\n",
+                to: STDERR_FILENO
+            )
+            status = 128 + signal
+        }
         if let path = self.report {
             let run = LoadPage.Run(
                 urls: targets.map(\.url.redactedString),
@@ -190,7 +207,7 @@ struct LoadCommand: AsyncParsableCommand {
         }
         for condition in threshold {
             let passed = condition.check(result).passed
-            if !passed { status = 99 }
+            if !passed, interruption.received == nil { status = 99 }
             // On standard error: --json's standard output stays one object.
             Reporter.write("haul: threshold \(condition.verdict(result))\n", to: STDERR_FILENO)
         }

@@ -187,6 +187,48 @@ extension HaulCLITests {
         }
     }
 
+    @Test("Ctrl-C: no download starts after it, those in flight stop uncounted, the report of what ended, exit 130")
+    func loadStoppedBySignal() async throws {
+        try await withFaultServer { server, work in
+            // Taken in turn: a quick file, and one the gate holds after its first KiB; four at once end
+            // up all held, with the quick ones done.
+            let held = "/gate/1024/4096/held.bin"
+            let (out, err) = (work.appendingPathComponent("out").path, work.appendingPathComponent("err").path)
+            let process = try ChildProcess(
+                HaulBinary.path,
+                [
+                    "load", "-n", "40", "-c", "4", "--json", server.url("file/4096/quick.bin").absoluteString,
+                    server.url(String(held.dropFirst())).absoluteString,
+                ],
+                stdout: out,
+                stderr: err
+            )
+            // A backstop only: the gate holds the four as long as the test needs.
+            let deadline = ContinuousClock.now + .seconds(60)
+            while server.requests(to: held).count < 4, process.isRunning, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(server.requests(to: held).count == 4)
+            process.signal(SIGINT)
+            let status = await process.exited()
+            server.openGate()
+            let stderr = (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
+            #expect(status == 130, "\(stderr)")
+            #expect(stderr.contains("4 in flight were stopped and are not in it"), "\(stderr)")
+            let json =
+                try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out))) as? [String: Any]
+            let object = try #require(json)
+            // The quick ones that ended, every one complete; the held ones neither failed nor counted.
+            let requests = try #require(object["requests"] as? Int)
+            #expect(requests >= 1 && object["completed"] as? Int == requests && object["failed"] as? Int == 0)
+            #expect(object["errors"] as? [String: Int] == [:])
+            // None started after the signal: the four held and the quick ones before them.
+            #expect(
+                server.requests(to: held).count == 4 && server.requests(to: "/file/4096/quick.bin").count == requests
+            )
+        }
+    }
+
     func loadJSON(_ arguments: [String], in work: URL) async throws -> [String: Any] {
         let run = try await haul(["load", "--json"] + arguments, in: work)
         #expect(run.status == 0, "\(run.stderr)")
