@@ -3,10 +3,11 @@ thread, with call chains) and attributes each sample twice: to what Haul was doi
 (the innermost frame of the chain that names one of Haul's activities), and to what paid for it (the
 sample's own frame: Haul's code, the Swift runtime's reference counting and allocation, task
 switches, libcurl, TLS, the kernel's network or files…). Prints one JSON object: microseconds of CPU
-per body in each cell, from the sampling frequency and the body count.
+per body in each cell: the samples' shares of the CPU the command used without perf (given), or
+else the samples themselves at the sampling frequency.
 
-    perf record -F 4999 -g -o perf.data -- haul-bench many haul BASE 10000 100 OUT
-    perf script -i perf.data -F tid,ip,sym,dso | python3 profile.py SCENARIO 10000 4999
+    perf record -F 1999 --call-graph dwarf,16384 -o perf.data -- haul-bench many haul BASE 10000 100 OUT
+    perf script -i perf.data -F tid,ip,sym,dso | python3 profile.py SCENARIO 10000 1999 [CPU-SECONDS]
 
 The activities are matched on mangled Swift names (substrings a rename would break: then the row
 falls to the one around it, and the table says "other Haul"). They are approximate by design: a
@@ -36,7 +37,10 @@ ACTIVITIES = [
     ("the caller's request", [r"DownloadQueue", r"DownloadRequest", r"8download", r"4data4from",
                               r"7discard4from", r"Catalog"]),
     ("the caller's task", [r"HaulBench", r"LoadCommand", r"7bounded", r"BenchSupport", r"^main$", r"haul_bench_main"]),
-    ("reactor turn", [r"Reactor", r"Scheduler", r"event_base_loop", r"curl_multi_socket_action"]),
+    # libcurl's own work for the transfers (reading sockets, parsing HTTP), under the reactor's call;
+    # Haul's callbacks it calls are deeper in the stack and matched first.
+    ("libcurl's work (sockets, HTTP)", [r"^Curl_", r"^curl_multi", r"^multi_", r"^curl_easy", r"^Curl"]),
+    ("reactor turn", [r"Reactor", r"Scheduler", r"event_base_loop"]),
 ]
 ACTIVITY_PATTERNS = [(name, re.compile("|".join(patterns))) for name, patterns in ACTIVITIES]
 
@@ -99,6 +103,9 @@ def samples(stream):
 
 def main():
     scenario, bodies, frequency = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    # The CPU the same command used without perf (its user + system seconds), if measured: the
+    # samples' shares are scaled to it, since DWARF sampling itself slows the process it samples.
+    measured = float(sys.argv[4]) if len(sys.argv) > 4 else None
     cells, total = {}, 0
     for chain in samples(sys.stdin):
         total += 1
@@ -113,9 +120,10 @@ def main():
         leaf_symbol, leaf_dso = chain[0]
         key = (activity, payer(leaf_symbol, leaf_dso, chain))
         cells[key] = cells.get(key, 0) + 1
-    microseconds = 1e6 / frequency / bodies
+    microseconds = (measured * 1e6 / bodies / total) if measured and total else 1e6 / frequency / bodies
     print(json.dumps({
         "scenario": scenario, "bodies": bodies, "samples": total, "frequency": frequency,
+        "sampledMicrosecondsPerBody": round(total * 1e6 / frequency / bodies, 1),
         "microsecondsPerBody": round(total * microseconds, 1),
         "cells": [{"activity": a, "payer": p, "microsecondsPerBody": round(n * microseconds, 2)}
                   for (a, p), n in sorted(cells.items(), key=lambda item: -item[1])],

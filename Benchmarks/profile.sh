@@ -4,14 +4,14 @@
 # (m) `haul load`, each sample attributed to what Haul was doing and to what paid for it
 # (profile.py). Results in Benchmarks/profile.jsonl; report.py draws the tables.
 #
-#   bash Benchmarks/profile.sh      (COUNT=10000 bodies of 64 KiB, 100 in flight; FREQUENCY=4999 Hz)
+#   bash Benchmarks/profile.sh      (COUNT=10000 bodies of 64 KiB, 100 in flight; FREQUENCY=1999 Hz)
 set -euo pipefail
 cd "$(dirname "$0")"
 export PATH="$PATH:/opt/swift/usr/bin"
 bash ../scripts/install-deps.sh
 command -v perf > /dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends linux-perf > /dev/null
 count="${COUNT:-10000}"
-frequency="${FREQUENCY:-4999}"
+frequency="${FREQUENCY:-1999}"
 source local-nginx.sh
 build_products haul haul-bench
 bin="$(swift build -c release --show-bin-path)"
@@ -22,12 +22,17 @@ tls_nginx_start "$work"
 results="$PWD/profile.jsonl"
 : > "$results"
 
-profiled() {  # profiled SCENARIO COMMAND…: the command under perf, its samples attributed
-    local scenario=$1; shift
+profiled() {  # profiled SCENARIO COMMAND…: the command's CPU alone, then under perf, its samples attributed
+    local scenario=$1 cpu; shift
     rm -rf "$work/out" "$work/state"
-    perf record -q -F "$frequency" -g -o "$work/perf.data" -- "$@" > "$work/run.txt" 2> "$work/perf.txt" || {
+    /usr/bin/time -o "$work/time.txt" -f '%U %S' "$@" > /dev/null 2>&1 || { echo "$scenario failed"; exit 1; }
+    cpu="$(awk '{ print $1 + $2 }' "$work/time.txt")"
+    rm -rf "$work/out" "$work/state"
+    # DWARF unwinding: libcurl and the C libraries have no frame pointers, and with -g half of the
+    # samples stopped at them, short of the Haul frame that called them.
+    perf record -q -F "$frequency" --call-graph dwarf,16384 -o "$work/perf.data" -- "$@" > "$work/run.txt" 2> "$work/perf.txt" || {
         echo "$scenario failed:"; cat "$work/perf.txt" "$work/run.txt" | tail -20; exit 1; }
-    perf script -i "$work/perf.data" -F tid,ip,sym,dso 2> /dev/null | python3 profile.py "$scenario" "$count" "$frequency" >> "$results"
+    perf script -i "$work/perf.data" -F tid,ip,sym,dso 2> /dev/null | python3 profile.py "$scenario" "$count" "$frequency" "$cpu" >> "$results"
     echo "$scenario: $(tail -1 "$results" | grep -oE '"microsecondsPerBody": [0-9.]+' | head -1) (all threads)"
 }
 

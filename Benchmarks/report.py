@@ -585,13 +585,16 @@ if profiles:
     titles = {"a": "(a) files over HTTP/1.1, tmpfs", "e": "(e) files over HTTPS with HTTP/2, tmpfs",
               "k": "(k) bodies into memory", "m": "(m) `haul load` (bodies discarded)"}
     print("\n## Where a body's CPU goes (all threads)\n")
-    print("`bash Benchmarks/profile.sh`: `perf record -g` over the whole process (every thread) while it")
+    print("`bash Benchmarks/profile.sh`: `perf record` over the whole process (every thread) while it")
     print(f"fetches {profiles[0]['bodies']} bodies of 64 KiB, 100 in flight; each sample counted for what Haul was")
     print("doing (the innermost frame of its stack naming one of Haul's activities, `profile.py`) and for")
-    print("what paid (the sample's own frame). Microseconds of CPU per body; sampling, so ±5 % or so.")
-    print("Rows whose stack named no activity: \"other Haul\" (Haul frames of no listed activity) and \"no")
-    print("Haul frame\" (a thread that never entered Haul's code, or a stack perf could not unwind past a C")
-    print("library built without frame pointers: libcurl and the kernel's socket work under it, mostly).")
+    print("what paid (the sample's own frame). Microseconds of CPU per body: each cell's share of the")
+    print("samples times the CPU the same command used in a run without perf (DWARF sampling slows the")
+    print("process it samples); ±5 % or so.")
+    print("Stacks are unwound with DWARF (libcurl has no frame pointers). \"libcurl's work\": libcurl's own")
+    print("frames under the reactor's call (reading sockets, parsing HTTP) and the kernel's under them. Rows")
+    print("whose stack named no activity: \"other Haul\" (Haul frames of no listed activity) and \"no Haul")
+    print("frame\" (a thread that never entered Haul's code, or a stack cut short).")
     for profile in profiles:
         print(f"\n### {titles.get(profile['scenario'], profile['scenario'])}: {profile['microsecondsPerBody']:.0f} µs per body\n")
         print("| activity | " + " | ".join(name for name, _ in groups) + " | other (kernel, libc, runtime…) | total |")
