@@ -81,4 +81,34 @@ extension HaulCLITests {
         let bottoms = plots.map { drawn($0.1).box[3] }
         #expect(bottoms == bottoms.sorted() && Set(bottoms).count == bottoms.count, "\(bottoms)")
     }
+
+    @Test("haul load with a URL password and a token header: neither in the report, the JSON, the page or a file")
+    func loadKeepsSecrets() async throws {
+        let (server, work) = try await startServerAndDirectory()
+        defer { stop(server, work) }
+        let source = try server.makeFile("l.bin", size: 5_000, seed: 68)
+        let token = "tok-load-SECRET-6801"
+        let url = "http://alice:\(NginxServer.password)@127.0.0.1:\(server.port)/private/l.bin"
+        let page = work.appendingPathComponent("secrets.html")
+        let folder = work.appendingPathComponent("bodies")
+        let runs = [
+            try await haul(["load", "-n", "4", "-c", "2", "-H", "X-Api-Token: \(token)", "--json", url], in: work),
+            try await haul(
+                [
+                    "load", "-n", "4", "-c", "2", "-H", "X-Api-Token: \(token)", "--report", page.path, "-o",
+                    folder.path, url,
+                ],
+                in: work
+            ),
+        ]
+        for run in runs { #expect(run.status == 0, "\(run.stderr)") }
+        // The password was sent: every download passed nginx's basic auth.
+        #expect(runs[0].stdout.contains("\"completed\":4"), "\(runs[0].stdout)")
+        #expect(try Data(contentsOf: folder.appendingPathComponent("3-l.bin")) == source)
+        let html = try String(contentsOf: page, encoding: .utf8)
+        #expect(html.contains("4 downloads of http://127.0.0.1:\(server.port)/private/l.bin"), "\(html.prefix(600))")
+        for secret in [NginxServer.password, token] {
+            expectNowhere(secret, under: work, or: runs.flatMap { [$0.stdout, $0.stderr] } + [html])
+        }
+    }
 }
