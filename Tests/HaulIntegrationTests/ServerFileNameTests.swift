@@ -190,7 +190,10 @@ struct ServerFileNameTests {
 
         let first = try DownloadManager(configuration: configuration(state))
         let download = try first.download(DownloadRequest(url: url, folder: folder))
-        #expect(download.destination == folder)  // not named yet
+        // Not named until the answer's headers: the folder still, or already the name when the loop
+        // read them before this line ran (it did once, under the full suite on two busy cores); never
+        // anything else.
+        #expect(download.destination == folder || download.destination == named, "\(download.destination)")
         var events = download.events.makeAsyncIterator()
         let receiving = await events.next { if case .receiving = $0 { true } else { false } }
         #expect(receiving != nil)
