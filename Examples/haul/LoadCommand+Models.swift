@@ -35,7 +35,7 @@ extension LoadCommand {
             let outcome: LoadReport.Outcome
             switch event.event {
             case .completed: outcome = .completed
-            case .failed(let error): outcome = error.code == .cancelled ? .cancelled : .failed(error)
+            case .failed(let error): outcome = Self.outcome(failing: error)
             default: outcome = .cancelled
             }
             recorder.record(download.timings, outcome: outcome)
@@ -132,13 +132,17 @@ extension LoadCommand {
         do {
             _ = try await download.finished()
             outcome = .completed
-        } catch let error as DownloadError {
-            outcome = error.code == .cancelled ? .cancelled : .failed(error)
         } catch {
-            outcome = .cancelled
+            outcome = Self.outcome(failing: error)
         }
-        let timings = download.timings
-        recorder.record(timings, outcome: outcome, scheduledAt: scheduledAt)
+        recorder.record(download.timings, outcome: outcome, scheduledAt: scheduledAt)
+    }
+
+    /// How a download that did not complete ended: cancelled (by the run, or a `CancellationError`),
+    /// or failed with its error.
+    static func outcome(failing error: any Error) -> LoadReport.Outcome {
+        guard let error = error as? DownloadError, error.code != .cancelled else { return .cancelled }
+        return .failed(error)
     }
 
     /// The run's report, which every download's task adds to, and how many downloads began.

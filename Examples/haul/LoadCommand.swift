@@ -144,7 +144,7 @@ struct LoadCommand: AsyncParsableCommand {
             Reporter.write("haul: \(Runner.describe(error))\n", to: STDERR_FILENO)
             return ExitStatus.of(error)
         }
-        let report = Recorder()
+        let recorder = Recorder()
         let started = Date.now
         // The open model stops on its schedule (the last download due within -z), not on the clock.
         let plan = Plan(
@@ -157,24 +157,25 @@ struct LoadCommand: AsyncParsableCommand {
         // the report of what ended is printed (as hey does); the run then exits 128 + the signal.
         let interruption = Interruption {
             plan.stop()
-            report.stopped.store(true, ordering: .relaxed)
+            recorder.stopped.store(true, ordering: .relaxed)
             Task { await manager.shutdown() }
         }
         interruption.install()
         // On a terminal, a line that says how the run goes, redrawn twice a second.
+        let scheduled = rate != nil
         let live =
-            isatty(STDERR_FILENO) == 1 ? Task { await LoadText.live(report, since: .now, scheduled: rate != nil) } : nil
+            isatty(STDERR_FILENO) == 1 ? Task { await LoadText.live(recorder, since: .now, scheduled: scheduled) } : nil
         if let rate {
             let schedule = Schedule(rate: rate, ramp: ramp?.value ?? 0, duration: duration?.value)
-            await Self.open(plan, on: schedule, with: manager, into: report)
+            await Self.open(plan, on: schedule, with: manager, into: recorder)
         } else {
-            await Self.closed(plan, concurrency: concurrency, with: manager, into: report)
+            await Self.closed(plan, concurrency: concurrency, with: manager, into: recorder)
         }
         live?.cancel()
         await live?.value
         await manager.shutdown()
         if let state = configuration.stateDirectory { try? FileManager.default.removeItem(at: state) }
-        let result = report.report.withLock { $0 }
+        let result = recorder.report.withLock { $0 }
         if json {
             Reporter.write(LoadText.json(result), to: STDOUT_FILENO)
         } else {
@@ -182,7 +183,7 @@ struct LoadCommand: AsyncParsableCommand {
         }
         var status = ExitStatus.success
         if let signal = interruption.received {
-            let stopped = report.started.load(ordering: .relaxed) - result.requests
+            let stopped = recorder.started.load(ordering: .relaxed) - result.requests
             Reporter.write(
                 "haul: stopped by a signal: the report counts the \(result.requests) downloads that ended; "
                     + "\(stopped) in flight were stopped and are not in it\n",
@@ -190,7 +191,7 @@ struct LoadCommand: AsyncParsableCommand {
             )
             status = 128 + signal
         }
-        if let path = self.report {
+        if let path = report {
             let run = LoadPage.Run(
                 urls: targets.map(\.url.redactedString),
                 concurrency: concurrency,

@@ -111,17 +111,18 @@ enum LoadPage {
     }
 
     private static func percentileTable(_ report: LoadReport, _ summary: LoadReport.Summary) -> String {
-        var rows: [(String, LoadReport.Percentiles)] = []
-        if report.timeToFirstByte.count > 0 { rows.append(("First byte", summary.timeToFirstByte)) }
-        if report.total.count > 0 { rows.append(("Total (service time)", summary.total)) }
-        if let latency = summary.latency { rows.append(("From schedule (latency)", latency)) }
+        let rows = LoadText.timeRows(
+            report,
+            summary,
+            names: ("First byte", "Total (service time)", "From schedule (latency)")
+        )
         guard !rows.isEmpty else { return "" }
         var table = "<h2>Times (seconds)</h2>\n<table class=\"percentiles\"><tr><th></th>"
         table += ["min", "mean", "p50", "p90", "p95", "p99", "p99.9", "max"].map { "<th>\($0)</th>" }.joined()
         table += "</tr>"
         for (name, row) in rows {
-            let values = [row.min, row.mean, row.p50, row.p90, row.p95, row.p99, row.p999, row.max]
-            table += "<tr><td>\(name)</td>" + values.map { "<td>\(Format.decimals($0, 4))</td>" }.joined() + "</tr>"
+            table += "<tr><td>\(name)</td>"
+            table += LoadText.columns(of: row).map { "<td>\(Format.decimals($0, 4))</td>" }.joined() + "</tr>"
         }
         return table + "</table>\n"
     }

@@ -24,16 +24,9 @@ enum LoadText {
         text += "  Received:      \(Reporter.size(summary.bytes)) (\(Reporter.size(Int64(summary.bytesPerSecond)))/s)\n"
         text += "  Connections:   \(summary.connectionsOpened) opened, \(summary.connectionsReused) reused\n"
         text += "\nTimes (s)        min      mean     p50      p90      p95      p99      p99.9    max\n"
-        var rows: [(String, LoadReport.Percentiles?)] = [
-            ("first byte", report.timeToFirstByte.count > 0 ? summary.timeToFirstByte : nil),
-            ("total", report.total.count > 0 ? summary.total : nil),
-        ]
-        rows.append(("from schedule", summary.latency))
-        for (name, row) in rows {
-            guard let row else { continue }
+        for (name, row) in timeRows(report, summary, names: ("first byte", "total", "from schedule")) {
             text += "  " + padded(name, 15)
-            let values = [row.min, row.mean, row.p50, row.p90, row.p95, row.p99, row.p999, row.max]
-            text += values.map { padded(seconds($0), 8) }.joined(separator: " ").trimmingSpaces + "\n"
+            text += columns(of: row).map { padded(seconds($0), 8) }.joined(separator: " ").trimmingSpaces + "\n"
         }
         if report.total.count > 0 {
             text += "\nTotal time histogram (s):\n" + histogram(report.total)
@@ -120,6 +113,25 @@ enum LoadText {
     static func shortTime(_ seconds: Double) -> String {
         seconds < 1
             ? "\(Format.decimals(seconds * 1000, seconds < 0.01 ? 2 : 1)) ms" : "\(Format.decimals(seconds, 2)) s"
+    }
+
+    /// The rows of the times table (`summary` is `report`'s): time to first byte and total time when
+    /// a download completed, latency from the schedule when there was one, under the `names` given.
+    static func timeRows(
+        _ report: LoadReport,
+        _ summary: LoadReport.Summary,
+        names: (firstByte: String, total: String, latency: String)
+    ) -> [(name: String, times: LoadReport.Percentiles)] {
+        var rows: [(name: String, times: LoadReport.Percentiles)] = []
+        if report.timeToFirstByte.count > 0 { rows.append((names.firstByte, summary.timeToFirstByte)) }
+        if report.total.count > 0 { rows.append((names.total, summary.total)) }
+        if let latency = summary.latency { rows.append((names.latency, latency)) }
+        return rows
+    }
+
+    /// A row's values in the table's column order: min, mean, p50, p90, p95, p99, p99.9, max.
+    static func columns(of times: LoadReport.Percentiles) -> [Double] {
+        [times.min, times.mean, times.p50, times.p90, times.p95, times.p99, times.p999, times.max]
     }
 
     /// libcurl's phases as the report names them, in their order (TLS over https only).

@@ -227,7 +227,8 @@ public struct LoadReport: Sendable {
             }
             firstByte.record(phases.firstByte.nanoseconds)
         }
-        let second = Swift.max(0, Int((end - start).inSeconds))
+        let ended = Swift.max(0, (end - start).inSeconds)
+        let second = Int(ended)
         grow(to: second)
         seconds[second].bytes += timings.bytes
         switch outcome {
@@ -251,7 +252,7 @@ public struct LoadReport: Sendable {
         }
         // In flight from its first request to its end: its time in its first and last seconds, and
         // the whole seconds between.
-        let (ended, began) = (Swift.max(0, (end - start).inSeconds), (end - (timings.total ?? .zero) - start).inSeconds)
+        let began = (end - (timings.total ?? .zero) - start).inSeconds
         let from = Swift.min(ended, Swift.max(0, began))
         let first = Swift.min(second, Int(from))
         if first == second {
