@@ -28,11 +28,13 @@ struct EventBacklog: SubscriberBuffer {
 
     /// Every unread event, oldest first.
     mutating func take() -> [DownloadManagerEvent] {
-        defer {
-            events = []
-            finalCount = 0
-        }
-        return events
+        let taken = events
+        // The next batch is likely as long: one allocation for it, not one per doubling (up to
+        // 1,024 events: a reader that fell behind once does not keep a large buffer).
+        events = []
+        events.reserveCapacity(min(taken.count, 1024))
+        finalCount = 0
+        return taken
     }
 
     static func delivery(of event: DownloadManagerEvent) -> [DownloadManagerEvent] { [event] }

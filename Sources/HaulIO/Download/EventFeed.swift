@@ -33,11 +33,16 @@ package final class EventFeed: Sendable {
         var subscribers = Subscribers<EventBacklog>()
         var closed = false
         /// Threads (`pthread_self`) whose wake-ups wait for ``wakeDeferred()``: the loop's for good,
-        /// others inside ``deferringWakes(_:)``.
-        var deferringThreads: Set<UInt> = []
+        /// others inside ``deferringWakes(_:)``. A few at most: a list, looked through without
+        /// hashing at each event.
+        var deferringThreads: [UInt] = []
     }
 
     private let state = Mutex(State())
+    /// The loop's thread (`pthread_self`), once ``attachCurrentThread()`` ran on it; 0 before.
+    private let loopThread = Atomic<UInt>(0)
+    /// What the loop's downloads resume at the end of the turn (``resumeAtTurnEnd(_:)``).
+    private let turnResumes = Mutex<[@Sendable () -> Void]>([])
     private let subscribed = Atomic<Bool>(false)
     /// Readers were left waiting beside buffered events by a deferring thread.
     private let wakesDeferred = Atomic<Bool>(false)
@@ -51,17 +56,50 @@ package final class EventFeed: Sendable {
     /// at the end of each turn.
     package func attachCurrentThread() {
         let thread = UInt(pthread_self())
-        state.withLock { _ = $0.deferringThreads.insert(thread) }
+        loopThread.store(thread, ordering: .relaxed)
+        state.withLock { state in
+            if !state.deferringThreads.contains(thread) { state.deferringThreads.append(thread) }
+        }
+    }
+
+    /// Whether the caller runs on the loop's thread (attached, see ``attachCurrentThread()``).
+    package var isOnLoopThread: Bool {
+        let loop = loopThread.load(ordering: .relaxed)
+        return loop != 0 && loop == UInt(pthread_self())
+    }
+
+    /// Keeps `resume` (a download's waiters resumed with its events or its result) for
+    /// ``resumeTurnWaiters()``, which the loop calls at the end of its turn: after the turn's rows
+    /// are committed, and with the turn's other resumptions. Resumed one by one inside the turn,
+    /// each woke a worker thread that took the core from the loop in the middle of its sockets
+    /// (`Benchmarks/CHOICES.md`). Loop thread only.
+    package func resumeAtTurnEnd(_ resume: @escaping @Sendable () -> Void) {
+        turnResumes.withLock { $0.append(resume) }
+    }
+
+    /// Runs what the turn's downloads left to resume (``resumeAtTurnEnd(_:)``). Loop thread, end of
+    /// each turn.
+    package func resumeTurnWaiters() {
+        let resumes = turnResumes.withLock { resumes -> [@Sendable () -> Void] in
+            guard !resumes.isEmpty else { return [] }
+            defer { resumes.removeAll(keepingCapacity: true) }
+            return resumes
+        }
+        for resume in resumes { resume() }
     }
 
     /// Runs `body`, in which this thread's events wake no reader, then wakes the waiting readers
     /// once for all of them (what `enqueue` publishes for a run of rows).
     package func deferringWakes<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         let thread = UInt(pthread_self())
-        let inserted = state.withLock { $0.deferringThreads.insert(thread).inserted }
+        let inserted = state.withLock { state in
+            if state.deferringThreads.contains(thread) { return false }
+            state.deferringThreads.append(thread)
+            return true
+        }
         guard inserted else { return try body() }  // already deferring (the loop, or nested)
         defer {
-            state.withLock { _ = $0.deferringThreads.remove(thread) }
+            state.withLock { state in state.deferringThreads.removeAll { $0 == thread } }
             wakeDeferred()
         }
         return try body()

@@ -102,6 +102,23 @@ package final class EventHub: Sendable {
                 )
             )
         }
+        let waiting = !wakes.isEmpty || (result != nil && !resultWaiters.isEmpty)
+        guard waiting else { return }
+        if let feed, feed.feed.isOnLoopThread {
+            feed.feed.resumeAtTurnEnd { [wakes, resultWaiters, result] in
+                Self.resume(wakes, resultWaiters, with: result)
+            }
+        } else {
+            Self.resume(wakes, resultWaiters, with: result)
+        }
+    }
+
+    /// Resumes a publication's readers with their events and its result's waiters with it.
+    private static func resume(
+        _ wakes: [Subscribers<RecentEvents>.Wake],
+        _ resultWaiters: [CheckedContinuation<URL, any Error>],
+        with result: Result<URL, DownloadError>?
+    ) {
         for (waiter, value) in wakes { waiter.resume(returning: value) }
         if let result {
             for waiter in resultWaiters { waiter.resume(with: result.mapError { $0 as any Error }) }

@@ -108,8 +108,10 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
         disk.send()
         if !settleWaiters.isEmpty { answerSettledWaiters() }
         updateGauges()
-        // The turn's events reach the manager's feed readers with one wake-up each.
+        // The turn's events reach the manager's feed readers with one wake-up each, and the
+        // downloads' own readers and waiters together.
         catalog.feed.wakeDeferred()
+        catalog.feed.resumeTurnWaiters()
         // Idle: nothing queued or running, and no disk job whose result (a download's outcome)
         // is still to come; told after the turn's rows are committed and its events handed over,
         // so that waiters find every outcome recorded.
