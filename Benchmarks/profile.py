@@ -14,6 +14,7 @@ falls to the one around it, and the table says "other Haul"). They are approxima
 sample counts for the innermost activity on its stack.
 """
 import json
+import os
 import re
 import sys
 
@@ -122,7 +123,8 @@ def main():
         cells[key] = cells.get(key, 0) + 1
     microseconds = (measured * 1e6 / bodies / total) if measured and total else 1e6 / frequency / bodies
     print(json.dumps({
-        "scenario": scenario, "bodies": bodies, "samples": total, "frequency": frequency,
+        "scenario": scenario, "build": os.environ.get("PROFILE_BUILD", ""), "bodies": bodies, "samples": total,
+        "frequency": frequency,
         "sampledMicrosecondsPerBody": round(total * 1e6 / frequency / bodies, 1),
         "microsecondsPerBody": round(total * microseconds, 1),
         "cells": [{"activity": a, "payer": p, "microsecondsPerBody": round(n * microseconds, 2)}

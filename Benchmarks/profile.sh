@@ -19,8 +19,12 @@ bin="$(swift build -c release --show-bin-path)"
 work="$(mktemp -d /dev/shm/haul-profile.XXXXXX)"
 trap 'nginx_stop "$work"; rm -rf "$work"' EXIT
 tls_nginx_start "$work"
-results="$PWD/profile.jsonl"
+# PROFILE_RESULTS=profile-before.jsonl keeps a profile of an earlier build beside the current one
+# (run from that build's checkout); report.py then sets the two side by side.
+results="$PWD/${PROFILE_RESULTS:-profile.jsonl}"
 : > "$results"
+PROFILE_BUILD="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+export PROFILE_BUILD
 
 profiled() {  # profiled SCENARIO COMMAND…: the command's CPU alone, then under perf, its samples attributed
     local scenario=$1 cpu; shift
@@ -41,4 +45,4 @@ profiled a "$bin/haul-bench" many haul "$base" "$count" 100 "$work/out"
 HAUL_CA_FILE="$work/cert.pem" profiled e "$bin/haul-bench" many-h2 haul "$tls_base" "$count" 100 "$work/out"
 profiled k "$bin/haul-bench" memory haul "$base" "$count" 100 "$work/state"
 profiled m "$bin/haul" load -n "$count" -c 100 --json "$base/f1.bin"
-python3 report.py profile.jsonl | sed -n '/^## Where a body/,$p'
+python3 report.py "$results" | sed -n '/^## Where a body/,$p'

@@ -7,7 +7,9 @@ import subprocess
 import sys
 
 # Every file given (run.sh's results.jsonl; bodies.sh's bodies.jsonl for (k) and (l)).
-rows = [json.loads(line) for path in sys.argv[1:] for line in open(path) if line.strip()]
+# profile-before.jsonl: a profile of an earlier build (profile.sh), set beside the current one's.
+rows = [dict(json.loads(line), before=path.endswith("profile-before.jsonl"))
+        for path in sys.argv[1:] for line in open(path) if line.strip()]
 
 
 def median(scenario, client, key):
@@ -574,7 +576,8 @@ if load_rows:
     if per_load is not None and live_c:
         line("(m) peak RSS per live slow download ≤ (c)'s per transfer", f"{per_load:.0f} B vs {live_c['bytesPerTransfer']} B", per_load <= live_c["bytesPerTransfer"])
 
-profiles = [r for r in rows if r["scenario"] in ("a", "e", "k", "m") and "cells" in r]
+profiles = [r for r in rows if r["scenario"] in ("a", "e", "k", "m") and "cells" in r and not r["before"]]
+befores = {r["scenario"]: r for r in rows if r["scenario"] in ("a", "e", "k", "m") and "cells" in r and r["before"]}
 if profiles:
     groups = [("Haul's code", {"Haul's code"}),
               ("refcount, malloc", {"reference counting", "allocation"}),
@@ -613,6 +616,29 @@ if profiles:
                   + f" | **{sum(values.values()):.1f}** |")
         print("| **total** | " + " | ".join(f"**{totals[c]:.1f}**" for c in columns)
               + f" | **{sum(totals.values()):.1f}** |")
+    if befores:
+        build = next(iter(befores.values())).get("build") or "an earlier build"
+        now = profiles[0].get("build") or "this build"
+        print(f"\n### Before and after: `{build}` → `{now}`, µs per body by activity\n")
+        print(f"The same script run from a checkout of `{build}` on the same machine, the same day")
+        print("(`PROFILE_RESULTS=profile-before.jsonl bash Benchmarks/profile.sh` there, the file copied")
+        print("here). Each column pair: before, after.\n")
+        shown = [p for p in profiles if p["scenario"] in befores]
+        print("| activity | " + " | ".join(f"{titles[p['scenario']].split(' ')[0]} before | after" for p in shown) + " |")
+        print("|---|" + "---|---|" * len(shown))
+
+        def by_activity(profile):
+            sums = {}
+            for cell in profile["cells"]:
+                sums[cell["activity"]] = sums.get(cell["activity"], 0.0) + cell["microsecondsPerBody"]
+            return sums
+        pairs = [(by_activity(befores[p["scenario"]]), by_activity(p)) for p in shown]
+        activities = sorted({a for pair in pairs for side in pair for a in side},
+                            key=lambda a: -sum(side.get(a, 0.0) for pair in pairs for side in pair))
+        for activity in activities:
+            print(f"| {activity} | " + " | ".join(f"{old.get(activity, 0):.1f} | {new.get(activity, 0):.1f}" for old, new in pairs) + " |")
+        print("| **total** | " + " | ".join(f"**{befores[p['scenario']]['microsecondsPerBody']:.0f}** | **{p['microsecondsPerBody']:.0f}**"
+                                          for p in shown) + " |")
 
 print("\nWhat was measured when a choice in the code was made, and what was tried and not kept:")
 print("[CHOICES.md](CHOICES.md) (kept by hand).")

@@ -367,5 +367,5 @@ ROUNDS="$repeat" COUNT="$count" bash bodies.sh > /dev/null
 ROUNDS="$repeat" LIVE="$live" bash load.sh > /dev/null
 # Where a body's CPU goes in (a), (e), (k) and (m), by activity and by what pays (profile.jsonl).
 COUNT="$count" bash profile.sh > /dev/null
-python3 report.py "$results" bodies.jsonl load.jsonl profile.jsonl > RESULTS.md
+python3 report.py "$results" bodies.jsonl load.jsonl profile.jsonl $(ls profile-before.jsonl 2>/dev/null) > RESULTS.md
 cat RESULTS.md
