@@ -212,7 +212,8 @@ public final class Download: Sendable, Identifiable {
         }
     }
 
-    /// Waits for the end of the download.
+    /// Waits for the end of the download. It returns once the journal records how it ended: a
+    /// listing read then, or a process started then, finds it completed, failed or cancelled.
     ///
     /// - Returns: the destination, which holds the whole file.
     /// - Throws: the ``DownloadError`` it failed with (code `.cancelled` when cancelled, `.shutdown` when
