@@ -73,9 +73,10 @@ extension LoadCommand {
                 let offset = Schedule.offset(of: index, rate: schedule.rate, ramp: schedule.ramp)
                 if let duration = schedule.duration, offset >= duration { break }
                 let due = start + .nanoseconds(Int64(offset * 1e9))
+                // Late ones start at once, so that the count started stays the schedule's. A stop
+                // (Ctrl-C) ends the wait: at a rate of one a minute it would otherwise come a minute late.
+                if due > .now { await plan.wait(until: due) }
                 guard let planned = plan.next() else { break }
-                // Late ones start at once, so that the count started stays the schedule's.
-                if due > .now { try? await Task.sleep(until: due, clock: .continuous) }
                 group.addTask { await fetch(planned, scheduledAt: due, with: manager, into: recorder) }
                 index += 1
             }
@@ -178,8 +179,24 @@ extension LoadCommand {
             (self.targets, self.folder, self.count, self.deadline) = (targets, folder, count, deadline)
         }
 
-        /// Ends the run: ``next()`` gives no download after it.
-        func stop() { stopped.store(true, ordering: .relaxed) }
+        /// The open model's wait for the next download's time, which ``stop()`` cuts short.
+        private let waiting = Mutex<Task<Void, Never>?>(nil)
+
+        /// Ends the run: ``next()`` gives no download after it, and a ``wait(until:)`` returns.
+        func stop() {
+            stopped.store(true, ordering: .relaxed)
+            waiting.withLock { $0?.cancel() }
+        }
+
+        /// Returns at `due`, or at once when the run is stopped (before or during the wait).
+        func wait(until due: ContinuousClock.Instant) async {
+            let sleep = Task { _ = try? await Task.sleep(until: due, clock: .continuous) }
+            waiting.withLock { $0 = sleep }
+            // A stop between the store and here finds the task; one before it is seen here.
+            if stopped.load(ordering: .relaxed) { sleep.cancel() }
+            await sleep.value
+            waiting.withLock { $0 = nil }
+        }
 
         /// The next download, or `nil` once the run is over.
         func next() -> Planned? {

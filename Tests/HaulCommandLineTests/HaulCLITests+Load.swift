@@ -229,6 +229,35 @@ extension HaulCLITests {
         }
     }
 
+    @Test(
+        "Ctrl-C in the open model's wait for the next download: the run stops then, not when it was due, and starts none"
+    )
+    func openModelStoppedWhileWaiting() async throws {
+        try await withFaultServer { server, work in
+            // One download each 50 s: the first at once, the second due 50 s later.
+            let (out, err) = (work.appendingPathComponent("out").path, work.appendingPathComponent("err").path)
+            let process = try ChildProcess(
+                HaulBinary.path,
+                ["load", "--rate", "0.02", "-z", "120", "--json", server.url("file/4096/once.bin").absoluteString],
+                stdout: out,
+                stderr: err
+            )
+            // A backstop only: the first request comes at once.
+            let deadline = ContinuousClock.now + .seconds(30)
+            while server.requests(to: "/file/4096/once.bin").isEmpty, process.isRunning, ContinuousClock.now < deadline
+            {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            process.signal(SIGINT)
+            // The suite's time limit fails a run that waits for the second one's time.
+            let status = await process.exited()
+            let stderr = (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
+            #expect(status == 130, "\(stderr)")
+            #expect(stderr.contains("0 in flight were stopped"), "\(stderr)")
+            #expect(server.requests(to: "/file/4096/once.bin").count == 1)
+        }
+    }
+
     func loadJSON(_ arguments: [String], in work: URL) async throws -> [String: Any] {
         let run = try await haul(["load", "--json"] + arguments, in: work)
         #expect(run.status == 0, "\(run.stderr)")
