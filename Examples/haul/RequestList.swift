@@ -44,6 +44,14 @@ final class RequestList: Sequence, IteratorProtocol {
         namesFolder = runner.command.contentDisposition && namer.file == nil ? namer.directory : nil
     }
 
+    /// Where the output folder is, resolved once it exists (each out= is checked inside it: a
+    /// `realpath` per URL was 3 `readlink`s per file, and the placement checks again anyway).
+    private var resolvedOutput: String?
+    private func resolvedOutputFolder() -> String? {
+        if resolvedOutput == nil { resolvedOutput = ConfinedPath.resolved(namer.directory) }
+        return resolvedOutput
+    }
+
     /// A request was refused after it was read (by `enqueue`): one more failure.
     func countFailure() { failures += 1 }
 
@@ -91,7 +99,13 @@ final class RequestList: Sequence, IteratorProtocol {
             // for this URL that fails its checksum is replaced too.
             request.replacesExistingFile =
                 namer.file != nil || (entry.checksum != nil && names.placed(url: entry.urls[0], path: item.destination))
-            try Runner.confine(&request, out: entry.out, in: namer.directory, workingDirectory: names.workingDirectory)
+            try Runner.confine(
+                &request,
+                out: entry.out,
+                in: namer.directory,
+                resolvedFolder: resolvedOutputFolder(),
+                workingDirectory: names.workingDirectory
+            )
             // -c: a file someone left there is continued (and replaced when whole).
             request.continuesExistingFile = runner.command.continuesFile
             // Before its row is written: no event for it can come earlier. Its events show its

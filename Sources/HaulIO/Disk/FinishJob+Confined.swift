@@ -57,16 +57,27 @@ extension FinishJob {
             )
         }
         let flags = PrivateFile.pathOnly | O_DIRECTORY | O_CLOEXEC
-        var folder = open(root, flags)
-        guard folder >= 0 else { throw failure(root, "open the output folder") }
-        let inside = realPath(of: folder).map { $0 == "/" ? "/" : $0 + "/" }
+        let rootFolder = open(root, flags)
+        guard rootFolder >= 0 else { throw failure(root, "open the output folder") }
+        var folder = rootFolder
+        // The output folder stays open until the walk ends: where it is is resolved only when a link
+        // on the way needs it (`realpath` of /proc/self/fd/N cost 8 `readlink`s for every file).
+        var resolvedRoot: String??
+        func inside() -> String? {
+            if resolvedRoot == nil { resolvedRoot = realPath(of: rootFolder).map { $0 == "/" ? "/" : $0 + "/" } }
+            return resolvedRoot!
+        }
+        /// Closes what the walk holds, on the way out with an error.
+        func abandon(_ descriptors: Int32...) {
+            for descriptor in Set(descriptors + [folder, rootFolder]) where descriptor >= 0 { close(descriptor) }
+        }
         let relative = FilePath.directory(of: String(destination.dropFirst(base.count)))
         var walked = root
         for part in relative.split(separator: "/") where part != "." {
             let name = String(part)
             walked += "/" + name
             guard name != ".." else {
-                close(folder)
+                abandon()
                 throw DownloadError(
                     code: .unsupportedDestination,
                     url: nil,
@@ -82,7 +93,7 @@ extension FinishJob {
                 var status = stat()
                 if fstatat(folder, name, &status, AT_SYMLINK_NOFOLLOW) == 0, status.st_mode & S_IFMT == S_IFLNK {
                     guard status.st_uid == geteuid() else {
-                        close(folder)
+                        abandon()
                         throw DownloadError(
                             code: .unsupportedDestination,
                             url: nil,
@@ -92,9 +103,10 @@ extension FinishJob {
                     }
                     // The user's own link, followed while it leads inside the output folder.
                     next = openat(folder, name, flags)
-                    if next >= 0, let inside, let target = realPath(of: next), !(target + "/").hasPrefix(inside) {
-                        close(next)
-                        close(folder)
+                    if next >= 0, let inside = inside(), let target = realPath(of: next),
+                        !(target + "/").hasPrefix(inside)
+                    {
+                        abandon(next)
                         throw DownloadError(
                             code: .unsupportedDestination,
                             url: nil,
@@ -106,12 +118,13 @@ extension FinishJob {
             }
             guard next >= 0 else {
                 let error = failure(walked, "open a folder on the way to the file")
-                close(folder)
+                abandon()
                 throw error
             }
-            close(folder)
+            if folder != rootFolder { close(folder) }
             folder = next
         }
+        if folder != rootFolder { close(rootFolder) }
         return folder
     }
 

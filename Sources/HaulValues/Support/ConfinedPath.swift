@@ -32,7 +32,17 @@ package enum ConfinedPath {
     /// made, or `nil`. `stateDirectory`: a state folder configured inside `folder`, which the file
     /// may not be in either.
     package static func escape(_ path: String, in folder: String, stateDirectory: String? = nil) -> String? {
-        guard let root = realPath(folder) else { return nil }  // no folder yet: no link in it either
+        guard let root = resolved(folder) else { return nil }  // no folder yet: no link in it either
+        return escape(path, inResolved: root, stateDirectory: stateDirectory)
+    }
+
+    /// Where `folder` is (``escape(_:in:stateDirectory:)``'s first step: `realpath`, a `readlink`
+    /// per component), for a caller that checks many paths in one folder; `nil` when it does not
+    /// exist yet.
+    package static func resolved(_ folder: String) -> String? { realPath(folder) }
+
+    /// ``escape(_:in:stateDirectory:)`` in a folder resolved already (``resolved(_:)``).
+    package static func escape(_ path: String, inResolved root: String, stateDirectory: String? = nil) -> String? {
         var resolved = root
         var parts = path.split(separator: "/").map(String.init).filter { $0 != "." }
         var hops = 0
