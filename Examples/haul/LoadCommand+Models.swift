@@ -15,8 +15,9 @@ extension LoadCommand {
         with manager: DownloadManager,
         into recorder: Recorder
     ) async {
-        // Subscribed before the first download starts: no outcome is missed.
-        var events = manager.events.makeAsyncIterator()
+        // Subscribed before the first download starts: no outcome is missed. Outcomes only: the
+        // loop makes no other event for the feed.
+        var events = manager.outcomes.makeAsyncIterator()
         var running: [DownloadID: Download] = [:]
         func startNext() {
             while running.count < concurrency, let planned = plan.next() {

@@ -132,7 +132,8 @@ struct Runner {
         let outcome = await withTaskGroup(of: Void.self) { group -> Following.Outcome in
             await withCheckedContinuation { (subscribed: CheckedContinuation<Void, Never>) in
                 group.addTask {
-                    var events = manager.events.makeAsyncIterator()
+                    // Quiet or by outcome only: the loop makes no other event for the feed.
+                    var events = (reporter.wantsEveryEvent ? manager.events : manager.outcomes).makeAsyncIterator()
                     subscribed.resume()
                     await Self.report(&events, following: following, reporter: reporter, source: source)
                 }

@@ -174,4 +174,67 @@ struct EnqueueFollowingTests {
             await manager.shutdown()
         }
     }
+
+    @Test(
+        "outcomes: only how each download ended (completed, 404, cancelled); events started beside it still get every state"
+    )
+    func outcomesOnly() async throws {
+        try await withFaultServer { server, directory in
+            var configuration = DownloadManager.Configuration()
+            configuration.stateDirectory = directory.appendingPathComponent("state")
+            configuration.maxConcurrentDownloads = 4
+            configuration.retryLimit = 0
+            let manager = try DownloadManager(configuration: configuration)
+            var outcomes = manager.outcomes.makeAsyncIterator()
+            // Outcomes only at first: the loop makes no other event for the feed.
+            #expect(!manager.catalog.feed.wantsEveryEvent)
+            let first = (0..<6).map { index in
+                DownloadRequest(
+                    url: server.url(index == 5 ? "status/404" : "file/\(3000 + index)"),
+                    destination: directory.appendingPathComponent("a\(index).bin")
+                )
+            }
+            #expect(try manager.enqueue(first).queued == 6)
+            var ended: [DownloadID: DownloadEvent] = [:]
+            while ended.count < 6, let event = await outcomes.next() {
+                #expect(event.event.isFinal, "\(event.event)")
+                ended[event.id] = event.event
+            }
+            for (index, request) in first.enumerated() {
+                switch ended[request.id] {
+                case .completed(let file) where index < 5:
+                    #expect(try Data(contentsOf: file) == FaultServer.body(size: 3000 + index))
+                case .failed(let error) where index == 5: #expect(error.code == .httpStatus && error.httpStatus == 404)
+                default: Issue.record("download \(index): \(String(describing: ended[request.id]))")
+                }
+            }
+            // Then a reader of every event: both see the next download's outcome, only it its states.
+            var events = manager.events.makeAsyncIterator()
+            #expect(manager.catalog.feed.wantsEveryEvent)
+            let held = try manager.download(
+                from: server.url("gate/1/8000"),
+                to: directory.appendingPathComponent("b.bin")
+            )
+            var states: [String] = []
+            while let event = await events.next() {
+                guard event.id == held.id else { continue }
+                switch event.event {
+                case .queued: states.append("queued")
+                case .connecting: states.append("connecting")
+                case .receiving:
+                    states.append("receiving")
+                    _ = await held.cancel()
+                case .cancelled: states.append("cancelled")
+                default: break
+                }
+                if event.event.isFinal { break }
+            }
+            #expect(states == ["queued", "connecting", "receiving", "cancelled"], "\(states)")
+            let outcome = await outcomes.next()
+            #expect(outcome?.id == held.id)
+            if case .cancelled = outcome?.event {} else { Issue.record("\(String(describing: outcome))") }
+            server.openGate()
+            await manager.shutdown()
+        }
+    }
 }

@@ -19,14 +19,17 @@ public struct DownloadManagerEvents: AsyncSequence, Sendable {
     public typealias Failure = Never
 
     let feed: EventFeed
+    /// Outcomes only (``DownloadManager/outcomes``).
+    let outcomesOnly: Bool
 
-    package init(feed: EventFeed) {
+    package init(feed: EventFeed, outcomesOnly: Bool = false) {
         self.feed = feed
+        self.outcomesOnly = outcomesOnly
     }
 
     /// Subscribes; events published from now on are kept for this iterator.
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(subscription: EventFeed.Subscription(feed: feed))
+        AsyncIterator(subscription: EventFeed.Subscription(feed: feed, outcomesOnly: outcomesOnly))
     }
 
     /// Reads the manager's events.

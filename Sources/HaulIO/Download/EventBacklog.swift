@@ -7,8 +7,14 @@ struct EventBacklog: SubscriberBuffer {
     private var events: [DownloadManagerEvent] = []
     /// Unread final events (completed, failed, cancelled), which do not count against the limit.
     private var finalCount = 0
+    /// Keeps outcomes only (``DownloadManager/outcomes``).
+    let outcomesOnly: Bool
 
-    init() {}
+    init() { outcomesOnly = false }
+
+    init(outcomesOnly: Bool) { self.outcomesOnly = outcomesOnly }
+
+    func accepts(_ event: DownloadManagerEvent) -> Bool { !outcomesOnly || event.event.isFinal }
 
     var count: Int { events.count }
     var isEmpty: Bool { events.isEmpty }

@@ -20,9 +20,9 @@ package final class EventFeed: Sendable {
         let feed: EventFeed
         let id: Int
 
-        init(feed: EventFeed) {
+        init(feed: EventFeed, outcomesOnly: Bool = false) {
             self.feed = feed
-            self.id = feed.subscribe()
+            self.id = feed.subscribe(outcomesOnly: outcomesOnly)
         }
 
         deinit { feed.unsubscribe(id) }
@@ -36,6 +36,9 @@ package final class EventFeed: Sendable {
         /// others inside ``deferringWakes(_:)``. A few at most: a list, looked through without
         /// hashing at each event.
         var deferringThreads: [UInt] = []
+        /// Subscribers that take outcomes only, and how many take every event.
+        var outcomeSubscribers: Set<Int> = []
+        var everyEventSubscribers = 0
     }
 
     private let state = Mutex(State())
@@ -51,6 +54,10 @@ package final class EventFeed: Sendable {
 
     /// Whether anyone follows the feed (a hint for publishers; read without the lock).
     package var hasSubscribers: Bool { subscribed.load(ordering: .relaxed) }
+    /// Whether a subscriber takes more than outcomes: otherwise a download's other events are not
+    /// even made for the feed (a hint, read without the lock).
+    package var wantsEveryEvent: Bool { everyEvent.load(ordering: .relaxed) }
+    private let everyEvent = Atomic<Bool>(false)
 
     /// The calling thread (the loop's) defers its wake-ups to ``wakeDeferred()``, which it calls
     /// at the end of each turn.
@@ -144,17 +151,25 @@ package final class EventFeed: Sendable {
         state.withLock { $0.subscribers.isWaiting(id) }
     }
 
-    func subscribe() -> Int {
+    func subscribe(outcomesOnly: Bool = false) -> Int {
         state.withLock { state in
             subscribed.store(true, ordering: .relaxed)
-            return state.subscribers.add()
+            if !outcomesOnly {
+                state.everyEventSubscribers += 1
+                everyEvent.store(true, ordering: .relaxed)
+            }
+            let id = state.subscribers.add(EventBacklog(outcomesOnly: outcomesOnly))
+            if outcomesOnly { state.outcomeSubscribers.insert(id) }
+            return id
         }
     }
 
     func unsubscribe(_ id: Int) {
         let waiter = state.withLock { state in
             let waiter = state.subscribers.remove(id)
+            if state.outcomeSubscribers.remove(id) == nil { state.everyEventSubscribers -= 1 }
             subscribed.store(!state.subscribers.isEmpty, ordering: .relaxed)
+            everyEvent.store(state.everyEventSubscribers > 0, ordering: .relaxed)
             return waiter
         }
         waiter?.resume(returning: [])

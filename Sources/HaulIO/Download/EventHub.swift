@@ -90,7 +90,7 @@ package final class EventHub: Sendable {
             }
             return true
         }
-        if published, let feed, feed.feed.hasSubscribers {
+        if published, let feed, feed.feed.hasSubscribers, event.isFinal || feed.feed.wantsEveryEvent {
             let owner = owner
             // A download into a folder shows the file it chose, once it chose one.
             feed.feed.publish(

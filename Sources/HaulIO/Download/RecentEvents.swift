@@ -11,6 +11,8 @@ struct RecentEvents: SubscriberBuffer {
     var isEmpty: Bool { events.isEmpty }
     var count: Int { events.count }
 
+    func accepts(_ event: DownloadEvent) -> Bool { true }
+
     mutating func keep(_ event: DownloadEvent) {
         if case .progress = event, let last = events.last, case .progress = last {
             events[events.count - 1] = event

@@ -9,6 +9,9 @@ protocol SubscriberBuffer {
     /// The events it holds, for tests.
     var count: Int { get }
     /// Keeps `event` for a later read, dropping older ones past the buffer's limit as its kind says.
+    /// Whether this subscriber takes `event` at all (one that follows outcomes only does not take
+    /// the rest).
+    func accepts(_ event: Event) -> Bool
     mutating func keep(_ event: Event)
     /// What the next read returns; the buffer is not empty.
     mutating func take() -> Delivery
@@ -60,6 +63,7 @@ struct Subscribers<Buffer: SubscriberBuffer> {
     mutating func publish(_ event: Buffer.Event, deferringWakes: Bool, into wakes: inout [Wake]) -> Bool {
         var leftWaiting = false
         subscribers.mutateEachValue { subscriber in
+            guard subscriber.buffer.accepts(event) else { return }
             guard let waiter = subscriber.waiter else {
                 subscriber.buffer.keep(event)
                 return
