@@ -36,9 +36,6 @@ package final class EventFeed: Sendable {
         /// others inside ``deferringWakes(_:)``. A few at most: a list, looked through without
         /// hashing at each event.
         var deferringThreads: [UInt] = []
-        /// Subscribers that take outcomes only, and how many take every event.
-        var outcomeSubscribers: Set<Int> = []
-        var everyEventSubscribers = 0
     }
 
     private let state = Mutex(State())
@@ -154,22 +151,16 @@ package final class EventFeed: Sendable {
     func subscribe(outcomesOnly: Bool = false) -> Int {
         state.withLock { state in
             subscribed.store(true, ordering: .relaxed)
-            if !outcomesOnly {
-                state.everyEventSubscribers += 1
-                everyEvent.store(true, ordering: .relaxed)
-            }
-            let id = state.subscribers.add(EventBacklog(outcomesOnly: outcomesOnly))
-            if outcomesOnly { state.outcomeSubscribers.insert(id) }
-            return id
+            if !outcomesOnly { everyEvent.store(true, ordering: .relaxed) }
+            return state.subscribers.add(EventBacklog(outcomesOnly: outcomesOnly))
         }
     }
 
     func unsubscribe(_ id: Int) {
         let waiter = state.withLock { state in
             let waiter = state.subscribers.remove(id)
-            if state.outcomeSubscribers.remove(id) == nil { state.everyEventSubscribers -= 1 }
             subscribed.store(!state.subscribers.isEmpty, ordering: .relaxed)
-            everyEvent.store(state.everyEventSubscribers > 0, ordering: .relaxed)
+            everyEvent.store(state.subscribers.anyBuffer { !$0.outcomesOnly }, ordering: .relaxed)
             return waiter
         }
         waiter?.resume(returning: [])

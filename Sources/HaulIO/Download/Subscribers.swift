@@ -126,6 +126,9 @@ struct Subscribers<Buffer: SubscriberBuffer> {
     /// The events buffered for subscriber `id` (tests).
     func bufferedCount(_ id: Int) -> Int { subscribers[id]?.buffer.count ?? 0 }
 
+    /// Whether the buffer of any subscriber satisfies `predicate` (on subscribing and leaving only).
+    func anyBuffer(_ predicate: (Buffer) -> Bool) -> Bool { subscribers.values.contains { predicate($0.buffer) } }
+
     /// Whether subscriber `id` has a reader waiting (tests).
     func isWaiting(_ id: Int) -> Bool { subscribers[id]?.waiter != nil }
 }
