@@ -203,7 +203,8 @@ extension Transfer {
                     totalBytes: total,
                     // A body in memory, a stream: its reader may want them; not a discarded body
                     // (a load test's: no cost per body for what nobody reads) nor a file.
-                    headers: stream.map { !$0.discards || $0.collector != nil } == true ? easy.responseHeaders() : []
+                    packedHeaders: stream.map { !$0.discards || $0.collector != nil } == true
+                        ? easy.responseHeaders() : PackedHeaders()
                 )
             )
         }

@@ -89,6 +89,47 @@ struct DescriptionTests {
         #expect(withHeaders.headers[1].isSensitive && !"\(withHeaders.headers)".contains("s3cret"))
     }
 
+    @Test("packed headers: made when read, in order, empty values kept, secrets marked; equal to the same headers made")
+    func packedHeaders() {
+        var packed = PackedHeaders()
+        #expect(packed.isEmpty)
+        let pairs = [("Content-Type", "text/csv"), ("X-Empty", ""), ("Set-Cookie", "sid=s3cret"), ("X-Note", "café")]
+        for (name, value) in pairs {
+            name.withCString { name in value.withCString { value in packed.append(name: name, value: value) } }
+        }
+        #expect(!packed.isEmpty)
+        let url = URL(string: "https://example.com/a.csv")!
+        let response = DownloadResponse(
+            url: url,
+            status: 200,
+            contentType: "text/csv",
+            entityTag: nil,
+            lastModified: nil,
+            totalBytes: 3,
+            packedHeaders: packed
+        )
+        #expect(response.headers.map(\.name) == pairs.map(\.0))
+        #expect(response.headers.map(\.value) == pairs.map(\.1))
+        #expect(response.value(forHeader: "x-empty") == "" && response.value(forHeader: "x-note") == "café")
+        #expect(response.headers[2].isSensitive && !"\(response.headers)".contains("s3cret"))
+        var made = DownloadResponse(url: url, status: 200, contentType: "text/csv", totalBytes: 3)
+        made.headers = pairs.map { DownloadHeader($0.0, $0.1) }
+        #expect(made == response && made.hashValue == response.hashValue)
+        made.headers.removeLast()
+        #expect(made != response)
+        // Nothing packed: no headers, as for a file.
+        let none = DownloadResponse(
+            url: url,
+            status: 200,
+            contentType: nil,
+            entityTag: nil,
+            lastModified: nil,
+            totalBytes: nil,
+            packedHeaders: PackedHeaders()
+        )
+        #expect(none.headers.isEmpty && none == DownloadResponse(url: url, status: 200))
+    }
+
     @Test("sensitive by name: whole names and words in any case, not others; a non-ASCII name lowered as Unicode")
     func sensitiveNames() {
         for name in [

@@ -273,14 +273,15 @@ package final class EasyHandle {
     }
 
     /// Every header of the final response, in order (not a redirect's, nor a 100 Continue's): one
-    /// pass with `curl_easy_nextheader`, made only for a body whose caller wants them.
-    package func responseHeaders() -> [DownloadHeader] {
-        var headers: [DownloadHeader] = []
+    /// pass with `curl_easy_nextheader`, made only for a body whose caller wants them, packed
+    /// (``PackedHeaders``): the values are made when the caller reads them, off the loop.
+    package func responseHeaders() -> PackedHeaders {
+        var headers = PackedHeaders()
         var header: UnsafeMutablePointer<curl_header>?
         while let next = curl_easy_nextheader(raw, UInt32(CURLH_HEADER), -1, header) {
             header = next
             guard let name = next.pointee.name, let value = next.pointee.value else { continue }
-            headers.append(DownloadHeader(String(cString: name), String(cString: value)))
+            headers.append(name: name, value: value)
         }
         return headers
     }
