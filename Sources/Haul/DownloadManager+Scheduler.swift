@@ -71,7 +71,8 @@ extension TransferEnvironment {
             proxy: configuration.proxy?.absoluteString ?? (configuration.ignoresProxyEnvironment ? "" : nil),
             noProxy: configuration.proxyBypass?.joined(separator: ",")
                 ?? (configuration.ignoresProxyEnvironment ? "" : nil),
-            headerLog: configuration.logsHeaders ? HeaderLog(logger: configuration.logger) : nil
+            headerLog: configuration.logsHeaders ? HeaderLog(logger: configuration.logger) : nil,
+            socketCloser: reactor
         )
         self.init(
             reactor: reactor,
@@ -107,5 +108,13 @@ extension TransferEnvironment {
             metrics: HaulMetrics(factory: configuration.metricsFactory),
             tracer: configuration.tracer ?? InstrumentationSystem.tracer
         )
+    }
+}
+
+extension DownloadManager {
+    /// What happened to its reactor's parked socket watches (tests: kept-alive connections keep
+    /// their watches between requests, and lose them when the socket is ready or closed).
+    var parkedWatchCounts: (parked: Int, reclaimed: Int, disarmedWhenReady: Int, disarmedWhenClosed: Int) {
+        reactor.parkedWatchCounts
     }
 }

@@ -29,7 +29,7 @@ public final class DownloadManager: Sendable {
 
     /// The configuration the manager was created with.
     public let configuration: Configuration
-    private let reactor: Reactor
+    let reactor: Reactor
     private let inbox: CommandInbox<SchedulerCommand>
     let scheduler: Scheduler
     let catalog: Catalog
@@ -65,7 +65,9 @@ public final class DownloadManager: Sendable {
         let reactor = try Reactor(
             logger: configuration.logger,
             idleConnections: min(max(16, configuration.maxConcurrentDownloads), budget.transfers),
-            streamsPerConnection: configuration.maxStreamsPerConnection
+            streamsPerConnection: configuration.maxStreamsPerConnection,
+            // Every easy handle tells it of the sockets curl closes (TransferEnvironment's options).
+            parksSockets: true
         )
         self.reactor = reactor
         let inbox = CommandInbox<SchedulerCommand>(reactor: reactor)

@@ -76,7 +76,8 @@ extension FaultServer {
         chunked: Bool = false,
         sameTag: Bool = false,
         gate: Int? = nil,
-        gateAt: Int? = nil
+        gateAt: Int? = nil,
+        announcesClose: Bool = true
     ) {
         let body = Self.body(size: size, version: version)
         let now = Int(Date().timeIntervalSince1970)
@@ -135,7 +136,7 @@ extension FaultServer {
         if let lastModified { head += "Last-Modified: \(lastModified)\r\n" }
         if let date { head += "Date: \(date)\r\n" }
         if let secondLength { head += "Content-Length: \(secondLength)\r\n" }
-        head += "Accept-Ranges: bytes\r\nConnection: close\r\n\r\n"
+        head += announcesClose ? "Accept-Ranges: bytes\r\nConnection: close\r\n\r\n" : "Accept-Ranges: bytes\r\n\r\n"
         note(request, at: index)
         guard write(Data(head.utf8), to: connection) > 0 else { return }
         let whole = end

@@ -8,6 +8,8 @@ import Glibc
 /// misbehaving is its point:
 ///
 /// - `/file/SIZE`: behaves.
+/// - `/keepalive-close/SIZE`: behaves, but says nothing of closing the connection, which it closes
+///   after the answer (as an idle keep-alive connection is closed by its server).
 /// - `/drop/N/SIZE`: every response ends (connection closed) after N body bytes.
 /// - `/stall/N/SIZE`: the first response goes silent after N body bytes; later ones behave.
 /// - `/busy/STATUS/TIMES/SECONDS/SIZE`: the first TIMES requests get STATUS with `Retry-After: SECONDS`.
@@ -228,6 +230,8 @@ final class FaultServer: @unchecked Sendable {
         switch parts.first ?? "" {
         case "file":
             sendFile(size: size, request: &request, index: index, on: connection)
+        case "keepalive-close":
+            sendFile(size: size, request: &request, index: index, on: connection, announcesClose: false)
         case "drop" where numbers.count == 2:
             sendFile(size: size, request: &request, index: index, on: connection, limit: numbers[0])
         case "stall" where numbers.count == 2:

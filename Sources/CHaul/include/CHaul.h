@@ -115,6 +115,13 @@ static inline CURLcode CHaul_easy_open_sockets_close_on_exec(CURL *handle) {
     return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, CHaul_open_socket);
 }
 
+/// `CURLOPT_CLOSESOCKETFUNCTION` and its data: curl calls `callback(context, socket)` to close each
+/// socket it opened through the open-socket callback (the reactor forgets the socket's watch first).
+static inline CURLcode CHaul_easy_close_sockets_through(CURL *handle, curl_closesocket_callback callback, void *context) {
+    CURLcode code = curl_easy_setopt(handle, CURLOPT_CLOSESOCKETFUNCTION, callback);
+    return code != CURLE_OK ? code : curl_easy_setopt(handle, CURLOPT_CLOSESOCKETDATA, context);
+}
+
 // MARK: easy handle information
 
 static inline CURLcode CHaul_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {

@@ -26,6 +26,8 @@ extension EasyHandle {
         var share: UnsafeMutableRawPointer?
         /// Where header lines are logged, when they are (``HeaderLog``).
         var headerLog: HeaderLog?
+        /// The reactor told of every socket curl closes, when it parks sockets (``SocketWatches``).
+        var socketCloser: Reactor?
 
         package init(
             maximumRedirects: Int,
@@ -39,7 +41,8 @@ extension EasyHandle {
             proxy: String? = nil,
             noProxy: String? = nil,
             share: UnsafeMutableRawPointer? = nil,
-            headerLog: HeaderLog? = nil
+            headerLog: HeaderLog? = nil,
+            socketCloser: Reactor? = nil
         ) {
             self.maximumRedirects = maximumRedirects
             self.userAgent = userAgent
@@ -53,6 +56,7 @@ extension EasyHandle {
             self.noProxy = noProxy
             self.share = share
             self.headerLog = headerLog
+            self.socketCloser = socketCloser
         }
     }
 }

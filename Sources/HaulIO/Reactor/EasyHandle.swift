@@ -128,6 +128,9 @@ package final class EasyHandle {
         if options.decodesCompression { set(CURLOPT_ACCEPT_ENCODING, "") }
         set(CURLOPT_TCP_KEEPALIVE, 1)
         _ = CHaul_easy_open_sockets_close_on_exec(raw)
+        if let closer = options.socketCloser {
+            _ = CHaul_easy_close_sockets_through(raw, Reactor.closeSocketCallback, closer.callbackContext)
+        }
         _ = CHaul_easy_setopt_pointer(raw, CURLOPT_ERRORBUFFER, errorBuffer)
         _ = CHaul_easy_track_header_end(raw, headEnded)
         if let log = options.headerLog {

@@ -39,9 +39,17 @@ package final class Reactor: @unchecked Sendable {
     package var delegate: (any ReactorDelegate)?
     private let logger: Logger
 
-    /// Sets up the event base and the multi handle; the loop starts with ``start()``.
-    package init(logger: Logger, idleConnections: Int, streamsPerConnection: Int = 100) throws(DownloadError) {
+    /// Sets up the event base and the multi handle; the loop starts with ``start()``. `parksSockets`:
+    /// every easy handle run on it tells it of the sockets curl closes (``closeSocketCallback``), so
+    /// that a kept-alive connection's watch may stay armed between requests (``SocketWatches``).
+    package init(
+        logger: Logger,
+        idleConnections: Int,
+        streamsPerConnection: Int = 100,
+        parksSockets: Bool = false
+    ) throws(DownloadError) {
         self.logger = logger
+        self.watches = SocketWatches(parks: parksSockets, counts: watchCounts)
         Reactor.initializeCurl()
         guard let base = event_base_new() else {
             throw DownloadError(code: .internalError, url: nil, detail: "libevent could not create an event base")
@@ -178,6 +186,7 @@ package final class Reactor: @unchecked Sendable {
         // The loop was broken by `stop()`. Any transfer still in the multi handle was removed by the
         // delegate; clean up curl while still on this thread.
         curl_multi_cleanup(multi)
+        watches.disarmParked()
         for (event, box) in timers {
             event_free(event)
             Unmanaged<TimerBox>.fromOpaque(box).release()
@@ -299,18 +308,14 @@ package final class Reactor: @unchecked Sendable {
         }
     }
 
-    /// Watches of sockets curl stopped watching, for the next socket it watches: curl stops watching
-    /// a kept-alive connection between its requests, so each small download would otherwise make and
-    /// free one (loop thread only).
-    private var idleWatches: [SocketWatch] = []
-    private static let idleWatchLimit = 1024
+    /// The sockets' watches, idle and parked (loop thread only), and what happened to parked ones.
+    var watches: SocketWatches
+    let watchCounts = SocketWatches.Counts()
 
     private func updateSocket(_ socket: curl_socket_t, what: Int32, socketPointer: UnsafeMutableRawPointer?) {
         if what == CURL_POLL_REMOVE {
             if let socketPointer {
-                let watch = Unmanaged<SocketWatch>.fromOpaque(socketPointer).takeRetainedValue()
-                watch.disarm()
-                if idleWatches.count < Self.idleWatchLimit { idleWatches.append(watch) }
+                watches.release(Unmanaged<SocketWatch>.fromOpaque(socketPointer).takeRetainedValue(), of: socket)
             }
             return
         }
@@ -318,7 +323,7 @@ package final class Reactor: @unchecked Sendable {
         if let socketPointer {
             watch = Unmanaged<SocketWatch>.fromOpaque(socketPointer).takeUnretainedValue()
         } else {
-            watch = idleWatches.popLast() ?? SocketWatch()
+            watch = watches.take(for: socket)
             curl_multi_assign(multi, socket, Unmanaged.passRetained(watch).toOpaque())
         }
         var flags = CHaul_EV_PERSIST()
@@ -367,6 +372,8 @@ package final class Reactor: @unchecked Sendable {
         var mask: Int32 = 0
         if flags & CHaul_EV_READ() != 0 { mask |= CURL_CSELECT_IN }
         if flags & CHaul_EV_WRITE() != 0 { mask |= CURL_CSELECT_OUT }
+        // A parked watch (curl no longer watches the socket) is disarmed; curl is not told.
+        if reactor.watches.unparkReady(socket) { return }
         reactor.socketAction(socket, mask)
     }
 

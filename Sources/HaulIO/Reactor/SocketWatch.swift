@@ -4,7 +4,12 @@ import CHaul
 /// re-assigned when curl changes the flags it wants, or when the watch is reused for another socket.
 final class SocketWatch {
     let event: OpaquePointer
-    var armed = false
+    private(set) var armed = false
+    /// The socket and the events it watches while armed.
+    private(set) var socket: curl_socket_t = -1
+    private(set) var flags: Int16 = 0
+    /// Whether it may be parked when curl stops watching its socket (``SocketWatches``).
+    var parkable = false
 
     init() {
         event = OpaquePointer(
@@ -19,10 +24,14 @@ final class SocketWatch {
         callback: event_callback_fn,
         argument: UnsafeMutableRawPointer
     ) {
+        // Armed already as asked (a parked watch handed back): nothing to change.
+        if armed, socket == self.socket, flags == self.flags { return }
         if armed { event_del(event) }
         event_assign(event, base, socket, flags, callback, argument)
         event_add(event, nil)
         armed = true
+        self.socket = socket
+        self.flags = flags
     }
 
     /// Stops watching (curl no longer wants the socket); the watch may be armed again for another.
