@@ -36,6 +36,30 @@ struct SocketWatchTests {
         }
     }
 
+    /// ``fetch(_:count:width:url:expected:)`` of the fault server's bodies of `size` bytes.
+    private func fetch(
+        _ manager: DownloadManager,
+        count: Int,
+        width: Int,
+        url: @escaping @Sendable (Int) -> URL,
+        size: Int
+    ) async throws {
+        try await fetch(manager, count: count, width: width, url: url, expected: FaultServer.body(size: size))
+    }
+
+    /// `body` with a manager of `slots` at once and a fault server of its own.
+    private func withFaultServer(
+        slots: Int,
+        _ body: (FaultServer, DownloadManager) async throws -> Void
+    ) async throws {
+        let (server, directory) = try startFaultServerAndDirectory()
+        defer { stop(server, directory) }
+        var configuration = DownloadManager.Configuration.forTests()
+        configuration.stateDirectory = directory.appendingPathComponent("state")
+        configuration.maxConcurrentDownloads = slots
+        try await withDownloadManager(configuration: configuration) { manager in try await body(server, manager) }
+    }
+
     @Test("nginx keeps its connections: the next request on one gets its parked watch back")
     func keptAliveConnections() async throws {
         let (server, directory) = try await startServerAndDirectory()
@@ -59,23 +83,12 @@ struct SocketWatchTests {
 
     @Test("every answer closes its connection: each parked watch is disarmed before curl closes its socket")
     func connectionsClosedByCurl() async throws {
-        let (server, directory) = try startFaultServerAndDirectory()
-        defer { stop(server, directory) }
-        var configuration = DownloadManager.Configuration.forTests()
-        configuration.stateDirectory = directory.appendingPathComponent("state")
-        configuration.maxConcurrentDownloads = 8
         let size = 20_000
-        try await withDownloadManager(configuration: configuration) { manager in
+        try await withFaultServer(slots: 8) { server, manager in
             // `Connection: close` on every answer: a new socket per request, under the numbers the
             // closed ones had. One left watched by mistake would leave the next one unwatched, and its
             // download would never end.
-            try await fetch(
-                manager,
-                count: 120,
-                width: 8,
-                url: { server.url("file/\(size)?\($0)") },
-                expected: FaultServer.body(size: size)
-            )
+            try await fetch(manager, count: 120, width: 8, url: { server.url("file/\(size)?\($0)") }, size: size)
             let counts = manager.parkedWatchCounts
             #expect(counts.disarmedWhenClosed >= 1, "\(counts)")
             #expect(counts.reclaimed + counts.disarmedWhenReady + counts.disarmedWhenClosed <= counts.parked)
@@ -86,24 +99,14 @@ struct SocketWatchTests {
         "the server closes idle connections unannounced: their parked watches are disarmed, the next requests connect anew"
     )
     func connectionsClosedByTheServer() async throws {
-        let (server, directory) = try startFaultServerAndDirectory()
-        defer { stop(server, directory) }
-        var configuration = DownloadManager.Configuration.forTests()
-        configuration.stateDirectory = directory.appendingPathComponent("state")
-        configuration.maxConcurrentDownloads = 4
         let size = 30_000
-        try await withDownloadManager(configuration: configuration) { manager in
+        try await withFaultServer(slots: 4) { server, manager in
             // Each answer leaves its connection looking reusable, then the server closes it: curl keeps
             // it, its socket becomes readable (end of file) while its watch is parked, and the next
             // request finds it dead and opens another, often under the same number.
             for round in 0..<5 {
-                try await fetch(
-                    manager,
-                    count: 4,
-                    width: 4,
-                    url: { server.url("keepalive-close/\(size)?\(round)-\($0)") },
-                    expected: FaultServer.body(size: size)
-                )
+                let path: @Sendable (Int) -> String = { "keepalive-close/\(size)?\(round)-\($0)" }
+                try await fetch(manager, count: 4, width: 4, url: { server.url(path($0)) }, size: size)
             }
             let counts = manager.parkedWatchCounts
             #expect(counts.parked >= 1 && counts.disarmedWhenReady >= 1, "\(counts)")
