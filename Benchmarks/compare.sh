@@ -56,7 +56,8 @@ checked() {  # checked OUT WHAT: every file byte-identical to its source
 run() {  # run SCENARIO CLIENT: one run, checked
     local out="$work/out"
     [ "$1" = cli-disk ] && out="$disk/$2-$round"
-    rm -rf "$out"; mkdir -p "$out"; sync
+    rm -rf "$out"; mkdir -p "$out"
+    if [ "$1" = cli-disk ]; then settle_disk "$out"; else settle_disk; fi
     case "$1:$2" in
         many:before|many:after) "${lib[$2]}" many haul "$base" "$count" 100 "$out" \
                                     | sed "s/\"client\":\"haul\"/\"client\":\"$2\"/" >> "$results" ;;

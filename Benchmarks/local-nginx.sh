@@ -78,3 +78,27 @@ tls_nginx_start() {  # tls_nginx_start WORK: sets port, tls_port, base and tls_b
     base="http://127.0.0.1:$port"
     tls_base="https://127.0.0.1:$tls_port"
 }
+
+# Before each run on the disk (and, in compare.sh, before every run): the last disk run's files
+# written back, then their pages dropped from the page cache (the programs' own pages stay). Kept,
+# the 30-odd runs' 650 MB each outgrew free memory half-way through, and every client of the later
+# rounds paid for reclaiming pages (the bare programs too took twice the time and twice the CPU of
+# the first round); in compare.sh, the run after each disk run took up to twice its time.
+last_disk_out=""
+settle_disk() {  # settle_disk [OUT]: before a run; OUT, the disk folder it writes, is dropped before the next
+    sync
+    if [ -n "$last_disk_out" ]; then
+        python3 - "$last_disk_out" <<'PY'
+import os, sys
+for root, _, files in os.walk(sys.argv[1]):
+    for name in files:
+        try:
+            descriptor = os.open(os.path.join(root, name), os.O_RDONLY)
+        except OSError:
+            continue
+        os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(descriptor)
+PY
+    fi
+    if [ $# -gt 0 ]; then last_disk_out="$1"; fi
+}

@@ -83,23 +83,25 @@ def payer(symbol, dso, chain):
 
 
 def samples(stream):
-    """Yields each sample's chain, leaf first, as (symbol, dso) pairs."""
-    chain = []
+    """Yields each sample's thread and chain, leaf first, as (symbol, dso) pairs."""
+    thread, chain = None, []
     for line in stream:
         line = line.rstrip("\n")
         if not line.strip():
             if chain:
-                yield chain
-            chain = []
+                yield thread, chain
+            thread, chain = None, []
             continue
-        if not line.startswith(("\t", " ")):
-            continue  # the sample's header (its thread)
+        header = re.match(r"\s*(\d+)\s*$", line)
+        if header and not chain:
+            thread = header.group(1)  # the sample's header: its thread
+            continue
         match = re.match(r"\s+[0-9a-f]+\s+(.*?)\s+\((.*)\)\s*$", line)
         if match:
             symbol = re.sub(r"\+0x[0-9a-f]+$", "", match.group(1))
             chain.append((symbol, match.group(2)))
     if chain:
-        yield chain
+        yield thread, chain
 
 
 def main():
@@ -108,7 +110,10 @@ def main():
     # samples' shares are scaled to it, since DWARF sampling itself slows the process it samples.
     measured = float(sys.argv[4]) if len(sys.argv) > 4 else None
     cells, total = {}, 0
-    for chain in samples(sys.stdin):
+    # The loop thread (the one in libevent's loop most often): its samples are counted apart too,
+    # since where the loop is the bound, its share of the work sets the rate.
+    by_thread, loop_samples = {}, {}
+    for thread, chain in samples(sys.stdin):
         total += 1
         # No frame of Haul's: a thread that never entered it, or a stack that could not be unwound past
         # a C library built without frame pointers (libcurl's sockets, mostly).
@@ -121,6 +126,10 @@ def main():
         leaf_symbol, leaf_dso = chain[0]
         key = (activity, payer(leaf_symbol, leaf_dso, chain))
         cells[key] = cells.get(key, 0) + 1
+        activities = by_thread.setdefault(thread, {})
+        activities[activity] = activities.get(activity, 0) + 1
+        if any(symbol == "event_base_loop" for symbol, _ in chain):
+            loop_samples[thread] = loop_samples.get(thread, 0) + 1
     microseconds = (measured * 1e6 / bodies / total) if measured and total else 1e6 / frequency / bodies
     print(json.dumps({
         "scenario": scenario, "build": os.environ.get("PROFILE_BUILD", ""), "bodies": bodies, "samples": total,
@@ -129,6 +138,9 @@ def main():
         "microsecondsPerBody": round(total * microseconds, 1),
         "cells": [{"activity": a, "payer": p, "microsecondsPerBody": round(n * microseconds, 2)}
                   for (a, p), n in sorted(cells.items(), key=lambda item: -item[1])],
+        "loop": {a: round(n * microseconds, 2) for a, n in sorted(
+            by_thread.get(max(loop_samples, key=loop_samples.get), {}).items() if loop_samples else [],
+            key=lambda item: -item[1])},
     }))
 
 

@@ -4,7 +4,8 @@
 # (m) `haul load`, each sample attributed to what Haul was doing and to what paid for it
 # (profile.py). Results in Benchmarks/profile.jsonl; report.py draws the tables.
 #
-#   bash Benchmarks/profile.sh      (COUNT=10000 bodies of 64 KiB, 100 in flight; FREQUENCY=1999 Hz)
+#   bash Benchmarks/profile.sh      (COUNT=10000 bodies of 64 KiB, 100 in flight; FREQUENCY=1999 Hz;
+#                                    SCENARIOS="a e k m": fewer for a build older than `haul load`)
 set -euo pipefail
 cd "$(dirname "$0")"
 export PATH="$PATH:/opt/swift/usr/bin"
@@ -12,6 +13,7 @@ bash ../scripts/install-deps.sh
 command -v perf > /dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends linux-perf > /dev/null
 count="${COUNT:-10000}"
 frequency="${FREQUENCY:-1999}"
+scenarios=" ${SCENARIOS:-a e k m} "
 source local-nginx.sh
 build_products haul haul-bench
 bin="$(swift build -c release --show-bin-path)"
@@ -41,8 +43,8 @@ profiled() {  # profiled SCENARIO COMMAND…: the command's CPU alone, then unde
 }
 
 echo "== where a body's CPU goes: $count bodies of 64 KiB, 100 in flight, sampled at $frequency Hz"
-profiled a "$bin/haul-bench" many haul "$base" "$count" 100 "$work/out"
-HAUL_CA_FILE="$work/cert.pem" profiled e "$bin/haul-bench" many-h2 haul "$tls_base" "$count" 100 "$work/out"
-profiled k "$bin/haul-bench" memory haul "$base" "$count" 100 "$work/state"
-profiled m "$bin/haul" load -n "$count" -c 100 --json "$base/f1.bin"
+[[ $scenarios == *" a "* ]] && profiled a "$bin/haul-bench" many haul "$base" "$count" 100 "$work/out"
+[[ $scenarios == *" e "* ]] && HAUL_CA_FILE="$work/cert.pem" profiled e "$bin/haul-bench" many-h2 haul "$tls_base" "$count" 100 "$work/out"
+[[ $scenarios == *" k "* ]] && profiled k "$bin/haul-bench" memory haul "$base" "$count" 100 "$work/state"
+[[ $scenarios == *" m "* ]] && profiled m "$bin/haul" load -n "$count" -c 100 --json "$base/f1.bin"
 python3 report.py "$results" | sed -n '/^## Where a body/,$p'

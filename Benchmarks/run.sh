@@ -12,6 +12,7 @@ bin="$(swift build -c release --show-bin-path)"
 bench() {  # bench SCENARIO CLIENT ARGS…: Haul runs alone in haul-bench, the peers in peer-bench
     if [ "$2" = haul ]; then "$bin/haul-bench" "$@"; else "$bin/peer-bench" "$@"; fi
 }
+source ./local-nginx.sh
 cc -O2 floor/multi.c -lcurl -o .build/multi
 cc -O2 floor/many.c -lcurl -o .build/many
 cc -O2 floor/events.c -lcurl -levent -o .build/events
@@ -131,26 +132,8 @@ disk_fs="$(findmnt -no FSTYPE -T "$disk_dir")"
 disk_journal=false
 ls /proc/fs/jbd2 2>/dev/null | grep -q "^$(basename "$(readlink -f "$disk_source")")-" && disk_journal=true
 printf '{"scenario":"disk","client":"machine","fileSystem":"%s","journal":%s}\n' "$disk_fs" "$disk_journal" >> "$results"
-# Before each run on the disk: the last run's files written back, then their pages dropped from the
-# page cache (the programs' own pages stay). Kept, the 30-odd runs' 650 MB each outgrew free memory
-# half-way through, and every client of the later rounds paid for reclaiming pages (the bare programs
-# too took twice the time and twice the CPU of the first round).
-last_disk_out=""
-settle_disk() {  # settle_disk OUT: before a run that writes OUT on the disk
-    sync
-    [ -n "$last_disk_out" ] && python3 - "$last_disk_out" <<'PY'
-import os, sys
-for root, _, files in os.walk(sys.argv[1]):
-    for name in files:
-        try:
-            descriptor = os.open(os.path.join(root, name), os.O_RDONLY)
-        except OSError:
-            continue
-        os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
-        os.close(descriptor)
-PY
-    last_disk_out="$1"
-}
+# Before each run on the disk: settle_disk (local-nginx.sh) writes the last run's files back and
+# drops their pages.
 run_cli() {  # run_cli CLIENT WHERE (tmpfs or disk): one round of (h), checked
     local out="$work/out" scenario="cli-$2"
     [ "$2" = disk ] && out="$disk_dir/$1-$round"
