@@ -620,10 +620,11 @@ if profiles:
         build = next(iter(befores.values())).get("build") or "an earlier build"
         now = profiles[0].get("build") or "this build"
         print(f"\n### Before and after: `{build}` → `{now}`, µs per body by activity\n")
-        print(f"The same script run in a checkout of `{build}` on the same machine, the same day (copied")
-        print("there where that build predates it: `SCENARIOS=\"a e k\" PROFILE_RESULTS=profile-before.jsonl")
-        print("bash Benchmarks/profile.sh`, the file copied here). Each column pair: before, after. The activities")
-        print("are matched on today's function names: an older build's renamed frames fall to \"other Haul\".\n")
+        print(f"The same script run in a checkout of `{build}` on the same machine, the same day")
+        print("(`PROFILE_RESULTS=profile-before.jsonl bash Benchmarks/profile.sh` there, with this build's")
+        print("`profile.sh` and `profile.py` copied in; `SCENARIOS=\"a e k\"` for a build older than `haul load`),")
+        print("the file copied here. Each column pair: before, after. The activities are matched on today's")
+        print("function names: an older build's renamed frames fall to \"other Haul\".\n")
         shown = [p for p in profiles if p["scenario"] in befores]
         print("| activity | " + " | ".join(f"{titles[p['scenario']].split(' ')[0]} before | after" for p in shown) + " |")
         print("|---|" + "---|---|" * len(shown))
@@ -677,8 +678,10 @@ if profiles:
         print("Each cell: µs of CPU per body, the profile's shares above applied to Haul's median CPU in this")
         print("run's rounds (a profile is one run; the rounds are the same source as the peer's row, its whole")
         print("CPU per body, all threads). In (a) and (e) Haul's own activities are what its files cost beyond")
-        print("the exchange and the bytes on the disk, which curl's tool pays for as well; in (k) the loop thread")
-        print("is the bound (about one core), so its share of the same work sets the rate.\n")
+        print("the exchange and the bytes on the disk, which curl's tool pays for as well. In (k) Haul's CPU per")
+        print("body is about the peer's, and the rate is set by how the work spreads over the two cores, which")
+        print("nginx shares: the loop thread's column is work one thread does in turn (beside it, the peer's")
+        print("wall time per body), where AsyncHTTPClient runs an event loop on each core.\n")
 
         def by_activity(profile):
             sums = {}
