@@ -2,7 +2,8 @@
 # files of 64 KiB (f0.bin … f999.bin) their lists name; local_nginx_start over HTTP/1.1 (compare.sh,
 # shared-folder.sh, bodies.sh), tls_nginx_start over HTTP/1.1 and over HTTPS with HTTP/2 (a
 # self-signed certificate, WORK/cert.pem) with /limited/ at 2 KB/s per response (load.sh,
-# profile.sh). (run.sh has its own: more locations.) nginx_stop WORK stops either.
+# profile.sh). (run.sh has its own: more locations.) nginx_stop WORK stops either. settle_disk: the
+# page cache of the last run on the disk dropped before the next run (run.sh, compare.sh).
 
 build_products() {  # build_products PRODUCT…: release builds, their errors shown when one fails
     local log product

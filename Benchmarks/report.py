@@ -585,6 +585,13 @@ if profiles:
               ("libcurl, TLS, HTTP/2", {"libcurl", "TLS", "HTTP/2 framing"}),
               ("kernel: sockets", {"kernel: network", "kernel: polling"}),
               ("kernel: files", {"kernel: files"})]
+    def by_activity(profile):
+        """A profile's µs per body summed by activity."""
+        sums = {}
+        for cell in profile["cells"]:
+            sums[cell["activity"]] = sums.get(cell["activity"], 0.0) + cell["microsecondsPerBody"]
+        return sums
+
     titles = {"a": "(a) files over HTTP/1.1, tmpfs", "e": "(e) files over HTTPS with HTTP/2, tmpfs",
               "k": "(k) bodies into memory", "m": "(m) `haul load` (bodies discarded)"}
     print("\n## Where a body's CPU goes (all threads)\n")
@@ -628,12 +635,6 @@ if profiles:
         shown = [p for p in profiles if p["scenario"] in befores]
         print("| activity | " + " | ".join(f"{titles[p['scenario']].split(' ')[0]} before | after" for p in shown) + " |")
         print("|---|" + "---|---|" * len(shown))
-
-        def by_activity(profile):
-            sums = {}
-            for cell in profile["cells"]:
-                sums[cell["activity"]] = sums.get(cell["activity"], 0.0) + cell["microsecondsPerBody"]
-            return sums
         pairs = [(by_activity(befores[p["scenario"]]), by_activity(p)) for p in shown]
         activities = sorted({a for pair in pairs for side in pair for a in side},
                             key=lambda a: -sum(side.get(a, 0.0) for pair in pairs for side in pair))
@@ -683,11 +684,6 @@ if profiles:
         print("nginx shares: the loop thread's column is work one thread does in turn (beside it, the peer's")
         print("wall time per body), where AsyncHTTPClient runs an event loop on each core.\n")
 
-        def by_activity(profile):
-            sums = {}
-            for cell in profile["cells"]:
-                sums[cell["activity"]] = sums.get(cell["activity"], 0.0) + cell["microsecondsPerBody"]
-            return sums
         def run_cpu(scenario_key, client):
             scenario, _, amount, _ = peers[scenario_key]
             cpu = median(scenario, client, "cpuSeconds")
