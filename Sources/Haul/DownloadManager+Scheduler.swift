@@ -72,7 +72,8 @@ extension TransferEnvironment {
             noProxy: configuration.proxyBypass?.joined(separator: ",")
                 ?? (configuration.ignoresProxyEnvironment ? "" : nil),
             headerLog: configuration.logsHeaders ? HeaderLog(logger: configuration.logger) : nil,
-            socketCloser: reactor
+            // A reactor that parks sockets must hear of every close (its one setting decides both).
+            socketCloser: reactor.parksSockets ? reactor : nil
         )
         self.init(
             reactor: reactor,

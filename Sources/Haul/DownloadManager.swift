@@ -66,7 +66,8 @@ public final class DownloadManager: Sendable {
             logger: configuration.logger,
             idleConnections: min(max(16, configuration.maxConcurrentDownloads), budget.transfers),
             streamsPerConnection: configuration.maxStreamsPerConnection,
-            // Every easy handle tells it of the sockets curl closes (TransferEnvironment's options).
+            // Every easy handle then tells it of the sockets curl closes (TransferEnvironment's
+            // options follow this setting).
             parksSockets: true
         )
         self.reactor = reactor

@@ -118,6 +118,10 @@ extension Reactor {
         return close(socket)
     }
 
+    /// Whether it parks kept-alive connections' watches: then every easy handle run on it must close
+    /// its sockets through ``closeSocketCallback``.
+    package var parksSockets: Bool { watches.parks }
+
     /// The reactor as curl's callbacks take it (not retained: the reactor outlives its multi handle).
     package var callbackContext: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
 
