@@ -1,3 +1,5 @@
+import Glibc
+
 /// A response's headers as libcurl parsed them, packed on the loop into one buffer (each name and
 /// value followed by a zero byte) and made into ``DownloadHeader``s only when a reader asks
 /// (``DownloadResponse/headers``). A body in memory keeps its response's headers, and most callers
@@ -20,11 +22,7 @@ package struct PackedHeaders: Sendable {
 
     /// Adds a C string and its zero byte.
     private mutating func append(_ string: UnsafePointer<CChar>) {
-        var count = 0
-        while string[count] != 0 { count += 1 }
-        string.withMemoryRebound(to: UInt8.self, capacity: count + 1) { string in
-            bytes.append(contentsOf: UnsafeBufferPointer(start: string, count: count + 1))
-        }
+        bytes.append(contentsOf: UnsafeRawBufferPointer(start: string, count: strlen(string) + 1))
     }
 
     /// The headers, in the order packed.
