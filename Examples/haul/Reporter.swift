@@ -91,8 +91,11 @@ final class Reporter: Sendable {
     }
 
     /// The exit status of the failures seen: theirs when they agree, else 1 (``ExitStatus``).
-    var failureStatus: Int32 {
-        state.withLock { ExitStatus.of(failures: $0.failureStatuses) }
+    var failureStatus: Int32 { failureStatus(with: nil) }
+
+    /// ``failureStatus`` with `another` failure's status among them (the list could not be queued).
+    func failureStatus(with another: Int32?) -> Int32 {
+        state.withLock { ExitStatus.of(failures: $0.failureStatuses.union(another.map { [$0] } ?? [])) }
     }
 
     /// Registers a download at its first event past `.queued`.

@@ -129,6 +129,8 @@ struct Runner {
             following: following,
             reporter: reporter
         )
+        // Why the list could not all be queued (its journal failed: a full disk), if it could not.
+        var queueFailure: Int32?
         let outcome = await withTaskGroup(of: Void.self) { group -> Following.Outcome in
             await withCheckedContinuation { (subscribed: CheckedContinuation<Void, Never>) in
                 group.addTask {
@@ -157,6 +159,7 @@ struct Runner {
                 // The manager shut down (a signal) or its journal failed: what was queued is kept.
                 if !interruption.isStopped {
                     Reporter.write("haul: \(Self.describe(error))\n", to: STDERR_FILENO)
+                    queueFailure = ExitStatus.of(error)
                 }
             }
             if following.allQueued() { group.cancelAll() }
@@ -182,7 +185,9 @@ struct Runner {
         }
         reporter.finish(interrupted: false)
         guard requests.failures == 0, outcome.failed == 0, outcome.notCompleted == 0 else {
-            // A download left without an outcome (paused) is no failure of a class.
+            // A download left without an outcome (paused) is no failure of a class; one never queued
+            // has its queue's failure.
+            if let queueFailure { return reporter.failureStatus(with: queueFailure) }
             return outcome.notCompleted > 0 ? ExitStatus.other : reporter.failureStatus
         }
         return ExitStatus.success

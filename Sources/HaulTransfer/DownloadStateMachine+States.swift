@@ -53,7 +53,7 @@ extension DownloadStateMachine {
         /// Every byte is received: the file is being placed off the loop (or a stream's last bytes
         /// wait for its reader). Neither paused nor cancelled (but a stream's hand-over, whose reader
         /// left). → done: completed (``placed()``), failed (``completionFailed(_:)``), cancelled
-        /// (``cancelHandOver()``).
+        /// (``cancelHandOver()``); waitingToRetry (``completionFailed(_:)`` on a full disk).
         case finishing
         /// Final: nothing leaves this state.
         case done(Outcome)

@@ -296,9 +296,11 @@ struct DownloadStateMachine: Sendable {
         state = .done(.completed)
     }
 
-    /// Moving the finished file into place failed: the download failed.
+    /// Moving the finished file into place failed: the download failed, or, when the disk was full
+    /// (its bytes are kept in the partial file), it is retried as any transient failure is.
     mutating func completionFailed(_ error: DownloadError) -> Action {
         guard case .finishing = state else { preconditionFailure("completionFailed() in state \(state)") }
+        if error.isOutOfSpace { return failOrRetry(error) }
         state = .done(.failed(error))
         return .fail(error)
     }

@@ -162,7 +162,8 @@ extension Transfer {
                 afterFailures: machine.failures,
                 retryAfter: request.retryAfter,
                 random: Double.random(in: 0..<1),
-                served: bytesThisAttempt >= RetryPolicy.servedAttempt
+                // (A full disk is not the server's failure: its retry backs off whatever was served.)
+                served: bytesThisAttempt >= RetryPolicy.servedAttempt && error.category != .localFiles
             )
             let time = Date().timeIntervalSince1970 + delay.inSeconds
             return .retry(at: time, sync: endWaitingToRetry(after: error, delay: delay, at: time).bytesReceived)

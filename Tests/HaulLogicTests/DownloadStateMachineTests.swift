@@ -425,9 +425,26 @@ struct DownloadStateMachineTests {
 
     @Test func renameFailureFailsAFinishingDownload() {
         var machine = machine(in: "finishing")
-        let error = DownloadError(code: .fileSystem, url: url, errno: 28, path: "/x")
+        let error = DownloadError(code: .fileSystem, url: url, errno: EACCES, path: "/x")
         #expect(machine.completionFailed(error) == .fail(error))
         #expect(machine.state == .done(.failed(error)))
+    }
+
+    @Test("a finishing download the full disk stopped (its bytes all in the partial) is retried while its budget lasts")
+    func fullDiskRetriesAFinishingDownload() {
+        let error = DownloadError(code: .fileSystem, url: url, errno: ENOSPC, path: "/x/journal.sqlite")
+        var machine = Machine(url: url, failures: 0, retryLimit: 1)
+        _ = machine.admit()
+        _ = machine.responseReceived(.append(total: 10))
+        _ = machine.transferEnded(.finished)
+        #expect(machine.completionFailed(error) == .retry(error))
+        #expect(machine.state == .waitingToRetry)
+        _ = machine.admit()
+        _ = machine.responseReceived(.append(total: 10))
+        _ = machine.transferEnded(.finished)
+        #expect(machine.completionFailed(error) == .fail(error))  // the budget is spent
+        #expect(machine.state == .done(.failed(error)))
+        #expect(DownloadError(code: .fileSystem, url: url, errno: EDQUOT).isOutOfSpace)  // a full quota too
     }
 }
 
@@ -488,7 +505,10 @@ struct RetryTests {
             let error = DownloadError(code: .transport, url: url, curlCode: code)
             #expect(error.isTransient == transient, "curl \(code)")
         }
-        #expect(!DownloadError(code: .fileSystem, url: url, errno: 28, path: "/x").isTransient)
+        // A disk that cannot be written (EIO, EACCES) fails; a full one (ENOSPC) is retried, issue 74.
+        #expect(!DownloadError(code: .fileSystem, url: url, errno: EIO, path: "/x").isTransient)
+        #expect(!DownloadError(code: .fileSystem, url: url, errno: EACCES, path: "/x").isTransient)
+        #expect(DownloadError(code: .fileSystem, url: url, errno: ENOSPC, path: "/x").isTransient)
         // Out of descriptors: other transfers free theirs, so it is retried, and the advice says what to raise.
         for code in [EMFILE, ENFILE] {
             let error = DownloadError(code: .fileSystem, url: url, errno: code, path: "/x.part", detail: "open failed")

@@ -177,7 +177,9 @@ struct FileSinkTests {
             #expect { try sink.handOff().writeWhole(to: path, tryNameless: false) } throws: { error in
                 guard let error = error as? DownloadError else { return false }
                 return error.code == .fileSystem && error.errno == ENOSPC && error.path == path
-                    && error.description.hasSuffix("Free space or fix permissions, then resume.")
+                    && error.description.hasSuffix(
+                        "The disk holding '\(directory.path)' is full: free space there (or choose another folder), then resume."
+                    )
             }
             #expect(pool.inUseCount == 0)
             #expect(!FileManager.default.fileExists(atPath: path))

@@ -81,8 +81,18 @@ package enum DiskJob: Sendable {
                 }
                 return .synced(id, directory: directory, bytes: durable ? bytes : -1, segments: segments)
             case .finish(let finish, let staged):
-                let identity = recorded.next() ?? nil
-                return .finished(finish.id, finish.finish(staged, synced: synced, clock: &clock, recorded: identity))
+                switch recorded.next() ?? .success(nil) {
+                case .success(let identity):
+                    return .finished(
+                        finish.id,
+                        finish.finish(staged, synced: synced, clock: &clock, recorded: identity)
+                    )
+                case .failure(let error):
+                    // Not placed: the journal could not say which file it is (``FinishJob/recordPlacing``).
+                    close(staged.descriptor)
+                    if case .staged(let staging) = staged.naming { unlink(staging) }
+                    return .finished(finish.id, .failure(error))
+                }
             }
         }
     }

@@ -176,7 +176,14 @@ package struct FinishJob: Sendable {
         // (`written` serves the link too: a change of mode leaves the length and the time as they were.)
         var recorded = recorded
         if case .nameless = staged.naming, expectedChecksum == nil, described {
-            if recorded != PlacedFile.identity(of: written) { recorded = recordPlacing(written) }
+            if recorded != PlacedFile.identity(of: written) {
+                do throws(DownloadError) {
+                    recorded = try recordPlacing(written)
+                } catch {
+                    close(descriptor)
+                    return .failure(error)
+                }
+            }
             if let placed = linkedIntoPlace(descriptor, written) { return placed }
         }
         // The file as `written` showed it, unless naming it whole gave another descriptor (a copy).
@@ -203,7 +210,13 @@ package struct FinishJob: Sendable {
             unlink(partialPath)
             return .failure(mismatch)
         }
-        if named, recorded != PlacedFile.identity(of: status) { _ = recordPlacing(status) }
+        if named, recorded != PlacedFile.identity(of: status) {
+            do throws(DownloadError) {
+                _ = try recordPlacing(status)
+            } catch {
+                return .failure(error)
+            }
+        }
         var target = destination
         // Only Haul's own file is replaced where the name was chosen for the caller; a file that
         // appears at the name while the rename is made is kept too (no replacing rename then).
@@ -235,40 +248,52 @@ package struct FinishJob: Sendable {
     }
 
     /// Tells each journal, in one transaction, which files the `jobs` are about to place (what each
-    /// staged descriptor is): a batch's record costs one commit, not one per file. Returns what was
-    /// recorded for each job, `nil` where nothing was.
-    static func recordPlacings(_ jobs: [(job: FinishJob, staged: Staged)]) -> [String?] {
-        var identities: [String?] = Array(repeating: nil, count: jobs.count)
+    /// staged descriptor is): a batch's record costs one commit, not one per file. Returns, for each
+    /// job, what was recorded (`nil` where nothing was: no journal, or the file could not be looked
+    /// at), or why its journal could not be told: that job's file must not be placed.
+    static func recordPlacings(_ jobs: [(job: FinishJob, staged: Staged)]) -> [Result<String?, DownloadError>] {
+        var identities: [Result<String?, DownloadError>] = Array(repeating: .success(nil), count: jobs.count)
         var byJournal: [ObjectIdentifier: (journal: Journal, rows: [(DownloadID, String)])] = [:]
         var status = stat()
         for (index, (job, staged)) in jobs.enumerated() {
             guard let journal = job.journal, fstat(staged.descriptor, &status) == 0 else { continue }
             let identity = PlacedFile.identity(of: status)
-            identities[index] = identity
+            identities[index] = .success(identity)
             byJournal[ObjectIdentifier(journal), default: (journal, [])].rows.append((job.id, identity))
         }
         for (journal, rows) in byJournal.values {
-            do {
+            do throws(DownloadError) {
                 try journal.recordPlacings(rows)
             } catch {
-                for (index, (job, _)) in jobs.enumerated() where job.journal === journal { identities[index] = nil }
+                for (index, (job, _)) in jobs.enumerated() where job.journal === journal {
+                    identities[index] = .failure(job.placingNotRecorded(error))
+                }
             }
         }
         return identities
     }
 
     /// Tells the journal which file is about to be placed (`status`'s); returns what it recorded.
-    /// A journal that cannot be written does not stop the placement: a kill in the moment after it
-    /// then fetches the file again, as before.
-    private func recordPlacing(_ status: stat) -> String? {
+    /// A journal that cannot be written (a full disk) stops the placement: a file placed without its
+    /// row knowing would be taken, by the next run, for another's and kept beside a new copy.
+    private func recordPlacing(_ status: stat) throws(DownloadError) -> String? {
         guard let journal else { return nil }
         let identity = PlacedFile.identity(of: status)
-        do {
+        do throws(DownloadError) {
             try journal.recordPlacing(id, identity: identity)
-            return identity
         } catch {
-            return nil
+            throw placingNotRecorded(error)
         }
+        return identity
+    }
+
+    /// The failure of a finished download whose file could not be recorded before it was placed:
+    /// the journal's error, with this download's URL; the partial file stays where it is.
+    func placingNotRecorded(_ error: DownloadError) -> DownloadError {
+        var error = error
+        error.url = url
+        error.nothingKept = false
+        return error
     }
 
     /// A whole file in the nameless, synced `descriptor` linked straight at its destination, where no

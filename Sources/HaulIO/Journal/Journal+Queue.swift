@@ -34,6 +34,9 @@ extension Journal {
         let limit = max(1, limit)
         acquire()
         defer { lock.unlock() }
+        // On the loop thread after a lost commit, the rows it wrote since are made again first: the
+        // queue read is the one the loop left, not an older one (a claimed row read as queued).
+        if lostCommit { try? joinBatch() }
         let rowLimit = excludedHosts.isEmpty ? limit : max(limit, Self.hostSearchWindow)
         return try rows().heads(at: now, excludingHosts: excludedHosts, limit: limit, rowLimit: rowLimit)
     }

@@ -100,7 +100,10 @@ extension Journal {
 
     /// Raises the bytes known durable in `id`'s row to `bytes` (not once it is completed).
     package func recordSynced(_ id: DownloadID, bytes: Int64) throws(DownloadError) {
-        try writing { () throws(DownloadError) in try rows().recordSynced(id, bytes: bytes) }
+        try writing { () throws(DownloadError) in
+            remember(id, .synced(bytes))
+            try rows().recordSynced(id, bytes: bytes)
+        }
     }
 
     static let insertion = """
@@ -134,18 +137,28 @@ extension Journal {
     /// else changed a row meanwhile, so that the next head's record is trusted too.
     package func claim(_ head: QueueHead, unchangedSince changes: inout Int64) throws(DownloadError) -> DownloadRecord?
     {
-        try writing { () throws(DownloadError) -> DownloadRecord? in try rows().claim(head, unchangedSince: &changes) }
+        try writing { () throws(DownloadError) -> DownloadRecord? in
+            let claimed = try rows().claim(head, unchangedSince: &changes)
+            if let claimed { remember(head.id, .row(claimed)) }
+            return claimed
+        }
     }
 
     /// Rewrites a download's row (inserting it if it is gone). `rowID`, where the row was when it
     /// was claimed (``QueueHead/rowID``), finds it without a search.
     package func update(_ record: DownloadRecord, for id: DownloadID, at rowID: Int64? = nil) throws(DownloadError) {
-        try writing { () throws(DownloadError) in try rows().update(record, for: id, at: rowID) }
+        try writing { () throws(DownloadError) in
+            remember(id, .row(record))
+            try rows().update(record, for: id, at: rowID)
+        }
     }
 
     /// Inserts or replaces a download's row.
     package func save(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) {
-        try writing { () throws(DownloadError) in try rows().save(record, for: id) }
+        try writing { () throws(DownloadError) in
+            remember(id, .row(record))
+            try rows().save(record, for: id)
+        }
     }
 
     /// Inserts a download's row unless one with its id exists: whether it did.
@@ -183,7 +196,14 @@ extension Journal {
         defer { lock.unlock() }
         try? joinBatch()
         defer { yieldIfContended() }
-        try? rows().remove(id)  // (closed: nothing left to remove)
+        remember(id, .removed)
+        do {
+            try rows().remove(id)
+        } catch {
+            // (Closed: nothing left to remove.)
+            if batchOpen { lostCommit = true }
+            noteIfBatchRolledBack(error)
+        }
         if let path = partialPath(for: id) { unlink(path) }
     }
 }

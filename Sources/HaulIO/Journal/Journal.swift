@@ -44,6 +44,12 @@ package final class Journal: @unchecked Sendable {
     /// Whether the loop thread's transaction is open; the loop thread then holds `lock` until it
     /// commits.
     var batchOpen = false
+    /// The loop thread's row writes since its last durable commit, the last one of each row: what a
+    /// commit that fails (a full disk) would lose (``Journal+Unwritten.swift``). Loop thread only.
+    var unwritten: [DownloadID: UnwrittenRow] = [:]
+    /// Whether a commit of the loop thread's failed, or its transaction was rolled back: the next
+    /// one writes `unwritten` again first. Loop thread only.
+    package internal(set) var lostCommit = false
 
     /// The rows of this process's downloads into streams, memory or nothing, which no other
     /// process can continue: held in Swift (``MemoryRows``), no database, no file, no lock, no owner
@@ -157,7 +163,7 @@ package final class Journal: @unchecked Sendable {
         }
     }
 
-    deinit { close() }
+    deinit { close(inDeinit: true) }
 
     /// Creates the database file readable and writable by its owner only, or makes an existing one
     /// so (journals of earlier versions were 0644), with its `-wal` and `-shm` (SQLite gives them the
@@ -171,43 +177,6 @@ package final class Journal: @unchecked Sendable {
             if fstat(file, &status) == 0, status.st_mode & 0o077 != 0 { fchmod(file, status.st_mode & 0o700) }
             Glibc.close(file)
         }
-    }
-
-    /// The `*.part` files of `directory` and their lengths.
-    static func partialFiles(in directory: String) -> [String: Int64] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        var found: [String: Int64] = [:]
-        for name in names where name.hasSuffix(".part") {
-            guard let length = FilePath.fileLength("\(directory)/\(name)") else { continue }
-            found[String(name.dropLast(5))] = length
-        }
-        return found
-    }
-
-    /// The length of a partial file this journal found without a row when it was created, once: a new
-    /// row for `id` records it, so that the download resumes it, its bytes proven by the overlap
-    /// its resume checks. Those no download of this open asked for are removed when it closes
-    /// (``removeUnadoptedPartials()``). Call holding the lock.
-    package func adoptOrphanPartial(for id: DownloadID) -> Int64? {
-        guard !orphanPartials.isEmpty else { return nil }
-        return orphanPartials.removeValue(forKey: id.rawValue)
-    }
-
-    /// Removes the partial files this journal found without a row when it was created and that no
-    /// download asked for since (a journal lost or moved away: the run after it continues what it is
-    /// asked for again, and nobody else could). One that has a row now (another process asked for
-    /// it) or changed length since is left. Call holding the lock, before the database closes.
-    func removeUnadoptedPartials() {
-        guard !orphanPartials.isEmpty, database != nil else { return }
-        for (id, length) in orphanPartials {
-            let path = Self.partialPath(for: DownloadID(rawValue: id), in: directory)
-            // (A journal that cannot be read now leaves the file: `try?` gives nil, not `.some(nil)`.)
-            guard case .some(.none) = try? storedRecord(for: DownloadID(rawValue: id)),
-                FilePath.fileLength(path) == length
-            else { continue }
-            unlink(path)
-        }
-        orphanPartials = [:]
     }
 
     /// The journal's rows. Call holding `lock`.
@@ -334,7 +303,13 @@ package final class Journal: @unchecked Sendable {
         defer { lock.unlock() }
         try joinBatch()
         defer { yieldIfContended() }
-        return try body()
+        do throws(DownloadError) {
+            return try body()
+        } catch {
+            if batchOpen { lostCommit = true }  // the write is in `unwritten`: the next transaction makes it
+            noteIfBatchRolledBack(error)
+            throw error
+        }
     }
 
     /// On the batching thread, opens the turn's transaction unless it is open. Call holding `lock`.
@@ -344,6 +319,7 @@ package final class Journal: @unchecked Sendable {
         batchOpen = true
         lock.lock()  // held until commitBatch(); already held by this thread, so never waits
         batch.opened(self)
+        if lostCommit { rewriteUnwritten() }
     }
 
     /// Commits the loop thread's transaction and lets other threads in again. Loop thread only.
@@ -360,8 +336,10 @@ package final class Journal: @unchecked Sendable {
                 try execute("COMMIT")
             } catch {
                 try? execute("ROLLBACK")
+                lostCommit = true
                 throw error
             }
+            if !lostCommit { unwritten.removeAll(keepingCapacity: true) }
         }
         if let deferred { throw deferred }
     }
@@ -370,10 +348,15 @@ package final class Journal: @unchecked Sendable {
     package var isClosed: Bool { rowStore == nil }
 
     /// Releases the database and its lock.
-    package func close() {
+    package func close() { close(inDeinit: false) }
+
+    /// ``close()``; from `deinit`, nothing goes through ``rows()`` (whose ``SQLiteRows`` holds this
+    /// journal unowned, unreadable once its deinitialization began).
+    private func close(inDeinit: Bool) {
         acquire()
         defer { lock.unlock() }
         try? commitBatch()
+        if lostCommit, !inDeinit { writeUnwrittenAtClose() }
         removeUnadoptedPartials()
         for statement in statements.values { sqlite3_finalize(statement) }
         statements = [:]

@@ -78,6 +78,13 @@ extension DownloadError {
         if nothingKept && errno == ENOENT && url != nil {
             return "Keep the state directory while downloads run; the download starts again from zero."
         }
+        if isOutOfSpace, let path {
+            // The folder, for the user to free space in: the file's own name is Haul's.
+            let folder = FilePath.directory(of: path)
+            return
+                "The disk\(errno == EDQUOT ? " quota" : "") holding '\(folder.isEmpty ? "." : folder)' is full: free space "
+                + "there (or choose another folder), then resume\(kept)."
+        }
         return "Free space or fix permissions, then resume\(kept)."
     }
 

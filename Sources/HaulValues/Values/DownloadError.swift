@@ -188,16 +188,17 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
     }
 
     /// Whether trying again later may succeed: connection failures, timeouts, bodies cut short, the
-    /// HTTP statuses that say "not now" (408, 425, 429, and 5xx other than 501 and 505), and a file
+    /// HTTP statuses that say "not now" (408, 425, 429, and 5xx other than 501 and 505), a file
     /// that could not be opened because the process or the system had no file descriptor left
-    /// (`EMFILE`, `ENFILE`: other transfers free theirs). Haul retries these itself (see
+    /// (`EMFILE`, `ENFILE`: other transfers free theirs), and a disk or quota that is full (`ENOSPC`,
+    /// `EDQUOT`: space may be freed; the bytes written are kept). Haul retries these itself (see
     /// ``DownloadManager/Configuration/retryLimit``); other failures are permanent for the request as made.
     public var isTransient: Bool {
         switch code.base {
         case .sizeMismatch, .unexpectedAnswer:
             return true
         case .fileSystem:
-            return isOutOfDescriptors
+            return isOutOfDescriptors || isOutOfSpace
         case .httpStatus:
             guard let httpStatus else { return false }
             return [408, 425, 429].contains(httpStatus)
@@ -228,5 +229,10 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
     /// A file-system failure for want of a file descriptor.
     var isOutOfDescriptors: Bool {
         code == .fileSystem && (errno == EMFILE || errno == ENFILE)
+    }
+
+    /// A file-system failure for want of space: the disk or the user's quota is full.
+    package var isOutOfSpace: Bool {
+        code == .fileSystem && (errno == ENOSPC || errno == EDQUOT)
     }
 }
