@@ -16,7 +16,7 @@ if [ "${1:-}" = "--repeat" ]; then
 fi
 bash scripts/install-deps.sh
 # The suites that run alone, after the others (their load would starve the others' timing; below).
-alone=(SoakTests GigabyteStreamTests FleetProcessTests)
+alone=(SoakTests GigabyteStreamTests FleetProcessTests DiskFaultTests)
 skip_alone=()
 for suite in "${alone[@]}"; do skip_alone+=(--skip "$suite"); done
 if [ "$repeat" -gt 0 ]; then
@@ -75,6 +75,12 @@ fleet_log="$(mktemp)"
 timeout 600 swift test --skip-build --filter FleetProcessTests > "$fleet_log" 2>&1 || { cat "$fleet_log"; exit 1; }
 grep -E "Test run with [0-9]+ tests? in 1 suite passed" "$fleet_log" || { cat "$fleet_log"; echo "FleetProcessTests did not run" >&2; exit 1; }
 rm -f "$fleet_log"
+# Every write, sync, rename and link of a small run failing in turn (an LD_PRELOAD shim, as SQLite
+# tests its I/O errors): two hundred short haul processes, alone so that they time nothing else.
+faults_log="$(mktemp)"
+timeout 600 swift test --skip-build --filter DiskFaultTests > "$faults_log" 2>&1 || { cat "$faults_log"; exit 1; }
+grep -E "Test run with 1 test in 1 suite passed" "$faults_log" || { cat "$faults_log"; echo "DiskFaultTests did not run" >&2; exit 1; }
+rm -f "$faults_log"
 # The DocC catalog builds without a warning: every symbol and article it names exists.
 # Haul's own graphs only: the dependencies' (swift-distributed-tracing's) link articles of their own catalogs.
 rm -rf .build/symbol-graphs .build/symbol-graphs-haul .build/docc
