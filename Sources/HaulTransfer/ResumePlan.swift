@@ -38,19 +38,24 @@ enum ResumePlan: Equatable, Sendable {
     ///     refreshed link, a mirror): a validator alone is not trusted across URLs (nginx's ETag, for
     ///     one, is the file's mtime and size, which two different files may share), so the overlap is
     ///     checked too.
+    ///   - ifRangeIgnored: the host ignores `If-Range` (``IfRangeForm/plainRange``), so a plain `Range`
+    ///     is sent, which the server answers with whatever version it has now; one that kept its ETag
+    ///     over new bytes (a broken origin, a cache in front of one) carries the pinned validator too.
+    ///     So the overlap is checked, as across URLs: continuity proven by bytes.
     static func decide(
         offset: Int64,
         validator: String?,
         resumesWithoutValidator: Bool,
         continuesRange: Int64? = nil,
         decodesBodies: Bool = false,
-        urlChanged: Bool = false
+        urlChanged: Bool = false,
+        ifRangeIgnored: Bool = false
     ) -> ResumePlan {
         if decodesBodies, offset > 0 { return .restart(.decodedBody) }
         guard offset > 1 else { return offset == 0 ? .resume(from: 0, ifRange: nil) : .restart(.noValidator) }
         let overlap = min(overlapLength, offset / 2, continuesRange.map { max(1, $0 / 4) } ?? overlapLength)
         if let validator {
-            return urlChanged
+            return urlChanged || ifRangeIgnored
                 ? .verify(rangeStart: offset - overlap, offset: offset, ifRange: validator)
                 : .resume(from: offset, ifRange: validator)
         }

@@ -14,6 +14,9 @@ extension Transfer {
             request.rangeEnd.flatMap { end in sink?.receivedLength == end ? end - own.rangeStart : nil }
         var plan = ResumePlan.resume(from: 0, ifRange: nil)
         var overlap: [UInt8]?
+        var target = download.url
+        var sendsHeaders = true
+        if case .follow(let url, let sameOrigin) = hop { (target, sendsHeaders) = (url, sameOrigin) }
         if self.sink == nil, stream == nil, hop == nil, foundPlacedFile() {
             // Placed by a process killed before its row said so: complete, nothing asked again.
             return perform(machine.foundComplete())
@@ -60,7 +63,9 @@ extension Transfer {
                     resumesWithoutValidator: environment.resumesWithoutValidator || moved != nil || provesByOverlap,
                     continuesRange: continuesRange,
                     decodesBodies: environment.easyHandles.options.decodesCompression,
-                    urlChanged: record.url != download.url.redactedString
+                    urlChanged: record.url != download.url.redactedString,
+                    // (A discarded body keeps nothing to splice onto: its plain range is not checked.)
+                    ifRangeIgnored: ifRangeForm(for: target) == .plainRange && stream?.discards != true
                 )
             }
             if let stream { plan = try Self.plan(plan, for: stream, pinned: record.pinnedVersion != nil) }
@@ -75,9 +80,6 @@ extension Transfer {
         }
         // Bytes still in the buffer are the file's too: they are written before the next ones.
         request = Request(offset: sink?.receivedLength ?? 0)
-        var target = download.url
-        var sendsHeaders = true
-        if case .follow(let url, let sameOrigin) = hop { (target, sendsHeaders) = (url, sameOrigin) }
         // A resume's If-Range in the host's form (``IfRangeForm``), an unvalidated one's too: an
         // If-Range a mirror ignored was asked again forever.
         var validator: String?

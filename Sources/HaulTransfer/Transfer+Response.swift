@@ -81,6 +81,20 @@ extension Transfer {
             events.publish(.warning(.repeatedBytesReadPast(skip, reason: reason)))
             return nil
         }
+        if case .askAgain = decision, stream == nil, segmentedBytes == nil, let held = sink?.receivedLength, held > 0 {
+            // The whole file under the pinned ETag, to a range it ignored: asked again only while its
+            // first bytes are the partial's. Ones that differ are another version behind the same
+            // ETag (a changed file on a broken origin, or a cache in front of one), whatever the ETag
+            // says: the download starts over (``compareOverlap(_:)``).
+            // The host is asked in the next form from now on, whether or not the comparison ends: a
+            // 200 with the ETag of the If-Range is either a host that ignores it or a file changed
+            // under that ETag, and the next form checks the overlap either way.
+            request.skipping = min(held, ResumePlan.overlapLength)
+            request.heldDecision = decision
+            request.overlap = nil  // this answer ends once compared; the next one checks its overlap
+            rememberIfRangeForm(of: decision)
+            return nil
+        }
         if request.overlap != nil {
             switch decision {
             case .append(let total?) where record.totalBytes != nil && total != record.totalBytes:
@@ -129,17 +143,24 @@ extension Transfer {
         case .retryFromZero(let reason):
             guard case .closing(.restartFromZero) = machine.state else { break }
             restarted(because: reason, discarding: bytesOnDisk)
-        case .askAgain(let form):
-            // The host ignored this If-Range: it is asked in the next form from now on.
-            let host = (request.target ?? download.url).hostKey
-            environment.ifRangeForms[host] = form
-            log(.debug, "the server ignored If-Range; asking again", metadata: ["haul.if-range": "\(form)"])
+        case .askAgain:
+            rememberIfRangeForm(of: decision)
         case .unproven(let detail):
             log(.debug, "an answer that does not prove it is the file", metadata: ["haul.reason": "\(detail)"])
         default:
             break
         }
         return action
+    }
+
+    /// The host ignored this If-Range (`decision` is ``ResponseDecision/askAgain(_:)``): it is asked
+    /// in the next form from now on.
+    private func rememberIfRangeForm(of decision: ResponseDecision) {
+        guard case .askAgain(let form) = decision else { return }
+        let host = (request.target ?? download.url).hostKey
+        guard environment.ifRangeForms[host] != form else { return }
+        environment.ifRangeForms[host] = form
+        log(.debug, "the server ignored If-Range; asking again", metadata: ["haul.if-range": "\(form)"])
     }
 
     /// The download starts over: `discarded` bytes it had will come again.

@@ -85,7 +85,9 @@ extension FaultTests {
             #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: 400_000))
             let requests = server.requests(to: "/etag-ignored-nodate/100000/400000")
             #expect(requests.map(\.ifRange) == [nil, "\"v1-400000\"", nil])
-            #expect(requests.map(\.range) == [nil, "bytes=100000-", "bytes=100000-"])
+            // Without If-Range, the range starts before the partial's end (half of it: 50,000): those
+            // bytes must be the partial's (a file changed under the same ETag is not spliced on).
+            #expect(requests.map(\.range) == [nil, "bytes=100000-", "bytes=50000-"])
             #expect(requests.map(\.status) == [200, 200, 206])
             #expect(restarts(in: events).isEmpty)
         }
@@ -173,11 +175,92 @@ extension FaultTests {
             )
             #expect(requests.allSatisfy { $0.status == 200 })
             #expect(requests.last?.range == nil, "\(requests)")
-            // Each answer to a plain Range (If-Range was ignored, so it is asked without) was read
-            // past the partial until its first byte that differs, then the file started over.
-            let readPast = requests.filter { $0.range != nil && $0.ifRange == nil }
-            #expect(!readPast.isEmpty, "\(requests)")
-            #expect(restarts(in: events) == readPast.map { _ in .overlapMismatch })
+            // Each resume's whole answer (its If-Range ignored, the same ETag) was compared with the
+            // partial from its first byte, and differed there: the file started over, each time.
+            let resumes = requests.filter { $0.range != nil }
+            #expect(!resumes.isEmpty, "\(requests)")
+            #expect(restarts(in: events) == resumes.map { _ in .overlapMismatch })
+        }
+    }
+}
+
+/// Issue 74, item 3: a resume no `If-Range` protects (the host ignores an ETag one) is continued only
+/// where bytes prove it: the whole answer it ignored the range with must begin as the partial does,
+/// and the plain range starts before the partial's end, its overlap compared.
+extension FaultTests {
+    @Test(
+        "a file changed under the same ETag, If-Range ignored: the whole answer's first bytes differ, so it starts over; the new version, whole"
+    )
+    func sameTagChangedFile() async throws {
+        try await withFaultServer { server, directory in
+            let path = "etag-kept/300000/0/1000000"
+            let (events, result) = try await fetch(
+                path,
+                from: server,
+                into: directory,
+                configuration: patient(directory)
+            )
+            _ = try result.get()
+            // Before: 300,000 bytes of version 1, then the plain range's 700,000 of version 2, completed.
+            #expect(
+                try Data(contentsOf: directory.appendingPathComponent("out"))
+                    == FaultServer.body(size: 1_000_000, version: 2)
+            )
+            let requests = server.requests(to: "/\(path)")
+            // The cut first answer; the resume, answered whole and stopped at its first bytes; the
+            // whole file again. No plain range was sent.
+            #expect(requests.map(\.status) == [200, 200, 200], "\(requests)")
+            #expect(requests.map(\.range) == [nil, "bytes=300000-", nil], "\(requests)")
+            #expect(restarts(in: events) == [.overlapMismatch])
+        }
+    }
+
+    @Test(
+        "a file changed under the same ETag past its first bytes: the plain range starts before the partial's end and its overlap differs; the new version, whole"
+    )
+    func sameTagChangedInTheOverlap() async throws {
+        try await withFaultServer { server, directory in
+            // Version 2 keeps version 1's first 280,000 bytes; the partial holds 300,000.
+            let path = "etag-kept/300000/280000/1000000"
+            let (events, result) = try await fetch(
+                path,
+                from: server,
+                into: directory,
+                configuration: patient(directory)
+            )
+            _ = try result.get()
+            var expected = FaultServer.body(size: 1_000_000, version: 2)
+            expected.replaceSubrange(0..<280_000, with: FaultServer.body(size: 280_000))
+            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == expected)
+            let requests = server.requests(to: "/\(path)")
+            // The resume's whole answer began as the partial does (asked again, with no If-Range),
+            // the plain range 64 KiB before the partial's end, then the whole file.
+            #expect(requests.map(\.range) == [nil, "bytes=300000-", "bytes=\(300_000 - 65_536)-", nil], "\(requests)")
+            #expect(requests.map(\.ifRange) == [nil, "\"same\"", nil, nil], "\(requests)")
+            #expect(requests.map(\.status) == [200, 200, 206, 200], "\(requests)")
+            #expect(restarts(in: events) == [.overlapMismatch])
+        }
+    }
+
+    @Test("the same server, the file unchanged past the partial: the overlap matches and the rest is appended")
+    func sameTagChangedAfterThePartial() async throws {
+        try await withFaultServer { server, directory in
+            // Version 2 keeps version 1's first 400,000 bytes: continuing at 300,000 gives version 2 exactly.
+            let path = "etag-kept/300000/400000/1000000"
+            let (events, result) = try await fetch(
+                path,
+                from: server,
+                into: directory,
+                configuration: patient(directory)
+            )
+            _ = try result.get()
+            var expected = FaultServer.body(size: 1_000_000, version: 2)
+            expected.replaceSubrange(0..<400_000, with: FaultServer.body(size: 400_000))
+            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == expected)
+            let requests = server.requests(to: "/\(path)")
+            #expect(requests.map(\.status) == [200, 200, 206], "\(requests)")
+            #expect(requests[2].bytesSent == 700_000 + 65_536, "\(requests)")
+            #expect(restarts(in: events).isEmpty)
         }
     }
 }

@@ -221,6 +221,24 @@ struct IdentityTests {
                 == .restart(.noValidator)
         )
     }
+
+    @Test(
+        "the plan on a host that ignores If-Range: the plain Range starts before the partial's end, its overlap checked"
+    )
+    func planWhereIfRangeIsIgnored() {
+        #expect(
+            ResumePlan.decide(offset: 300_000, validator: "\"t\"", resumesWithoutValidator: false, ifRangeIgnored: true)
+                == .verify(rangeStart: 300_000 - 65_536, offset: 300_000, ifRange: "\"t\"")
+        )
+        #expect(
+            ResumePlan.decide(offset: 300_000, validator: "\"t\"", resumesWithoutValidator: false)
+                == .resume(from: 300_000, ifRange: "\"t\"")
+        )
+        #expect(
+            ResumePlan.decide(offset: 300_000, validator: nil, resumesWithoutValidator: false, ifRangeIgnored: true)
+                == .restart(.noValidator)
+        )
+    }
 }
 
 @Suite("User agents")

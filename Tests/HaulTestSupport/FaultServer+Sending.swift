@@ -77,9 +77,14 @@ extension FaultServer {
         sameTag: Bool = false,
         gate: Int? = nil,
         gateAt: Int? = nil,
-        announcesClose: Bool = true
+        announcesClose: Bool = true,
+        sharedPrefix: Int = 0
     ) {
-        let body = Self.body(size: size, version: version)
+        var body = Self.body(size: size, version: version)
+        if sharedPrefix > 0 {
+            // A later version that kept the first `sharedPrefix` bytes of version 1 (a file edited past them).
+            body.replaceSubrange(0..<min(sharedPrefix, size), with: Self.body(size: min(sharedPrefix, size)))
+        }
         let now = Int(Date().timeIntervalSince1970)
         var entityTag: String? = sameTag ? "\"same\"" : "\"v\(version)-\(size)\""
         // Version 1 was last modified on RFC 9110's example date; each later version a day after.

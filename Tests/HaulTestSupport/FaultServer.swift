@@ -63,6 +63,9 @@ import Glibc
 ///   text/html` with no ETag (``errorPage``); later ones serve version 2.
 /// - `/sametag/CUTS/N/SIZE`: a broken origin that repeats one strong ETag (`"same"`) over other
 ///   bytes: ignores Range, the k-th request gets version k, and the first CUTS answers end after k×N.
+/// - `/etag-kept/N/K/SIZE`: a file changed under one strong ETag (`"same"`), on a server that
+///   answers a range with an ETag `If-Range` by the whole file and honours a plain one: the first
+///   response (version 1) ends after N; later ones serve version 2, whose first K bytes are version 1's.
 /// - `/cut-head/SIZE`: the first answer is a status line and one header, then the connection
 ///   closes before the head's empty line (libcurl 7.88 takes that for a whole answer with no body);
 ///   later ones behave.
@@ -447,6 +450,19 @@ final class FaultServer: @unchecked Sendable {
                 limit: number == 1 ? numbers[0] : nil,
                 validators: parts[0] == "etag-ignored" ? .strongWithDate : .strong,
                 ignoresEntityTagIfRange: true
+            )
+        case "etag-kept" where numbers.count == 3:
+            // A file changed under the same strong ETag, on a server that ignores an ETag If-Range.
+            sendFile(
+                size: size,
+                version: number == 1 ? 1 : 2,
+                request: &request,
+                index: index,
+                on: connection,
+                limit: number == 1 ? numbers[0] : nil,
+                ignoresEntityTagIfRange: true,
+                sameTag: true,
+                sharedPrefix: number == 1 ? 0 : numbers[1]
             )
         case "relabel" where numbers.count == 2:
             switch number {
