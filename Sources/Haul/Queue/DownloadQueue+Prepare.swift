@@ -83,6 +83,16 @@ extension DownloadQueue {
         for mirror in request.mirrors { mirrors.append(try DownloadRequest.checkedURL(mirror)) }
         if request.discardsBody { return try prepareDiscarding(request, url: url, mirrors: mirrors) }
         var destination = request.destinationPath
+        if let refusal = SharedFolderRule.refusal(for: destination) {
+            // Another user's link or FIFO in a shared folder: not followed, whatever the kernel's
+            // setting (``SharedFolderRule``).
+            throw DownloadError(
+                code: .untrustedDestination,
+                url: url.redactedString,
+                path: refusal.path,
+                detail: refusal.detail
+            )
+        }
         var status = stat()
         var exists = destination.withCString { lstat($0, &status) } == 0
         // A descriptor of this process named through /dev/stdout, /dev/fd/N or /proc/self/fd/N.

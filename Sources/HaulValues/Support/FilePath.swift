@@ -80,7 +80,7 @@ package enum FilePath {
     }
 
     /// What the link at `path` holds (`readlink`), or `nil` with `errno` set.
-    private static func readLink(_ path: String) -> String? {
+    package static func readLink(_ path: String) -> String? {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let count = readlink(path, &buffer, buffer.count - 1)
         guard count > 0 else { return nil }

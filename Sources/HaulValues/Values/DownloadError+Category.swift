@@ -57,7 +57,7 @@ extension DownloadError {
             }
         case .checksumMismatch, .fileTooLarge:
             return .verification
-        case .fileSystem, .journal, .journalLocked, .unsafeFile:
+        case .fileSystem, .journal, .journalLocked, .unsafeFile, .untrustedDestination:
             return .localFiles
         case .sizeMismatch, .rangeNotHonored, .unexpectedAnswer, .streamCannotRestart:
             return .transfer

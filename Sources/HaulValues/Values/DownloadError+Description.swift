@@ -125,6 +125,10 @@ extension DownloadError {
                 + "\(detail ?? "not a file Haul made"); Haul wrote nothing through it and left it as it is. "
                 + "Remove it (it is not Haul's) or choose another state directory "
                 + "(\(name(.stateDirectory))), then try again."
+        case .untrustedDestination:
+            return "\(subject) failed: \(path.map { "'\($0)'" } ?? "the destination") is "
+                + "\(detail ?? "another user's link in a shared folder"); nothing was written through it. Remove it (or "
+                + "ask its owner to), or choose a destination outside that folder, then try again."
         case .streamCannotRestart:
             let option = "Turn on \(name(.resumesWithoutValidator)) to continue such a "
             let advice = suggestsUnvalidatedResume ? option + "stream after checking its last bytes, or ask" : "Ask"

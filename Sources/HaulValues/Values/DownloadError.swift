@@ -39,6 +39,7 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
             case unsupportedDestination
             case streamCannotRestart
             case unsafeFile
+            case untrustedDestination
         }
         let base: Base
         fileprivate init(_ base: Base) { self.base = base }
@@ -104,6 +105,11 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         /// not what Haul made there: a symbolic link, a FIFO, a device, another user's file or folder,
         /// a file with a second name. Haul left it as it is and wrote nothing through it.
         public static let unsafeFile = Code(.unsafeFile)
+        /// The destination is reached through a symbolic link, or is a FIFO, that another user put
+        /// in a shared folder (sticky and writable by all, as `/tmp`): Haul does not follow it, as
+        /// the kernel does not with `fs.protected_symlinks` and `fs.protected_fifos` on, and wrote
+        /// nothing (see ``DownloadError/path`` and ``DownloadError/detail``).
+        public static let untrustedDestination = Code(.untrustedDestination)
 
         /// The code's name, e.g. `httpStatus`.
         public var description: String { base.rawValue }

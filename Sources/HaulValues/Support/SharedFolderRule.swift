@@ -1,0 +1,95 @@
+import Glibc
+
+/// The kernel's rule for links and FIFOs in shared folders, applied by Haul whatever the machine's
+/// setting: in a folder that is sticky and writable by all (`/tmp`, `/var/tmp`), a symbolic link is
+/// followed, and a FIFO opened, only when it belongs to the user running Haul or to the folder's
+/// owner (`fs.protected_symlinks=1`, `fs.protected_fifos=1`). Otherwise another user who planted one
+/// at a name Haul is told to write (`haul -o /tmp/report.bin`, run by root) would have Haul
+/// overwrite the file the link leads to, or hand the download to the FIFO's reader. Where the kernel
+/// has the rule on, it refuses these itself; where it is off (a container, an older distribution),
+/// Haul must. Writing through one's own links, devices and FIFOs stays allowed.
+package enum SharedFolderRule {
+    /// The first entry on the way to `path` that the rule refuses: a link in a shared folder, or the
+    /// FIFO `path` names in one, owned neither by `user` nor by that folder's owner; `nil` when there
+    /// is none (or the path stops resolving: what is missing is made by Haul, not followed).
+    package static func refusal(for path: String, user: uid_t = geteuid()) -> Refusal? {
+        var pending = components(of: path)
+        var resolved = path.hasPrefix("/") ? "" : currentFolder()
+        var links = 0
+        while !pending.isEmpty {
+            let component = pending.removeFirst()
+            if component.isEmpty || component == "." { continue }
+            if component == ".." {
+                resolved = FilePath.directory(of: resolved.isEmpty ? "/" : resolved)
+                if resolved == "/" { resolved = "" }
+                continue
+            }
+            let candidate = resolved + "/" + component
+            var status = stat()
+            guard lstat(candidate, &status) == 0 else { return nil }
+            let kind = status.st_mode & S_IFMT
+            if kind == S_IFLNK {
+                links += 1
+                guard links <= 40 else { return nil }  // ELOOP: the open that follows says so
+                if let refusal = check(candidate, owner: status.st_uid, in: resolved, user: user, kind: .link) {
+                    return refusal
+                }
+                guard let target = FilePath.readLink(candidate) else { return nil }
+                if target.hasPrefix("/") { resolved = "" }
+                pending = components(of: target) + pending
+                continue
+            }
+            if kind == S_IFIFO, pending.allSatisfy({ $0.isEmpty || $0 == "." }),
+                let refusal = check(candidate, owner: status.st_uid, in: resolved, user: user, kind: .fifo)
+            {
+                return refusal
+            }
+            resolved = candidate
+        }
+        return nil
+    }
+
+    /// A link or FIFO the rule refuses: where it is, whose it is, and the sentence that says why.
+    package struct Refusal: Equatable, Sendable {
+        package enum Kind: Sendable { case link, fifo }
+        package var path: String
+        package var kind: Kind
+        package var owner: uid_t
+        package var folder: String
+
+        /// Why it is refused, to follow "'PATH' is ".
+        package var detail: String {
+            let what = kind == .link ? "a symbolic link" : "a FIFO (named pipe)"
+            let verb = kind == .link ? "follow" : "write to"
+            return "\(what) owned by another user (uid \(owner)) in the shared folder '\(folder)' (sticky and "
+                + "writable by all), which Haul does not \(verb): whoever put it there chose where the download "
+                + "would go (the kernel's fs.protected_\(kind == .link ? "symlinks" : "fifos") rule)"
+        }
+    }
+
+    private static func check(
+        _ path: String,
+        owner: uid_t,
+        in folder: String,
+        user: uid_t,
+        kind: Refusal.Kind
+    ) -> Refusal? {
+        let folder = folder.isEmpty ? "/" : folder
+        var status = stat()
+        guard stat(folder, &status) == 0 else { return nil }
+        let shared = status.st_mode & (S_ISVTX | S_IWOTH) == S_ISVTX | S_IWOTH
+        guard shared, owner != user, owner != status.st_uid else { return nil }
+        return Refusal(path: path, kind: kind, owner: owner, folder: folder)
+    }
+
+    private static func components(of path: String) -> [String] {
+        path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+    }
+
+    private static func currentFolder() -> String {
+        guard let folder = getcwd(nil, 0) else { return "" }
+        defer { free(folder) }
+        let path = String(cString: folder)
+        return path == "/" ? "" : path
+    }
+}
