@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Haul
+import HaulPostgres
 
 /// haul's exit statuses: one per class of failure (``DownloadError/Category``), so that a script
 /// can tell a missing file from a dead host, a bad checksum or a full disk. Shown in `haul --help`
@@ -16,8 +17,23 @@ enum ExitStatus {
     static let timeLimit: Int32 = 28
 
     /// The status of one failure.
-    static func of(_ error: DownloadError) -> Int32 {
-        switch error.category {
+    static func of(_ error: DownloadError) -> Int32 { of(error.category) }
+
+    /// The status of a queue's failure (`--queue`, `haul worker`): a database whose host name does
+    /// not resolve (3), that nothing answers for (4), or that refuses the login (2, as a server's
+    /// error status); anything else 1.
+    static func of(_ error: FleetError) -> Int32 {
+        switch error.connectionFailure {
+        case .unknownHost?: 3
+        case .unreachable?: 4
+        case .refused?: 2
+        case nil: other
+        }
+    }
+
+    /// The status of a failure of this class.
+    static func of(_ category: DownloadError.Category) -> Int32 {
+        switch category {
         case .httpStatus: 2
         case .nameResolution: 3
         case .connection: 4
@@ -34,6 +50,7 @@ enum ExitStatus {
     /// output folder or the journal (local files).
     static func of(_ error: any Error) -> Int32 {
         if let error = error as? DownloadError { return of(error) }
+        if let error = error as? FleetError { return of(error) }
         if let error = error as? CLIError { return error.exitStatus }
         if error is CocoaError { return localFiles }
         return other
@@ -49,8 +66,9 @@ enum ExitStatus {
         Exit status:
           0    every download completed (or was complete already)
           1    failures of several kinds at once, or of none below
-          2    the server answered with an HTTP error (404, 403, 5xx after retries)
-          3    a host name (the server's or the proxy's) could not be resolved
+          2    the server answered with an HTTP error (404, 403, 5xx after retries),
+               or the queue's database refused the login (--queue, worker)
+          3    a host name (the server's, the proxy's, the queue's database's) could not be resolved
           4    no connection: refused, unreachable, or connecting timed out
           5    TLS: the handshake or the certificate's verification failed
           6    the file failed a check: --checksum, its expected size, --max-size

@@ -28,7 +28,7 @@ extension HaulCommand {
             queue = try await FleetQueue(configuration: .init(connectionString: connectionString))
         } catch {
             Reporter.write("haul: \(Runner.describe(error))\n", to: STDERR_FILENO)
-            return 1
+            return ExitStatus.of(error)
         }
         if let id = pause ?? resume ?? cancel ?? wait { return await control(queue, DownloadID(rawValue: id)) }
         return list ? await listQueue(queue) : await enqueue(requests, into: queue)
@@ -41,19 +41,21 @@ extension HaulCommand {
                 let entry = try await queue.outcome(of: id)
                 let detail = entry.lastError.map { ": \($0)" } ?? ""
                 if !quiet { Reporter.write("\(entry.state.rawValue)  \(entry.path)\(detail)\n", to: STDOUT_FILENO) }
-                return entry.state == .completed ? 0 : 1
+                // A failure exits by its class, as the download would have in `haul` itself.
+                if entry.state == .completed { return 0 }
+                return entry.state == .failed ? entry.errorCategory.map(ExitStatus.of) ?? ExitStatus.other : 1
             }
             let done =
                 pause != nil
                 ? try await queue.pause(id) : resume != nil ? try await queue.resume(id) : try await queue.cancel(id)
             guard done else {
                 let what = pause != nil ? "to pause" : resume != nil ? "paused to resume" : "to cancel"
-                throw CLIError("no download \(id) \(what) in \(queue.target)")
+                throw CLIError("no download \(id) \(what) in \(queue.target)", exitStatus: ExitStatus.other)
             }
             return 0
         } catch {
             Reporter.write("haul: \(Runner.describe(error))\n", to: STDERR_FILENO)
-            return 1
+            return ExitStatus.of(error)
         }
     }
 
@@ -98,7 +100,7 @@ extension HaulCommand {
             return 0
         } catch {
             Reporter.write("haul: \(Runner.describe(error))\n", to: STDERR_FILENO)
-            return 1
+            return ExitStatus.of(error)
         }
     }
 
@@ -135,7 +137,7 @@ extension HaulCommand {
             return 0
         } catch {
             Reporter.write("haul: \(Runner.describe(error))\n", to: STDERR_FILENO)
-            return 1
+            return ExitStatus.of(error)
         }
     }
 }
@@ -287,7 +289,7 @@ struct WorkerCommand: AsyncParsableCommand {
             manager = try DownloadManager(configuration: configuration)
         } catch {
             Reporter.write("haul: \(Runner.describe(error))\n", to: STDERR_FILENO)
-            return 1
+            return ExitStatus.of(error)
         }
         if !quiet {
             Reporter.write(
@@ -318,7 +320,7 @@ struct WorkerCommand: AsyncParsableCommand {
             try await task.value
         } catch {
             Reporter.write("haul: \(Runner.describe(error))\n", to: STDERR_FILENO)
-            status = 1
+            status = ExitStatus.of(error)
         }
         await manager.shutdown()
         if let signal = stop.received {

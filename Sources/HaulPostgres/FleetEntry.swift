@@ -29,6 +29,8 @@ public struct FleetEntry: Sendable, Hashable {
     public let lastError: String?
     /// The worker that recorded its outcome.
     public let finishedBy: String?
+    /// The class of its failure, when the worker that recorded it knew it (``DownloadError/category``).
+    public let errorCategory: DownloadError.Category?
 
     init?(row: [String?], outputFolder: URL) {
         guard row.count >= 12, let head = FleetSchema.RowHead(row, outputFolder: outputFolder),
@@ -44,5 +46,6 @@ public struct FleetEntry: Sendable, Hashable {
         bytes = row[9].flatMap { Int64($0) }
         lastError = row[10]
         finishedBy = row[11]
+        errorCategory = row.count > 12 ? row[12].flatMap(DownloadError.Category.init(name:)) : nil
     }
 }

@@ -31,6 +31,31 @@ public struct FleetError: Error, Sendable, Hashable, CustomStringConvertible {
         self.sqlState = sqlState
     }
 
+    /// Why a connection failed, as far as libpq's words tell (``connectionFailure``).
+    public enum ConnectionFailure: Sendable, Hashable {
+        /// The database's host name did not resolve.
+        case unknownHost
+        /// Nothing answered: refused, unreachable, no such socket, or connecting timed out.
+        case unreachable
+        /// The server answered and refused: the password, the user, the database's name, `pg_hba.conf`.
+        case refused
+    }
+
+    /// Why the database could not be reached (``Code/connection`` only; `nil` when libpq's message
+    /// says nothing known, or the connection broke later). libpq's messages are in English unless
+    /// the process chose a locale, which Haul does not.
+    public var connectionFailure: ConnectionFailure? {
+        guard code == .connection else { return nil }
+        if detail.contains("could not translate host name") { return .unknownHost }
+        let unreachable = [
+            "Connection refused", "No such file or directory", "timeout expired", "No route to host",
+            "Network is unreachable", "Connection timed out", "Cannot assign requested address",
+        ]
+        if unreachable.contains(where: { detail.contains($0) }) { return .unreachable }
+        if detail.contains("FATAL:") || detail.contains("fe_sendauth") || detail.contains("SCRAM") { return .refused }
+        return nil
+    }
+
     /// What failed, where, and why, in one line.
     public var description: String {
         let what =

@@ -15,11 +15,15 @@ public struct FleetOutcome: Sendable, Hashable {
     public let lease: FleetLease
     /// How it ended.
     public let result: Result
+    /// The class of a failure (``DownloadError/category``), when it came from a download's error:
+    /// what `haul --queue --wait` exits with.
+    public let category: DownloadError.Category?
 
-    /// `lease`'s download ended with `result`.
-    public init(_ lease: FleetLease, _ result: Result) {
+    /// `lease`'s download ended with `result` (a failure of `category`).
+    public init(_ lease: FleetLease, _ result: Result, category: DownloadError.Category? = nil) {
         self.lease = lease
         self.result = result
+        self.category = category
     }
 
     var state: FleetState {

@@ -111,8 +111,12 @@ extension FleetQueue {
     }
 
     /// Records a download as failed for good with `reason`, if `lease` is still the row's.
-    public func fail(_ lease: FleetLease, reason: String) async throws(FleetError) -> Bool {
-        try await record([FleetOutcome(lease, .failed(reason: reason))]).contains(lease.id)
+    public func fail(
+        _ lease: FleetLease,
+        reason: String,
+        category: DownloadError.Category? = nil
+    ) async throws(FleetError) -> Bool {
+        try await record([FleetOutcome(lease, .failed(reason: reason), category: category)]).contains(lease.id)
     }
 
     /// Records many outcomes in one statement, each only if its lease is still the row's, and
@@ -123,21 +127,26 @@ extension FleetQueue {
             outcomes.map(\.lease),
             states: outcomes.map(\.state),
             bytes: outcomes.map { if case .completed(let bytes) = $0.result { bytes } else { nil } },
-            errors: outcomes.map { if case .failed(let reason) = $0.result { reason } else { nil } }
+            errors: outcomes.map { if case .failed(let reason) = $0.result { reason } else { nil } },
+            classes: outcomes.map { $0.category?.name }
         )
     }
 
     /// Ends running rows under their leases (``FleetSchema/record``): the ids ended.
-    func end(_ leases: [FleetLease], states: [FleetState], bytes: [Int64?], errors: [String?])
-        async throws(FleetError) -> Set<DownloadID>
-    {
+    func end(
+        _ leases: [FleetLease],
+        states: [FleetState],
+        bytes: [Int64?],
+        errors: [String?],
+        classes: [String?]? = nil
+    ) async throws(FleetError) -> Set<DownloadID> {
         guard !leases.isEmpty else { return [] }
         // Only a worker's outcomes end a running row (FleetSchema.record's condition is theirs).
         precondition(states.allSatisfy { $0.recordedEvent != nil }, "\(states) are not outcomes")
         let parameters: [String?] =
             [configuration.worker] + FleetSchema.leaseArrays(leases) + [
                 FleetSchema.array(states.map(\.rawValue)), FleetSchema.array(bytes.map { $0.map(String.init) }),
-                FleetSchema.array(errors),
+                FleetSchema.array(errors), FleetSchema.array(classes ?? errors.map { _ in nil }),
             ]
         return try await run { connection throws(FleetError) -> Set<DownloadID> in
             // pg_notify's messages are delivered at the statement's commit, with its rows.

@@ -10,7 +10,7 @@ enum FleetSchema {
     static let migrationLock: Int64 = 0x6861_756C_7363_686D
 
     /// The column the latest schema added: a table that has it needs nothing.
-    static let latestColumn = "lease_expired"
+    static let latestColumn = "error_class"
 
     /// Creates what is missing, once per database however many processes start at once. A database
     /// whose table has the latest column is left alone, without a lock: DDL on a table the fleet is
@@ -70,6 +70,8 @@ enum FleetSchema {
             try connection.query(
                 "ALTER TABLE haul_downloads ADD COLUMN IF NOT EXISTS lease_expired boolean NOT NULL DEFAULT false"
             )
+            // The class of a failure (``DownloadError/Category``): `haul --queue --wait` exits by it.
+            try connection.query("ALTER TABLE haul_downloads ADD COLUMN IF NOT EXISTS error_class text")
         }
     }
 
@@ -131,15 +133,16 @@ enum FleetSchema {
         \(claimUpdate)
         """
 
-    /// $1 worker; arrays: $2 ids, $3 lease versions, $4 states, $5 bytes, $6 errors. Each row changes
+    /// $1 worker; arrays: $2 ids, $3 lease versions, $4 states, $5 bytes, $6 errors, $7 their classes. Each row changes
     /// only under its lease; each changed one is announced. Outcomes, and the pauses and cancels a
     /// worker settles, all end a running row this way.
     static let record = """
         WITH done AS (
             UPDATE haul_downloads AS d
-            SET state = o.state, bytes = o.bytes, last_error = o.error, owner = NULL, lease_expires = NULL,
-                requested = NULL, finished_by = $1, updated_at = now()
-            FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::text[]) AS o(id, version, state, bytes, error)
+            SET state = o.state, bytes = o.bytes, last_error = o.error, error_class = o.class, owner = NULL,
+                lease_expires = NULL, requested = NULL, finished_by = $1, updated_at = now()
+            FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::text[], $7::text[])
+                AS o(id, version, state, bytes, error, class)
             WHERE d.id = o.id AND d.owner = $1 AND d.lease_version = o.version
                 AND \(FleetState.sqlCondition(accepting: .completed, column: "d.state"))
             RETURNING d.id, d.state
@@ -148,7 +151,7 @@ enum FleetSchema {
         """
 
     static let entryColumns =
-        "id, url, destination, host, priority, state, owner, lease_version, attempts, bytes, last_error, finished_by"
+        "id, url, destination, host, priority, state, owner, lease_version, attempts, bytes, last_error, finished_by, error_class"
 
     /// $1 the id: the row ``FleetEntry`` reads.
     static let entryByID = "SELECT \(entryColumns) FROM haul_downloads WHERE id = $1"

@@ -90,8 +90,8 @@ public final class FleetWorker: Sendable {
     /// How a download this worker holds ended in its manager.
     enum Ending: Sendable {
         case completed(URL)
-        /// Failed for good, with the error's text (credentials redacted).
-        case failed(reason: String)
+        /// Failed for good, with the error's text (credentials redacted) and its class when known.
+        case failed(reason: String, category: DownloadError.Category? = nil)
         /// Cancelled here (a lost lease, a cancel asked for), or its manager shut down.
         case cancelled
         /// Paused here (a pause asked for, or the worker stopping).
@@ -153,7 +153,8 @@ public final class FleetWorker: Sendable {
                 case .completed(let file): continuation.yield(.ended(event.id, .completed(file)))
                 case .failed(let error) where error.code == .cancelled || error.code == .shutdown:
                     continuation.yield(.ended(event.id, .cancelled))
-                case .failed(let error): continuation.yield(.ended(event.id, .failed(reason: "\(error)")))
+                case .failed(let error):
+                    continuation.yield(.ended(event.id, .failed(reason: "\(error)", category: error.category)))
                 case .cancelled: continuation.yield(.ended(event.id, .cancelled))
                 case .paused: continuation.yield(.ended(event.id, .paused))
                 default: continue
@@ -314,7 +315,7 @@ public final class FleetWorker: Sendable {
         var refused: [(FleetLease, Ending)] = []
         for rejection in summary.rejected {
             if let lease = held.leases.removeValue(forKey: leases[rejection.index].requestID) {
-                refused.append((lease, .failed(reason: "\(rejection.error)")))
+                refused.append((lease, .failed(reason: "\(rejection.error)", category: rejection.error.category)))
             }
         }
         return refused
@@ -379,8 +380,8 @@ public final class FleetWorker: Sendable {
             switch ending {
             case .completed:
                 break
-            case .failed(let reason):
-                outcomes.append(FleetOutcome(lease, .failed(reason: reason)))
+            case .failed(let reason, let category):
+                outcomes.append(FleetOutcome(lease, .failed(reason: reason), category: category))
             case .cancelled, .paused:
                 released.append(lease)  // stopped here, or its manager shut down: any worker may take it
             }

@@ -559,3 +559,67 @@ extension FleetProcessTests {
         }
     }
 }
+
+/// Issue 74, item 6: `--queue` and `haul worker` exit by the table's classes, as `haul` does: a
+/// database whose host does not resolve (3), that nothing answers for (4), that refuses the login
+/// (2); `--wait` for a download that failed exits with its failure's class (a 404: 2, a refused
+/// port: 4), not 1 for all.
+extension FleetProcessTests {
+    @Test(
+        "--queue and worker exit by class: an unknown database host 3, a refused port 4, a wrong password 2; --wait by the failure's class"
+    )
+    func exitClasses() async throws {
+        let (server, work) = try await startServerAndDirectory()
+        defer { stop(server, work) }
+        let database = try await TestPostgres.database()
+        let freePort = try NginxServer.freePort()
+        let wrongPassword = database.replacingOccurrences(of: ":\(TestPostgres.password)@", with: ":not-the-password@")
+        #expect(wrongPassword != database)
+        let cases: [(String, Int32)] = [
+            ("postgres://haul@no-such-host.invalid/haul?connect_timeout=5", 3),
+            ("postgres://haul@127.0.0.1:\(freePort)/haul?connect_timeout=5", 4),
+            (wrongPassword, 2),
+        ]
+        for (connection, status) in cases {
+            let listed = try await haul(["--queue", connection, "--list"], in: work)
+            #expect(listed.status == status, "\(connection): \(listed.stderr)")
+            let worker = try await haul(
+                [
+                    "worker", "--queue", connection, "-o", work.appendingPathComponent("w").path, "--until-empty",
+                    "--quiet",
+                ],
+                in: work
+            )
+            #expect(worker.status == status, "worker on \(connection): \(worker.stderr)")
+            #expect(!listed.stderr.contains("not-the-password") && !worker.stderr.contains("not-the-password"))
+        }
+        // Two downloads that fail: a 404 and a refused port.
+        let refused = "http://127.0.0.1:\(freePort)/r.bin"
+        let list = work.appendingPathComponent("failing.txt")
+        try "\(server.url("missing.bin").absoluteString)\n  out=exit/missing.bin\n\(refused)\n  out=exit/refused.bin\n"
+            .write(to: list, atomically: true, encoding: .utf8)
+        #expect(try await haul(["--queue", database, "-i", list.path], in: work).status == 0)
+        let output = work.appendingPathComponent("out-exit")
+        let ran = try await haul(
+            ["worker", "--queue", database, "-o", output.path, "--until-empty", "--quiet"],
+            in: work
+        )
+        #expect(ran.status == 0, "\(ran.stderr)")
+        let json = try await haul(["--queue", database, "--list", "--json"], in: work).stdout
+        func id(of path: String) throws -> String {
+            let line = try #require(
+                json.split(separator: "\n").first {
+                    $0.contains(path) || $0.contains(path.replacingOccurrences(of: "/", with: "\\/"))
+                }
+            )
+            return try #require(
+                (try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["id"] as? String
+            )
+        }
+        let missing = try await haul(["--queue", database, "--wait", try id(of: "exit/missing.bin")], in: work)
+        #expect(missing.status == 2, "before: 1. \(missing.stdout) \(missing.stderr)")
+        #expect(missing.stdout.hasPrefix("failed  exit/missing.bin"), "\(missing.stdout)")
+        let unreachable = try await haul(["--queue", database, "--wait", try id(of: "exit/refused.bin")], in: work)
+        #expect(unreachable.status == 4, "before: 1. \(unreachable.stdout) \(unreachable.stderr)")
+    }
+}

@@ -24,6 +24,15 @@ extension DownloadError {
         case stopped
         /// Anything else (an internal failure, a destination another download is writing).
         case other
+
+        /// The class's name, as in Swift (`httpStatus`, `connection`…): what a queue stores.
+        public var name: String { "\(self)" }
+
+        /// The class named `name` (``name``), or `nil`.
+        public init?(name: String) {
+            guard let found = Self.allCases.first(where: { $0.name == name }) else { return nil }
+            self = found
+        }
     }
 
     /// Where a transport failure happened (``DownloadError/stage``).
