@@ -152,6 +152,15 @@ struct HaulCommand: AsyncParsableCommand {
     )
     var continueAt: String?
 
+    @Flag(
+        name: .long,
+        help: """
+            Replace a file at a name haul takes from the URL that haul did not download (or whose \
+            version the server no longer has), instead of saving the download as name.1.
+            """
+    )
+    var force = false
+
     /// `-c`, or curl's spelling of it, `-C -`.
     var continuesFile: Bool { continues || continueAt == "-" }
 

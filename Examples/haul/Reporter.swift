@@ -16,7 +16,10 @@ final class Reporter: Sendable {
 
     struct Row {
         var name: String
-        /// The file was complete at its destination before this run: nothing was requested.
+        /// Where the download was to go, as its first event said (it may be placed at `name.1`).
+        var path = ""
+        /// The file was complete at its destination before this run: nothing was requested, or the
+        /// server said the file there is current (a conditional request's 304).
         var alreadyComplete = false
         var progress = DownloadProgress(bytesReceived: 0, totalBytes: nil)
         var status = "queued"
@@ -122,6 +125,10 @@ final class Reporter: Sendable {
             state.withLock { state in
                 if state.rows[index] == nil {
                     Self.add(index: index, name: name, alreadyComplete: alreadyComplete, to: &state)
+                    state.rows[index]?.path = path
+                } else if alreadyComplete, case .completed = event {
+                    // Found current by the server (a revalidation's 304) after it was queued.
+                    state.rows[index]?.alreadyComplete = true
                 }
             }
         }
@@ -146,13 +153,26 @@ final class Reporter: Sendable {
         case .lines:
             switch event {
             case .completed(let file):
-                let already = state.withLock { $0.rows[index]?.alreadyComplete ?? false }
+                let (already, asked) = state.withLock {
+                    ($0.rows[index]?.alreadyComplete ?? false, $0.rows[index]?.path ?? path)
+                }
                 // The URL the file came from: a mirror's, after a switch (not the dead first one).
                 let source = download.map { Self.shown($0.url.absoluteString) } ?? url
                 Self.write(
                     "\(already ? "already complete" : "completed") \(source) -> \(file.path)\n",
                     to: STDOUT_FILENO
                 )
+                if file.path != asked, file.path.hasPrefix(asked + "."), !file.path.dropFirst(asked.count).contains("/")
+                {
+                    // Placed beside a file found at its name that is not this download's (put there
+                    // meanwhile, or of a version the server no longer has, its state lost).
+                    Self.write(
+                        "haul: '\(asked)' was there already and is not this download's file as the server has it "
+                            + "now: saved as '\(FilePath.lastComponent(of: file.path))'. Use -c to continue that file "
+                            + "instead, or --force to replace it.\n",
+                        to: STDERR_FILENO
+                    )
+                }
             case .failed(let error):
                 Self.write("haul: \(error.forCommandLine)\n", to: STDERR_FILENO)
             case .restarted(let reason):

@@ -98,7 +98,18 @@ final class RequestList: Sequence, IteratorProtocol {
             // during the download; the file -o names is the user's to replace. A file haul placed
             // for this URL that fails its checksum is replaced too.
             request.replacesExistingFile =
-                namer.file != nil || (entry.checksum != nil && names.placed(url: entry.urls[0], path: item.destination))
+                namer.file != nil || names.replaces
+                || (entry.checksum != nil && names.placed(url: entry.urls[0], path: item.destination))
+            if let taken = names.unknownFiles.last, namer.file == nil, entry.out == nil,
+                item.destination.hasPrefix(taken + "."), !item.destination.dropFirst(taken.count + 1).contains("/")
+            {
+                // The name was taken by a file haul does not know: said, with the ways out.
+                runner.note(
+                    "'\(taken)' is there already and haul has no record of downloading it (no state, or not the "
+                        + "version the server has now): saving as '\(FilePath.lastComponent(of: item.destination))'. "
+                        + "Use -c to continue that file instead, or --force to replace it."
+                )
+            }
             try Runner.confine(
                 &request,
                 out: entry.out,
@@ -136,11 +147,16 @@ final class JournalNames {
     let workingDirectory: String?
     /// -c: a file someone left at a URL's name is the one to continue, not a name taken.
     let continuesFile: Bool
+    /// --force: a file someone left at a URL's name is replaced, not a name taken.
+    let replaces: Bool
     private var last: (path: String, entry: JournalEntry?)?
+    /// The paths found taken by a file haul has no record of, last first.
+    private(set) var unknownFiles: [String] = []
 
-    init(manager: DownloadManager, continuesFile: Bool) {
+    init(manager: DownloadManager, continuesFile: Bool, replaces: Bool) {
         self.manager = manager
         self.continuesFile = continuesFile
+        self.replaces = replaces
         let current = FileManager.default.currentDirectoryPath
         workingDirectory = current.hasPrefix("/") ? current : nil
     }
@@ -168,7 +184,22 @@ final class JournalNames {
         var status = stat()
         guard lstat(path, &status) == 0 else { return false }
         guard let entry = entry(at: path) else {
-            return !(continuesFile && status.st_mode & S_IFMT == S_IFREG)
+            guard status.st_mode & S_IFMT == S_IFREG else { return true }
+            if continuesFile || replaces { return false }
+            // No row (the state folder lost): a file that records this URL's download of its length
+            // is that download's, checked against the server (``FileOrigin``).
+            let absolute = Runner.absolute(path, in: workingDirectory)
+            if FileOrigin.read(at: absolute)?.describes(
+                url: Reporter.shown(url),
+                file: PlacedFile(
+                    length: Int64(status.st_size),
+                    modificationTime: PlacedFile.modificationTime(of: status)
+                )
+            ) == true {
+                return false
+            }
+            unknownFiles.append(path)
+            return true
         }
         guard entry.url == Reporter.shown(url) else { return true }
         // With a checksum, the file the journal says haul placed for this URL is this download's,

@@ -125,7 +125,7 @@ struct Runner {
             self,
             source: source,
             credentials: credentials,
-            names: JournalNames(manager: manager, continuesFile: command.continuesFile),
+            names: JournalNames(manager: manager, continuesFile: command.continuesFile, replaces: command.force),
             following: following,
             reporter: reporter
         )
@@ -219,6 +219,12 @@ struct Runner {
     }
 
     /// Reports a URL of the list that could not be queued.
+    /// A sentence about a file of the run (not a failure), to standard error unless --quiet.
+    func note(_ sentence: String) {
+        guard !command.quiet else { return }
+        Reporter.write("haul: \(sentence)\n", to: STDERR_FILENO)
+    }
+
     func refuse(_ item: DownloadPlan.Item, error: any Error, reporter: Reporter) {
         reporter.refused(error)
         if command.json {

@@ -174,6 +174,8 @@ extension Transfer {
         case .complete:
             return .finish(finishJob(keepingDestination: false))
         case .keepDestination:
+            // The server said the file there is current (304): complete already.
+            download.foundComplete.store(true, ordering: .relaxed)
             return .finish(finishJob(keepingDestination: true))
         }
     }

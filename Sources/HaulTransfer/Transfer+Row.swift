@@ -137,6 +137,9 @@ extension Transfer {
             url: urlForErrors,
             modificationTime: environment.setsModificationTimeFromServer
                 ? record.lastModified.flatMap(HTTPDate.parse)?.timeIntervalSince1970 : nil,
+            origin: record.totalBytes.map {
+                FileOrigin(url: record.url, entityTag: record.entityTag, lastModified: record.lastModified, length: $0)
+            },
             replaces: record.movesPastFilesFound
                 ? .ownOnly(placedModificationTime: record.placedModificationTime) : .any,
             journal: store,

@@ -11,6 +11,7 @@
 #include <event2/event.h>
 #include <sys/eventfd.h>
 #include <sys/vfs.h>
+#include <sys/xattr.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <signal.h>

@@ -64,6 +64,16 @@ extension DownloadQueue {
                 // overlap its resume checks.
                 record.bytesCommitted = length
                 catalog.provesByOverlap(request.id)
+            } else if let origin = recordedOrigin(of: request, url: urlText) {
+                // A file this URL's download placed, its row lost (the state folder deleted or
+                // damaged): complete if the server still has that version (a conditional request),
+                // else fetched as for a file Haul does not know.
+                record.entityTag = origin.entityTag
+                record.lastModified = origin.lastModified
+                record.totalBytes = origin.length
+                record.bytesCommitted = origin.length
+                record.state = .completed
+                _ = record.apply(.revalidationRequested(sequence: catalog.nextQueueSequence()))
             }
             if try journal.insertIfAbsent(record, for: request.id) {
                 rowsExist = false
@@ -155,6 +165,16 @@ extension DownloadQueue {
             try journal.save(record, for: request.id)
             return .queued(record)
         }
+    }
+
+    /// The version recorded on the file found at the request's destination (``FileOrigin``), when
+    /// it is this URL's file of that length and nothing asks for it to be treated otherwise (a
+    /// continued file, a checksum, which decides by the bytes).
+    private func recordedOrigin(of request: PreparedRequest, url: String) -> FileOrigin? {
+        guard let found = request.found, !request.continuesFound, request.checksum == nil, request.stream == nil,
+            let origin = FileOrigin.read(at: request.destination), origin.describes(url: url, file: found)
+        else { return nil }
+        return origin
     }
 
     /// Whether the file at `path` has the request's checksum: hashed when the request was checked

@@ -22,6 +22,8 @@ package struct FinishJob: Sendable {
     /// The modification time to give the file before it is placed (the server's Last-Modified, when
     /// asked for: `curl -R`), in seconds since 1970.
     var modificationTime: Double? = nil
+    /// The URL and version the file records on itself before it is placed (``FileOrigin``).
+    var origin: FileOrigin? = nil
     /// What a file already at `destination` may be for the new one to replace it.
     package enum Replacement: Sendable {
         /// Anything: the caller named the file.
@@ -51,6 +53,7 @@ package struct FinishJob: Sendable {
         expectedChecksum: Checksum?,
         url: String,
         modificationTime: Double? = nil,
+        origin: FileOrigin? = nil,
         replaces: Replacement = .any,
         journal: Journal? = nil,
         confinedTo: String? = nil
@@ -65,6 +68,7 @@ package struct FinishJob: Sendable {
         self.expectedChecksum = expectedChecksum
         self.url = url
         self.modificationTime = modificationTime
+        self.origin = origin
         self.replaces = replaces
         self.journal = journal
         self.confinedTo = confinedTo
@@ -142,6 +146,7 @@ package struct FinishJob: Sendable {
             ]
             _ = futimens(descriptor, times)
         }
+        origin?.record(on: descriptor)
         return .written(
             Staged(
                 descriptor: descriptor,
