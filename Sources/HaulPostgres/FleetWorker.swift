@@ -153,8 +153,7 @@ public final class FleetWorker: Sendable {
                 case .completed(let file): continuation.yield(.ended(event.id, .completed(file)))
                 case .failed(let error) where error.code == .cancelled || error.code == .shutdown:
                     continuation.yield(.ended(event.id, .cancelled))
-                case .failed(let error):
-                    continuation.yield(.ended(event.id, .failed(reason: "\(error)", category: error.category)))
+                case .failed(let e): continuation.yield(.ended(event.id, .failed(reason: "\(e)", category: e.category)))
                 case .cancelled: continuation.yield(.ended(event.id, .cancelled))
                 case .paused: continuation.yield(.ended(event.id, .paused))
                 default: continue
