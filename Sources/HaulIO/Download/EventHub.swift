@@ -40,6 +40,10 @@ package final class EventHub: Sendable {
         /// Set once: no event follows.
         var closed = false
         var result: Result<URL, DownloadError>?
+        /// The result may be handed out: the turn that published it committed its rows (or it was
+        /// published off the loop, or the manager shut down). Until then a waiter that comes late
+        /// waits too: whoever hears the outcome finds it in the journal.
+        var resultCommitted = false
         var resultWaiters: [Int: CheckedContinuation<URL, any Error>] = [:]
         var cancelledResultWaiters: Set<Int> = []
     }
@@ -71,6 +75,7 @@ package final class EventHub: Sendable {
         var wakes: [Subscribers<RecentEvents>.Wake] = []
         var resultWaiters: [CheckedContinuation<URL, any Error>] = []
         var result: Result<URL, DownloadError>?
+        let deferring = feed?.feed.isOnLoopThread == true
         let published = state.withLock { state -> Bool in
             guard !state.closed else { return false }
             Self.apply(event, to: &state)
@@ -84,9 +89,12 @@ package final class EventHub: Sendable {
             _ = state.subscribers.publish(event, deferringWakes: false, into: &wakes)
             if event.isFinal {
                 state.closed = true
-                resultWaiters = Array(state.resultWaiters.values)
-                state.resultWaiters = [:]
                 result = state.result
+                if !deferring {
+                    state.resultCommitted = true
+                    resultWaiters = Array(state.resultWaiters.values)
+                    state.resultWaiters = [:]
+                }
             }
             return true
         }
@@ -102,9 +110,21 @@ package final class EventHub: Sendable {
                 )
             )
         }
+        if deferring, let feed, result != nil {
+            // The result's waiters, those that come before the turn's end included, after its commit.
+            feed.feed.resumeAtTurnEnd { [self, wakes, result] in
+                let waiters = self.state.withLock { state in
+                    state.resultCommitted = true
+                    defer { state.resultWaiters = [:] }
+                    return Array(state.resultWaiters.values)
+                }
+                Self.resume(wakes, waiters, with: result)
+            }
+            return
+        }
         let waiting = !wakes.isEmpty || (result != nil && !resultWaiters.isEmpty)
         guard waiting else { return }
-        if let feed, feed.feed.isOnLoopThread {
+        if let feed, deferring {
             feed.feed.resumeAtTurnEnd { [wakes, resultWaiters, result] in
                 Self.resume(wakes, resultWaiters, with: result)
             }
@@ -134,6 +154,7 @@ package final class EventHub: Sendable {
             guard !state.closed else { return }
             state.closed = true
             state.result = .failure(error)
+            state.resultCommitted = true
             state.subscribers.endAll(into: &wakes)
             resultWaiters = Array(state.resultWaiters.values)
             state.resultWaiters = [:]
@@ -201,7 +222,9 @@ package final class EventHub: Sendable {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<URL, any Error>) in
                 let ready: Result<URL, any Error>? = state.withLock { state in
-                    if let result = state.result, state.closed { return result.mapError { $0 as any Error } }
+                    if let result = state.result, state.closed, state.resultCommitted {
+                        return result.mapError { $0 as any Error }
+                    }
                     if state.cancelledResultWaiters.remove(id) != nil { return .failure(CancellationError()) }
                     state.resultWaiters[id] = continuation
                     return nil
