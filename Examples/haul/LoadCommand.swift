@@ -138,6 +138,7 @@ struct LoadCommand: AsyncParsableCommand {
                 try? FileManager.default.removeItem(at: state)
                 configuration.stateDirectory = state
                 configuration.resumesUnfinishedDownloads = false
+                configuration.recognizesPlacedFiles = false
             }
             manager = try DownloadManager(configuration: configuration)
         } catch {

@@ -88,6 +88,12 @@ extension DownloadManager {
         /// changed (If-None-Match / If-Modified-Since) instead of transferring nothing. A 304 keeps the
         /// file; a 200 fetches the new version and replaces it atomically. Default `false`.
         public var revalidatesCompletedFiles = false
+        /// Whether a file found at a destination the journal has no row for (its state folder lost),
+        /// which records on itself that it is this URL's download as Haul placed it (extended
+        /// attributes: its origin and version), is checked against the server with one conditional
+        /// request and kept on a 304, instead of being fetched again. Off: fetched again, as any file
+        /// Haul does not know (a load test's bodies). Default `true`.
+        public var recognizesPlacedFiles = true
         /// Where the manager's metrics go (swift-metrics; the names are in the README): by default
         /// the process's `MetricsSystem`, which records nothing until the application bootstraps a
         /// backend. A factory of its own keeps one manager's metrics apart (a test's `TestMetrics`).

@@ -89,6 +89,7 @@ public final class DownloadManager: Sendable {
         self.queue = DownloadQueue(
             stateDirectory: Self.configuredStateDirectory(configuration),
             revalidatesCompletedFiles: configuration.revalidatesCompletedFiles,
+            recognizesPlacedFiles: configuration.recognizesPlacedFiles,
             catalog: catalog,
             inbox: inbox
         )

@@ -77,8 +77,10 @@ extension Transfer {
             // again, and the rest is appended.
             request.skipping = skip
             request.heldDecision = .append(total: total)
-            log(.debug, "an answer from byte 0; reading past the bytes held", metadata: ["haul.bytes": "\(skip)"])
-            events.publish(.warning(.repeatedBytesReadPast(skip, reason: reason)))
+            // Said of every byte held that comes again: those read past and those compared after them.
+            let repeated = skip + Int64(request.overlap?.count ?? 0)
+            log(.debug, "an answer from byte 0; reading past the bytes held", metadata: ["haul.bytes": "\(repeated)"])
+            events.publish(.warning(.repeatedBytesReadPast(repeated, reason: reason)))
             return nil
         }
         if case .askAgain = decision, stream == nil, segmentedBytes == nil, let held = sink?.receivedLength, held > 0 {

@@ -171,7 +171,8 @@ extension DownloadQueue {
     /// it is this URL's file of that length and nothing asks for it to be treated otherwise (a
     /// continued file, a checksum, which decides by the bytes).
     private func recordedOrigin(of request: PreparedRequest, url: String) -> FileOrigin? {
-        guard let found = request.found, !request.continuesFound, request.checksum == nil, request.stream == nil,
+        guard recognizesPlacedFiles, let found = request.found, !request.continuesFound, request.checksum == nil,
+            request.stream == nil,
             let origin = FileOrigin.read(at: request.destination), origin.describes(url: url, file: found)
         else { return nil }
         return origin

@@ -16,14 +16,17 @@ final class DownloadQueue: Sendable {
     let configuredStateDirectory: String?
     /// Whether a complete file asked for again is revalidated.
     let revalidatesCompletedFiles: Bool
+    /// Whether a file found with no row, recording this URL's download, is checked rather than fetched.
+    let recognizesPlacedFiles: Bool
 
     /// - Parameters:
     ///   - stateDirectory: the configured state directory, as a path through the link it may be
     ///     (`nil`: a `.haul` beside each destination).
-    ///   - revalidatesCompletedFiles: the manager's setting of that name.
+    ///   - revalidatesCompletedFiles, recognizesPlacedFiles: the manager's settings of those names.
     init(
         stateDirectory: String?,
         revalidatesCompletedFiles: Bool,
+        recognizesPlacedFiles: Bool,
         catalog: Catalog,
         inbox: CommandInbox<SchedulerCommand>
     ) {
@@ -31,6 +34,7 @@ final class DownloadQueue: Sendable {
         self.inbox = inbox
         self.configuredStateDirectory = stateDirectory
         self.revalidatesCompletedFiles = revalidatesCompletedFiles
+        self.recognizesPlacedFiles = recognizesPlacedFiles
     }
 
     /// See ``DownloadManager/download(_:)``.
