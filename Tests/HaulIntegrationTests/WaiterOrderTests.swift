@@ -52,4 +52,48 @@ struct WaiterOrderTests {
             }
         }
     }
+
+    @Test(
+        "once a reader of a download's events gets its final event, another connection to the journal reads it completed or failed (40 at once)"
+    )
+    func finalEventAfterCommit() async throws {
+        try await withFaultServer { server, directory in
+            let state = directory.appendingPathComponent("state")
+            var configuration = DownloadManager.Configuration()
+            configuration.stateDirectory = state
+            configuration.maxConcurrentDownloads = 20
+            configuration.retryLimit = 0
+            func fails(_ index: Int) -> Bool { index % 4 == 3 }
+            try await withDownloadManager(configuration: configuration) { manager in
+                let downloads = try (0..<40).map { index in
+                    try manager.download(
+                        from: server.url(fails(index) ? "status/404" : "file/\(2000 + index)"),
+                        to: directory.appendingPathComponent("\(index).bin")
+                    )
+                }
+                let found = await withTaskGroup(of: (Int, QueueState?).self) { group in
+                    for (index, download) in downloads.enumerated() {
+                        group.addTask {
+                            // Subscribed whenever this task runs: before the end, or after it (a late
+                            // reader is handed the final event as its first).
+                            for await event in download.events {
+                                switch event {
+                                case .completed, .failed, .cancelled:
+                                    let entries = (try? Journal.entries(directory: state.path)) ?? []
+                                    return (index, entries.first { $0.id == download.id }?.state)
+                                default: continue
+                                }
+                            }
+                            return (index, nil)
+                        }
+                    }
+                    return await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
+                }
+                #expect(found.count == 40)
+                for index in 0..<40 {
+                    #expect(found[index] == (fails(index) ? .failed : .completed), "download \(index)")
+                }
+            }
+        }
+    }
 }

@@ -113,12 +113,14 @@ package final class EventHub: Sendable {
         if deferring, let feed, result != nil {
             // The result's waiters, those that come before the turn's end included, after its commit.
             feed.feed.resumeAtTurnEnd { [self, wakes, result] in
+                var late: [Subscribers<RecentEvents>.Wake] = []
                 let waiters = self.state.withLock { state in
                     state.resultCommitted = true
+                    state.subscribers.endAll(into: &late)  // readers that came meanwhile
                     defer { state.resultWaiters = [:] }
                     return Array(state.resultWaiters.values)
                 }
-                Self.resume(wakes, waiters, with: result)
+                Self.resume(wakes + late, waiters, with: result)
             }
             return
         }
@@ -208,7 +210,14 @@ package final class EventHub: Sendable {
 
     func next(_ id: Int) async -> DownloadEvent? {
         await Subscribers<RecentEvents>.wait(
-            read: { waiter in state.withLock { $0.subscribers.read(id, ended: $0.closed, waiter: waiter) } },
+            read: { waiter in
+                state.withLock { state in
+                    // The final event's turn has not committed its rows yet: its reader, one that
+                    // came late included, hears of it once they are (``publish(_:)``).
+                    if state.closed, !state.resultCommitted { return state.subscribers.park(id, waiter: waiter) }
+                    return state.subscribers.read(id, ended: state.closed, waiter: waiter)
+                }
+            },
             onCancel: { state.withLock { $0.subscribers.cancel(id) } }
         )
     }

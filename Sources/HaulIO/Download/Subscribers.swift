@@ -113,6 +113,14 @@ struct Subscribers<Buffer: SubscriberBuffer> {
         return nil
     }
 
+    /// Leaves subscriber `id`'s reader waiting whatever it holds (resumed by ``endAll(into:)``, or by
+    /// its cancellation): ``Buffer/end`` at once when it is gone.
+    mutating func park(_ id: Int, waiter: Waiter) -> Buffer.Delivery? {
+        guard subscribers[id] != nil else { return Buffer.end }
+        subscribers[id]!.waiter = waiter
+        return nil
+    }
+
     /// Subscriber `id`'s reading task was cancelled: its waiting reader, if any, to resume now.
     mutating func cancel(_ id: Int) -> Wake? {
         guard subscribers[id] != nil else { return nil }
