@@ -188,12 +188,13 @@ extension FaultTests {
 /// where bytes prove it: the whole answer it ignored the range with must begin as the partial does,
 /// and the plain range starts before the partial's end, its overlap compared.
 extension FaultTests {
-    @Test(
-        "a file changed under the same ETag, If-Range ignored: the whole answer's first bytes differ, so it starts over; the new version, whole"
-    )
-    func sameTagChangedFile() async throws {
+    /// Fetches a file of 1,000,000 bytes whose first answer is cut at 300,000, on a server that
+    /// ignores an ETag `If-Range` and then serves version 2 under the same ETag, keeping version 1's
+    /// first `shared` bytes (`/etag-kept/`); checks that the file is that version 2, whole. The
+    /// download's events and the requests the server saw.
+    func fetchChangedUnderOneTag(keeping shared: Int) async throws -> ([DownloadEvent], [FaultServer.Request]) {
         try await withFaultServer { server, directory in
-            let path = "etag-kept/300000/0/1000000"
+            let path = "etag-kept/300000/\(shared)/1000000"
             let (events, result) = try await fetch(
                 path,
                 from: server,
@@ -201,66 +202,46 @@ extension FaultTests {
                 configuration: patient(directory)
             )
             _ = try result.get()
-            // Before: 300,000 bytes of version 1, then the plain range's 700,000 of version 2, completed.
-            #expect(
-                try Data(contentsOf: directory.appendingPathComponent("out"))
-                    == FaultServer.body(size: 1_000_000, version: 2)
-            )
-            let requests = server.requests(to: "/\(path)")
-            // The cut first answer; the resume, answered whole and stopped at its first bytes; the
-            // whole file again. No plain range was sent.
-            #expect(requests.map(\.status) == [200, 200, 200], "\(requests)")
-            #expect(requests.map(\.range) == [nil, "bytes=300000-", nil], "\(requests)")
-            #expect(restarts(in: events) == [.overlapMismatch])
+            var expected = FaultServer.body(size: 1_000_000, version: 2)
+            expected.replaceSubrange(0..<shared, with: FaultServer.body(size: shared))
+            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == expected)
+            return (events, server.requests(to: "/\(path)"))
         }
+    }
+
+    @Test(
+        "a file changed under the same ETag, If-Range ignored: the whole answer's first bytes differ, so it starts over; the new version, whole"
+    )
+    func sameTagChangedFile() async throws {
+        // Before: 300,000 bytes of version 1, then the plain range's 700,000 of version 2, completed.
+        let (events, requests) = try await fetchChangedUnderOneTag(keeping: 0)
+        // The cut first answer; the resume, answered whole and stopped at its first bytes; the whole
+        // file again. No plain range was sent.
+        #expect(requests.map(\.status) == [200, 200, 200], "\(requests)")
+        #expect(requests.map(\.range) == [nil, "bytes=300000-", nil], "\(requests)")
+        #expect(restarts(in: events) == [.overlapMismatch])
     }
 
     @Test(
         "a file changed under the same ETag past its first bytes: the plain range starts before the partial's end and its overlap differs; the new version, whole"
     )
     func sameTagChangedInTheOverlap() async throws {
-        try await withFaultServer { server, directory in
-            // Version 2 keeps version 1's first 280,000 bytes; the partial holds 300,000.
-            let path = "etag-kept/300000/280000/1000000"
-            let (events, result) = try await fetch(
-                path,
-                from: server,
-                into: directory,
-                configuration: patient(directory)
-            )
-            _ = try result.get()
-            var expected = FaultServer.body(size: 1_000_000, version: 2)
-            expected.replaceSubrange(0..<280_000, with: FaultServer.body(size: 280_000))
-            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == expected)
-            let requests = server.requests(to: "/\(path)")
-            // The resume's whole answer began as the partial does (asked again, with no If-Range),
-            // the plain range 64 KiB before the partial's end, then the whole file.
-            #expect(requests.map(\.range) == [nil, "bytes=300000-", "bytes=\(300_000 - 65_536)-", nil], "\(requests)")
-            #expect(requests.map(\.ifRange) == [nil, "\"same\"", nil, nil], "\(requests)")
-            #expect(requests.map(\.status) == [200, 200, 206, 200], "\(requests)")
-            #expect(restarts(in: events) == [.overlapMismatch])
-        }
+        // Version 2 keeps version 1's first 280,000 bytes; the partial holds 300,000.
+        let (events, requests) = try await fetchChangedUnderOneTag(keeping: 280_000)
+        // The resume's whole answer began as the partial does (asked again, with no If-Range), the
+        // plain range 64 KiB before the partial's end, then the whole file.
+        #expect(requests.map(\.range) == [nil, "bytes=300000-", "bytes=\(300_000 - 65_536)-", nil], "\(requests)")
+        #expect(requests.map(\.ifRange) == [nil, "\"same\"", nil, nil], "\(requests)")
+        #expect(requests.map(\.status) == [200, 200, 206, 200], "\(requests)")
+        #expect(restarts(in: events) == [.overlapMismatch])
     }
 
     @Test("the same server, the file unchanged past the partial: the overlap matches and the rest is appended")
     func sameTagChangedAfterThePartial() async throws {
-        try await withFaultServer { server, directory in
-            // Version 2 keeps version 1's first 400,000 bytes: continuing at 300,000 gives version 2 exactly.
-            let path = "etag-kept/300000/400000/1000000"
-            let (events, result) = try await fetch(
-                path,
-                from: server,
-                into: directory,
-                configuration: patient(directory)
-            )
-            _ = try result.get()
-            var expected = FaultServer.body(size: 1_000_000, version: 2)
-            expected.replaceSubrange(0..<400_000, with: FaultServer.body(size: 400_000))
-            #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == expected)
-            let requests = server.requests(to: "/\(path)")
-            #expect(requests.map(\.status) == [200, 200, 206], "\(requests)")
-            #expect(requests[2].bytesSent == 700_000 + 65_536, "\(requests)")
-            #expect(restarts(in: events).isEmpty)
-        }
+        // Version 2 keeps version 1's first 400,000 bytes: continuing at 300,000 gives version 2 exactly.
+        let (events, requests) = try await fetchChangedUnderOneTag(keeping: 400_000)
+        #expect(requests.map(\.status) == [200, 200, 206], "\(requests)")
+        #expect(requests[2].bytesSent == 700_000 + 65_536, "\(requests)")
+        #expect(restarts(in: events).isEmpty)
     }
 }

@@ -506,10 +506,10 @@ final class FaultServer: @unchecked Sendable {
 }
 
 /// Runs `body` with a started ``FaultServer`` and a temporary directory, both gone afterwards.
-func withFaultServer(_ body: (FaultServer, URL) async throws -> Void) async throws {
+func withFaultServer<T>(_ body: (FaultServer, URL) async throws -> T) async throws -> T {
     let (server, directory) = try startFaultServerAndDirectory()
     defer { stop(server, directory) }
-    try await body(server, directory)
+    return try await body(server, directory)
 }
 
 /// A started ``FaultServer`` and a temporary directory, for a test that ends with
