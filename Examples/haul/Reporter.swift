@@ -101,6 +101,15 @@ final class Reporter: Sendable {
         state.withLock { ExitStatus.of(failures: $0.failureStatuses.union(another.map { [$0] } ?? [])) }
     }
 
+    /// What haul says when a download goes to `savedAs`, a `name.N` beside `asked`, because a file
+    /// that is not this download's (as the server has it now) is at `asked`; `nil` for another path.
+    static func numberedNote(asked: String, savedAs: String) -> String? {
+        guard savedAs.hasPrefix(asked + "."), !savedAs.dropFirst(asked.count + 1).contains("/") else { return nil }
+        return "'\(asked)' was there already and is not this download's file as the server has it now: saved "
+            + "as '\(FilePath.lastComponent(of: savedAs))'. Use -c to continue that file instead, or --force to "
+            + "replace it."
+    }
+
     /// Registers a download at its first event past `.queued`.
     private static func add(index: Int, name: String, alreadyComplete: Bool, to state: inout State) {
         state.rows[index] = Row(name: name, alreadyComplete: alreadyComplete)
@@ -162,16 +171,10 @@ final class Reporter: Sendable {
                     "\(already ? "already complete" : "completed") \(source) -> \(file.path)\n",
                     to: STDOUT_FILENO
                 )
-                if file.path != asked, file.path.hasPrefix(asked + "."), !file.path.dropFirst(asked.count).contains("/")
-                {
+                if let note = Self.numberedNote(asked: asked, savedAs: file.path) {
                     // Placed beside a file found at its name that is not this download's (put there
                     // meanwhile, or of a version the server no longer has, its state lost).
-                    Self.write(
-                        "haul: '\(asked)' was there already and is not this download's file as the server has it "
-                            + "now: saved as '\(FilePath.lastComponent(of: file.path))'. Use -c to continue that file "
-                            + "instead, or --force to replace it.\n",
-                        to: STDERR_FILENO
-                    )
+                    Self.write("haul: \(note)\n", to: STDERR_FILENO)
                 }
             case .failed(let error):
                 Self.write("haul: \(error.forCommandLine)\n", to: STDERR_FILENO)

@@ -100,15 +100,11 @@ final class RequestList: Sequence, IteratorProtocol {
             request.replacesExistingFile =
                 namer.file != nil || names.replaces
                 || (entry.checksum != nil && names.placed(url: entry.urls[0], path: item.destination))
-            if let taken = names.unknownFiles.last, namer.file == nil, entry.out == nil,
-                item.destination.hasPrefix(taken + "."), !item.destination.dropFirst(taken.count + 1).contains("/")
+            if let taken = names.unknownFile, namer.file == nil, entry.out == nil,
+                let note = Reporter.numberedNote(asked: taken, savedAs: item.destination)
             {
                 // The name was taken by a file haul does not know: said, with the ways out.
-                runner.note(
-                    "'\(taken)' is there already and haul has no record of downloading it (no state, or not the "
-                        + "version the server has now): saving as '\(FilePath.lastComponent(of: item.destination))'. "
-                        + "Use -c to continue that file instead, or --force to replace it."
-                )
+                runner.note(note)
             }
             try Runner.confine(
                 &request,
@@ -150,8 +146,8 @@ final class JournalNames {
     /// --force: a file someone left at a URL's name is replaced, not a name taken.
     let replaces: Bool
     private var last: (path: String, entry: JournalEntry?)?
-    /// The paths found taken by a file haul has no record of, last first.
-    private(set) var unknownFiles: [String] = []
+    /// The last path this request's name was found taken at by a file haul has no record of.
+    private(set) var unknownFile: String?
 
     init(manager: DownloadManager, continuesFile: Bool, replaces: Bool) {
         self.manager = manager
@@ -162,7 +158,7 @@ final class JournalNames {
     }
 
     /// The next lookups read the journal again.
-    func forgetLookup() { last = nil }
+    func forgetLookup() { (last, unknownFile) = (nil, nil) }
 
     private func entry(at path: String) -> JournalEntry? {
         let absolute = Runner.absolute(path, in: workingDirectory)
@@ -198,7 +194,7 @@ final class JournalNames {
             ) == true {
                 return false
             }
-            unknownFiles.append(path)
+            unknownFile = path
             return true
         }
         guard entry.url == Reporter.shown(url) else { return true }

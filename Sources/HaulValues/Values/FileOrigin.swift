@@ -14,8 +14,14 @@ import Glibc
 /// CHOICES.md. Best effort: a file system without user attributes (or one full) records nothing, and
 /// such a file is treated as today, a file Haul does not know.
 package struct FileOrigin: Equatable, Sendable {
-    /// The URL the file came from (credentials removed, query kept: only its hash is written).
-    package var url: String
+    /// The URL the file came from (credentials removed, query kept: only its hash is written), or,
+    /// read back from a file, that hash: it is made on the disk lane that writes it, not on the loop
+    /// that makes the origin.
+    private let source: Source
+    private enum Source: Equatable, Sendable {
+        case url(String)
+        case hash(String)
+    }
     package var entityTag: String?
     package var lastModified: String?
     package var length: Int64
@@ -24,7 +30,19 @@ package struct FileOrigin: Equatable, Sendable {
     package var modificationTime: Double?
 
     package init(url: String, entityTag: String?, lastModified: String?, length: Int64) {
-        (self.url, self.entityTag, self.lastModified, self.length) = (url, entityTag, lastModified, length)
+        self.init(source: .url(url), entityTag: entityTag, lastModified: lastModified, length: length)
+    }
+
+    private init(source: Source, entityTag: String?, lastModified: String?, length: Int64) {
+        (self.source, self.entityTag, self.lastModified, self.length) = (source, entityTag, lastModified, length)
+    }
+
+    /// The hash the URL is recorded by.
+    private var urlHash: String {
+        switch source {
+        case .url(let url): Self.hash(url)
+        case .hash(let hash): hash
+        }
     }
 
     package static let urlAttribute = "user.xdg.origin.url"
@@ -36,7 +54,7 @@ package struct FileOrigin: Equatable, Sendable {
     /// Writes the attributes on the open file `descriptor` (before it is placed: it arrives with
     /// them). Failures are ignored: the file is whole either way.
     package func record(on descriptor: Int32) {
-        guard hasValidator else { return }
+        guard hasValidator, case .url(let url) = source else { return }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { return }
         var written = self
@@ -63,15 +81,15 @@ package struct FileOrigin: Equatable, Sendable {
     /// its modification time when one was recorded.
     package func describes(url: String, file: PlacedFile) -> Bool {
         PlacedFile.isIntact(file, length: length, modificationTime: modificationTime) && hasValidator
-            && Self.hash(url) == Self.hash(self.url)
+            && Self.hash(url) == urlHash
     }
 
     // MARK: - Encoding
 
-    /// `v1`, then `url-sha256=`, `etag=`, `last-modified=`, `length=`, `mtime=` lines (header values hold no
-    /// line breaks).
+    /// `v1`, then `url-sha256=`, `etag=`, `last-modified=`, `length=`, `mtime=` lines (header values
+    /// hold no line breaks).
     private var encoded: String {
-        var lines = ["v1", "url-sha256=\(Self.hash(url))"]
+        var lines = ["v1", "url-sha256=\(urlHash)"]
         if let entityTag { lines.append("etag=\(entityTag)") }
         if let lastModified { lines.append("last-modified=\(lastModified)") }
         lines.append("length=\(length)")
@@ -88,9 +106,9 @@ package struct FileOrigin: Equatable, Sendable {
             fields[line[..<equals]] = line[line.index(after: equals)...]
         }
         guard let hash = fields["url-sha256"], let length = fields["length"].flatMap({ Int64($0) }) else { return nil }
-        // The URL itself is not stored: its hash stands for it (``describes(url:length:)``).
+        // The URL itself is not stored: its hash stands for it (``describes(url:file:)``).
         self.init(
-            url: "sha256:" + hash,
+            source: .hash(String(hash)),
             entityTag: fields["etag"].map(String.init),
             lastModified: fields["last-modified"].map(String.init),
             length: length
@@ -98,17 +116,13 @@ package struct FileOrigin: Equatable, Sendable {
         modificationTime = fields["mtime"].flatMap { Double($0) }
     }
 
-    /// The hash a URL is recorded by (one read back is its recorded hash already).
+    /// The hash a URL is recorded by: its SHA-256 in lowercase hexadecimal.
     private static func hash(_ url: String) -> String {
-        if url.hasPrefix("sha256:") { return String(url.dropFirst(7)) }
         var text = url
         return text.withUTF8 { bytes in
             withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { digest in
                 guard CHaul_sha256(bytes.baseAddress, bytes.count, digest.baseAddress) == 1 else { return "" }
-                return digest.map { byte in
-                    String(byte, radix: 16).count == 1 ? "0" + String(byte, radix: 16) : String(byte, radix: 16)
-                }
-                .joined()
+                return digest.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
             }
         }
     }
