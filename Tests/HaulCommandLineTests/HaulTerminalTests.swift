@@ -77,13 +77,17 @@ struct HaulTerminalTests {
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(60)
         var last: [String] = []
+        // When the screen last changed: the resize waits for a still screen (see `settled`).
+        var changed = clock.now
         defer { Task { await tmux.stop() } }
         while clock.now < deadline {
-            last = try await tmux.screen()
+            let screen = try await tmux.screen()
+            if screen != last { changed = clock.now }
+            last = screen
             frames.append(last)
             if last.contains(where: { $0.hasPrefix("HAUL-EXIT=") }) { break }
             let bars = Self.bars(last)
-            if !resized, !bars.isEmpty, let narrower = resizeTo {
+            if !resized, let narrower = resizeTo, Self.settled(last, still: clock.now - changed) {
                 try await tmux.run(["resize-window", "-t", "haul", "-x", "\(narrower)", "-y", "80"])
                 resized = true
             } else if resized, !bars.isEmpty, bars.allSatisfy({ Text.columns(of: $0) < (resizeTo ?? width) }) {
@@ -95,6 +99,21 @@ struct HaulTerminalTests {
         await tmux.stop()
         let exit = last.first { $0.hasPrefix("HAUL-EXIT=") }.flatMap { Int($0.dropFirst(10)) } ?? -1
         return (frames, last, history, exit)
+    }
+
+    /// Whether haul has nothing more to draw until the gate opens: three bars held, the other two
+    /// downloads' lines printed, and the screen unchanged for longer than haul's progress interval
+    /// (200 ms; haul draws only on an event, and a held download has none).
+    ///
+    /// A terminal resized while a frame is still on its way to it (written for the old width, read
+    /// at the new one) is left with rows of the frame before, which no program can find again: the
+    /// frame's own cursor movements counted rows at the old width. With the suite beside a CI run,
+    /// tmux once read such a frame after its resize, and a piece of a 200-column bar stayed on the
+    /// 40-column screen. That is the terminal's race, not haul's redraw, so the resize waits for a
+    /// still screen.
+    static func settled(_ screen: [String], still: Duration) -> Bool {
+        bars(screen).count == 3 && screen.contains { $0.hasPrefix("✓ ") && $0.contains("300000") }
+            && screen.contains { $0.hasPrefix("✗ ") } && still >= .milliseconds(400)
     }
 
     /// What the pane must show at the end: every message whole, the summary, and no piece of a bar.
