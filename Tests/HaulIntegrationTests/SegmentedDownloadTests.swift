@@ -39,6 +39,7 @@ struct SegmentedDownloadTests {
         let source = try server.makeFile("four.bin", size: size, seed: 4)
         let split = directory.appendingPathComponent("split.bin")
         var connectionsSeen = 0
+        let sampler = TCPTable.Sampler(port: server.port)
         try await withDownloadManager(configuration: configuration(connections: 4)) { manager in
             // The manager's feed, not the download's own events: a download's subscriber keeps
             // 16 events and coalesces progress, so a test slowed by a loaded machine may see only
@@ -53,14 +54,15 @@ struct SegmentedDownloadTests {
             }
             _ = try await download.finished()
         }
+        let kernel = sampler.stop()
         #expect(try Data(contentsOf: split) == source)
         #expect(connectionsSeen == 4, "progress reported at most \(connectionsSeen) connections")
         // What makes it faster, as facts rather than times (speed is benchmark (f)'s): nginx sends
-        // each connection 1 MiB/s, and it saw four requests for the file in flight at once, on four
-        // connections of their own, each for a range.
+        // each connection 1 MiB/s, and four connections to it were open at once (the kernel's
+        // count: nginx's log ends a request the client cut late, so its overlaps can count five),
+        // each for a range of its own.
+        #expect(kernel.most == 4, "the kernel saw \(kernel.most) connections to nginx at once in \(kernel.looks) looks")
         let requests = server.accessLog().filter { $0.uri == "/perconn/four.bin" }
-        let overlap = NginxServer.mostAtOnce(requests)
-        #expect(overlap == 4, "\(requests.map { ($0.range, $0.connection, $0.startedAt, $0.endedAt) })")
         #expect(Set(requests.map(\.connection)).count >= 4)
         #expect(requests.filter { $0.range.hasPrefix("bytes=") }.count >= 3, "\(requests.map(\.range))")
         #expect(requests.reduce(0) { $0 + $1.bytesSent } >= Int64(size))
@@ -412,6 +414,7 @@ struct SegmentedDownloadTests {
         var configuration = configuration(connections: 4)
         configuration.maxConcurrentDownloadsPerHost = 2
         var most = 0
+        let sampler = TCPTable.Sampler(port: server.port)
         try await withDownloadManager(configuration: configuration) { manager in
             let download = try manager.download(
                 from: server.url("perconn/host.bin"),
@@ -427,20 +430,16 @@ struct SegmentedDownloadTests {
             _ = try await download.finished()
             _ = try await second.finished()
         }
+        let kernel = sampler.stop()
         #expect(try Data(contentsOf: directory.appendingPathComponent("host.bin")) == source)
         #expect(try Data(contentsOf: directory.appendingPathComponent("other.bin")) == other)
         #expect(most <= 2, "a download used \(most) connections with 2 allowed per host")
-        // Never more than two requests at once, by nginx's clock (a cut request ends when nginx
-        // notices: its end may overlap the next one's start by a few milliseconds).
-        let requests = server.accessLog().filter { $0.uri.hasPrefix("/perconn/") }
-        let shortened = requests.map { entry in
-            var entry = entry
-            entry.duration = max(0, entry.duration - 0.05)
-            return entry
-        }
-        #expect(requests.count >= 3)
-        print("per host: at most \(NginxServer.mostAtOnce(shortened)) requests at once")
-        #expect(NginxServer.mostAtOnce(shortened) <= 2, "\(requests.map { ($0.range, $0.startedAt, $0.endedAt) })")
+        #expect(server.accessLog().filter { $0.uri.hasPrefix("/perconn/") }.count >= 3)  // host.bin was split
+        // The connections the kernel saw open to nginx at once (issue 75, item 5): never more than
+        // two, and two at some point (both downloads run for a second or more at 1 MB/s each), which
+        // also shows the sampler saw them at all. nginx's log, counted before, ends a request cut by
+        // the client only when nginx notices: beside a busy machine it overlapped the next one.
+        #expect(kernel.most == 2, "the kernel saw \(kernel.most) connections to nginx at once in \(kernel.looks) looks")
     }
 
     /// A manager whose requests `/crawl/` answers at full speed (`X-Speed: fast`): the first 256 KiB

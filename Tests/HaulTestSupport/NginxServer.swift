@@ -337,24 +337,6 @@ final class NginxServer: @unchecked Sendable {
         }
     }
 
-    /// The most requests of `entries` that were in progress at once (from their start and end times).
-    static func mostAtOnce(_ entries: [LogEntry]) -> Int {
-        var edges: [(time: Double, change: Int)] = []
-        for entry in entries {
-            edges.append((entry.startedAt, 1))
-            edges.append((entry.endedAt, -1))
-        }
-        // At the same instant an end comes before a start.
-        edges.sort { $0.time != $1.time ? $0.time < $1.time : $0.change < $1.change }
-        var current = 0
-        var most = 0
-        for edge in edges {
-            current += edge.change
-            most = max(most, current)
-        }
-        return most
-    }
-
     /// The logged requests for `uri` in the order they started, once at least `count` are logged (or
     /// after 10 s, whatever is there). nginx logs an aborted request only when it notices the client
     /// went away, which can come after the client saw its next request answered: the log's order is
