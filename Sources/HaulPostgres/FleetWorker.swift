@@ -102,8 +102,8 @@ public final class FleetWorker: Sendable {
         case tick
         /// A download of the manager ended (by its request's id).
         case ended(DownloadID, Ending)
-        /// Records what ended so far and claims again: queued behind the `.ended` that found none
-        /// pending, so that every download that ended meanwhile is recorded in the same statement.
+        /// Records what ended so far, then claims (not before: ``run()``): queued behind the `.ended`
+        /// that found none pending, so that every download that ended meanwhile is in one statement.
         case flush
     }
 
@@ -198,7 +198,7 @@ public final class FleetWorker: Sendable {
                     try await record(batch, requested: held.requested)
                     for (lease, _) in batch { held.requested[lease.requestID] = nil }
                 }
-                try await claim(into: &held)
+                if ended.isEmpty { try await claim(into: &held) }
                 for (id, ending) in held.endedUnstarted { continuation.yield(.ended(id, ending)) }
                 held.endedUnstarted.removeAll()
                 if untilEmpty, held.leases.isEmpty, ended.isEmpty { break }
