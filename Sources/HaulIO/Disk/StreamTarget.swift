@@ -305,6 +305,8 @@ package final class StreamTarget: @unchecked Sendable {
                     detail: code == EPIPE ? "the reader of \(kind) went away" : "write to \(kind) failed"
                 )
                 error.wroteThrough = true
+                var status = stat()
+                error.wroteToDevice = fstat(descriptor, &status) == 0 && status.st_mode & S_IFMT == S_IFCHR
                 throw error
             }
             written += result

@@ -138,6 +138,9 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
     /// A write through a stream failed (a pipe, a FIFO, a device): nothing there can be resumed, and
     /// the description says to download again rather than to resume.
     package var wroteThrough = false
+    /// The write that failed went to a character device (`/dev/full`, a tape at its end): no space
+    /// is freed there by waiting, so out-of-space is not retried.
+    package var wroteToDevice = false
     /// The download decodes bodies (`decodesCompression`), so each attempt asked for the body from
     /// its start: one cut short at every attempt gets no further, and the description says why.
     package var decodedFromStart = false
@@ -197,14 +200,14 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
     /// HTTP statuses that say "not now" (408, 425, 429, and 5xx other than 501 and 505), a file
     /// that could not be opened because the process or the system had no file descriptor left
     /// (`EMFILE`, `ENFILE`: other transfers free theirs), and a disk or quota that is full (`ENOSPC`,
-    /// `EDQUOT`: space may be freed; the bytes written are kept). Haul retries these itself (see
+    /// `EDQUOT`: space may be freed; the bytes written are kept; not a character device's). Haul retries these itself (see
     /// ``DownloadManager/Configuration/retryLimit``); other failures are permanent for the request as made.
     public var isTransient: Bool {
         switch code.base {
         case .sizeMismatch, .unexpectedAnswer:
             return true
         case .fileSystem:
-            return isOutOfDescriptors || isOutOfSpace
+            return isOutOfDescriptors || isOutOfSpace && !wroteToDevice
         case .httpStatus:
             guard let httpStatus else { return false }
             return [408, 425, 429].contains(httpStatus)
