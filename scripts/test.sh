@@ -19,6 +19,18 @@ bash scripts/install-deps.sh
 # unbounded, about 130 integration tests ran together on two cores, each with its manager, loop and
 # servers, and tens of them passed their time limits together (issue 75).
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-$((2 * $(nproc)))}"
+# The tests' watchdog (Tests/HaulTestSupport/Watchdog.swift) writes every thread's stack of a test
+# that has run for more than 20 s into this folder; what it wrote is printed when this script ends.
+# The suites run alone take minutes by design: they get limits of their own below.
+export HAUL_TEST_WATCHDOG_DIR="${HAUL_TEST_WATCHDOG_DIR:-$(mktemp -d /tmp/haul-watchdog.XXXXXX)}"
+print_watchdog() {
+    for file in "$HAUL_TEST_WATCHDOG_DIR"/haul-watchdog-*.txt; do
+        [ -e "$file" ] || continue
+        echo "=== the watchdog wrote $file (its first 400 lines) ==="
+        head -n 400 "$file"
+    done
+}
+trap print_watchdog EXIT
 # The suites that run alone, after the others (their load would starve the others' timing; below).
 alone=(SoakTests GigabyteStreamTests FleetProcessTests DiskFaultTests)
 skip_alone=()
@@ -32,7 +44,7 @@ if [ "$repeat" -gt 0 ]; then
         status=0
         { timeout 900 swift test --skip-build "${skip_alone[@]}" \
             && for suite in "${alone[@]}"; do
-                timeout 600 swift test --skip-build --filter "$suite" || exit 1
+                HAUL_TEST_WATCHDOG_SECONDS=480 timeout 600 swift test --skip-build --filter "$suite" || exit 1
             done; } > "$log" 2>&1 || status=$?
         # Swift Testing's "✘ Test NAME failed" lines and XCTest's; a hang shows as the timeout's status.
         failed="$(grep -aE '^✘ Test .* (failed|recorded an issue)' "$log" | sed -E 's/ (failed after|recorded an issue).*//' | sort -u || true)"
@@ -63,26 +75,26 @@ timeout 900 swift test --skip-build "${skip_alone[@]}"
 # The soak (2,000 files through a fault relay, haul SIGKILLed ten times) runs alone too: its thousand
 # connections and ten processes would starve the suite's timing.
 soak_log="$(mktemp)"
-timeout 300 swift test --skip-build --filter SoakTests > "$soak_log" 2>&1 || { cat "$soak_log"; exit 1; }
+HAUL_TEST_WATCHDOG_SECONDS=240 timeout 300 swift test --skip-build --filter SoakTests > "$soak_log" 2>&1 || { cat "$soak_log"; exit 1; }
 grep -E "Test run with 1 test in 1 suite passed" "$soak_log" || { cat "$soak_log"; echo "SoakTests did not run" >&2; exit 1; }
 grep "haul soak:" "$soak_log" || true
 rm -f "$soak_log"
 # A gigabyte streamed to a slow reader runs alone too: four kernel copies of 1 GiB beside the suite
 # starved the SIGKILL tests' timing.
 gigabyte_log="$(mktemp)"
-timeout 300 swift test --skip-build --filter GigabyteStreamTests > "$gigabyte_log" 2>&1 || { cat "$gigabyte_log"; exit 1; }
+HAUL_TEST_WATCHDOG_SECONDS=240 timeout 300 swift test --skip-build --filter GigabyteStreamTests > "$gigabyte_log" 2>&1 || { cat "$gigabyte_log"; exit 1; }
 grep -E "Test run with 1 test in 1 suite passed" "$gigabyte_log" || { cat "$gigabyte_log"; echo "GigabyteStreamTests did not run" >&2; exit 1; }
 rm -f "$gigabyte_log"
 # The worker-process tests (PostgreSQL, nginx and haul workers over thousands of files, both cores
 # busy) run alone: beside the suite they starved the timing of the SIGKILL and segment tests.
 fleet_log="$(mktemp)"
-timeout 600 swift test --skip-build --filter FleetProcessTests > "$fleet_log" 2>&1 || { cat "$fleet_log"; exit 1; }
+HAUL_TEST_WATCHDOG_SECONDS=480 timeout 600 swift test --skip-build --filter FleetProcessTests > "$fleet_log" 2>&1 || { cat "$fleet_log"; exit 1; }
 grep -E "Test run with [0-9]+ tests? in 1 suite passed" "$fleet_log" || { cat "$fleet_log"; echo "FleetProcessTests did not run" >&2; exit 1; }
 rm -f "$fleet_log"
 # Every write, sync, rename and link of a small run failing in turn (an LD_PRELOAD shim, as SQLite
 # tests its I/O errors): two hundred short haul processes, alone so that they time nothing else.
 faults_log="$(mktemp)"
-timeout 600 swift test --skip-build --filter DiskFaultTests > "$faults_log" 2>&1 || { cat "$faults_log"; exit 1; }
+HAUL_TEST_WATCHDOG_SECONDS=480 timeout 600 swift test --skip-build --filter DiskFaultTests > "$faults_log" 2>&1 || { cat "$faults_log"; exit 1; }
 grep -E "Test run with 1 test in 1 suite passed" "$faults_log" || { cat "$faults_log"; echo "DiskFaultTests did not run" >&2; exit 1; }
 rm -f "$faults_log"
 # The DocC catalog builds without a warning: every symbol and article it names exists.

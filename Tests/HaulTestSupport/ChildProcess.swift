@@ -9,6 +9,8 @@ final class ChildProcess: @unchecked Sendable {
     let pid: pid_t
     private let lock = NSLock()
     private var status: Int32?
+    /// Its entry in the ``Watchdog`` until it is reaped (none for the watchdog's own gdb).
+    private var watched: Int?
 
     /// Starts `path` with `arguments`; its stdout and stderr go to the given files (or /dev/null).
     /// Starts `path`. `environment`: variables set for it over this process's, whose proxy
@@ -18,7 +20,8 @@ final class ChildProcess: @unchecked Sendable {
         _ arguments: [String],
         stdout: String? = nil,
         stderr: String? = nil,
-        environment: [String: String]? = nil
+        environment: [String: String]? = nil,
+        watched: Bool = true
     ) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -55,6 +58,18 @@ final class ChildProcess: @unchecked Sendable {
             ?? posix_spawn(&pid, path, &actions, &attributes, argv, environ)
         guard result == 0 else { throw TestFailure("could not start \(path): \(String(cString: strerror(result)))") }
         self.pid = pid
+        if watched {
+            let name = (path as NSString).lastPathComponent
+            self.watched = Watchdog.shared.started("process \(name)", pid: pid) { [weak self] in
+                self?.isRunning ?? false
+            }
+        }
+    }
+
+    /// Records the exit status (under `lock`): the process is no longer the watchdog's.
+    private func reaped(_ raw: Int32) {
+        status = raw
+        if let watched { Watchdog.shared.stopped(watched) }
     }
 
     /// Sends a signal.
@@ -68,7 +83,7 @@ final class ChildProcess: @unchecked Sendable {
             if status != nil { return false }
             var raw: Int32 = 0
             if waitpid(pid, &raw, WNOHANG) == pid {
-                status = raw
+                reaped(raw)
                 return false
             }
             return true
@@ -93,7 +108,7 @@ final class ChildProcess: @unchecked Sendable {
             if status == nil {
                 var raw: Int32 = 0
                 while waitpid(pid, &raw, 0) < 0 && errno == EINTR {}
-                status = raw
+                reaped(raw)
             }
             let raw = status!
             let signal = raw & 0x7f

@@ -22,6 +22,9 @@ final class FaultRelay: @unchecked Sendable {
     private var random: UInt64
     private var connections: Set<Int32> = []
     private var stopped = false
+    /// Its entry in the ``Watchdog``, until ``stop()``.
+    private var watched: Int?
+    var isStopped: Bool { lock.withLock { stopped } }
     private var drawn: [Fault: Int] = [:]
 
     /// How many connections got each fault so far.
@@ -38,6 +41,7 @@ final class FaultRelay: @unchecked Sendable {
     static func start(to target: Int, seed: UInt64) throws -> FaultRelay {
         let (listener, port) = try Descriptors.loopbackListener()
         let relay = FaultRelay(listener: listener, port: port, target: target, seed: seed)
+        relay.watched = Watchdog.shared.started("fault relay :\(port)") { [weak relay] in !(relay?.isStopped ?? true) }
         Thread { relay.acceptLoop() }.start()
         return relay
     }
@@ -48,6 +52,7 @@ final class FaultRelay: @unchecked Sendable {
     func stop() {
         lock.withLock {
             stopped = true
+            if let watched { Watchdog.shared.stopped(watched) }
             for connection in connections { shutdown(connection, Int32(SHUT_RDWR)) }
         }
         shutdown(listener, Int32(SHUT_RDWR))

@@ -102,6 +102,9 @@ final class FaultServer: @unchecked Sendable {
     private var served: [Request] = []
     private var connections: Set<Int32> = []
     private var stopped = false
+    /// Its entry in the ``Watchdog``, until ``stop()``.
+    private var watched: Int?
+    var isStopped: Bool { lock.withLock { stopped } }
     /// The paths whose first ranged request went silent (`/stall-segments/`).
     private var stalledOnce: Set<String> = []
     /// `/gate/`'s: held answers wait on it until it is open (or the server stops).
@@ -117,6 +120,9 @@ final class FaultServer: @unchecked Sendable {
     static func start() throws -> FaultServer {
         let (socketFD, port) = try Descriptors.loopbackListener()
         let server = FaultServer(listener: socketFD, port: port)
+        server.watched = Watchdog.shared.started("fault server :\(port)") { [weak server] in
+            !(server?.isStopped ?? true)
+        }
         let thread = Thread { server.acceptLoop() }
         thread.start()
         return server
@@ -156,6 +162,7 @@ final class FaultServer: @unchecked Sendable {
         defer { openGate() }  // a held answer's thread goes on to a shut-down socket, and ends
         lock.withLock {
             stopped = true
+            if let watched { Watchdog.shared.stopped(watched) }
             // Under the lock: a connection still in the set is not closed yet (its thread takes it
             // out, under the lock, before closing it), so its number is not another test's socket.
             for connection in connections { shutdown(connection, Int32(SHUT_RDWR)) }

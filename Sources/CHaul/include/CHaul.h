@@ -22,10 +22,15 @@
 #include <stdio.h>
 #include <unistd.h>
 #include <sys/syscall.h>
+#include <sys/prctl.h>
 
 /// The SHA-256 of the `length` bytes at `data`, into the 32 bytes at `digest`: 1, or 0 where
 /// libcrypto has none. Fetches the implementation once per process (see shim.c).
 int CHaul_sha256(const void *data, size_t length, unsigned char *digest);
+/// Names the calling thread (at most 15 bytes; what gdb, `top -H` and `ps -L` show): 0, or -1.
+static inline int CHaul_name_this_thread(const char *name) {
+    return prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);
+}
 /// Fills `length` bytes (at most 256) from the kernel's random source: 0, or -1 (errno set).
 int CHaul_random_bytes(void *buffer, size_t length);
 

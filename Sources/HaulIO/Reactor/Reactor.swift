@@ -174,6 +174,8 @@ package final class Reactor: @unchecked Sendable {
 
     private func runLoop() {
         loopThread.store(UInt(pthread_self()), ordering: .releasing)
+        // Named for gdb, top -H and ps -L (and the tests' check that no loop outlives its manager).
+        _ = CHaul_name_this_thread("haul-loop")
         delegate?.reactorWillRun(self)
         // One turn at a time (every ready event, then the delegate's end of turn), until `stop()`.
         while !stopRequested {
