@@ -10,11 +10,22 @@ final class StreamReader: @unchecked Sendable {
     private var bytes = Data()
     private let done = DispatchSemaphore(value: 0)
 
-    /// Opens `path` (a FIFO) for reading on a thread of its own, and reads it to its end.
+    /// Opens `path` (a FIFO) for reading now, and reads it to its end on a thread of its own.
+    ///
+    /// Opened before this returns, without waiting for a writer (`O_NONBLOCK`): a reader whose
+    /// thread opened it later than the test's writer came and went (a busy machine) waited in
+    /// `open` for another writer forever (a CI run hung there; the watchdog's stacks showed it). The
+    /// thread waits in `poll` for the first bytes or for a writer that came and went (Linux reports
+    /// no hang-up before a writer came), then reads blocking to the end.
     static func fifo(_ path: String, chunk: Int = 65_536, pause: useconds_t = 0) -> StreamReader {
         let reader = StreamReader()
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         Thread {
-            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            if descriptor >= 0 {
+                var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+                while poll(&ready, 1, -1) < 0 && errno == EINTR {}
+                _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK)
+            }
             reader.read(descriptor, chunk: chunk, pause: pause)
         }.start()
         return reader

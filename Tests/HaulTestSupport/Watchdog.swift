@@ -115,7 +115,7 @@ final class Watchdog: @unchecked Sendable {
                 "\n\n===== every thread's stack of pid \(pid)\(pid == getpid() ? " (the test process)" : " (haul)") =====\n"
             text += Self.stacks(of: pid)
         }
-        FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
         FileHandle.standardError.write(
             Data("haul watchdog: \(stalled) has run for more than \(limit!); every thread's stack: \(path)\n".utf8)
         )
