@@ -128,7 +128,7 @@ extension HaulCLITests {
         #expect(run.status == 0, "\(run.stderr)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: output)) == source)
         let lines = run.stderr.split(separator: "\n").map(String.init)
-        #expect(lines.contains("> GET /verbose.bin HTTP/1.1"), "\(run.stderr)")
+        #expect(lines.contains("> GET \(server.url("verbose.bin").path) HTTP/1.1"), "\(run.stderr)")
         #expect(lines.contains { $0.hasPrefix("> Host: 127.0.0.1:") })
         #expect(lines.contains("> Authorization: <redacted>") && lines.contains("> X-Api-Key: <redacted>"))
         #expect(lines.contains("< HTTP/1.1 200 OK") && lines.contains("< Content-Length: 50000"))

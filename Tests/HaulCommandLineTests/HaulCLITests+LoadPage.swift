@@ -84,7 +84,9 @@ extension HaulCLITests {
 
     @Test("haul load with a URL password and a token header: neither in the report, the JSON, the page or a file")
     func loadKeepsSecrets() async throws {
-        let (server, work) = try await startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory(
+            own: "its URL is written by hand, with a password, from the port"
+        )
         defer { stop(server, work) }
         let source = try server.makeFile("l.bin", size: 5_000, seed: 68)
         let token = "tok-load-SECRET-6801"

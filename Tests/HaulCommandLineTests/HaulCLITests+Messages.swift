@@ -408,7 +408,9 @@ extension HaulCLITests {
 
     @Test("ps shows no header value and no password: haul blanks them in its own arguments, as curl does")
     func secretsLeaveTheProcessTitle() async throws {
-        let (server, work) = try await startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory(
+            own: "its URL is written by hand, with a password, from the port"
+        )
         defer { stop(server, work) }
         try server.makeFile("title.bin", size: 3 * 1024 * 1024)
         let url = "http://alice:\(NginxServer.password)@127.0.0.1:\(server.port)/gated/title.bin"

@@ -340,7 +340,9 @@ extension HaulCLITests {
 extension HaulCLITests {
     @Test("a password in a URL reaches no line, JSON object or error that haul prints", arguments: [[], ["--json"]])
     func passwordIsNeverPrinted(mode: [String]) async throws {
-        let (server, work) = try await startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory(
+            own: "its URLs are written by hand, with a user, from the port"
+        )
         defer { stop(server, work) }
         _ = try server.makeFile("p.bin", size: 20_000, seed: 27)
         let good = "http://user:s3cr3t-pw@127.0.0.1:\(server.port)/p.bin"

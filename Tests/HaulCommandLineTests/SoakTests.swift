@@ -27,7 +27,9 @@ struct SoakTests {
             _ = try server.makeFile("s\(index).bin", size: size, seed: UInt64(56_000 + index))
         }
         let list = work.appendingPathComponent("list.txt")
-        try (0..<count).map { "\(relay.url("s\($0).bin").absoluteString)\n  out=d\($0 % 8)/s\($0).bin\n" }.joined()
+        try (0..<count).map {
+            "\(relay.url(server.placed("s\($0).bin")).absoluteString)\n  out=d\($0 % 8)/s\($0).bin\n"
+        }.joined()
             .write(to: list, atomically: true, encoding: .utf8)
         let output = work.appendingPathComponent("out")
         let arguments = [

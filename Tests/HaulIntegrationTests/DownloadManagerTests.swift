@@ -454,7 +454,7 @@ struct DownloadManagerTests {
 
     @Test("redirects are followed (and bounded); the file comes from the final response")
     func redirects() async throws {
-        let (server, directory) = try await startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory(own: "/loop is a location matched exactly")
         defer { stop(server, directory) }
         let source = try server.makeFile("target.bin", size: 123_456)
         try await withDownloadManager(configuration: configuration()) { manager in

@@ -188,7 +188,7 @@ struct FaultTests {
 
     @Test("connections are closed on exec: a child process started meanwhile cannot keep one open")
     func socketsCloseOnExec() async throws {
-        try await withFaultServer { server, directory in
+        try await withFaultServer(own: "its sockets are counted by port") { server, directory in
             var configuration = configuration(directory)
             configuration.stallTimeout = .seconds(60)
             try await withDownloadManager(configuration: configuration) { manager in
@@ -216,7 +216,7 @@ struct FaultTests {
         "a low open-files limit: half of it transfers at once, a quarter stays open as partial files, every file arrives"
     )
     func openFilesLimit() async throws {
-        try await withFaultServer { server, directory in
+        try await withFaultServer(own: "its sockets are counted by port") { server, directory in
             var configuration = configuration(directory)
             configuration.maxConcurrentDownloads = 24
             configuration.openFilesLimitOverride = 24  // 12 transfers at once, 6 partial files open between writes

@@ -246,7 +246,9 @@ struct HeaderTests {
 
     @Test("a download's response names the URL that answered: where a redirect led, without the URL's password")
     func responseURL() async throws {
-        let (server, directory) = try await startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory(
+            own: "its URLs are written by hand, with a password, from the port"
+        )
         defer { stop(server, directory) }
         let source = try server.makeFile("answered.bin", size: 40_000)
         let direct = try #require(URL(string: "http://user:pw-77x@127.0.0.1:\(server.port)/answered.bin"))

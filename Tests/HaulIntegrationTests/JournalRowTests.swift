@@ -91,7 +91,9 @@ struct SegmentedRebootTests {
 struct SecretsOnDiskTests {
     @Test("a URL's user name and password work as basic auth, and reach neither the journal nor the listing")
     func urlCredentials() async throws {
-        let (server, directory) = try await startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory(
+            own: "its URL is written by hand, with a password, from the port"
+        )
         defer { stop(server, directory) }
         let source = try server.makeFile("p.bin", size: 300_000, seed: 41)
         let state = directory.appendingPathComponent("state")
@@ -146,7 +148,9 @@ struct SecretsOnDiskTests {
 
     @Test("a URL with credentials queued with enqueue (no handle) still sends them when admitted")
     func enqueuedCredentials() async throws {
-        let (server, directory) = try await startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory(
+            own: "its URL is written by hand, with a password, from the port"
+        )
         defer { stop(server, directory) }
         let source = try server.makeFile("e.bin", size: 200_000, seed: 42)
         var configuration = DownloadManager.Configuration()

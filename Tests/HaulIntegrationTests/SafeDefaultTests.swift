@@ -121,7 +121,9 @@ struct SafeDefaultTests {
 
     @Test("credentials in a URL never appear in events or errors")
     func credentialsStayHidden() async throws {
-        try await withFaultServer { server, directory in
+        try await withFaultServer(own: "its URL is written by hand, with a password, from the port") {
+            server,
+            directory in
             var configuration = DownloadManager.Configuration()
             configuration.stateDirectory = directory.appendingPathComponent("state")
             configuration.retryLimit = 1

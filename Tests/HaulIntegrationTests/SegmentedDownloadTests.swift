@@ -33,7 +33,7 @@ struct SegmentedDownloadTests {
         "4 connections over a per-connection limit: byte-identical, four ranged requests in flight at once on four connections, each range asked once"
     )
     func fourConnections() async throws {
-        let (server, directory) = try await startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory(own: "the kernel's sockets to its port are counted")
         defer { stop(server, directory) }
         let size = 4 * 1024 * 1024
         let source = try server.makeFile("four.bin", size: size, seed: 4)
@@ -136,7 +136,7 @@ struct SegmentedDownloadTests {
         "HAProxy round-robin over two nginx with different versions, 4 connections: one version, whole; the warning says why"
     )
     func twoVersionsBehindHAProxy() async throws {
-        let (first, directory) = try await startServerAndDirectory()
+        let (first, directory) = try await startServerAndDirectory(own: "HAProxy asks both servers for the same path")
         let second = try await NginxServer.start()
         defer {
             stop(second)
@@ -406,7 +406,7 @@ struct SegmentedDownloadTests {
 
     @Test("the per-host limit holds: with 2 per host, a 4-connection download opens 2, beside nothing else")
     func perHostLimit() async throws {
-        let (server, directory) = try await startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory(own: "the kernel's sockets to its port are counted")
         defer { stop(server, directory) }
         let size = 3 * 1024 * 1024
         let source = try server.makeFile("host.bin", size: size, seed: 9)

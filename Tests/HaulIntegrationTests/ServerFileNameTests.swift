@@ -107,7 +107,9 @@ struct ServerFileNameTests {
 
     @Test("each download is named as the server says, made safe, numbered when taken; nothing lands outside")
     func names() async throws {
-        let (server, directory) = try await startServerAndDirectory()
+        let (server, directory) = try await startServerAndDirectory(
+            own: "/cd/redirected and / are locations matched exactly"
+        )
         defer { stop(server, directory) }
         let source = try server.makeFile("f.bin", size: 150_000)
         let redirected = try server.makeFile("r/final-name.bin", size: 1_000, seed: 2)

@@ -106,7 +106,7 @@ struct FleetProcessTests {
         }
         #expect(fetched.count == count)
         let heldURIs = Set(
-            retaken.compactMap { $0[3].flatMap { URL(string: $0) }.map { "\($0.path)?\($0.query ?? "")" } }
+            retaken.compactMap { $0[3].flatMap { URL(string: $0) }.map(server.loggedURI) }
         )
         for (uri, times) in fetched where times > 1 {
             #expect(times == 2 && heldURIs.contains(uri), "\(uri) fetched \(times) times")
@@ -255,7 +255,9 @@ struct FleetProcessTests {
 
     @Test("three workers with --per-host 3 over two hosts: never more than 3 of a host running, sampled all along")
     func fleetWidePerHostLimit() async throws {
-        let (server, work) = try await startServerAndDirectory()
+        let (server, work) = try await startServerAndDirectory(
+            own: "its URLs are written by hand, for two host names, from the port"
+        )
         defer { stop(server, work) }
         let database = try await TestPostgres.database()
         let source = try server.makeFile("p.bin", size: 100_000, seed: 3)  // 0.2 s each at 512 KB/s

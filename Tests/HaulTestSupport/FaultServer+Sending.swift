@@ -151,7 +151,7 @@ extension FaultServer {
         var held = gate.map { start + $0 } ?? gateAt.flatMap { $0 >= start ? $0 : nil }
         while offset < end {
             if let hold = held, offset >= hold {
-                waitForGate()
+                waitForGate(request.namespace)
                 held = nil
             }
             var step = drip.map { min($0.0, end - offset) } ?? min(64 * 1024, end - offset)

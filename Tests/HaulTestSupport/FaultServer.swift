@@ -90,38 +90,69 @@ final class FaultServer: @unchecked Sendable {
         var arrival = ContinuousClock.now
         /// When the client closed a silent answer's connection (`/stall-segments/`).
         var closedAt: ContinuousClock.Instant?
+        /// The view it was asked of (the path's first part, taken out of ``path``); "" for none.
+        var namespace = ""
     }
 
-    /// Every request served so far, in order of arrival.
-    var allRequests: [Request] { lock.withLock { served } }
+    /// Every request served so far (this view's, for a view), in order of arrival.
+    var allRequests: [Request] {
+        let namespace = self.namespace ?? ""
+        return core.lock.withLock { core.served.filter { $0.namespace == namespace } }
+    }
 
     let port: Int
     private let listener: Int32
-    private let lock = NSLock()
+    let lock = NSLock()
     private var counts: [String: Int] = [:]
     private var served: [Request] = []
-    private var connections: Set<Int32> = []
+    /// Open connections, with the view each was asked of once its head is read.
+    var connections: [Int32: String] = [:]
     private var stopped = false
     /// Its entry in the ``Watchdog``, until ``stop()``.
-    private var watched: Int?
+    var watched: Int?
     var isStopped: Bool { lock.withLock { stopped } }
-    /// The paths whose first ranged request went silent (`/stall-segments/`).
+    /// The paths whose first ranged request went silent (`/stall-segments/`), views' folders included.
     private var stalledOnce: Set<String> = []
-    /// `/gate/`'s: held answers wait on it until it is open (or the server stops).
+    /// `/gate/`'s: held answers wait on it until their view's gate is open (or the view or server stops).
     private let gate = NSCondition()
-    private var gateOpen = false
+    private var gatesOpen: Set<String> = []
+    /// Set as the server stops: no answer is held any more.
+    private var everyGateOpen = false
+    /// A view's: the shared server it is a view of, and its folder (`t-…`), the first part of its
+    /// URLs' paths (``FaultServer+Shared.swift``). nil for a server of one's own.
+    let shared: FaultServer?
+    let namespace: String?
+    /// The server that serves: the shared one for a view, itself otherwise.
+    var core: FaultServer { shared ?? self }
 
     private init(listener: Int32, port: Int) {
         self.listener = listener
         self.port = port
+        shared = nil
+        namespace = nil
     }
 
-    /// Starts listening on 127.0.0.1 on a free port.
-    static func start() throws -> FaultServer {
+    /// A view of `shared`, with a folder of its own.
+    init(viewOf shared: FaultServer) {
+        listener = -1
+        port = shared.port
+        self.shared = shared
+        let namespace = "t-" + UUID().uuidString.prefix(13).lowercased()
+        self.namespace = namespace
+        watched = Watchdog.shared.started("fault server :\(port) (shared, folder \(namespace))") { [weak self] in
+            !(self?.isStopped ?? true)
+        }
+    }
+
+    /// Starts listening on 127.0.0.1 on a free port: a server of the test's own. `watched`: whether
+    /// it is the running test's (the shared one is nobody's).
+    static func start(watched: Bool = true) throws -> FaultServer {
         let (socketFD, port) = try Descriptors.loopbackListener()
         let server = FaultServer(listener: socketFD, port: port)
-        server.watched = Watchdog.shared.started("fault server :\(port)") { [weak server] in
-            !(server?.isStopped ?? true)
+        if watched {
+            server.watched = Watchdog.shared.started("fault server :\(port)") { [weak server] in
+                !(server?.isStopped ?? true)
+            }
         }
         let thread = Thread { server.acceptLoop() }
         thread.start()
@@ -129,7 +160,7 @@ final class FaultServer: @unchecked Sendable {
     }
 
     func url(_ path: String) -> URL {
-        URL(string: "http://127.0.0.1:\(port)/\(path)")!
+        URL(string: "http://127.0.0.1:\(port)/\(namespace.map { "\($0)/" } ?? "")\(path)")!
     }
 
     /// The bytes every route serves for a file of `size` (version 1; `/changing` serves 1, 2, 3…).
@@ -139,33 +170,55 @@ final class FaultServer: @unchecked Sendable {
 
     /// The requests served so far whose path is `path`, in order.
     func requests(to path: String) -> [Request] {
-        lock.withLock { served.filter { $0.path == path } }
+        allRequests.filter { $0.path == path }
     }
 
-    /// Lets every answer of `/gate/` held so far go on, and every later one run through.
+    /// Lets every answer of `/gate/` held so far go on, and every later one run through (a view's
+    /// only, for a view).
     func openGate() {
+        core.openGate(namespace ?? "")
+    }
+
+    func openGate(_ namespace: String) {
         gate.withLock {
-            gateOpen = true
+            gatesOpen.insert(namespace)
             gate.broadcast()
         }
     }
 
-    /// Until ``openGate()`` (or ``stop()``) was called.
-    func waitForGate() {
+    /// Until ``openGate()`` (or ``stop()``) was called for the view `namespace` ("" for none).
+    func waitForGate(_ namespace: String) {
         gate.withLock {
-            while !gateOpen { gate.wait() }
+            while !gatesOpen.contains(namespace) && !everyGateOpen { gate.wait() }
         }
     }
 
-    /// Stops accepting and closes every connection (a silent one included).
+    /// Stops accepting and closes every connection (a silent one included). A view's stop closes
+    /// the connections asked of it; the shared server goes on.
     func stop() {
-        defer { openGate() }  // a held answer's thread goes on to a shut-down socket, and ends
+        if let shared, let namespace {
+            let token: Int? = lock.withLock {
+                guard !stopped else { return nil }
+                stopped = true
+                return watched
+            }
+            if let token { Watchdog.shared.stopped(token) }
+            shared.closeConnections(of: namespace)
+            return
+        }
+        defer {
+            // A held answer's thread goes on to a shut-down socket, and ends.
+            gate.withLock {
+                everyGateOpen = true
+                gate.broadcast()
+            }
+        }
         lock.withLock {
             stopped = true
             if let watched { Watchdog.shared.stopped(watched) }
             // Under the lock: a connection still in the set is not closed yet (its thread takes it
             // out, under the lock, before closing it), so its number is not another test's socket.
-            for connection in connections { shutdown(connection, Int32(SHUT_RDWR)) }
+            for connection in connections.keys { shutdown(connection, Int32(SHUT_RDWR)) }
         }
         // Shut down, not closed: the accept loop closes it as it ends, so that no accept of its
         // reaches a number that another test's socket took meanwhile.
@@ -184,7 +237,7 @@ final class FaultServer: @unchecked Sendable {
             }
             let accepted = lock.withLock { () -> Bool in
                 guard !stopped else { return false }
-                connections.insert(connection)
+                connections[connection] = ""
                 return true
             }
             guard accepted else {
@@ -193,7 +246,7 @@ final class FaultServer: @unchecked Sendable {
             }
             let thread = Thread { [self] in
                 serve(connection)
-                lock.withLock { _ = connections.remove(connection) }
+                lock.withLock { _ = connections.removeValue(forKey: connection) }
                 close(connection)
             }
             thread.start()
@@ -205,7 +258,13 @@ final class FaultServer: @unchecked Sendable {
         let lines = head.split(separator: "\r\n", omittingEmptySubsequences: false)
         let requestLine = lines.first?.split(separator: " ") ?? []
         guard requestLine.count >= 2 else { return }
-        let path = String(requestLine[1])
+        var path = String(requestLine[1])
+        // A view's folder, the path's first part, is taken out: routes and logs see the rest.
+        var namespace = ""
+        if path.hasPrefix("/t-"), let end = path.dropFirst().firstIndex(of: "/") {
+            namespace = String(path[path.index(after: path.startIndex)..<end])
+            path = String(path[end...])
+        }
         var headers: [String: String] = [:]
         for line in lines.dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
@@ -218,13 +277,17 @@ final class FaultServer: @unchecked Sendable {
             range: headers["range"],
             ifRange: headers["if-range"],
             status: 0,
-            bytesSent: 0
+            bytesSent: 0,
+            namespace: namespace
         )
         // Logged in the order requests arrive (a silent response ends long after the next request).
+        // Counted per view: each test's first request to a path is its first.
+        let key = namespace + path
         let (count, index) = lock.withLock { () -> (Int, Int) in
-            counts[path, default: 0] += 1
+            connections[connection] = namespace
+            counts[key, default: 0] += 1
             served.append(request)
-            return (counts[path]!, served.count - 1)
+            return (counts[key]!, served.count - 1)
         }
         respond(to: &request, number: count, index: index, on: connection)
         lock.withLock { served[index] = request }
@@ -280,9 +343,11 @@ final class FaultServer: @unchecked Sendable {
             // Two servers behind one name: the first answer is cut at N. Then one that ignores Range
             // answers (each answer cut at M) until it was asked once without If-Range (the client
             // concluded that Range is ignored, not If-Range); the other, which honours it, after.
-            let path = request.path
+            let (path, namespace) = (request.path, request.namespace)
             let askedPlainly = lock.withLock {
-                served[..<index].contains { $0.path == path && $0.range != nil && $0.ifRange == nil }
+                served[..<index].contains {
+                    $0.path == path && $0.namespace == namespace && $0.range != nil && $0.ifRange == nil
+                }
             }
             let ignoring = number > 1 && !askedPlainly
             sendFile(
@@ -362,7 +427,8 @@ final class FaultServer: @unchecked Sendable {
             )
             if number == 1 { waitForClose(connection) }
         case "loop":
-            sendStatus(302, extra: "Location: /loop\r\n", request: &request, index: index, on: connection)
+            let location = request.namespace.isEmpty ? "/loop" : "/\(request.namespace)/loop"
+            sendStatus(302, extra: "Location: \(location)\r\n", request: &request, index: index, on: connection)
         case "to-ftp":
             sendStatus(
                 302,
@@ -424,8 +490,9 @@ final class FaultServer: @unchecked Sendable {
         case "stall-segments":
             // The first ranged request goes silent after 64 KiB; every answer drips at 3.2 MB/s.
             let ranged = request.range != nil
-            let silent = ranged && lock.withLock { !stalledOnce.contains(request.path) }
-            if silent { _ = lock.withLock { stalledOnce.insert(request.path) } }
+            let key = request.namespace + request.path
+            let silent = ranged && lock.withLock { !stalledOnce.contains(key) }
+            if silent { _ = lock.withLock { stalledOnce.insert(key) } }
             sendFile(
                 size: size,
                 request: &request,
@@ -512,17 +579,22 @@ final class FaultServer: @unchecked Sendable {
 
 }
 
-/// Runs `body` with a started ``FaultServer`` and a temporary directory, both gone afterwards.
-func withFaultServer<T>(_ body: (FaultServer, URL) async throws -> T) async throws -> T {
-    let (server, directory) = try startFaultServerAndDirectory()
+/// Runs `body` with a ``FaultServer`` and a temporary directory, both gone afterwards. The server is
+/// a view of the process's shared one unless `own` says why the test needs its own
+/// (``startFaultServerAndDirectory(own:)``).
+func withFaultServer<T>(own: String? = nil, _ body: (FaultServer, URL) async throws -> T) async throws -> T {
+    let (server, directory) = try startFaultServerAndDirectory(own: own)
     defer { stop(server, directory) }
     return try await body(server, directory)
 }
 
-/// A started ``FaultServer`` and a temporary directory, for a test that ends with
-/// `defer { stop(server, directory) }` (as ``startServerAndDirectory(inMemory:)`` for nginx).
-func startFaultServerAndDirectory() throws -> (FaultServer, URL) {
-    let server = try FaultServer.start()
+/// A ``FaultServer`` and a temporary directory, for a test that ends with
+/// `defer { stop(server, directory) }` (as ``startServerAndDirectory(inMemory:own:)`` for nginx).
+/// The server is a view of the process's shared one (``FaultServer/shared()``) unless `own` says
+/// why the test needs one of its own: it counts the server's sockets, writes URLs by hand from its
+/// port, or needs a host of its own.
+func startFaultServerAndDirectory(own: String? = nil) throws -> (FaultServer, URL) {
+    let server = own == nil ? FaultServer.shared() : try FaultServer.start()
     do {
         return (server, try makeTemporaryDirectory())
     } catch {

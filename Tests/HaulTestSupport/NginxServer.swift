@@ -24,6 +24,16 @@ final class NginxServer: @unchecked Sendable {
     let prefix: URL
     let port: Int
     private let process: ChildProcess
+    /// A view's folder under the shared server's root (its files, its URLs, its log lines); nil for
+    /// a server of the test's own (``NginxServer+Shared.swift``).
+    let namespace: String?
+    /// Where a view's lines start in the shared access log (0 for a server of one's own).
+    let logStart: UInt64
+    /// Its entry in the ``Watchdog`` (a view's; an own server's process has its own).
+    var watched: Int?
+    let lock = NSLock()
+    var stopped = false
+    var isStopped: Bool { lock.withLock { stopped } }
 
     struct LogEntry: Equatable {
         var uri: String
@@ -45,13 +55,46 @@ final class NginxServer: @unchecked Sendable {
 
     static let nginxPath = "/usr/sbin/nginx"
 
-    private init(root: URL, prefix: URL, port: Int, tlsPort: Int, certificate: URL?, process: ChildProcess) {
+    private init(
+        root: URL,
+        prefix: URL,
+        port: Int,
+        tlsPort: Int,
+        certificate: URL?,
+        process: ChildProcess,
+        namespace: String? = nil,
+        logStart: UInt64 = 0
+    ) {
         self.root = root
         self.prefix = prefix
         self.port = port
         self.tlsPort = tlsPort
         self.certificate = certificate
         self.process = process
+        self.namespace = namespace
+        self.logStart = logStart
+    }
+
+    /// A view of `shared` for the running test: a folder of its own under the shared root.
+    convenience init(viewOf shared: NginxServer) throws {
+        let namespace = "t-" + UUID().uuidString.prefix(13).lowercased()
+        let root = shared.root.appendingPathComponent(namespace)
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let log = shared.prefix.appendingPathComponent("logs/access.log").path
+        let logStart = (try? FileManager.default.attributesOfItem(atPath: log)[.size] as? UInt64) ?? 0
+        self.init(
+            root: root,
+            prefix: shared.prefix,
+            port: shared.port,
+            tlsPort: 0,
+            certificate: nil,
+            process: shared.process,
+            namespace: namespace,
+            logStart: logStart
+        )
+        watched = Watchdog.shared.started("nginx (shared, folder \(namespace))") { [weak self] in
+            !(self?.isStopped ?? true)
+        }
     }
 
     /// The HTTPS port, when started with `tls`.
@@ -67,7 +110,8 @@ final class NginxServer: @unchecked Sendable {
     /// Starts nginx; throws (with nginx's error log) if it does not come up.
     /// With `tls`, the same site is also served over HTTPS (HTTP/2 offered) on ``tlsPort``, with a
     /// self-signed certificate for 127.0.0.1 made by `openssl` (``certificate``).
-    static func start(tls: Bool = false) async throws -> NginxServer {
+    /// `watched`: whether the process is the running test's (a shared server is nobody's).
+    static func start(tls: Bool = false, watched: Bool = true) async throws -> NginxServer {
         guard FileManager.default.isExecutableFile(atPath: nginxPath) else {
             throw TestFailure(
                 "nginx is not installed at \(nginxPath): run the README's test command, which installs it"
@@ -132,8 +176,11 @@ final class NginxServer: @unchecked Sendable {
                     map $http_range $haul_paced_rate { "" 16k; default 0; }
                     map $http_range $haul_uneven_rate { "" 8m; default 1m; }
                     map $http_x_speed $haul_crawl_rate { fast 0; default 64k; }
-                    limit_conn_zone $binary_remote_addr zone=haul_per_client:1m;
-                    limit_conn_zone $binary_remote_addr zone=haul_busy_page:1m;
+                    # The connection limits count per client and, on the shared server, per test
+                    # (the view's folder, the path's second part: /twoconn/t-…/x).
+                    map $request_uri $haul_view { ~^/(?:twoconn|busy-page)/(t-[^/]+)/ $1; default ""; }
+                    limit_conn_zone "$binary_remote_addr$haul_view" zone=haul_per_client:1m;
+                    limit_conn_zone "$binary_remote_addr$haul_view" zone=haul_busy_page:1m;
                     server {
                         listen 127.0.0.1:\(port);
                         \(tlsListener)
@@ -231,7 +278,8 @@ final class NginxServer: @unchecked Sendable {
             try config.write(to: configURL, atomically: true, encoding: .utf8)
             let process = try ChildProcess(
                 nginxPath,
-                ["-p", prefix.path, "-c", configURL.path, "-e", "\(prefix.path)/logs/error.log"]
+                ["-p", prefix.path, "-c", configURL.path, "-e", "\(prefix.path)/logs/error.log"],
+                watched: watched
             )
             if await waitUntilListening(port: port, process: process, marker: marker) {
                 return NginxServer(
@@ -279,6 +327,7 @@ final class NginxServer: @unchecked Sendable {
     /// `epoll_wait` with no timer armed: a CI run hung here for ten minutes, nginx asleep with the
     /// signal handled. So the signal goes again each second until it exits, then SIGKILL.
     func stop() {
+        guard namespace == nil else { return stopView() }
         let exited = DispatchSemaphore(value: 0)
         Thread { [process] in
             process.wait()
@@ -298,7 +347,7 @@ final class NginxServer: @unchecked Sendable {
 
     /// `http://127.0.0.1:PORT/path`.
     func url(_ path: String) -> URL {
-        URL(string: "http://127.0.0.1:\(port)/\(path)")!
+        URL(string: "http://127.0.0.1:\(port)/\(placed(path))")!
     }
 
     /// Writes a file of `size` pseudo-random bytes (seeded, so a test can make a different version).
@@ -314,8 +363,9 @@ final class NginxServer: @unchecked Sendable {
     /// The access log so far, the test's requests only. nginx writes each line when a request ends
     /// (for an aborted one, when it notices the client went away).
     func accessLog() -> [LogEntry] {
-        let text = (try? String(contentsOf: prefix.appendingPathComponent("logs/access.log"), encoding: .utf8)) ?? ""
-        return text.split(separator: "\n").compactMap { line in
+        let text = logText()
+        return text.split(separator: "\n").compactMap { whole -> LogEntry? in
+            guard let line = ownLine(whole) else { return nil }
             let quoted = line.split(separator: "\"", omittingEmptySubsequences: false)
             let fields = quoted[0].split(separator: " ")
             guard fields.count >= 3, let status = Int(fields[1]), let bytes = Int64(fields[2]) else { return nil }
@@ -459,8 +509,13 @@ func makeTemporaryDirectory(inMemory: Bool = false) throws -> URL {
 
 /// A test's nginx and scratch directory; pair with ``stop(_:_:)`` in a `defer`. Async: while nginx
 /// starts, the test's thread (one of Swift concurrency's two here) runs other tests.
-func startServerAndDirectory(inMemory: Bool = false) async throws -> (NginxServer, URL) {
-    let server = try await NginxServer.start()
+///
+/// The server is a view of the process's shared nginx (its own folder, URLs and log lines:
+/// ``NginxServer/shared()``) unless `own` says why the test needs one of its own: it counts the
+/// server's connections or sockets, builds URLs by hand from the port, uses a location matched
+/// exactly (`/loop`, `/`, `/cd/redirected`), or stops the server.
+func startServerAndDirectory(inMemory: Bool = false, own: String? = nil) async throws -> (NginxServer, URL) {
+    let server = try await own == nil ? NginxServer.shared() : NginxServer.start()
     do {
         return (server, try makeTemporaryDirectory(inMemory: inMemory))
     } catch {
