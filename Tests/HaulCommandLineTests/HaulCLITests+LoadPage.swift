@@ -9,6 +9,7 @@ import Testing
 extension HaulCLITests {
     @Test("haul load --report: one self-contained page with the figures, and a screenshot in Chromium shows every plot")
     func loadReportPage() async throws {
+        Watchdog.shared.expects(.seconds(90), because: "Chromium renders the page and its screenshot: 20-30 s")
         let (server, work) = try await startServerAndDirectory()
         defer { stop(server, work) }
         _ = try server.makeFile("load.bin", size: 32 * 1024, seed: 64)

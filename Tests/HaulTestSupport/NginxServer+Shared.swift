@@ -22,7 +22,7 @@ extension NginxServer {
         // Registered after the watchdog's: exit handlers run last-registered first, so the server
         // stops before the leak check looks.
         _ = Watchdog.shared
-        atexit { try? sharedServerIfStarted?.stop() }
+        atexit { sharedServerIfStarted?.stop() }
         sharedServerIfStarted = server
         return server
     }

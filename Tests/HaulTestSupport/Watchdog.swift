@@ -39,6 +39,8 @@ final class Watchdog: @unchecked Sendable {
     private var entries: [Int: Entry] = [:]
     private var next = 0
     private var reported: Set<String> = []
+    /// Tests that take longer by design, with their own limit (``expects(_:because:)``).
+    private var longer: [String: Duration] = [:]
     private var dumps = 0
 
     private init() {
@@ -67,6 +69,14 @@ final class Watchdog: @unchecked Sendable {
         }
     }
 
+    /// The current test takes up to `duration` by design (`reason`: what takes the time): the
+    /// watchdog waits that long for it, not its usual limit, so that it stops the process to read
+    /// its stacks only for a test that is late. Never shorter than the usual limit.
+    func expects(_ duration: Duration, because reason: String) {
+        let test = Self.currentTest
+        lock.withLock { longer[test] = duration }
+    }
+
     func stopped(_ token: Int) {
         _ = lock.withLock { entries.removeValue(forKey: token) }
     }
@@ -83,7 +93,9 @@ final class Watchdog: @unchecked Sendable {
                 guard dumps < 3 else { return (nil, running) }
                 let oldest = Dictionary(grouping: running, by: \.test).mapValues { $0.map(\.since).min()! }
                 guard
-                    let test = oldest.filter({ now - $0.value > limit && !reported.contains($0.key) }).keys.sorted()
+                    let test = oldest.filter({
+                        now - $0.value > max(limit, longer[$0.key] ?? limit) && !reported.contains($0.key)
+                    }).keys.sorted()
                         .first
                 else { return (nil, running) }
                 reported.insert(test)
@@ -96,9 +108,10 @@ final class Watchdog: @unchecked Sendable {
 
     /// Writes what runs, and every thread's stack of this process and of each `haul` running.
     private func dump(stalled: String, running: [Entry], now: ContinuousClock.Instant) {
+        let allowed = lock.withLock { max(limit!, longer[stalled] ?? limit!) }
         let path = "\(folder)/haul-watchdog-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).txt"
         var text =
-            "haul watchdog: \(stalled) has run for more than \(limit!) (the first of its servers or processes started then)\n\n"
+            "haul watchdog: \(stalled) has run for more than \(allowed) (the first of its servers or processes started then)\n\n"
         text += "Running now, by test:\n"
         for (test, items) in Dictionary(grouping: running, by: \.test).sorted(by: { $0.key < $1.key }) {
             text += "- \(test)\n"
@@ -117,7 +130,7 @@ final class Watchdog: @unchecked Sendable {
         }
         _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
         FileHandle.standardError.write(
-            Data("haul watchdog: \(stalled) has run for more than \(limit!); every thread's stack: \(path)\n".utf8)
+            Data("haul watchdog: \(stalled) has run for more than \(allowed); every thread's stack: \(path)\n".utf8)
         )
     }
 
