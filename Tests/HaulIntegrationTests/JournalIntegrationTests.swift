@@ -271,7 +271,7 @@ struct JournalIntegrationTests {
         // manager resumes it at once, and a test thread descheduled for a while (500 ms, put in by
         // hand, gives the same failure every time) found it completed, no longer among the
         // unfinished. The row was there; the test read too late.
-        let faults = try FaultServer.start()
+        let faults = FaultServer.shared()
         defer { faults.stop() }
         var configuration = DownloadManager.Configuration()
         configuration.stateDirectory = directory.appendingPathComponent("state")

@@ -84,7 +84,7 @@ struct MirrorTests {
 
     @Test("a link that breaks after 600 KB continues at a mirror of the same file from the bytes on disk")
     func resumesAtMirror() async throws {
-        let server = try FaultServer.start()
+        let server = FaultServer.shared()
         defer { server.stop() }
         let size = 2_000_000
         let (events, result, _, directory) = try await fetchBreakingLink(
@@ -110,7 +110,7 @@ struct MirrorTests {
         "a mirror that ignores Range (Accept-Ranges, the same ETag): asked once more without If-Range, then its whole answer is read past the bytes held, the overlap compared: a file continues, so does a FIFO"
     )
     func mirrorIgnoringRange() async throws {
-        let server = try FaultServer.start()
+        let server = FaultServer.shared()
         defer { server.stop() }
         let size = 1_000_000
         // It asked the mirror again with the same If-Range forever, without a pause (1,262 requests in 5 s).
@@ -140,7 +140,7 @@ struct MirrorTests {
 
     @Test("a mirror that serves other bytes of the same length, without a validator, is dropped, never spliced")
     func impostorDropped() async throws {
-        let server = try FaultServer.start()
+        let server = FaultServer.shared()
         defer { server.stop() }
         let size = 2_000_000
         let (events, result, download, directory) = try await fetchBreakingLink(
@@ -163,7 +163,7 @@ struct MirrorTests {
 
     @Test("when every mirror is dropped, the download goes on as the first failure says: here, 403 fails it")
     func everyMirrorDropped() async throws {
-        let server = try FaultServer.start()
+        let server = FaultServer.shared()
         defer { server.stop() }
         let size = 1_000_000
         let (events, result, _, directory) = try await fetchBreakingLink(
@@ -221,7 +221,7 @@ struct MirrorTests {
 
     @Test("without a hook, or when the hook has no URL, an expired link fails with its 403 as before")
     func notRefreshed() async throws {
-        let server = try FaultServer.start()
+        let server = FaultServer.shared()
         defer { server.stop() }
         for hook in [false, true] {
             let directory = try makeTemporaryDirectory()
