@@ -108,9 +108,9 @@ final class FaultServer: @unchecked Sendable {
     /// Open connections, with the view each was asked of once its head is read.
     var connections: [Int32: String] = [:]
     private var stopped = false
-    /// Its entry in the ``Watchdog``, until ``stop()``.
+    /// Its entry in the ``Watchdog``, until ``stop()`` (a server of one's own; a view's is its view's).
     var watched: Int?
-    var isStopped: Bool { lock.withLock { stopped } }
+    var isStopped: Bool { view?.hasEnded ?? lock.withLock { stopped } }
     /// The paths whose first ranged request went silent (`/stall-segments/`), views' folders included.
     private var stalledOnce: Set<String> = []
     /// `/gate/`'s: held answers wait on it until their view's gate is open (or the view or server stops).
@@ -118,10 +118,11 @@ final class FaultServer: @unchecked Sendable {
     private var gatesOpen: Set<String> = []
     /// Set as the server stops: no answer is held any more.
     private var everyGateOpen = false
-    /// A view's: the shared server it is a view of, and its folder (`t-…`), the first part of its
-    /// URLs' paths (``FaultServer+Shared.swift``). nil for a server of one's own.
+    /// A view's: the shared server it is a view of, and the view, whose folder is the first part of
+    /// its URLs' paths (``FaultServer+Shared.swift``). nil for a server of one's own.
     let shared: FaultServer?
-    let namespace: String?
+    let view: SharedServerView?
+    var namespace: String? { view?.folder }
     /// The server that serves: the shared one for a view, itself otherwise.
     var core: FaultServer { shared ?? self }
 
@@ -129,7 +130,7 @@ final class FaultServer: @unchecked Sendable {
         self.listener = listener
         self.port = port
         shared = nil
-        namespace = nil
+        view = nil
     }
 
     /// A view of `shared`, with a folder of its own.
@@ -137,11 +138,7 @@ final class FaultServer: @unchecked Sendable {
         listener = -1
         port = shared.port
         self.shared = shared
-        let namespace = "t-" + UUID().uuidString.prefix(13).lowercased()
-        self.namespace = namespace
-        watched = Watchdog.shared.started("fault server :\(port) (shared, folder \(namespace))") { [weak self] in
-            !(self?.isStopped ?? true)
-        }
+        view = SharedServerView(of: "fault server :\(shared.port)")
     }
 
     /// Starts listening on 127.0.0.1 on a free port: a server of the test's own. `watched`: whether
@@ -196,14 +193,8 @@ final class FaultServer: @unchecked Sendable {
     /// Stops accepting and closes every connection (a silent one included). A view's stop closes
     /// the connections asked of it; the shared server goes on.
     func stop() {
-        if let shared, let namespace {
-            let token: Int? = lock.withLock {
-                guard !stopped else { return nil }
-                stopped = true
-                return watched
-            }
-            if let token { Watchdog.shared.stopped(token) }
-            shared.closeConnections(of: namespace)
+        if let shared, let view {
+            if view.end() { shared.closeConnections(of: view.folder) }
             return
         }
         defer {
@@ -261,7 +252,7 @@ final class FaultServer: @unchecked Sendable {
         var path = String(requestLine[1])
         // A view's folder, the path's first part, is taken out: routes and logs see the rest.
         var namespace = ""
-        if path.hasPrefix("/t-"), let end = path.dropFirst().firstIndex(of: "/") {
+        if path.hasPrefix("/" + SharedServerView.folderPrefix), let end = path.dropFirst().firstIndex(of: "/") {
             namespace = String(path[path.index(after: path.startIndex)..<end])
             path = String(path[end...])
         }

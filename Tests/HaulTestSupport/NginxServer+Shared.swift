@@ -76,12 +76,7 @@ extension NginxServer {
 
     /// A view's stop: its folder goes (a later request gets 404); the shared server runs on.
     func stopView() {
-        let token: Int? = lock.withLock {
-            guard !stopped else { return nil }
-            stopped = true
-            return watched
-        }
-        if let token { Watchdog.shared.stopped(token) }
+        guard view?.end() == true else { return }
         try? FileManager.default.removeItem(at: root)
     }
 }

@@ -24,16 +24,12 @@ final class NginxServer: @unchecked Sendable {
     let prefix: URL
     let port: Int
     private let process: ChildProcess
-    /// A view's folder under the shared server's root (its files, its URLs, its log lines); nil for
-    /// a server of the test's own (``NginxServer+Shared.swift``).
-    let namespace: String?
+    /// A view's (``NginxServer+Shared.swift``): its folder under the shared server's root holds its
+    /// files, and is in its URLs and its log lines. nil for a server of the test's own.
+    let view: SharedServerView?
+    var namespace: String? { view?.folder }
     /// Where a view's lines start in the shared access log (0 for a server of one's own).
     let logStart: UInt64
-    /// Its entry in the ``Watchdog`` (a view's; an own server's process has its own).
-    var watched: Int?
-    let lock = NSLock()
-    var stopped = false
-    var isStopped: Bool { lock.withLock { stopped } }
 
     struct LogEntry: Equatable {
         var uri: String
@@ -62,7 +58,7 @@ final class NginxServer: @unchecked Sendable {
         tlsPort: Int,
         certificate: URL?,
         process: ChildProcess,
-        namespace: String? = nil,
+        view: SharedServerView? = nil,
         logStart: UInt64 = 0
     ) {
         self.root = root
@@ -71,15 +67,20 @@ final class NginxServer: @unchecked Sendable {
         self.tlsPort = tlsPort
         self.certificate = certificate
         self.process = process
-        self.namespace = namespace
+        self.view = view
         self.logStart = logStart
     }
 
     /// A view of `shared` for the running test: a folder of its own under the shared root.
     convenience init(viewOf shared: NginxServer) throws {
-        let namespace = "t-" + UUID().uuidString.prefix(13).lowercased()
-        let root = shared.root.appendingPathComponent(namespace)
-        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let view = SharedServerView(of: "nginx")
+        let root = shared.root.appendingPathComponent(view.folder)
+        do {
+            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        } catch {
+            _ = view.end()
+            throw error
+        }
         let log = shared.prefix.appendingPathComponent("logs/access.log").path
         let logStart = (try? FileManager.default.attributesOfItem(atPath: log)[.size] as? UInt64) ?? 0
         self.init(
@@ -89,12 +90,9 @@ final class NginxServer: @unchecked Sendable {
             tlsPort: 0,
             certificate: nil,
             process: shared.process,
-            namespace: namespace,
+            view: view,
             logStart: logStart
         )
-        watched = Watchdog.shared.started("nginx (shared, folder \(namespace))") { [weak self] in
-            !(self?.isStopped ?? true)
-        }
     }
 
     /// The HTTPS port, when started with `tls`.
@@ -178,7 +176,7 @@ final class NginxServer: @unchecked Sendable {
                     map $http_x_speed $haul_crawl_rate { fast 0; default 64k; }
                     # The connection limits count per client and, on the shared server, per test
                     # (the view's folder, the path's second part: /twoconn/t-…/x).
-                    map $request_uri $haul_view { ~^/(?:twoconn|busy-page)/(t-[^/]+)/ $1; default ""; }
+                    map $request_uri $haul_view { ~^/(?:twoconn|busy-page)/(\(SharedServerView.folderPrefix)[^/]+)/ $1; default ""; }
                     limit_conn_zone "$binary_remote_addr$haul_view" zone=haul_per_client:1m;
                     limit_conn_zone "$binary_remote_addr$haul_view" zone=haul_busy_page:1m;
                     server {
