@@ -13,7 +13,8 @@ extension LoadCommand {
         _ plan: Plan,
         concurrency: Int,
         with manager: DownloadManager,
-        into recorder: Recorder
+        into recorder: Recorder,
+        inFlight: InFlight
     ) async {
         // Subscribed before the first download starts: no outcome is missed. Outcomes only: the
         // loop makes no other event for the feed.
@@ -25,6 +26,7 @@ extension LoadCommand {
                 do {
                     let download = try manager.download(planned.request)
                     running[download.id] = download
+                    inFlight.add(download)
                 } catch {
                     record(refusal: error, of: planned, into: recorder)
                 }
@@ -33,6 +35,7 @@ extension LoadCommand {
         startNext()
         while !running.isEmpty, let event = await events.next() {
             guard event.event.isFinal, let download = running.removeValue(forKey: event.id) else { continue }
+            inFlight.remove(download.id)
             let outcome: LoadReport.Outcome
             switch event.event {
             case .completed: outcome = .completed
@@ -62,10 +65,11 @@ extension LoadCommand {
     static func open(
         _ plan: Plan,
         on schedule: Schedule,
+        from start: ContinuousClock.Instant,
         with manager: DownloadManager,
-        into recorder: Recorder
+        into recorder: Recorder,
+        inFlight: InFlight
     ) async {
-        let start = ContinuousClock.now
         await withTaskGroup(of: Void.self) { group in
             var index = 0
             while true {
@@ -78,7 +82,9 @@ extension LoadCommand {
                 // (Ctrl-C) ends the wait: at a rate of one a minute it would otherwise come a minute late.
                 if due > .now { await plan.wait(until: due) }
                 guard let planned = plan.next() else { break }
-                group.addTask { await fetch(planned, scheduledAt: due, with: manager, into: recorder) }
+                group.addTask {
+                    await fetch(planned, scheduledAt: due, with: manager, into: recorder, inFlight: inFlight)
+                }
                 index += 1
             }
         }
@@ -120,7 +126,8 @@ extension LoadCommand {
         _ planned: Planned,
         scheduledAt: ContinuousClock.Instant? = nil,
         with manager: DownloadManager,
-        into recorder: Recorder
+        into recorder: Recorder,
+        inFlight: InFlight
     ) async {
         recorder.started.add(1, ordering: .relaxed)
         let download: Download
@@ -130,6 +137,7 @@ extension LoadCommand {
             record(refusal: error, of: planned, scheduledAt: scheduledAt, into: recorder)
             return
         }
+        inFlight.add(download)
         let outcome: LoadReport.Outcome
         do {
             _ = try await download.finished()
@@ -137,6 +145,7 @@ extension LoadCommand {
         } catch {
             outcome = Self.outcome(failing: error)
         }
+        inFlight.remove(download.id)
         recorder.record(download.timings, outcome: outcome, scheduledAt: scheduledAt)
     }
 
@@ -154,6 +163,9 @@ extension LoadCommand {
         /// Set when a signal stopped the run: what ends after it, but for a completed body, was
         /// stopped by the run and is not the server's doing.
         let stopped = Atomic<Bool>(false)
+        /// Set when a timed run (-z) reached its end: the downloads still in flight were stopped,
+        /// and are counted apart (``LoadReport/cancelled``).
+        let ranOut = Atomic<Bool>(false)
 
         /// Records a download that ended (unless the run's stop ended it).
         func record(
@@ -163,6 +175,34 @@ extension LoadCommand {
         ) {
             if outcome != .completed, stopped.load(ordering: .relaxed) { return }
             report.withLock { $0.record(timings, outcome: outcome, scheduledAt: scheduledAt) }
+        }
+    }
+
+    /// The downloads in flight, which the end of a timed run (-z) stops: one that starts after it is
+    /// stopped at once.
+    final class InFlight: Sendable {
+        private let downloads = Mutex<(running: [DownloadID: Download], ended: Bool)>(([:], false))
+
+        func add(_ download: Download) {
+            let ended = downloads.withLock { state in
+                if !state.ended { state.running[download.id] = download }
+                return state.ended
+            }
+            if ended { download.cancel() }
+        }
+
+        func remove(_ id: DownloadID) {
+            _ = downloads.withLock { $0.running.removeValue(forKey: id) }
+        }
+
+        /// Cancels every download in flight, and each added later.
+        func stopAll() {
+            let running = downloads.withLock { state in
+                state.ended = true
+                defer { state.running = [:] }
+                return Array(state.running.values)
+            }
+            for download in running { download.cancel() }
         }
     }
 

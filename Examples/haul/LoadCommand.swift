@@ -13,10 +13,12 @@ struct LoadCommand: AsyncParsableCommand {
         abstract: "Download URLs many times over, some at once, and report the times: a load test.",
         usage: "haul load [-n <requests> | -z <seconds>] [-c <concurrency>] [<options>] <url> ...",
         discussion: """
-            The URLs are taken in turn; each download's body is counted and thrown away. At the end, \
-            a summary, the percentiles of the time to first byte and of the whole download, libcurl's \
-            phases, the status codes and the errors (--json: one object). Exits 0 once the run is \
-            over, whatever the servers answered.
+            The URLs are taken in turn; each download's body is counted and thrown away. A failed \
+            download is counted with its status or its error, and the next one starts: no retry \
+            unless --retries asks. At the end, a summary, the percentiles of the time to first byte \
+            and of the whole download, libcurl's phases, every status the servers answered and the \
+            errors in their words (--json: one object). Exits 0 once the run is over, whatever the \
+            servers answered.
             """
     )
 
@@ -53,6 +55,29 @@ struct LoadCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: "With --rate: rise from 0 to the rate over this many seconds first.")
     var ramp: Seconds?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Retry a failed download up to N times, with back-off, resuming its body.",
+            discussion: """
+                Off by default: a load test counts each failure and goes on (as hey and wrk do). With \
+                retries, a download is counted once, as it ended; the status table still counts \
+                every answer, the retried ones included.
+                """,
+            valueName: "n"
+        )
+    )
+    var retries: Int = 0
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "When standard error is not a terminal, write how the run goes to it every this many seconds (0: never).",
+            discussion: "On a terminal, one line redrawn twice a second instead (0 hides it too)."
+        )
+    )
+    var progressInterval: Seconds = Seconds(5)
 
     @Option(
         name: .long,
@@ -100,6 +125,8 @@ struct LoadCommand: AsyncParsableCommand {
         if let duration, !(duration.value > 0) { throw ValidationError("--duration must be more than 0 seconds.") }
         if requests != nil, duration != nil { throw ValidationError("-n and -z: give one.") }
         if concurrency < 1 { throw ValidationError("--concurrency must be at least 1.") }
+        if retries < 0 { throw ValidationError("--retries must be 0 or more.") }
+        if progressInterval.value < 0 { throw ValidationError("--progress-interval must be 0 or more seconds.") }
         if let rate, !(rate > 0 && rate <= 1_000_000) { throw ValidationError("--rate must be more than 0.") }
         if let ramp {
             if rate == nil { throw ValidationError("--ramp needs --rate.") }
@@ -114,6 +141,8 @@ struct LoadCommand: AsyncParsableCommand {
     private func load() async -> Int32 {
         var configuration = DownloadManager.Configuration()
         configuration.maxConcurrentDownloads = concurrency
+        // Failures are data: counted as they come, the next download started (issue 77).
+        configuration.retryLimit = retries
         access.apply(to: &configuration)
         network.apply(to: &configuration)
         var targets: [Target] = []
@@ -146,6 +175,7 @@ struct LoadCommand: AsyncParsableCommand {
             return ExitStatus.of(error)
         }
         let recorder = Recorder()
+        let inFlight = InFlight()
         let started = Date.now
         // The open model stops on its schedule (the last download due within -z), not on the clock.
         let plan = Plan(
@@ -162,25 +192,51 @@ struct LoadCommand: AsyncParsableCommand {
             Task { await manager.shutdown() }
         }
         interruption.install()
-        // On a terminal, a line that says how the run goes, redrawn twice a second.
+        // How the run goes: on a terminal, a line redrawn twice a second; elsewhere a line every
+        // --progress-interval seconds, so that a dead target does not look like a hung run.
         let scheduled = rate != nil
+        let onTerminal = isatty(STDERR_FILENO) == 1
         let live =
-            isatty(STDERR_FILENO) == 1 ? Task { await LoadText.live(recorder, since: .now, scheduled: scheduled) } : nil
+            progressInterval.value > 0
+            ? Task {
+                await LoadText.live(
+                    recorder,
+                    since: .now,
+                    scheduled: scheduled,
+                    every: onTerminal ? .milliseconds(500) : progressInterval.duration,
+                    redrawn: onTerminal
+                )
+            } : nil
+        // The end of a timed run (-z): what is still in flight is stopped then, and counted apart
+        // (an open model's downloads due before it still start, however late, and stop at once).
+        let runStart = ContinuousClock.now
+        let timer = duration.map { duration in
+            Task {
+                guard (try? await Task.sleep(until: runStart + duration.duration, clock: .continuous)) != nil else {
+                    return
+                }
+                recorder.ranOut.store(true, ordering: .relaxed)
+                if rate == nil { plan.stop() }
+                inFlight.stopAll()
+            }
+        }
         if let rate {
             let schedule = Schedule(rate: rate, ramp: ramp?.value ?? 0, duration: duration?.value)
-            await Self.open(plan, on: schedule, with: manager, into: recorder)
+            await Self.open(plan, on: schedule, from: runStart, with: manager, into: recorder, inFlight: inFlight)
         } else {
-            await Self.closed(plan, concurrency: concurrency, with: manager, into: recorder)
+            await Self.closed(plan, concurrency: concurrency, with: manager, into: recorder, inFlight: inFlight)
         }
+        timer?.cancel()
         live?.cancel()
         await live?.value
         await manager.shutdown()
         if let state = configuration.stateDirectory { try? FileManager.default.removeItem(at: state) }
         let result = recorder.report.withLock { $0 }
+        let ranOut = recorder.ranOut.load(ordering: .relaxed)
         if json {
             Reporter.write(LoadText.json(result), to: STDOUT_FILENO)
         } else {
-            Reporter.write(LoadText.report(result), to: STDOUT_FILENO)
+            Reporter.write(LoadText.report(result, stoppedAtEnd: ranOut), to: STDOUT_FILENO)
         }
         var status = ExitStatus.success
         if let signal = interruption.received {

@@ -29,6 +29,9 @@ enum LoadPage {
         static let received = "#17becf"
         static let inFlight = "#8c564b"
         static let errors = "#d62728"
+        static let started = "#7b68ee"
+        static let secondP50 = "#bcbd22"
+        static let secondP99 = "#ff1493"
     }
 
     /// The page.
@@ -146,9 +149,13 @@ enum LoadPage {
             html += "</table>\n"
         }
         if !summary.errors.isEmpty {
-            html += "<h2>Errors</h2>\n<table>"
-            for (category, count) in summary.errors.sorted(by: { $0.value > $1.value }) {
+            html += "<h2>Errors</h2>\n<table><tr><th>By class</th><th>downloads</th></tr>"
+            for (category, count) in summary.errors.sorted(by: { ($0.value, $1.key) > ($1.value, $0.key) }) {
                 html += "<tr><td>\(escaped(category))</td><td>\(count)</td></tr>"
+            }
+            html += "</table>\n<table><tr><th>In their words (the server, then what failed)</th><th>downloads</th></tr>"
+            for message in summary.errorMessages {
+                html += "<tr><td>\(escaped(message.message))</td><td>\(message.count)</td></tr>"
             }
             html += "</table>\n"
         }
@@ -203,8 +210,9 @@ enum LoadPage {
         return plot
     }
 
-    /// Downloads ended, bytes received, downloads in flight and errors, second by second (over
-    /// `seconds`, the run's length: its last second counts for its own length).
+    /// Downloads started and ended, the service time's p50 and p99, bytes received, downloads in
+    /// flight and errors, second by second (over `seconds`, the run's length: its last second counts
+    /// for its own length).
     static func timelinePlots(_ timeline: [LoadReport.Second], seconds: Double) -> [SVGPlot] {
         let spans = spans(of: timeline, seconds: seconds)
         let range = 0...max(1, spans.last.map { $0.start + $0.length } ?? 1)
@@ -226,11 +234,39 @@ enum LoadPage {
             return plot
         }
         return [
+            plot("Downloads started per second", "downloads/s", Colour.started, .bars) { Double($0.started) },
             plot("Downloads completed per second", "downloads/s", Colour.completed, .bars) { Double($0.completed) },
+            timesPlot(spans, range: range),
             plot("Received per second", "MB/s", Colour.received, .line) { Double($0.bytes) / 1e6 },
             plot("Downloads in flight (mean over each second)", "downloads", Colour.inFlight, .line) { $0.inFlight },
             plot("Downloads failed per second", "failed/s", Colour.errors, .bars) { Double($0.failed) },
         ]
+    }
+
+    /// The p50 and p99 of the service time of the downloads completed in each second (a second with
+    /// none has no point).
+    static func timesPlot(
+        _ spans: [(start: Double, length: Double, second: LoadReport.Second)],
+        range: ClosedRange<Double>
+    ) -> SVGPlot {
+        let unit = TimeUnit(max: (spans.compactMap(\.second.p99).max() ?? 0) * 1e9)
+        var plot = SVGPlot(
+            title: "Total time of the downloads completed in each second",
+            xLabel: "seconds from the start",
+            yLabel: unit.name
+        )
+        plot.xRange = range
+        plot.height = 190
+        func points(_ value: (LoadReport.Second) -> Double?) -> [(x: Double, y: Double)] {
+            spans.compactMap { span in
+                value(span.second).map { (x: span.start + span.length / 2, y: $0 * 1e9 / unit.nanoseconds) }
+            }
+        }
+        plot.series = [
+            SVGPlot.Series(name: "p99", colour: Colour.secondP99, style: .line, points: points(\.p99)),
+            SVGPlot.Series(name: "p50", colour: Colour.secondP50, style: .line, points: points(\.p50)),
+        ]
+        return plot
     }
 
     /// The run's seconds as spans: each one second long but the last, which lasts what remains of
@@ -248,6 +284,7 @@ enum LoadPage {
         } else {
             let tail = spans.removeLast().second
             spans[last - 1].length += remainder
+            spans[last - 1].second.started += tail.started
             spans[last - 1].second.completed += tail.completed
             spans[last - 1].second.failed += tail.failed
             spans[last - 1].second.bytes += tail.bytes

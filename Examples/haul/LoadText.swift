@@ -5,26 +5,45 @@ import Haul
 /// How `haul load` prints its report: as `hey` does (a summary, a table of percentiles, the phases,
 /// status codes, errors), or as one JSON object (``LoadReport/Summary``).
 enum LoadText {
-    /// The report as one line of JSON and a newline.
+    /// The report as one line of JSON and a newline: ``LoadReport/Summary``'s keys and `schema`, as
+    /// every JSON object haul writes has (``JSONEvent/schema``).
     static func json(_ report: LoadReport) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        guard let data = try? encoder.encode(report.summary) else { return "{}\n" }
+        guard let data = try? encoder.encode(Versioned(summary: report.summary)) else { return "{}\n" }
         return String(decoding: data, as: UTF8.self) + "\n"
     }
 
-    /// The report for a terminal.
-    static func report(_ report: LoadReport) -> String {
+    /// The summary's keys beside `schema`.
+    private struct Versioned: Encodable {
+        let summary: LoadReport.Summary
+
+        private enum Keys: String, CodingKey { case schema }
+
+        func encode(to encoder: any Encoder) throws {
+            try summary.encode(to: encoder)
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(JSONEvent.schema, forKey: .schema)
+        }
+    }
+
+    /// The report for a terminal. `stoppedAtEnd`: a timed run (-z) stopped the downloads still in
+    /// flight at its end, which are its cancelled ones.
+    static func report(_ report: LoadReport, stoppedAtEnd: Bool = false) -> String {
         let summary = report.summary
         var text = "Summary:\n"
         text += "  Total:         \(seconds(summary.seconds)) s\n"
         text += "  Downloads:     \(summary.requests) (\(summary.completed) completed, \(summary.failed) failed"
-        text += summary.cancelled > 0 ? ", \(summary.cancelled) cancelled)\n" : ")\n"
+        let cancelled = stoppedAtEnd ? "in flight at the end, stopped" : "cancelled"
+        text += summary.cancelled > 0 ? ", \(summary.cancelled) \(cancelled))\n" : ")\n"
         text += "  Downloads/s:   \(Format.decimals(summary.requestsPerSecond, 1))\n"
         text += "  Received:      \(Reporter.size(summary.bytes)) (\(Reporter.size(Int64(summary.bytesPerSecond)))/s)\n"
         text += "  Connections:   \(summary.connectionsOpened) opened, \(summary.connectionsReused) reused\n"
-        text += "\nTimes (s)        min      mean     p50      p90      p95      p99      p99.9    max\n"
-        for (name, row) in timeRows(report, summary, names: ("first byte", "total", "from schedule")) {
+        let rows = timeRows(report, summary, names: ("first byte", "total", "from schedule"))
+        if !rows.isEmpty {
+            text += "\nTimes (s)        min      mean     p50      p90      p95      p99      p99.9    max\n"
+        }
+        for (name, row) in rows {
             text += "  " + padded(name, 15)
             text += columns(of: row).map { padded(seconds($0), 8) }.joined(separator: " ").trimmingSpaces + "\n"
         }
@@ -50,22 +69,30 @@ enum LoadText {
                 text += "  [\(status)] \(count)\n"
             }
         }
-        if !summary.errors.isEmpty {
-            text += "\nErrors:\n"
-            for (category, count) in summary.errors.sorted(by: { $0.value > $1.value }) {
-                text += "  \(category): \(count)\n"
+        if !summary.errorMessages.isEmpty {
+            let classes = summary.errors.sorted { ($0.value, $1.key) > ($1.value, $0.key) }
+            text += "\nErrors (by class: \(classes.map { "\($0.key) \($0.value)" }.joined(separator: ", "))):\n"
+            for message in summary.errorMessages {
+                text += "  [\(message.count)] \(message.message)\n"
             }
         }
         return text
     }
 
-    /// Draws the live line on standard error (a terminal) every half second until cancelled, then
-    /// erases it: elapsed, done, in flight, downloads/s over the last half second, errors, and p50 and
-    /// p99 so far (of the latency from the schedule when `scheduled`, else of the total time).
-    static func live(_ recorder: LoadCommand.Recorder, since start: ContinuousClock.Instant, scheduled: Bool) async {
+    /// Says how the run goes on standard error every `interval` until cancelled: elapsed, done, in
+    /// flight, downloads/s since the last line, errors, and p50 and p99 so far (of the latency from
+    /// the schedule when `scheduled`, else of the total time). `redrawn` (a terminal): one line drawn
+    /// over itself and erased at the end; else a line each time, with a newline.
+    static func live(
+        _ recorder: LoadCommand.Recorder,
+        since start: ContinuousClock.Instant,
+        scheduled: Bool,
+        every interval: Duration,
+        redrawn: Bool
+    ) async {
         var (previousDone, previousAt) = (0, start)
         while !Task.isCancelled {
-            try? await Task.sleep(for: .milliseconds(500))
+            try? await Task.sleep(for: interval)
             if Task.isCancelled { break }
             let now = ContinuousClock.now
             let (done, errors, p50, p99) = recorder.report.withLock { report in
@@ -87,10 +114,14 @@ enum LoadText {
                 p50: p50,
                 p99: p99
             )
-            let columns = Reporter.terminalWidth(of: STDERR_FILENO)
-            Reporter.write("\r\u{1B}[K" + Text.truncated(line, toColumns: columns - 1), to: STDERR_FILENO)
+            if redrawn {
+                let columns = Reporter.terminalWidth(of: STDERR_FILENO)
+                Reporter.write("\r\u{1B}[K" + Text.truncated(line, toColumns: columns - 1), to: STDERR_FILENO)
+            } else {
+                Reporter.write("haul load: \(line)\n", to: STDERR_FILENO)
+            }
         }
-        Reporter.write("\r\u{1B}[K", to: STDERR_FILENO)
+        if redrawn { Reporter.write("\r\u{1B}[K", to: STDERR_FILENO) }
     }
 
     /// The live line's text.

@@ -16,9 +16,10 @@ extension HaulCLITests {
         let file = server.url("load.bin").absoluteString
         let missing = server.url("missing.bin").absoluteString
         let page = work.appendingPathComponent("report.html")
-        // The open model over a second and a half, half the downloads a 404: every plot has something.
+        // The open model over a second and a half (-n: each of the 150 runs to its end), half the
+        // downloads a 404: every plot has something.
         let run = try await haul(
-            ["load", "--rate", "100", "-z", "1.5", "-c", "10", "--report", page.path, file, missing],
+            ["load", "--rate", "100", "-n", "150", "-c", "10", "--report", page.path, file, missing],
             in: work
         )
         #expect(run.status == 0, "\(run.stderr)")
@@ -27,7 +28,9 @@ extension HaulCLITests {
         #expect(html.contains("150 downloads of 2 URLs, 100 started per second, at most 10 at once"))
         #expect(html.contains("<tr><td>Failed</td><td><span class=\"failed\">75</span></td></tr>"), "\(html)")
         #expect(html.contains("<td>From schedule (latency)</td>") && html.contains("<tr><td>404</td><td>75</td></tr>"))
-        #expect(html.components(separatedBy: "<svg ").count - 1 == 6)
+        #expect(html.components(separatedBy: "<svg ").count - 1 == 8)
+        // The errors in their words, with the server's host and port.
+        #expect(html.contains("<td>127.0.0.1:\(server.port): the server answered HTTP 404"), "\(html)")
         // Self-contained: no script, style sheet, image or frame to fetch; the only addresses are
         // SVG's namespace and the URLs loaded.
         for fetching in ["<script", "<link", "<img", "<iframe", "<object", "src=", "href=", "url(", "@import"] {
@@ -46,7 +49,7 @@ extension HaulCLITests {
             [
                 "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
                 "--user-data-dir=\(work.appendingPathComponent("chromium").path)",
-                "--window-size=1000,2700", "--screenshot=\(screenshot.path)", page.absoluteString,
+                "--window-size=1000,3300", "--screenshot=\(screenshot.path)", page.absoluteString,
             ],
             in: work
         )
@@ -56,12 +59,17 @@ extension HaulCLITests {
         // Each plot's colour, top to bottom as the page draws them.
         let plots = [
             ("distribution", LoadPage.Colour.distribution), ("total by percentile", LoadPage.Colour.total),
-            ("completed per second", LoadPage.Colour.completed), ("received per second", LoadPage.Colour.received),
+            ("started per second", LoadPage.Colour.started), ("completed per second", LoadPage.Colour.completed),
+            ("p99 of each second", LoadPage.Colour.secondP99), ("received per second", LoadPage.Colour.received),
             ("in flight", LoadPage.Colour.inFlight), ("failed per second", LoadPage.Colour.errors),
         ]
         let read = try await HaulBinary.run(
             program: "/usr/bin/python3",
-            [script.path, screenshot.path, LoadPage.Colour.firstByte, LoadPage.Colour.latency] + plots.map(\.1),
+            [
+                script.path, screenshot.path, LoadPage.Colour.firstByte, LoadPage.Colour.latency,
+                LoadPage.Colour.secondP50,
+            ]
+                + plots.map(\.1),
             in: work
         )
         #expect(read.status == 0, "\(read.stderr)")
@@ -71,8 +79,11 @@ extension HaulCLITests {
             (colours[colour]?["pixels"] as? Int ?? 0, colours[colour]?["box"] as? [Int] ?? [0, 0, 0, 0])
         }
         // Every series is on the screen: bars fill areas, lines and their dots some hundreds of pixels.
-        for (name, colour) in plots + [("first byte", LoadPage.Colour.firstByte), ("latency", LoadPage.Colour.latency)]
-        {
+        let lines = [
+            ("first byte", LoadPage.Colour.firstByte), ("latency", LoadPage.Colour.latency),
+            ("p50 of each second", LoadPage.Colour.secondP50),
+        ]
+        for (name, colour) in plots + lines {
             let (pixels, box) = drawn(colour)
             #expect(pixels >= 150, "\(name) (\(colour)): \(pixels) pixels")
             // Across the plot, not a dot or a legend's square alone.

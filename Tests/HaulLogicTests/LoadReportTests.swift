@@ -174,5 +174,113 @@ struct LoadReportTests {
             zip(timeline.map(\.inFlight), expected).allSatisfy { abs($0 - $1) < 1e-6 },
             "\(timeline.map(\.inFlight))"
         )
+        // Started where each first request went out (the cancel, which made none, where it ended):
+        // the ten and the three of second 1; the two long ones at 1.5 s.
+        #expect(timeline.map(\.second) == [0, 1, 2, 3] && timeline.map(\.started) == [10, 5, 0, 0])
+        // Each second's service times: the ten of 100 ms, the two of 2 s; none in seconds 1 and 2.
+        #expect(timeline.map(\.p50) == [0.1, nil, nil, 2] && timeline.map(\.p99) == [0.1, nil, nil, 2])
+        let series = try #require(object["series"] as? [[String: Any]])
+        #expect(series.map { $0["started"] as? Int } == [10, 5, 0, 0] && series[3]["p99"] as? Double == 2)
+    }
+
+    @Test("every answer is counted by its status: a download's earlier answers beside its last")
+    func everyAnswer() {
+        var report = LoadReport()
+        report.record(
+            DownloadTimings(total: .milliseconds(30), attempts: 3, status: 200, earlierStatuses: [503, 503]),
+            outcome: .completed
+        )
+        report.record(
+            DownloadTimings(total: .milliseconds(5), attempts: 1, status: 206, earlierStatuses: [206, 206]),
+            outcome: .completed
+        )
+        report.record(
+            DownloadTimings(total: .milliseconds(5), attempts: 1, status: 503),
+            outcome: .failed(DownloadError(code: .httpStatus, url: "http://h/x", httpStatus: 503))
+        )
+        #expect(report.statusCodes == [200: 1, 206: 3, 503: 3])
+        #expect(report.requests == 3 && report.completed == 2 && report.failed == 1)
+    }
+
+    @Test(
+        "errors by their words: one per server and cause, numbers aside; most frequent first; at most 100 and the rest"
+    )
+    func errorMessages() throws {
+        var report = LoadReport()
+        func refusal(_ url: String, _ milliseconds: Int) -> LoadReport.Outcome {
+            .failed(
+                DownloadError(
+                    code: .transport,
+                    url: url,
+                    curlCode: 7,
+                    detail: "Failed to connect to 127.0.0.1 port 9 after \(milliseconds) ms: Couldn't connect to server"
+                )
+            )
+        }
+        let status: (Int) -> LoadReport.Outcome = {
+            .failed(DownloadError(code: .httpStatus, url: "https://mirror.example/a?token=1", httpStatus: $0))
+        }
+        report.record(DownloadTimings(), outcome: status(503))
+        for milliseconds in [0, 3, 17] {
+            report.record(DownloadTimings(), outcome: refusal("http://127.0.0.1:9/a", milliseconds))
+        }
+        report.record(DownloadTimings(), outcome: refusal("http://127.0.0.1:9/other", 1))
+        report.record(DownloadTimings(), outcome: refusal("http://[::1]:9/a", 0))
+        report.record(DownloadTimings(), outcome: status(502))
+        report.record(DownloadTimings(), outcome: status(503))
+        let messages = report.errorMessages
+        #expect(messages.map(\.count) == [4, 2, 1, 1], "\(messages)")
+        // The first message's words, with its server's host and port (the scheme's when none), not its URL.
+        #expect(
+            messages[0].message
+                == "127.0.0.1:9: Failed to connect to 127.0.0.1 port 9 after 0 ms: Couldn't connect to server (curl error 7)"
+        )
+        #expect(messages[1].message.hasPrefix("mirror.example:443: the server answered HTTP 503"))
+        // A tie keeps the order they came in: [::1] before the 502.
+        #expect(messages[2].message.hasPrefix("[::1]:9: ") && messages[3].message.contains("HTTP 502"))
+        #expect(report.summary.errorMessages == messages)
+
+        var many = LoadReport()
+        for index in 0..<(LoadReport.distinctMessages + 5) {
+            many.record(DownloadTimings(), outcome: refusal("http://10.0.0.\(index % 250):\(1000 + index)/", 0))
+        }
+        let kept = many.errorMessages
+        #expect(
+            kept.count == LoadReport.distinctMessages + 1
+                && kept.map(\.count).reduce(0, +) == LoadReport.distinctMessages + 5
+        )
+        #expect(kept.first?.count == 5 && kept.first?.message == "(other messages, past 100)", "\(kept.prefix(2))")
+    }
+
+    @Test(
+        "a coarse histogram (8 buckets per power of two): buckets cover every value once, each within 6.25 % of its middle"
+    )
+    func coarseBuckets() {
+        var lowest: UInt64 = 0
+        for index in 0..<496 {
+            let (start, width) = PercentileHistogram.range(of: index, subBits: 3)
+            #expect(start == lowest, "bucket \(index)")
+            #expect(
+                PercentileHistogram.bucket(of: start, subBits: 3) == index
+                    && PercentileHistogram.bucket(of: start &+ (width - 1), subBits: 3) == index
+            )
+            let middle = Double(PercentileHistogram.middle(of: index, subBits: 3))
+            #expect((middle - Double(start)) / max(1, Double(start)) <= 1 / 16)
+            lowest = start &+ width
+        }
+        #expect(lowest == 0)
+        var coarse = PercentileHistogram(subBits: 3)
+        var fine = PercentileHistogram()
+        for value in stride(from: UInt64(1_000_000), through: 900_000_000, by: 1_000_000) {
+            coarse.record(value)
+            fine.record(value)
+        }
+        for percentile in [50.0, 90, 99] {
+            let exact = Double(fine.value(atPercentile: percentile))
+            #expect(abs(Double(coarse.value(atPercentile: percentile)) - exact) / exact <= 1.0 / 16 + 0.01)
+        }
+        // Histograms of different precision are not merged into each other.
+        fine.merge(coarse)
+        #expect(fine.count == 900)
     }
 }

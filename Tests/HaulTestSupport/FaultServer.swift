@@ -32,6 +32,7 @@ import Glibc
 /// - `/delay/MILLISECONDS/SIZE`: every answer waits MILLISECONDS before its head (a load test's known
 ///   time to first byte). `/slow-first/MILLISECONDS/SIZE`: only the first request to the path does.
 /// - `/status/CODE`: that status, with a short body.
+/// - `/empty`: no answer at all, every time: the connection closes once the request is read.
 /// - `/capped-plain/CAP/SIZE`: every answer holds at most CAP bytes (a 206 for a range of them), with
 ///   no ETag and no Last-Modified.
 /// - `/plain/N/SIZE`: no ETag, no Last-Modified; the first response ends after N body bytes.
@@ -556,6 +557,9 @@ final class FaultServer: @unchecked Sendable {
             sendFile(size: size, request: &request, index: index, on: connection, gate: numbers[0])
         case "gate-at" where numbers.count == 2:
             sendFile(size: size, request: &request, index: index, on: connection, gateAt: numbers[0])
+        case "empty":
+            // No answer at all: the connection closes after the request (curl: an empty reply).
+            break
         case "status" where numbers.count == 1:
             sendStatus(numbers[0], extra: "", request: &request, index: index, on: connection)
         default:

@@ -29,6 +29,11 @@ public struct DownloadTimings: Sendable, Hashable {
     public var phases: Phases?
     /// The status of the last answer (`nil` before one): 200, 206, 404…
     public var status: Int?
+    /// The statuses of the answers before the last, in order: a `503` that was retried, each
+    /// segment's `206` but the last one's. Empty for a download answered once. With ``status``, every
+    /// answer the server sent for it (a redirect libcurl followed within one request counts as the
+    /// answer it led to).
+    public var earlierStatuses: [Int]
 
     /// Where a request's time went until the first byte of its answer, each phase from the request's
     /// start (libcurl's `CURLINFO_*_TIME_T`, to the microsecond).
@@ -58,7 +63,8 @@ public struct DownloadTimings: Sendable, Hashable {
         connectionsOpened: Int = 0,
         connectionsReused: Int = 0,
         phases: Phases? = nil,
-        status: Int? = nil
+        status: Int? = nil,
+        earlierStatuses: [Int] = []
     ) {
         self.queued = queued
         self.timeToFirstByte = timeToFirstByte
@@ -69,6 +75,7 @@ public struct DownloadTimings: Sendable, Hashable {
         self.connectionsReused = connectionsReused
         self.phases = phases
         self.status = status
+        self.earlierStatuses = earlierStatuses
     }
 }
 
@@ -85,6 +92,8 @@ package struct TimingLedger {
     /// The first answered request's phases in microseconds (0: none yet), and the last status.
     var phases: (nameLookup: UInt32, connect: UInt32, tls: UInt32, firstByte: UInt32) = (0, 0, 0, 0)
     var status: Int16 = 0
+    /// The statuses before `status` (empty, and no allocation, for a download answered once).
+    var earlierStatuses: [Int16] = []
 
     package init() {}
 
@@ -114,6 +123,7 @@ package struct TimingLedger {
             connectionsReused += 1
         }
         guard status > 0 else { return }
+        if self.status != 0 { earlierStatuses.append(self.status) }
         self.status = Int16(clamping: status)
         if self.phases.firstByte == 0, phases.firstByte > 0 {
             self.phases = (
@@ -149,7 +159,8 @@ package struct TimingLedger {
                     tls: phases.tls == 0 ? nil : .microseconds(Int64(phases.tls)),
                     firstByte: .microseconds(Int64(phases.firstByte))
                 ),
-            status: status == 0 ? nil : Int(status)
+            status: status == 0 ? nil : Int(status),
+            earlierStatuses: earlierStatuses.map(Int.init)
         )
     }
 }

@@ -1,3 +1,5 @@
+import FoundationEssentials
+
 /// What a load test measured, fed with each download's outcome and ``DownloadTimings`` as it ends,
 /// in constant memory whatever the count (the latencies in ``PercentileHistogram``s, the run in one
 /// entry per second). `haul load` makes one; a test harness that drives downloads through the
@@ -31,8 +33,13 @@ public struct LoadReport: Sendable {
         case cancelled
     }
 
-    /// One second of the run (from ``start``): what ended in it and what was in flight.
-    public struct Second: Sendable, Hashable {
+    /// One second of the run (from ``start``): what began and ended in it, and what was in flight.
+    public struct Second: Sendable, Hashable, Codable {
+        /// Which second of the run: 0 for the first.
+        public var second = 0
+        /// Downloads whose first request went out in this second (a download that made none: where
+        /// it ended).
+        public var started = 0
         /// Downloads that completed in this second.
         public var completed = 0
         /// Downloads that failed in this second.
@@ -42,7 +49,22 @@ public struct LoadReport: Sendable {
         /// Downloads in flight (first request made, not ended) on average over this second: the time
         /// each spent in flight within it, added up, in seconds (Little's law's mean).
         public var inFlight = 0.0
+        /// The median and the 99th percentile of the service time (``DownloadTimings/total``) of the
+        /// downloads that completed in this second, in seconds, each within 6 % (`nil` when none did).
+        public var p50, p99: Double?
     }
+
+    /// A failure in its words, with how many downloads ended with it: the server's host and port,
+    /// then the error's ``DownloadError/cause`` (as the first of them said it).
+    public struct ErrorMessage: Sendable, Hashable, Codable {
+        /// `127.0.0.1:8080: Couldn't connect to server (curl error 7)`.
+        public var message: String
+        /// How many downloads failed with it.
+        public var count: Int
+    }
+
+    /// Distinct error messages kept; past them, failures are counted under one more entry.
+    public static let distinctMessages = 100
 
     /// What a load tester reads of a histogram: min, mean, the usual percentiles and max, each
     /// divided by `unit` (10⁹ for nanoseconds as seconds).
@@ -108,10 +130,28 @@ public struct LoadReport: Sendable {
     public private(set) var tls = PercentileHistogram()
     /// Its answer's first byte, of every download that had an answer.
     public private(set) var firstByte = PercentileHistogram()
-    /// The last answer's status of each download that had one, counted by status.
+    /// Every answer's status, counted by status: the last of each download that had one, and the
+    /// answers before it (``DownloadTimings/earlierStatuses``: a retried `503`, the segments' `206`s).
     public private(set) var statusCodes: [Int: Int] = [:]
     /// Failures by class.
     public private(set) var errors: [DownloadError.Category: Int] = [:]
+    /// Failures by their words (``ErrorMessage``), most frequent first; the same order for a tie
+    /// as they first came. At most ``distinctMessages``, then one entry that counts the rest.
+    public var errorMessages: [ErrorMessage] {
+        var messages = messageCounts
+        if otherMessages > 0 {
+            messages.append(
+                ErrorMessage(message: "(other messages, past \(Self.distinctMessages))", count: otherMessages)
+            )
+        }
+        return messages.enumerated().sorted { ($0.element.count, $1.offset) > ($1.element.count, $0.offset) }.map(
+            \.element
+        )
+    }
+    /// Distinct messages in the order they first came, and where each is by its key.
+    private var messageCounts: [ErrorMessage] = []
+    private var messageIndex: [String: Int] = [:]
+    private var otherMessages = 0
     /// Connections opened.
     public private(set) var connectionsOpened = 0
     /// Requests that went over a connection already open.
@@ -122,10 +162,19 @@ public struct LoadReport: Sendable {
         return seconds.indices.map { index in
             spanning += spanningChange[index]
             var second = seconds[index]
+            second.second = index
             second.inFlight += Double(spanning)
+            let times = secondTimes[index]
+            if times.count > 0 {
+                second.p50 = Double(times.value(atPercentile: 50)) / 1e9
+                second.p99 = Double(times.value(atPercentile: 99)) / 1e9
+            }
             return second
         }
     }
+    /// The service times of each second's completed downloads (nanoseconds), coarse: a run of an
+    /// hour keeps 3,600 of them.
+    private var secondTimes: [PercentileHistogram] = []
     /// What ended in each second, and the time downloads spent in flight in it, but for the seconds
     /// they spanned whole (``spanningChange``).
     private var seconds: [Second] = []
@@ -172,6 +221,10 @@ public struct LoadReport: Sendable {
         public var statusCodes: [String: Int]
         /// Failures counted by class (``DownloadError/Category``: "httpStatus", "connection"…).
         public var errors: [String: Int]
+        /// Failures counted by their words, most frequent first (``LoadReport/errorMessages``).
+        public var errorMessages: [ErrorMessage]
+        /// The run second by second (``LoadReport/timeline``).
+        public var series: [Second]
         /// Connections opened, and requests over one already open.
         public var connectionsOpened, connectionsReused: Int
     }
@@ -201,6 +254,8 @@ public struct LoadReport: Sendable {
             tls: optional(tls, unit: 1e9),
             statusCodes: Dictionary(uniqueKeysWithValues: statusCodes.map { ("\($0.key)", $0.value) }),
             errors: Dictionary(uniqueKeysWithValues: errors.map { ("\($0.key)", $0.value) }),
+            errorMessages: errorMessages,
+            series: timeline,
             connectionsOpened: connectionsOpened,
             connectionsReused: connectionsReused
         )
@@ -219,6 +274,7 @@ public struct LoadReport: Sendable {
         connectionsOpened += timings.connectionsOpened
         connectionsReused += timings.connectionsReused
         if let status = timings.status { statusCodes[status, default: 0] += 1 }
+        for status in timings.earlierStatuses { statusCodes[status, default: 0] += 1 }
         if let phases = timings.phases {
             if timings.connectionsOpened > 0 {
                 nameLookup.record(phases.nameLookup.nanoseconds)
@@ -238,6 +294,7 @@ public struct LoadReport: Sendable {
             if let firstByte = timings.timeToFirstByte { timeToFirstByte.record(firstByte.nanoseconds) }
             if let service = timings.total {
                 total.record(service.nanoseconds)
+                secondTimes[second].record(service.nanoseconds)
                 if timings.bytes >= Self.throughputFloor, service > .zero {
                     throughput.record(UInt64(Double(timings.bytes) / service.inSeconds))
                 }
@@ -247,6 +304,7 @@ public struct LoadReport: Sendable {
             failed += 1
             seconds[second].failed += 1
             errors[error.category, default: 0] += 1
+            count(error)
         case .cancelled:
             cancelled += 1
         }
@@ -255,6 +313,7 @@ public struct LoadReport: Sendable {
         let began = (end - (timings.total ?? .zero) - start).inSeconds
         let from = Swift.min(ended, Swift.max(0, began))
         let first = Swift.min(second, Int(from))
+        seconds[first].started += 1
         if first == second {
             seconds[second].inFlight += ended - from
         } else {
@@ -269,8 +328,43 @@ public struct LoadReport: Sendable {
     /// Adds seconds to the run until `second` is in it.
     private mutating func grow(to second: Int) {
         guard second >= seconds.count else { return }
+        secondTimes.append(
+            contentsOf: repeatElement(PercentileHistogram(subBits: 3), count: second + 1 - seconds.count)
+        )
         seconds.append(contentsOf: repeatElement(Second(), count: second + 1 - seconds.count))
         spanningChange.append(contentsOf: repeatElement(0, count: second + 2 - spanningChange.count))
+    }
+
+    /// Counts `error` under its words: its server's host and port and its cause. Two messages that
+    /// differ only in their numbers (curl's "after 3 ms") and have the same code, status, curl code
+    /// and `errno` are one.
+    private mutating func count(_ error: DownloadError) {
+        let server = error.url.flatMap(Self.hostAndPort) ?? "-"
+        let cause = error.cause
+        let masked = cause.split(whereSeparator: \.isNumber).joined(separator: "#")
+        let key = [
+            server, error.code.description, error.httpStatus.map(String.init) ?? "",
+            error.curlCode.map(String.init) ?? "",
+            error.errno.map(String.init) ?? "", masked,
+        ].joined(separator: "\u{1}")
+        if let index = messageIndex[key] {
+            messageCounts[index].count += 1
+        } else if messageCounts.count < Self.distinctMessages {
+            messageIndex[key] = messageCounts.count
+            messageCounts.append(ErrorMessage(message: "\(server): \(cause)", count: 1))
+        } else {
+            otherMessages += 1
+        }
+    }
+
+    /// `host:port` of `url` (the scheme's port when it names none; an IPv6 address in brackets).
+    static func hostAndPort(_ url: String) -> String? {
+        guard let components = URLComponents(string: url), let host = components.host, !host.isEmpty else {
+            return nil
+        }
+        let port = components.port ?? (components.scheme?.lowercased() == "https" ? 443 : 80)
+        let shown = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+        return "\(shown):\(port)"
     }
 
     static func rate(_ count: Double, over duration: Duration) -> Double {

@@ -3,10 +3,12 @@
 /// above, each power of two is cut into 128 buckets of equal width, so that a bucket's middle is
 /// within 1/256 (0.4 %) of any value in it. A percentile is read from the counts, never from the
 /// values, which are not kept. At most 7,424 buckets (58 KiB), made as the values reach them.
+/// A coarser one (``init(subBits:)``) keeps fewer buckets per power of two, for many small
+/// histograms (one per second of a load test's run).
 public struct PercentileHistogram: Sendable, Hashable {
-    /// Buckets per power of two, and the exact values below the first: 2^7.
-    static let subBits = 7
-    static let subCount = 1 << subBits
+    /// Buckets per power of two, and the exact values below the first: 2^7 by default.
+    static let defaultSubBits = 7
+    private let subBits: UInt8
 
     /// How many values fell in each bucket, up to the highest bucket reached.
     private var counts: [UInt64] = []
@@ -19,15 +21,19 @@ public struct PercentileHistogram: Sendable, Hashable {
     /// The sum of the values, for the mean (a Double: 2^53 ns are 104 days).
     private var sum: Double = 0
 
-    /// An empty histogram.
-    public init() {}
+    /// An empty histogram, each value within 0.4 % of its bucket's middle.
+    public init() { subBits = UInt8(Self.defaultSubBits) }
+
+    /// An empty histogram with 2^`subBits` buckets per power of two (1 to 7): a bucket's middle is
+    /// within 2^-(`subBits`+1) of any value in it (3 gives 6 %, and 496 buckets at most).
+    package init(subBits: Int) { self.subBits = UInt8(Swift.min(Self.defaultSubBits, Swift.max(1, subBits))) }
 
     /// The mean of the values recorded (0 when none was).
     public var mean: Double { count == 0 ? 0 : sum / Double(count) }
 
     /// Records `value`.
     public mutating func record(_ value: UInt64) {
-        let index = Self.bucket(of: value)
+        let index = Self.bucket(of: value, subBits: Int(subBits))
         if index >= counts.count { counts.append(contentsOf: repeatElement(0, count: index + 1 - counts.count)) }
         counts[index] += 1
         if count == 0 {
@@ -41,8 +47,9 @@ public struct PercentileHistogram: Sendable, Hashable {
     }
 
     /// Adds every value `other` recorded.
+    /// `other` must have the same precision (``init(subBits:)``): one that has not is not merged.
     public mutating func merge(_ other: PercentileHistogram) {
-        guard other.count > 0 else { return }
+        guard other.count > 0, other.subBits == subBits else { return }
         if other.counts.count > counts.count {
             counts.append(contentsOf: repeatElement(0, count: other.counts.count - counts.count))
         }
@@ -63,7 +70,9 @@ public struct PercentileHistogram: Sendable, Hashable {
         var seen: UInt64 = 0
         for (index, bucketCount) in counts.enumerated() where bucketCount > 0 {
             seen += bucketCount
-            if seen >= UInt64(rank) { return Swift.min(max, Swift.max(min, Self.middle(of: index))) }
+            if seen >= UInt64(rank) {
+                return Swift.min(max, Swift.max(min, Self.middle(of: index, subBits: Int(subBits))))
+            }
         }
         return max
     }
@@ -72,12 +81,13 @@ public struct PercentileHistogram: Sendable, Hashable {
     /// width, 0.8 %, of the exact count's boundary).
     public func countAtOrBelow(_ value: UInt64) -> Int {
         guard count > 0 else { return 0 }
-        let last = Swift.min(counts.count - 1, Self.bucket(of: value))
+        let last = Swift.min(counts.count - 1, Self.bucket(of: value, subBits: Int(subBits)))
         return Int(counts[...last].reduce(0, +))
     }
 
-    /// The bucket `value` falls in.
-    static func bucket(of value: UInt64) -> Int {
+    /// The bucket `value` falls in, with 2^`subBits` buckets per power of two.
+    static func bucket(of value: UInt64, subBits: Int = defaultSubBits) -> Int {
+        let subCount = 1 << subBits
         guard value >= UInt64(subCount) else { return Int(value) }
         let exponent = UInt64.bitWidth - 1 - value.leadingZeroBitCount  // ≥ subBits
         let shift = exponent - subBits
@@ -86,7 +96,8 @@ public struct PercentileHistogram: Sendable, Hashable {
     }
 
     /// The smallest value of bucket `index`, and its width.
-    static func range(of index: Int) -> (lowest: UInt64, width: UInt64) {
+    static func range(of index: Int, subBits: Int = defaultSubBits) -> (lowest: UInt64, width: UInt64) {
+        let subCount = 1 << subBits
         guard index >= subCount else { return (UInt64(index), 1) }
         let shift = (index - subCount) / subCount
         let sub = (index - subCount) % subCount
@@ -94,8 +105,8 @@ public struct PercentileHistogram: Sendable, Hashable {
     }
 
     /// The value a bucket stands for: its middle.
-    static func middle(of index: Int) -> UInt64 {
-        let (lowest, width) = range(of: index)
+    static func middle(of index: Int, subBits: Int = defaultSubBits) -> UInt64 {
+        let (lowest, width) = range(of: index, subBits: subBits)
         return lowest + (width - 1) / 2
     }
 }
