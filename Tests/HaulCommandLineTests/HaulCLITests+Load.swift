@@ -312,7 +312,7 @@ extension HaulCLITests {
         }
     }
 
-    @Test("haul load refuses no URL, -n 0, -n with -z, -c 0 and a bad URL (exit 64)")
+    @Test("haul load refuses no URL, -n 0, -n with -z, -c 0, a bad URL, negative retries or interval (exit 64)")
     func loadRefusesBadArguments() async throws {
         let work = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: work) }
@@ -321,6 +321,8 @@ extension HaulCLITests {
             ["load", "-n", "2", "-z", "1", "http://127.0.0.1:9/"],
             ["load", "-c", "0", "http://127.0.0.1:9/"], ["load", "-n", "1", "ftp://example.invalid/x"],
             ["load", "--ramp", "2", "http://127.0.0.1:9/"], ["load", "--rate", "0", "http://127.0.0.1:9/"],
+            ["load", "--retries", "-1", "http://127.0.0.1:9/"],
+            ["load", "--progress-interval", "-1", "http://127.0.0.1:9/"],
         ] {
             let run = try await haul(arguments, in: work)
             #expect(run.status == 64, "\(arguments): \(run.status) \(run.stderr)")
