@@ -3,8 +3,8 @@
 /// above, each power of two is cut into 128 buckets of equal width, so that a bucket's middle is
 /// within 1/256 (0.4 %) of any value in it. A percentile is read from the counts, never from the
 /// values, which are not kept. At most 7,424 buckets (58 KiB), made as the values reach them.
-/// A coarser one (``init(subBits:)``) keeps fewer buckets per power of two, for many small
-/// histograms (one per second of a load test's run).
+/// The ones ``LoadReport`` keeps per second of a run are coarser (8 buckets per power of two, within
+/// 6.25 %), so that a long run's seconds stay small.
 public struct PercentileHistogram: Sendable, Hashable {
     /// Buckets per power of two, and the exact values below the first: 2^7 by default.
     static let defaultSubBits = 7
@@ -47,7 +47,7 @@ public struct PercentileHistogram: Sendable, Hashable {
     }
 
     /// Adds every value `other` recorded.
-    /// `other` must have the same precision (``init(subBits:)``): one that has not is not merged.
+    /// `other` must have the same precision as this one: one that has not is not merged.
     public mutating func merge(_ other: PercentileHistogram) {
         guard other.count > 0, other.subBits == subBits else { return }
         if other.counts.count > counts.count {
