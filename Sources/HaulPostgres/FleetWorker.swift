@@ -142,25 +142,7 @@ public final class FleetWorker: Sendable {
             }
         }
         defer { ticker.cancel() }
-        // Subscribed before the first claim: a download that ends at once (its file already
-        // complete here) is seen too.
-        let (subscription, subscribed) = AsyncStream.makeStream(of: Void.self)
-        let reader = Task { [manager] in
-            var feed = manager.events.makeAsyncIterator()
-            subscribed.finish()
-            while let event = await feed.next() {
-                switch event.event {
-                case .completed(let file): continuation.yield(.ended(event.id, .completed(file)))
-                case .failed(let error) where error.code == .cancelled || error.code == .shutdown:
-                    continuation.yield(.ended(event.id, .cancelled))
-                case .failed(let e): continuation.yield(.ended(event.id, .failed(reason: "\(e)", category: e.category)))
-                case .cancelled: continuation.yield(.ended(event.id, .cancelled))
-                case .paused: continuation.yield(.ended(event.id, .paused))
-                default: continue
-                }
-            }
-        }
-        for await _ in subscription {}
+        let reader = await followOutcomes(into: continuation)
         var held = Held()
         var ended: [(FleetLease, Ending)] = []
         var renewedAt = ContinuousClock.now
@@ -206,34 +188,31 @@ public final class FleetWorker: Sendable {
         } catch {
             failure = error
         }
-        // Stopping: what ended is recorded (one try: the leases expire otherwise); each transfer
-        // pauses, and once the manager is idle each held download's row says how it stands: a
-        // completed one is recorded, the others go back to the queue.
-        let stillHeld = held.leases.filter { !held.lost.contains($0.key) }
-        for id in stillHeld.keys { manager.download(id: id)?.askToPause() }
-        await manager.waitUntilIdle()
-        reader.cancel()
-        // Lost leases whose pause came after the last turn: their bytes go to the taker too.
-        handOver(held.lost.compactMap { held.leases[$0] })
-        for (id, lease) in stillHeld {
-            let entry = manager.journalEntry(id: id)
-            switch entry?.state {
-            case .completed?:
-                ended.append((lease, .completed(lease.destination)))
-            case .failed?:
-                ended.append((lease, .failed(reason: entry?.lastError ?? "failed")))
-            default:
-                ended.append((lease, .paused))
+        try await stopWorking(held, ended: ended, failure: failure, reader: reader)
+    }
+
+    /// Follows the manager's feed, turning each download's end into an ``Event`` for the run, from
+    /// before the first claim: a download that ends at once (its file already complete here) is seen
+    /// too. Returns once subscribed; cancel the task to stop following.
+    private func followOutcomes(into continuation: AsyncStream<Event>.Continuation) async -> Task<Void, Never> {
+        let (subscription, subscribed) = AsyncStream.makeStream(of: Void.self)
+        let reader = Task { [manager] in
+            var feed = manager.events.makeAsyncIterator()
+            subscribed.finish()
+            while let event = await feed.next() {
+                switch event.event {
+                case .completed(let file): continuation.yield(.ended(event.id, .completed(file)))
+                case .failed(let error) where error.code == .cancelled || error.code == .shutdown:
+                    continuation.yield(.ended(event.id, .cancelled))
+                case .failed(let e): continuation.yield(.ended(event.id, .failed(reason: "\(e)", category: e.category)))
+                case .cancelled: continuation.yield(.ended(event.id, .cancelled))
+                case .paused: continuation.yield(.ended(event.id, .paused))
+                default: continue
+                }
             }
         }
-        do {
-            try await record(ended, requested: held.requested)
-        } catch let error as FleetError {
-            failure = failure ?? error
-        } catch {
-            // Cancelled while the database could not be reached: the leases expire instead.
-        }
-        if let failure { throw failure }
+        for await _ in subscription {}
+        return reader
     }
 
     /// Renews the held leases; acts on what another process asked (a pause pauses here, bytes kept;
