@@ -26,11 +26,10 @@ extension URL {
     }
 
     /// The key of per-host limits: `host:port`.
-    package var hostKey: String {
-        let host = host?.lowercased() ?? ""
-        let port = port ?? (scheme?.lowercased() == "https" ? 443 : 80)
-        return "\(host):\(port)"
-    }
+    package var hostKey: String { "\(host?.lowercased() ?? ""):\(portOrDefault)" }
+
+    /// The port requests go to: the URL's, else its scheme's (443 for https, else 80).
+    package var portOrDefault: Int { port ?? (scheme?.lowercased() == "https" ? 443 : 80) }
 }
 
 extension String {

@@ -359,12 +359,9 @@ public struct LoadReport: Sendable {
 
     /// `host:port` of `url` (the scheme's port when it names none; an IPv6 address in brackets).
     static func hostAndPort(_ url: String) -> String? {
-        guard let components = URLComponents(string: url), let host = components.host, !host.isEmpty else {
-            return nil
-        }
-        let port = components.port ?? (components.scheme?.lowercased() == "https" ? 443 : 80)
+        guard let url = URL(string: url), let host = url.host?.lowercased(), !host.isEmpty else { return nil }
         let shown = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
-        return "\(shown):\(port)"
+        return "\(shown):\(url.portOrDefault)"
     }
 
     static func rate(_ count: Double, over duration: Duration) -> Double {
