@@ -19,23 +19,19 @@ extension LoadCommand {
         // Subscribed before the first download starts: no outcome is missed. Outcomes only: the
         // loop makes no other event for the feed.
         var events = manager.outcomes.makeAsyncIterator()
-        var running: [DownloadID: Download] = [:]
         func startNext() {
-            while running.count < concurrency, let planned = plan.next() {
+            while inFlight.count < concurrency, let planned = plan.next() {
                 recorder.started.add(1, ordering: .relaxed)
                 do {
-                    let download = try manager.download(planned.request)
-                    running[download.id] = download
-                    inFlight.add(download)
+                    inFlight.add(try manager.download(planned.request))
                 } catch {
                     record(refusal: error, of: planned, into: recorder)
                 }
             }
         }
         startNext()
-        while !running.isEmpty, let event = await events.next() {
-            guard event.event.isFinal, let download = running.removeValue(forKey: event.id) else { continue }
-            inFlight.remove(download.id)
+        while inFlight.count > 0, let event = await events.next() {
+            guard event.event.isFinal, let download = inFlight.remove(event.id) else { continue }
             let outcome: LoadReport.Outcome
             switch event.event {
             case .completed: outcome = .completed
@@ -178,28 +174,33 @@ extension LoadCommand {
         }
     }
 
-    /// The downloads in flight, which the end of a timed run (-z) stops: one that starts after it is
-    /// stopped at once.
+    /// The downloads in flight, from their start to their end (both models keep them here; the
+    /// closed one counts its concurrency by them), which the end of a timed run (-z) stops: one
+    /// that starts after it is stopped at once.
     final class InFlight: Sendable {
         private let downloads = Mutex<(running: [DownloadID: Download], ended: Bool)>(([:], false))
 
+        var count: Int { downloads.withLock { $0.running.count } }
+
         func add(_ download: Download) {
             let ended = downloads.withLock { state in
-                if !state.ended { state.running[download.id] = download }
+                state.running[download.id] = download
                 return state.ended
             }
             if ended { download.cancel() }
         }
 
-        func remove(_ id: DownloadID) {
-            _ = downloads.withLock { $0.running.removeValue(forKey: id) }
+        /// The download that ended, if it was in flight.
+        @discardableResult
+        func remove(_ id: DownloadID) -> Download? {
+            downloads.withLock { $0.running.removeValue(forKey: id) }
         }
 
-        /// Cancels every download in flight, and each added later.
+        /// Cancels every download in flight, and each added later; each stays in flight until its
+        /// end is read.
         func stopAll() {
             let running = downloads.withLock { state in
                 state.ended = true
-                defer { state.running = [:] }
                 return Array(state.running.values)
             }
             for download in running { download.cancel() }
