@@ -121,6 +121,14 @@ static inline CURLcode CHaul_easy_open_sockets_close_on_exec(CURL *handle) {
     return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, CHaul_open_socket);
 }
 
+/// `CURLOPT_OPENSOCKETFUNCTION` and its data: curl calls `callback(context, purpose, address)` to
+/// open each socket (the callback opens it close-on-exec, as ``CHaul_open_socket`` does, and tells
+/// the reactor's owner which transfer's connection it is).
+static inline CURLcode CHaul_easy_open_sockets_through(CURL *handle, curl_opensocket_callback callback, void *context) {
+    CURLcode code = curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, callback);
+    return code != CURLE_OK ? code : curl_easy_setopt(handle, CURLOPT_OPENSOCKETDATA, context);
+}
+
 /// `CURLOPT_CLOSESOCKETFUNCTION` and its data: curl calls `callback(context, socket)` to close each
 /// socket it opened through the open-socket callback (the reactor forgets the socket's watch first).
 static inline CURLcode CHaul_easy_close_sockets_through(CURL *handle, curl_closesocket_callback callback, void *context) {

@@ -1,4 +1,5 @@
 import CHaul
+import Glibc
 import HaulValues
 
 /// One libcurl easy handle, with the memory curl borrows from it (error buffer, header list).
@@ -27,6 +28,7 @@ package final class EasyHandle {
         _ = CHaul_easy_setopt_slist(raw, CURLOPT_HTTPHEADER, nil)
         _ = CHaul_easy_setopt_pointer(raw, CURLOPT_WRITEDATA, nil)
         _ = CHaul_easy_setopt_pointer(raw, CURLOPT_PRIVATE, nil)
+        owner = nil
         curl_slist_free_all(headers)
         headers = nil
         errorBuffer[0] = 0
@@ -41,6 +43,44 @@ package final class EasyHandle {
         guard size != receiveBufferSize else { return }
         set(CURLOPT_BUFFERSIZE, size)
         receiveBufferSize = size
+    }
+
+    /// The context of the request it runs now (`CURLOPT_PRIVATE`), nil between requests.
+    private var owner: UnsafeMutableRawPointer?
+    /// The reactor told of each socket curl opens for it (``openSocketCallback``), when it closes
+    /// them through ``Reactor/closeSocketCallback``.
+    private var socketReporter: Reactor?
+
+    /// `CURLOPT_OPENSOCKETFUNCTION` of the handles run on a reactor that is told of their sockets,
+    /// with the handle as its data: opens the socket close-on-exec (as ``CHaul_open_socket``) and
+    /// tells the reactor's owner which request's connection it is. curl calls it on the loop thread,
+    /// once per socket it opens (a new connection; two when it tries two addresses at once).
+    static let openSocketCallback: curl_opensocket_callback = { context, _, address in
+        guard let context, let address else { return CURL_SOCKET_BAD }
+        let socket = Glibc.socket(
+            address.pointee.family,
+            address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue),
+            address.pointee.protocol
+        )
+        guard socket >= 0 else { return CURL_SOCKET_BAD }
+        let easy = Unmanaged<EasyHandle>.fromOpaque(context).takeUnretainedValue()
+        if let reactor = easy.socketReporter, easy.owner != nil {
+            reactor.socketOpened(socket, for: easy.raw)
+        }
+        return socket
+    }
+
+    /// The HTTP version of the last response (`CURLINFO_HTTP_VERSION`: 2 for HTTP/2, 1 for
+    /// HTTP/1.x, 0 before one arrived).
+    package var responseHTTPVersion: Int {
+        var version = 0
+        _ = CHaul_easy_getinfo_long(raw, CURLINFO_HTTP_VERSION, &version)
+        switch version {
+        case Int(CURL_HTTP_VERSION_2_0): return 2
+        case Int(CURL_HTTP_VERSION_3): return 3
+        case 0: return 0
+        default: return 1
+        }
     }
 
     /// Whether the options every transfer shares are set (they are set once per handle: a
@@ -97,6 +137,7 @@ package final class EasyHandle {
         }
         _ = CHaul_easy_setopt_pointer(raw, CURLOPT_WRITEDATA, context)
         _ = CHaul_easy_setopt_pointer(raw, CURLOPT_PRIVATE, context)
+        owner = context
         // A handle serves a transfer's own request or a segment's, whose callbacks differ.
         let callback = unsafeBitCast(write, to: Int.self)
         if callback != writeCallback {
@@ -127,7 +168,12 @@ package final class EasyHandle {
         // "": every encoding this libcurl decodes, and it decodes them.
         if options.decodesCompression { set(CURLOPT_ACCEPT_ENCODING, "") }
         set(CURLOPT_TCP_KEEPALIVE, 1)
-        _ = CHaul_easy_open_sockets_close_on_exec(raw)
+        if let reactor = options.socketCloser {
+            socketReporter = reactor
+            _ = CHaul_easy_open_sockets_through(raw, Self.openSocketCallback, Unmanaged.passUnretained(self).toOpaque())
+        } else {
+            _ = CHaul_easy_open_sockets_close_on_exec(raw)
+        }
         if let closer = options.socketCloser {
             _ = CHaul_easy_close_sockets_through(raw, Reactor.closeSocketCallback, closer.callbackContext)
         }

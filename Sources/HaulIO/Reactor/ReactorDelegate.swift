@@ -2,8 +2,8 @@ import CHaul
 
 /// What the reactor's owner does on the loop thread.
 ///
-/// Every method is called on the loop thread, never inside a libcurl callback, so an
-/// implementation may add and remove easy handles.
+/// Every method is called on the loop thread, and all but the two socket notes never inside a
+/// libcurl callback, so an implementation may add and remove easy handles there.
 package protocol ReactorDelegate: AnyObject {
     /// Another thread called ``Reactor/wake()``: the moment to drain its commands.
     func reactorWasWoken(_ reactor: Reactor)
@@ -14,4 +14,16 @@ package protocol ReactorDelegate: AnyObject {
     /// The loop ran every event that was ready and is about to wait for more: the moment to write
     /// out what the turn's callbacks collected (journal rows, background work) in one go.
     func reactorTurnDidEnd(_ reactor: Reactor)
+    /// curl opened `socket` for a new connection of the request of the easy handle `easy`. Called
+    /// inside curl (``EasyHandle/openSocketCallback``): an implementation only takes note.
+    func reactor(_ reactor: Reactor, socketOpened socket: curl_socket_t, for easy: UnsafeMutableRawPointer)
+    /// curl is about to close `socket` (a connection ends). Called inside curl
+    /// (``Reactor/closeSocketCallback``), also while the multi handle is cleaned up: an
+    /// implementation only takes note.
+    func reactor(_ reactor: Reactor, socketWillClose socket: curl_socket_t)
+}
+
+extension ReactorDelegate {
+    package func reactor(_ reactor: Reactor, socketOpened socket: curl_socket_t, for easy: UnsafeMutableRawPointer) {}
+    package func reactor(_ reactor: Reactor, socketWillClose socket: curl_socket_t) {}
 }

@@ -110,12 +110,19 @@ struct SocketWatches {
 
 extension Reactor {
     /// `CURLOPT_CLOSESOCKETFUNCTION` of every easy handle run on a reactor that parks sockets, with
-    /// the reactor as its data (``callbackContext``): a parked watch of the socket is disarmed before
-    /// the socket is closed. curl calls it on the loop thread.
+    /// the reactor as its data (``callbackContext``): a parked watch of the socket is disarmed, and
+    /// the reactor's owner told, before the socket is closed. curl calls it on the loop thread.
     package static let closeSocketCallback: curl_closesocket_callback = { context, socket in
         let reactor = Unmanaged<Reactor>.fromOpaque(context!).takeUnretainedValue()
         reactor.watches.socketWillClose(socket)
+        reactor.delegate?.reactor(reactor, socketWillClose: socket)
         return close(socket)
+    }
+
+    /// curl opened `socket` for the request of the easy handle `easy` (``EasyHandle/openSocketCallback``):
+    /// the reactor's owner is told, inside curl.
+    func socketOpened(_ socket: curl_socket_t, for easy: UnsafeMutableRawPointer) {
+        delegate?.reactor(self, socketOpened: socket, for: easy)
     }
 
     /// Whether it parks kept-alive connections' watches: then every easy handle run on it must close
