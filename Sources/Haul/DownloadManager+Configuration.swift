@@ -193,9 +193,13 @@ extension DownloadManager {
         /// another connection. Default 8: libcurl 7.88's multi-socket API runs every transfer of a
         /// connection on each of its socket events, so the CPU spent per event grows with the streams
         /// on it (10,000 files of 64 KiB at 100 in flight over HTTPS: 5.2-5.5 s on one connection,
-        /// 3.0-3.4 s on connections of 8 streams). An upper bound, not a target: downloads admitted
-        /// together while their host's connections are still being set up may each open one of
-        /// their own (100 admitted at once to one host opened 93 connections).
+        /// 3.0-3.4 s on connections of 8 streams). Connections are opened as the streams need them,
+        /// as `h2load -m` does: a host's downloads wait for its first answer to say whether it
+        /// multiplexes, then start while the connections known to carry it have a free stream, and
+        /// beyond that open new ones, at most as many at once as are known, never more than
+        /// `ceil(downloads at once / maxStreamsPerConnection)`. (libcurl 7.88 alone gave each download
+        /// admitted while a connection was being set up one of its own: 1,000 at once to one host
+        /// opened 993 connections; 125 now, as h2load's.)
         public var maxStreamsPerConnection: Int = 8
         /// Whether requests over https offer HTTP/2 (ALPN): where the server takes it, downloads
         /// from one host share its connections as streams (``maxStreamsPerConnection``). `false`:

@@ -39,6 +39,7 @@ extension SchedulerSettings {
             perHostLimit: configuration.maxConcurrentDownloadsPerHost,
             connectionLimit: budget.transfers,
             finishingLimit: Scheduler.finishingLimit(slots: slots, openPartialFiles: budget.openPartialFiles),
+            streamsPerConnection: configuration.usesHTTP2 ? configuration.maxStreamsPerConnection : nil,
             checkpointInterval: configuration.checkpointInterval,
             stallTimeout: configuration.stallTimeout,
             keptDirectory: DownloadManager.configuredStateDirectory(configuration),

@@ -39,4 +39,8 @@ package enum SlotAction {
     /// It is fetched over several connections and another one would have work: the owner opens
     /// them, at the end of the loop turn, as far as ``Admission`` allows.
     case openConnections
+    /// Its request's first answer came (``Transfer/takeAnswer()`` says over which HTTP): the owner's
+    /// grant of connections to its host learns what the host speaks (asked for by
+    /// ``Transfer/reportsAnswer``).
+    case answered
 }

@@ -127,7 +127,7 @@ extension Transfer {
         let slotAction = carryOut(action, interruptedByShutdown: interruptedByShutdown)
         switch slotAction {
         case .paused, .end, .retry: leftSlot()
-        case .none, .askForHeaders, .askForFreshURL, .finish, .finishStream, .openConnections: break
+        case .none, .askForHeaders, .askForFreshURL, .finish, .finishStream, .openConnections, .answered: break
         }
         return slotAction
     }

@@ -260,6 +260,27 @@ package final class Transfer {
         }
         return error
     }
+    /// Whether its request's next answer is handed up (``SlotAction/answered(multiplexes:)``): set by
+    /// the owner for a download whose host's HTTP/2 connections it grants.
+    package var reportsAnswer = false
+    /// Whether its first answer, not taken yet, came over HTTP/2.
+    private var answerOverHTTP2: Bool?
+
+    /// Its first answer's protocol, once (``SlotAction/answered``): true for HTTP/2. The owner takes
+    /// it when the action comes, or when the transfer stops, whichever is first (a small body can
+    /// end in the loop turn it began, before the turn's handed actions are performed).
+    package func takeAnswer() -> Bool? {
+        defer { answerOverHTTP2 = nil }
+        return answerOverHTTP2
+    }
+
+    /// Its request's answer came over `easy`: noted, and handed up, when the owner asked.
+    func noteAnswer(_ easy: EasyHandle) {
+        guard reportsAnswer else { return }
+        reportsAnswer = false
+        answerOverHTTP2 = easy.responseHTTPVersion >= 2
+        environment.hand(.answered, from: self)
+    }
     /// `host:port`, the key of per-host limits.
     package var hostKey: String { record.host.isEmpty ? download.url.hostKey : record.host }
     /// The partial file's path, made once (each use made it again: two strings per small download);

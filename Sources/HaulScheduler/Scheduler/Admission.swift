@@ -44,11 +44,39 @@ struct Admission {
     private var extrasByHost: [String: Int] = [:]
     private var extraTotal = 0
 
-    init(slots: Int, perHostLimit: Int?, connectionLimit: Int = .max, finishingLimit: Int? = nil) {
+    /// What HTTP/2 hosts' connections carry: downloads to them start as the grant allows.
+    private(set) var grants: ConnectionGrants?
+
+    init(
+        slots: Int,
+        perHostLimit: Int?,
+        connectionLimit: Int = .max,
+        finishingLimit: Int? = nil,
+        streamsPerConnection: Int? = nil
+    ) {
         self.slots = max(1, slots)
         self.finishingLimit = max(1, finishingLimit ?? slots)
         self.perHostLimit = perHostLimit.map { max(1, $0) }
         self.connectionLimit = max(1, connectionLimit)
+        self.grants = streamsPerConnection.map {
+            ConnectionGrants(streams: $0, mostAtOnce: min(self.slots, self.perHostLimit ?? self.slots))
+        }
+    }
+
+    /// Whether `host` may take no more downloads now: its limit is reached, or its connections'
+    /// grant says wait.
+    private func isSaturated(_ host: String) -> Bool {
+        if let perHostLimit, connections(to: host) >= perHostLimit { return true }
+        return grants.map { !$0.mayStart(to: host) } ?? false
+    }
+
+    /// `host`'s standing follows what changed: skipped while saturated, read again once not.
+    private mutating func refresh(_ host: String) {
+        if isSaturated(host) {
+            saturatedHosts.insert(host)
+        } else {
+            hostFreed(host)
+        }
     }
 
     /// Connections to `host` now: one per slot held, and the extra ones.
@@ -94,13 +122,43 @@ struct Admission {
 
     /// `id`, from `host`, starts transferring: it holds a slot (once, however often it starts a
     /// request) until ``stopTransferring(_:)``.
-    mutating func startTransferring(_ id: DownloadID, host: String) {
+    /// `multiplexes`: its request may go over HTTP/2 (https, the manager offers it), so it takes
+    /// part in its host's grant (``ConnectionGrants``).
+    mutating func startTransferring(_ id: DownloadID, host: String, multiplexes: Bool = false) {
         guard holders[id] == nil else { return }
         holders[id] = host
         activeByHost[host, default: 0] += 1
-        if let perHostLimit, connections(to: host) >= perHostLimit {
-            saturatedHosts.insert(host)
-        }
+        if multiplexes { grants?.start(id, to: host) }
+        if isSaturated(host) { saturatedHosts.insert(host) }
+    }
+
+    // MARK: connections of HTTP/2 hosts
+
+    /// curl opened `socket` for `id`'s request.
+    mutating func socketOpened(_ socket: Int32, by id: DownloadID) {
+        grants?.opened(socket, by: id)
+    }
+
+    /// curl closes `socket`. Returns whether a host's grant grew.
+    mutating func socketClosing(_ socket: Int32) -> Bool {
+        guard let host = grants?.closing(socket) else { return false }
+        let was = saturatedHosts.contains(host)
+        refresh(host)
+        return was && !saturatedHosts.contains(host)
+    }
+
+    /// `id`'s first answer came, over HTTP/2 or not. Returns whether its host may take more now.
+    mutating func answered(_ id: DownloadID, multiplexes: Bool) -> Bool {
+        guard grants?.answered(id, multiplexes: multiplexes) == true, let host = holders[id] else { return false }
+        let was = saturatedHosts.contains(host)
+        refresh(host)
+        return was && !saturatedHosts.contains(host)
+    }
+
+    /// Whether the next answer of a download to `host` is worth reporting: its host is granted.
+    func grantsFollow(_ host: String) -> Bool {
+        guard let grants else { return false }
+        return grants.standing(of: host) != .serial
     }
 
     // MARK: connections of segmented downloads
@@ -125,12 +183,7 @@ struct Admission {
         let byHost = extrasByHost[host, default: 0] + new - old
         extrasByHost[host] = byHost > 0 ? byHost : nil
         extraTotal += new - old
-        guard let perHostLimit else { return }
-        if connections(to: host) >= perHostLimit {
-            saturatedHosts.insert(host)
-        } else {
-            hostFreed(host)
-        }
+        refresh(host)
     }
 
     /// `host` is below its limit again: the queues that passed over its rows are read again.
@@ -157,7 +210,8 @@ struct Admission {
         guard let host = holders.removeValue(forKey: id) else { return }
         let remaining = (activeByHost[host] ?? 1) - 1
         activeByHost[host] = remaining > 0 ? remaining : nil
-        if perHostLimit.map({ connections(to: host) < $0 }) ?? true { hostFreed(host) }
+        _ = grants?.stop(id)
+        if !isSaturated(host) { hostFreed(host) }
     }
 
     // MARK: retries

@@ -33,6 +33,7 @@ extension Scheduler {
             wakeForRetry(in: transfer.directory, at: time)
         case .finish(let job):
             disk.add(.finish(job))
+            takeAnswer(of: transfer)
             admission.startFinishing(transfer.id)
         case .finishStream:
             let id = transfer.id
@@ -41,6 +42,8 @@ extension Scheduler {
             }
         case .openConnections:
             wantConnections(for: transfer)
+        case .answered:
+            takeAnswer(of: transfer)
         }
     }
 
@@ -50,10 +53,20 @@ extension Scheduler {
     func performDeferred() {
         for (transfer, action) in environment.takeDeferred() where transfers[transfer.id] === transfer {
             perform(action, for: transfer)
-            if case .openConnections = action { continue }
+            switch action {
+            case .openConnections, .answered: continue
+            default: break
+            }
             connectionsChanged(transfer)
             admitAtTurnEnd()
         }
+    }
+
+    /// What `transfer`'s first answer showed of its host, if not taken yet, goes to the connections'
+    /// grant (``ConnectionGrants``); more may be admitted.
+    private func takeAnswer(of transfer: Transfer) {
+        guard let multiplexes = transfer.takeAnswer() else { return }
+        if admission.answered(transfer.id, multiplexes: multiplexes) { admitAtTurnEnd() }
     }
 
     /// The disk thread finished a download's file: its transfer completes, or goes on as the
@@ -66,6 +79,7 @@ extension Scheduler {
     /// The download paused or ended: it frees its slot (a finishing one, which gave its slot up when
     /// its bytes were all received, leaves the finishing count) and becomes a row again.
     func forget(_ transfer: Transfer) {
+        takeAnswer(of: transfer)
         admission.stopTransferring(transfer.id)
         connectionWaiters[transfer.id] = nil
         for (id, waiter) in connectionWaiters where transfers[id] === waiter { wantConnections(for: waiter) }

@@ -146,7 +146,11 @@ extension Scheduler {
         )
         transfers[id] = transfer
         transfersByDirectory[journal.directory, default: 0] += 1
-        admission.startTransferring(id, host: transfer.hostKey)
+        // Over https with HTTP/2 offered, its host's connections are granted (``ConnectionGrants``).
+        let multiplexes = settings.streamsPerConnection != nil && request.url.scheme?.lowercased() == "https"
+        let host = transfer.hostKey
+        admission.startTransferring(id, host: host, multiplexes: multiplexes)
+        transfer.reportsAnswer = multiplexes && admission.grantsFollow(host)
         environment.metrics.started.increment()
         environment.rateLimiter.admit(transfer, ownLimit: record.maxBytesPerSecond)
         // Restored from the journal, which has header names only: never sent without their values.

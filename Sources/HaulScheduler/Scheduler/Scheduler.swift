@@ -76,7 +76,8 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
             slots: settings.slots,
             perHostLimit: settings.perHostLimit,
             connectionLimit: settings.connectionLimit,
-            finishingLimit: settings.finishingLimit
+            finishingLimit: settings.finishingLimit,
+            streamsPerConnection: settings.streamsPerConnection
         )
         self.environment = environment
     }
@@ -89,6 +90,15 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
     package func reactorWillRun(_ reactor: Reactor) {
         catalog.writeBatch.attachCurrentThread()
         catalog.feed.attachCurrentThread()
+    }
+
+    package func reactor(_ reactor: Reactor, socketOpened socket: curl_socket_t, for easy: UnsafeMutableRawPointer) {
+        guard admission.grants != nil, let transfer = Transfer.owning(easy) else { return }
+        admission.socketOpened(socket, by: transfer.id)
+    }
+
+    package func reactor(_ reactor: Reactor, socketWillClose socket: curl_socket_t) {
+        if admission.socketClosing(socket) { admitAtTurnEnd() }
     }
 
     package func reactorTurnDidEnd(_ reactor: Reactor) {

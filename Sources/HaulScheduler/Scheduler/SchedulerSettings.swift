@@ -16,6 +16,9 @@ package struct SchedulerSettings: Sendable {
     var connectionLimit: Int
     /// How many downloads whose bytes are all received may wait on the disk lanes at once.
     var finishingLimit: Int
+    /// Streams per HTTP/2 connection, when the manager offers HTTP/2 (``ConnectionGrants``); nil
+    /// when every request is HTTP/1.1.
+    var streamsPerConnection: Int?
     /// How often admitted downloads' rows are brought up to date (zero: never between events).
     var checkpointInterval: Duration
     /// How long a request may receive nothing before it is ended as stalled.
@@ -35,6 +38,7 @@ package struct SchedulerSettings: Sendable {
         perHostLimit: Int? = nil,
         connectionLimit: Int,
         finishingLimit: Int,
+        streamsPerConnection: Int? = nil,
         checkpointInterval: Duration,
         stallTimeout: Duration,
         keptDirectory: String? = nil,
@@ -46,6 +50,7 @@ package struct SchedulerSettings: Sendable {
         self.perHostLimit = perHostLimit
         self.connectionLimit = connectionLimit
         self.finishingLimit = finishingLimit
+        self.streamsPerConnection = streamsPerConnection
         self.checkpointInterval = checkpointInterval
         self.stallTimeout = stallTimeout
         self.keptDirectory = keptDirectory

@@ -1,0 +1,183 @@
+import HaulValues
+
+/// How many downloads to one HTTPS host may start now so that curl opens only the connections
+/// their HTTP/2 streams need (a pure value; part of ``Admission``).
+///
+/// libcurl 7.88 (Debian 12's) waits for a host's first connection to say whether it multiplexes
+/// (`CURLOPT_PIPEWAIT`), but once one did, a request added while every known connection is full
+/// opens a connection of its own even when another one, opened a moment earlier, is still in its
+/// handshake (fixed in curl 8.0, PR #10456): 1,000 downloads admitted at once to one HTTP/2 host
+/// opened 993 connections where 125 carry them at 8 streams each. So the grant does curl's waiting:
+/// - a host whose protocol is not known yet gets one download (its *opener*); the others wait for
+///   its answer. If it ends without one (a refused connection), the host is *unproven* until an
+///   answer comes, and every download may start, as before: an unreachable host is never tried
+///   one at a time;
+/// - an answer over HTTP/1.x makes the host *serial*: no grant, the per-host limit alone;
+/// - an answer over HTTP/2 makes it *multiplexing*: downloads start while the connections known to
+///   carry its answers have a free stream (`streams` each, as `CURLMOPT_MAX_CONCURRENT_STREAMS` is
+///   set), and beyond that as openers of new connections, at most as many at once as connections
+///   are known (a slow start: the count doubles per round) and never past `connectionLimit`
+///   connections in all.
+///
+/// A connection is known by its socket: curl tells which request opened each socket and when it
+/// closes (``Scheduler``'s reactor notes), and an HTTP/2 answer to the request that opened it proves
+/// it. A closed connection leaves the count at once, so that a burst after an idle spell opens the
+/// connections again through openers.
+struct ConnectionGrants {
+    /// What a host's answers showed.
+    enum Standing: Equatable {
+        /// No answer yet: one opener at a time.
+        case unknown
+        /// Its opener ended without an answer: no grant until an answer shows a protocol.
+        case unproven
+        /// It answered over HTTP/1.x: no grant.
+        case serial
+        /// It answered over HTTP/2: streams on known connections, openers for new ones.
+        case multiplexing
+    }
+
+    /// What a download that starts is to its host's connections.
+    enum Role: Equatable {
+        /// It takes a stream on a connection known to multiplex.
+        case stream
+        /// It opens a connection (or learns the host's protocol).
+        case opener
+        /// The host is not granted (serial or unproven).
+        case free
+    }
+
+    private struct Host {
+        var standing = Standing.unknown
+        /// Downloads started to it, by role.
+        var running: [DownloadID: Role] = [:]
+        var openers = 0
+        /// Sockets of connections proven to multiplex.
+        var connections: Set<Int32> = []
+    }
+
+    /// Streams per connection.
+    let streams: Int
+    /// The most connections to one host the grant opens.
+    let connectionLimit: Int
+    private var hosts: [String: Host] = [:]
+    /// The host of each download taking part.
+    private var members: [DownloadID: String] = [:]
+    /// Sockets opened by a download, not proven yet: by socket and by download.
+    private var openedBy: [Int32: DownloadID] = [:]
+    private var unproven: [DownloadID: [Int32]] = [:]
+    /// The host of each proven socket.
+    private var provenHosts: [Int32: String] = [:]
+
+    /// - Parameters:
+    ///   - streams: streams per connection (``DownloadManager/Configuration/maxStreamsPerConnection``).
+    ///   - mostAtOnce: the most downloads that may run to one host at once (slots, or the per-host
+    ///     limit): connections beyond what they fill are never opened.
+    init(streams: Int, mostAtOnce: Int) {
+        self.streams = max(1, streams)
+        self.connectionLimit = max(1, (max(1, mostAtOnce) + self.streams - 1) / self.streams)
+    }
+
+    /// What `host`'s answers showed so far.
+    func standing(of host: String) -> Standing { hosts[host]?.standing ?? .unknown }
+
+    /// How many connections to `host` are proven to multiplex.
+    func provenConnections(to host: String) -> Int { hosts[host]?.connections.count ?? 0 }
+
+    /// Whether one more download to `host` may start now.
+    func mayStart(to host: String) -> Bool { role(forNextTo: host) != nil }
+
+    /// The role the next download to `host` would take, or nil when it must wait.
+    private func role(forNextTo host: String) -> Role? {
+        guard let entry = hosts[host] else { return .opener }
+        switch entry.standing {
+        case .unknown:
+            return entry.openers == 0 ? .opener : nil
+        case .unproven, .serial:
+            return .free
+        case .multiplexing:
+            let proven = entry.connections.count
+            if entry.running.count < proven * streams + entry.openers { return .stream }
+            let opening = entry.openers < max(1, proven) && proven + entry.openers < connectionLimit
+            return opening ? .opener : nil
+        }
+    }
+
+    /// `id`, to `host`, starts: it takes the role the grant gives it (call only when ``mayStart(to:)``).
+    @discardableResult
+    mutating func start(_ id: DownloadID, to host: String) -> Role {
+        guard members[id] == nil else { return hosts[host]?.running[id] ?? .free }
+        let role = role(forNextTo: host) ?? .opener
+        members[id] = host
+        hosts[host, default: Host()].running[id] = role
+        if role == .opener { hosts[host]?.openers += 1 }
+        return role
+    }
+
+    /// curl opened `socket` for `id`'s request.
+    mutating func opened(_ socket: Int32, by id: DownloadID) {
+        guard let host = members[id], hosts[host]?.standing != .serial else { return }
+        openedBy[socket] = id
+        unproven[id, default: []].append(socket)
+    }
+
+    /// The sockets `id` opened that are still open and not proven, forgotten.
+    private mutating func takeUnproven(of id: DownloadID) -> [Int32] {
+        guard let sockets = unproven.removeValue(forKey: id) else { return [] }
+        return sockets.filter { socket in
+            guard openedBy[socket] == id else { return false }  // closed, perhaps reused by another
+            openedBy[socket] = nil
+            return true
+        }
+    }
+
+    /// curl closes `socket`. Returns the host whose grant grew (a known connection left: openers
+    /// may replace it), if any.
+    mutating func closing(_ socket: Int32) -> String? {
+        openedBy[socket] = nil  // (its download's list is filtered when read)
+        guard let host = provenHosts.removeValue(forKey: socket) else { return nil }
+        hosts[host]?.connections.remove(socket)
+        return hosts[host]?.standing == .multiplexing ? host : nil
+    }
+
+    /// `id`'s first answer came, over HTTP/2 (`multiplexes`) or not. Returns whether its host's
+    /// grant changed (more downloads may start).
+    mutating func answered(_ id: DownloadID, multiplexes: Bool) -> Bool {
+        guard let host = members[id], var entry = hosts[host] else { return false }
+        let before = (entry.standing, entry.connections.count, entry.openers)
+        if entry.running[id] == .opener {
+            entry.openers -= 1
+            entry.running[id] = multiplexes ? .stream : .free
+        }
+        entry.standing = multiplexes ? .multiplexing : .serial
+        let sockets = takeUnproven(of: id)
+        if multiplexes {
+            for socket in sockets {
+                entry.connections.insert(socket)
+                provenHosts[socket] = host
+            }
+        } else {
+            for socket in entry.connections { provenHosts[socket] = nil }
+            entry.connections = []
+        }
+        hosts[host] = entry
+        return before != (entry.standing, entry.connections.count, entry.openers)
+    }
+
+    /// `id` stopped (its bytes all came, it paused, failed or was cancelled). Returns its host,
+    /// whose grant may have grown, if it took part.
+    mutating func stop(_ id: DownloadID) -> String? {
+        guard let host = members.removeValue(forKey: id), var entry = hosts[host] else { return nil }
+        if entry.running.removeValue(forKey: id) == .opener {
+            entry.openers -= 1
+            // Its opener left without an answer: nothing says the host multiplexes.
+            if entry.standing == .unknown { entry.standing = .unproven }
+        }
+        _ = takeUnproven(of: id)
+        if entry.running.isEmpty, entry.connections.isEmpty, entry.standing == .multiplexing {
+            hosts[host] = nil  // no connection left: the next download learns the host again
+        } else {
+            hosts[host] = entry
+        }
+        return host
+    }
+}

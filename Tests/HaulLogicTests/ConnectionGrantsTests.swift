@@ -1,0 +1,211 @@
+import Testing
+
+@testable import HaulScheduler
+@testable import HaulValues
+
+/// The grant of HTTP/2 hosts' connections (``ConnectionGrants``), driven by hand: which download may
+/// start, and in which role, as answers, sockets and stops come.
+@Suite("Connection grants")
+struct ConnectionGrantsTests {
+    let host = "h:443"
+    static func id(_ index: Int) -> DownloadID { DownloadID(rawValue: "d\(index)") }
+
+    /// Starts downloads to `host` while the grant allows, from `first` on; returns their roles.
+    func startAll(_ grants: inout ConnectionGrants, from first: Int, upTo last: Int) -> [ConnectionGrants.Role] {
+        var roles: [ConnectionGrants.Role] = []
+        for index in first...last {
+            guard grants.mayStart(to: host) else { break }
+            roles.append(grants.start(Self.id(index), to: host))
+        }
+        return roles
+    }
+
+    @Test("a host not heard from yet gets one download; the others wait for its answer")
+    func oneOpenerWhileUnknown() {
+        var grants = ConnectionGrants(streams: 8, mostAtOnce: 1_000)
+        #expect(grants.connectionLimit == 125)
+        #expect(grants.standing(of: host) == .unknown && grants.mayStart(to: host))
+        let result1 = grants.start(Self.id(0), to: host)
+        #expect(result1 == .opener)
+        #expect(!grants.mayStart(to: host))
+        // Another host is not held by this one.
+        #expect(grants.mayStart(to: "other:443"))
+    }
+
+    @Test("an HTTP/2 answer proves its opener's connection: its streams fill, then one opener, then wait")
+    func multiplexingFillsStreamsThenOpens() {
+        var grants = ConnectionGrants(streams: 8, mostAtOnce: 1_000)
+        grants.start(Self.id(0), to: host)
+        grants.opened(10, by: Self.id(0))
+        let result2 = grants.answered(Self.id(0), multiplexes: true)
+        #expect(result2)
+        #expect(grants.standing(of: host) == .multiplexing && grants.provenConnections(to: host) == 1)
+        // Seven more streams share the proven connection, then one opener, then nothing.
+        let roles = startAll(&grants, from: 1, upTo: 20)
+        #expect(roles == Array(repeating: .stream, count: 7) + [.opener])
+        // The opener's connection proven, two at once may open (a slow start: as many as are known).
+        grants.opened(11, by: Self.id(8))
+        let result3 = grants.answered(Self.id(8), multiplexes: true)
+        #expect(result3)
+        #expect(grants.provenConnections(to: host) == 2)
+        let next = startAll(&grants, from: 9, upTo: 40)
+        #expect(next == Array(repeating: .stream, count: 7) + [.opener, .opener])
+        // A stream that ends frees its place for a stream, not a connection.
+        let result4 = grants.stop(Self.id(1))
+        #expect(result4 == host)
+        let result5 = grants.start(Self.id(41), to: host)
+        #expect(result5 == .stream)
+        #expect(!grants.mayStart(to: host))
+    }
+
+    @Test("connections never pass what the most downloads at once fill")
+    func connectionsStopAtTheLimit() {
+        // Two streams a connection, at most five downloads at once: three connections.
+        var grants = ConnectionGrants(streams: 2, mostAtOnce: 5)
+        #expect(grants.connectionLimit == 3)
+        var next = 0
+        var socket: Int32 = 10
+        // Each round: start what may start; every opener opens a socket and answers over HTTP/2.
+        for _ in 0..<6 {
+            let first = next
+            while grants.mayStart(to: host) {
+                let id = Self.id(next)
+                if grants.start(id, to: host) == .opener {
+                    grants.opened(socket, by: id)
+                    socket += 1
+                }
+                next += 1
+            }
+            for index in first..<next { _ = grants.answered(Self.id(index), multiplexes: true) }
+        }
+        #expect(grants.provenConnections(to: host) == 3)
+        #expect(socket == 13)  // three sockets opened in all
+        #expect(next == 6)  // three connections' streams
+        #expect(!grants.mayStart(to: host))
+    }
+
+    @Test("an HTTP/1.x answer lets every download go, and the host stays known as serial")
+    func serialHostIsNotGranted() {
+        var grants = ConnectionGrants(streams: 8, mostAtOnce: 100)
+        grants.start(Self.id(0), to: host)
+        grants.opened(10, by: Self.id(0))
+        let result6 = grants.answered(Self.id(0), multiplexes: false)
+        #expect(result6)
+        #expect(grants.standing(of: host) == .serial && grants.provenConnections(to: host) == 0)
+        let result7 = startAll(&grants, from: 1, upTo: 50)
+        #expect(result7 == Array(repeating: .free, count: 50))
+        for index in 0...50 { _ = grants.stop(Self.id(index)) }
+        // Known as serial after its downloads left: the next one does not wait as an opener.
+        #expect(grants.standing(of: host) == .serial && grants.start(Self.id(51), to: host) == .free)
+    }
+
+    @Test("an opener that ends unanswered (a refused connection) lets every download go, until an answer")
+    func unansweredOpenerLeavesTheHostUnproven() {
+        var grants = ConnectionGrants(streams: 8, mostAtOnce: 100)
+        grants.start(Self.id(0), to: host)
+        let result8 = grants.stop(Self.id(0))
+        #expect(result8 == host)
+        // Unproven, and kept so while nothing answers: never one download at a time to a dead host.
+        #expect(grants.standing(of: host) == .unproven)
+        let result9 = startAll(&grants, from: 1, upTo: 20)
+        #expect(result9 == Array(repeating: .free, count: 20))
+        for index in 1...20 { _ = grants.stop(Self.id(index)) }
+        #expect(grants.standing(of: host) == .unproven && grants.mayStart(to: host))
+        let result10 = startAll(&grants, from: 21, upTo: 40)
+        #expect(result10 == Array(repeating: .free, count: 20))
+        // An answer over HTTP/2 then: 20 run, more than the one proven connection carries: one
+        // opener may go, no stream.
+        grants.opened(30, by: Self.id(21))
+        let result11 = grants.answered(Self.id(21), multiplexes: true)
+        #expect(result11)
+        #expect(grants.standing(of: host) == .multiplexing)
+        let after = startAll(&grants, from: 41, upTo: 50)
+        #expect(after == [.opener])
+    }
+
+    @Test("a proven connection that closes leaves the count at once; its host's grant grows back through openers")
+    func closedConnectionsLeave() {
+        var grants = ConnectionGrants(streams: 2, mostAtOnce: 100)
+        grants.start(Self.id(0), to: host)
+        grants.opened(10, by: Self.id(0))
+        _ = grants.answered(Self.id(0), multiplexes: true)
+        grants.start(Self.id(1), to: host)
+        #expect(grants.mayStart(to: host))  // one opener may go beside the full connection
+        let result12 = grants.closing(99)
+        #expect(result12 == nil)  // a socket nobody proved
+        let result13 = grants.closing(10)
+        #expect(result13 == host)
+        #expect(grants.provenConnections(to: host) == 0)
+        // Two run on no known connection: the next waits for an opener's proof...
+        let result14 = grants.start(Self.id(2), to: host)
+        #expect(result14 == .opener)
+        #expect(!grants.mayStart(to: host))
+        // ...which a socket of the same number, opened again by it, gives.
+        grants.opened(10, by: Self.id(2))
+        _ = grants.answered(Self.id(2), multiplexes: true)
+        #expect(grants.provenConnections(to: host) == 1)
+    }
+
+    @Test("a socket closed and its number reused by another download proves only that download's connection")
+    func reusedSocketNumbers() {
+        var grants = ConnectionGrants(streams: 8, mostAtOnce: 100)
+        grants.start(Self.id(0), to: host)
+        grants.opened(10, by: Self.id(0))
+        _ = grants.closing(10)  // its first address failed...
+        grants.start(Self.id(1), to: "other:443")
+        grants.opened(10, by: Self.id(1))  // ...and the number went to another host's connection
+        grants.opened(11, by: Self.id(0))
+        _ = grants.answered(Self.id(0), multiplexes: true)
+        #expect(grants.provenConnections(to: host) == 1)
+        let result15 = grants.closing(10)
+        #expect(result15 == nil)  // not this host's
+        let result16 = grants.closing(11)
+        #expect(result16 == host)
+        #expect(grants.provenConnections(to: host) == 0)
+    }
+
+    @Test("idle proven connections keep their host known: a later burst takes their streams at once")
+    func idleConnectionsAreKept() {
+        var grants = ConnectionGrants(streams: 4, mostAtOnce: 100)
+        grants.start(Self.id(0), to: host)
+        grants.opened(10, by: Self.id(0))
+        _ = grants.answered(Self.id(0), multiplexes: true)
+        _ = grants.stop(Self.id(0))
+        #expect(grants.standing(of: host) == .multiplexing)
+        let result17 = startAll(&grants, from: 1, upTo: 10)
+        #expect(result17 == [.stream, .stream, .stream, .stream, .opener])
+        // Once every connection closed and nothing runs, the host is learned again.
+        for index in 1...5 { _ = grants.stop(Self.id(index)) }
+        _ = grants.closing(10)
+        #expect(grants.provenConnections(to: host) == 0)
+        let result18 = startAll(&grants, from: 20, upTo: 30)
+        #expect(result18 == [.opener])
+    }
+
+    @Test("admission saturates a granted host and frees it on the answer; plain-HTTP downloads are not granted")
+    func admissionFollowsTheGrant() {
+        var admission = Admission(slots: 100, perHostLimit: nil, streamsPerConnection: 8)
+        admission.startTransferring(Self.id(0), host: host, multiplexes: true)
+        #expect(admission.saturatedHosts == [host])
+        #expect(admission.grantsFollow(host))
+        admission.socketOpened(10, by: Self.id(0))
+        let result19 = admission.answered(Self.id(0), multiplexes: true)
+        #expect(result19)
+        #expect(admission.saturatedHosts.isEmpty)
+        for index in 1...8 { admission.startTransferring(Self.id(index), host: host, multiplexes: true) }
+        #expect(admission.saturatedHosts == [host])
+        // The proven connection closes: still saturated (nine run on none known).
+        let result20 = admission.socketClosing(10)
+        #expect(!result20)
+        // Stops free the host again once the grant allows.
+        for index in 0...8 { admission.stopTransferring(Self.id(index)) }
+        #expect(admission.saturatedHosts.isEmpty)
+        // Over plain HTTP, or in a manager without HTTP/2, nothing is granted.
+        var plain = Admission(slots: 100, perHostLimit: nil)
+        plain.startTransferring(Self.id(0), host: host, multiplexes: true)
+        #expect(plain.saturatedHosts.isEmpty && !plain.grantsFollow(host))
+        admission.startTransferring(Self.id(50), host: "p:80")
+        admission.startTransferring(Self.id(51), host: "p:80")
+        #expect(admission.saturatedHosts.isEmpty)
+    }
+}
