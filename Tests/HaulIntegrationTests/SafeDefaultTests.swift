@@ -128,6 +128,43 @@ struct SafeDefaultTests {
         #expect(connections > 1)
     }
 
+    @Test("a host whose first answer is late does not hold its other downloads past answerWait")
+    func lateFirstAnswerDoesNotSerialize() async throws {
+        Watchdog.shared.expects(.seconds(30), because: "every answer waits 5 s before its head, on purpose")
+        let (server, directory) = try startFaultServerAndDirectory(own: "HAProxy in front is given its port")
+        defer { stop(server, directory) }
+        // An HTTP/2 front (HAProxy, TLS) for a server whose every answer waits 5 s before its head.
+        let front = try await HAProxy.start(backends: [server.port], probe: "/file/1", tls: true)
+        defer { front.stop() }
+        let delay = 5.0
+        var configuration = DownloadManager.Configuration()
+        configuration.stateDirectory = directory.appendingPathComponent("state")
+        configuration.certificateAuthorityFile = front.certificate
+        configuration.stallTimeout = .seconds(60)
+        let count = 6
+        try await withDownloadManager(configuration: configuration) { manager in
+            let downloads = try (0..<count).map {
+                try manager.download(
+                    from: front.url("delay/5000/1000"),
+                    to: directory.appendingPathComponent("\($0).bin")
+                )
+            }
+            for download in downloads { _ = try await download.finished() }
+        }
+        for index in 0..<count {
+            #expect(
+                try Data(contentsOf: directory.appendingPathComponent("\(index).bin")) == FaultServer.body(size: 1_000)
+            )
+        }
+        // The first download's answer could not come before 5 s: the others were let go after
+        // answerWait (2 s), not held behind it (which would send them after its head, 5 s on).
+        let arrivals = server.requests(to: "/delay/5000/1000").map(\.arrival).sorted()
+        #expect(arrivals.count == count)
+        if let first = arrivals.first, let last = arrivals.last {
+            #expect(last - first < .seconds(delay), "the last request came \(last - first) after the first")
+        }
+    }
+
     @Test("usesHTTP2 = false: every https request is HTTP/1.1, the files whole")
     func http1Only() async throws {
         let server = try await NginxServer.start(tls: true)

@@ -84,6 +84,29 @@ struct ConnectionGrantsTests {
         #expect(!grants.mayStart(to: host))
     }
 
+    @Test("a host whose first answer is late lets its downloads go after answerWait, until an answer")
+    func lateAnswerLeavesTheHostUnproven() {
+        var grants = ConnectionGrants(streams: 8, mostAtOnce: 100)
+        let wait = ConnectionGrants.answerWait
+        grants.start(Self.id(0), to: host, at: 1_000)
+        let early = grants.expireWaits(now: 1_000 + wait - 1)
+        #expect(early.isEmpty && !grants.mayStart(to: host))
+        let late = grants.expireWaits(now: 1_000 + wait)
+        #expect(late == [host] && grants.standing(of: host) == .unproven)
+        let roles = startAll(&grants, from: 1, upTo: 10)
+        #expect(roles == Array(repeating: .free, count: 10))
+        // Only hosts still waiting expire: a multiplexing one is left as it is.
+        grants.start(Self.id(20), to: "fast:443", at: 0)
+        grants.opened(40, by: Self.id(20))
+        _ = grants.answered(Self.id(20), multiplexes: true)
+        let none = grants.expireWaits(now: 10 * wait)
+        #expect(none.isEmpty && grants.standing(of: "fast:443") == .multiplexing)
+        // The late opener's HTTP/2 answer then proves its connection.
+        grants.opened(41, by: Self.id(0))
+        _ = grants.answered(Self.id(0), multiplexes: true)
+        #expect(grants.standing(of: host) == .multiplexing && grants.provenConnections(to: host) == 1)
+    }
+
     @Test("an HTTP/1.x answer lets every download go, and the host stays known as serial")
     func serialHostIsNotGranted() {
         var grants = ConnectionGrants(streams: 8, mostAtOnce: 100)

@@ -10,21 +10,42 @@ final class HAProxy: @unchecked Sendable {
     let port: Int
     private let process: ChildProcess
     private let folder: URL
+    /// The self-signed certificate (PEM) of its HTTPS port, when started with `tls`.
+    let certificate: URL?
 
-    private init(port: Int, process: ChildProcess, folder: URL) {
+    private init(port: Int, process: ChildProcess, folder: URL, certificate: URL?) {
         self.port = port
         self.process = process
         self.folder = folder
+        self.certificate = certificate
     }
 
     /// Starts HAProxy on a free loopback port in front of `backends` (loopback ports), round-robin;
-    /// returns once a request for `probe` goes through it.
-    static func start(backends: [Int], probe: String) async throws -> HAProxy {
+    /// returns once a request for `probe` goes through it. `tls`: the port is HTTPS (a self-signed
+    /// certificate for 127.0.0.1, ``certificate``) offering HTTP/2 and HTTP/1.1 (ALPN), each stream
+    /// a request to a backend over HTTP/1.1: an HTTP/2 front for a server of the test's own.
+    static func start(backends: [Int], probe: String, tls: Bool = false) async throws -> HAProxy {
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw TestFailure("haproxy is not installed at \(path): run the README's test command, which installs it")
         }
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("haul-haproxy-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let certificate = folder.appendingPathComponent("cert.pem")
+        let key = folder.appendingPathComponent("key.pem")
+        let combined = folder.appendingPathComponent("combined.pem")
+        if tls {
+            let openssl = try ChildProcess(
+                "/usr/bin/openssl",
+                [
+                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key.path, "-out", certificate.path,
+                ]
+            )
+            guard await openssl.exited() == 0 else {
+                throw TestFailure("openssl could not make a certificate (run the README's test command)")
+            }
+            try (try Data(contentsOf: certificate) + Data(contentsOf: key)).write(to: combined)
+        }
         for _ in 0..<5 {
             let port = try NginxServer.freePort()
             let servers = backends.enumerated().map { "    server b\($0.offset) 127.0.0.1:\($0.element)" }
@@ -37,7 +58,7 @@ final class HAProxy: @unchecked Sendable {
                     timeout client 60s
                     timeout server 60s
                 frontend front
-                    bind 127.0.0.1:\(port)
+                    bind 127.0.0.1:\(port)\(tls ? " ssl crt \(combined.path) alpn h2,http/1.1" : "")
                     default_backend back
                 backend back
                     balance roundrobin
@@ -53,8 +74,11 @@ final class HAProxy: @unchecked Sendable {
             )
             for _ in 0..<500 {
                 guard process.isRunning else { break }
-                if NginxServer.statusLine(port: port, path: probe)?.contains(" 200 ") == true {
-                    return HAProxy(port: port, process: process, folder: folder)
+                if tls
+                    ? await answersOverTLS(port: port, path: probe, certificate: certificate)
+                    : NginxServer.statusLine(port: port, path: probe)?.contains(" 200 ") == true
+                {
+                    return HAProxy(port: port, process: process, folder: folder, certificate: tls ? certificate : nil)
                 }
                 try await Task.sleep(for: .milliseconds(10))
             }
@@ -65,9 +89,29 @@ final class HAProxy: @unchecked Sendable {
         throw TestFailure("haproxy did not start: \(log)")
     }
 
-    /// `http://127.0.0.1:PORT/path`.
+    /// Whether `https://127.0.0.1:PORT/path` answers 200 (curl, trusting `certificate`).
+    private static func answersOverTLS(port: Int, path: String, certificate: URL) async -> Bool {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "haul-haproxy-probe-\(UUID().uuidString)"
+        )
+        defer { try? FileManager.default.removeItem(at: output) }
+        guard
+            let curl = try? ChildProcess(
+                "/usr/bin/curl",
+                [
+                    "-s", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", certificate.path,
+                    "https://127.0.0.1:\(port)\(path)",
+                ],
+                stdout: output.path
+            )
+        else { return false }
+        guard await curl.exited() == 0 else { return false }
+        return (try? String(contentsOf: output, encoding: .utf8)) == "200"
+    }
+
+    /// `http://127.0.0.1:PORT/path`, or `https:` when started with `tls`.
     func url(_ path: String) -> URL {
-        URL(string: "http://127.0.0.1:\(port)/\(path)")!
+        URL(string: "\(certificate == nil ? "http" : "https")://127.0.0.1:\(port)/\(path)")!
     }
 
     /// Stops HAProxy (it keeps nothing worth a graceful stop) and removes its files, on a thread of

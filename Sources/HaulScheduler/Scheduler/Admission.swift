@@ -124,11 +124,12 @@ struct Admission {
     /// request) until ``stopTransferring(_:)``.
     /// `multiplexes`: its request may go over HTTP/2 (https, the manager offers it), so it takes
     /// part in its host's grant (``ConnectionGrants``).
-    mutating func startTransferring(_ id: DownloadID, host: String, multiplexes: Bool = false) {
+    /// `now`: uptime nanoseconds (``ConnectionGrants/answerWait``).
+    mutating func startTransferring(_ id: DownloadID, host: String, multiplexes: Bool = false, now: UInt64 = 0) {
         guard holders[id] == nil else { return }
         holders[id] = host
         activeByHost[host, default: 0] += 1
-        if multiplexes { grants?.start(id, to: host) }
+        if multiplexes { grants?.start(id, to: host, at: now) }
         if isSaturated(host) { saturatedHosts.insert(host) }
     }
 
@@ -153,6 +154,14 @@ struct Admission {
         let was = saturatedHosts.contains(host)
         refresh(host)
         return was && !saturatedHosts.contains(host)
+    }
+
+    /// Hosts whose opener waited too long for an answer let their downloads go (``ConnectionGrants/expireWaits(now:)``).
+    /// Returns whether any did.
+    mutating func expireWaits(now: UInt64) -> Bool {
+        guard let expired = grants?.expireWaits(now: now), !expired.isEmpty else { return false }
+        for host in expired { refresh(host) }
+        return true
     }
 
     /// Whether the next answer of a download to `host` is worth reporting: its host is granted.

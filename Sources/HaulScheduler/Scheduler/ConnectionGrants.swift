@@ -9,9 +9,10 @@ import HaulValues
 /// handshake (fixed in curl 8.0, PR #10456): 1,000 downloads admitted at once to one HTTP/2 host
 /// opened 993 connections where 125 carry them at 8 streams each. So the grant does curl's waiting:
 /// - a host whose protocol is not known yet gets one download (its *opener*); the others wait for
-///   its answer. If it ends without one (a refused connection), the host is *unproven* until an
-///   answer comes, and every download may start, as before: an unreachable host is never tried
-///   one at a time;
+///   its answer. If it ends without one (a refused connection), or none came within
+///   ``answerWait`` (a server slow to answer, a long way off), the host is *unproven* until an
+///   answer comes, and every download may start, as before: a host is never tried one download at
+///   a time for long;
 /// - an answer over HTTP/1.x makes the host *serial*: no grant, the per-host limit alone;
 /// - an answer over HTTP/2 makes it *multiplexing*: downloads start while the connections known to
 ///   carry its answers have a free stream (`streams` each, as `CURLMOPT_MAX_CONCURRENT_STREAMS` is
@@ -51,9 +52,16 @@ struct ConnectionGrants {
         /// Downloads started to it, by role.
         var running: [DownloadID: Role] = [:]
         var openers = 0
+        /// When the opener of a host not heard from started (uptime nanoseconds).
+        var openerStarted: UInt64 = 0
         /// Sockets of connections proven to multiplex.
         var connections: Set<Int32> = []
     }
+
+    /// How long the other downloads to a host not heard from wait for its opener's answer: past it,
+    /// they go (the host is unproven). Two seconds: a first answer four round trips away (name,
+    /// TCP, TLS, the request) at 400 ms each.
+    static let answerWait: UInt64 = 2_000_000_000
 
     /// Streams per connection.
     let streams: Int
@@ -104,13 +112,27 @@ struct ConnectionGrants {
 
     /// `id`, to `host`, starts: it takes the role the grant gives it (call only when ``mayStart(to:)``).
     @discardableResult
-    mutating func start(_ id: DownloadID, to host: String) -> Role {
+    mutating func start(_ id: DownloadID, to host: String, at now: UInt64 = 0) -> Role {
         guard members[id] == nil else { return hosts[host]?.running[id] ?? .free }
         let role = role(forNextTo: host) ?? .opener
         members[id] = host
         hosts[host, default: Host()].running[id] = role
-        if role == .opener { hosts[host]?.openers += 1 }
+        if role == .opener {
+            hosts[host]?.openers += 1
+            hosts[host]?.openerStarted = now
+        }
         return role
+    }
+
+    /// Hosts not heard from whose opener has waited ``answerWait`` by `now` become unproven: every
+    /// download to them may start. Returns them.
+    mutating func expireWaits(now: UInt64) -> [String] {
+        var expired: [String] = []
+        for (host, entry) in hosts where entry.standing == .unknown && entry.openers > 0 {
+            if now >= entry.openerStarted + Self.answerWait { expired.append(host) }
+        }
+        for host in expired { hosts[host]?.standing = .unproven }
+        return expired
     }
 
     /// curl opened `socket` for `id`'s request.

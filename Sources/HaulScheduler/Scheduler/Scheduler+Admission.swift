@@ -1,4 +1,5 @@
 import CHaul
+import Dispatch
 import FoundationEssentials
 import Glibc
 import HaulIO
@@ -149,7 +150,8 @@ extension Scheduler {
         // Over https with HTTP/2 offered, its host's connections are granted (``ConnectionGrants``).
         let multiplexes = settings.streamsPerConnection != nil && request.url.scheme?.lowercased() == "https"
         let host = transfer.hostKey
-        admission.startTransferring(id, host: host, multiplexes: multiplexes)
+        let now = multiplexes ? DispatchTime.now().uptimeNanoseconds : 0
+        admission.startTransferring(id, host: host, multiplexes: multiplexes, now: now)
         transfer.reportsAnswer = multiplexes && admission.grantsFollow(host)
         environment.metrics.started.increment()
         environment.rateLimiter.admit(transfer, ownLimit: record.maxBytesPerSecond)

@@ -81,8 +81,9 @@ extension Scheduler {
     }
 
     /// Slow downloads give their buffers back (see ``FileSink``), idle buffers and easy handles are
-    /// freed a whole period after they were last needed, and requests that stalled are ended
-    /// (``Transfer/stalledRequests(now:after:)``).
+    /// freed a whole period after they were last needed, requests that stalled are ended
+    /// (``Transfer/stalledRequests(now:after:)``), and hosts whose first answer is late let their
+    /// downloads go (``ConnectionGrants/answerWait``).
     private func releaseIdleBuffers() {
         let now = DispatchTime.now().uptimeNanoseconds
         let stallTimeout = settings.stallTimeout.nanoseconds
@@ -99,6 +100,7 @@ extension Scheduler {
             transfer.stalled(raw, seconds: settings.stallTimeout.components.seconds)
             requestEnded(raw, result: CURLE_OPERATION_TIMEDOUT)
         }
+        if admission.expireWaits(now: now) { admitAtTurnEnd() }
         buffers.trim()
         environment.easyHandles.trim()  // freed here, on the loop thread, as their deinit cleans up
     }
