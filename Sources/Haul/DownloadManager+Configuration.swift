@@ -197,7 +197,8 @@ extension DownloadManager {
         /// as `h2load -m` does: a host's downloads wait for its first answer to say whether it
         /// multiplexes, then start while the connections known to carry it have a free stream, and
         /// beyond that open new ones, at most as many at once as are known, never more than
-        /// `ceil(downloads at once / maxStreamsPerConnection)`. (libcurl 7.88 alone gave each download
+        /// `ceil(downloads at once / maxStreamsPerConnection)`; a host whose first answer takes over
+        /// 2 s lets the others go without it. (libcurl 7.88 alone gave each download
         /// admitted while a connection was being set up one of its own: 1,000 at once to one host
         /// opened 993 connections; 125 now, as h2load's.)
         public var maxStreamsPerConnection: Int = 8
