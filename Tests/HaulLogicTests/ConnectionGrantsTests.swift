@@ -122,6 +122,21 @@ struct ConnectionGrantsTests {
         #expect(grants.standing(of: host) == .serial && grants.start(Self.id(51), to: host) == .free)
     }
 
+    @Test("past hostLimit hosts, an idle serial host is forgotten when its last download stops")
+    func idleHostsAreBounded() {
+        var grants = ConnectionGrants(streams: 8, mostAtOnce: 100)
+        let limit = ConnectionGrants.hostLimit
+        for index in 0...limit + 1 {
+            let id = Self.id(index)
+            grants.start(id, to: "h\(index):443")
+            _ = grants.answered(id, multiplexes: false)
+            _ = grants.stop(id)
+        }
+        // The first ones are kept (known serial), the ones stopped past the limit forgotten.
+        #expect(grants.standing(of: "h0:443") == .serial)
+        #expect(grants.standing(of: "h\(limit + 1):443") == .unknown)
+    }
+
     @Test("an opener that ends unanswered (a refused connection) lets every download go, until an answer")
     func unansweredOpenerLeavesTheHostUnproven() {
         var grants = ConnectionGrants(streams: 8, mostAtOnce: 100)

@@ -63,6 +63,9 @@ struct ConnectionGrants {
     /// TCP, TLS, the request) at 400 ms each.
     static let answerWait: UInt64 = 2_000_000_000
 
+    /// How many hosts it keeps before it forgets idle serial and unproven ones.
+    static let hostLimit = 4_096
+
     /// Streams per connection.
     let streams: Int
     /// The most connections to one host the grant opens.
@@ -195,8 +198,12 @@ struct ConnectionGrants {
             if entry.standing == .unknown { entry.standing = .unproven }
         }
         _ = takeUnproven(of: id)
-        if entry.running.isEmpty, entry.connections.isEmpty, entry.standing == .multiplexing {
-            hosts[host] = nil  // no connection left: the next download learns the host again
+        let idle = entry.running.isEmpty && entry.connections.isEmpty
+        if idle, entry.standing == .multiplexing || hosts.count > Self.hostLimit {
+            // No connection left (the next download learns the host again), or too many hosts
+            // kept: a serial or unproven host is forgotten once idle, so that a crawl of many
+            // hosts keeps about ``hostLimit``.
+            hosts[host] = nil
         } else {
             hosts[host] = entry
         }
