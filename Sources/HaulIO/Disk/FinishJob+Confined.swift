@@ -49,12 +49,7 @@ extension FinishJob {
     static func openConfinedFolder(of destination: String, under root: String) throws(DownloadError) -> Int32 {
         let base = root.hasSuffix("/") ? root : root + "/"
         guard destination.hasPrefix(base) else {
-            throw DownloadError(
-                code: .unsupportedDestination,
-                url: nil,
-                path: destination,
-                detail: "not inside the output folder '\(root)'"
-            )
+            throw refused(destination, "not inside the output folder '\(root)'")
         }
         let flags = PrivateFile.pathOnly | O_DIRECTORY | O_CLOEXEC
         let rootFolder = open(root, flags)
@@ -78,12 +73,7 @@ extension FinishJob {
             walked += "/" + name
             guard name != ".." else {
                 abandon()
-                throw DownloadError(
-                    code: .unsupportedDestination,
-                    url: nil,
-                    path: destination,
-                    detail: "climbs out ('..')"
-                )
+                throw refused(destination, "climbs out ('..')")
             }
             var next = openat(folder, name, flags | O_NOFOLLOW)
             if next < 0, errno == ENOENT, mkdirat(folder, name, 0o777) == 0 || errno == EEXIST {
@@ -94,11 +84,9 @@ extension FinishJob {
                 if fstatat(folder, name, &status, AT_SYMLINK_NOFOLLOW) == 0, status.st_mode & S_IFMT == S_IFLNK {
                     guard status.st_uid == geteuid() else {
                         abandon()
-                        throw DownloadError(
-                            code: .unsupportedDestination,
-                            url: nil,
-                            path: walked,
-                            detail: "a symbolic link user \(status.st_uid) made on the way to the file (not followed)"
+                        throw refused(
+                            walked,
+                            "a symbolic link user \(status.st_uid) made on the way to the file (not followed)"
                         )
                     }
                     // The user's own link, followed while it leads inside the output folder.
@@ -107,12 +95,7 @@ extension FinishJob {
                         !(target + "/").hasPrefix(inside)
                     {
                         abandon(next)
-                        throw DownloadError(
-                            code: .unsupportedDestination,
-                            url: nil,
-                            path: walked,
-                            detail: "a symbolic link that leads out of the output folder (to '\(target)')"
-                        )
+                        throw refused(walked, "a symbolic link that leads out of the output folder (to '\(target)')")
                     }
                 }
             }
@@ -126,6 +109,11 @@ extension FinishJob {
         }
         if folder != rootFolder { close(rootFolder) }
         return folder
+    }
+
+    /// A destination refused for `detail` (on the way to it, at `path`).
+    private static func refused(_ path: String, _ detail: String) -> DownloadError {
+        DownloadError(code: .unsupportedDestination, url: nil, path: path, detail: detail)
     }
 
     /// The path the descriptor `folder` stands for now.

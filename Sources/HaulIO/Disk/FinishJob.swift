@@ -222,24 +222,11 @@ package struct FinishJob: Sendable {
                 return .failure(error)
             }
         }
-        var target = destination
-        // Only Haul's own file is replaced where the name was chosen for the caller; a file that
-        // appears at the name while the rename is made is kept too (no replacing rename then).
-        var replacing = true
-        var renamed = false
-        for _ in 0..<100 {
-            if case .ownOnly(let own) = replaces {
-                (target, replacing) = freeName(ownModificationTime: own)
-            }
-            do throws(DownloadError) {
-                renamed = try Self.moveIntoPlace(from: partialPath, to: target, replacing: replacing)
-                break
-            } catch {
-                if !replacing, error.errno == EEXIST { continue }  // taken meanwhile: the next free name
-                var error = error
-                error.url = url
-                return .failure(error)
-            }
+        let target: String
+        let renamed: Bool
+        switch renameIntoPlace() {
+        case .success(let moved): (target, renamed) = moved
+        case .failure(let error): return .failure(error)
         }
         // A rename keeps the file and its time, as the descriptor showed them; a copy across file
         // systems does not: read it where it is now.
@@ -251,6 +238,36 @@ package struct FinishJob: Sendable {
         if target != destination { placed.path = target }
         return .success(placed)
     }
+
+    /// Moves the partial to `destination`, or where the name was chosen for the caller to the first
+    /// free name: only Haul's own file is replaced there, and a file that appears at the name while
+    /// the rename is made is kept too (no replacing rename then; the next free name is tried).
+    /// Returns the name it took and whether it was a rename (not a copy across file systems). A
+    /// hundred names taken, each as it was tried, fail it with the last one's error: the file stays
+    /// a partial rather than be reported under a name another file holds.
+    private func renameIntoPlace() -> Result<(target: String, renamed: Bool), DownloadError> {
+        var target = destination
+        var replacing = true
+        var attempt = 0
+        while true {
+            attempt += 1
+            if case .ownOnly(let own) = replaces {
+                (target, replacing) = freeName(ownModificationTime: own)
+            }
+            do throws(DownloadError) {
+                return .success((target, try Self.moveIntoPlace(from: partialPath, to: target, replacing: replacing)))
+            } catch {
+                // Taken meanwhile: the next free name.
+                if !replacing, error.errno == EEXIST, attempt < Self.freeNameAttempts { continue }
+                var error = error
+                error.url = url
+                return .failure(error)
+            }
+        }
+    }
+
+    /// How many free names a placing tries when each is taken as it is tried.
+    static let freeNameAttempts = 100
 
     /// Tells each journal, in one transaction, which files the `jobs` are about to place (what each
     /// staged descriptor is): a batch's record costs one commit, not one per file. Returns, for each
