@@ -82,6 +82,61 @@ extension DownloadQueue {
         var mirrors: [URL] = []
         for mirror in request.mirrors { mirrors.append(try DownloadRequest.checkedURL(mirror)) }
         if request.discardsBody { return try prepareDiscarding(request, url: url, mirrors: mirrors) }
+        let (destination, status, exists, inherited) = try Self.followedDestination(of: request, url: url)
+        let stream = try checkedStream(
+            request,
+            url: url,
+            at: destination,
+            status: status,
+            exists: exists,
+            inherited: inherited
+        )
+        let stateDirectory = try stateDirectory(of: request, url: url, at: destination, streams: stream != nil)
+        let isFile = exists && (status.st_mode & S_IFMT) == S_IFREG
+        let continuesFound =
+            request.continuesExistingFile && stream == nil && !request.takesFileNameFromServer && isFile
+            && status.st_size > 0
+        return PreparedRequest(
+            url: url,
+            destination: destination,
+            id: request.id,
+            stateDirectory: stateDirectory,
+            priority: request.priority,
+            checksum: request.checksum,
+            expectedSize: request.expectedSize,
+            userAgent: request.userAgent,
+            headers: request.headers,
+            folder: request.takesFileNameFromServer ? destination : nil,
+            mirrors: mirrors,
+            maxBytesPerSecond: request.maxBytesPerSecond,
+            connections: stream != nil ? 1 : request.connections.map { min(64, max(1, $0)) },
+            logger: request.logger,
+            found: isFile
+                ? PlacedFile(length: Int64(status.st_size), modificationTime: PlacedFile.modificationTime(of: status))
+                : nil,
+            // A checksum is checked, not remembered: a file already there is hashed again (a file
+            // corrupted in place keeps its length and mtime), outside the journal's lock.
+            foundHasChecksum: request.checksum.flatMap { checksum in
+                guard isFile else { return nil }
+                return (try? Checksum.digest(ofFileAt: destination, algorithm: checksum.algorithm)) == checksum.hex
+            },
+            stream: stream,
+            // The file a request continues is the one its completion replaces.
+            keepsExistingFile: !request.replacesExistingFile && !continuesFound,
+            continuesFound: continuesFound,
+            confinedTo: request.confinedTo.map { FilePath.standardized(URL(fileURLWithPath: $0, isDirectory: true)) }
+        )
+    }
+
+    /// The request's destination as it will be written: another user's link or FIFO in a shared
+    /// folder refused; a symbolic link followed to its target (as curl, wget and aria2c write
+    /// through one: the file is placed, by rename, whole, at its target, and the link stays; the id
+    /// stays the link's), unless it names a descriptor of this process (/dev/stdout, /dev/fd/N,
+    /// /proc/self/fd/N: `inherited`); with what is there (`status`, when it `exists`).
+    private static func followedDestination(
+        of request: DownloadRequest,
+        url: URL
+    ) throws(DownloadError) -> (destination: String, status: stat, exists: Bool, inherited: Int32?) {
         var destination = request.destinationPath
         if let refusal = SharedFolderRule.refusal(for: destination) {
             // Another user's link or FIFO in a shared folder: not followed, whatever the kernel's
@@ -95,12 +150,9 @@ extension DownloadQueue {
         }
         var status = stat()
         var exists = destination.withCString { lstat($0, &status) } == 0
-        // A descriptor of this process named through /dev/stdout, /dev/fd/N or /proc/self/fd/N.
         var inherited: Int32?
         if exists, (status.st_mode & S_IFMT) == S_IFLNK {
             inherited = FilePath.inheritedDescriptor(of: destination)
-            // A symbolic link is followed, as curl, wget and aria2c write through one: the file is
-            // placed (by rename, whole) at its target, and the link stays. The id stays the link's.
             guard let target = FilePath.linkTarget(of: destination) else {
                 throw DownloadError(
                     code: .fileSystem,
@@ -116,6 +168,20 @@ extension DownloadQueue {
                 destination = target
             }
         }
+        return (destination, status, exists, inherited)
+    }
+
+    /// What is at `destination` checked against the request: a stream opened for one written
+    /// through (a character device, a FIFO, a socket, standard output); nil for a file; refused for
+    /// a block device, a folder where a file is asked for, and the other way round.
+    private func checkedStream(
+        _ request: DownloadRequest,
+        url: URL,
+        at destination: String,
+        status: stat,
+        exists: Bool,
+        inherited: Int32?
+    ) throws(DownloadError) -> StreamTarget? {
         let type = status.st_mode & S_IFMT
         var stream: StreamTarget?
         if exists, !request.takesFileNameFromServer, type != S_IFDIR,
@@ -150,7 +216,7 @@ extension DownloadQueue {
                 detail: "\(FilePath.kind(of: status.st_mode)), which Haul never writes to"
             )
         }
-        if request.takesFileNameFromServer, exists, (status.st_mode & S_IFMT) != S_IFDIR {
+        if request.takesFileNameFromServer, exists, type != S_IFDIR {
             throw DownloadError(
                 code: .fileSystem,
                 url: url.redactedString,
@@ -159,7 +225,7 @@ extension DownloadQueue {
                 detail: "a download that takes its name from the server needs a folder"
             )
         }
-        if !request.takesFileNameFromServer, exists, (status.st_mode & S_IFMT) == S_IFDIR {
+        if !request.takesFileNameFromServer, exists, type == S_IFDIR {
             throw DownloadError(
                 code: .fileSystem,
                 url: url.redactedString,
@@ -168,18 +234,20 @@ extension DownloadQueue {
                 detail: "the destination is a directory; give a file path inside it"
             )
         }
-        let stateDirectory: String
-        if stream != nil {
-            stateDirectory = streamRowsDirectory
-        } else if let configuredStateDirectory {
-            stateDirectory = configuredStateDirectory
-        } else {
-            let folder = request.takesFileNameFromServer ? destination : FilePath.directory(of: destination)
-            stateDirectory = FilePath.stateDirectory(besideFolder: folder)
-        }
-        if stream == nil, let state = Self.stateFolder(holding: destination, configured: configuredStateDirectory) {
-            // The journal and the partial files are Haul's: a body written over one of them (an
-            // input line's out=.haul/journal.sqlite) would take the place of the state itself.
+        return stream
+    }
+
+    /// The state directory of the request's row: the streams' own for a stream, else the configured
+    /// one or the one beside the destination's folder. A file written inside a state folder (an
+    /// input line's out=.haul/journal.sqlite) is refused: it would take the place of the state itself.
+    private func stateDirectory(
+        of request: DownloadRequest,
+        url: URL,
+        at destination: String,
+        streams: Bool
+    ) throws(DownloadError) -> String {
+        if streams { return streamRowsDirectory }
+        if let state = Self.stateFolder(holding: destination, configured: configuredStateDirectory) {
             throw DownloadError(
                 code: .unsupportedDestination,
                 url: url.redactedString,
@@ -187,39 +255,9 @@ extension DownloadQueue {
                 detail: "inside the state directory '\(state)', where Haul keeps its journal and partial files"
             )
         }
-        let continuesFound =
-            request.continuesExistingFile && stream == nil && !request.takesFileNameFromServer && exists
-            && (status.st_mode & S_IFMT) == S_IFREG && status.st_size > 0
-        return PreparedRequest(
-            url: url,
-            destination: destination,
-            id: request.id,
-            stateDirectory: stateDirectory,
-            priority: request.priority,
-            checksum: request.checksum,
-            expectedSize: request.expectedSize,
-            userAgent: request.userAgent,
-            headers: request.headers,
-            folder: request.takesFileNameFromServer ? destination : nil,
-            mirrors: mirrors,
-            maxBytesPerSecond: request.maxBytesPerSecond,
-            connections: stream != nil ? 1 : request.connections.map { min(64, max(1, $0)) },
-            logger: request.logger,
-            found: exists && (status.st_mode & S_IFMT) == S_IFREG
-                ? PlacedFile(length: Int64(status.st_size), modificationTime: PlacedFile.modificationTime(of: status))
-                : nil,
-            // A checksum is checked, not remembered: a file already there is hashed again (a file
-            // corrupted in place keeps its length and mtime), outside the journal's lock.
-            foundHasChecksum: request.checksum.flatMap { checksum in
-                guard exists, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
-                return (try? Checksum.digest(ofFileAt: destination, algorithm: checksum.algorithm)) == checksum.hex
-            },
-            stream: stream,
-            // The file a request continues is the one its completion replaces.
-            keepsExistingFile: !request.replacesExistingFile && !continuesFound,
-            continuesFound: continuesFound,
-            confinedTo: request.confinedTo.map { FilePath.standardized(URL(fileURLWithPath: $0, isDirectory: true)) }
-        )
+        if let configuredStateDirectory { return configuredStateDirectory }
+        let folder = request.takesFileNameFromServer ? destination : FilePath.directory(of: destination)
+        return FilePath.stateDirectory(besideFolder: folder)
     }
 }
 
