@@ -58,59 +58,20 @@ extension DownloadQueue {
         var existing = rowsExist ? try journal.record(for: request.id) : nil
         if existing == nil {
             // A download never seen: one insertion, no lookup.
-            var record = fresh(request)
-            if let length = journal.adoptOrphanPartial(for: request.id) {
-                // A partial left by a journal that is gone: nothing vouches for its bytes but the
-                // overlap its resume checks.
-                record.bytesCommitted = length
-                catalog.provesByOverlap(request.id)
-            } else if let origin = recordedOrigin(of: request, url: urlText) {
-                // A file this URL's download placed, its row lost (the state folder deleted or
-                // damaged): complete if the server still has that version (a conditional request),
-                // else fetched as for a file Haul does not know.
-                record.entityTag = origin.entityTag
-                record.lastModified = origin.lastModified
-                record.totalBytes = origin.length
-                record.bytesCommitted = origin.length
-                record.state = .completed
-                _ = record.apply(.revalidationRequested(sequence: catalog.nextQueueSequence()))
-            }
-            if try journal.insertIfAbsent(record, for: request.id) {
+            if let record = try insertNew(request, in: journal, url: urlText) {
                 rowsExist = false
-                // Only for a row that is new: an existing one's partial file is Haul's own.
-                if record.bytesCommitted == 0, let length = continueFound(request, in: journal) {
-                    record.bytesCommitted = length
-                    try journal.save(record, for: request.id)
-                }
                 return .queued(record)
             }
             existing = try journal.record(for: request.id)
         }
         rowsExist = true
-        if let record = existing, Journal.owned(record.state) {
-            let holder = try journal.standing(of: request.id)?.owner
-            // Another manager that still runs has it: its outcome is this request's too. What this
-            // request asks for goes with it, for the row's taking back if that manager stops.
-            if journal.isAnotherLiveOwner(holder) {
-                var asked = record
-                request.setRequested(in: &asked)
-                asked.expectedChecksum = request.checksum?.description
-                asked.expectedSize = request.expectedSize
-                return .following(asked)
+        if var record = existing, Journal.owned(record.state) {
+            if let followed = try followedOrTakenBack(&record, for: request, in: journal) {
+                return .following(followed)
             }
-            // Its manager is gone (killed, crashed): taken back, with the bytes it left.
-            if holder != journal.owner { existing?.apply(.interrupted) }
+            existing = record
         }
-        if let record = existing,
-            record.folder != request.folder
-                || (record.folder == nil
-                    && (record.destination != request.destination
-                        || (record.url != urlText && record.state == .completed)))
-        {
-            // Another destination under the same id (a 128-bit collision), or a finished file that
-            // another URL is to replace: a new download, whose partial file is not that one's. (A
-            // download into a folder is its URL or its caller's key: a finished one asked for under
-            // the same key from another URL, a signed link refreshed, is the same file.)
+        if let record = existing, !Self.isSameDownload(record, as: request, url: urlText) {
             if let partial = journal.partialPath(for: request.id) { unlink(partial) }
             existing = nil
         }
@@ -139,32 +100,110 @@ extension DownloadQueue {
             try journal.save(record, for: request.id)
             return .waiting(record)
         case .refused:
-            // Completed: the file stays unless it is gone or changed, or is to be revalidated.
-            // The file the request found at its destination, when it is the one the row describes;
-            // else looked at now: the download may have placed it since (a row into a folder names
-            // its own file).
-            let intact = { (file: PlacedFile?) in
-                PlacedFile.isIntact(file, length: record.totalBytes, modificationTime: record.placedModificationTime)
-            }
-            guard
-                (record.destination == request.destination && intact(request.found))
-                    || intact(PlacedFile.at(record.destination)),
-                request.checksum == nil || hasChecksum(record.destination, request)
-            else {
-                // The file recorded as complete is gone or changed at its destination, or does not
-                // have the checksum asked for (the record was stale): fetch it anew; the final check
-                // decides.
-                if let partial = journal.partialPath(for: request.id) { unlink(partial) }
-                return .queued(try saveFresh(request, in: journal))
-            }
-            guard revalidatesCompletedFiles, record.entityTag != nil || record.lastModified != nil,
-                record.apply(.revalidationRequested(sequence: catalog.nextQueueSequence())) != .refused
-            else {
-                return .complete(record)
-            }
-            try journal.save(record, for: request.id)
-            return .queued(record)
+            return try completedOutcome(record, for: request, in: journal)
         }
+    }
+
+    /// A row another manager holds: what that manager's download is asked for now, when it still
+    /// runs (its outcome is this request's too; what this request asks for goes with it, for the
+    /// row's taking back if that manager stops); else nil, and the row taken back (killed,
+    /// crashed: with the bytes it left).
+    private func followedOrTakenBack(
+        _ record: inout DownloadRecord,
+        for request: PreparedRequest,
+        in journal: Journal
+    ) throws(DownloadError) -> DownloadRecord? {
+        let holder = try journal.standing(of: request.id)?.owner
+        if journal.isAnotherLiveOwner(holder) {
+            var asked = record
+            request.setRequested(in: &asked)
+            asked.expectedChecksum = request.checksum?.description
+            asked.expectedSize = request.expectedSize
+            return asked
+        }
+        if holder != journal.owner { record.apply(.interrupted) }
+        return nil
+    }
+
+    /// Whether `record` is the download `request` asks for. Not for another destination under the
+    /// same id (a 128-bit collision), nor for a finished file that another URL is to replace: a new
+    /// download, whose partial file is not that one's. (A download into a folder is its URL or its
+    /// caller's key: a finished one asked for under the same key from another URL, a signed link
+    /// refreshed, is the same file.)
+    private static func isSameDownload(_ record: DownloadRecord, as request: PreparedRequest, url urlText: String)
+        -> Bool
+    {
+        if record.folder != request.folder { return false }
+        guard record.folder == nil else { return true }
+        return record.destination == request.destination && (record.url == urlText || record.state != .completed)
+    }
+
+    /// The row of a download never seen, inserted unless another process inserted it first (nil
+    /// then). A partial left by a journal that is gone, a file this URL's download placed (its row
+    /// lost), or a file found that the request continues give it its bytes.
+    private func insertNew(
+        _ request: PreparedRequest,
+        in journal: Journal,
+        url urlText: String
+    ) throws(DownloadError) -> DownloadRecord? {
+        var record = fresh(request)
+        if let length = journal.adoptOrphanPartial(for: request.id) {
+            // A partial left by a journal that is gone: nothing vouches for its bytes but the
+            // overlap its resume checks.
+            record.bytesCommitted = length
+            catalog.provesByOverlap(request.id)
+        } else if let origin = recordedOrigin(of: request, url: urlText) {
+            // A file this URL's download placed, its row lost (the state folder deleted or
+            // damaged): complete if the server still has that version (a conditional request),
+            // else fetched as for a file Haul does not know.
+            record.entityTag = origin.entityTag
+            record.lastModified = origin.lastModified
+            record.totalBytes = origin.length
+            record.bytesCommitted = origin.length
+            record.state = .completed
+            _ = record.apply(.revalidationRequested(sequence: catalog.nextQueueSequence()))
+        }
+        guard try journal.insertIfAbsent(record, for: request.id) else { return nil }
+        // Only for a row that is new: an existing one's partial file is Haul's own.
+        if record.bytesCommitted == 0, let length = continueFound(request, in: journal) {
+            record.bytesCommitted = length
+            try journal.save(record, for: request.id)
+        }
+        return record
+    }
+
+    /// A request for a download whose row is completed: the file stays unless it is gone or
+    /// changed, or is to be revalidated.
+    private func completedOutcome(
+        _ completed: DownloadRecord,
+        for request: PreparedRequest,
+        in journal: Journal
+    ) throws(DownloadError) -> QueueOutcome {
+        var record = completed
+        // The file the request found at its destination, when it is the one the row describes;
+        // else looked at now: the download may have placed it since (a row into a folder names
+        // its own file).
+        let intact = { (file: PlacedFile?) in
+            PlacedFile.isIntact(file, length: record.totalBytes, modificationTime: record.placedModificationTime)
+        }
+        guard
+            (record.destination == request.destination && intact(request.found))
+                || intact(PlacedFile.at(record.destination)),
+            request.checksum == nil || hasChecksum(record.destination, request)
+        else {
+            // The file recorded as complete is gone or changed at its destination, or does not
+            // have the checksum asked for (the record was stale): fetch it anew; the final check
+            // decides.
+            if let partial = journal.partialPath(for: request.id) { unlink(partial) }
+            return .queued(try saveFresh(request, in: journal))
+        }
+        guard revalidatesCompletedFiles, record.entityTag != nil || record.lastModified != nil,
+            record.apply(.revalidationRequested(sequence: catalog.nextQueueSequence())) != .refused
+        else {
+            return .complete(record)
+        }
+        try journal.save(record, for: request.id)
+        return .queued(record)
     }
 
     /// The version recorded on the file found at the request's destination (``FileOrigin``), when
