@@ -239,36 +239,6 @@ package struct FinishJob: Sendable {
         return .success(placed)
     }
 
-    /// Moves the partial to `destination`, or where the name was chosen for the caller to the first
-    /// free name: only Haul's own file is replaced there, and a file that appears at the name while
-    /// the rename is made is kept too (no replacing rename then; the next free name is tried).
-    /// Returns the name it took and whether it was a rename (not a copy across file systems). A
-    /// hundred names taken, each as it was tried, fail it with the last one's error: the file stays
-    /// a partial rather than be reported under a name another file holds.
-    private func renameIntoPlace() -> Result<(target: String, renamed: Bool), DownloadError> {
-        var target = destination
-        var replacing = true
-        var attempt = 0
-        while true {
-            attempt += 1
-            if case .ownOnly(let own) = replaces {
-                (target, replacing) = freeName(ownModificationTime: own)
-            }
-            do throws(DownloadError) {
-                return .success((target, try Self.moveIntoPlace(from: partialPath, to: target, replacing: replacing)))
-            } catch {
-                // Taken meanwhile: the next free name.
-                if !replacing, error.errno == EEXIST, attempt < Self.freeNameAttempts { continue }
-                var error = error
-                error.url = url
-                return .failure(error)
-            }
-        }
-    }
-
-    /// How many free names a placing tries when each is taken as it is tried.
-    static let freeNameAttempts = 100
-
     /// Tells each journal, in one transaction, which files the `jobs` are about to place (what each
     /// staged descriptor is): a batch's record costs one commit, not one per file. Returns, for each
     /// job, what was recorded (`nil` where nothing was: no journal, or the file could not be looked
@@ -353,20 +323,6 @@ package struct FinishJob: Sendable {
         var placed = PlacedFile(length: length, modificationTime: PlacedFile.modificationTime(of: status))
         if target != destination { placed.path = target }
         return .success(placed)
-    }
-
-    /// `destination` when nothing is there or the file there is the one Haul placed for this
-    /// download (then `replacing` it); else the first of `destination.1`, `destination.2`… where
-    /// nothing is.
-    private func freeName(ownModificationTime: Double?) -> (name: String, replacing: Bool) {
-        guard let existing = PlacedFile.at(destination) else { return (destination, false) }
-        if let own = ownModificationTime, abs(existing.modificationTime - own) < 1e-6 { return (destination, true) }
-        var status = stat()
-        let name = FilePath.lastComponent(of: destination)
-        let free = ServerFileName.firstFree(name, in: FilePath.directory(of: destination), first: 1) {
-            lstat($0, &status) == 0
-        }
-        return (free ?? destination, free == nil)
     }
 
     /// Why the finished partial file is not the expected one, if it is not.
