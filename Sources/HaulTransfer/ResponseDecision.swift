@@ -104,22 +104,7 @@ enum ResponseDecision: Equatable, Sendable {
         }
         switch head.status {
         case 206:
-            guard let value = head.contentRange, case .range(let first, let last, let total)? = ContentRange(value)
-            else {
-                return .retryFromZero(reason: .rangeMismatch)
-            }
-            if changed { return .retryFromZero(reason: .remoteChanged) }
-            if let total, let knownTotal, total != knownTotal, requestedOffset > 0 {
-                return .retryFromZero(reason: .remoteChanged)
-            }
-            guard first == requestedOffset else { return .retryFromZero(reason: .rangeMismatch) }
-            // A range that ends before the file (a server that limits the size of its answers) is
-            // appended too, and the rest asked for when it ends (see ``rangeEnd(of:)``), if its
-            // Content-Length says the same: curl stops the body there, never past the range.
-            if rangeEnd(of: head) != nil, head.contentLength != last - first + 1 {
-                return .retryFromZero(reason: .rangeMismatch)
-            }
-            return .append(total: total ?? head.contentLength.map { requestedOffset + $0 })
+            return decidePartial(head, requestedOffset: requestedOffset, knownTotal: knownTotal, changed: changed)
         case 200...299:
             if requestedOffset == 0 { return .append(total: head.contentLength) }
             let reason: RestartReason =
@@ -127,16 +112,53 @@ enum ResponseDecision: Equatable, Sendable {
                 ? .remoteChanged : .rangeIgnored
             return .replace(total: head.contentLength, reason: reason)
         case 416:
-            guard requestedOffset > 0 else { return .fail(status: 416) }
-            var total = knownTotal
-            if let value = head.contentRange, case .unsatisfied(let announced)? = ContentRange(value) {
-                if let knownTotal, knownTotal != announced { return .retryFromZero(reason: .remoteChanged) }
-                total = announced
-            }
-            if let total, total == requestedOffset, !changed { return .alreadyComplete(total: total) }
-            return .retryFromZero(reason: changed ? .remoteChanged : .rangeNotSatisfiable)
+            return decideUnsatisfiable(head, requestedOffset: requestedOffset, knownTotal: knownTotal, changed: changed)
         default:
             return .fail(status: head.status)
         }
+    }
+
+    /// A 206: appended when its range starts at the offset asked for, of the file on record
+    /// (`changed`: another version's validator).
+    private static func decidePartial(
+        _ head: ResponseHead,
+        requestedOffset: Int64,
+        knownTotal: Int64?,
+        changed: Bool
+    ) -> ResponseDecision {
+        guard let value = head.contentRange, case .range(let first, let last, let total)? = ContentRange(value)
+        else {
+            return .retryFromZero(reason: .rangeMismatch)
+        }
+        if changed { return .retryFromZero(reason: .remoteChanged) }
+        if let total, let knownTotal, total != knownTotal, requestedOffset > 0 {
+            return .retryFromZero(reason: .remoteChanged)
+        }
+        guard first == requestedOffset else { return .retryFromZero(reason: .rangeMismatch) }
+        // A range that ends before the file (a server that limits the size of its answers) is
+        // appended too, and the rest asked for when it ends (see ``rangeEnd(of:)``), if its
+        // Content-Length says the same: curl stops the body there, never past the range.
+        if rangeEnd(of: head) != nil, head.contentLength != last - first + 1 {
+            return .retryFromZero(reason: .rangeMismatch)
+        }
+        return .append(total: total ?? head.contentLength.map { requestedOffset + $0 })
+    }
+
+    /// A 416 to a resume: the file is complete when the length it announces (or the one on record)
+    /// is the partial's, of the same version; else it starts over.
+    private static func decideUnsatisfiable(
+        _ head: ResponseHead,
+        requestedOffset: Int64,
+        knownTotal: Int64?,
+        changed: Bool
+    ) -> ResponseDecision {
+        guard requestedOffset > 0 else { return .fail(status: 416) }
+        var total = knownTotal
+        if let value = head.contentRange, case .unsatisfied(let announced)? = ContentRange(value) {
+            if let knownTotal, knownTotal != announced { return .retryFromZero(reason: .remoteChanged) }
+            total = announced
+        }
+        if let total, total == requestedOffset, !changed { return .alreadyComplete(total: total) }
+        return .retryFromZero(reason: changed ? .remoteChanged : .rangeNotSatisfiable)
     }
 }

@@ -9,11 +9,6 @@ extension Transfer {
     /// same origin). Returns the owner's action when the request cannot be made (a failure), else
     /// `.none`.
     func startRequest(truncating: Bool, to hop: Redirect? = nil) -> DownloadStateMachine.Action {
-        // The rest after a range that ended before the file, in this attempt: that answer's length.
-        let continuesRange =
-            request.rangeEnd.flatMap { end in sink?.receivedLength == end ? end - own.rangeStart : nil }
-        var plan = ResumePlan.resume(from: 0, ifRange: nil)
-        var overlap: [UInt8]?
         var target = download.url
         var sendsHeaders = true
         if case .follow(let url, let sameOrigin) = hop { (target, sendsHeaders) = (url, sameOrigin) }
@@ -21,55 +16,14 @@ extension Transfer {
             // Placed by a process killed before its row said so: complete, nothing asked again.
             return perform(machine.foundComplete())
         }
+        let plan: ResumePlan
+        let overlap: [UInt8]?
         do throws(DownloadError) {
-            let sink: FileSink
-            if let existing = self.sink {
-                sink = existing
-            } else if let stream {
-                sink = FileSink(stream: stream, pool: environment.buffers)
-            } else if let partialPath {
-                sink = try FileSink(
-                    path: partialPath,
-                    pool: environment.buffers,
-                    openFiles: environment.openPartialFiles,
-                    startsEmpty: !record.mayHaveStarted
-                )
-            } else {
-                // A body into a file has its row on disk, and so a partial file's path: never here.
-                throw DownloadError(code: .internalError, url: urlForErrors, detail: "no partial file for a file")
-            }
-            self.sink = sink
-            let partialIsLongerThanFile =
-                record.segments == nil && (record.totalBytes.map { sink.committedLength > $0 } ?? false)
-            if truncating || partialIsLongerThanFile { try emptyPartial(sink) }
-            if record.segments != nil, !restoreSegments() {
-                // A map that cannot be continued: its bytes are not trusted.
-                try emptyPartial(sink)
-            }
-            if segments != nil, hop == nil, !(try takeFirstSegmentLeft(sink)) {
+            guard let planned = try readyPartial(truncating: truncating, hop: hop, target: target) else {
                 // Every segment is whole (a process stopped before it moved the file into place).
                 return perform(machine.foundComplete())
             }
-            if lengthAtAttemptStart == nil { lengthAtAttemptStart = segmentedBytes ?? sink.committedLength }
-            if let segment = segments?.segment(of: own) {
-                // One segment, from where it stopped, of the version on record.
-                plan = .resume(from: segment.next, ifRange: record.ifRangeValidator)
-            } else if !revalidating {
-                plan = ResumePlan.decide(
-                    offset: sink.receivedLength,
-                    validator: record.ifRangeValidator,
-                    // A URL moved to proves the partial's file by the overlap, validator or not; so
-                    // does a file the request continues, which Haul did not download.
-                    resumesWithoutValidator: environment.resumesWithoutValidator || moved != nil || provesByOverlap,
-                    continuesRange: continuesRange,
-                    decodesBodies: environment.easyHandles.options.decodesCompression,
-                    urlChanged: record.url != download.url.redactedString,
-                    // (A discarded body keeps nothing to splice onto: its plain range is not checked.)
-                    ifRangeIgnored: ifRangeForm(for: target) == .plainRange && stream?.discards != true
-                )
-            }
-            if let stream { plan = try Self.plan(plan, for: stream, pinned: record.pinnedVersion != nil) }
-            if case .verify(let rangeStart, _, _) = plan { overlap = try sink.bytes(from: rangeStart) }
+            (plan, overlap) = planned
         } catch {
             return perform(machine.fail(attributed(error)))
         }
@@ -80,26 +34,7 @@ extension Transfer {
         }
         // Bytes still in the buffer are the file's too: they are written before the next ones.
         request = Request(offset: sink?.receivedLength ?? 0)
-        // A resume's If-Range in the host's form (``IfRangeForm``), an unvalidated one's too: an
-        // If-Range a mirror ignored was asked again forever.
-        var validator: String?
-        switch plan {
-        case .resume(let offset, let pin):
-            // Over several connections, to the end of its segment.
-            own.begin(
-                from: offset,
-                to: segments?.segment(of: own).map { $0.end - 1 },
-                ifRange: ifRangeForm(for: target)
-            )
-            validator = pin
-        case .verify(let rangeStart, _, let pin):
-            own.begin(from: rangeStart, to: nil, ifRange: ifRangeForm(for: target))
-            (validator, request.overlap) = (pin, overlap)
-        case .restart(let reason):
-            // From 0; the answer replaces the partial once accepted (``decideResponse(easy:)``).
-            own.begin(from: 0, to: nil, ifRange: .validator)
-            request.restartReason = reason
-        }
+        let validator = beginOwn(plan, overlap: overlap, to: target)
         let ifRange = validator.flatMap { _ in ifRangeValue(own.ifRangeForm) }
         if hop == nil { startSpan() }
         (request.target, request.sendsHeaders) = (target, sendsHeaders)
@@ -344,7 +279,7 @@ extension Transfer {
 
     /// The form of `If-Range` the host of `target` honours: a CDN that ignored an ETag `If-Range`
     /// gets a date, or none (``IfRangeForm``).
-    private func ifRangeForm(for target: URL) -> IfRangeForm {
+    func ifRangeForm(for target: URL) -> IfRangeForm {
         environment.ifRangeForms.isEmpty ? .validator : environment.ifRangeForms[target.hostKey] ?? .validator
     }
 
@@ -381,7 +316,7 @@ extension Transfer {
     /// validators: they pin the version the download had, and an answer that replaces it must name
     /// its own version as strongly (``PinnedVersion``, ``ResponseDecision``), so that an error page
     /// sent as 200 after a restart is not taken for the new file.
-    private func emptyPartial(_ sink: FileSink) throws(DownloadError) {
+    func emptyPartial(_ sink: FileSink) throws(DownloadError) {
         try sink.truncate()
         partialTruncated()
         dropSegments()

@@ -17,29 +17,10 @@ extension Transfer {
             log(.debug, "redirect", metadata: ["haul.status": "\(status)"])
             return nil
         }
-        var head = ResponseHead(
-            status: status,
-            contentRange: easy.header("Content-Range"),
-            contentLength: easy.contentLength,
-            entityTag: easy.header("ETag"),
-            lastModified: easy.header("Last-Modified"),
-            date: easy.header("Date"),
-            contentEncoding: easy.header("Content-Encoding").flatMap { $0.lowercased() == "identity" ? nil : $0 },
-            conflictingContentLengths: easy.conflictingValues(of: "Content-Length")
-        )
-        if head.contentEncoding != nil, environment.easyHandles.options.decodesCompression {
-            // curl decodes the body: its Content-Length counts encoded bytes, not the file's.
-            head.contentLength = nil
-            head.conflictingContentLengths = nil
-        }
         // The version on record: a resume's answer must be of it, and an answer from byte 0 (a
         // restart) must name its own as strongly to replace it.
         let pinned = record.pinnedVersion
-        if pinned != nil {
-            // A resume's or a restart's answer: what tells an error page, or an ignored If-Range.
-            head.contentType = easy.header("Content-Type")
-            head.acceptsRanges = easy.header("Accept-Ranges")?.lowercased() == "bytes"
-        }
+        let head = readHead(of: easy, status: status, pinned: pinned != nil)
         request.head = head
         spanAnswered(status: status)
         request.rangeEnd = ResponseDecision.rangeEnd(of: head)
@@ -70,8 +51,42 @@ extension Transfer {
             decision = .replace(total: total, reason: changed ? .remoteChanged : reason)
         }
         if own.rangeLast != nil { decision = segmentDecision(head, otherwise: decision) }
+        if holds(&decision, sameVersion: version == .same) { return nil }
+        return feed(decision)
+    }
+
+    /// The final response's head as the decision reads it. A decoded body's Content-Length counts
+    /// encoded bytes, not the file's: none. `pinned`: a resume's or a restart's answer, whose type
+    /// and Accept-Ranges tell an error page, or an ignored If-Range.
+    private func readHead(of easy: EasyHandle, status: Int, pinned: Bool) -> ResponseHead {
+        var head = ResponseHead(
+            status: status,
+            contentRange: easy.header("Content-Range"),
+            contentLength: easy.contentLength,
+            entityTag: easy.header("ETag"),
+            lastModified: easy.header("Last-Modified"),
+            date: easy.header("Date"),
+            contentEncoding: easy.header("Content-Encoding").flatMap { $0.lowercased() == "identity" ? nil : $0 },
+            conflictingContentLengths: easy.conflictingValues(of: "Content-Length")
+        )
+        if head.contentEncoding != nil, environment.easyHandles.options.decodesCompression {
+            head.contentLength = nil
+            head.conflictingContentLengths = nil
+        }
+        if pinned {
+            head.contentType = easy.header("Content-Type")
+            head.acceptsRanges = easy.header("Accept-Ranges")?.lowercased() == "bytes"
+        }
+        return head
+    }
+
+    /// Whether `decision` waits on the answer's first bytes before it is fed (``Request/heldDecision``):
+    /// bytes the download has, coming again from byte 0, read past; a whole file to a range it
+    /// ignored, compared; a resume's overlap, compared. A resume whose announced length changed
+    /// becomes a restart (`decision` changed).
+    private func holds(_ decision: inout ResponseDecision, sameVersion: Bool) -> Bool {
         if case .replace(let total, let reason) = decision,
-            let skip = repeatedBytes(total: total, reason: reason, sameVersion: version == .same)
+            let skip = repeatedBytes(total: total, reason: reason, sameVersion: sameVersion)
         {
             // The same file from byte 0 (the pinned version, or one whose overlap is compared next):
             // the bytes the download has (a stream's reader, a partial file) are dropped as they come
@@ -82,7 +97,7 @@ extension Transfer {
             let repeated = skip + Int64(request.overlap?.count ?? 0)
             log(.debug, "an answer from byte 0; reading past the bytes held", metadata: ["haul.bytes": "\(repeated)"])
             events.publish(.warning(.repeatedBytesReadPast(repeated, reason: reason)))
-            return nil
+            return true
         }
         if case .askAgain = decision, stream == nil, segmentedBytes == nil, let held = sink?.receivedLength, held > 0 {
             // The whole file under the pinned ETag, to a range it ignored: asked again only while its
@@ -96,7 +111,7 @@ extension Transfer {
             request.heldDecision = decision
             request.overlap = nil  // this answer ends once compared; the next one checks its overlap
             rememberIfRangeForm(of: decision)
-            return nil
+            return true
         }
         if request.overlap != nil {
             switch decision {
@@ -105,12 +120,12 @@ extension Transfer {
             case .append:
                 // Appended only once the answer's first bytes are the partial's last ones.
                 request.heldDecision = decision
-                return nil
+                return true
             default:
                 request.overlap = nil  // a whole file, a failure: nothing to compare
             }
         }
-        return feed(decision)
+        return false
     }
 
     /// How many bytes of an answer from byte 0 repeat what the download has, when it may go on past
@@ -181,18 +196,8 @@ extension Transfer {
         environment.metrics.timeToFirstByte.recordNanoseconds(DispatchTime.now().uptimeNanoseconds - request.startedAt)
         download.ledger.withLock { $0.bodyStarted() }
         request.head = nil  // read once
-        if let total, let expected = record.expectedSize, total != expected {
-            bodyFailed(
-                DownloadError(
-                    code: .checksumMismatch,
-                    url: urlForErrors,
-                    detail: "the server announced \(total) bytes where \(expected) were expected"
-                )
-            )
-            return
-        }
-        if let total, let maximum = maximumSize, total > maximum {
-            bodyFailed(tooLarge("the file is \(total) bytes, more than the maximum of \(maximum)"))
+        if let total, let refusal = refusal(ofAnnounced: total) {
+            bodyFailed(refusal)
             return
         }
         // A body in memory gets its room at once.
@@ -212,26 +217,7 @@ extension Transfer {
         moved = nil  // proven: its answer continues the partial
         record.attempts += 1
         followURL()
-        if let easy = own.easy {
-            // The URL this request went to (the download's, a mirror's or where a redirect led):
-            // Haul follows redirects itself, so it is curl's effective URL, without a copy of
-            // curl's text kept by every live transfer. Its credentials are removed when read
-            // (``Download/response``), off the loop's per-file path.
-            download.record(
-                DownloadResponse(
-                    url: request.target ?? download.url,
-                    status: head.status,
-                    contentType: easy.header("Content-Type"),
-                    entityTag: head.entityTag,
-                    lastModified: head.lastModified,
-                    totalBytes: total,
-                    // A body in memory, a stream: its reader may want them; not a discarded body
-                    // (a load test's: no cost per body for what nobody reads) nor a file.
-                    packedHeaders: stream.map { !$0.discards || $0.collector != nil } == true
-                        ? easy.responseHeaders() : PackedHeaders()
-                )
-            )
-        }
+        if let easy = own.easy { recordResponse(head, total: total, over: easy) }
         if let restart { restarted(because: restart, discarding: discarded) }
         if let encoding = head.contentEncoding, !environment.easyHandles.options.decodesCompression {
             log(
@@ -259,23 +245,72 @@ extension Transfer {
             head: head,
             acceptsRanges: own.easy?.header("Accept-Ranges")?.lowercased() == "bytes"
         )
-        // A body that fits in the buffer is collected there whole: one write, by the disk thread.
-        if segments == nil, let total, total - sink.receivedLength <= Int64(environment.buffers.bufferSize) {
+        if let total, !prepare(sink, for: total) { return }
+        guard writesRowBeforeBody() else { return }
+        events.publish(.receiving(progress()))
+    }
+
+    /// Why a body of `total` bytes, as announced, is refused before any of it is written: not the
+    /// size the request expects, or larger than the largest file accepted. Nil when it is not.
+    private func refusal(ofAnnounced total: Int64) -> DownloadError? {
+        if let expected = record.expectedSize, total != expected {
+            return DownloadError(
+                code: .checksumMismatch,
+                url: urlForErrors,
+                detail: "the server announced \(total) bytes where \(expected) were expected"
+            )
+        }
+        if let maximum = maximumSize, total > maximum {
+            return tooLarge("the file is \(total) bytes, more than the maximum of \(maximum)")
+        }
+        return nil
+    }
+
+    /// The accepted answer, for ``Download/response``: the URL this request went to (the
+    /// download's, a mirror's or where a redirect led: Haul follows redirects itself, so it is
+    /// curl's effective URL, without a copy of curl's text kept by every live transfer; its
+    /// credentials are removed when read, off the loop's per-file path).
+    private func recordResponse(_ head: ResponseHead, total: Int64?, over easy: EasyHandle) {
+        download.record(
+            DownloadResponse(
+                url: request.target ?? download.url,
+                status: head.status,
+                contentType: easy.header("Content-Type"),
+                entityTag: head.entityTag,
+                lastModified: head.lastModified,
+                totalBytes: total,
+                // A body in memory, a stream: its reader may want them; not a discarded body
+                // (a load test's: no cost per body for what nobody reads) nor a file.
+                packedHeaders: stream.map { !$0.discards || $0.collector != nil } == true
+                    ? easy.responseHeaders() : PackedHeaders()
+            )
+        )
+    }
+
+    /// Readies `sink` for the `total` bytes announced: a body that fits in the buffer is collected
+    /// there whole (one write, by the disk thread); a file larger than its buffer reserves its
+    /// blocks now (a disk too small fails at the start). False when the body failed.
+    private func prepare(_ sink: FileSink, for total: Int64) -> Bool {
+        if segments == nil, total - sink.receivedLength <= Int64(environment.buffers.bufferSize) {
             sink.collectsWholeRest()
         }
-        // A file larger than its buffer reserves its blocks now: a disk too small fails at the start.
-        if environment.preallocatesFiles, let total, total > sink.receivedLength + Int64(environment.buffers.bufferSize)
-        {
+        if environment.preallocatesFiles, total > sink.receivedLength + Int64(environment.buffers.bufferSize) {
             do {
                 try sink.preallocate(total)
             } catch {
                 bodyFailed(attributed(error))
-                return
+                return false
             }
         }
-        // A resume trusts the row's validators for the bytes in the partial file, so the row must have
-        // this response's before any of its bytes is written there. Until then it can wait: a download
-        // that ends inside its buffer writes its row once, at completion, instead of twice.
+        return true
+    }
+
+    /// A resume trusts the row's validators for the bytes in the partial file, so the row must have
+    /// this response's before any of its bytes is written there. Until then it can wait: a download
+    /// that ends inside its buffer writes its row once, at completion, instead of twice. False when
+    /// the row could not be written (the transfer ended).
+    private func writesRowBeforeBody() -> Bool {
+        guard let sink else { return false }
         rowBehind = true
         if store.isInMemory {
             // The row of a stream, a body in memory or a discard: this process's alone, and read
@@ -287,17 +322,17 @@ extension Transfer {
             (segments.target, segments.sendsHeaders) = (request.target ?? download.url, request.sendsHeaders)
             // Other connections write their segments from this turn's end: the row (validators,
             // map) must be written first.
-            guard catchUpRow() else { return }
+            guard catchUpRow() else { return false }
             askForConnections()
         } else if sink.committedLength > 0 {
-            guard catchUpRow() else { return }
+            guard catchUpRow() else { return false }
         } else {
             sink.beforeFirstWrite = { [unowned self] () throws(DownloadError) in
                 _ = catchUpRow()
                 if let error = own.error { throw error }
             }
         }
-        events.publish(.receiving(progress()))
+        return true
     }
 
     /// Names the file of a download into a folder, from this answer (``ServerFileName``), before its
