@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Fails when a folder of a layer's target refers to a type declared in a folder above it in the same
-target, or when a source file under Sources/ or Examples/ is over 400 lines.
+target, when a source file under Sources/ or Examples/ is over 400 lines, or when a function,
+initialiser or closure-free accessor under Sources/ is over 80 lines (issue 76).
 
 ARCHITECTURE.md's rule: layers point one way. Between the library's targets (Haul, HaulScheduler,
 HaulTransfer, HaulIO, HaulValues: Package.swift's `layers`) the compiler keeps it: a target imports only the ones
@@ -91,8 +92,41 @@ for top in ("Sources", "Examples"):
                 if lines > LONGEST:
                     failures.append(f"  {os.path.relpath(path, ROOT)}: {lines} lines, over the house's {LONGEST}: split it")
 
+# No function over 80 lines under Sources/ (issue 76): from the line that declares it to the brace
+# that closes its body, counted on the code with comments and string literals out.
+LONGEST_FUNCTION = 80
+FUNCTION = re.compile(
+    r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|package|internal|fileprivate|private|static|class|final|override|"
+    r"mutating|nonmutating|nonisolated|convenience|required)\s+)*(?:func\s+([^\s(<]+)|(init)[?!]?\s*[(<]|(deinit)\b)"
+)
+longest_function = (0, "")
+for directory, folders, names in os.walk(os.path.join(ROOT, "Sources")):
+    for name in names:
+        if not name.endswith(".swift"):
+            continue
+        path = os.path.join(directory, name)
+        lines = code_only(open(path).read()).split("\n")
+        for index, line in enumerate(lines):
+            match = FUNCTION.match(line)
+            if not match:
+                continue
+            depth, opened, end = 0, False, index
+            while end < len(lines):
+                depth += lines[end].count("{") - lines[end].count("}")
+                opened = opened or "{" in lines[end]
+                if opened and depth <= 0:
+                    break
+                end += 1
+            if not opened:
+                continue  # a requirement without a body
+            length = end - index + 1
+            where = f"{os.path.relpath(path, ROOT)}:{index + 1} {next(g for g in match.groups() if g)}"
+            longest_function = max(longest_function, (length, where))
+            if length > LONGEST_FUNCTION:
+                failures.append(f"  {where}: {length} lines, over the house's {LONGEST_FUNCTION}: split it")
+
 if failures:
-    print("check-layers: ARCHITECTURE.md's rules are broken (a target's folders point down, files stay under 400 lines):")
+    print("check-layers: ARCHITECTURE.md's rules are broken (a target's folders point down, files stay under 400 lines, functions under 80):")
     print("\n".join(failures))
     sys.exit(1)
-print(f"check-layers: {len(found)} known references point up within a target (scripts/layers-allowed.txt), no new one; the longest source file has {longest} lines")
+print(f"check-layers: {len(found)} known references point up within a target (scripts/layers-allowed.txt), no new one; the longest source file has {longest} lines, the longest function {longest_function[0]} ({longest_function[1]})")
