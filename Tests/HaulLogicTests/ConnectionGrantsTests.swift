@@ -247,3 +247,74 @@ struct ConnectionGrantsTests {
         #expect(admission.saturatedHosts.isEmpty)
     }
 }
+
+/// Random inputs, as AsyncHTTPClient's `HTTPConnectionPool+StateFuzzTests` drives its pool: the
+/// books keep their rules, and once everything stops every host may take a download again.
+@Suite("Connection grants, random inputs")
+struct ConnectionGrantsFuzzTests {
+    @Test("10,000 random steps over four hosts keep the books' rules", arguments: [1, 2, 3, 4, 5] as [UInt64])
+    func randomSteps(seed: UInt64) {
+        var random = SeededRandom(seed: seed)
+        var grants = ConnectionGrants(streams: 3, mostAtOnce: 12)
+        let hosts = ["a:443", "b:443", "c:443", "d:443"]
+        var running: [DownloadID: String] = [:]
+        var open: [Int32: DownloadID] = [:]  // sockets curl holds, by the download that opened them
+        var nextID = 0
+        var nextSocket: Int32 = 10
+        var now: UInt64 = 0
+        for step in 0..<10_000 {
+            now += UInt64.random(in: 0...50_000_000, using: &random)
+            switch Int.random(in: 0..<100, using: &random) {
+            case 0..<30:  // a download starts where the grant allows
+                let host = hosts.randomElement(using: &random)!
+                guard grants.mayStart(to: host) else { continue }
+                let id = DownloadID(rawValue: "d\(nextID)")
+                nextID += 1
+                grants.start(id, to: host, at: now)
+                running[id] = host
+            case 30..<50:  // one opens a socket (a socket number may be one closed before)
+                guard let id = running.keys.randomElement(using: &random) else { continue }
+                let socket =
+                    Bool.random(using: &random) ? nextSocket : Int32.random(in: 10...nextSocket, using: &random)
+                if open[socket] != nil { continue }
+                nextSocket += socket == nextSocket ? 1 : 0
+                open[socket] = id
+                grants.opened(socket, by: id)
+            case 50..<65:  // one answers, over HTTP/2 mostly
+                guard let id = running.keys.randomElement(using: &random) else { continue }
+                _ = grants.answered(id, multiplexes: Int.random(in: 0..<10, using: &random) > 0)
+            case 65..<80:  // a socket closes
+                guard let socket = open.keys.randomElement(using: &random) else { continue }
+                open[socket] = nil
+                _ = grants.closing(socket)
+            case 80..<95:  // one stops
+                guard let id = running.keys.randomElement(using: &random) else { continue }
+                running[id] = nil
+                #expect(grants.stop(id) != nil)
+            default:
+                _ = grants.expireWaits(now: now)
+            }
+            let broken = grants.brokenRules()
+            #expect(broken.isEmpty, "step \(step): \(broken)")
+            if !broken.isEmpty { return }
+        }
+        // Everything stops: nothing is left running, and every host may take a download again.
+        for id in running.keys { _ = grants.stop(id) }
+        for socket in open.keys { _ = grants.closing(socket) }
+        #expect(grants.brokenRules().isEmpty)
+        for host in hosts { #expect(grants.mayStart(to: host)) }
+    }
+}
+
+/// A small deterministic generator (SplitMix64), so that a failing seed fails again.
+struct SeededRandom: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

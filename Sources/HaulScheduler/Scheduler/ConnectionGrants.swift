@@ -209,4 +209,32 @@ struct ConnectionGrants {
         }
         return host
     }
+
+    /// What breaks the books' own rules, if anything (for tests that drive it with random inputs):
+    /// every running download a member of its host, the openers counted as they run, each socket
+    /// known once, a proven one under its host.
+    func brokenRules() -> [String] {
+        var broken: [String] = []
+        for (host, entry) in hosts {
+            if entry.openers != entry.running.values.filter({ $0 == .opener }).count {
+                broken.append("\(host): \(entry.openers) openers counted, \(entry.running) running")
+            }
+            for id in entry.running.keys where members[id] != host { broken.append("\(host): \(id) runs unlisted") }
+            for socket in entry.connections where provenHosts[socket] != host {
+                broken.append("\(host): socket \(socket) proven but not listed")
+            }
+            if entry.standing == .serial, !entry.connections.isEmpty {
+                broken.append("\(host): serial with proven sockets")
+            }
+        }
+        for (id, host) in members where hosts[host]?.running[id] == nil { broken.append("\(id) listed, not running") }
+        for (socket, host) in provenHosts where hosts[host]?.connections.contains(socket) != true {
+            broken.append("socket \(socket) listed for \(host), not proven there")
+        }
+        for (socket, id) in openedBy {
+            if members[id] == nil { broken.append("socket \(socket) opened by \(id), which left") }
+            if provenHosts[socket] != nil { broken.append("socket \(socket) both proven and not") }
+        }
+        return broken
+    }
 }
