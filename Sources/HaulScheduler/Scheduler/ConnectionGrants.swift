@@ -167,7 +167,9 @@ struct ConnectionGrants {
     /// `id`'s first answer came, over HTTP/2 (`multiplexes`) or not. Returns whether its host's
     /// grant changed (more downloads may start).
     mutating func answered(_ id: DownloadID, multiplexes: Bool) -> Bool {
-        guard let host = members[id], var entry = hosts[host] else { return false }
+        // Taken out while it changes: a copy left in `hosts` would make each change copy the
+        // host's table of running downloads (1,000 entries at 1,000 at once), per answer.
+        guard let host = members[id], var entry = hosts.removeValue(forKey: host) else { return false }
         let before = (entry.standing, entry.connections.count, entry.openers)
         if entry.running[id] == .opener {
             entry.openers -= 1
@@ -191,7 +193,9 @@ struct ConnectionGrants {
     /// `id` stopped (its bytes all came, it paused, failed or was cancelled). Returns its host,
     /// whose grant may have grown, if it took part.
     mutating func stop(_ id: DownloadID) -> String? {
-        guard let host = members.removeValue(forKey: id), var entry = hosts[host] else { return nil }
+        guard let host = members.removeValue(forKey: id), var entry = hosts.removeValue(forKey: host) else {
+            return nil
+        }
         if entry.running.removeValue(forKey: id) == .opener {
             entry.openers -= 1
             // Its opener left without an answer: nothing says the host multiplexes.
@@ -203,7 +207,6 @@ struct ConnectionGrants {
             // No connection left (the next download learns the host again), or too many hosts
             // kept: a serial or unproven host is forgotten once idle, so that a crawl of many
             // hosts keeps about ``hostLimit``.
-            hosts[host] = nil
         } else {
             hosts[host] = entry
         }
