@@ -1,6 +1,7 @@
 import Testing
 
 @testable import HaulScheduler
+@testable import HaulTestSupport
 @testable import HaulValues
 
 /// The grant of HTTP/2 hosts' connections (``ConnectionGrants``), driven by hand: which download may
@@ -303,18 +304,5 @@ struct ConnectionGrantsFuzzTests {
         for socket in open.keys { _ = grants.closing(socket) }
         #expect(grants.brokenRules().isEmpty)
         for host in hosts { #expect(grants.mayStart(to: host)) }
-    }
-}
-
-/// A small deterministic generator (SplitMix64), so that a failing seed fails again.
-struct SeededRandom: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

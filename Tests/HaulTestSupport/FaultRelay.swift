@@ -19,7 +19,7 @@ final class FaultRelay: @unchecked Sendable {
     private let target: Int
     private let listener: Int32
     private let lock = NSLock()
-    private var random: UInt64
+    private var random: SeededRandom
     private var connections: Set<Int32> = []
     private var stopped = false
     /// Its entry in the ``Watchdog``, until ``stop()``.
@@ -34,7 +34,7 @@ final class FaultRelay: @unchecked Sendable {
         self.listener = listener
         self.port = port
         self.target = target
-        self.random = seed | 1
+        self.random = SeededRandom(seed: seed | 1)
     }
 
     /// Starts relaying 127.0.0.1:`port` (free, chosen here) to 127.0.0.1:`target`.
@@ -66,14 +66,8 @@ final class FaultRelay: @unchecked Sendable {
         return address
     }
 
-    /// The next draw of the seeded generator (SplitMix64). Call holding `lock`.
-    private func next() -> UInt64 {
-        random &+= 0x9E37_79B9_7F4A_7C15
-        var z = random
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    /// The next draw of the seeded generator. Call holding `lock`.
+    private func next() -> UInt64 { random.next() }
 
     private func acceptLoop() {
         defer { close(listener) }

@@ -34,16 +34,7 @@ final class HAProxy: @unchecked Sendable {
         let key = folder.appendingPathComponent("key.pem")
         let combined = folder.appendingPathComponent("combined.pem")
         if tls {
-            let openssl = try ChildProcess(
-                "/usr/bin/openssl",
-                [
-                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key.path, "-out", certificate.path,
-                ]
-            )
-            guard await openssl.exited() == 0 else {
-                throw TestFailure("openssl could not make a certificate (run the README's test command)")
-            }
+            try await SelfSignedCertificate.make(certificate: certificate, key: key)
             try (try Data(contentsOf: certificate) + Data(contentsOf: key)).write(to: combined)
         }
         for _ in 0..<5 {

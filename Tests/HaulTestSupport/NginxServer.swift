@@ -132,16 +132,7 @@ final class NginxServer: @unchecked Sendable {
         let certificate = prefix.appendingPathComponent("cert.pem")
         let key = prefix.appendingPathComponent("key.pem")
         if tls {
-            let openssl = try ChildProcess(
-                "/usr/bin/openssl",
-                [
-                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key.path, "-out", certificate.path,
-                ]
-            )
-            guard await openssl.exited() == 0 else {
-                throw TestFailure("openssl could not make a certificate (run the README's test command)")
-            }
+            try await SelfSignedCertificate.make(certificate: certificate, key: key)
         }
         for _ in 0..<5 {
             let port = try freePort()
