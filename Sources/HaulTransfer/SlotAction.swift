@@ -43,4 +43,7 @@ package enum SlotAction {
     /// grant of connections to its host learns what the host speaks (asked for by
     /// ``Transfer/reportsAnswer``).
     case answered
+    /// Its first answer sent it to another host, and curl let go of its stream here: it no longer
+    /// counts against its host's streams (``Transfer/leavesHost``).
+    case leftHost
 }

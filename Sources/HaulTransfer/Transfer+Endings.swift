@@ -127,7 +127,8 @@ extension Transfer {
         let slotAction = carryOut(action, interruptedByShutdown: interruptedByShutdown)
         switch slotAction {
         case .paused, .end, .retry: leftSlot()
-        case .none, .askForHeaders, .askForFreshURL, .finish, .finishStream, .openConnections, .answered: break
+        case .none, .askForHeaders, .askForFreshURL, .finish, .finishStream, .openConnections, .answered, .leftHost:
+            break
         }
         return slotAction
     }

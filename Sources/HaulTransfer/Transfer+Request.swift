@@ -113,6 +113,12 @@ extension Transfer {
     /// the same range and conditions, or the download fails (too many redirects, a scheme Haul does
     /// not download).
     private func followRedirect(to location: String?) -> DownloadStateMachine.Action {
+        // Sent to another host by its first answer: said up now that curl let go of its stream
+        // (at the head, the stream still counted on its connection).
+        if leavesHost {
+            leavesHost = false
+            environment.hand(.leftHost, from: self)
+        }
         let redirect = Redirect.decide(
             location: location,
             original: download.url,

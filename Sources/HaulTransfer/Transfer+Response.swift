@@ -10,9 +10,10 @@ extension Transfer {
     /// Reads the final response's head and feeds the machine its decision; a redirect is noted
     /// instead (``Request/isRedirect``), and followed once curl finished it.
     func decideResponse(easy: EasyHandle) -> DownloadStateMachine.BodyAction? {
-        noteAnswer(easy)
         let status = easy.responseCode
-        if Redirect.isRedirect(status: status), easy.header("Location") != nil {
+        let redirects = Redirect.isRedirect(status: status) && easy.header("Location") != nil
+        noteAnswer(easy, redirects: redirects)
+        if redirects {
             request.isRedirect = true
             log(.debug, "redirect", metadata: ["haul.status": "\(status)"])
             return nil

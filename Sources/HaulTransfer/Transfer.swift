@@ -263,22 +263,29 @@ package final class Transfer {
     /// Whether its request's next answer is handed up (``SlotAction/answered(multiplexes:)``): set by
     /// the owner for a download whose host's HTTP/2 connections it grants.
     package var reportsAnswer = false
-    /// Whether its first answer, not taken yet, came over HTTP/2.
-    private var answerOverHTTP2: Bool?
+    /// Its first answer, not taken yet: whether it came over HTTP/2, and how many sockets curl had
+    /// opened by then (``Reactor/socketsOpened``: the ones opened later, for where a redirect
+    /// leads, prove nothing of this host).
+    private var firstAnswer: (multiplexes: Bool, socketsOpened: UInt64)?
+    /// Whether its first answer sends it to another host (a redirect to a CDN): said up once curl
+    /// let go of its stream here (``SlotAction/leftHost``).
+    var leavesHost = false
 
-    /// Its first answer's protocol, once (``SlotAction/answered``): true for HTTP/2. The owner takes
+    /// Its first answer, once (``SlotAction/answered``). The owner takes
     /// it when the action comes, or when the transfer stops, whichever is first (a small body can
     /// end in the loop turn it began, before the turn's handed actions are performed).
-    package func takeAnswer() -> Bool? {
-        defer { answerOverHTTP2 = nil }
-        return answerOverHTTP2
+    package func takeAnswer() -> (multiplexes: Bool, socketsOpened: UInt64)? {
+        defer { firstAnswer = nil }
+        return firstAnswer
     }
 
-    /// Its request's answer came over `easy`: noted, and handed up, when the owner asked.
-    func noteAnswer(_ easy: EasyHandle) {
+    /// Its request's answer came over `easy` (`redirects`: a redirect with a Location): noted, and
+    /// handed up, when the owner asked.
+    func noteAnswer(_ easy: EasyHandle, redirects: Bool) {
         guard reportsAnswer else { return }
         reportsAnswer = false
-        answerOverHTTP2 = easy.responseHTTPVersion >= 2
+        firstAnswer = (easy.responseHTTPVersion >= 2, environment.reactor.socketsOpened)
+        leavesHost = redirects && easy.redirectURL.flatMap { URL(string: $0)?.hostKey } != hostKey
         environment.hand(.answered, from: self)
     }
     /// `host:port`, the key of per-host limits.

@@ -59,6 +59,43 @@ struct ConnectionGrantsTests {
         #expect(!grants.mayStart(to: host))
     }
 
+    @Test("a download redirected to another host frees its stream here once curl let go of it")
+    func redirectedElsewhereLeaves() {
+        var grants = ConnectionGrants(streams: 2, mostAtOnce: 100)
+        grants.start(Self.id(0), to: host)
+        grants.opened(10, by: Self.id(0))
+        let proved = grants.answered(Self.id(0), multiplexes: true)
+        #expect(proved && grants.provenConnections(to: host) == 1)
+        let leftHost = grants.leave(Self.id(0))
+        #expect(leftHost == host)
+        // Its bytes come from the CDN: both streams of the proven connection are free.
+        let roles = startAll(&grants, from: 1, upTo: 10)
+        #expect(roles == [.stream, .stream, .opener])
+        // An answer that does not leave keeps its place.
+        let kept = grants.answered(Self.id(1), multiplexes: true)
+        #expect(!kept && !grants.mayStart(to: host))
+        // It is off the books: its stop changes nothing here.
+        let stopped = grants.stop(Self.id(0))
+        #expect(stopped == nil && grants.brokenRules().isEmpty)
+    }
+
+    @Test("only the sockets a download opened before its answer are its connection to the host")
+    func socketsAfterTheAnswerProveNothing() {
+        var grants = ConnectionGrants(streams: 8, mostAtOnce: 100)
+        grants.start(Self.id(0), to: host)
+        grants.opened(10, by: Self.id(0), order: 1)
+        // Its redirect's request to another host opened a socket before this turn's answer was read.
+        grants.opened(11, by: Self.id(0), order: 2)
+        _ = grants.answered(Self.id(0), multiplexes: true, socketsOpened: 1)
+        #expect(grants.provenConnections(to: host) == 1)
+        let other = grants.closing(11)
+        #expect(other == nil && grants.brokenRules().isEmpty)
+        // What it still holds unproven is forgotten when it stops.
+        grants.opened(12, by: Self.id(0), order: 3)
+        _ = grants.stop(Self.id(0))
+        #expect(grants.brokenRules().isEmpty && grants.provenConnections(to: host) == 1)
+    }
+
     @Test("connections never pass what the most downloads at once fill")
     func connectionsStopAtTheLimit() {
         // Two streams a connection, at most five downloads at once: three connections.
@@ -260,6 +297,7 @@ struct ConnectionGrantsFuzzTests {
         let hosts = ["a:443", "b:443", "c:443", "d:443"]
         var running: [DownloadID: String] = [:]
         var open: [Int32: DownloadID] = [:]  // sockets curl holds, by the download that opened them
+        var left: Set<DownloadID> = []  // redirected elsewhere: no longer on the books
         var nextID = 0
         var nextSocket: Int32 = 10
         var now: UInt64 = 0
@@ -281,9 +319,10 @@ struct ConnectionGrantsFuzzTests {
                 nextSocket += socket == nextSocket ? 1 : 0
                 open[socket] = id
                 grants.opened(socket, by: id)
-            case 50..<65:  // one answers, over HTTP/2 mostly
+            case 50..<65:  // one answers, over HTTP/2 mostly, now and then with a redirect elsewhere
                 guard let id = running.keys.randomElement(using: &random) else { continue }
                 _ = grants.answered(id, multiplexes: Int.random(in: 0..<10, using: &random) > 0)
+                if Int.random(in: 0..<10, using: &random) == 0, grants.leave(id) != nil { left.insert(id) }
             case 65..<80:  // a socket closes
                 guard let socket = open.keys.randomElement(using: &random) else { continue }
                 open[socket] = nil
@@ -291,7 +330,8 @@ struct ConnectionGrantsFuzzTests {
             case 80..<95:  // one stops
                 guard let id = running.keys.randomElement(using: &random) else { continue }
                 running[id] = nil
-                #expect(grants.stop(id) != nil)
+                let host = grants.stop(id)
+                #expect((host == nil) == left.contains(id))
             default:
                 _ = grants.expireWaits(now: now)
             }

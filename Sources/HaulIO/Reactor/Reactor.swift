@@ -36,6 +36,9 @@ package final class Reactor: @unchecked Sendable {
 
     /// Strong on purpose: the loop keeps its delegate alive until it ends (a manager dropped without
     /// `shutdown()` still gets its shutdown processed); `runLoop` lets go of it at the end.
+    /// How many sockets curl opened through ``EasyHandle/openSocketCallback`` so far: the order of
+    /// each (the latest's is this count), so that an answer can say which sockets came before it.
+    package internal(set) var socketsOpened: UInt64 = 0
     package var delegate: (any ReactorDelegate)?
     private let logger: Logger
 

@@ -122,6 +122,7 @@ extension Reactor {
     /// curl opened `socket` for the request of the easy handle `easy` (``EasyHandle/openSocketCallback``):
     /// the reactor's owner is told, inside curl.
     func socketOpened(_ socket: curl_socket_t, for easy: UnsafeMutableRawPointer) {
+        socketsOpened += 1
         delegate?.reactor(self, socketOpened: socket, for: easy)
     }
 

@@ -135,9 +135,9 @@ struct Admission {
 
     // MARK: connections of HTTP/2 hosts
 
-    /// curl opened `socket` for `id`'s request.
-    mutating func socketOpened(_ socket: Int32, by id: DownloadID) {
-        grants?.opened(socket, by: id)
+    /// curl opened `socket`, the `order`-th, for `id`'s request.
+    mutating func socketOpened(_ socket: Int32, by id: DownloadID, order: UInt64 = 0) {
+        grants?.opened(socket, by: id, order: order)
     }
 
     /// curl closes `socket`. Returns whether a host's grant grew.
@@ -148,9 +148,21 @@ struct Admission {
         return was && !saturatedHosts.contains(host)
     }
 
-    /// `id`'s first answer came, over HTTP/2 or not. Returns whether its host may take more now.
-    mutating func answered(_ id: DownloadID, multiplexes: Bool) -> Bool {
-        guard grants?.answered(id, multiplexes: multiplexes) == true, let host = holders[id] else { return false }
+    /// `id`'s first answer came, over HTTP/2 or not, once curl had opened `socketsOpened` sockets.
+    /// Returns whether its host may take more now.
+    mutating func answered(_ id: DownloadID, multiplexes: Bool, socketsOpened: UInt64 = .max) -> Bool {
+        guard grants?.answered(id, multiplexes: multiplexes, socketsOpened: socketsOpened) == true,
+            let host = holders[id]
+        else { return false }
+        let was = saturatedHosts.contains(host)
+        refresh(host)
+        return was && !saturatedHosts.contains(host)
+    }
+
+    /// `id` was sent to another host, and curl let go of its stream here. Returns whether its host
+    /// may take more now.
+    mutating func leftHost(_ id: DownloadID) -> Bool {
+        guard let host = grants?.leave(id) else { return false }
         let was = saturatedHosts.contains(host)
         refresh(host)
         return was && !saturatedHosts.contains(host)

@@ -75,7 +75,7 @@ struct ConnectionGrants {
     private var members: [DownloadID: String] = [:]
     /// Sockets opened by a download, not proven yet: by socket and by download.
     private var openedBy: [Int32: DownloadID] = [:]
-    private var unproven: [DownloadID: [Int32]] = [:]
+    private var unproven: [DownloadID: [(socket: Int32, order: UInt64)]] = [:]
     /// The host of each proven socket.
     private var provenHosts: [Int32: String] = [:]
 
@@ -138,21 +138,29 @@ struct ConnectionGrants {
         return expired
     }
 
-    /// curl opened `socket` for `id`'s request.
-    mutating func opened(_ socket: Int32, by id: DownloadID) {
+    /// curl opened `socket`, the `order`-th it opened, for `id`'s request.
+    mutating func opened(_ socket: Int32, by id: DownloadID, order: UInt64 = 0) {
         guard let host = members[id], hosts[host]?.standing != .serial else { return }
         openedBy[socket] = id
-        unproven[id, default: []].append(socket)
+        unproven[id, default: []].append((socket, order))
     }
 
-    /// The sockets `id` opened that are still open and not proven, forgotten.
-    private mutating func takeUnproven(of id: DownloadID) -> [Int32] {
+    /// The sockets `id` opened (up to the `upTo`-th) that are still open and not proven, taken off
+    /// its list; later ones stay on it.
+    private mutating func takeUnproven(of id: DownloadID, upTo last: UInt64 = .max) -> [Int32] {
         guard let sockets = unproven.removeValue(forKey: id) else { return [] }
-        return sockets.filter { socket in
-            guard openedBy[socket] == id else { return false }  // closed, perhaps reused by another
-            openedBy[socket] = nil
-            return true
+        var taken: [Int32] = []
+        var later: [(socket: Int32, order: UInt64)] = []
+        for (socket, order) in sockets where openedBy[socket] == id {  // else closed, perhaps reused
+            if order <= last {
+                openedBy[socket] = nil
+                taken.append(socket)
+            } else {
+                later.append((socket, order))
+            }
         }
+        if !later.isEmpty { unproven[id] = later }
+        return taken
     }
 
     /// curl closes `socket`. Returns the host whose grant grew (a known connection left: openers
@@ -164,9 +172,11 @@ struct ConnectionGrants {
         return hosts[host]?.standing == .multiplexing ? host : nil
     }
 
-    /// `id`'s first answer came, over HTTP/2 (`multiplexes`) or not. Returns whether its host's
-    /// grant changed (more downloads may start).
-    mutating func answered(_ id: DownloadID, multiplexes: Bool) -> Bool {
+    /// `id`'s first answer came, over HTTP/2 (`multiplexes`) or not, when curl had opened
+    /// `socketsOpened` sockets: those `id` opened up to then are its connection to the host; any
+    /// later (where a redirect leads) prove nothing here. Returns whether its host's grant changed
+    /// (more downloads may start).
+    mutating func answered(_ id: DownloadID, multiplexes: Bool, socketsOpened: UInt64 = .max) -> Bool {
         // Taken out while it changes: a copy left in `hosts` would make each change copy the
         // host's table of running downloads (1,000 entries at 1,000 at once), per answer.
         guard let host = members[id], var entry = hosts.removeValue(forKey: host) else { return false }
@@ -176,7 +186,7 @@ struct ConnectionGrants {
             entry.running[id] = multiplexes ? .stream : .free
         }
         entry.standing = multiplexes ? .multiplexing : .serial
-        let sockets = takeUnproven(of: id)
+        let sockets = takeUnproven(of: id, upTo: socketsOpened)
         if multiplexes {
             for socket in sockets {
                 entry.connections.insert(socket)
@@ -188,6 +198,17 @@ struct ConnectionGrants {
         }
         hosts[host] = entry
         return before != (entry.standing, entry.connections.count, entry.openers)
+    }
+
+    /// `id` was sent to another host (a redirect to a CDN) after its first answer, and curl let go
+    /// of its stream here: it no longer counts against this host's streams for the rest of its
+    /// bytes. Returns its host, whose grant grew.
+    mutating func leave(_ id: DownloadID) -> String? {
+        guard let host = members[id], hosts[host]?.running[id] != nil else { return nil }
+        if hosts[host]?.running.removeValue(forKey: id) == .opener { hosts[host]?.openers -= 1 }
+        members[id] = nil
+        _ = takeUnproven(of: id)
+        return host
     }
 
     /// `id` stopped (its bytes all came, it paused, failed or was cancelled). Returns its host,

@@ -44,6 +44,8 @@ extension Scheduler {
             wantConnections(for: transfer)
         case .answered:
             takeAnswer(of: transfer)
+        case .leftHost:
+            if admission.leftHost(transfer.id) { admitAtTurnEnd() }
         }
     }
 
@@ -54,7 +56,7 @@ extension Scheduler {
         for (transfer, action) in environment.takeDeferred() where transfers[transfer.id] === transfer {
             perform(action, for: transfer)
             switch action {
-            case .openConnections, .answered: continue
+            case .openConnections, .answered, .leftHost: continue
             default: break
             }
             connectionsChanged(transfer)
@@ -65,8 +67,10 @@ extension Scheduler {
     /// What `transfer`'s first answer showed of its host, if not taken yet, goes to the connections'
     /// grant (``ConnectionGrants``); more may be admitted.
     private func takeAnswer(of transfer: Transfer) {
-        guard let multiplexes = transfer.takeAnswer() else { return }
-        if admission.answered(transfer.id, multiplexes: multiplexes) { admitAtTurnEnd() }
+        guard let answer = transfer.takeAnswer() else { return }
+        if admission.answered(transfer.id, multiplexes: answer.multiplexes, socketsOpened: answer.socketsOpened) {
+            admitAtTurnEnd()
+        }
     }
 
     /// The disk thread finished a download's file: its transfer completes, or goes on as the

@@ -94,7 +94,7 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
 
     package func reactor(_ reactor: Reactor, socketOpened socket: curl_socket_t, for easy: UnsafeMutableRawPointer) {
         guard admission.grants != nil, let transfer = Transfer.owning(easy) else { return }
-        admission.socketOpened(socket, by: transfer.id)
+        admission.socketOpened(socket, by: transfer.id, order: reactor.socketsOpened)
     }
 
     package func reactor(_ reactor: Reactor, socketWillClose socket: curl_socket_t) {
