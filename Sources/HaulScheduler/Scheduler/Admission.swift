@@ -79,6 +79,13 @@ struct Admission {
         }
     }
 
+    /// ``refresh(_:)``, and whether it freed `host` (it was saturated and is no longer).
+    private mutating func refreshFreed(_ host: String) -> Bool {
+        let was = saturatedHosts.contains(host)
+        refresh(host)
+        return was && !saturatedHosts.contains(host)
+    }
+
     /// Connections to `host` now: one per slot held, and the extra ones.
     private func connections(to host: String) -> Int {
         activeByHost[host, default: 0] + extrasByHost[host, default: 0]
@@ -143,9 +150,7 @@ struct Admission {
     /// curl closes `socket`. Returns whether a host's grant grew.
     mutating func socketClosing(_ socket: Int32) -> Bool {
         guard let host = grants?.closing(socket) else { return false }
-        let was = saturatedHosts.contains(host)
-        refresh(host)
-        return was && !saturatedHosts.contains(host)
+        return refreshFreed(host)
     }
 
     /// `id`'s first answer came, over HTTP/2 or not, once curl had opened `socketsOpened` sockets.
@@ -154,18 +159,14 @@ struct Admission {
         guard grants?.answered(id, multiplexes: multiplexes, socketsOpened: socketsOpened) == true,
             let host = holders[id]
         else { return false }
-        let was = saturatedHosts.contains(host)
-        refresh(host)
-        return was && !saturatedHosts.contains(host)
+        return refreshFreed(host)
     }
 
     /// `id` was sent to another host, and curl let go of its stream here. Returns whether its host
     /// may take more now.
     mutating func leftHost(_ id: DownloadID) -> Bool {
         guard let host = grants?.leave(id) else { return false }
-        let was = saturatedHosts.contains(host)
-        refresh(host)
-        return was && !saturatedHosts.contains(host)
+        return refreshFreed(host)
     }
 
     /// Hosts whose opener waited too long for an answer let their downloads go (``ConnectionGrants/expireWaits(now:)``).
