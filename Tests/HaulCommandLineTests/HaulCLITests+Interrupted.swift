@@ -79,6 +79,25 @@ extension HaulCLITests {
         }
     }
 
+    /// Whether the journal in `state` holds a row with a validator, as committed (read by the
+    /// `sqlite3` tool, read-only, beside the writing process).
+    static func rowHasValidator(in state: URL) -> Bool {
+        let journal = state.appendingPathComponent("journal.sqlite").path
+        guard FileManager.default.fileExists(atPath: journal) else { return false }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        process.arguments = [
+            "-readonly", journal, "SELECT count(*) FROM downloads WHERE etag IS NOT NULL OR last_modified IS NOT NULL",
+        ]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return false }
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return process.terminationStatus == 0 && (Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 0
+    }
+
     @Test("SIGKILL at random moments, five times: the file still ends byte-identical, re-sending little per kill")
     func killedRepeatedly() async throws {
         let (server, work) = try startFaultServerAndDirectory()
@@ -107,8 +126,14 @@ extension HaulCLITests {
             let before = partial()
             let events = work.appendingPathComponent("events-\(kills).jsonl").path
             let run = try ChildProcess(Self.haulPath, arguments, stdout: events)
-            // Wait (bounded) until this run wrote something new, then kill it a random moment later.
-            let killed = await Self.killWhen(run, randomlyWithin: 150) { partial() > before }
+            // Wait (bounded) until this run wrote something new, and its row (committed) holds the
+            // answer's validator, then kill it a random moment later. (A kill between the partial's
+            // first write and the turn's commit leaves a row without one: the next run rightly
+            // starts over, and "only the first run starts from zero" would not hold. Seen once
+            // at parallel width 4.)
+            let killed = await Self.killWhen(run, randomlyWithin: 150) {
+                partial() > before && Self.rowHasValidator(in: output.appendingPathComponent(".haul"))
+            }
             guard killed else { break }
             #expect(await run.exited() == 128 + SIGKILL)
             kills += 1
