@@ -285,7 +285,9 @@ package final class Transfer {
         guard reportsAnswer else { return }
         reportsAnswer = false
         firstAnswer = (easy.responseHTTPVersion >= 2, environment.reactor.socketsOpened)
-        leavesHost = redirects && easy.redirectURL.flatMap { URL(string: $0)?.hostKey } != hostKey
+        // (A Location curl could not resolve leads nowhere new: the request fails there.)
+        let target = redirects ? easy.redirectURL.flatMap { URL(string: $0)?.hostKey } : nil
+        leavesHost = target.map { $0 != hostKey } ?? false
         environment.hand(.answered, from: self)
     }
     /// `host:port`, the key of per-host limits.

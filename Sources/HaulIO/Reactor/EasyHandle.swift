@@ -199,8 +199,8 @@ package final class EasyHandle {
         set(CURLOPT_USERAGENT, custom ?? options.userAgent)
     }
 
-    /// Whether `url` starts with `https:`, in any case.
-    static func isHTTPS(_ url: String) -> Bool {
+    /// Whether `url` starts with `https:`, in any case: where HTTP/2 may be negotiated (ALPN).
+    package static func isHTTPS(_ url: String) -> Bool {
         var scheme = url.utf8.prefix(6).makeIterator()
         for expected in "https:".utf8 {
             guard let byte = scheme.next(), byte | 0x20 == expected | 0x20 else { return false }

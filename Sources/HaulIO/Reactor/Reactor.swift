@@ -34,11 +34,11 @@ package final class Reactor: @unchecked Sendable {
     /// The loop thread's `pthread_t`, set on it before its first turn (0 before).
     private let loopThread = Atomic<UInt>(0)
 
-    /// Strong on purpose: the loop keeps its delegate alive until it ends (a manager dropped without
-    /// `shutdown()` still gets its shutdown processed); `runLoop` lets go of it at the end.
     /// How many sockets curl opened through ``EasyHandle/openSocketCallback`` so far: the order of
     /// each (the latest's is this count), so that an answer can say which sockets came before it.
     package internal(set) var socketsOpened: UInt64 = 0
+    /// Strong on purpose: the loop keeps its delegate alive until it ends (a manager dropped without
+    /// `shutdown()` still gets its shutdown processed); `runLoop` lets go of it at the end.
     package var delegate: (any ReactorDelegate)?
     private let logger: Logger
 

@@ -147,8 +147,9 @@ extension Scheduler {
         )
         transfers[id] = transfer
         transfersByDirectory[journal.directory, default: 0] += 1
-        // Over https with HTTP/2 offered, its host's connections are granted (``ConnectionGrants``).
-        let multiplexes = settings.streamsPerConnection != nil && request.url.scheme?.lowercased() == "https"
+        // Over https with HTTP/2 offered (the requests curl is told to wait to multiplex:
+        // ``EasyHandle/configure``), its host's connections are granted (``ConnectionGrants``).
+        let multiplexes = settings.streamsPerConnection != nil && EasyHandle.isHTTPS(request.url.absoluteString)
         let host = transfer.hostKey
         let now = multiplexes ? DispatchTime.now().uptimeNanoseconds : 0
         admission.startTransferring(id, host: host, multiplexes: multiplexes, now: now)
