@@ -21,6 +21,21 @@ struct ConnectionGrantsTests {
         return roles
     }
 
+    /// Starts download `index` to `to` as its host's opener, has it open `socket` and answer (over
+    /// HTTP/2 unless `multiplexes` is false); returns what `answered` returned.
+    @discardableResult
+    func openAndAnswer(
+        _ grants: inout ConnectionGrants,
+        _ index: Int,
+        socket: Int32,
+        to target: String? = nil,
+        multiplexes: Bool = true
+    ) -> Bool {
+        grants.start(Self.id(index), to: target ?? host)
+        grants.opened(socket, by: Self.id(index))
+        return grants.answered(Self.id(index), multiplexes: multiplexes)
+    }
+
     @Test("a host not heard from yet gets one download; the others wait for its answer")
     func oneOpenerWhileUnknown() {
         var grants = ConnectionGrants(streams: 8, mostAtOnce: 1_000)
@@ -36,9 +51,7 @@ struct ConnectionGrantsTests {
     @Test("an HTTP/2 answer proves its opener's connection: its streams fill, then one opener, then wait")
     func multiplexingFillsStreamsThenOpens() {
         var grants = ConnectionGrants(streams: 8, mostAtOnce: 1_000)
-        grants.start(Self.id(0), to: host)
-        grants.opened(10, by: Self.id(0))
-        let result2 = grants.answered(Self.id(0), multiplexes: true)
+        let result2 = openAndAnswer(&grants, 0, socket: 10)
         #expect(result2)
         #expect(grants.standing(of: host) == .multiplexing && grants.provenConnections(to: host) == 1)
         // Seven more streams share the proven connection, then one opener, then nothing.
@@ -62,9 +75,7 @@ struct ConnectionGrantsTests {
     @Test("a download redirected to another host frees its stream here once curl let go of it")
     func redirectedElsewhereLeaves() {
         var grants = ConnectionGrants(streams: 2, mostAtOnce: 100)
-        grants.start(Self.id(0), to: host)
-        grants.opened(10, by: Self.id(0))
-        let proved = grants.answered(Self.id(0), multiplexes: true)
+        let proved = openAndAnswer(&grants, 0, socket: 10)
         #expect(proved && grants.provenConnections(to: host) == 1)
         let leftHost = grants.leave(Self.id(0))
         #expect(leftHost == host)
@@ -134,9 +145,7 @@ struct ConnectionGrantsTests {
         let roles = startAll(&grants, from: 1, upTo: 10)
         #expect(roles == Array(repeating: .free, count: 10))
         // Only hosts still waiting expire: a multiplexing one is left as it is.
-        grants.start(Self.id(20), to: "fast:443", at: 0)
-        grants.opened(40, by: Self.id(20))
-        _ = grants.answered(Self.id(20), multiplexes: true)
+        openAndAnswer(&grants, 20, socket: 40, to: "fast:443")
         let none = grants.expireWaits(now: 10 * wait)
         #expect(none.isEmpty && grants.standing(of: "fast:443") == .multiplexing)
         // The late opener's HTTP/2 answer then proves its connection.
@@ -148,9 +157,7 @@ struct ConnectionGrantsTests {
     @Test("an HTTP/1.x answer lets every download go, and the host stays known as serial")
     func serialHostIsNotGranted() {
         var grants = ConnectionGrants(streams: 8, mostAtOnce: 100)
-        grants.start(Self.id(0), to: host)
-        grants.opened(10, by: Self.id(0))
-        let result6 = grants.answered(Self.id(0), multiplexes: false)
+        let result6 = openAndAnswer(&grants, 0, socket: 10, multiplexes: false)
         #expect(result6)
         #expect(grants.standing(of: host) == .serial && grants.provenConnections(to: host) == 0)
         let result7 = startAll(&grants, from: 1, upTo: 50)
@@ -202,9 +209,7 @@ struct ConnectionGrantsTests {
     @Test("a proven connection that closes leaves the count at once; its host's grant grows back through openers")
     func closedConnectionsLeave() {
         var grants = ConnectionGrants(streams: 2, mostAtOnce: 100)
-        grants.start(Self.id(0), to: host)
-        grants.opened(10, by: Self.id(0))
-        _ = grants.answered(Self.id(0), multiplexes: true)
+        openAndAnswer(&grants, 0, socket: 10)
         grants.start(Self.id(1), to: host)
         #expect(grants.mayStart(to: host))  // one opener may go beside the full connection
         let result12 = grants.closing(99)
@@ -243,9 +248,7 @@ struct ConnectionGrantsTests {
     @Test("idle proven connections keep their host known: a later burst takes their streams at once")
     func idleConnectionsAreKept() {
         var grants = ConnectionGrants(streams: 4, mostAtOnce: 100)
-        grants.start(Self.id(0), to: host)
-        grants.opened(10, by: Self.id(0))
-        _ = grants.answered(Self.id(0), multiplexes: true)
+        openAndAnswer(&grants, 0, socket: 10)
         _ = grants.stop(Self.id(0))
         #expect(grants.standing(of: host) == .multiplexing)
         let result17 = startAll(&grants, from: 1, upTo: 10)
