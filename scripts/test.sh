@@ -115,6 +115,11 @@ if missing:
 PY
 docc convert Sources/Haul/Haul.docc --additional-symbol-graph-dir .build/symbol-graphs-haul --output-path .build/docc \
     --fallback-display-name Haul --fallback-bundle-identifier haul --warnings-as-errors
+# The README's own documentation command: what it documents is what users read (scripts/check-docs.py).
+docs_log="$(mktemp)"
+swift package generate-documentation --target Haul > "$docs_log" 2>&1 || { cat "$docs_log"; exit 1; }
+python3 scripts/check-docs.py "$docs_log"
+rm -f "$docs_log"
 # Every Swift sample of the README and of the DocC articles compiles as written, imports included,
 # in a package of its own that depends on Haul by path (Examples/samples; scripts/samples.py).
 bash Examples/samples/build.sh

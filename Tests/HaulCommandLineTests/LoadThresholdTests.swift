@@ -1,5 +1,6 @@
 import Testing
 
+@testable import Haul
 @testable import HaulCLI
 @testable import HaulValues
 

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+@testable import Haul
 @testable import HaulTestSupport
 @testable import HaulValues
 
