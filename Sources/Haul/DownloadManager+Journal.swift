@@ -16,7 +16,7 @@ extension DownloadManager {
         guard FileManager.default.fileExists(atPath: path) else {
             throw DownloadError(code: .journal, url: nil, path: path, detail: "there is no journal there yet")
         }
-        return try Journal.entries(directory: directory)
+        return try Journal.entries(directory: directory).map(JournalEntry.init)
     }
 
     /// What a journal of this manager (open, or closed when nothing in it was unfinished) records
@@ -30,7 +30,7 @@ extension DownloadManager {
         }
         // Journals beside destination folders are closed once nothing in them is unfinished.
         for directory in catalog.closedDirectories {
-            if let entry = Journal.readOnlyEntry(directory: directory, id: id) { return entry }
+            if let row = Journal.readOnlyEntry(directory: directory, id: id) { return JournalEntry(row) }
         }
         return nil
     }
@@ -105,6 +105,6 @@ extension DownloadManager {
     /// running on it, in this process or another); `nil` when it records nothing of `id` or cannot
     /// be read. One lookup, for a large journal (``journalEntries(stateDirectory:)`` reads all).
     public static func journalEntry(id: DownloadID, stateDirectory: URL) -> JournalEntry? {
-        Journal.readOnlyEntry(directory: stateDirectoryPath(stateDirectory), id: id)
+        Journal.readOnlyEntry(directory: stateDirectoryPath(stateDirectory), id: id).map(JournalEntry.init)
     }
 }

@@ -291,7 +291,7 @@ struct JournalTests {
         second.close()
         #expect(!first.isAnotherLiveOwner(secondOwner))
         // A listing meanwhile (the first has it open: read as it stands) shows it interrupted.
-        #expect(try Journal.entries(directory: directory.path).first { $0.id == b }?.state == .interrupted)
+        #expect(try Journal.entries(directory: directory.path).first { $0.id == b }?.record.state == .interrupted)
         #expect(try first.transaction { () throws(DownloadError) in try first.releaseRowsOfGoneOwners() } == 1)
         #expect(try first.record(for: b)?.state == .interrupted)
         #expect(try first.standing(of: b)?.owner == nil)

@@ -20,7 +20,7 @@ package struct DownloadRecord: Equatable, Sendable {
     /// Changed only through ``apply(_:)``, the row's state machine (or set by a new record).
     package var state: QueueState = .queued
     package var attempts: Int = 0
-    var lastError: String?
+    package var lastError: String?
     package var priority: Int = 0
     package var expectedChecksum: String?
     /// The queue's order within one priority (first in, first out): a manager-wide increasing value.

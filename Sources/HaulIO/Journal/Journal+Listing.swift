@@ -9,12 +9,12 @@ extension Journal {
     /// journal is opened as a manager would (migrated; rows of a process that is gone marked
     /// interrupted). While one runs, it is read as it stands, read-only: queued and running rows
     /// are live, but for those of a manager that is gone (shown interrupted).
-    package static func entries(directory: String) throws(DownloadError) -> [JournalEntry] {
+    package static func entries(directory: String) throws(DownloadError) -> [ListedRow] {
         if !JournalOwnership.isHeld(directory: directory) {
             do {
                 let journal = try Journal(directory: directory)
                 defer { journal.close() }
-                return try journal.allRecords().map { JournalEntry(id: $0, record: $1) }
+                return try journal.allRecords().map { ListedRow(id: $0, record: $1) }
             } catch let error where error.code == .journalLocked {
                 // A manager took it meanwhile: read it as it stands.
             }
@@ -24,7 +24,7 @@ extension Journal {
 
     /// The entry of `id` in `directory`'s journal, read without opening it as a manager would (a
     /// journal this manager closed as idle); `nil` when there is none or it cannot be read.
-    package static func readOnlyEntry(directory: String, id: DownloadID) -> JournalEntry? {
+    package static func readOnlyEntry(directory: String, id: DownloadID) -> ListedRow? {
         try? readOnlyEntries(directory: directory, id: id).first
     }
 
@@ -34,7 +34,7 @@ extension Journal {
     /// is brought up to date at each checkpoint only (5 s by default), the file at each write. One
     /// over several connections shows its row's, which it writes in the loop turn of each write.
     private static func readOnlyEntries(directory: String, id: DownloadID? = nil) throws(DownloadError)
-        -> [JournalEntry]
+        -> [ListedRow]
     {
         let path = "\(directory)/\(fileName)"
         // Read as a manager opens it (``PrivateFile``): a FIFO there would hold a listing forever,
@@ -75,7 +75,7 @@ extension Journal {
         var alive: [Int64: Bool] = [:]
         defer { sqlite3_finalize(statement) }
         if let id { Self.bind(statement, 1, id.rawValue) }
-        var entries: [JournalEntry] = []
+        var entries: [ListedRow] = []
         while true {
             switch sqlite3_step(statement) {
             case SQLITE_ROW:
@@ -97,11 +97,11 @@ extension Journal {
                     alive[owner] = isAlive
                     if !isAlive { record.state = .interrupted }
                 }
-                var entry = JournalEntry(id: DownloadID(rawValue: text(statement, 0) ?? ""), record: record)
-                if entry.state == .running, knowsSegments, sqlite3_column_int(statement, 9) == 0,
+                var entry = ListedRow(id: DownloadID(rawValue: text(statement, 0) ?? ""), record: record)
+                if record.state == .running, knowsSegments, sqlite3_column_int(statement, 9) == 0,
                     let length = FilePath.fileLength(partialPath(for: entry.id, in: directory))
                 {
-                    entry.bytesReceived = length
+                    entry.bytesOnDisk = length
                 }
                 entries.append(entry)
             case SQLITE_DONE:
@@ -110,5 +110,20 @@ extension Journal {
                 throw failure("read failed")
             }
         }
+    }
+}
+
+/// One row of a listing, with the bytes its partial file holds when that says more than the row (a
+/// download over one connection that another process runs: its row is brought up to date at each
+/// checkpoint only, the file at each write). The facade makes it a public `JournalEntry`.
+package struct ListedRow: Sendable {
+    package var id: DownloadID
+    package var record: DownloadRecord
+    /// The partial file's length now, when read instead of the row's last checkpoint.
+    package var bytesOnDisk: Int64?
+
+    package init(id: DownloadID, record: DownloadRecord) {
+        self.id = id
+        self.record = record
     }
 }

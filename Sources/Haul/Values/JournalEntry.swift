@@ -1,4 +1,5 @@
 import FoundationEssentials
+import HaulIO
 import HaulValues
 
 /// One download as a state directory's journal records it (for listings such as `haul --list`).
@@ -42,6 +43,11 @@ public struct JournalEntry: Sendable, Hashable {
 }
 
 extension JournalEntry {
+    init(_ row: ListedRow) {
+        self.init(id: row.id, record: row.record)
+        if let bytes = row.bytesOnDisk { bytesReceived = bytes }
+    }
+
     package init(id: DownloadID, record: DownloadRecord) {
         self.init(
             id: id,
