@@ -8,7 +8,7 @@ import PackageDescription
 /// upward reference and `internal` means "this layer's". A target's folders, each with a README of its
 /// detail, keep their own order within it (`scripts/check-layers.py`).
 let layers: [(target: String, folders: [String])] = [
-    ("Haul", ["Queue", "Values"]),
+    ("Haul", ["Queue", "Handles", "Values"]),
     ("HaulScheduler", ["Scheduler", "Catalog"]),
     ("HaulTransfer", []),
     ("HaulIO", ["Download", "Disk", "Journal", "Reactor", "Metrics"]),

@@ -81,7 +81,11 @@ extension DownloadManager {
         } onCancel: {
             download.cancel()
         }
-        return DownloadedData(data: collector.take(), response: download.acceptedResponse, timings: download.timings)
+        return DownloadedData(
+            data: collector.take(),
+            response: download.live.acceptedResponse,
+            timings: download.timings
+        )
     }
 }
 

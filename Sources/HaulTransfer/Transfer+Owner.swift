@@ -10,7 +10,7 @@ import HaulValues
 /// to the scheduler.
 extension Transfer {
     /// The handle callers hold.
-    package var handle: Download { download }
+    package var handle: LiveDownload { download }
     /// The state directory whose journal holds its row.
     package var directory: String { store.directory }
     /// Whether its machine reached its end or is finishing (the file being placed): no request

@@ -16,7 +16,7 @@ import Tracing
 /// Exists from admission until the download pauses or ends; a queued download is only a journal row.
 /// Loop thread only; the public ``Download`` talks to it through commands.
 package final class Transfer {
-    let download: Download
+    let download: LiveDownload
     /// Where its events go (its download's hub).
     let events: any DownloadEventSink
     let store: Journal
@@ -194,7 +194,7 @@ package final class Transfer {
     /// the manager's headers with the request's over them; with mirrors, the URL in use is tried
     /// first, then the ones after it, round and round.
     package init(
-        download: Download,
+        download: LiveDownload,
         request: TransferRequest,
         store: Journal,
         environment: TransferEnvironment,

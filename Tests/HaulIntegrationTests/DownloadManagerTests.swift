@@ -391,7 +391,7 @@ struct DownloadManagerTests {
             let download = try manager.download(from: server.url("unread.bin"), to: destination)
             var unread = download.events.makeAsyncIterator()  // subscribed, never read until the end
             #expect(try await download.finished() == destination)
-            #expect(download.hub.bufferedCount(unread.subscription.id) <= EventHub.subscriberBufferLimit)
+            #expect(download.live.hub.bufferedCount(unread.subscription.id) <= EventHub.subscriberBufferLimit)
             var events: [DownloadEvent] = []
             while let event = await unread.next() { events.append(event) }
             #expect(events.count <= EventHub.subscriberBufferLimit)

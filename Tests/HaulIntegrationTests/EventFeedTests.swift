@@ -10,12 +10,18 @@ import Testing
 
 /// The manager's feed, without a manager: what a reader that falls behind still gets.
 struct EventFeedTests {
-    static func event(_ index: Int, _ event: DownloadEvent) -> DownloadManagerEvent {
-        DownloadManagerEvent(
+    static func event(_ index: Int, _ event: DownloadEvent) -> FeedEvent {
+        FeedEvent(
             id: DownloadID(destination: URL(fileURLWithPath: "/tmp/feed/\(index)")),
-            destination: URL(fileURLWithPath: "/tmp/feed/\(index)"),
-            event: event
+            destinationPath: "/tmp/feed/\(index)",
+            event: event,
+            download: nil
         )
+    }
+
+    /// The event as a reader of the feed gets it.
+    static func read(_ index: Int, _ event: DownloadEvent) -> DownloadManagerEvent {
+        DownloadManagerEvent(Self.event(index, event))
     }
 
     @Test("a reader far behind loses progress, never an outcome, and reads them in order")
@@ -62,7 +68,7 @@ struct EventFeedTests {
             while true {
                 let batch = await feed.nextBatch(subscription.id)
                 if batch.isEmpty { return batches }
-                batches.append(batch)
+                batches.append(batch.map(DownloadManagerEvent.init))
             }
         }
         while !feed.isWaiting(subscription.id) { await Task.yield() }
@@ -74,7 +80,7 @@ struct EventFeedTests {
         feed.publish(Self.event(100, .queued))  // outside: woken at once
         while !feed.isWaiting(subscription.id) { await Task.yield() }
         feed.close()
-        #expect(await batches.value == [(0..<100).map { Self.event($0, .queued) }, [Self.event(100, .queued)]])
+        #expect(await batches.value == [(0..<100).map { Self.read($0, .queued) }, [Self.read(100, .queued)]])
     }
 
     @Test("a cancelled reader still reads what was published before, woken or not, then ends")
@@ -88,7 +94,7 @@ struct EventFeedTests {
             for index in 0..<3 { feed.publish(Self.event(index, .queued)) }
         }.value
         reader.cancel()
-        #expect(await reader.value == (0..<3).map { Self.event($0, .queued) })
+        #expect(await reader.value == (0..<3).map { Self.read($0, .queued) })
     }
 
     @Test("events from the loop and from another thread reach a waiting reader in the order published")
@@ -116,14 +122,14 @@ struct EventFeedTests {
         feed.publish(Self.event(1, .queued))
         feed.close()
         release.signal()
-        #expect(await reader.value == [Self.event(0, .queued), Self.event(1, .queued)])
+        #expect(await reader.value == [Self.read(0, .queued), Self.read(1, .queued)])
     }
 
     @Test("equal events compare equal whatever handle carries them; the destination is the path's URL")
     func equality() {
-        let a = Self.event(1, .queued)
-        #expect(a == Self.event(1, .queued))
-        #expect(a != Self.event(2, .queued))
+        let a = Self.read(1, .queued)
+        #expect(a == Self.read(1, .queued))
+        #expect(a != Self.read(2, .queued))
         #expect(a.destination.path == "/tmp/feed/1")
     }
 }

@@ -281,7 +281,7 @@ extension DownloadQueue {
         case .queued(let r), .waiting(let r), .following(let r), .complete(let r): record = r
         }
         let progress = record.progress
-        let download: Download
+        let download: LiveDownload
         let isNew: Bool
         let foundComplete = if case .complete = outcome { true } else { false }
         if creatingHandle {
@@ -315,7 +315,7 @@ extension DownloadQueue {
                 }
             if waits, catalog.feed.hasSubscribers {
                 catalog.feed.publish(
-                    DownloadManagerEvent(
+                    FeedEvent(
                         id: request.id,
                         destinationPath: record.destination,
                         event: .queued,
@@ -342,14 +342,14 @@ extension DownloadQueue {
             )
             download.hub.publish(.completed(URL(fileURLWithPath: record.destination, isDirectory: false)))
         }
-        return download
+        return Download.of(download)
     }
 
     func makeHandle(
         for request: PreparedRequest,
         destinationPath: String? = nil,
         progress: DownloadProgress
-    ) -> Download {
+    ) -> LiveDownload {
         catalog.makeHandle(
             request.id,
             url: request.url,

@@ -48,7 +48,7 @@ final class DownloadQueue: Sendable {
             error.url = request.url.redactedString
             let download = makeHandle(for: request, progress: DownloadProgress(bytesReceived: 0, totalBytes: nil))
             download.hub.publish(.failed(error))
-            return download
+            return Download.of(download)
         }
         let (download, outcome) = try catalog.withJournal(for: request.stateDirectory) {
             journal throws(DownloadError) -> (Download, QueueOutcome) in
@@ -86,7 +86,7 @@ final class DownloadQueue: Sendable {
 
     /// The handle of `id` if it is unfinished in `journal`: the live one, or one made from its row.
     private func attach(_ id: DownloadID, in journal: Journal) -> Download? {
-        if let live = catalog.existingHandle(id), !live.hub.isClosed { return live }
+        if let live = catalog.existingHandle(id), !live.hub.isClosed { return Download.of(live) }
         // Under the journal's lock: the loop's next event for it comes after the state shown here.
         return journal.locked { () -> Download? in
             guard let record = try? journal.record(for: id), record.isUnfinished,

@@ -4,7 +4,7 @@
 /// progress (else the oldest event that is not final) goes. Final events are never dropped, so a
 /// reader that falls behind still learns every outcome.
 struct EventBacklog: SubscriberBuffer {
-    private var events: [DownloadManagerEvent] = []
+    private var events: [FeedEvent] = []
     /// Unread final events (completed, failed, cancelled), which do not count against the limit.
     private var finalCount = 0
     /// Keeps outcomes only (``DownloadManager/outcomes``).
@@ -14,12 +14,12 @@ struct EventBacklog: SubscriberBuffer {
 
     init(outcomesOnly: Bool) { self.outcomesOnly = outcomesOnly }
 
-    func accepts(_ event: DownloadManagerEvent) -> Bool { !outcomesOnly || event.event.isFinal }
+    func accepts(_ event: FeedEvent) -> Bool { !outcomesOnly || event.event.isFinal }
 
     var count: Int { events.count }
     var isEmpty: Bool { events.isEmpty }
 
-    mutating func keep(_ event: DownloadManagerEvent) {
+    mutating func keep(_ event: FeedEvent) {
         // An outcome takes no room from the others: it is only added.
         if !event.event.isFinal, events.count - finalCount >= EventFeed.subscriberBufferLimit {
             if case .progress = event.event { return }
@@ -33,7 +33,7 @@ struct EventBacklog: SubscriberBuffer {
     }
 
     /// Every unread event, oldest first.
-    mutating func take() -> [DownloadManagerEvent] {
+    mutating func take() -> [FeedEvent] {
         let taken = events
         // The next batch is likely as long: one allocation for it, not one per doubling (up to
         // 1,024 events: a reader that fell behind once does not keep a large buffer).
@@ -43,7 +43,7 @@ struct EventBacklog: SubscriberBuffer {
         return taken
     }
 
-    static func delivery(of event: DownloadManagerEvent) -> [DownloadManagerEvent] { [event] }
-    static var end: [DownloadManagerEvent] { [] }
+    static func delivery(of event: FeedEvent) -> [FeedEvent] { [event] }
+    static var end: [FeedEvent] { [] }
     static var readsBufferAfterCancel: Bool { true }
 }

@@ -16,11 +16,11 @@ package final class EventFeed: Sendable {
     static let subscriberBufferLimit = 4096
 
     /// Unsubscribes when the iterator that owns it goes away.
-    final class Subscription: Sendable {
-        let feed: EventFeed
-        let id: Int
+    package final class Subscription: Sendable {
+        package let feed: EventFeed
+        package let id: Int
 
-        init(feed: EventFeed, outcomesOnly: Bool = false) {
+        package init(feed: EventFeed, outcomesOnly: Bool = false) {
             self.feed = feed
             self.id = feed.subscribe(outcomesOnly: outcomesOnly)
         }
@@ -117,7 +117,7 @@ package final class EventFeed: Sendable {
         for (waiter, events) in wakes { waiter.resume(returning: events) }
     }
 
-    package func publish(_ event: DownloadManagerEvent) {
+    package func publish(_ event: FeedEvent) {
         guard hasSubscribers else { return }
         var wakes: [Subscribers<EventBacklog>.Wake] = []
         let thread = UInt(pthread_self())
@@ -169,7 +169,7 @@ package final class EventFeed: Sendable {
     /// The events buffered for subscriber `id`, oldest first, waiting for one if there are none;
     /// none once the feed is closed (or the reading task cancelled) and the events published before
     /// are read: what was published is not lost.
-    func nextBatch(_ id: Int) async -> [DownloadManagerEvent] {
+    package func nextBatch(_ id: Int) async -> [FeedEvent] {
         await Subscribers<EventBacklog>.wait(
             read: { waiter in state.withLock { $0.subscribers.read(id, ended: $0.closed, waiter: waiter) } },
             onCancel: { state.withLock { $0.subscribers.cancel(id) } }

@@ -14,11 +14,11 @@ package final class EventHub: Sendable {
     static let earlyWindow: UInt64 = 2_000_000_000  // nanoseconds
 
     /// Unsubscribes when the iterator that owns it goes away.
-    final class Subscription: Sendable {
-        let hub: EventHub
-        let id: Int
+    package final class Subscription: Sendable {
+        package let hub: EventHub
+        package let id: Int
 
-        init(hub: EventHub) {
+        package init(hub: EventHub) {
             self.hub = hub
             self.id = hub.subscribe()
         }
@@ -53,7 +53,7 @@ package final class EventHub: Sendable {
     private let feed: (feed: EventFeed, id: DownloadID, destinationPath: String)?
     /// The handle that owns this hub, carried on the feed's events. Set once by ``Download/init``,
     /// before the hub is published to anyone; weak: the handle owns the hub.
-    nonisolated(unsafe) weak var owner: Download?
+    nonisolated(unsafe) weak var owner: LiveDownload?
 
     /// - Parameters:
     ///   - earlyWindow: how long events are kept for a first subscriber (tests shorten it).
@@ -102,7 +102,7 @@ package final class EventHub: Sendable {
             let owner = owner
             // A download into a folder shows the file it chose, once it chose one.
             feed.feed.publish(
-                DownloadManagerEvent(
+                FeedEvent(
                     id: feed.id,
                     destinationPath: owner?.destinationPath ?? feed.destinationPath,
                     event: event,
@@ -208,7 +208,7 @@ package final class EventHub: Sendable {
         waiter?.resume(returning: RecentEvents.end)
     }
 
-    func next(_ id: Int) async -> DownloadEvent? {
+    package func next(_ id: Int) async -> DownloadEvent? {
         await Subscribers<RecentEvents>.wait(
             read: { waiter in
                 state.withLock { state in

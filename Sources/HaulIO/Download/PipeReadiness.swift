@@ -11,8 +11,8 @@ import Synchronization
 /// second from many threads, they hit libdispatch's use-after-free in its epoll bookkeeping on
 /// Linux (swift-corelibs-libdispatch issue 949): the test suite crashed once in libdispatch's
 /// manager thread (`_dispatch_event_loop_drain`, a bad pointer) while 100 streams ran at once.
-final class PipeReadiness: Sendable {
-    static let shared = PipeReadiness()
+package final class PipeReadiness: Sendable {
+    package static let shared = PipeReadiness()
 
     private let epoll: Int32
 
@@ -62,7 +62,7 @@ final class PipeReadiness: Sendable {
     /// Spurious returns are possible: the caller reads again.
     ///
     /// - Parameter registered: called once the wait is registered (for tests).
-    func waitUntilReadable(_ fd: Int32, registered: (@Sendable () -> Void)? = nil) async {
+    package func waitUntilReadable(_ fd: Int32, registered: (@Sendable () -> Void)? = nil) async {
         guard epoll >= 0 else { return await Task.yield() }  // no epoll: the reader polls
         let id = waits.withLock { waits in
             waits.nextID += 1

@@ -28,8 +28,8 @@ package final class Catalog: Sendable {
     package let feed = EventFeed()
 
     private final class WeakDownload: Sendable {
-        nonisolated(unsafe) weak var download: Download?
-        init(_ download: Download) { self.download = download }
+        nonisolated(unsafe) weak var download: LiveDownload?
+        init(_ download: LiveDownload) { self.download = download }
     }
 
     private struct Handles {
@@ -306,13 +306,13 @@ package final class Catalog: Sendable {
     // MARK: handles
 
     /// The handle callers and the loop share for `id`, if one is alive.
-    package func existingHandle(_ id: DownloadID) -> Download? {
+    package func existingHandle(_ id: DownloadID) -> LiveDownload? {
         handles.withLock { $0.byID[id]?.download }
     }
 
     /// The live handle for `id`, or a new one from `make()` (``makeHandle(_:url:destinationPath:stateDirectoryPath:progress:controller:)``).
     /// A handle whose download ended is replaced (the download starts again).
-    package func handle(_ id: DownloadID, make: () -> Download) -> (Download, isNew: Bool) {
+    package func handle(_ id: DownloadID, make: () -> LiveDownload) -> (LiveDownload, isNew: Bool) {
         handles.withLock { state in
             if let existing = state.byID[id]?.download, !existing.hub.isClosed {
                 return (existing, false)
@@ -337,8 +337,8 @@ package final class Catalog: Sendable {
         progress: DownloadProgress,
         controller: any DownloadController,
         keepsEarlyEvents: Bool = true
-    ) -> Download {
-        Download(
+    ) -> LiveDownload {
+        LiveDownload(
             id: id,
             url: url,
             destinationPath: destinationPath,
@@ -368,7 +368,7 @@ package final class Catalog: Sendable {
     }
 
     /// Every live handle (for a shutdown, which ends their event sequences).
-    var liveHandles: [Download] {
+    var liveHandles: [LiveDownload] {
         handles.withLock { $0.byID.values.compactMap(\.download) }
     }
 }

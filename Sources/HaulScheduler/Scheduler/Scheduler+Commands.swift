@@ -4,7 +4,7 @@ import HaulValues
 
 /// What callers ask of downloads (pause, resume, cancel) and of the manager (shut down), on the loop.
 extension Scheduler {
-    func pause(_ download: Download) {
+    func pause(_ download: LiveDownload) {
         if let transfer = transfers[download.id] {
             perform(transfer.pause(interruptedByShutdown: shuttingDown), for: transfer)
             return
@@ -16,7 +16,7 @@ extension Scheduler {
         }
     }
 
-    func resume(_ download: Download) {
+    func resume(_ download: LiveDownload) {
         if transfers[download.id] != nil { return }  // admitted: it is not paused
         if followIfAnothers(download) { return }
         updateRow(of: download, on: .resumed(sequence: catalog.nextQueueSequence())) { _ in
@@ -26,7 +26,7 @@ extension Scheduler {
     }
 
     /// A download's own rate limit: at once when it runs (and in its row, for later attempts).
-    func limitRate(of download: Download, to rate: Int64?) {
+    func limitRate(of download: LiveDownload, to rate: Int64?) {
         if let transfer = transfers[download.id] {
             transfer.limitRate(to: rate)
             return
@@ -39,7 +39,7 @@ extension Scheduler {
         }
     }
 
-    func cancel(_ download: Download) {
+    func cancel(_ download: LiveDownload) {
         if let transfer = transfers[download.id] {
             perform(transfer.cancel(), for: transfer)
             return
@@ -53,7 +53,7 @@ extension Scheduler {
 
     /// A paused download whose row another manager took (``DownloadManager/handOver(_:to:)``): it
     /// goes on there, and ends here as cancelled.
-    func handedOver(_ download: Download) {
+    func handedOver(_ download: LiveDownload) {
         guard transfers[download.id] == nil else { return }  // asked for again meanwhile: it runs here
         catalog.forget(download.id)
         download.hub.publish(.cancelled)
@@ -62,7 +62,7 @@ extension Scheduler {
     /// Applies `event` to the row of a download that is not admitted (a row another manager queued or
     /// runs is left alone). When the row changes, `changed` runs with the journal locked (so events it publishes
     /// come before the loop's next ones).
-    private func updateRow(of download: Download, on event: QueueEvent, _ changed: (DownloadRecord) -> Void) {
+    private func updateRow(of download: LiveDownload, on event: QueueEvent, _ changed: (DownloadRecord) -> Void) {
         guard let journal = catalog.openJournal(for: download.stateDirectoryPath) else { return }
         journal.locked {
             guard var record = try? journal.record(for: download.id), record.state != .running,

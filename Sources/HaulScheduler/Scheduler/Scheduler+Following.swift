@@ -123,7 +123,7 @@ extension Scheduler {
 
     /// A followed download paused or cancelled by its caller: no longer followed (a paused one
     /// until it is resumed), its row left to the manager that runs it. Whether it was followed.
-    func stopFollowing(_ download: Download, cancelled: Bool) -> Bool {
+    func stopFollowing(_ download: LiveDownload, cancelled: Bool) -> Bool {
         if cancelled {
             guard following.cancel(download.id) else { return false }
             catalog.forget(download.id)
@@ -138,7 +138,7 @@ extension Scheduler {
     /// Follows `download` again when it was followed before its caller paused it, or when another
     /// manager that runs holds its row: resumed here, it waits for that one's outcome (or takes the
     /// row back, as a followed one does). Whether it does.
-    func followIfAnothers(_ download: Download) -> Bool {
+    func followIfAnothers(_ download: LiveDownload) -> Bool {
         if let row = following.takePaused(download.id) {
             download.hub.publish(.queued)
             follow([download.id: row.requested], in: row.directory)
@@ -167,7 +167,7 @@ extension Scheduler {
         } else if catalog.feed.hasSubscribers {
             for event in events {
                 catalog.feed.publish(
-                    DownloadManagerEvent(id: id, destinationPath: record.destination, event: event, download: nil)
+                    FeedEvent(id: id, destinationPath: record.destination, event: event, download: nil)
                 )
             }
         }

@@ -4,7 +4,7 @@ import HaulIO
 /// the download's state once what it asked for holds, or at once when it cannot happen.
 struct SettleWaiter {
     /// The download asked.
-    let handle: Download
+    let handle: LiveDownload
     let control: DownloadControl
     let answer: @Sendable (DownloadState) -> Void
 }
@@ -14,7 +14,11 @@ struct SettleWaiter {
 /// meanwhile), cancelled (or ended), queued again or running. A control that changes nothing (the
 /// row is another process's, the download had ended) is answered at once, with the state it is in.
 extension Scheduler {
-    func settle(_ download: Download, _ control: DownloadControl, answer: @escaping @Sendable (DownloadState) -> Void) {
+    func settle(
+        _ download: LiveDownload,
+        _ control: DownloadControl,
+        answer: @escaping @Sendable (DownloadState) -> Void
+    ) {
         switch control {
         case .pause: pause(download)
         case .resume: resume(download)

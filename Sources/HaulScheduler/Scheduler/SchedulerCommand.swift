@@ -10,9 +10,9 @@ package enum SchedulerCommand: Sendable {
     /// followed to their outcomes (their records as the requests found them).
     case follow(String, [DownloadID: DownloadRecord])
     /// A caller paused, resumed or cancelled a download.
-    case control(Download, DownloadControl)
+    case control(LiveDownload, DownloadControl)
     /// A caller paused, resumed or cancelled a download and awaits the outcome (``Scheduler/settle(_:_:answer:)``).
-    case settle(Download, DownloadControl, @Sendable (DownloadState) -> Void)
+    case settle(LiveDownload, DownloadControl, @Sendable (DownloadState) -> Void)
     /// Background disk work finished (syncs, finished files moved into place).
     case diskWorkDone([DiskResult])
     /// A header provider answered for a restored download's transfer (``ObjectIdentifier`` of it:
@@ -30,13 +30,13 @@ package enum SchedulerCommand: Sendable {
 }
 
 extension CommandInbox: DownloadController where Command == SchedulerCommand {
-    package func submit(_ control: DownloadControl, for download: Download) {
+    package func submit(_ control: DownloadControl, for download: LiveDownload) {
         submit(.control(download, control))
     }
 
     package func settle(
         _ control: DownloadControl,
-        for download: Download,
+        for download: LiveDownload,
         answer: @escaping @Sendable (DownloadState) -> Void
     ) {
         // A manager shut down takes no command: nothing will change.

@@ -1,3 +1,5 @@
+import HaulIO
+
 /// Every download's events for the whole manager, as an `AsyncSequence`: downloads queued with
 /// ``DownloadManager/enqueue(_:)`` included (their `.queued`, then what happens once admitted),
 /// without a handle for each.
@@ -37,7 +39,7 @@ public struct DownloadManagerEvents: AsyncSequence, Sendable {
         let subscription: EventFeed.Subscription
         /// Events taken from the feed together, handed out one by one (one lock and at most one
         /// wake-up per batch).
-        private var batch: [DownloadManagerEvent] = []
+        private var batch: [FeedEvent] = []
         private var position = 0
 
         init(subscription: EventFeed.Subscription) {
@@ -60,7 +62,7 @@ public struct DownloadManagerEvents: AsyncSequence, Sendable {
                 guard !batch.isEmpty else { return nil }
             }
             defer { position += 1 }
-            return batch[position]
+            return DownloadManagerEvent(batch[position])
         }
     }
 }

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import HaulIO
 import HaulValues
 
 /// A download's body as it arrives, in order, never on disk (``DownloadManager/stream(from:headers:bufferLimit:)``):
@@ -30,7 +31,7 @@ public struct DownloadStream: AsyncSequence, Sendable {
 
     let body: StreamBody
 
-    package init(body: StreamBody) {
+    init(body: StreamBody) {
         self.body = body
     }
 
@@ -52,7 +53,7 @@ public struct DownloadStream: AsyncSequence, Sendable {
         try Task.checkCancellation()
         if let response = download.response { return response }
         _ = try await download.finished()  // its error
-        return download.acceptedResponse
+        return download.live.acceptedResponse
     }
 
     /// An iterator over the body; several share one body (each chunk goes to one of them).
@@ -72,7 +73,7 @@ public struct DownloadStream: AsyncSequence, Sendable {
 
 /// The reading end of a ``DownloadStream``'s pipe, shared by its iterators; the download is
 /// cancelled and the pipe closed when the last reference goes.
-package final class StreamBody: Sendable {
+final class StreamBody: Sendable {
     static let chunkSize = 64 * 1024
 
     let download: Download
@@ -81,7 +82,7 @@ package final class StreamBody: Sendable {
     /// that its number names no other stream meanwhile), then closed, which ends the reader's input.
     private let writeEnd: Int32
 
-    package init(download: Download, readEnd: Int32, writeEnd: Int32) {
+    init(download: Download, readEnd: Int32, writeEnd: Int32) {
         self.download = download
         self.readEnd = readEnd
         self.writeEnd = writeEnd
@@ -111,7 +112,7 @@ package final class StreamBody: Sendable {
             do {
                 try Task.checkCancellation()
             } catch {
-                download.submit(.cancel)  // not awaited: the reader's task is done with it
+                download.live.submit(.cancel)  // not awaited: the reader's task is done with it
                 throw error
             }
             var chunk = [UInt8](repeating: 0, count: Self.chunkSize)

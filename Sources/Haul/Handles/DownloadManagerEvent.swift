@@ -1,4 +1,5 @@
 import FoundationEssentials
+import HaulIO
 import HaulValues
 
 /// One download's event, as the manager's feed (``DownloadManager/events``) carries it.
@@ -16,19 +17,26 @@ public struct DownloadManagerEvent: Sendable, Hashable {
     /// ``DownloadManager/enqueue(_:)`` reads beside the event (``Download/bytesReceivedInThisProcess``,
     /// ``Download/wasAlreadyComplete``, ``Download/response``) or controls it with. `nil` for the
     /// `.queued` of a row that no handle shows yet (a download gets one when it is admitted, or
-    /// found complete while someone follows the feed). Not part of equality.
-    public let download: Download?
+    /// found complete while someone follows the feed). Not part of equality. Made when read (the
+    /// one a caller holds, else a new one), as most readers of a busy feed never do.
+    public var download: Download? { live.map(Download.of) }
+    private let live: LiveDownload?
 
     /// An event of download `id` to `destination`.
     public init(id: DownloadID, destination: URL, event: DownloadEvent, download: Download? = nil) {
-        self.init(id: id, destinationPath: destination.path, event: event, download: download)
+        self.init(id: id, destinationPath: destination.path, event: event, live: download?.live)
     }
 
-    package init(id: DownloadID, destinationPath: String, event: DownloadEvent, download: Download?) {
+    /// The feed's event.
+    init(_ event: FeedEvent) {
+        self.init(id: event.id, destinationPath: event.destinationPath, event: event.event, live: event.download)
+    }
+
+    init(id: DownloadID, destinationPath: String, event: DownloadEvent, live: LiveDownload?) {
         self.id = id
         self.destinationPath = destinationPath
         self.event = event
-        self.download = download
+        self.live = live
     }
 
     /// Equal when the same download had the same event at the same destination.

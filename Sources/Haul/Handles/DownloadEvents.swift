@@ -1,4 +1,5 @@
 import FoundationEssentials
+import HaulIO
 
 /// The events of one download, as an `AsyncSequence`.
 ///
