@@ -10,7 +10,7 @@ import Testing
 
 /// The manager's feed, without a manager: what a reader that falls behind still gets.
 struct EventFeedTests {
-    static func event(_ index: Int, _ event: DownloadEvent) -> FeedEvent {
+    static func event(_ index: Int, _ event: HaulIO.DownloadEvent) -> FeedEvent {
         FeedEvent(
             id: DownloadID(destination: URL(fileURLWithPath: "/tmp/feed/\(index)")),
             destinationPath: "/tmp/feed/\(index)",
@@ -20,7 +20,7 @@ struct EventFeedTests {
     }
 
     /// The event as a reader of the feed gets it.
-    static func read(_ index: Int, _ event: DownloadEvent) -> DownloadManagerEvent {
+    static func read(_ index: Int, _ event: HaulIO.DownloadEvent) -> DownloadManagerEvent {
         DownloadManagerEvent(Self.event(index, event))
     }
 
@@ -32,7 +32,7 @@ struct EventFeedTests {
         let progress = DownloadProgress(bytesReceived: 1, totalBytes: 2)
         for index in 0..<count {
             feed.publish(Self.event(index, .progress(progress)))
-            let outcome: DownloadEvent =
+            let outcome: HaulIO.DownloadEvent =
                 index % 2 == 0 ? .completed(URL(fileURLWithPath: "/x")) : .failed(.init(code: .cancelled, url: nil))
             feed.publish(Self.event(index, outcome))
         }

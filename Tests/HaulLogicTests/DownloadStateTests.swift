@@ -37,11 +37,42 @@ struct DownloadStateTests {
     @Test("a new subscriber is shown each state by the event that leads to it; final states are final")
     func replay() {
         for state in Self.states {
-            let event = state.event(progress: Self.progress)
+            let event = DownloadEvent(state.engine.event(progress: Self.progress))
             #expect(DownloadState.queued.after(event) == state, "\(state) shown as \(event)")
-            #expect(state.isFinal == event.isFinal)
+            #expect(state.isFinal == event.isFinal && state.engine.isFinal == event.isFinal)
         }
         #expect(Self.states.filter(\.isFinal).count == 3)
+    }
+
+    @Test("the public states, events, warnings and reasons are the layers' below, case for case, words included")
+    func publicNamesMatchTheLayersBelow() {
+        let reasons: [RestartReason] = [
+            .rangeIgnored, .remoteChanged, .rangeMismatch, .rangeNotSatisfiable, .noValidator, .overlapMismatch,
+            .decodedBody,
+        ]
+        let warnings: [DownloadWarning] =
+            [.unrequestedContentEncoding("gzip"), .versionsDiffer, .insecureRedirect(Self.file)]
+            + reasons.flatMap { [.urlDropped(Self.file, reason: $0), .repeatedBytesReadPast(7, reason: $0)] }
+        let events: [DownloadEvent] =
+            [
+                .queued, .connecting(Self.progress), .receiving(Self.progress), .progress(Self.progress),
+                .waitingToRetry(Self.error, after: .seconds(2)), .switchedURL(Self.file, after: Self.error),
+                .paused(Self.progress), .completed(Self.file), .failed(Self.error), .cancelled,
+            ] + reasons.map { .restarted($0) } + warnings.map { .warning($0) }
+        for reason in reasons {
+            #expect(RestartReason(reason.engine) == reason && reason.description == reason.engine.description)
+        }
+        for warning in warnings {
+            #expect(DownloadWarning(warning.engine) == warning && warning.description == warning.engine.description)
+        }
+        for event in events {
+            #expect(DownloadEvent(event.engine) == event && event.description == event.engine.description)
+            #expect(event.isFinal == event.engine.isFinal)
+        }
+        for state in Self.states {
+            #expect(DownloadState(state.engine) == state && state.description == state.engine.description)
+        }
+        #expect(Set(events.map(\.description)).count == events.count)
     }
 
     @Test("one word per meaning: the journal's and the fleet's words are the public state's")

@@ -47,7 +47,7 @@ public final class Download: Sendable, Identifiable {
     public var events: DownloadEvents { DownloadEvents(hub: live.hub) }
 
     /// The current state.
-    public var state: DownloadState { live.state }
+    public var state: DownloadState { DownloadState(live.state) }
 
     /// The latest progress.
     public var progress: DownloadProgress { live.progress }
@@ -86,7 +86,7 @@ public final class Download: Sendable, Identifiable {
     ///   runs it), the state it was in.
     @discardableResult
     public func pause() async -> DownloadState {
-        await live.settle(.pause)
+        DownloadState(await live.settle(.pause))
     }
 
     /// Resumes a paused download from the bytes on disk (it waits for a free slot first). No effect
@@ -102,7 +102,7 @@ public final class Download: Sendable, Identifiable {
     /// - Returns: the state it is in then.
     @discardableResult
     public func resume() async -> DownloadState {
-        await live.settle(.resume)
+        DownloadState(await live.settle(.resume))
     }
 
     /// Sets this download's own bandwidth limit in bytes per second (`nil`: the manager's default
@@ -125,7 +125,7 @@ public final class Download: Sendable, Identifiable {
     ///   row is another process's).
     @discardableResult
     public func cancel() async -> DownloadState {
-        await live.settle(.cancel)
+        DownloadState(await live.settle(.cancel))
     }
 
     /// Waits for the end of the download. It returns once the journal records how it ended: a

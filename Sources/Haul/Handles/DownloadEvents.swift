@@ -31,12 +31,12 @@ public struct DownloadEvents: AsyncSequence, Sendable {
 
         /// The next event, or `nil` after the final one (or when the task is cancelled).
         public mutating func next() async -> DownloadEvent? {
-            await subscription.hub.next(subscription.id)
+            await subscription.hub.next(subscription.id).map(DownloadEvent.init)
         }
 
         /// The next event, or `nil` after the final one (or when the task is cancelled).
         public mutating func next(isolation actor: isolated (any Actor)?) async -> DownloadEvent? {
-            await subscription.hub.next(subscription.id)
+            await subscription.hub.next(subscription.id).map(DownloadEvent.init)
         }
     }
 }

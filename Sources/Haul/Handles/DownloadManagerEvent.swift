@@ -29,7 +29,12 @@ public struct DownloadManagerEvent: Sendable, Hashable {
 
     /// The feed's event.
     init(_ event: FeedEvent) {
-        self.init(id: event.id, destinationPath: event.destinationPath, event: event.event, live: event.download)
+        self.init(
+            id: event.id,
+            destinationPath: event.destinationPath,
+            event: DownloadEvent(event.event),
+            live: event.download
+        )
     }
 
     init(id: DownloadID, destinationPath: String, event: DownloadEvent, live: LiveDownload?) {

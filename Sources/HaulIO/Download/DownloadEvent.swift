@@ -8,7 +8,7 @@ import HaulValues
 /// consumer that falls behind sees the newest progress rather than a backlog. The final event
 /// (`.completed`, `.failed` or `.cancelled`) is never dropped; the sequence ends after it, or after
 /// `.paused` when the manager shuts down.
-public enum DownloadEvent: Sendable, Hashable {
+package enum DownloadEvent: Sendable, Hashable {
     /// Waiting for a free slot.
     case queued
     /// A request is out, for the bytes after `progress.bytesReceived`.
@@ -39,7 +39,7 @@ public enum DownloadEvent: Sendable, Hashable {
     case cancelled
 
     /// Whether this is the last event of a download.
-    public var isFinal: Bool {
+    package var isFinal: Bool {
         switch self {
         case .completed, .failed, .cancelled: true
         default: false

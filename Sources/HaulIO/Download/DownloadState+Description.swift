@@ -6,7 +6,7 @@ import HaulValues
 
 extension DownloadState: CustomStringConvertible {
     /// "receiving", "paused", "completed: /data/big.iso", "failed: <the error's sentence>"…
-    public var description: String {
+    package var description: String {
         switch self {
         case .queued: "queued"
         case .connecting: "connecting"
@@ -24,7 +24,7 @@ extension DownloadState: CustomStringConvertible {
 extension DownloadEvent: CustomStringConvertible {
     /// The event's name and what it carries: "progress: 4.0 MiB of 32.0 MiB, 12.0 MiB/s, 3 s left",
     /// "restarted: the remote file changed", "completed: /data/big.iso"…
-    public var description: String {
+    package var description: String {
         switch self {
         case .queued: "queued"
         case .connecting(let progress): "connecting (\(progress))"

@@ -7,7 +7,7 @@ import HaulValues
 /// `haul --list` and `--json`: `queued` (waiting for a slot), `waitingToRetry`, `paused`,
 /// `completed`, `failed`, `cancelled`; `connecting` and `receiving` are what the journal and the
 /// fleet call `running`. The state follows the download's events by ``after(_:)``.
-public enum DownloadState: Sendable, Hashable {
+package enum DownloadState: Sendable, Hashable {
     /// Waiting for a free slot.
     case queued
     /// A request is out; no response accepted yet.
@@ -27,7 +27,7 @@ public enum DownloadState: Sendable, Hashable {
     case cancelled
 
     /// Whether this state is final.
-    public var isFinal: Bool { event(progress: DownloadProgress(bytesReceived: 0, totalBytes: nil)).isFinal }
+    package var isFinal: Bool { event(progress: DownloadProgress(bytesReceived: 0, totalBytes: nil)).isFinal }
 
     /// The event that shows this state to a new subscriber, with the download's latest progress.
     func event(progress: DownloadProgress) -> DownloadEvent {
@@ -46,7 +46,7 @@ public enum DownloadState: Sendable, Hashable {
     /// The state after `event`: the one place where a download's public state follows its events
     /// (its handle's ``Download/state``, and what a new subscriber is shown first). An event that
     /// changes no state (progress, a restart, a warning, a switched URL) leaves it as it is.
-    public func after(_ event: DownloadEvent) -> DownloadState {
+    package func after(_ event: DownloadEvent) -> DownloadState {
         switch event {
         case .queued: .queued
         case .connecting: .connecting

@@ -2,7 +2,7 @@ import FoundationEssentials
 import HaulValues
 
 /// Something a download did that its caller may not expect, though it goes on.
-public enum DownloadWarning: Sendable, Hashable, CustomStringConvertible {
+package enum DownloadWarning: Sendable, Hashable, CustomStringConvertible {
     /// The server labelled the body with this `Content-Encoding` (`gzip`, `br`…) although the request
     /// did not ask for one. The file is saved as sent, encoded; that is right for a `.gz` file a
     /// server labels so, and wrong for a file it compressed on its own.
@@ -28,7 +28,7 @@ public enum DownloadWarning: Sendable, Hashable, CustomStringConvertible {
     case repeatedBytesReadPast(Int64, reason: RestartReason)
 
     /// A sentence for logs and the CLI.
-    public var description: String {
+    package var description: String {
         switch self {
         case .unrequestedContentEncoding(let encoding):
             "the server sent the body with Content-Encoding: \(encoding) without being asked; it is saved as sent"

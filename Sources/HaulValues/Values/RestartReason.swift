@@ -1,5 +1,5 @@
 /// Why a download threw its partial bytes away and started again from zero.
-public enum RestartReason: Sendable, Hashable, CustomStringConvertible {
+package enum RestartReason: Sendable, Hashable, CustomStringConvertible {
     /// The server ignored the range request and sent the whole file (HTTP 200), and nothing showed
     /// that file to be the partial's (a `200` that carries the strong validator the partial is
     /// pinned to is read past the bytes on disk instead, with no restart).
@@ -25,7 +25,7 @@ public enum RestartReason: Sendable, Hashable, CustomStringConvertible {
     case decodedBody
 
     /// A short sentence for logs and the CLI.
-    public var description: String {
+    package var description: String {
         switch self {
         case .rangeIgnored: "the server ignored the range request and sent the whole file"
         case .remoteChanged: "the remote file changed"
