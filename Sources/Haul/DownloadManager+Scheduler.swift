@@ -104,7 +104,7 @@ extension TransferEnvironment {
             defaultHeaders: configuration.headers,
             refreshesURLs: configuration.urlRefresher != nil,
             preallocatesFiles: configuration.preallocatesFiles,
-            rateLimits: configuration.rateLimits,
+            rateLimits: configuration.rateLimits.engine,
             connectionsPerFile: configuration.connectionsPerFile,
             minimumSegmentSize: configuration.minimumSegmentSize,
             metrics: HaulMetrics(factory: configuration.metricsFactory),

@@ -210,7 +210,7 @@ public final class DownloadManager: Sendable {
     /// Changes the manager's bandwidth limits while it runs: running transfers follow at once.
     public func setRateLimits(_ limits: RateLimits) {
         currentRateLimits.withLock { $0 = limits.normalized }
-        inbox.submit(.setRateLimits(limits))
+        inbox.submit(.setRateLimits(limits.engine))
     }
 
     /// Waits until no download of this manager is queued or running: each one completed, failed,

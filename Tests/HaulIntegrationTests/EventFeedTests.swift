@@ -29,7 +29,7 @@ struct EventFeedTests {
         let feed = EventFeed()
         let subscription = EventFeed.Subscription(feed: feed)
         let count = 3 * EventFeed.subscriberBufferLimit
-        let progress = DownloadProgress(bytesReceived: 1, totalBytes: 2)
+        let progress = HaulValues.DownloadProgress(bytesReceived: 1, totalBytes: 2)
         for index in 0..<count {
             feed.publish(Self.event(index, .progress(progress)))
             let outcome: HaulIO.DownloadEvent =

@@ -30,7 +30,7 @@ struct WaiterOrderTests {
                         to: directory.appendingPathComponent("\(index).bin")
                     )
                 }
-                let found = await withTaskGroup(of: (Int, QueueState?).self) { group in
+                let found = await withTaskGroup(of: (Int, HaulIO.QueueState?).self) { group in
                     for (index, download) in downloads.enumerated() {
                         group.addTask {
                             await outcome(download)

@@ -14,15 +14,15 @@ struct DownloadEventsTests {
     }
 
     @Test func theFirstIterationGetsTheEarlierEventsLaterOnesTheCurrentState() async {
-        let hub = EventHub(progress: progress(0))
+        let hub = EventHub(progress: progress(0).engine)
         let error = DownloadError(code: .httpStatus, url: "http://x/", httpStatus: 503)
-        hub.publish(.queued)
-        hub.publish(.connecting(progress(0)))
-        hub.publish(.waitingToRetry(error, after: .seconds(1)))
-        hub.publish(.connecting(progress(0)))
-        hub.publish(.receiving(progress(10)))
-        hub.publish(.progress(progress(15)))
-        hub.publish(.progress(progress(20)))
+        hub.publish(shown: .queued)
+        hub.publish(shown: .connecting(progress(0)))
+        hub.publish(shown: .waitingToRetry(error, after: .seconds(1)))
+        hub.publish(shown: .connecting(progress(0)))
+        hub.publish(shown: .receiving(progress(10)))
+        hub.publish(shown: .progress(progress(15)))
+        hub.publish(shown: .progress(progress(20)))
         // The first subscriber (typically whoever called download(…)) missed nothing but coalesced progress.
         var first = DownloadEvents(hub: hub).makeAsyncIterator()
         let expected: [DownloadEvent] = [
@@ -35,39 +35,39 @@ struct DownloadEventsTests {
         // Later ones start at the current state.
         var second = DownloadEvents(hub: hub).makeAsyncIterator()
         #expect(await second.next() == .receiving(progress(20)))
-        hub.publish(.paused(progress(30)))
+        hub.publish(shown: .paused(progress(30)))
         #expect(await first.next() == .paused(progress(30)))
         #expect(await second.next() == .paused(progress(30)))
         // A first subscriber after more events than a subscriber holds gets the newest ones.
-        let busy = EventHub(progress: progress(0))
-        for round in 0..<100 { busy.publish(.paused(progress(Int64(round)))) }
+        let busy = EventHub(progress: progress(0).engine)
+        for round in 0..<100 { busy.publish(shown: .paused(progress(Int64(round)))) }
         var late = DownloadEvents(hub: busy).makeAsyncIterator()
         #expect(busy.bufferedCount(late.subscription.id) == EventHub.subscriberBufferLimit)
         #expect(await late.next() == .paused(progress(Int64(100 - EventHub.subscriberBufferLimit))))
         // With nothing published yet, the first subscriber starts at the current state, as any other.
-        var fresh = DownloadEvents(hub: EventHub(progress: progress(0))).makeAsyncIterator()
+        var fresh = DownloadEvents(hub: EventHub(progress: progress(0).engine)).makeAsyncIterator()
         #expect(await fresh.next() == .queued)
         // Past the early window, events are no longer kept for a first subscriber.
-        let old = EventHub(progress: progress(0), earlyWindow: 0)
-        old.publish(.connecting(progress(0)))
-        old.publish(.receiving(progress(5)))
+        let old = EventHub(progress: progress(0).engine, earlyWindow: 0)
+        old.publish(shown: .connecting(progress(0)))
+        old.publish(shown: .receiving(progress(5)))
         var after = DownloadEvents(hub: old).makeAsyncIterator()
         #expect(old.bufferedCount(after.subscription.id) == 1)
         #expect(await after.next() == .receiving(progress(5)))
     }
 
     @Test func progressIsCoalescedAndTheBufferIsBounded() async {
-        let hub = EventHub(progress: progress(0))
+        let hub = EventHub(progress: progress(0).engine)
         var iterator = DownloadEvents(hub: hub).makeAsyncIterator()
-        hub.publish(.receiving(progress(0)))
-        for bytes in 1...10_000 { hub.publish(.progress(progress(Int64(bytes)))) }
+        hub.publish(shown: .receiving(progress(0)))
+        for bytes in 1...10_000 { hub.publish(shown: .progress(progress(Int64(bytes)))) }
         #expect(hub.bufferedCount(iterator.subscription.id) == 3)  // replay, receiving, newest progress
         for round in 0..<100 {
-            hub.publish(.paused(progress(Int64(round))))
-            hub.publish(.queued)
+            hub.publish(shown: .paused(progress(Int64(round))))
+            hub.publish(shown: .queued)
         }
         #expect(hub.bufferedCount(iterator.subscription.id) <= EventHub.subscriberBufferLimit)
-        hub.publish(.completed(URL(fileURLWithPath: "/tmp/x")))
+        hub.publish(shown: .completed(URL(fileURLWithPath: "/tmp/x")))
         var last: DownloadEvent?
         var count = 0
         while let event = await iterator.next() {
@@ -79,7 +79,7 @@ struct DownloadEventsTests {
     }
 
     @Test func everySubscriberGetsTheFinalEventAndTheResult() async throws {
-        let hub = EventHub(progress: progress(0))
+        let hub = EventHub(progress: progress(0).engine)
         let file = URL(fileURLWithPath: "/tmp/file")
         let results = Task { try await hub.result() }
         let readers = (0..<5).map { _ in
@@ -89,8 +89,8 @@ struct DownloadEventsTests {
                 return events
             }
         }
-        hub.publish(.receiving(progress(1)))
-        hub.publish(.completed(file))
+        hub.publish(shown: .receiving(progress(1)))
+        hub.publish(shown: .completed(file))
         for reader in readers {
             #expect(await reader.value.last == .completed(file))
         }
@@ -101,22 +101,22 @@ struct DownloadEventsTests {
         #expect(await late.next() == nil)
         #expect(try await hub.result() == file)
         // Nothing is published after the final event.
-        hub.publish(.paused(progress(3)))
+        hub.publish(shown: .paused(progress(3)))
         if case .completed = hub.snapshot.state {} else { Issue.record("state changed after the end") }
     }
 
     @Test func failureIsThrownByResult() async {
-        let hub = EventHub(progress: progress(0))
+        let hub = EventHub(progress: progress(0).engine)
         let error = DownloadError(code: .httpStatus, url: "http://x/", httpStatus: 500)
-        hub.publish(.failed(error))
+        hub.publish(shown: .failed(error))
         await #expect(throws: error) { try await hub.result() }
     }
 
     @Test func closeEndsSubscriptionsAndThrowsShutdown() async {
-        let hub = EventHub(progress: progress(0))
+        let hub = EventHub(progress: progress(0).engine)
         var iterator = DownloadEvents(hub: hub).makeAsyncIterator()
         #expect(await iterator.next() == .queued)
-        hub.publish(.paused(progress(5)))
+        hub.publish(shown: .paused(progress(5)))
         hub.close(with: DownloadError(code: .shutdown, url: "http://x/"))
         #expect(await iterator.next() == .paused(progress(5)))
         #expect(await iterator.next() == nil)
@@ -124,7 +124,7 @@ struct DownloadEventsTests {
     }
 
     @Test func cancellingAWaitingReaderEndsItsIteration() async {
-        let hub = EventHub(progress: progress(0))
+        let hub = EventHub(progress: progress(0).engine)
         let reader = Task { () -> Int in
             var count = 0
             for await _ in DownloadEvents(hub: hub) { count += 1 }
@@ -137,7 +137,7 @@ struct DownloadEventsTests {
     }
 
     @Test func cancellingAResultWaiterThrowsCancellation() async {
-        let hub = EventHub(progress: progress(0))
+        let hub = EventHub(progress: progress(0).engine)
         let waiter = Task { try await hub.result() }
         waiter.cancel()
         await #expect(throws: CancellationError.self) { try await waiter.value }
@@ -337,4 +337,9 @@ struct DownloadErrorTests {
             #expect(!FilePath.isPlainAbsolutePath(path), "\(path)")
         }
     }
+}
+
+extension EventHub {
+    /// Publishes the event a caller is then shown (the hub keeps the layer's own).
+    fileprivate func publish(shown event: DownloadEvent) { publish(event.engine) }
 }

@@ -37,7 +37,7 @@ struct DownloadStateTests {
     @Test("a new subscriber is shown each state by the event that leads to it; final states are final")
     func replay() {
         for state in Self.states {
-            let event = DownloadEvent(state.engine.event(progress: Self.progress))
+            let event = DownloadEvent(state.engine.event(progress: Self.progress.engine))
             #expect(DownloadState.queued.after(event) == state, "\(state) shown as \(event)")
             #expect(state.isFinal == event.isFinal && state.engine.isFinal == event.isFinal)
         }
@@ -73,6 +73,22 @@ struct DownloadStateTests {
             #expect(DownloadState(state.engine) == state && state.description == state.engine.description)
         }
         #expect(Set(events.map(\.description)).count == events.count)
+        for state in QueueState.allCases {
+            #expect(QueueState(state.engine) == state && state.description == state.engine.description)
+            #expect(state.isUnfinished == state.engine.isUnfinished)
+        }
+        #expect(QueueState.allCases.count == HaulIO.QueueState.allCases.count)
+        let progress = DownloadProgress(
+            bytesReceived: 3 << 20,
+            totalBytes: 8 << 20,
+            bytesPerSecond: 1_048_576,
+            estimatedTimeRemaining: .seconds(5),
+            connections: 2
+        )
+        #expect(DownloadProgress(progress.engine) == progress && progress.fractionCompleted == 0.375)
+        #expect(progress.description == "3.0 MiB of 8.0 MiB, 1.0 MiB/s, 5 s left, 2 connections")
+        let limits = RateLimits(perDownload: 0, perHost: nil, total: 5)
+        #expect(limits.normalized == RateLimits(perDownload: 1, perHost: nil, total: 5))
     }
 
     @Test("one word per meaning: the journal's and the fleet's words are the public state's")

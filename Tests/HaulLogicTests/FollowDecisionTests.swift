@@ -12,7 +12,7 @@ struct FollowDecisionTests {
     static let live: Int64 = 2
     static let gone: Int64 = 3
 
-    func decide(_ state: QueueState?, owner: Int64?, bytes: Int64 = 10, shown: Int64 = 10) -> FollowDecision {
+    func decide(_ state: HaulIO.QueueState?, owner: Int64?, bytes: Int64 = 10, shown: Int64 = 10) -> FollowDecision {
         let standing = state.map {
             Journal.RowStanding(state: $0, owner: owner, bytesCommitted: bytes, totalBytes: 100)
         }
@@ -22,7 +22,7 @@ struct FollowDecisionTests {
     @Test("completed there: published; mine again: admitted here; another live manager's: followed on")
     func decisions() {
         #expect(decide(.completed, owner: nil) == .completed)
-        for state in [QueueState.queued, .waitingToRetry, .running] {
+        for state in [HaulIO.QueueState.queued, .waitingToRetry, .running] {
             #expect(decide(state, owner: Self.mine) == .ownRow, "\(state)")
             #expect(decide(state, owner: Self.live) == .followOn(owner: Self.live, progress: nil), "\(state)")
             #expect(decide(state, owner: Self.live, bytes: 25) == .followOn(owner: Self.live, progress: 25))
@@ -33,7 +33,7 @@ struct FollowDecisionTests {
 
     @Test("paused, interrupted, failed or cancelled there, or removed: taken back")
     func takenBack() {
-        for state in [QueueState.paused, .interrupted, .failed, .cancelled] {
+        for state in [HaulIO.QueueState.paused, .interrupted, .failed, .cancelled] {
             #expect(decide(state, owner: Self.live) == .takeBack(rowExists: true), "\(state)")
         }
         #expect(decide(nil, owner: nil) == .takeBack(rowExists: false))

@@ -17,7 +17,7 @@ struct QueueStateTests {
 
     /// The table the machine is meant to follow, written out: for each event, the states it applies in
     /// and where it takes them. Every other pair must be refused.
-    static func expected(_ event: QueueEvent, from state: QueueState) -> QueueTransition {
+    static func expected(_ event: QueueEvent, from state: HaulIO.QueueState) -> QueueTransition {
         switch event {
         case .requested:
             switch state {
@@ -43,7 +43,7 @@ struct QueueStateTests {
 
     @Test("every event in every state does what the table says")
     func transitionTable() {
-        for state in QueueState.allCases {
+        for state in HaulIO.QueueState.allCases {
             for event in Self.events {
                 #expect(state.after(event) == Self.expected(event, from: state), "\(event) in \(state)")
             }
@@ -55,14 +55,14 @@ struct QueueStateTests {
     )
     func finalStates() {
         for event in Self.events {
-            let fromCompleted = QueueState.completed.after(event)
+            let fromCompleted = HaulIO.QueueState.completed.after(event)
             #expect(fromCompleted == .refused || event == .revalidationRequested(sequence: 7), "\(event)")
-            let fromFailed = QueueState.failed.after(event)
+            let fromFailed = HaulIO.QueueState.failed.after(event)
             #expect(fromFailed == .refused || event == .requested(sequence: 7), "\(event)")
-            let fromCancelled = QueueState.cancelled.after(event)
+            let fromCancelled = HaulIO.QueueState.cancelled.after(event)
             #expect(fromCancelled == .refused || event == .requested(sequence: 7), "\(event)")
         }
-        #expect(QueueState.allCases.filter { !$0.isUnfinished } == [.completed, .failed, .cancelled])
+        #expect(HaulIO.QueueState.allCases.filter { !$0.isUnfinished } == [.completed, .failed, .cancelled])
     }
 
     @Test("a cancel forgets what was fetched and keeps what was asked for; a request after it starts anew")
@@ -90,7 +90,7 @@ struct QueueStateTests {
 
     @Test("a refused or unchanged event leaves the record exactly as it was")
     func refusedEventsChangeNothing() {
-        for state in QueueState.allCases {
+        for state in HaulIO.QueueState.allCases {
             for event in Self.events {
                 var record = DownloadRecord(url: "http://h/a", destination: "/tmp/a")
                 record.state = state
@@ -150,23 +150,26 @@ struct QueueStateTests {
 
     @Test("the stored column round-trips every state; waiting to retry is stored queued with its time")
     func storedColumn() {
-        for state in QueueState.allCases {
+        for state in HaulIO.QueueState.allCases {
             let retryAt: Double = state == .waitingToRetry ? 50 : 0
-            #expect(QueueState(column: state.column, retryAt: retryAt) == state)
+            #expect(HaulIO.QueueState(column: state.column, retryAt: retryAt) == state)
         }
-        #expect(QueueState.waitingToRetry.column == "queued")
-        #expect(QueueState(column: "from a newer Haul", retryAt: 0) == .interrupted)
-        #expect(Set(QueueState.allCases.map(\.description)).count == QueueState.allCases.count)
+        #expect(HaulIO.QueueState.waitingToRetry.column == "queued")
+        #expect(HaulIO.QueueState(column: "from a newer Haul", retryAt: 0) == .interrupted)
+        #expect(Set(HaulIO.QueueState.allCases.map(\.description)).count == HaulIO.QueueState.allCases.count)
     }
 
     @Test("the SQL that moves many rows at once is the machine's table")
     func derivedSQL() {
-        #expect(QueueState.sqlCondition(accepting: .admitted, to: .running) == "state = 'queued'")
+        #expect(HaulIO.QueueState.sqlCondition(accepting: .admitted, to: .running) == "state = 'queued'")
         #expect(Journal.admissible == "state = 'queued'")
-        #expect(QueueState.sqlCondition(accepting: .interrupted, to: .interrupted) == "state IN ('queued', 'running')")
-        #expect(QueueState.sqlCondition(accepting: .continued, to: .queued) == "state = 'interrupted'")
         #expect(
-            QueueState.sqlCondition(QueueState.allCases.filter(\.isUnfinished))
+            HaulIO.QueueState.sqlCondition(accepting: .interrupted, to: .interrupted)
+                == "state IN ('queued', 'running')"
+        )
+        #expect(HaulIO.QueueState.sqlCondition(accepting: .continued, to: .queued) == "state = 'interrupted'")
+        #expect(
+            HaulIO.QueueState.sqlCondition(HaulIO.QueueState.allCases.filter(\.isUnfinished))
                 == "state IN ('queued', 'running', 'paused', 'interrupted')"
         )
     }

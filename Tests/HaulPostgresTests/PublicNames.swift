@@ -6,3 +6,7 @@ typealias DownloadEvent = Haul.DownloadEvent
 typealias DownloadState = Haul.DownloadState
 typealias DownloadWarning = Haul.DownloadWarning
 typealias RestartReason = Haul.RestartReason
+typealias DownloadProgress = Haul.DownloadProgress
+typealias DownloadTimings = Haul.DownloadTimings
+typealias RateLimits = Haul.RateLimits
+typealias QueueState = Haul.QueueState

@@ -50,7 +50,7 @@ public final class Download: Sendable, Identifiable {
     public var state: DownloadState { DownloadState(live.state) }
 
     /// The latest progress.
-    public var progress: DownloadProgress { live.progress }
+    public var progress: DownloadProgress { DownloadProgress(live.progress) }
 
     /// Body bytes this process received from the network for this download, while this handle
     /// lived: what the run cost, unlike ``progress`` (the bytes on disk, most of which an earlier
@@ -64,7 +64,9 @@ public final class Download: Sendable, Identifiable {
 
     /// What the download cost in this process: its time to first byte, its total time, its bytes,
     /// requests and connections (complete once it ended; see ``DownloadTimings``).
-    public var timings: DownloadTimings { live.timings }
+    public var timings: DownloadTimings {
+        DownloadTimings(live.ledger.withLock { $0 }, bytes: bytesReceivedInThisProcess)
+    }
 
     /// What the server said of the file (final URL after redirects, `Content-Type`, validators,
     /// length) in the last response whose body this download accepted in this process; `nil` before

@@ -275,7 +275,7 @@ extension DownloadQueue {
         for request: PreparedRequest,
         in journal: Journal,
         creatingHandle: Bool
-    ) -> Download? {
+    ) -> LiveDownload? {
         let record: DownloadRecord
         switch outcome {
         case .queued(let r), .waiting(let r), .following(let r), .complete(let r): record = r
@@ -338,17 +338,19 @@ extension DownloadQueue {
             download.foundComplete.store(true, ordering: .relaxed)
             let total = record.totalBytes ?? 0
             download.hub.publish(
-                .progress(DownloadProgress(bytesReceived: total, totalBytes: total, estimatedTimeRemaining: .zero))
+                .progress(
+                    HaulValues.DownloadProgress(bytesReceived: total, totalBytes: total, estimatedTimeRemaining: .zero)
+                )
             )
             download.hub.publish(.completed(URL(fileURLWithPath: record.destination, isDirectory: false)))
         }
-        return Download.of(download)
+        return download
     }
 
     func makeHandle(
         for request: PreparedRequest,
         destinationPath: String? = nil,
-        progress: DownloadProgress
+        progress: HaulValues.DownloadProgress
     ) -> LiveDownload {
         catalog.makeHandle(
             request.id,

@@ -46,7 +46,10 @@ final class DownloadQueue: Sendable {
         } catch {
             var error = error
             error.url = request.url.redactedString
-            let download = makeHandle(for: request, progress: DownloadProgress(bytesReceived: 0, totalBytes: nil))
+            let download = makeHandle(
+                for: request,
+                progress: HaulValues.DownloadProgress(bytesReceived: 0, totalBytes: nil)
+            )
             download.hub.publish(.failed(error))
             return Download.of(download)
         }
@@ -57,7 +60,7 @@ final class DownloadQueue: Sendable {
             try journal.transaction { () throws(DownloadError) -> (Download, QueueOutcome) in
                 var rowsExist = false
                 let outcome = try writeRow(for: request, in: journal, rowsExist: &rowsExist)
-                let download = publish(outcome, for: request, in: journal, creatingHandle: true)!
+                let download = Download.of(publish(outcome, for: request, in: journal, creatingHandle: true)!)
                 return (download, outcome)
             }
         }
@@ -99,7 +102,7 @@ final class DownloadQueue: Sendable {
                 stateDirectory: journal.directory,
                 priority: record.priority
             )
-            let download = publish(.waiting(record), for: request, in: journal, creatingHandle: true)
+            let download = publish(.waiting(record), for: request, in: journal, creatingHandle: true).map(Download.of)
             // Queued or run by another manager that runs: its outcome is followed here.
             if journal.isHeldByAnother(id) {
                 inbox.submit(.follow(journal.directory, [id: record]))

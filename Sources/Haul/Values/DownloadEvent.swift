@@ -59,14 +59,14 @@ extension DownloadEvent {
     init(_ event: HaulIO.DownloadEvent) {
         switch event {
         case .queued: self = .queued
-        case .connecting(let progress): self = .connecting(progress)
-        case .receiving(let progress): self = .receiving(progress)
-        case .progress(let progress): self = .progress(progress)
+        case .connecting(let progress): self = .connecting(DownloadProgress(progress))
+        case .receiving(let progress): self = .receiving(DownloadProgress(progress))
+        case .progress(let progress): self = .progress(DownloadProgress(progress))
         case .restarted(let reason): self = .restarted(RestartReason(reason))
         case .waitingToRetry(let error, let delay): self = .waitingToRetry(error, after: delay)
         case .warning(let warning): self = .warning(DownloadWarning(warning))
         case .switchedURL(let url, let error): self = .switchedURL(url, after: error)
-        case .paused(let progress): self = .paused(progress)
+        case .paused(let progress): self = .paused(DownloadProgress(progress))
         case .completed(let file): self = .completed(file)
         case .failed(let error): self = .failed(error)
         case .cancelled: self = .cancelled
@@ -77,14 +77,14 @@ extension DownloadEvent {
     var engine: HaulIO.DownloadEvent {
         switch self {
         case .queued: .queued
-        case .connecting(let progress): .connecting(progress)
-        case .receiving(let progress): .receiving(progress)
-        case .progress(let progress): .progress(progress)
+        case .connecting(let progress): .connecting(progress.engine)
+        case .receiving(let progress): .receiving(progress.engine)
+        case .progress(let progress): .progress(progress.engine)
         case .restarted(let reason): .restarted(reason.engine)
         case .waitingToRetry(let error, let delay): .waitingToRetry(error, after: delay)
         case .warning(let warning): .warning(warning.engine)
         case .switchedURL(let url, let error): .switchedURL(url, after: error)
-        case .paused(let progress): .paused(progress)
+        case .paused(let progress): .paused(progress.engine)
         case .completed(let file): .completed(file)
         case .failed(let error): .failed(error)
         case .cancelled: .cancelled

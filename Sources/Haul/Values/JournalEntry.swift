@@ -53,7 +53,7 @@ extension JournalEntry {
             id: id,
             url: URL(string: record.url)?.redactedString ?? record.url,
             destination: record.destination,
-            state: record.state,
+            state: QueueState(record.state),
             bytesReceived: record.bytesCommitted,
             totalBytes: record.totalBytes,
             lastError: record.lastError,

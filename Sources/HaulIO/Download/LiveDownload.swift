@@ -105,11 +105,6 @@ package final class LiveDownload: Sendable {
     /// The latest progress.
     package var progress: DownloadProgress { hub.snapshot.progress }
 
-    /// Its timings so far (the facade's `Download.timings`).
-    package var timings: DownloadTimings {
-        ledger.withLock { $0 }.timings(bytes: receivedBytes.load(ordering: .relaxed))
-    }
-
     /// What the last accepted response said, its URL's credentials removed.
     package var response: DownloadResponse? {
         guard var shown = lastResponse.withLock({ $0 }) else { return nil }

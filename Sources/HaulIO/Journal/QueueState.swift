@@ -1,32 +1,19 @@
-/// Where a download stands in its state directory's queue, as its journal row records it.
-///
-/// One vocabulary for the row, used by the queue, the loop, the journal and listings such as
-/// `haul --list`. The moves between states are its internal transition table's, and only its.
-public enum QueueState: Sendable, Hashable, CaseIterable, CustomStringConvertible {
-    /// Waiting in the queue for a slot.
+/// Where a download stands in its state directory's queue, as its journal row records it: one
+/// vocabulary for the row, used by the queue, the loop, the journal and listings (the facade's public
+/// `QueueState`, case for case, says what each means). The moves between states are its transition
+/// table's, and only its.
+package enum QueueState: Sendable, Hashable, CaseIterable, CustomStringConvertible {
     case queued
-    /// Waiting in the queue for its retry's time (a backoff, or the server's `Retry-After`) after a
-    /// transient failure; then it is admitted like a queued one.
     case waitingToRetry
-    /// Admitted: a transfer holds it (or held it when its process stopped).
     case running
-    /// Paused by its caller; it continues when resumed or asked for again.
     case paused
-    /// It was queued, waiting or running when the process that ran it stopped; it continues when a
-    /// manager resumes unfinished downloads, or when it is asked for again.
     case interrupted
-    /// The file is complete at its destination.
     case completed
-    /// It failed for good; its partial file is kept when it holds bytes, and asking for it again
-    /// continues from them.
     case failed
-    /// Cancelled by its caller: nothing fetched is kept (no partial file, no validators), and asking
-    /// for it again starts anew. The row stays so that a listing says what became of it; a
-    /// download into a stream, memory or nothing leaves no row.
     case cancelled
 
     /// The state as one word, as `haul --list` shows it.
-    public var description: String {
+    package var description: String {
         switch self {
         case .queued: "queued"
         case .waitingToRetry: "waitingToRetry"
@@ -40,7 +27,7 @@ public enum QueueState: Sendable, Hashable, CaseIterable, CustomStringConvertibl
     }
 
     /// Whether the download still has work to do (neither completed, failed nor cancelled).
-    public var isUnfinished: Bool { self != .completed && self != .failed && self != .cancelled }
+    package var isUnfinished: Bool { self != .completed && self != .failed && self != .cancelled }
 }
 
 extension QueueState {

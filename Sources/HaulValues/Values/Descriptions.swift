@@ -7,28 +7,13 @@ import FoundationEssentials
 extension DownloadProgress: CustomStringConvertible {
     /// "4.0 MiB of 32.0 MiB, 12.0 MiB/s, 3 s left" (the parts not known yet are left out; a
     /// download over several connections says how many).
-    public var description: String {
+    package var description: String {
         var text = HumanUnits.bytes(bytesReceived)
         if let totalBytes { text += " of " + HumanUnits.bytes(totalBytes) }
         if bytesPerSecond > 0 { text += ", " + HumanUnits.bytes(Int64(bytesPerSecond.rounded())) + "/s" }
         if let estimatedTimeRemaining { text += ", " + HumanUnits.timeLeft(estimatedTimeRemaining) + " left" }
         if connections > 1 { text += ", \(connections) connections" }
         return text
-    }
-}
-
-extension DownloadTimings: CustomStringConvertible {
-    /// "queued 2 ms, first byte after 14 ms, total 1.25 s; 32.0 MiB in 2 requests, 1 connection
-    /// opened, 1 reused" (the times not known yet are left out).
-    public var description: String {
-        var times: [String] = []
-        if let queued { times.append("queued \(HumanUnits.duration(queued))") }
-        if let timeToFirstByte { times.append("first byte after \(HumanUnits.duration(timeToFirstByte))") }
-        if let total { times.append("total \(HumanUnits.duration(total))") }
-        let requests = attempts == 1 ? "1 request" : "\(attempts) requests"
-        let opened = connectionsOpened == 1 ? "1 connection opened" : "\(connectionsOpened) connections opened"
-        let counts = "\(HumanUnits.bytes(bytes)) in \(requests), \(opened), \(connectionsReused) reused"
-        return times.isEmpty ? counts : times.joined(separator: ", ") + "; " + counts
     }
 }
 

@@ -1,21 +1,14 @@
-/// How far a download is: bytes written to the partial file (handed to the kernel), the expected
-/// total when known, the current speed and the estimated time left.
-public struct DownloadProgress: Sendable, Hashable {
-    /// Bytes of the file written so far, including bytes kept from earlier attempts.
-    public var bytesReceived: Int64
-    /// The file's length, when the server announced it.
-    public var totalBytes: Int64?
-    /// The recent transfer rate, in bytes per second (0 until measured).
-    public var bytesPerSecond: Double
-    /// The estimated time left, when the total and a speed are known.
-    public var estimatedTimeRemaining: Duration?
-    /// How many connections fetch the file now: 1 for most downloads, up to
-    /// ``DownloadManager/Configuration/connectionsPerFile`` for one split into segments (0 when
-    /// none is open: queued, paused, or between requests).
-    public var connections: Int
+/// How far a download is, as the layers below report it (the facade's public `DownloadProgress`,
+/// field for field, says what each means).
+package struct DownloadProgress: Sendable, Hashable {
+    package var bytesReceived: Int64
+    package var totalBytes: Int64?
+    package var bytesPerSecond: Double
+    package var estimatedTimeRemaining: Duration?
+    package var connections: Int
 
     /// Creates a progress value.
-    public init(
+    package init(
         bytesReceived: Int64,
         totalBytes: Int64?,
         bytesPerSecond: Double = 0,
@@ -30,7 +23,7 @@ public struct DownloadProgress: Sendable, Hashable {
     }
 
     /// `bytesReceived / totalBytes` in 0...1, when the total is known.
-    public var fractionCompleted: Double? {
+    package var fractionCompleted: Double? {
         guard let totalBytes, totalBytes > 0 else { return totalBytes == 0 ? 1 : nil }
         return min(1, Double(bytesReceived) / Double(totalBytes))
     }

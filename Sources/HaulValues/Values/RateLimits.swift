@@ -1,15 +1,12 @@
-/// Bandwidth limits, in bytes per second (`nil`: none). See
-/// ``DownloadManager/Configuration/rateLimits`` and ``DownloadManager/setRateLimits(_:)``.
-public struct RateLimits: Sendable, Hashable {
-    /// Each download, unless it has a limit of its own (``DownloadRequest/maxBytesPerSecond``).
-    public var perDownload: Int64?
-    /// All downloads from one host (host and port) together.
-    public var perHost: Int64?
-    /// All downloads of the manager together.
-    public var total: Int64?
+/// Bandwidth limits in bytes per second (`nil`: none), as the layers below take them (the
+/// facade's public `RateLimits` says what each means).
+package struct RateLimits: Sendable, Hashable {
+    package var perDownload: Int64?
+    package var perHost: Int64?
+    package var total: Int64?
 
     /// Limits in bytes per second; `nil` for none.
-    public init(perDownload: Int64? = nil, perHost: Int64? = nil, total: Int64? = nil) {
+    package init(perDownload: Int64? = nil, perHost: Int64? = nil, total: Int64? = nil) {
         self.perDownload = perDownload
         self.perHost = perHost
         self.total = total

@@ -1,4 +1,5 @@
 import Dispatch
+import HaulValues
 
 /// What one download cost in this process, for load tests and for a service's own accounting
 /// (``Download/timings``): when its bytes came, how many requests and connections it took.
@@ -79,78 +80,21 @@ public struct DownloadTimings: Sendable, Hashable {
     }
 }
 
-/// The instants behind a ``DownloadTimings`` (uptime nanoseconds; 0: not yet), written on the loop
-/// thread and read anywhere under the download's lock.
-package struct TimingLedger {
-    let createdAt = DispatchTime.now().uptimeNanoseconds
-    var firstRequestAt: UInt64 = 0
-    var firstByteAt: UInt64 = 0
-    var endedAt: UInt64 = 0
-    var attempts = 0
-    var connectionsOpened = 0
-    var connectionsReused = 0
-    /// The first answered request's phases in microseconds (0: none yet), and the last status.
-    var phases: (nameLookup: UInt32, connect: UInt32, tls: UInt32, firstByte: UInt32) = (0, 0, 0, 0)
-    var status: Int16 = 0
-    /// The statuses before `status` (empty, and no allocation, for a download answered once).
-    var earlierStatuses: [Int16] = []
-
-    package init() {}
-
-    /// A request (not a redirect's) goes out.
-    package mutating func requestStarted() {
-        attempts += 1
-        if firstRequestAt == 0 { firstRequestAt = DispatchTime.now().uptimeNanoseconds }
-    }
-
-    /// A body was accepted: its first byte is here.
-    package mutating func bodyStarted() {
-        if firstByteAt == 0 { firstByteAt = DispatchTime.now().uptimeNanoseconds }
-    }
-
-    /// A request's handle leaves curl: `opened` connections curl made for it; none, for a request
-    /// that was answered, means it went over one already open.
-    /// `status`: its answer's (0 for none); `phases`: curl's times of it, in microseconds
-    /// (``EasyHandle/phaseTimes``), kept for the first request answered.
-    package mutating func requestStopped(
-        opened: Int,
-        status: Int,
-        phases: (nameLookup: Int64, connect: Int64, tls: Int64, firstByte: Int64)
-    ) {
-        if opened > 0 {
-            connectionsOpened += opened
-        } else if status > 0 {
-            connectionsReused += 1
-        }
-        guard status > 0 else { return }
-        if self.status != 0 { earlierStatuses.append(self.status) }
-        self.status = Int16(clamping: status)
-        if self.phases.firstByte == 0, phases.firstByte > 0 {
-            self.phases = (
-                UInt32(clamping: phases.nameLookup), UInt32(clamping: phases.connect), UInt32(clamping: phases.tls),
-                UInt32(clamping: phases.firstByte)
-            )
-        }
-    }
-
-    /// The download ended (its final event is being published).
-    package mutating func ended() {
-        if endedAt == 0 { endedAt = DispatchTime.now().uptimeNanoseconds }
-    }
-
-    package func timings(bytes: Int64) -> DownloadTimings {
+extension DownloadTimings {
+    /// The timings `ledger` holds, with the bytes received in this process.
+    init(_ ledger: TimingLedger, bytes: Int64) {
         func span(_ from: UInt64, _ to: UInt64) -> Duration? {
             from == 0 || to == 0 ? nil : .nanoseconds(Int64(to >= from ? to - from : 0))
         }
-        let phases = self.phases
-        return DownloadTimings(
-            queued: span(createdAt, firstRequestAt),
-            timeToFirstByte: span(firstRequestAt, firstByteAt),
-            total: span(firstRequestAt, endedAt),
+        let phases = ledger.phases
+        self.init(
+            queued: span(ledger.createdAt, ledger.firstRequestAt),
+            timeToFirstByte: span(ledger.firstRequestAt, ledger.firstByteAt),
+            total: span(ledger.firstRequestAt, ledger.endedAt),
             bytes: bytes,
-            attempts: attempts,
-            connectionsOpened: connectionsOpened,
-            connectionsReused: connectionsReused,
+            attempts: ledger.attempts,
+            connectionsOpened: ledger.connectionsOpened,
+            connectionsReused: ledger.connectionsReused,
             phases: phases.firstByte == 0
                 ? nil
                 : DownloadTimings.Phases(
@@ -159,8 +103,23 @@ package struct TimingLedger {
                     tls: phases.tls == 0 ? nil : .microseconds(Int64(phases.tls)),
                     firstByte: .microseconds(Int64(phases.firstByte))
                 ),
-            status: status == 0 ? nil : Int(status),
-            earlierStatuses: earlierStatuses.map(Int.init)
+            status: ledger.status == 0 ? nil : Int(ledger.status),
+            earlierStatuses: ledger.earlierStatuses.map(Int.init)
         )
+    }
+}
+
+extension DownloadTimings: CustomStringConvertible {
+    /// "queued 2 ms, first byte after 14 ms, total 1.25 s; 32.0 MiB in 2 requests, 1 connection
+    /// opened, 1 reused" (the times not known yet are left out).
+    public var description: String {
+        var times: [String] = []
+        if let queued { times.append("queued \(HumanUnits.duration(queued))") }
+        if let timeToFirstByte { times.append("first byte after \(HumanUnits.duration(timeToFirstByte))") }
+        if let total { times.append("total \(HumanUnits.duration(total))") }
+        let requests = attempts == 1 ? "1 request" : "\(attempts) requests"
+        let opened = connectionsOpened == 1 ? "1 connection opened" : "\(connectionsOpened) connections opened"
+        let counts = "\(HumanUnits.bytes(bytes)) in \(requests), \(opened), \(connectionsReused) reused"
+        return times.isEmpty ? counts : times.joined(separator: ", ") + "; " + counts
     }
 }
