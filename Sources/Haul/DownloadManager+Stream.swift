@@ -83,7 +83,7 @@ extension DownloadManager {
         }
         return DownloadedData(
             data: collector.take(),
-            response: download.live.acceptedResponse,
+            response: DownloadResponse(download.live.acceptedResponse),
             timings: download.timings
         )
     }

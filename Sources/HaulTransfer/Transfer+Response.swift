@@ -273,7 +273,7 @@ extension Transfer {
     /// credentials are removed when read, off the loop's per-file path).
     private func recordResponse(_ head: ResponseHead, total: Int64?, over easy: EasyHandle) {
         download.record(
-            DownloadResponse(
+            ResponseRecord(
                 url: request.target ?? download.url,
                 status: head.status,
                 contentType: easy.header("Content-Type"),

@@ -100,13 +100,15 @@ struct DescriptionTests {
         #expect(!packed.isEmpty)
         let url = URL(string: "https://example.com/a.csv")!
         let response = DownloadResponse(
-            url: url,
-            status: 200,
-            contentType: "text/csv",
-            entityTag: nil,
-            lastModified: nil,
-            totalBytes: 3,
-            packedHeaders: packed
+            ResponseRecord(
+                url: url,
+                status: 200,
+                contentType: "text/csv",
+                entityTag: nil,
+                lastModified: nil,
+                totalBytes: 3,
+                packedHeaders: packed
+            )
         )
         #expect(response.headers.map(\.name) == pairs.map(\.0))
         #expect(response.headers.map(\.value) == pairs.map(\.1))
@@ -119,13 +121,15 @@ struct DescriptionTests {
         #expect(made != response)
         // Nothing packed: no headers, as for a file.
         let none = DownloadResponse(
-            url: url,
-            status: 200,
-            contentType: nil,
-            entityTag: nil,
-            lastModified: nil,
-            totalBytes: nil,
-            packedHeaders: PackedHeaders()
+            ResponseRecord(
+                url: url,
+                status: 200,
+                contentType: nil,
+                entityTag: nil,
+                lastModified: nil,
+                totalBytes: nil,
+                packedHeaders: PackedHeaders()
+            )
         )
         #expect(none.headers.isEmpty && none == DownloadResponse(url: url, status: 200))
     }

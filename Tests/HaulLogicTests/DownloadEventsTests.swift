@@ -266,7 +266,7 @@ struct DownloadErrorTests {
         #expect(!url.redactedString.contains("secret"))
         #expect(!url.redactedString.contains("user"))
         #expect(url.redactedString.contains("example.com/file?x=1"))
-        #expect { try DownloadRequest.checkedURL(URL(string: "ftp://user:secret@example.com/f")!) } throws: { error in
+        #expect { try RequestRules.checkedURL(URL(string: "ftp://user:secret@example.com/f")!) } throws: { error in
             guard let error = error as? DownloadError else { return false }
             return error.code == .unsupportedScheme && !error.description.contains("secret")
         }

@@ -71,7 +71,7 @@ public final class Download: Sendable, Identifiable {
     /// What the server said of the file (final URL after redirects, `Content-Type`, validators,
     /// length) in the last response whose body this download accepted in this process; `nil` before
     /// one (and for a file that was complete already).
-    public var response: DownloadResponse? { live.response }
+    public var response: DownloadResponse? { live.response.map(DownloadResponse.init) }
 
     /// Pauses: the connection is released and the bytes written so far are kept. No effect on a
     /// download that is paused or finished. Returns at once (from a synchronous context); in an

@@ -53,7 +53,7 @@ public struct DownloadStream: AsyncSequence, Sendable {
         try Task.checkCancellation()
         if let response = download.response { return response }
         _ = try await download.finished()  // its error
-        return download.live.acceptedResponse
+        return DownloadResponse(download.live.acceptedResponse)
     }
 
     /// An iterator over the body; several share one body (each chunk goes to one of them).

@@ -77,10 +77,10 @@ extension DownloadQueue {
     }
 
     func prepare(_ request: DownloadRequest) throws(DownloadError) -> PreparedRequest {
-        let url = try DownloadRequest.checkedURL(request.url)
+        let url = try RequestRules.checkedURL(request.url)
         try DownloadHeader.check(request.headers, url: url.redactedString)
         var mirrors: [URL] = []
-        for mirror in request.mirrors { mirrors.append(try DownloadRequest.checkedURL(mirror)) }
+        for mirror in request.mirrors { mirrors.append(try RequestRules.checkedURL(mirror)) }
         if request.discardsBody { return try prepareDiscarding(request, url: url, mirrors: mirrors) }
         let (destination, status, exists, inherited) = try Self.followedDestination(of: request, url: url)
         let stream = try checkedStream(

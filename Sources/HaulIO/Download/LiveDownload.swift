@@ -20,7 +20,7 @@ package final class LiveDownload: Sendable {
     package var destination: URL {
         let path = destinationPath
         // A discarded body's or a body in memory's, made once (a URL from a path costs microseconds).
-        let nowhere = DownloadRequest.nowhere
+        let nowhere = RequestRules.nowhere
         return path == nowhere.path ? nowhere.url : URL(fileURLWithPath: path, isDirectory: false)
     }
     /// Where the partial file and the record of this download live; `nil` for a body into a stream,
@@ -45,7 +45,7 @@ package final class LiveDownload: Sendable {
     /// When its requests went and its bytes came (``timings``, the handle's).
     package let ledger = Mutex(TimingLedger())
     /// ``response``, its URL with credentials until asked for.
-    private let lastResponse = Mutex<DownloadResponse?>(nil)
+    private let lastResponse = Mutex<ResponseRecord?>(nil)
 
     package init(
         id: DownloadID,
@@ -106,7 +106,7 @@ package final class LiveDownload: Sendable {
     package var progress: DownloadProgress { hub.snapshot.progress }
 
     /// What the last accepted response said, its URL's credentials removed.
-    package var response: DownloadResponse? {
+    package var response: ResponseRecord? {
         guard var shown = lastResponse.withLock({ $0 }) else { return nil }
         shown.url = URL(string: shown.url.redactedString) ?? shown.url
         return shown
@@ -115,12 +115,12 @@ package final class LiveDownload: Sendable {
     /// ``response`` of a download that completed with a body: there is one (a body is accepted
     /// only from a response, recorded first). Were there none, the URL alone and status 0, "not
     /// known", rather than an invented answer.
-    package var acceptedResponse: DownloadResponse {
-        response ?? DownloadResponse(url: URL(string: url.redactedString) ?? url, status: 0)
+    package var acceptedResponse: ResponseRecord {
+        response ?? ResponseRecord(url: URL(string: url.redactedString) ?? url, status: 0)
     }
 
     /// Keeps what a response said (its URL's credentials are removed when read).
-    package func record(_ response: DownloadResponse) {
+    package func record(_ response: ResponseRecord) {
         lastResponse.withLock { $0 = response }
     }
 

@@ -59,7 +59,7 @@ extension Scheduler {
         }
         let url: URL
         do throws(DownloadError) {
-            url = try DownloadRequest.checkedURL(fresh.url)
+            url = try RequestRules.checkedURL(fresh.url)
             try DownloadHeader.check(fresh.headers ?? [], url: url.redactedString)
         } catch {
             perform(transfer.fail(error), for: transfer)

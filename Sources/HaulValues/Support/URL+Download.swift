@@ -15,7 +15,7 @@ extension URL {
     }
 
     /// What identifies the resource: the URL without user name, password and fragment.
-    var identityString: String {
+    package var identityString: String {
         guard hasCredentials || fragment != nil,
             var components = URLComponents(url: self, resolvingAgainstBaseURL: false)
         else { return absoluteString }

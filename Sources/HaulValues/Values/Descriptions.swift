@@ -17,9 +17,9 @@ extension DownloadProgress: CustomStringConvertible {
     }
 }
 
-extension DownloadResponse: CustomStringConvertible {
+extension ResponseRecord: CustomStringConvertible {
     /// "206 from https://example.com/big.iso, application/x-iso9660-image, 32.0 MiB, ETag "abc"".
-    public var description: String {
+    package var description: String {
         var parts = ["\(status) from \(url.redactedString)"]
         if let contentType { parts.append(contentType) }
         if let totalBytes { parts.append(HumanUnits.bytes(totalBytes)) }

@@ -37,7 +37,7 @@ public struct DownloadID: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// ``init(url:folder:)`` of the standardised path of the folder.
-    init(url: URL, folderPath: String) {
+    package init(url: URL, folderPath: String) {
         self.init(hashing: "haul/folder/1\n\(folderPath)\n\(url.identityString)")
     }
 
@@ -48,7 +48,7 @@ public struct DownloadID: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// ``init(key:folder:)`` of the standardised path of the folder.
-    init(key: String, folderPath: String) {
+    package init(key: String, folderPath: String) {
         self.init(hashing: "haul/folder-key/1\n\(folderPath)\n\(key)")
     }
 
@@ -82,7 +82,7 @@ public struct DownloadID: Hashable, Sendable, CustomStringConvertible {
     /// An id of 128 random bits, with its first 64 as a number: a download no path or key finds again
     /// (a stream's, a body in memory's, a discarded one's). Hashing a random token gave nothing more
     /// than its randomness. One `getrandom` call.
-    static func random() -> (id: DownloadID, token: UInt64) {
+    package static func random() -> (id: DownloadID, token: UInt64) {
         var halves: (UInt64, UInt64) = (0, 0)
         let filled = withUnsafeMutableBytes(of: &halves) { CHaul_random_bytes($0.baseAddress, $0.count) == 0 }
         if !filled {

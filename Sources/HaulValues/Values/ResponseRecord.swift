@@ -1,26 +1,21 @@
 import FoundationEssentials
 
-/// What the server said of the file in the last response whose body a download accepted.
-public struct DownloadResponse: Sendable, Hashable {
-    /// The URL that answered, after redirects (without a user name or password).
-    public var url: URL
-    /// The HTTP status: 200, or 206 for a resumed download.
-    public var status: Int
-    /// The `Content-Type`, if sent.
-    public var contentType: String?
-    /// The `ETag`, if sent.
-    public var entityTag: String?
-    /// The `Last-Modified`, if sent.
-    public var lastModified: String?
-    /// The file's whole length, when known (for a 206, from its `Content-Range`).
-    public var totalBytes: Int64?
+/// What the server said of the file in the last response whose body a download accepted, as the loop
+/// records it (the facade's public `DownloadResponse` says what each field means).
+package struct ResponseRecord: Sendable, Hashable {
+    package var url: URL
+    package var status: Int
+    package var contentType: String?
+    package var entityTag: String?
+    package var lastModified: String?
+    package var totalBytes: Int64?
     /// Every header of the response, in the order sent, for a body in memory
     /// (``DownloadManager/data(from:headers:maximumSize:)``) and a stream
     /// (``DownloadManager/stream(from:headers:bufferLimit:)``); empty for a file, whose download
     /// keeps only what resuming needs (the fields above), and for a discarded body. A `Set-Cookie`'s value, and any other
     /// sensitive one (``DownloadHeader/isSensitive``), is kept but never printed. Made from the
     /// response each time it is read: keep the array rather than read it again in a loop.
-    public var headers: [DownloadHeader] {
+    package var headers: [DownloadHeader] {
         get {
             switch storedHeaders {
             case .made(let headers): headers
@@ -77,14 +72,14 @@ public struct DownloadResponse: Sendable, Hashable {
     }
 
     /// Equal when every field and every header is (packed or not).
-    public static func == (left: DownloadResponse, right: DownloadResponse) -> Bool {
+    package static func == (left: ResponseRecord, right: ResponseRecord) -> Bool {
         left.url == right.url && left.status == right.status && left.contentType == right.contentType
             && left.entityTag == right.entityTag && left.lastModified == right.lastModified
             && left.totalBytes == right.totalBytes && left.headers == right.headers
     }
 
     /// Hashes every field and every header, as ``==`` compares them.
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         hasher.combine(url)
         hasher.combine(status)
         hasher.combine(contentType)
@@ -95,7 +90,7 @@ public struct DownloadResponse: Sendable, Hashable {
     }
 
     /// The value of the first header named `name` (compared without case), or `nil`.
-    public func value(forHeader name: String) -> String? {
+    package func value(forHeader name: String) -> String? {
         headers.first { $0.name.caseInsensitiveEquals(name) }?.value
     }
 }

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import HaulValues
 import Logging
 
 /// One download to queue with ``DownloadManager/enqueue(_:)``.
@@ -251,7 +252,7 @@ extension DownloadRequest {
     }
 
     /// A discarded or collected body's destination, its path and URL made once.
-    package static let nowhere = (path: "/dev/null", url: URL(fileURLWithPath: "/dev/null", isDirectory: false))
+    package static var nowhere: (path: String, url: URL) { RequestRules.nowhere }
 
     /// A request whose body is collected into `collector` (``DownloadManager/data(from:headers:maximumSize:)``).
     package static func collecting(_ url: URL, headers: [DownloadHeader], into collector: BodyCollector)

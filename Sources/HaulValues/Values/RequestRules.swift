@@ -1,7 +1,12 @@
 import CHaul
 import FoundationEssentials
 
-extension DownloadRequest {
+/// What the layers below know of a request's rules: which URLs can be downloaded, and where a body
+/// with no file of its own (discarded, or collected in memory) is said to go.
+package enum RequestRules {
+    /// A body discarded or kept in memory: its destination, never written.
+    package static let nowhere = (path: "/dev/null", url: URL(fileURLWithPath: "/dev/null", isDirectory: false))
+
     /// Checks that a URL is one Haul can download: http(s), with a host, a port from 1 to 65535, and
     /// one that curl's own parser takes (what it would refuse at the first request, as a transfer
     /// failure, is a bad URL now, before anything is queued).
