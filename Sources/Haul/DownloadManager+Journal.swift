@@ -26,11 +26,11 @@ extension DownloadManager {
     /// does (and cannot while a manager uses the journal).
     public func journalEntry(id: DownloadID) -> JournalEntry? {
         for journal in catalog.openJournals {
-            if let record = try? journal.record(for: id) { return JournalEntry(id: id, record: record) }
+            if let record = try? journal.record(for: id.engine) { return JournalEntry(id: id.engine, record: record) }
         }
         // Journals beside destination folders are closed once nothing in them is unfinished.
         for directory in catalog.closedDirectories {
-            if let row = Journal.readOnlyEntry(directory: directory, id: id) { return JournalEntry(row) }
+            if let row = Journal.readOnlyEntry(directory: directory, id: id.engine) { return JournalEntry(row) }
         }
         return nil
     }
@@ -63,7 +63,9 @@ extension DownloadManager {
     ///   (`.invalidURL`…) as ``download(_:)`` throws them.
     @discardableResult
     public func takeOver(_ requests: [DownloadRequest], from stateDirectory: URL) throws -> [DownloadID: Int64] {
-        try queue.takeOver(requests, from: stateDirectory)
+        Dictionary(
+            uniqueKeysWithValues: try queue.takeOver(requests, from: stateDirectory).map { (DownloadID($0), $1) }
+        )
     }
 }
 
@@ -86,7 +88,8 @@ extension DownloadManager {
     ///   or the journal's and file system's errors.
     @discardableResult
     public func handOver(_ ids: [DownloadID], to stateDirectory: URL) throws -> [DownloadID: Int64] {
-        try queue.handOver(ids, to: stateDirectory)
+        let handed = try queue.handOver(ids.map(\.engine), to: stateDirectory)
+        return Dictionary(uniqueKeysWithValues: handed.map { (DownloadID($0), $1) })
     }
 
     /// Removes downloads from the journal of `stateDirectory`, which no manager may run on: their
@@ -98,13 +101,13 @@ extension DownloadManager {
     ///   journal's errors.
     @discardableResult
     public static func removeDownloads(_ ids: [DownloadID], stateDirectory: URL) throws -> Int {
-        try DownloadQueue.removeDownloads(ids, in: stateDirectory)
+        try DownloadQueue.removeDownloads(ids.map(\.engine), in: stateDirectory)
     }
 
     /// What the journal of `stateDirectory` records of `id`, read as it stands (a manager may be
     /// running on it, in this process or another); `nil` when it records nothing of `id` or cannot
     /// be read. One lookup, for a large journal (``journalEntries(stateDirectory:)`` reads all).
     public static func journalEntry(id: DownloadID, stateDirectory: URL) -> JournalEntry? {
-        Journal.readOnlyEntry(directory: stateDirectoryPath(stateDirectory), id: id).map(JournalEntry.init)
+        Journal.readOnlyEntry(directory: stateDirectoryPath(stateDirectory), id: id.engine).map(JournalEntry.init)
     }
 }

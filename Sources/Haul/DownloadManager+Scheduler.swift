@@ -19,19 +19,25 @@ extension SchedulerSettings {
                 metadata: ["haul.configured": "\(configuration.maxConcurrentDownloads)", "haul.slots": "\(slots)"]
             )
         }
-        var headerValues: (@Sendable (DownloadID, URL, URL, [String]) async throws -> [DownloadHeader])?
+        var headerValues:
+            (@Sendable (HaulValues.DownloadID, URL, URL, [String]) async throws -> [HaulValues.DownloadHeader])?
         if let provider = configuration.headerProvider {
             headerValues = { id, url, destination, names in
                 try await provider(
-                    DownloadManager.HeadersNeeded(id: id, url: url, destination: destination, names: names)
-                )
+                    DownloadManager.HeadersNeeded(id: DownloadID(id), url: url, destination: destination, names: names)
+                ).engine
             }
         }
-        var freshURL: (@Sendable (DownloadID, URL, URL, Int) async throws -> FreshURL?)?
+        var freshURL: (@Sendable (HaulValues.DownloadID, URL, URL, Int) async throws -> FreshURL?)?
         if let refresher = configuration.urlRefresher {
             freshURL = { id, url, destination, status in
-                let expired = DownloadManager.ExpiredURL(id: id, url: url, destination: destination, status: status)
-                return try await refresher(expired).map { ($0.url, $0.headers) }
+                let expired = DownloadManager.ExpiredURL(
+                    id: DownloadID(id),
+                    url: url,
+                    destination: destination,
+                    status: status
+                )
+                return try await refresher(expired).map { ($0.url, $0.headers?.engine) }
             }
         }
         self.init(
@@ -101,7 +107,7 @@ extension TransferEnvironment {
             connectionRetryLimit: configuration.connectionRetryLimit,
             resumesWithoutValidator: configuration.resumesWithoutValidator,
             setsModificationTimeFromServer: configuration.setsModificationTimeFromServer,
-            defaultHeaders: configuration.headers,
+            defaultHeaders: configuration.headers.engine,
             refreshesURLs: configuration.urlRefresher != nil,
             preallocatesFiles: configuration.preallocatesFiles,
             rateLimits: configuration.rateLimits.engine,

@@ -49,7 +49,7 @@ public final class DownloadManager: Sendable {
     ///   created.
     public init(configuration: Configuration = Configuration()) throws {
         let configuration = configuration.normalized
-        try DownloadHeader.check(configuration.headers, url: nil)
+        try HaulValues.DownloadHeader.check(configuration.headers.engine, url: nil)
         if let proxy = configuration.proxy { try Self.checkProxy(proxy) }
         self.configuration = configuration
         let catalog = Catalog(bootID: configuration.bootID)
@@ -201,7 +201,7 @@ public final class DownloadManager: Sendable {
     /// directory, or one a download of this manager used): to follow a download restored from the
     /// journal or queued with ``enqueue(_:)``. `nil` when there is none, or it completed, failed or was
     /// cancelled.
-    public func download(id: DownloadID) -> Download? { queue.download(id: id) }
+    public func download(id: DownloadID) -> Download? { queue.download(id: id.engine) }
 
     /// The bandwidth limits in force (``Configuration/rateLimits``, or the last
     /// ``setRateLimits(_:)``).

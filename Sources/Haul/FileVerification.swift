@@ -54,7 +54,7 @@ extension DownloadManager {
                 )
             }
             do throws(DownloadError) {
-                let actual = try Checksum.digest(ofFileAt: entry.destination, algorithm: checksum.algorithm)
+                let actual = try checksum.digest(ofFileAt: entry.destination)
                 return FileVerification(
                     entry: entry,
                     outcome: actual == checksum.hex ? .matches : .differs(actual: actual)

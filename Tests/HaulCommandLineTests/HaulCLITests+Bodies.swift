@@ -27,7 +27,7 @@ extension HaulCLITests {
         let status = await process.exited()
         let source = work.appendingPathComponent("source.bin")
         try FaultServer.body(size: size).write(to: source)
-        let expected = try Checksum.digest(ofFileAt: source.path, algorithm: .sha256)
+        let expected = try HaulValues.Checksum.digest(ofFileAt: source.path, algorithm: .sha256)
         let printed = try String(contentsOfFile: digest, encoding: .utf8)
         let said = try String(contentsOfFile: messages, encoding: .utf8)
         return (status, printed.hasPrefix(expected), "\(printed) \(said)")

@@ -160,7 +160,10 @@ struct HaulCLITests {
         let output = work.appendingPathComponent("v.bin")
         let right =
             "sha256:"
-            + (try Checksum.digest(ofFileAt: server.root.appendingPathComponent("v.bin").path, algorithm: .sha256))
+            + (try HaulValues.Checksum.digest(
+                ofFileAt: server.root.appendingPathComponent("v.bin").path,
+                algorithm: .sha256
+            ))
         #expect(try await haul(["-o", output.path, url], in: work).status == 0)
         // Corrupted in place, its length and mtime kept: with the checksum, fetched again, whole.
         // (Before: "already complete", exit 0.)
@@ -220,7 +223,10 @@ struct HaulCLITests {
         let file = folder.appendingPathComponent("w.bin")
         let right =
             "sha256:"
-            + (try Checksum.digest(ofFileAt: server.root.appendingPathComponent("w.bin").path, algorithm: .sha256))
+            + (try HaulValues.Checksum.digest(
+                ofFileAt: server.root.appendingPathComponent("w.bin").path,
+                algorithm: .sha256
+            ))
         #expect(try await haul(["--checksum", right, "-o", folder.path + "/", url], in: work).status == 0)
         // Damaged as a tool that rewrites it would: bytes and mtime changed.
         func damage() throws {

@@ -10,3 +10,6 @@ typealias DownloadProgress = Haul.DownloadProgress
 typealias DownloadTimings = Haul.DownloadTimings
 typealias RateLimits = Haul.RateLimits
 typealias QueueState = Haul.QueueState
+typealias DownloadHeader = Haul.DownloadHeader
+typealias Checksum = Haul.Checksum
+typealias DownloadID = Haul.DownloadID

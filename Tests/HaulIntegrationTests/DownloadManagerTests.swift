@@ -426,7 +426,7 @@ struct DownloadManagerTests {
         try FileManager.default.createDirectory(at: stateDirectory, withIntermediateDirectories: true)
         // A partial holding every byte, as left by a process killed just before its rename: its row
         // has the response's validator (nginx's ETag: the file's mtime and size in hexadecimal).
-        let id = DownloadID(destinationPath: destination.path)
+        let id = HaulValues.DownloadID(destinationPath: destination.path)
         try source.write(to: stateDirectory.appendingPathComponent("\(id).part"))
         var status = stat()
         #expect(stat(server.root.appendingPathComponent("whole.bin").path, &status) == 0)
@@ -444,7 +444,7 @@ struct DownloadManagerTests {
         }
         try await withDownloadManager(configuration: configuration()) { manager in
             let download = try manager.download(from: server.url("whole.bin"), to: destination)
-            #expect(download.id == id)
+            #expect(download.id.engine == id)
             #expect(try await download.finished() == destination)
         }
         #expect(try Data(contentsOf: destination) == source)

@@ -12,7 +12,7 @@ import Testing
 struct EventFeedTests {
     static func event(_ index: Int, _ event: HaulIO.DownloadEvent) -> FeedEvent {
         FeedEvent(
-            id: DownloadID(destination: URL(fileURLWithPath: "/tmp/feed/\(index)")),
+            id: DownloadID(destination: URL(fileURLWithPath: "/tmp/feed/\(index)")).engine,
             destinationPath: "/tmp/feed/\(index)",
             event: event,
             download: nil
@@ -43,7 +43,7 @@ struct EventFeedTests {
         while let event = await events.next() {
             if event.event.isFinal { outcomes.append(event.id) } else { progressEvents += 1 }
         }
-        #expect(outcomes == (0..<count).map { Self.event($0, .queued).id })
+        #expect(outcomes == (0..<count).map { DownloadID(Self.event($0, .queued).id) })
         #expect(progressEvents <= EventFeed.subscriberBufferLimit)
     }
 

@@ -204,7 +204,7 @@ extension FaultTests {
                 Issue.record("the first run must fail")
             }
             let journal = try Journal(directory: directory.appendingPathComponent("state").path)
-            let id = DownloadID(destination: directory.appendingPathComponent("out"))
+            let id = DownloadID(destination: directory.appendingPathComponent("out")).engine
             #expect(try journal.record(for: id)?.state == .failed)
             #expect(try journal.record(for: id)?.bytesCommitted == 80_000)
             journal.close()

@@ -35,7 +35,7 @@ struct GigabyteStreamTests {
         let size = 1 << 30
         let file = server.root.appendingPathComponent("gigabyte.bin").path
         try Self.writeFile(file, size: size)
-        let expected = try Checksum.digest(ofFileAt: file, algorithm: .sha256)
+        let expected = try HaulValues.Checksum.digest(ofFileAt: file, algorithm: .sha256)
         var configuration = DownloadManager.Configuration.forTests(bufferSize: 16 * 1024)
         configuration.progressInterval = .milliseconds(1)
         try await withDownloadManager(configuration: configuration) { manager in

@@ -21,7 +21,7 @@ struct JournalFullDiskTests {
             let batch = WriteBatch()
             batch.attachCurrentThread()
             let journal = try Journal(directory: directory, batch: batch)
-            let ids = (0..<40).map { DownloadID(destinationPath: "/tmp/full-\($0)") }
+            let ids = (0..<40).map { HaulValues.DownloadID(destinationPath: "/tmp/full-\($0)") }
             var record = DownloadRecord(url: "http://h/a", destination: "/tmp/full-0")
             record.state = .paused
             record.bytesCommitted = 1
@@ -64,8 +64,8 @@ struct JournalFullDiskTests {
         let batch = WriteBatch()
         batch.attachCurrentThread()
         let journal = try Journal(directory: directory.path, batch: batch)
-        let first = DownloadID(destinationPath: "/tmp/rolled-1")
-        let second = DownloadID(destinationPath: "/tmp/rolled-2")
+        let first = HaulValues.DownloadID(destinationPath: "/tmp/rolled-1")
+        let second = HaulValues.DownloadID(destinationPath: "/tmp/rolled-2")
         let record = DownloadRecord(url: "http://h/a", destination: "/tmp/rolled-1")
         try journal.save(record, for: first)
         // As SQLite does after a full disk or an I/O error inside a transaction: it is gone.

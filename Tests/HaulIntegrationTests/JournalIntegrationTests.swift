@@ -100,13 +100,13 @@ struct JournalIntegrationTests {
         await events.next { if case .progress(let p) = $0 { p.bytesReceived > 0 } else { false } }
         await manager.shutdown()
         let journal = try Journal(directory: try #require(download.stateDirectory).path)
-        let paused = try #require(try journal.record(for: download.id))
+        let paused = try #require(try journal.record(for: download.id.engine))
         #expect(
             paused.state == .interrupted,
             "interrupted by a shutdown, not paused by the user: the next manager continues it"
         )
         #expect(paused.bytesCommitted == download.progress.bytesReceived)
-        #expect(paused.bytesCommitted == journal.partialPath(for: download.id).flatMap(FilePath.fileLength))
+        #expect(paused.bytesCommitted == journal.partialPath(for: download.id.engine).flatMap(FilePath.fileLength))
         #expect(paused.totalBytes == Int64(size))
         #expect(paused.entityTag?.isEmpty == false)
         #expect(paused.lastModified?.isEmpty == false)
@@ -129,7 +129,7 @@ struct JournalIntegrationTests {
         }
         #expect(try Data(contentsOf: destination) == FaultServer.body(size: size))
         let after = try Journal(directory: try #require(download.stateDirectory).path)
-        let completed = try #require(try after.record(for: download.id))
+        let completed = try #require(try after.record(for: download.id.engine))
         #expect(completed.state == .completed)
         #expect(completed.bytesCommitted == Int64(size))
         #expect(completed.attempts == 2)
@@ -207,7 +207,7 @@ struct JournalIntegrationTests {
             var record = DownloadRecord(url: url.absoluteString, destination: destination.path)
             record.host = url.hostKey
             record.state = .running
-            try journal.save(record, for: id)
+            try journal.save(record, for: id.engine)
             journal.close()
         }
         try Data(repeating: 0x5A, count: 300_000).write(to: state.appendingPathComponent("\(id.rawValue).part"))
@@ -242,7 +242,7 @@ struct JournalIntegrationTests {
         await events.next { if case .progress(let p) = $0 { p.bytesReceived > 0 } else { false } }
         let slowState = try #require(slow.stateDirectory)
         let journal = try #require(manager.catalog.openJournal(for: slowState.path))
-        let row = try #require(try journal.record(for: slow.id))
+        let row = try #require(try journal.record(for: slow.id.engine))
         #expect(row.attempts == 1)
         #expect(row.entityTag?.isEmpty == false)
         #expect(row.totalBytes == Int64(size))
@@ -250,7 +250,7 @@ struct JournalIntegrationTests {
         let fast = try manager.download(from: server.url("s.bin"), to: directory.appendingPathComponent("s.bin"))
         #expect(try await fast.finished() == directory.appendingPathComponent("s.bin"))
         #expect(try Data(contentsOf: directory.appendingPathComponent("s.bin")) == small)
-        let completed = try #require(try journal.record(for: fast.id))
+        let completed = try #require(try journal.record(for: fast.id.engine))
         #expect(completed.state == .completed && completed.attempts == 1 && completed.entityTag?.isEmpty == false)
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: try #require(fast.stateDirectory).path)
             .filter { $0.hasPrefix(fast.id.rawValue) }
@@ -343,7 +343,7 @@ struct JournalIntegrationTests {
         configuration.stateDirectory = directory
         configuration.resumesUnfinishedDownloads = false
         let journal = try Journal(directory: directory.path)
-        let id = DownloadID(destinationPath: directory.appendingPathComponent("x").path)
+        let id = HaulValues.DownloadID(destinationPath: directory.appendingPathComponent("x").path)
         try journal.save(
             DownloadRecord(
                 url: "http://127.0.0.1:1/x",
@@ -357,7 +357,7 @@ struct JournalIntegrationTests {
         #expect(try journal.record(for: id)?.state == .running)
         journal.close()
         try await withDownloadManager(configuration: configuration) { manager in
-            let restored = try #require(manager.download(id: id))
+            let restored = try #require(manager.download(id: DownloadID(id)))
             var events = restored.events.makeAsyncIterator()
             #expect(await events.next { if case .paused = $0 { true } else { false } } != nil)
             #expect(restored.state == .paused)
@@ -423,17 +423,17 @@ struct JournalIntegrationTests {
         // What the journal says was synced; then bytes that never reached the disk before a power
         // loss: garbage after the checkpoint, and a journal claiming more than was synced.
         let journal = try Journal(directory: configuration.stateDirectory!.path, bootID: "boot-one")
-        var record = try #require(try journal.record(for: download.id))
+        var record = try #require(try journal.record(for: download.id.engine))
         let synced = record.bytesSynced
         #expect(synced > 0)
         #expect(synced == download.progress.bytesReceived)
-        let partial = try #require(journal.partialPath(for: download.id))
+        let partial = try #require(journal.partialPath(for: download.id.engine))
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: partial))
         try handle.seekToEnd()
         try handle.write(contentsOf: Data(repeating: 0xEE, count: 100_000))
         try handle.close()
         record.bytesCommitted = synced + 100_000
-        try journal.save(record, for: download.id)
+        try journal.save(record, for: download.id.engine)
         journal.close()
 
         configuration.bootIDOverride = "boot-two"

@@ -39,11 +39,11 @@ struct SegmentedRebootTests {
         // The row's map: each segment synced as far as written. Then a power loss's damage: garbage
         // after each segment's synced bytes, and a row claiming more than was synced.
         let journal = try Journal(directory: configuration.stateDirectory!.path, bootID: "boot-one")
-        var record = try #require(try journal.record(for: download.id))
+        var record = try #require(try journal.record(for: download.id.engine))
         var map = try #require(record.segments.flatMap { SegmentMap(encoded: $0, total: Int64(size)) })
         #expect(map.segments.filter { $0.synced > 0 }.count >= 2)
         #expect(map.segments.allSatisfy { $0.synced == $0.written })
-        let partial = try #require(journal.partialPath(for: download.id))
+        let partial = try #require(journal.partialPath(for: download.id.engine))
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: partial))
         var claimed: [SegmentMap.Segment] = []
         for segment in map.segments where segment.remaining >= 50_000 {
@@ -62,7 +62,7 @@ struct SegmentedRebootTests {
         #expect(map.isValid)
         record.segments = map.encoded
         record.bytesCommitted = map.bytesWritten
-        try journal.save(record, for: download.id)
+        try journal.save(record, for: download.id.engine)
         journal.close()
 
         configuration.bootIDOverride = "boot-two"
@@ -272,7 +272,9 @@ struct UserAgentTests {
         #expect(log.first { $0.uri == "/u2.bin" }?.userAgent == "Haul/\(DownloadManager.version)")
         let journal = try Journal(directory: directory.appendingPathComponent("state").path)
         defer { journal.close() }
-        let recorded = try journal.record(for: DownloadID(destination: directory.appendingPathComponent("u1.bin")))
+        let recorded = try journal.record(
+            for: DownloadID(destination: directory.appendingPathComponent("u1.bin")).engine
+        )
         #expect(recorded?.userAgent == "Custom/1.0")
     }
 }

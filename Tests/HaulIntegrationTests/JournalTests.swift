@@ -12,7 +12,7 @@ struct JournalTests {
     @Test func recordsRoundTripAndMigrateOnReopen() throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let id = DownloadID(destinationPath: "/tmp/a")
+        let id = HaulValues.DownloadID(destinationPath: "/tmp/a")
         var record = DownloadRecord(url: "http://h/a", destination: "/tmp/a")
         record.totalBytes = 1000
         record.entityTag = "\"abc\""
@@ -108,7 +108,9 @@ struct JournalTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let journal = try Journal(directory: directory.path)
         defer { journal.close() }
-        let (a, b) = (DownloadID(destinationPath: "/tmp/a"), DownloadID(destinationPath: "/tmp/b"))
+        let (a, b) = (
+            HaulValues.DownloadID(destinationPath: "/tmp/a"), HaulValues.DownloadID(destinationPath: "/tmp/b")
+        )
         func queued(_ name: String) -> DownloadRecord {
             var record = DownloadRecord(url: "http://h/\(name)", destination: "/tmp/\(name)")
             record.state = .queued
@@ -150,7 +152,7 @@ struct JournalTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let batch = WriteBatch()
         batch.attachCurrentThread()
-        let ids = (0..<3).map { DownloadID(destinationPath: "/tmp/\($0)") }
+        let ids = (0..<3).map { HaulValues.DownloadID(destinationPath: "/tmp/\($0)") }
         let record = DownloadRecord(url: "http://h/0", destination: "/tmp/0")
         do {
             let journal = try Journal(directory: directory.path, batch: batch)
@@ -181,8 +183,8 @@ struct JournalTests {
         let batch = WriteBatch()
         batch.attachCurrentThread()
         let journal = try Journal(directory: directory.path, batch: batch)
-        let loopRow = DownloadID(destinationPath: "/tmp/loop")
-        let callerRow = DownloadID(destinationPath: "/tmp/caller")
+        let loopRow = HaulValues.DownloadID(destinationPath: "/tmp/loop")
+        let callerRow = HaulValues.DownloadID(destinationPath: "/tmp/caller")
         let record = DownloadRecord(url: "http://h/x", destination: "/tmp/x")
         try journal.save(record, for: loopRow)  // the batch is open: the caller's write must wait
 
@@ -237,7 +239,7 @@ struct JournalTests {
         try Data(repeating: 2, count: 7).write(to: directory.appendingPathComponent("d.part"))
         let journal = try Journal(directory: directory.path)
         defer { journal.close() }
-        let ids = ["a", "b", "c"].map { DownloadID(destinationPath: "/tmp/\($0)") }
+        let ids = ["a", "b", "c"].map { HaulValues.DownloadID(destinationPath: "/tmp/\($0)") }
         #expect(try Set(journal.allRecords().map(\.0)) == Set(ids))
         #expect(journal.partialPath(for: ids[1]).flatMap(FilePath.fileLength) == 300)
         #expect(FilePath.fileLength(directory.appendingPathComponent("b.part").path) == nil)
@@ -271,8 +273,8 @@ struct JournalTests {
         #expect { try Journal(directory: directory.path, exclusive: true) } throws: {
             ($0 as? DownloadError)?.code == .journalLocked
         }
-        let a = DownloadID(destinationPath: "/tmp/a")
-        let b = DownloadID(destinationPath: "/tmp/b")
+        let a = HaulValues.DownloadID(destinationPath: "/tmp/a")
+        let b = HaulValues.DownloadID(destinationPath: "/tmp/b")
         try first.save(DownloadRecord(url: "http://h/a", destination: "/tmp/a"), for: a)
         try second.save(DownloadRecord(url: "http://h/b", destination: "/tmp/b"), for: b)
         // Each queue is its opener's rows; the other's are neither seen nor claimed.
@@ -361,9 +363,9 @@ extension Journal {
     fileprivate func queueRows(
         _ count: Int,
         _ shape: (Int, inout DownloadRecord) -> Void = { _, _ in }
-    ) throws -> [DownloadID] {
+    ) throws -> [HaulValues.DownloadID] {
         try (0..<count).map { index in
-            let id = DownloadID(destinationPath: "/tmp/\(index)")
+            let id = HaulValues.DownloadID(destinationPath: "/tmp/\(index)")
             var record = DownloadRecord(url: "http://h/\(index)", destination: "/tmp/\(index)")
             record.state = .queued
             record.queueSequence = Int64(index)

@@ -270,8 +270,8 @@ struct QueueTests {
                 await manager.waitUntilIdle()
                 #expect(waiting.state == .paused)
                 let journal = try #require(manager.catalog.openJournal(for: state.path))
-                #expect(try journal.record(for: waiting.id)?.state == .paused)
-                #expect(try journal.record(for: doomed.id)?.state == .cancelled)
+                #expect(try journal.record(for: waiting.id.engine)?.state == .paused)
+                #expect(try journal.record(for: doomed.id.engine)?.state == .cancelled)
                 #expect(server.requests(to: "/file/50000").isEmpty && server.requests(to: "/file/50001").isEmpty)
 
                 await waiting.resume()

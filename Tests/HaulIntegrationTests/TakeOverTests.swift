@@ -143,9 +143,9 @@ struct TakeOverTests {
         let synced: Int64 = 100_000
         do {
             let journal = try Journal(directory: gone.path, bootID: "the-gone-machine")
-            var record = try #require(try journal.record(for: request.id))
+            var record = try #require(try journal.record(for: request.id.engine))
             record.bytesSynced = synced
-            try journal.save(record, for: request.id)
+            try journal.save(record, for: request.id.engine)
             journal.close()
         }
         try await withDownloadManager(configuration: configuration(directory.appendingPathComponent("state/b"))) {

@@ -36,7 +36,7 @@ struct WaiterOrderTests {
                             await outcome(download)
                             // Read at once, through a connection of its own: only what is committed.
                             let entries = (try? Journal.entries(directory: state.path)) ?? []
-                            return (index, entries.first { $0.id == download.id }?.record.state)
+                            return (index, entries.first { $0.id == download.id.engine }?.record.state)
                         }
                     }
                     return await group.reduce(into: [:]) { $0[$1.0] = $1.1 }

@@ -9,9 +9,9 @@ import Testing
 
 @Suite("Admission")
 struct AdmissionTests {
-    let a = DownloadID(rawValue: "a")
-    let b = DownloadID(rawValue: "b")
-    let c = DownloadID(rawValue: "c")
+    let a = HaulValues.DownloadID(rawValue: "a")
+    let b = HaulValues.DownloadID(rawValue: "b")
+    let c = HaulValues.DownloadID(rawValue: "c")
 
     @Test func slotsBoundTheTransfersAndAreHeldOncePerDownload() {
         var admission = Admission(slots: 2, perHostLimit: nil)

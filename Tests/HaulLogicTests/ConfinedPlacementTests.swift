@@ -19,7 +19,7 @@ struct ConfinedPlacementTests {
         try bytes.write(to: partial)
         #expect(chmod(partial.path, 0o600) == 0)
         var job = FinishJob(
-            id: DownloadID(rawValue: "p"),
+            id: HaulValues.DownloadID(rawValue: "p"),
             partialPath: partial.path,
             destination: root.appendingPathComponent(relative).path,
             remainder: nil,

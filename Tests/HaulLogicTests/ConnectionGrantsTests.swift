@@ -9,7 +9,7 @@ import Testing
 @Suite("Connection grants")
 struct ConnectionGrantsTests {
     let host = "h:443"
-    static func id(_ index: Int) -> DownloadID { DownloadID(rawValue: "d\(index)") }
+    static func id(_ index: Int) -> HaulValues.DownloadID { HaulValues.DownloadID(rawValue: "d\(index)") }
 
     /// Starts downloads to `host` while the grant allows, from `first` on; returns their roles.
     func startAll(_ grants: inout ConnectionGrants, from first: Int, upTo last: Int) -> [ConnectionGrants.Role] {
@@ -298,9 +298,9 @@ struct ConnectionGrantsFuzzTests {
         var random = SeededRandom(seed: seed)
         var grants = ConnectionGrants(streams: 3, mostAtOnce: 12)
         let hosts = ["a:443", "b:443", "c:443", "d:443"]
-        var running: [DownloadID: String] = [:]
-        var open: [Int32: DownloadID] = [:]  // sockets curl holds, by the download that opened them
-        var left: Set<DownloadID> = []  // redirected elsewhere: no longer on the books
+        var running: [HaulValues.DownloadID: String] = [:]
+        var open: [Int32: HaulValues.DownloadID] = [:]  // sockets curl holds, by the download that opened them
+        var left: Set<HaulValues.DownloadID> = []  // redirected elsewhere: no longer on the books
         var nextID = 0
         var nextSocket: Int32 = 10
         var now: UInt64 = 0
@@ -310,7 +310,7 @@ struct ConnectionGrantsFuzzTests {
             case 0..<30:  // a download starts where the grant allows
                 let host = hosts.randomElement(using: &random)!
                 guard grants.mayStart(to: host) else { continue }
-                let id = DownloadID(rawValue: "d\(nextID)")
+                let id = HaulValues.DownloadID(rawValue: "d\(nextID)")
                 nextID += 1
                 grants.start(id, to: host, at: now)
                 running[id] = host

@@ -87,6 +87,15 @@ struct DownloadStateTests {
         )
         #expect(DownloadProgress(progress.engine) == progress && progress.fractionCompleted == 0.375)
         #expect(progress.description == "3.0 MiB of 8.0 MiB, 1.0 MiB/s, 5 s left, 2 connections")
+        let id = DownloadID(destination: URL(fileURLWithPath: "/tmp/x/../f"))
+        #expect(DownloadID(id.engine) == id && id.engine == HaulValues.DownloadID(destination: Self.file))
+        let digest = String(repeating: "ab", count: 32)
+        #expect(Checksum("SHA256:" + digest.uppercased())?.description == "sha256:" + digest)
+        #expect(
+            Checksum(algorithm: .md5, hex: "zz") == nil && Checksum.Algorithm.allCases.map(\.hexLength) == [64, 40, 32]
+        )
+        let header = DownloadHeader("X-Api-Key", "k")
+        #expect(header.isSensitive && DownloadHeader(header.engine) == header && "\(header)" == "X-Api-Key: <redacted>")
         let limits = RateLimits(perDownload: 0, perHost: nil, total: 5)
         #expect(limits.normalized == RateLimits(perDownload: 1, perHost: nil, total: 5))
     }

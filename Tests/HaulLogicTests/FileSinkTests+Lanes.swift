@@ -30,7 +30,7 @@ extension FileSinkTests {
             jobs.append(
                 .finish(
                     FinishJob(
-                        id: DownloadID(rawValue: "\(index)"),
+                        id: HaulValues.DownloadID(rawValue: "\(index)"),
                         partialPath: partial,
                         destination: destination,
                         remainder: sink.handOff(),
@@ -47,7 +47,9 @@ extension FileSinkTests {
         // A checkpoint of a partial file rides along.
         let partial = directory.appendingPathComponent("open.part").path
         #expect(FileManager.default.createFile(atPath: partial, contents: Data(bytes(5000, seed: 9))))
-        jobs.append(.checkpoint(DownloadID(rawValue: "open"), directory: directory.path, path: partial, bytes: 5000))
+        jobs.append(
+            .checkpoint(HaulValues.DownloadID(rawValue: "open"), directory: directory.path, path: partial, bytes: 5000)
+        )
         let results = DiskJob.perform(jobs)
         #expect(results.count == jobs.count)
         for (index, result) in results.enumerated() {
@@ -96,7 +98,7 @@ extension FileSinkTests {
             if truncatingOlderPartial { try sink.truncate() }  // a restart from zero over an older partial
             #expect(try append(data, to: sink, at: 1) == false)
             var job = FinishJob(
-                id: DownloadID(rawValue: name),
+                id: HaulValues.DownloadID(rawValue: name),
                 partialPath: partial,
                 destination: directory.appendingPathComponent(name).path,
                 remainder: sink.handOff(),
@@ -151,7 +153,7 @@ extension FileSinkTests {
 
         // A wrong length fails before anything is named.
         var wrong = FinishJob(
-            id: DownloadID(rawValue: "wrong"),
+            id: HaulValues.DownloadID(rawValue: "wrong"),
             partialPath: "\(state)/wrong.part",
             destination: directory.appendingPathComponent("wrong.bin").path,
             remainder: try {
@@ -185,7 +187,7 @@ extension FileSinkTests {
         let partial = directory.appendingPathComponent("gone.part").path
         let destination = directory.appendingPathComponent("x.bin").path
         let job = FinishJob(
-            id: DownloadID(rawValue: "gone"),
+            id: HaulValues.DownloadID(rawValue: "gone"),
             partialPath: partial,
             destination: destination,
             remainder: nil,
@@ -249,7 +251,7 @@ extension FileSinkTests {
         let destination = directory.appendingPathComponent("kept.bin").path
         #expect(FileManager.default.createFile(atPath: destination, contents: Data([1, 2, 3])))
         let kept = FinishJob(
-            id: DownloadID(destinationPath: destination),
+            id: HaulValues.DownloadID(destinationPath: destination),
             partialPath: directory.appendingPathComponent("kept.part").path,
             destination: destination,
             remainder: nil,
@@ -271,7 +273,14 @@ extension FileSinkTests {
         let partial = directory.appendingPathComponent("p.part").path
         #expect(FileManager.default.createFile(atPath: partial, contents: Data(repeating: 9, count: 10)))
         let synced = DiskJob.perform(
-            [.checkpoint(DownloadID(destinationPath: partial), directory: directory.path, path: partial, bytes: 10)],
+            [
+                .checkpoint(
+                    HaulValues.DownloadID(destinationPath: partial),
+                    directory: directory.path,
+                    path: partial,
+                    bytes: 10
+                )
+            ],
             clock: &clock
         )
         guard case .synced(_, _, let bytes, _) = synced.first else {

@@ -8,8 +8,8 @@ import Testing
 /// new look, and what a caller's pause, cancel and resume do to a followed row.
 @Suite("Followed rows")
 struct FollowedRowsTests {
-    let first = DownloadID(rawValue: "first")
-    let second = DownloadID(rawValue: "second")
+    let first = HaulValues.DownloadID(rawValue: "first")
+    let second = HaulValues.DownloadID(rawValue: "second")
     let record = DownloadRecord(url: "http://example.com/f", destination: "/tmp/f")
 
     @Test("a journal is looked at again until every row's owner is known, then only when it changed or an owner left")

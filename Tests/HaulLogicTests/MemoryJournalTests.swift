@@ -54,7 +54,7 @@ struct MemoryJournalTests {
         defer { memory.close() }
         var random = Generator(seed: Self.seed)
         var sequence: Int64 = 0
-        let ids = (0..<24).map { DownloadID(destinationPath: "/d/\($0)") }
+        let ids = (0..<24).map { HaulValues.DownloadID(destinationPath: "/d/\($0)") }
         var claims = 0
         for step in 0..<3000 {
             let index = Int.random(in: 0..<ids.count, using: &random)
@@ -123,7 +123,8 @@ struct MemoryJournalTests {
             #expect(try file.nextRetryTime(after: now) == memory.nextRetryTime(after: now), context)
             #expect(try file.hasUnfinishedRows() == memory.hasUnfinishedRows(), context)
         }
-        let byID = { (rows: [(DownloadID, DownloadRecord)]) in rows.sorted { $0.0.rawValue < $1.0.rawValue } }
+        let byID = { (rows: [(HaulValues.DownloadID, DownloadRecord)]) in rows.sorted { $0.0.rawValue < $1.0.rawValue }
+        }
         let (fileRows, memoryRows) = (byID(try file.allRecords()), byID(try memory.allRecords()))
         #expect(fileRows.map(\.0) == memoryRows.map(\.0) && fileRows.map(\.1) == memoryRows.map(\.1))
         let unfinished = (byID(try file.unfinishedRecords()), byID(try memory.unfinishedRecords()))
@@ -135,7 +136,7 @@ struct MemoryJournalTests {
     @Test("a journal in memory: no folder, no partial file, nothing after it is closed")
     func closed() throws {
         let journal = Journal(inMemory: ())
-        let id = DownloadID(destinationPath: "/d/0")
+        let id = HaulValues.DownloadID(destinationPath: "/d/0")
         try journal.save(DownloadRecord(url: "http://h/0", destination: "/d/0"), for: id)
         #expect(try journal.record(for: id)?.state == .queued)
         // Known by a key no state directory is, with no path to a partial file.

@@ -178,7 +178,7 @@ struct QueueStateTests {
     func journalKeepsTheRetryWait() throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let id = DownloadID(destinationPath: "/tmp/a")
+        let id = HaulValues.DownloadID(destinationPath: "/tmp/a")
         let later = Date().timeIntervalSince1970 + 3600
         do {
             let journal = try Journal(directory: directory.path)
@@ -211,7 +211,7 @@ struct QueueStateTests {
         var record = DownloadRecord(url: "http://user:secret@h/a", destination: "/tmp/a")
         record.apply(.admitted)
         record.apply(.retryScheduled(at: 10, error: "e"))
-        let entry = JournalEntry(id: DownloadID(rawValue: "x"), record: record)
+        let entry = JournalEntry(id: HaulValues.DownloadID(rawValue: "x"), record: record)
         #expect(entry.state == .waitingToRetry && entry.state.description == "waitingToRetry")
         #expect(!entry.url.contains("secret"))
     }

@@ -15,7 +15,7 @@ extension Admission {
     /// How many downloads wait on the disk to finish.
     var finishingCount: Int { finishing.count }
     /// Whether `id` holds a slot.
-    func holdsSlot(_ id: DownloadID) -> Bool { holders[id] != nil }
+    func holdsSlot(_ id: HaulValues.DownloadID) -> Bool { holders[id] != nil }
 }
 
 extension BufferPool {

@@ -27,7 +27,7 @@ public final class Download: Sendable, Identifiable {
     package static func of(_ live: LiveDownload) -> Download { live.handle { Download(live) } }
 
     /// Stable across runs: the same URL and destination always have the same id.
-    public var id: DownloadID { live.id }
+    public var id: DownloadID { DownloadID(live.id) }
     /// Where the file comes from: the URL requests go to now. That is the URL it was last asked for
     /// from (a download asked for again from another URL continues with it from its next request),
     /// or the mirror or fresh URL it moved to (``DownloadEvent/switchedURL(_:after:)``).

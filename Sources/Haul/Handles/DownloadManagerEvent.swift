@@ -30,7 +30,7 @@ public struct DownloadManagerEvent: Sendable, Hashable {
     /// The feed's event.
     init(_ event: FeedEvent) {
         self.init(
-            id: event.id,
+            id: DownloadID(event.id),
             destinationPath: event.destinationPath,
             event: DownloadEvent(event.event),
             live: event.download

@@ -72,7 +72,7 @@ extension DownloadQueue {
                     bulkJournals.append(journal)
                 }
             }
-            var followed: [DownloadID: DownloadRecord] = [:]
+            var followed: [HaulValues.DownloadID: DownloadRecord] = [:]
             let queuedAny = try journal.transaction { () throws(DownloadError) -> Bool in
                 var queuedAny = false
                 var rowsExist = false

@@ -8,7 +8,9 @@ import HaulValues
 /// other's ``DownloadManager/takeOver(_:from:)`` finds them.
 extension DownloadQueue {
     /// See ``DownloadManager/handOver(_:to:)``.
-    func handOver(_ ids: [DownloadID], to directory: URL) throws(DownloadError) -> [DownloadID: Int64] {
+    func handOver(_ ids: [HaulValues.DownloadID], to directory: URL) throws(DownloadError) -> [HaulValues.DownloadID:
+        Int64]
+    {
         let target = FilePath.standardized(directory)
         guard !ids.isEmpty else { return [:] }
         if let error = FilePath.makeDirectories(target, mode: 0o700) {
@@ -21,11 +23,11 @@ extension DownloadQueue {
             )
         }
         try PrivateFile.checkFolder(target)
-        return try Self.whileTakingOver(target) { () throws(DownloadError) -> [DownloadID: Int64] in
+        return try Self.whileTakingOver(target) { () throws(DownloadError) -> [HaulValues.DownloadID: Int64] in
             // Exclusively: `.journalLocked` while a manager runs on it (it is not a hand-over folder).
             let other = try Journal(directory: target, exclusive: true)
             defer { other.close() }
-            var handed: [DownloadID: Int64] = [:]
+            var handed: [HaulValues.DownloadID: Int64] = [:]
             let journals = catalog.openJournals.filter { $0.directory != target }
             for id in ids {
                 for journal in journals {
@@ -50,7 +52,7 @@ extension DownloadQueue {
     }
 
     /// See ``DownloadManager/removeDownloads(_:stateDirectory:)``.
-    static func removeDownloads(_ ids: [DownloadID], in directory: URL) throws(DownloadError) -> Int {
+    static func removeDownloads(_ ids: [HaulValues.DownloadID], in directory: URL) throws(DownloadError) -> Int {
         let source = FilePath.standardized(directory)
         guard !ids.isEmpty, access("\(source)/\(Journal.fileName)", F_OK) == 0 else { return 0 }
         return try whileTakingOver(source) { () throws(DownloadError) -> Int in

@@ -12,14 +12,14 @@ extension DownloadQueue {
     struct PreparedRequest {
         var url: URL
         var destination: String
-        var id: DownloadID
+        var id: HaulValues.DownloadID
         var stateDirectory: String
         var priority: Int
         var checksum: Checksum? = nil
         var expectedSize: Int64? = nil
         var userAgent: String? = nil
         /// Its own headers (the manager's defaults are added when it is sent).
-        var headers: [DownloadHeader] = []
+        var headers: [HaulValues.DownloadHeader] = []
         /// The folder, for a download that takes its file name from the server (`destination` is
         /// then the folder too, until the name is chosen).
         var folder: String? = nil
@@ -78,7 +78,7 @@ extension DownloadQueue {
 
     func prepare(_ request: DownloadRequest) throws(DownloadError) -> PreparedRequest {
         let url = try RequestRules.checkedURL(request.url)
-        try DownloadHeader.check(request.headers, url: url.redactedString)
+        try HaulValues.DownloadHeader.check(request.headers.engine, url: url.redactedString)
         var mirrors: [URL] = []
         for mirror in request.mirrors { mirrors.append(try RequestRules.checkedURL(mirror)) }
         if request.discardsBody { return try prepareDiscarding(request, url: url, mirrors: mirrors) }
@@ -99,13 +99,13 @@ extension DownloadQueue {
         return PreparedRequest(
             url: url,
             destination: destination,
-            id: request.id,
+            id: request.id.engine,
             stateDirectory: stateDirectory,
             priority: request.priority,
             checksum: request.checksum,
             expectedSize: request.expectedSize,
             userAgent: request.userAgent,
-            headers: request.headers,
+            headers: request.headers.engine,
             folder: request.takesFileNameFromServer ? destination : nil,
             mirrors: mirrors,
             maxBytesPerSecond: request.maxBytesPerSecond,
@@ -118,7 +118,7 @@ extension DownloadQueue {
             // corrupted in place keeps its length and mtime), outside the journal's lock.
             foundHasChecksum: request.checksum.flatMap { checksum in
                 guard isFile else { return nil }
-                return (try? Checksum.digest(ofFileAt: destination, algorithm: checksum.algorithm)) == checksum.hex
+                return (try? checksum.digest(ofFileAt: destination)) == checksum.hex
             },
             stream: stream,
             // The file a request continues is the one its completion replaces.
@@ -284,12 +284,12 @@ extension DownloadQueue {
         return PreparedRequest(
             url: url,
             destination: request.destinationPath,
-            id: request.id,
+            id: request.id.engine,
             stateDirectory: streamRowsDirectory,
             priority: request.priority,
             expectedSize: request.expectedSize,
             userAgent: request.userAgent,
-            headers: request.headers,
+            headers: request.headers.engine,
             mirrors: mirrors,
             maxBytesPerSecond: request.maxBytesPerSecond,
             connections: 1,

@@ -222,7 +222,7 @@ extension DownloadQueue {
     private func hasChecksum(_ path: String, _ request: PreparedRequest) -> Bool {
         guard let checksum = request.checksum else { return true }
         if path == request.destination, let found = request.foundHasChecksum { return found }
-        return (try? Checksum.digest(ofFileAt: path, algorithm: checksum.algorithm)) == checksum.hex
+        return (try? checksum.digest(ofFileAt: path)) == checksum.hex
     }
 
     /// A new row for the request, queued at the end of its priority.

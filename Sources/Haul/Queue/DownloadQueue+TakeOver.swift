@@ -12,7 +12,9 @@ extension DownloadQueue {
     static let takeOverLockName = "takeover.lock"
 
     /// See ``DownloadManager/takeOver(_:from:)``.
-    func takeOver(_ requests: [DownloadRequest], from directory: URL) throws(DownloadError) -> [DownloadID: Int64] {
+    func takeOver(_ requests: [DownloadRequest], from directory: URL) throws(DownloadError) -> [HaulValues.DownloadID:
+        Int64]
+    {
         let source = FilePath.standardized(directory)
         // Nothing to take where no manager ever wrote a journal (and no folder is created there).
         guard access("\(source)/\(Journal.fileName)", F_OK) == 0 else { return [:] }
@@ -22,7 +24,7 @@ extension DownloadQueue {
             if request.stateDirectory != source { prepared.append(request) }
         }
         guard !prepared.isEmpty else { return [:] }
-        return try Self.whileTakingOver(source) { () throws(DownloadError) -> [DownloadID: Int64] in
+        return try Self.whileTakingOver(source) { () throws(DownloadError) -> [HaulValues.DownloadID: Int64] in
             try takeOver(prepared, fromLocked: source)
         }
     }
@@ -57,14 +59,14 @@ extension DownloadQueue {
     private func takeOver(
         _ prepared: [PreparedRequest],
         fromLocked source: String
-    ) throws(DownloadError) -> [DownloadID: Int64] {
+    ) throws(DownloadError) -> [HaulValues.DownloadID: Int64] {
         // Opened exclusively: `.journalLocked` while its manager lives. Opening it marks what ran there as
         // interrupted and, when it was last written in another boot (another machine's, on shared
         // storage), cuts each partial file back to the bytes that were synced: only those are sure
         // to have reached the storage.
         let other = try Journal(directory: source, exclusive: true)
         defer { other.close() }
-        var taken: [DownloadID: Int64] = [:]
+        var taken: [HaulValues.DownloadID: Int64] = [:]
         for request in prepared {
             guard let record = try other.record(for: request.id),
                 record.destination == request.destination || record.folder == request.folder && request.folder != nil
@@ -101,7 +103,7 @@ extension DownloadQueue {
     /// `journal`'s partial file, or `nil` when nothing moved (a partial file on another file system
     /// is not copied: the download starts over).
     func move(
-        _ id: DownloadID,
+        _ id: HaulValues.DownloadID,
         record: DownloadRecord,
         from other: Journal,
         into journal: Journal

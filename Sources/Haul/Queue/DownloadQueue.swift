@@ -80,7 +80,7 @@ final class DownloadQueue: Sendable {
     }
 
     /// The unfinished download with this id, in an open journal.
-    func download(id: DownloadID) -> Download? {
+    func download(id: HaulValues.DownloadID) -> Download? {
         for journal in catalog.openJournals {
             if let found = attach(id, in: journal) { return found }
         }
@@ -88,7 +88,7 @@ final class DownloadQueue: Sendable {
     }
 
     /// The handle of `id` if it is unfinished in `journal`: the live one, or one made from its row.
-    private func attach(_ id: DownloadID, in journal: Journal) -> Download? {
+    private func attach(_ id: HaulValues.DownloadID, in journal: Journal) -> Download? {
         if let live = catalog.existingHandle(id), !live.hub.isClosed { return Download.of(live) }
         // Under the journal's lock: the loop's next event for it comes after the state shown here.
         return journal.locked { () -> Download? in

@@ -134,7 +134,7 @@ public struct DownloadRequest: Sendable, Hashable {
     /// or for one that takes its file name from the server, its folder's and its ``key`` or URL's.
     /// Two requests with one id are one download. Lets a caller of ``DownloadManager/enqueue(_:)``
     /// follow its requests on ``DownloadManager/events`` without a handle for each.
-    public var id: DownloadID { identity.value.id }
+    public var id: DownloadID { DownloadID(identity.value.id) }
     /// The standardised path of ``destination``, as the id was derived from it: the manager's
     /// checks and its row use it again.
     package var destinationPath: String { identity.value.destinationPath }
@@ -142,9 +142,9 @@ public struct DownloadRequest: Sendable, Hashable {
     /// at every read: `haul` reads the id to follow a request, and the manager both to write its
     /// row (a SHA-256 and a file URL's path each time; the path alone was a tenth of a rerun of
     /// `haul` over 100,000 finished URLs).
-    private var identity = Unhashed(value: Identity(id: DownloadID(rawValue: ""), destinationPath: ""))
+    private var identity = Unhashed(value: Identity(id: HaulValues.DownloadID(rawValue: ""), destinationPath: ""))
     private struct Identity: Sendable {
-        var id: DownloadID
+        var id: HaulValues.DownloadID
         var destinationPath: String
     }
 
@@ -155,9 +155,10 @@ public struct DownloadRequest: Sendable, Hashable {
         let path = destinationPath ?? identity.value.destinationPath
         let id =
             if !takesFileNameFromServer {
-                DownloadID(destinationPath: path)
+                HaulValues.DownloadID(destinationPath: path)
             } else {
-                key.map { DownloadID(key: $0, folderPath: path) } ?? DownloadID(url: url, folderPath: path)
+                key.map { HaulValues.DownloadID(key: $0, folderPath: path) }
+                    ?? HaulValues.DownloadID(url: url, folderPath: path)
             }
         identity.value = Identity(id: id, destinationPath: path)
     }
@@ -267,7 +268,7 @@ extension DownloadRequest {
     /// destination names no file it could be found again by (a discarded body, a stream's pipe,
     /// whose descriptor number the next stream may be given as soon as this one's is closed).
     package mutating func giveUniqueID() {
-        let (id, token) = DownloadID.random()
+        let (id, token) = HaulValues.DownloadID.random()
         identity.value = Identity(id: id, destinationPath: identity.value.destinationPath)
         uniqueToken = token
     }

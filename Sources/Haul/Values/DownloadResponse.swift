@@ -27,7 +27,7 @@ public struct DownloadResponse: Sendable, Hashable {
                 entityTag: entityTag,
                 lastModified: lastModified,
                 totalBytes: totalBytes,
-                headers: headers
+                headers: headers.engine
             )
         )
     }
@@ -69,8 +69,8 @@ public struct DownloadResponse: Sendable, Hashable {
     /// sensitive one (``DownloadHeader/isSensitive``), is kept but never printed. Made from the
     /// response each time it is read: keep the array rather than read it again in a loop.
     public var headers: [DownloadHeader] {
-        get { record.headers }
-        set { record.headers = newValue }
+        get { record.headers.map(DownloadHeader.init) }
+        set { record.headers = newValue.engine }
     }
 
     /// The value of the first header named `name` (compared without case), or `nil`.

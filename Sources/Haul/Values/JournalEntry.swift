@@ -48,9 +48,9 @@ extension JournalEntry {
         if let bytes = row.bytesOnDisk { bytesReceived = bytes }
     }
 
-    package init(id: DownloadID, record: DownloadRecord) {
+    package init(id: HaulValues.DownloadID, record: DownloadRecord) {
         self.init(
-            id: id,
+            id: DownloadID(id),
             url: URL(string: record.url)?.redactedString ?? record.url,
             destination: record.destination,
             state: QueueState(record.state),

@@ -2,20 +2,17 @@ import CHaul
 import FoundationEssentials
 import Glibc
 
-/// An expected digest of a whole file: checked before the file is moved to its destination.
-///
-/// ```swift
-/// let checksum = Checksum("sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08")
-/// ```
-public struct Checksum: Sendable, Hashable, CustomStringConvertible {
+/// An expected digest of a whole file, as the layers below check it (the facade's public
+/// `Checksum` says what each field means).
+package struct Checksum: Sendable, Hashable, CustomStringConvertible {
     /// A digest algorithm.
-    public enum Algorithm: String, Sendable, Hashable, CaseIterable {
+    package enum Algorithm: String, Sendable, Hashable, CaseIterable {
         case sha256
         case sha1
         case md5
 
         /// Hexadecimal digits in a digest.
-        public var hexLength: Int {
+        package var hexLength: Int {
             switch self {
             case .sha256: 64
             case .sha1: 40
@@ -25,12 +22,12 @@ public struct Checksum: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The algorithm.
-    public let algorithm: Algorithm
+    package let algorithm: Algorithm
     /// The digest, in lowercase hexadecimal.
-    public let hex: String
+    package let hex: String
 
     /// A checksum, or `nil` when `hex` is not a digest of `algorithm` (wrong length or not hexadecimal).
-    public init?(algorithm: Algorithm, hex: String) {
+    package init?(algorithm: Algorithm, hex: String) {
         let lowered = hex.lowercased()
         guard lowered.utf8.count == algorithm.hexLength,
             lowered.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) })
@@ -40,14 +37,14 @@ public struct Checksum: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Parses `ALGORITHM:HEX`, as in `sha256:9f86…` (the form ``description`` prints), or `nil`.
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         let parts = text.split(separator: ":", maxSplits: 1)
         guard parts.count == 2, let algorithm = Algorithm(rawValue: parts[0].lowercased()) else { return nil }
         self.init(algorithm: algorithm, hex: parts[1].trimmingWhitespace)
     }
 
     /// `ALGORITHM:HEX`.
-    public var description: String { "\(algorithm.rawValue):\(hex)" }
+    package var description: String { "\(algorithm.rawValue):\(hex)" }
 
     /// The digest of the file at `path`, in lowercase hexadecimal: a user's file, which may be
     /// reached through a link but must be a regular file (a FIFO would block the read).

@@ -1,61 +1,48 @@
-/// A header sent with a download's requests: a token, a cookie, an API key.
-///
-/// Values stay in memory: the journal records a download's header *names* only, so a download
-/// restored by a later process gets its values again from
-/// ``DownloadManager/Configuration/headerProvider`` (see there). Headers go with every attempt,
-/// every resume and every redirect to the same origin (scheme, host and port), and are dropped on
-/// a redirect to another origin, whatever their name (curl drops only `Authorization` and `Cookie`).
-/// They go to each of the download's own URLs, its mirrors and fresh URLs included: those are the
-/// caller's choice (as curl's and aria2's `--header` go to every URL given), where a redirect is the
-/// server's.
-///
-/// The values of sensitive headers (``isSensitive``) never appear in Haul's descriptions, logs,
-/// errors or events: printing a request (or `dump`ing it) shows `Authorization: <redacted>`.
-///
-/// ```swift
-/// let request = DownloadRequest(
-///     url: URL(string: "https://api.example.com/exports/2026-11.tar")!,
-///     destination: URL(fileURLWithPath: "/srv/exports/2026-11.tar"),
-///     headers: [.authorization(bearer: token), DownloadHeader("X-Tenant", "acme")]
-/// )
-/// ```
-public struct DownloadHeader: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
+/// A header sent with a download's requests, as the layers below carry it (the facade's public
+/// `DownloadHeader` says what each field means). The values of sensitive headers never appear in
+/// descriptions, logs, errors or events.
+package struct DownloadHeader: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable
 {
     /// The header's name, as given (HTTP compares names without case).
-    public var name: String
+    package var name: String
     /// The header's value.
-    public var value: String
+    package var value: String
     /// Whether the value is a secret: shown as `<redacted>`. `Authorization`, `Cookie`, `Set-Cookie`,
     /// `Proxy-Authorization` and names that contain `token`, `secret`, `key`, `password` or `auth`
     /// are sensitive whatever this says.
-    public var isSensitive: Bool
+    package var isSensitive: Bool
 
     /// A header `name: value`; mark it `sensitive` when its value is a secret that its name does
     /// not give away (`Authorization`, `Cookie` and the like are sensitive anyway).
-    public init(_ name: String, _ value: String, sensitive: Bool = false) {
+    /// A header as the facade's was made.
+    package init(name: String, value: String, isSensitive: Bool) {
+        (self.name, self.value, self.isSensitive) = (name, value, isSensitive)
+    }
+
+    package init(_ name: String, _ value: String, sensitive: Bool = false) {
         self.name = name
         self.value = value
         self.isSensitive = sensitive || Self.isSensitiveName(name)
     }
 
     /// `Authorization: Bearer <token>`.
-    public static func authorization(bearer token: String) -> DownloadHeader {
+    package static func authorization(bearer token: String) -> DownloadHeader {
         DownloadHeader("Authorization", "Bearer \(token)", sensitive: true)
     }
 
     /// `Cookie: <value>`.
-    public static func cookie(_ value: String) -> DownloadHeader {
+    package static func cookie(_ value: String) -> DownloadHeader {
         DownloadHeader("Cookie", value, sensitive: true)
     }
 
     /// `Name: value`, or `Name: <redacted>` for a sensitive header.
-    public var description: String { "\(name): \(isSensitive ? "<redacted>" : value)" }
+    package var description: String { "\(name): \(isSensitive ? "<redacted>" : value)" }
     /// `DownloadHeader(Name: value)`, redacted as ``description`` is.
-    public var debugDescription: String { "DownloadHeader(\(description))" }
+    package var debugDescription: String { "DownloadHeader(\(description))" }
 
     /// Its name and, unless sensitive, its value: what `dump` and debuggers show.
-    public var customMirror: Mirror {
+    package var customMirror: Mirror {
         Mirror(self, children: ["name": name, "value": isSensitive ? "<redacted>" : value, "isSensitive": isSensitive])
     }
 
@@ -102,7 +89,7 @@ public struct DownloadHeader: Sendable, Hashable, CustomStringConvertible, Custo
     /// must not be one Haul sets itself (`Range`, `If-Range`, the other conditionals,
     /// `Accept-Encoding`, `Content-Length`, `Transfer-Encoding`, `TE`, `Connection`, `Upgrade`,
     /// `Expect`). A download or manager given such a header throws `.invalidHeader`.
-    public func problem() -> String? {
+    package func problem() -> String? {
         guard !name.isEmpty else { return "a header has an empty name" }
         // RFC 9110 §5.6.2: a name is a token.
         let tokenPunctuation = Set("!#$%&'*+-.^_`|~".utf8)

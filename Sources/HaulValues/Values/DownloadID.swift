@@ -1,38 +1,29 @@
 import CHaul
 import FoundationEssentials
 
-/// Identifies a download: derived from its destination, so that asking for the same destination
-/// again, in this process or the next, finds the same download and the same partial file, whatever
-/// URL it comes from now (a signed link refreshed with a new query, another mirror: the bytes on
-/// disk continue when the new URL's answer proves it is the same file).
-///
-/// The first 128 bits of the SHA-256 of the standardised destination path, in hexadecimal: two
-/// destinations never share an id in practice (an FNV-1a hash before schema 6 could collide, and a
-/// collision made one download replace another's partial file).
-public struct DownloadID: Hashable, Sendable, CustomStringConvertible {
+/// Identifies a download, as the layers below know it (the facade's public `DownloadID` says how it
+/// is derived): the first 128 bits of the SHA-256 of the standardised destination path, in
+/// hexadecimal.
+package struct DownloadID: Hashable, Sendable, CustomStringConvertible {
     /// 32 hexadecimal digits.
-    public let rawValue: String
+    package let rawValue: String
 
     /// Wraps an id printed earlier.
-    public init(rawValue: String) {
+    package init(rawValue: String) {
         self.rawValue = rawValue
     }
 
     /// The id of the download to `destination` (as ``DownloadManager`` derives it).
-    public init(destination: URL) {
+    package init(destination: URL) {
         self.init(destinationPath: FilePath.standardized(destination))
     }
 
     /// The id of the download to `destination`; the URL no longer takes part.
-    @available(*, deprecated, message: "a download's id is its destination's: use init(destination:)")
-    public init(url: URL, destination: URL) {
-        self.init(destination: destination)
-    }
 
     /// The id of the download of `url` into `folder` under the name the server gives
     /// (``DownloadRequest/takesFileNameFromServer``): its folder and its URL (without user name,
     /// password and fragment), as the file it names is not known before it answers.
-    public init(url: URL, folder: URL) {
+    package init(url: URL, folder: URL) {
         self.init(url: url, folderPath: FilePath.standardized(folder))
     }
 
@@ -43,7 +34,7 @@ public struct DownloadID: Hashable, Sendable, CustomStringConvertible {
 
     /// The id of a download into `folder` under the name the server gives, identified by the
     /// caller's `key` rather than its URL (``DownloadRequest/key``).
-    public init(key: String, folder: URL) {
+    package init(key: String, folder: URL) {
         self.init(key: key, folderPath: FilePath.standardized(folder))
     }
 
@@ -95,5 +86,5 @@ public struct DownloadID: Hashable, Sendable, CustomStringConvertible {
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// The raw value.
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 }
