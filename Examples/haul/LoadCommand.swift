@@ -154,7 +154,7 @@ struct LoadCommand: AsyncParsableCommand {
             if entries.isEmpty { throw CLIError("\(inputFile ?? "the input") holds no URL.") }
             // Each URL checked now (http(s), a host, what curl parses): a bad one ends the run before it starts.
             for entry in entries {
-                let url = try RequestRules.checkedURL(try Runner.resolved(entry.urls[0], credentials))
+                let url = try DownloadRequest.checkedURL(try Runner.resolved(entry.urls[0], credentials))
                 targets.append(
                     Target(url: url, headers: entry.headers, name: ServerFileName.fromURL(url.absoluteString))
                 )

@@ -16,7 +16,7 @@ extension DownloadManager {
         guard FileManager.default.fileExists(atPath: path) else {
             throw DownloadError(code: .journal, url: nil, path: path, detail: "there is no journal there yet")
         }
-        return try Journal.entries(directory: directory).map(JournalEntry.init)
+        return try withPublicErrors { try Journal.entries(directory: directory).map(JournalEntry.init) }
     }
 
     /// What a journal of this manager (open, or closed when nothing in it was unfinished) records
@@ -63,9 +63,8 @@ extension DownloadManager {
     ///   (`.invalidURL`…) as ``download(_:)`` throws them.
     @discardableResult
     public func takeOver(_ requests: [DownloadRequest], from stateDirectory: URL) throws -> [DownloadID: Int64] {
-        Dictionary(
-            uniqueKeysWithValues: try queue.takeOver(requests, from: stateDirectory).map { (DownloadID($0), $1) }
-        )
+        let taken = try withPublicErrors { try queue.takeOver(requests, from: stateDirectory) }
+        return Dictionary(uniqueKeysWithValues: taken.map { (DownloadID($0), $1) })
     }
 }
 
@@ -88,7 +87,7 @@ extension DownloadManager {
     ///   or the journal's and file system's errors.
     @discardableResult
     public func handOver(_ ids: [DownloadID], to stateDirectory: URL) throws -> [DownloadID: Int64] {
-        let handed = try queue.handOver(ids.map(\.engine), to: stateDirectory)
+        let handed = try withPublicErrors { try queue.handOver(ids.map(\.engine), to: stateDirectory) }
         return Dictionary(uniqueKeysWithValues: handed.map { (DownloadID($0), $1) })
     }
 
@@ -101,7 +100,7 @@ extension DownloadManager {
     ///   journal's errors.
     @discardableResult
     public static func removeDownloads(_ ids: [DownloadID], stateDirectory: URL) throws -> Int {
-        try DownloadQueue.removeDownloads(ids.map(\.engine), in: stateDirectory)
+        try withPublicErrors { try DownloadQueue.removeDownloads(ids.map(\.engine), in: stateDirectory) }
     }
 
     /// What the journal of `stateDirectory` records of `id`, read as it stands (a manager may be

@@ -49,7 +49,7 @@ public final class DownloadManager: Sendable {
     ///   created.
     public init(configuration: Configuration = Configuration()) throws {
         let configuration = configuration.normalized
-        try HaulValues.DownloadHeader.check(configuration.headers.engine, url: nil)
+        try withPublicErrors { try HaulValues.DownloadHeader.check(configuration.headers.engine, url: nil) }
         if let proxy = configuration.proxy { try Self.checkProxy(proxy) }
         self.configuration = configuration
         let catalog = Catalog(bootID: configuration.bootID)
@@ -62,14 +62,16 @@ public final class DownloadManager: Sendable {
         let budget = DescriptorBudget(
             openFilesLimit: configuration.openFilesLimitOverride ?? DescriptorBudget.currentLimit()
         )
-        let reactor = try Reactor(
-            logger: configuration.logger,
-            idleConnections: min(max(16, configuration.maxConcurrentDownloads), budget.transfers),
-            streamsPerConnection: configuration.maxStreamsPerConnection,
-            // Every easy handle then tells it of the sockets curl closes (TransferEnvironment's
-            // options follow this setting).
-            parksSockets: true
-        )
+        let reactor = try withPublicErrors {
+            try Reactor(
+                logger: configuration.logger,
+                idleConnections: min(max(16, configuration.maxConcurrentDownloads), budget.transfers),
+                streamsPerConnection: configuration.maxStreamsPerConnection,
+                // Every easy handle then tells it of the sockets curl closes (TransferEnvironment's
+                // options follow this setting).
+                parksSockets: true
+            )
+        }
         self.reactor = reactor
         let inbox = CommandInbox<SchedulerCommand>(reactor: reactor)
         self.inbox = inbox
@@ -96,13 +98,15 @@ public final class DownloadManager: Sendable {
         self.currentRateLimits = Mutex(configuration.rateLimits.normalized)
         var restored: String?
         if let directory = queue.configuredStateDirectory {
-            let journal = try catalog.journal(for: directory)
-            if configuration.resumesUnfinishedDownloads { try journal.requeueInterrupted() }
+            try withPublicErrors {
+                let journal = try catalog.journal(for: directory)
+                if configuration.resumesUnfinishedDownloads { try journal.requeueInterrupted() }
+            }
             restored = directory
         }
         // Set only now: the reactor holds its delegate strongly until its loop ends.
         reactor.delegate = scheduler
-        try reactor.start()
+        try withPublicErrors { try reactor.start() }
         if let restored { inbox.submit(.queueChanged(restored)) }
     }
 
@@ -153,7 +157,7 @@ public final class DownloadManager: Sendable {
     /// Starts (or joins) the download a request describes, with its priority, expected checksum and
     /// size; see ``download(from:to:priority:)-(URL,_,_)``.
     public func download(_ request: DownloadRequest) throws -> Download {
-        try queue.download(request)
+        try withPublicErrors { try queue.download(request) }
     }
 
     /// Starts the download of the URL written in `string`; see ``download(from:to:priority:)-(URL,_,_)``.
@@ -177,7 +181,7 @@ public final class DownloadManager: Sendable {
     ///   `.journalLocked`, `.fileSystem`); requests before the failing one stay queued.
     @discardableResult
     public func enqueue(_ requests: some Sequence<DownloadRequest>) throws -> EnqueueSummary {
-        try queue.enqueue(requests)
+        try withPublicErrors { try queue.enqueue(requests) }
     }
 
     /// The downloads that have not reached a final state: queued, running, paused or interrupted, in

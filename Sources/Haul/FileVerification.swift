@@ -53,7 +53,7 @@ extension DownloadManager {
                     outcome: .notRecorded(holdsPlacedFile: entry.destinationHoldsPlacedFile)
                 )
             }
-            do throws(DownloadError) {
+            do throws(HaulValues.DownloadError) {
                 let actual = try checksum.digest(ofFileAt: entry.destination)
                 return FileVerification(
                     entry: entry,

@@ -98,7 +98,7 @@ extension FleetQueue {
                 throw FleetError(.invalidArgument, target: target, detail: "\(request.destination) is not a file path")
             }
             do {
-                _ = try RequestRules.checkedURL(request.url)
+                _ = try DownloadRequest.checkedURL(request.url)
             } catch {
                 throw FleetError(.invalidArgument, target: target, detail: error.description)
             }

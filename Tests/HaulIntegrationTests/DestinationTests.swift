@@ -292,7 +292,8 @@ extension DestinationTests {
         #expect {
             _ = try StreamTarget.open(path: fifo, status: status, inherited: nil, url: "http://h/x", stopped: { false })
         } throws: { error in
-            (error as? DownloadError)?.code == .unsupportedDestination && "\(error)".contains("no longer what it was")
+            (error as? HaulValues.DownloadError)?.code == .unsupportedDestination
+                && "\(error)".contains("no longer what it was")
         }
         #expect(try Data(contentsOf: victim) == Data("keep".utf8))
     }

@@ -69,10 +69,10 @@ struct JournalFullDiskTests {
         let record = DownloadRecord(url: "http://h/a", destination: "/tmp/rolled-1")
         try journal.save(record, for: first)
         // As SQLite does after a full disk or an I/O error inside a transaction: it is gone.
-        try journal.locked { () throws(DownloadError) in try journal.execute("ROLLBACK") }
-        #expect(throws: DownloadError.self) {
-            try journal.writing { () throws(DownloadError) in
-                throw DownloadError(code: .fileSystem, url: nil, errno: ENOSPC, detail: "disk full")
+        try journal.locked { () throws(HaulValues.DownloadError) in try journal.execute("ROLLBACK") }
+        #expect(throws: HaulValues.DownloadError.self) {
+            try journal.writing { () throws(HaulValues.DownloadError) in
+                throw HaulValues.DownloadError(code: .fileSystem, url: nil, errno: ENOSPC, detail: "disk full")
             }
         }
         #expect(journal.lostCommit && !journal.batchOpen)

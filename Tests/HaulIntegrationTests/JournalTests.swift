@@ -159,11 +159,11 @@ struct JournalTests {
             try journal.save(record, for: ids[0])
             #expect(try journal.record(for: ids[0]) == record)  // visible inside the turn
             #expect {
-                try journal.transaction { () throws(DownloadError) in
+                try journal.transaction { () throws(HaulValues.DownloadError) in
                     try journal.save(record, for: ids[1])
-                    throw DownloadError(code: .journal, url: nil, detail: "abandoned")
+                    throw HaulValues.DownloadError(code: .journal, url: nil, detail: "abandoned")
                 }
-            } throws: { ($0 as? DownloadError)?.detail == "abandoned" }
+            } throws: { ($0 as? HaulValues.DownloadError)?.detail == "abandoned" }
             #expect(try journal.record(for: ids[1]) == nil)  // rolled back; the turn's first row stays
             #expect(try journal.record(for: ids[0]) == record)
             try journal.save(record, for: ids[2])
@@ -271,7 +271,7 @@ struct JournalTests {
             FileManager.default.fileExists(atPath: directory.appendingPathComponent("owner-\(first.owner).lock").path)
         )
         #expect { try Journal(directory: directory.path, exclusive: true) } throws: {
-            ($0 as? DownloadError)?.code == .journalLocked
+            ($0 as? HaulValues.DownloadError)?.code == .journalLocked
         }
         let a = HaulValues.DownloadID(destinationPath: "/tmp/a")
         let b = HaulValues.DownloadID(destinationPath: "/tmp/b")
@@ -294,7 +294,9 @@ struct JournalTests {
         #expect(!first.isAnotherLiveOwner(secondOwner))
         // A listing meanwhile (the first has it open: read as it stands) shows it interrupted.
         #expect(try Journal.entries(directory: directory.path).first { $0.id == b }?.record.state == .interrupted)
-        #expect(try first.transaction { () throws(DownloadError) in try first.releaseRowsOfGoneOwners() } == 1)
+        #expect(
+            try first.transaction { () throws(HaulValues.DownloadError) in try first.releaseRowsOfGoneOwners() } == 1
+        )
         #expect(try first.record(for: b)?.state == .interrupted)
         #expect(try first.standing(of: b)?.owner == nil)
         #expect(try first.record(for: a)?.state == .queued)
@@ -315,7 +317,7 @@ struct JournalTests {
         let path = directory.appendingPathComponent(Journal.fileName)
         try garbage.write(to: path)
         #expect { try Journal(directory: directory.path) } throws: { error in
-            guard let error = error as? DownloadError else { return false }
+            guard let error = error as? HaulValues.DownloadError else { return false }
             return error.code == .journal && error.path == path.path && error.description.contains("not a Haul journal")
         }
         #expect(try Data(contentsOf: path) == garbage)
@@ -328,7 +330,7 @@ struct JournalTests {
         let path = directory.appendingPathComponent(Journal.fileName)
         try FileManager.default.createDirectory(at: path, withIntermediateDirectories: false)
         #expect { try Journal(directory: directory.path) } throws: { error in
-            guard let error = error as? DownloadError else { return false }
+            guard let error = error as? HaulValues.DownloadError else { return false }
             return error.code == .fileSystem && error.errno == EISDIR && error.path == path.path
                 && error.description.contains("Is a directory") && !error.description.contains("kept")
         }
@@ -351,7 +353,7 @@ struct JournalTests {
             return
         }
         #expect { try Journal(directory: directory.path) } throws: { error in
-            guard let error = error as? DownloadError else { return false }
+            guard let error = error as? HaulValues.DownloadError else { return false }
             return error.code == .journal && error.description.contains("newer Haul")
         }
     }

@@ -13,3 +13,4 @@ typealias QueueState = Haul.QueueState
 typealias DownloadHeader = Haul.DownloadHeader
 typealias Checksum = Haul.Checksum
 typealias DownloadID = Haul.DownloadID
+typealias DownloadError = Haul.DownloadError

@@ -109,7 +109,7 @@ struct DownloadEventsTests {
         let hub = EventHub(progress: progress(0).engine)
         let error = DownloadError(code: .httpStatus, url: "http://x/", httpStatus: 500)
         hub.publish(shown: .failed(error))
-        await #expect(throws: error) { try await hub.result() }
+        await #expect(throws: error.engine) { try await hub.result() }
     }
 
     @Test func closeEndsSubscriptionsAndThrowsShutdown() async {
@@ -117,10 +117,10 @@ struct DownloadEventsTests {
         var iterator = DownloadEvents(hub: hub).makeAsyncIterator()
         #expect(await iterator.next() == .queued)
         hub.publish(shown: .paused(progress(5)))
-        hub.close(with: DownloadError(code: .shutdown, url: "http://x/"))
+        hub.close(with: HaulValues.DownloadError(code: .shutdown, url: "http://x/"))
         #expect(await iterator.next() == .paused(progress(5)))
         #expect(await iterator.next() == nil)
-        await #expect { try await hub.result() } throws: { ($0 as? DownloadError)?.code == .shutdown }
+        await #expect { try await hub.result() } throws: { ($0 as? HaulValues.DownloadError)?.code == .shutdown }
     }
 
     @Test func cancellingAWaitingReaderEndsItsIteration() async {
@@ -237,7 +237,7 @@ struct DownloadErrorTests {
     @Test("a failure's class and advice come from curl's code and where it failed, never from a message's words")
     func classesFromFactsNotWords() {
         // curl's words alone decide nothing: a timeout with a connect message but no stage is a stall.
-        var timedOut = DownloadError(
+        var timedOut = HaulValues.DownloadError(
             code: .transport,
             url: "http://h/a",
             curlCode: 28,
@@ -249,12 +249,22 @@ struct DownloadErrorTests {
         #expect(timedOut.category == .connection)
         #expect(timedOut.description.contains("raise Configuration.connectTimeout"), "\(timedOut)")
         // The proxy is named by the stage, whatever the message says.
-        var refused = DownloadError(code: .transport, url: "http://h/a", curlCode: 7, detail: "the proxy says no")
+        var refused = HaulValues.DownloadError(
+            code: .transport,
+            url: "http://h/a",
+            curlCode: 7,
+            detail: "the proxy says no"
+        )
         #expect(refused.category == .connection && !refused.description.contains("Check that the proxy is up"))
         refused.stage = .connectingToProxy
         #expect(refused.description.contains("Check that the proxy is up"), "\(refused)")
         // A stall of a decoded body says why asking again from the start gets no further.
-        var stalled = DownloadError(code: .transport, url: "http://h/a", curlCode: 28, detail: "no data arrived")
+        var stalled = HaulValues.DownloadError(
+            code: .transport,
+            url: "http://h/a",
+            curlCode: 28,
+            detail: "no data arrived"
+        )
         stalled.decodedFromStart = true
         #expect(!stalled.description.contains("Bodies are decoded"))
         stalled.stage = .stalled
@@ -266,7 +276,7 @@ struct DownloadErrorTests {
         #expect(!url.redactedString.contains("secret"))
         #expect(!url.redactedString.contains("user"))
         #expect(url.redactedString.contains("example.com/file?x=1"))
-        #expect { try RequestRules.checkedURL(URL(string: "ftp://user:secret@example.com/f")!) } throws: { error in
+        #expect { try DownloadRequest.checkedURL(URL(string: "ftp://user:secret@example.com/f")!) } throws: { error in
             guard let error = error as? DownloadError else { return false }
             return error.code == .unsupportedScheme && !error.description.contains("secret")
         }

@@ -37,7 +37,7 @@ struct DownloadStateMachineTests {
             machine.placed()
         case "failed":
             _ = machine.admit()
-            _ = machine.transferEnded(.failed(DownloadError(code: .transport, url: url, curlCode: 7)))
+            _ = machine.transferEnded(.failed(HaulValues.DownloadError(code: .transport, url: url, curlCode: 7)))
         case "cancelled": _ = machine.cancel()
         default: Issue.record("unknown state \(state)")
         }
@@ -76,7 +76,11 @@ struct DownloadStateMachineTests {
             _ = machine.responseReceived(.append(total: 10))
         }
         // Changed again and again without progress: not restarted forever.
-        let error = DownloadError(code: .rangeNotHonored, url: url, detail: RestartReason.remoteChanged.description)
+        let error = HaulValues.DownloadError(
+            code: .rangeNotHonored,
+            url: url,
+            detail: RestartReason.remoteChanged.description
+        )
         #expect(machine.fileChanged(.remoteChanged) == .fail(error))
         #expect(machine.state == .done(.failed(error)))
         // Only a receiving download has other connections.
@@ -94,7 +98,7 @@ struct DownloadStateMachineTests {
     }
 
     @Test func failedTransferFailsFromConnectingAndReceiving() {
-        let error = DownloadError(code: .transport, url: url, curlCode: 56)
+        let error = HaulValues.DownloadError(code: .transport, url: url, curlCode: 56)
         for start in ["connecting", "receiving"] {
             var machine = machine(in: start)
             #expect(machine.transferEnded(.failed(error)) == .fail(error))
@@ -116,7 +120,7 @@ struct DownloadStateMachineTests {
         #expect(machine.responseReceived(.alreadyComplete(total: 10)) == .reject)
         #expect(machine.state == .closing(.complete))
         // curl reports the refused body as a write error; the decision stands.
-        let writeError = DownloadError(code: .transport, url: url, curlCode: 23)
+        let writeError = HaulValues.DownloadError(code: .transport, url: url, curlCode: 23)
         #expect(machine.transferEnded(.failed(writeError)) == .complete)
         #expect(machine.state == .finishing)
     }
@@ -124,7 +128,7 @@ struct DownloadStateMachineTests {
     @Test func httpErrorFailsWithTheStatus() {
         var machine = machine(in: "connecting")
         #expect(machine.responseReceived(.fail(status: 404)) == .reject)
-        let action = machine.transferEnded(.failed(DownloadError(code: .transport, url: url, curlCode: 23)))
+        let action = machine.transferEnded(.failed(HaulValues.DownloadError(code: .transport, url: url, curlCode: 23)))
         guard case .fail(let error) = action else {
             Issue.record("expected fail, got \(action)")
             return
@@ -155,10 +159,10 @@ struct DownloadStateMachineTests {
     func mirrors() {
         var machine = DownloadStateMachine(url: url, failures: 0, retryLimit: 1, alternatives: 2)
         _ = machine.admit()
-        let refused = DownloadError(code: .transport, url: url, curlCode: 7)
+        let refused = HaulValues.DownloadError(code: .transport, url: url, curlCode: 7)
         #expect(machine.transferEnded(.failed(refused)) == .tryNextURL(refused))
         #expect(machine.state == .connecting)
-        let missing = DownloadError(code: .httpStatus, url: url, httpStatus: 404)
+        let missing = HaulValues.DownloadError(code: .httpStatus, url: url, httpStatus: 404)
         _ = machine.responseReceived(.fail(status: 404))
         #expect(machine.transferEnded(.finished) == .tryNextURL(missing))
         // Both tried: a transient failure is retried, a permanent one fails.
@@ -178,7 +182,7 @@ struct DownloadStateMachineTests {
         var local = DownloadStateMachine(url: url, alternatives: 3)
         _ = local.admit()
         _ = local.responseReceived(.append(total: 10))
-        let full = DownloadError(code: .fileSystem, url: url, errno: ENOSPC)
+        let full = HaulValues.DownloadError(code: .fileSystem, url: url, errno: ENOSPC)
         local.bodyFailed(full)
         #expect(local.transferEnded(.finished) == .fail(full))
     }
@@ -188,7 +192,7 @@ struct DownloadStateMachineTests {
         var machine = DownloadStateMachine(url: url, alternatives: 1, refreshesURLs: true)
         _ = machine.admit()
         _ = machine.responseReceived(.fail(status: 403))
-        let forbidden = DownloadError(code: .httpStatus, url: url, httpStatus: 403)
+        let forbidden = HaulValues.DownloadError(code: .httpStatus, url: url, httpStatus: 403)
         #expect(machine.transferEnded(.finished) == .refreshURL(forbidden))
         // It waits for the hook in a state of its own, then sends the next request to the fresh URL.
         #expect(machine.state == .awaitingFreshURL(forbidden))
@@ -209,7 +213,10 @@ struct DownloadStateMachineTests {
         var plain = DownloadStateMachine(url: url)
         _ = plain.admit()
         _ = plain.responseReceived(.fail(status: 410))
-        #expect(plain.transferEnded(.finished) == .fail(DownloadError(code: .httpStatus, url: url, httpStatus: 410)))
+        #expect(
+            plain.transferEnded(.finished)
+                == .fail(HaulValues.DownloadError(code: .httpStatus, url: url, httpStatus: 410))
+        )
     }
 
     @Test("waiting for header values and for a fresh URL are states: paused, cancelled, answered or refused")
@@ -222,10 +229,10 @@ struct DownloadStateMachineTests {
         #expect(headers.headersArrived() == .none)  // a late answer changes nothing
         var none = DownloadStateMachine(url: url)
         _ = none.admit(needsHeaders: true)
-        let unavailable = DownloadError(code: .headersUnavailable, url: url)
+        let unavailable = HaulValues.DownloadError(code: .headersUnavailable, url: url)
         let failed = none.fail(unavailable)
         #expect(failed == .fail(unavailable) && none.state == .done(.failed(unavailable)))
-        let forbidden = DownloadError(code: .httpStatus, url: url, httpStatus: 403)
+        let forbidden = HaulValues.DownloadError(code: .httpStatus, url: url, httpStatus: 403)
         func waitingForURL() -> DownloadStateMachine {
             var machine = DownloadStateMachine(url: url, retryLimit: 1, refreshesURLs: true)
             _ = machine.admit()
@@ -284,7 +291,7 @@ struct DownloadStateMachineTests {
     }
 
     @Test func restartsCountAcrossRetriesUntilProgress() {
-        let error = DownloadError(code: .transport, url: url, curlCode: 18)
+        let error = HaulValues.DownloadError(code: .transport, url: url, curlCode: 18)
         // Restarts carried in from earlier attempts of the same download.
         var machine = Machine(url: url, failures: 1, restarts: Machine.maximumRestarts - 1, retryLimit: 5)
         #expect(machine.admit() == .startRequest(truncatingPartial: false))
@@ -333,14 +340,14 @@ struct DownloadStateMachineTests {
     @Test func bodyThatCannotBeWrittenEndsTheRequestWithItsError() {
         // A local write failure while receiving: curl is refused the body, and when it lets go of the
         // transfer the error is the attempt's (retried when transient, failed when not).
-        let disk = DownloadError(code: .fileSystem, url: url, errno: ENOSPC, detail: "write failed")
+        let disk = HaulValues.DownloadError(code: .fileSystem, url: url, errno: ENOSPC, detail: "write failed")
         var machine = machine(in: "receiving")
         machine.bodyFailed(disk)
         #expect(machine.state == .closing(.fail(disk)))
         // A second error of the same write changes nothing; the first is reported.
-        machine.bodyFailed(DownloadError(code: .fileTooLarge, url: url))
+        machine.bodyFailed(HaulValues.DownloadError(code: .fileTooLarge, url: url))
         #expect(machine.state == .closing(.fail(disk)))
-        let curlSaw = DownloadError(code: .transport, url: url, curlCode: 23)
+        let curlSaw = HaulValues.DownloadError(code: .transport, url: url, curlCode: 23)
         #expect(machine.transferEnded(.failed(curlSaw)) == .fail(disk))
         #expect(machine.state == .done(.failed(disk)))
         // Outside receiving there is no body to fail.
@@ -357,7 +364,8 @@ struct DownloadStateMachineTests {
         #expect(machine.responseReceived(.notModified(total: 10)) == .reject)
         #expect(machine.state == .closing(.unchanged))
         #expect(
-            machine.transferEnded(.failed(DownloadError(code: .transport, url: url, curlCode: 23))) == .keepDestination
+            machine.transferEnded(.failed(HaulValues.DownloadError(code: .transport, url: url, curlCode: 23)))
+                == .keepDestination
         )
         #expect(machine.state == .finishing)
     }
@@ -397,7 +405,7 @@ struct DownloadStateMachineTests {
             let before = machine.state
             #expect(machine.pause() == .none, "pause after \(start)")
             #expect(machine.cancel() == .none, "cancel after \(start)")
-            #expect(machine.fail(DownloadError(code: .fileSystem, url: url)) == .none)
+            #expect(machine.fail(HaulValues.DownloadError(code: .fileSystem, url: url)) == .none)
             #expect(machine.state == before)
             #expect(Self.isDone(machine))
         }
@@ -405,7 +413,7 @@ struct DownloadStateMachineTests {
 
     @Test func localFailureBeforeAnyRequest() {
         var machine = Machine(url: url)
-        let error = DownloadError(code: .fileSystem, url: url, errno: 13, path: "/x")
+        let error = HaulValues.DownloadError(code: .fileSystem, url: url, errno: 13, path: "/x")
         #expect(machine.fail(error) == .fail(error))
         #expect(machine.state == .done(.failed(error)))
     }
@@ -415,7 +423,7 @@ struct DownloadStateMachineTests {
         var machine = machine(in: "finishing")
         #expect(machine.pause() == .none)
         #expect(machine.cancel() == .none)
-        #expect(machine.fail(DownloadError(code: .fileSystem, url: url)) == .none)
+        #expect(machine.fail(HaulValues.DownloadError(code: .fileSystem, url: url)) == .none)
         #expect(machine.state == .finishing)
         #expect(machine.hasEnded && !Self.isDone(machine))
         machine.placed()
@@ -425,14 +433,14 @@ struct DownloadStateMachineTests {
 
     @Test func renameFailureFailsAFinishingDownload() {
         var machine = machine(in: "finishing")
-        let error = DownloadError(code: .fileSystem, url: url, errno: EACCES, path: "/x")
+        let error = HaulValues.DownloadError(code: .fileSystem, url: url, errno: EACCES, path: "/x")
         #expect(machine.completionFailed(error) == .fail(error))
         #expect(machine.state == .done(.failed(error)))
     }
 
     @Test("a finishing download the full disk stopped (its bytes all in the partial) is retried while its budget lasts")
     func fullDiskRetriesAFinishingDownload() {
-        let error = DownloadError(code: .fileSystem, url: url, errno: ENOSPC, path: "/x/journal.sqlite")
+        let error = HaulValues.DownloadError(code: .fileSystem, url: url, errno: ENOSPC, path: "/x/journal.sqlite")
         var machine = Machine(url: url, failures: 0, retryLimit: 1)
         _ = machine.admit()
         _ = machine.responseReceived(.append(total: 10))
@@ -444,14 +452,14 @@ struct DownloadStateMachineTests {
         _ = machine.transferEnded(.finished)
         #expect(machine.completionFailed(error) == .fail(error))  // the budget is spent
         #expect(machine.state == .done(.failed(error)))
-        #expect(DownloadError(code: .fileSystem, url: url, errno: EDQUOT).isOutOfSpace)  // a full quota too
+        #expect(HaulValues.DownloadError(code: .fileSystem, url: url, errno: EDQUOT).isOutOfSpace)  // a full quota too
     }
 }
 
 @Suite("Retries")
 struct RetryTests {
     let url = "http://example.com/file"
-    let transient = DownloadError(code: .transport, url: "http://example.com/file", curlCode: 7)
+    let transient = HaulValues.DownloadError(code: .transport, url: "http://example.com/file", curlCode: 7)
 
     @Test("transient failures are retried until the budget is spent; progress refills it")
     func budget() {
@@ -502,31 +510,43 @@ struct RetryTests {
         for (code, transient) in [
             (6, false), (7, true), (18, true), (28, true), (47, false), (52, true), (56, true), (60, false),
         ] {
-            let error = DownloadError(code: .transport, url: url, curlCode: code)
+            let error = HaulValues.DownloadError(code: .transport, url: url, curlCode: code)
             #expect(error.isTransient == transient, "curl \(code)")
         }
         // A disk that cannot be written (EIO, EACCES) fails; a full one (ENOSPC) is retried, issue 74.
-        #expect(!DownloadError(code: .fileSystem, url: url, errno: EIO, path: "/x").isTransient)
-        #expect(!DownloadError(code: .fileSystem, url: url, errno: EACCES, path: "/x").isTransient)
-        #expect(DownloadError(code: .fileSystem, url: url, errno: ENOSPC, path: "/x").isTransient)
+        #expect(!HaulValues.DownloadError(code: .fileSystem, url: url, errno: EIO, path: "/x").isTransient)
+        #expect(!HaulValues.DownloadError(code: .fileSystem, url: url, errno: EACCES, path: "/x").isTransient)
+        #expect(HaulValues.DownloadError(code: .fileSystem, url: url, errno: ENOSPC, path: "/x").isTransient)
         // Out of descriptors: other transfers free theirs, so it is retried, and the advice says what to raise.
         for code in [EMFILE, ENFILE] {
-            let error = DownloadError(code: .fileSystem, url: url, errno: code, path: "/x.part", detail: "open failed")
+            let error = HaulValues.DownloadError(
+                code: .fileSystem,
+                url: url,
+                errno: code,
+                path: "/x.part",
+                detail: "open failed"
+            )
             #expect(error.isTransient)
             #expect(error.description.contains("ulimit -n"))
         }
-        #expect(!DownloadError(code: .fileSystem, url: url, errno: EACCES, path: "/x").description.contains("ulimit"))
-        // "Kept" only where there is a partial file to keep.
         #expect(
-            DownloadError(code: .fileSystem, url: url, errno: ENOSPC, path: "/s/a.part").description.hasSuffix(
-                "the partial file is kept."
+            !HaulValues.DownloadError(code: .fileSystem, url: url, errno: EACCES, path: "/x").description.contains(
+                "ulimit"
             )
         )
+        // "Kept" only where there is a partial file to keep.
         #expect(
-            !DownloadError(code: .fileSystem, url: nil, errno: EACCES, path: "/s/.haul").description.contains("kept")
+            HaulValues.DownloadError(code: .fileSystem, url: url, errno: ENOSPC, path: "/s/a.part").description
+                .hasSuffix(
+                    "the partial file is kept."
+                )
         )
-        #expect(DownloadError(code: .sizeMismatch, url: url).isTransient)
-        #expect(!DownloadError(code: .checksumMismatch, url: url).isTransient)
+        #expect(
+            !HaulValues.DownloadError(code: .fileSystem, url: nil, errno: EACCES, path: "/s/.haul").description
+                .contains("kept")
+        )
+        #expect(HaulValues.DownloadError(code: .sizeMismatch, url: url).isTransient)
+        #expect(!HaulValues.DownloadError(code: .checksumMismatch, url: url).isTransient)
     }
 
     @Test("backoff doubles with jitter between half and all, is capped, and yields to Retry-After")

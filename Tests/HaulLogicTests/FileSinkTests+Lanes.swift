@@ -92,7 +92,7 @@ extension FileSinkTests {
             _ data: [UInt8],
             truncatingOlderPartial: Bool = false,
             replaces: FinishJob.Replacement = .any
-        ) throws -> Result<PlacedFile, DownloadError> {
+        ) throws -> Result<PlacedFile, HaulValues.DownloadError> {
             let partial = "\(state)/\(name).part"
             let sink = try FileSink(path: partial, pool: pool, startsEmpty: !truncatingOlderPartial)
             if truncatingOlderPartial { try sink.truncate() }  // a restart from zero over an older partial
@@ -224,7 +224,8 @@ extension FileSinkTests {
         #expect {
             try FinishJob.moveIntoPlace(from: partial, to: directory.appendingPathComponent("y.bin").path)
         } throws: { error in
-            (error as? DownloadError)?.path == partial && (error as? DownloadError)?.errno == ENOENT
+            (error as? HaulValues.DownloadError)?.path == partial
+                && (error as? HaulValues.DownloadError)?.errno == ENOENT
         }
     }
 
@@ -396,7 +397,7 @@ extension FileSinkTests {
             let sink = try FileSink(path: path, pool: BufferPool(bufferSize: 64 * 1024, idleLimit: 1))
             #expect(try append(bytes(FileSink.largeChunk, seed: 5), to: sink, at: 0) == false)
             #expect { try sink.releaseIfIdle(now: FileSink.idleAge) } throws: { error in
-                guard let error = error as? DownloadError else { return false }
+                guard let error = error as? HaulValues.DownloadError else { return false }
                 return error.code == .fileSystem && error.errno == ENOSPC && error.path == path
             }
         }

@@ -105,7 +105,7 @@ struct FileSinkTests {
         let other = try FileSink(path: "\(path).other", pool: pool)
         #expect(try append(chunk, to: other, at: 1) == false)
         let unnamed = try #require(other.handOff().writtenNameless(in: directory.path))
-        #expect(throws: DownloadError.self) {
+        #expect(throws: HaulValues.DownloadError.self) {
             try unnamed.writeWhole(to: directory.appendingPathComponent("missing/x.part").path)
         }
         #expect(pool.inUseCount == 0)
@@ -175,7 +175,7 @@ struct FileSinkTests {
             let sink = try FileSink(path: path, pool: pool)
             #expect(try append(bytes(40 * 1024, seed: 7), to: sink, at: 1) == false)  // fast: buffered
             #expect { try sink.handOff().writeWhole(to: path, tryNameless: false) } throws: { error in
-                guard let error = error as? DownloadError else { return false }
+                guard let error = error as? HaulValues.DownloadError else { return false }
                 return error.code == .fileSystem && error.errno == ENOSPC && error.path == path
                     && error.description.hasSuffix(
                         "The disk holding '\(directory.path)' is full: free space there (or choose another folder), then resume."
@@ -248,7 +248,7 @@ struct FileSinkTests {
         // A folder that is not there: a typed error naming the path, and the buffer still goes back.
         let other = try FileSink(path: "\(path).other", pool: pool)
         #expect(try append(chunk, to: other, at: 1) == false)
-        #expect(throws: DownloadError.self) {
+        #expect(throws: HaulValues.DownloadError.self) {
             try other.handOff().writeWhole(to: directory.appendingPathComponent("missing/x.part").path)
         }
         #expect(pool.idleCount == 1)

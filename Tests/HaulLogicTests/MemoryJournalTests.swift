@@ -145,8 +145,10 @@ struct MemoryJournalTests {
         #expect(!FileManager.default.fileExists(atPath: Journal.inMemoryKey))
         journal.close()
         #expect(journal.isClosed)
-        #expect(throws: DownloadError.self) { try journal.record(for: id) }
-        #expect(throws: DownloadError.self) { try journal.save(DownloadRecord(url: "u", destination: "d"), for: id) }
+        #expect(throws: HaulValues.DownloadError.self) { try journal.record(for: id) }
+        #expect(throws: HaulValues.DownloadError.self) {
+            try journal.save(DownloadRecord(url: "u", destination: "d"), for: id)
+        }
     }
 }
 

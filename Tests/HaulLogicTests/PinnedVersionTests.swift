@@ -160,7 +160,11 @@ struct PinnedVersionTests {
         var machine = DownloadStateMachine(url: "http://h/f", retryLimit: 2)
         _ = machine.admit()
         #expect(machine.responseReceived(.unproven("an error page")) == .reject)
-        guard case .retry(let error) = machine.transferEnded(.failed(DownloadError(code: .transport, url: nil))) else {
+        guard
+            case .retry(let error) = machine.transferEnded(
+                .failed(HaulValues.DownloadError(code: .transport, url: nil))
+            )
+        else {
             Issue.record("an unproven answer was not retried")
             return
         }
@@ -169,7 +173,7 @@ struct PinnedVersionTests {
         _ = machine.admit()
         #expect(machine.responseReceived(.askAgain(.date)) == .reject)
         #expect(
-            machine.transferEnded(.failed(DownloadError(code: .transport, url: nil, curlCode: 23)))
+            machine.transferEnded(.failed(HaulValues.DownloadError(code: .transport, url: nil, curlCode: 23)))
                 == .startRequest(truncatingPartial: false)
         )
         #expect(machine.state == .connecting && machine.failures == 1 && machine.restarts == 0)

@@ -13,7 +13,7 @@ extension DiskJob {
 }
 
 extension FinishJob {
-    func perform() -> Result<PlacedFile, DownloadError> {
+    func perform() -> Result<PlacedFile, HaulValues.DownloadError> {
         var clock = SyncClock()
         return perform(clock: &clock)
     }

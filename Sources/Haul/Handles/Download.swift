@@ -139,6 +139,6 @@ public final class Download: Sendable, Identifiable {
     ///   the download itself goes on, since other tasks may wait for it too (pause or cancel it for
     ///   that, or use ``DownloadManager/fetch(_:)``, whose cancellation pauses it).
     public func finished() async throws -> URL {
-        try await live.finished()
+        try await withPublicErrors { try await live.finished() }
     }
 }

@@ -3,7 +3,7 @@ import HaulValues
 
 extension DownloadQueue {
     /// See ``DownloadManager/enqueue(_:)``.
-    func enqueue(_ requests: some Sequence<DownloadRequest>) throws(DownloadError) -> EnqueueSummary {
+    func enqueue(_ requests: some Sequence<DownloadRequest>) throws(HaulValues.DownloadError) -> EnqueueSummary {
         var summary = EnqueueSummary()
         var iterator = requests.makeIterator()
         var position = 0
@@ -11,10 +11,10 @@ extension DownloadQueue {
         func nextValid() -> PreparedRequest? {
             while let candidate = iterator.next() {
                 defer { position += 1 }
-                do throws(DownloadError) {
+                do throws(HaulValues.DownloadError) {
                     return try prepare(candidate)
                 } catch {
-                    summary.rejected.append(.init(index: position, error: error, request: candidate))
+                    summary.rejected.append(.init(index: position, error: DownloadError(error), request: candidate))
                 }
             }
             return nil
@@ -26,7 +26,9 @@ extension DownloadQueue {
         var bulkJournals: [Journal] = []
         defer { for journal in bulkJournals { journal.endBulkWrite() } }
         while let first = carried {
-            guard !catalog.isShutDown else { throw DownloadError(code: .shutdown, url: first.url.redactedString) }
+            guard !catalog.isShutDown else {
+                throw HaulValues.DownloadError(code: .shutdown, url: first.url.redactedString)
+            }
             // A run of up to 2,048 requests into one journal, checked before the journal is locked:
             // the lock is held only to write them (the loop thread, which also needs it to admit
             // downloads, gets it between runs).
@@ -41,7 +43,7 @@ extension DownloadQueue {
             }
             if batch.count == 2048, carried == nil { carried = nextValid() }
             // The run's events wake a waiting feed reader once, after the run (not once per row).
-            let queuedAny = try catalog.feed.deferringWakes { () throws(DownloadError) -> Bool in
+            let queuedAny = try catalog.feed.deferringWakes { () throws(HaulValues.DownloadError) -> Bool in
                 try writeRun(
                     batch,
                     into: first.stateDirectory,
@@ -62,9 +64,9 @@ extension DownloadQueue {
         fullRuns: inout [ObjectIdentifier: Int],
         bulkJournals: inout [Journal],
         summary: inout EnqueueSummary
-    ) throws(DownloadError) -> Bool {
+    ) throws(HaulValues.DownloadError) -> Bool {
         try catalog.withJournal(for: directory) {
-            journal throws(DownloadError) -> Bool in
+            journal throws(HaulValues.DownloadError) -> Bool in
             if batch.count == 2048 {
                 fullRuns[ObjectIdentifier(journal), default: 0] += 1
                 if fullRuns[ObjectIdentifier(journal)] == 8 {
@@ -73,7 +75,7 @@ extension DownloadQueue {
                 }
             }
             var followed: [HaulValues.DownloadID: DownloadRecord] = [:]
-            let queuedAny = try journal.transaction { () throws(DownloadError) -> Bool in
+            let queuedAny = try journal.transaction { () throws(HaulValues.DownloadError) -> Bool in
                 var queuedAny = false
                 var rowsExist = false
                 for request in batch {

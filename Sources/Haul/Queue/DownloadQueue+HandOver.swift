@@ -8,13 +8,14 @@ import HaulValues
 /// other's ``DownloadManager/takeOver(_:from:)`` finds them.
 extension DownloadQueue {
     /// See ``DownloadManager/handOver(_:to:)``.
-    func handOver(_ ids: [HaulValues.DownloadID], to directory: URL) throws(DownloadError) -> [HaulValues.DownloadID:
+    func handOver(_ ids: [HaulValues.DownloadID], to directory: URL) throws(HaulValues.DownloadError) -> [HaulValues
+        .DownloadID:
         Int64]
     {
         let target = FilePath.standardized(directory)
         guard !ids.isEmpty else { return [:] }
         if let error = FilePath.makeDirectories(target, mode: 0o700) {
-            throw DownloadError(
+            throw HaulValues.DownloadError(
                 code: .fileSystem,
                 url: nil,
                 errno: error,
@@ -23,7 +24,8 @@ extension DownloadQueue {
             )
         }
         try PrivateFile.checkFolder(target)
-        return try Self.whileTakingOver(target) { () throws(DownloadError) -> [HaulValues.DownloadID: Int64] in
+        return try Self.whileTakingOver(target) {
+            () throws(HaulValues.DownloadError) -> [HaulValues.DownloadID: Int64] in
             // Exclusively: `.journalLocked` while a manager runs on it (it is not a hand-over folder).
             let other = try Journal(directory: target, exclusive: true)
             defer { other.close() }
@@ -31,7 +33,7 @@ extension DownloadQueue {
             let journals = catalog.openJournals.filter { $0.directory != target }
             for id in ids {
                 for journal in journals {
-                    let bytes = try journal.locked { () throws(DownloadError) -> Int64? in
+                    let bytes = try journal.locked { () throws(HaulValues.DownloadError) -> Int64? in
                         guard !journal.isClosed, let record = try journal.record(for: id), record.state == .paused,
                             !journal.isHeldByAnother(id)
                         else { return nil }
@@ -52,10 +54,12 @@ extension DownloadQueue {
     }
 
     /// See ``DownloadManager/removeDownloads(_:stateDirectory:)``.
-    static func removeDownloads(_ ids: [HaulValues.DownloadID], in directory: URL) throws(DownloadError) -> Int {
+    static func removeDownloads(_ ids: [HaulValues.DownloadID], in directory: URL) throws(HaulValues.DownloadError)
+        -> Int
+    {
         let source = FilePath.standardized(directory)
         guard !ids.isEmpty, access("\(source)/\(Journal.fileName)", F_OK) == 0 else { return 0 }
-        return try whileTakingOver(source) { () throws(DownloadError) -> Int in
+        return try whileTakingOver(source) { () throws(HaulValues.DownloadError) -> Int in
             let journal = try Journal(directory: source, exclusive: true)
             defer { journal.close() }
             var removed = 0

@@ -76,7 +76,7 @@ extension DownloadQueue {
         return parts[...index].joined(separator: "/")
     }
 
-    func prepare(_ request: DownloadRequest) throws(DownloadError) -> PreparedRequest {
+    func prepare(_ request: DownloadRequest) throws(HaulValues.DownloadError) -> PreparedRequest {
         let url = try RequestRules.checkedURL(request.url)
         try HaulValues.DownloadHeader.check(request.headers.engine, url: url.redactedString)
         var mirrors: [URL] = []
@@ -136,12 +136,12 @@ extension DownloadQueue {
     private static func followedDestination(
         of request: DownloadRequest,
         url: URL
-    ) throws(DownloadError) -> (destination: String, status: stat, exists: Bool, inherited: Int32?) {
+    ) throws(HaulValues.DownloadError) -> (destination: String, status: stat, exists: Bool, inherited: Int32?) {
         var destination = request.destinationPath
         if let refusal = SharedFolderRule.refusal(for: destination) {
             // Another user's link or FIFO in a shared folder: not followed, whatever the kernel's
             // setting (``SharedFolderRule``).
-            throw DownloadError(
+            throw HaulValues.DownloadError(
                 code: .untrustedDestination,
                 url: url.redactedString,
                 path: refusal.path,
@@ -154,7 +154,7 @@ extension DownloadQueue {
         if exists, (status.st_mode & S_IFMT) == S_IFLNK {
             inherited = FilePath.inheritedDescriptor(of: destination)
             guard let target = FilePath.linkTarget(of: destination) else {
-                throw DownloadError(
+                throw HaulValues.DownloadError(
                     code: .fileSystem,
                     url: url.redactedString,
                     errno: ELOOP,
@@ -181,7 +181,7 @@ extension DownloadQueue {
         status: stat,
         exists: Bool,
         inherited: Int32?
-    ) throws(DownloadError) -> StreamTarget? {
+    ) throws(HaulValues.DownloadError) -> StreamTarget? {
         let type = status.st_mode & S_IFMT
         var stream: StreamTarget?
         if exists, !request.takesFileNameFromServer, type != S_IFDIR,
@@ -191,7 +191,7 @@ extension DownloadQueue {
             // character device, a FIFO (opened now: it waits for its reader, as with curl), a
             // socket, standard output.
             guard request.checksum == nil else {
-                throw DownloadError(
+                throw HaulValues.DownloadError(
                     code: .unsupportedDestination,
                     url: url.redactedString,
                     path: destination,
@@ -209,7 +209,7 @@ extension DownloadQueue {
             )
         } else if exists, !request.takesFileNameFromServer, type != S_IFREG, type != S_IFDIR {
             // A block device is never written, nor replaced by a file.
-            throw DownloadError(
+            throw HaulValues.DownloadError(
                 code: .unsupportedDestination,
                 url: url.redactedString,
                 path: destination,
@@ -217,7 +217,7 @@ extension DownloadQueue {
             )
         }
         if request.takesFileNameFromServer, exists, type != S_IFDIR {
-            throw DownloadError(
+            throw HaulValues.DownloadError(
                 code: .fileSystem,
                 url: url.redactedString,
                 errno: ENOTDIR,
@@ -226,7 +226,7 @@ extension DownloadQueue {
             )
         }
         if !request.takesFileNameFromServer, exists, type == S_IFDIR {
-            throw DownloadError(
+            throw HaulValues.DownloadError(
                 code: .fileSystem,
                 url: url.redactedString,
                 errno: EISDIR,
@@ -245,10 +245,10 @@ extension DownloadQueue {
         url: URL,
         at destination: String,
         streams: Bool
-    ) throws(DownloadError) -> String {
+    ) throws(HaulValues.DownloadError) -> String {
         if streams { return streamRowsDirectory }
         if let state = Self.stateFolder(holding: destination, configured: configuredStateDirectory) {
-            throw DownloadError(
+            throw HaulValues.DownloadError(
                 code: .unsupportedDestination,
                 url: url.redactedString,
                 path: destination,
@@ -272,9 +272,9 @@ extension DownloadQueue {
         _ request: DownloadRequest,
         url: URL,
         mirrors: [URL]
-    ) throws(DownloadError) -> PreparedRequest {
+    ) throws(HaulValues.DownloadError) -> PreparedRequest {
         guard request.checksum == nil else {
-            throw DownloadError(
+            throw HaulValues.DownloadError(
                 code: .unsupportedDestination,
                 url: url.redactedString,
                 path: request.destinationPath,

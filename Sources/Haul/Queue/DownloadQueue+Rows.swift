@@ -29,7 +29,7 @@ extension DownloadQueue {
         for request: PreparedRequest,
         in journal: Journal,
         rowsExist: inout Bool
-    ) throws(DownloadError) -> QueueOutcome {
+    ) throws(HaulValues.DownloadError) -> QueueOutcome {
         if request.stream != nil, catalog.rememberedStream(request.id) != nil,
             let record = try journal.record(for: request.id), record.isUnfinished
         {
@@ -112,7 +112,7 @@ extension DownloadQueue {
         _ record: inout DownloadRecord,
         for request: PreparedRequest,
         in journal: Journal
-    ) throws(DownloadError) -> DownloadRecord? {
+    ) throws(HaulValues.DownloadError) -> DownloadRecord? {
         let holder = try journal.standing(of: request.id)?.owner
         if journal.isAnotherLiveOwner(holder) {
             var asked = record
@@ -145,7 +145,7 @@ extension DownloadQueue {
         _ request: PreparedRequest,
         in journal: Journal,
         url urlText: String
-    ) throws(DownloadError) -> DownloadRecord? {
+    ) throws(HaulValues.DownloadError) -> DownloadRecord? {
         var record = fresh(request)
         if let length = journal.adoptOrphanPartial(for: request.id) {
             // A partial left by a journal that is gone: nothing vouches for its bytes but the
@@ -178,7 +178,7 @@ extension DownloadQueue {
         _ completed: DownloadRecord,
         for request: PreparedRequest,
         in journal: Journal
-    ) throws(DownloadError) -> QueueOutcome {
+    ) throws(HaulValues.DownloadError) -> QueueOutcome {
         var record = completed
         // The file the request found at its destination, when it is the one the row describes;
         // else looked at now: the download may have placed it since (a row into a folder names
@@ -238,7 +238,7 @@ extension DownloadQueue {
     }
 
     /// Replaces the request's row with a new one.
-    func saveFresh(_ request: PreparedRequest, in journal: Journal) throws(DownloadError) -> DownloadRecord {
+    func saveFresh(_ request: PreparedRequest, in journal: Journal) throws(HaulValues.DownloadError) -> DownloadRecord {
         var record = fresh(request)
         if let length = continueFound(request, in: journal) { record.bytesCommitted = length }
         try journal.save(record, for: request.id)

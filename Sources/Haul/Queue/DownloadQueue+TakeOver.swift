@@ -12,7 +12,8 @@ extension DownloadQueue {
     static let takeOverLockName = "takeover.lock"
 
     /// See ``DownloadManager/takeOver(_:from:)``.
-    func takeOver(_ requests: [DownloadRequest], from directory: URL) throws(DownloadError) -> [HaulValues.DownloadID:
+    func takeOver(_ requests: [DownloadRequest], from directory: URL) throws(HaulValues.DownloadError) -> [HaulValues
+        .DownloadID:
         Int64]
     {
         let source = FilePath.standardized(directory)
@@ -24,7 +25,8 @@ extension DownloadQueue {
             if request.stateDirectory != source { prepared.append(request) }
         }
         guard !prepared.isEmpty else { return [:] }
-        return try Self.whileTakingOver(source) { () throws(DownloadError) -> [HaulValues.DownloadID: Int64] in
+        return try Self.whileTakingOver(source) {
+            () throws(HaulValues.DownloadError) -> [HaulValues.DownloadID: Int64] in
             try takeOver(prepared, fromLocked: source)
         }
     }
@@ -33,12 +35,12 @@ extension DownloadQueue {
     /// its rows takes (blocking) before the journal's own lock (not blocking).
     static func whileTakingOver<T>(
         _ directory: String,
-        _ body: () throws(DownloadError) -> T
-    ) throws(DownloadError) -> T {
+        _ body: () throws(HaulValues.DownloadError) -> T
+    ) throws(HaulValues.DownloadError) -> T {
         let lockPath = "\(directory)/\(takeOverLockName)"
         let lock = try PrivateFile.open(lockPath, O_RDWR | O_CREAT)
         guard lock >= 0 else {
-            throw DownloadError(
+            throw HaulValues.DownloadError(
                 code: .fileSystem,
                 url: nil,
                 errno: errno,
@@ -49,7 +51,13 @@ extension DownloadQueue {
         defer { Glibc.close(lock) }
         while flock(lock, LOCK_EX) != 0 {
             guard errno == EINTR else {
-                throw DownloadError(code: .fileSystem, url: nil, errno: errno, path: lockPath, detail: "flock failed")
+                throw HaulValues.DownloadError(
+                    code: .fileSystem,
+                    url: nil,
+                    errno: errno,
+                    path: lockPath,
+                    detail: "flock failed"
+                )
             }
         }
         defer { flock(lock, LOCK_UN) }
@@ -59,7 +67,7 @@ extension DownloadQueue {
     private func takeOver(
         _ prepared: [PreparedRequest],
         fromLocked source: String
-    ) throws(DownloadError) -> [HaulValues.DownloadID: Int64] {
+    ) throws(HaulValues.DownloadError) -> [HaulValues.DownloadID: Int64] {
         // Opened exclusively: `.journalLocked` while its manager lives. Opening it marks what ran there as
         // interrupted and, when it was last written in another boot (another machine's, on shared
         // storage), cuts each partial file back to the bytes that were synced: only those are sure
@@ -87,7 +95,7 @@ extension DownloadQueue {
                 else { continue }
             }
             let bytes = try catalog.withJournal(for: request.stateDirectory) {
-                journal throws(DownloadError) -> Int64? in
+                journal throws(HaulValues.DownloadError) -> Int64? in
                 try move(request.id, record: record, from: other, into: journal)
             }
             guard let bytes else { continue }
@@ -107,7 +115,7 @@ extension DownloadQueue {
         record: DownloadRecord,
         from other: Journal,
         into journal: Journal
-    ) throws(DownloadError) -> Int64? {
+    ) throws(HaulValues.DownloadError) -> Int64? {
         if let own = try journal.record(for: id) {
             guard [.paused, .interrupted, .failed].contains(own.state), own.bytesCommitted < record.bytesCommitted
             else { return nil }

@@ -38,9 +38,11 @@ final class DownloadQueue: Sendable {
     }
 
     /// See ``DownloadManager/download(_:)``.
-    func download(_ request: DownloadRequest) throws(DownloadError) -> Download {
+    func download(_ request: DownloadRequest) throws(HaulValues.DownloadError) -> Download {
         let request = try prepare(request)
-        guard !catalog.isShutDown else { throw DownloadError(code: .shutdown, url: request.url.redactedString) }
+        guard !catalog.isShutDown else {
+            throw HaulValues.DownloadError(code: .shutdown, url: request.url.redactedString)
+        }
         do {
             _ = try catalog.journal(for: request.stateDirectory)
         } catch {
@@ -54,10 +56,10 @@ final class DownloadQueue: Sendable {
             return Download.of(download)
         }
         let (download, outcome) = try catalog.withJournal(for: request.stateDirectory) {
-            journal throws(DownloadError) -> (Download, QueueOutcome) in
+            journal throws(HaulValues.DownloadError) -> (Download, QueueOutcome) in
             // One transaction: another process asking for it meanwhile finds it queued and follows
             // it, or queues it first and is followed.
-            try journal.transaction { () throws(DownloadError) -> (Download, QueueOutcome) in
+            try journal.transaction { () throws(HaulValues.DownloadError) -> (Download, QueueOutcome) in
                 var rowsExist = false
                 let outcome = try writeRow(for: request, in: journal, rowsExist: &rowsExist)
                 let download = Download.of(publish(outcome, for: request, in: journal, creatingHandle: true)!)

@@ -54,7 +54,7 @@ extension Checksum {
     }
 
     /// The digest of the file at `path` by this checksum's algorithm, in lowercase hexadecimal.
-    func digest(ofFileAt path: String) throws(DownloadError) -> String {
+    func digest(ofFileAt path: String) throws(HaulValues.DownloadError) -> String {
         try HaulValues.Checksum.digest(ofFileAt: path, algorithm: algorithm.engine)
     }
 }

@@ -63,12 +63,12 @@ extension DownloadEvent {
         case .receiving(let progress): self = .receiving(DownloadProgress(progress))
         case .progress(let progress): self = .progress(DownloadProgress(progress))
         case .restarted(let reason): self = .restarted(RestartReason(reason))
-        case .waitingToRetry(let error, let delay): self = .waitingToRetry(error, after: delay)
+        case .waitingToRetry(let error, let delay): self = .waitingToRetry(DownloadError(error), after: delay)
         case .warning(let warning): self = .warning(DownloadWarning(warning))
-        case .switchedURL(let url, let error): self = .switchedURL(url, after: error)
+        case .switchedURL(let url, let error): self = .switchedURL(url, after: DownloadError(error))
         case .paused(let progress): self = .paused(DownloadProgress(progress))
         case .completed(let file): self = .completed(file)
-        case .failed(let error): self = .failed(error)
+        case .failed(let error): self = .failed(DownloadError(error))
         case .cancelled: self = .cancelled
         }
     }
@@ -81,12 +81,12 @@ extension DownloadEvent {
         case .receiving(let progress): .receiving(progress.engine)
         case .progress(let progress): .progress(progress.engine)
         case .restarted(let reason): .restarted(reason.engine)
-        case .waitingToRetry(let error, let delay): .waitingToRetry(error, after: delay)
+        case .waitingToRetry(let error, let delay): .waitingToRetry(error.engine, after: delay)
         case .warning(let warning): .warning(warning.engine)
-        case .switchedURL(let url, let error): .switchedURL(url, after: error)
+        case .switchedURL(let url, let error): .switchedURL(url, after: error.engine)
         case .paused(let progress): .paused(progress.engine)
         case .completed(let file): .completed(file)
-        case .failed(let error): .failed(error)
+        case .failed(let error): .failed(error.engine)
         case .cancelled: .cancelled
         }
     }

@@ -284,6 +284,16 @@ extension DownloadRequest {
         giveUniqueID()
     }
 
+    /// Checks that a URL is one Haul can download (``RequestRules``'s check: http(s), a host, a
+    /// port from 1 to 65535, a URL curl's parser takes), failing with the public error.
+    package static func checkedURL(_ url: URL) throws(DownloadError) -> URL {
+        do {
+            return try RequestRules.checkedURL(url)
+        } catch {
+            throw DownloadError(error)
+        }
+    }
+
     /// The URL written in `string` (spaces around it ignored), as ``DownloadManager`` reads one:
     /// a string with white space or control characters inside is not a URL, where Foundation
     /// would percent-encode them.

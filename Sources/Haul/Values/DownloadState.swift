@@ -57,8 +57,8 @@ extension DownloadState {
         case .receiving: self = .receiving
         case .paused: self = .paused
         case .completed(let file): self = .completed(file)
-        case .failed(let error): self = .failed(error)
-        case .waitingToRetry(let error, let delay): self = .waitingToRetry(error, after: delay)
+        case .failed(let error): self = .failed(DownloadError(error))
+        case .waitingToRetry(let error, let delay): self = .waitingToRetry(DownloadError(error), after: delay)
         case .cancelled: self = .cancelled
         }
     }
@@ -71,8 +71,8 @@ extension DownloadState {
         case .receiving: .receiving
         case .paused: .paused
         case .completed(let file): .completed(file)
-        case .failed(let error): .failed(error)
-        case .waitingToRetry(let error, let delay): .waitingToRetry(error, after: delay)
+        case .failed(let error): .failed(error.engine)
+        case .waitingToRetry(let error, let delay): .waitingToRetry(error.engine, after: delay)
         case .cancelled: .cancelled
         }
     }

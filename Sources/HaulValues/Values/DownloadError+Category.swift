@@ -1,7 +1,7 @@
 extension DownloadError {
     /// What kind of failure it is, in the classes a script acts on differently: `haul` exits with a
     /// status of its own for each (see `haul --help`).
-    public enum Category: Sendable, Hashable, CaseIterable {
+    package enum Category: Sendable, Hashable, CaseIterable {
         /// The request itself cannot be made: an invalid URL, an unsupported scheme, a bad header, a
         /// destination that cannot take it (a block device), header values that are not available.
         case invalidRequest
@@ -26,10 +26,10 @@ extension DownloadError {
         case other
 
         /// The class's name, as in Swift (`httpStatus`, `connection`…): what a queue stores.
-        public var name: String { "\(self)" }
+        package var name: String { "\(self)" }
 
         /// The class named `name` (``name``), or `nil`.
-        public init?(name: String) {
+        package init?(name: String) {
             guard let found = Self.allCases.first(where: { $0.name == name }) else { return nil }
             self = found
         }
@@ -50,7 +50,7 @@ extension DownloadError {
     var failedToConnect: Bool { stage == .connecting || stage == .connectingToProxy }
 
     /// The class of this failure (see ``Category``).
-    public var category: Category {
+    package var category: Category {
         switch code.base {
         case .invalidURL, .unsupportedScheme, .invalidHeader, .headersUnavailable, .unsupportedDestination:
             return .invalidRequest

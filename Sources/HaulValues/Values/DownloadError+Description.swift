@@ -7,7 +7,7 @@ extension DownloadError {
     /// ``DownloadManager/Configuration`` or of ``DownloadRequest``. A program built on Haul names each
     /// in its own words with ``DownloadError/description(naming:)`` (`haul` gives its options:
     /// `--ca-file` for ``certificateAuthorityFile``).
-    public enum Setting: String, Sendable, Hashable, CaseIterable {
+    package enum Setting: String, Sendable, Hashable, CaseIterable {
         case proxy
         case connectTimeout
         case stallTimeout
@@ -24,7 +24,7 @@ extension DownloadError {
         case headers
 
         /// The setting as the library's ``DownloadError/description`` names it: `Configuration.stallTimeout`.
-        public var libraryName: String {
+        package var libraryName: String {
             switch self {
             case .continuesExistingFile: "DownloadRequest.continuesExistingFile"
             case .headers: "DownloadRequest.headers, or Configuration.headerProvider"
@@ -36,7 +36,7 @@ extension DownloadError {
     /// ``description`` with the settings its advice names in the caller's words, `name` giving
     /// each one's (a command-line tool's options, say); ``description`` is this with
     /// ``Setting/libraryName``.
-    public func description(naming name: (Setting) -> String) -> String {
+    package func description(naming name: (Setting) -> String) -> String {
         let subject = url.map { "Downloading \($0)" } ?? "Haul"
         switch code.base {
         case .invalidURL, .unsupportedScheme, .invalidHeader:

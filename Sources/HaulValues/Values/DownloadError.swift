@@ -14,9 +14,9 @@ import Glibc
 /// ```
 ///
 /// Its `description` is a sentence that says what failed and what to do about it.
-public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The kind of failure. Compare with the static members, e.g. `error.code == .httpStatus`.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
         enum Base: String, Hashable, Sendable {
             case invalidURL
             case unsupportedScheme
@@ -45,90 +45,89 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         fileprivate init(_ base: Base) { self.base = base }
 
         /// The URL could not be parsed or has no host.
-        public static let invalidURL = Code(.invalidURL)
+        package static let invalidURL = Code(.invalidURL)
         /// The URL's scheme is not `http` or `https`.
-        public static let unsupportedScheme = Code(.unsupportedScheme)
+        package static let unsupportedScheme = Code(.unsupportedScheme)
         /// The server answered with an HTTP status that is not a success (see ``DownloadError/httpStatus``).
-        public static let httpStatus = Code(.httpStatus)
+        package static let httpStatus = Code(.httpStatus)
         /// The connection failed: name resolution, connect, TLS, reset, timeout (see ``DownloadError/curlCode``).
-        public static let transport = Code(.transport)
+        package static let transport = Code(.transport)
         /// Reading or writing a local file failed (see ``DownloadError/errno`` and ``DownloadError/path``).
-        public static let fileSystem = Code(.fileSystem)
+        package static let fileSystem = Code(.fileSystem)
         /// The server kept answering a range request with a range other than the one asked for.
-        public static let rangeNotHonored = Code(.rangeNotHonored)
+        package static let rangeNotHonored = Code(.rangeNotHonored)
         /// The body ended before the length the server announced.
-        public static let sizeMismatch = Code(.sizeMismatch)
+        package static let sizeMismatch = Code(.sizeMismatch)
         /// The manager shut down before the download finished; its partial file is kept for a later resume.
-        public static let shutdown = Code(.shutdown)
+        package static let shutdown = Code(.shutdown)
         /// The state directory's journal cannot be used (not a Haul journal, damaged, or from a newer
         /// Haul); see ``DownloadError/path`` and ``DownloadError/detail``. No user file was touched.
-        public static let journal = Code(.journal)
+        package static let journal = Code(.journal)
         /// Another process (or another manager) is using the same state directory.
-        public static let journalLocked = Code(.journalLocked)
+        package static let journalLocked = Code(.journalLocked)
         /// The download was cancelled (`Download.cancel()`, awaited or not); its partial file was deleted.
-        public static let cancelled = Code(.cancelled)
+        package static let cancelled = Code(.cancelled)
         /// The whole file's checksum or length is not the expected one (see ``DownloadError/detail``,
         /// which gives both values). Nothing was placed at the destination; the partial was deleted.
-        public static let checksumMismatch = Code(.checksumMismatch)
+        package static let checksumMismatch = Code(.checksumMismatch)
         /// The file is larger than the configured maximum
         /// (``DownloadManager/Configuration/maximumFileSize``, or for a body in memory the
         /// `maximumSize` of ``DownloadManager/data(from:headers:maximumSize:)``).
-        public static let fileTooLarge = Code(.fileTooLarge)
+        package static let fileTooLarge = Code(.fileTooLarge)
         /// No longer produced: a download's id is its destination's, so a second URL for a destination
         /// being written is the same download (its next request goes to the new URL), not a rival.
-        @available(*, deprecated, message: "a destination has one download; asking for it from another URL updates it")
-        public static let destinationInUse = Code(.destinationInUse)
+        package static let destinationInUse = Code(.destinationInUse)
         /// A resource of the process (threads, file descriptors, libcurl handles) could not be had.
-        public static let internalError = Code(.internalError)
+        package static let internalError = Code(.internalError)
         /// A request header cannot be sent: its name is not a token, its value holds a line break,
         /// or it is one Haul sets itself (`Range`, `If-Range`, `Accept-Encoding`…). Nothing was queued.
-        public static let invalidHeader = Code(.invalidHeader)
+        package static let invalidHeader = Code(.invalidHeader)
         /// A download restored from the journal was queued with headers whose values are not stored
         /// (see ``DownloadHeader``), and no ``DownloadManager/Configuration/headerProvider`` gave them
         /// back: it was not sent without them. Its partial file is kept.
-        public static let headersUnavailable = Code(.headersUnavailable)
+        package static let headersUnavailable = Code(.headersUnavailable)
         /// The server's answer did not prove it is the file: it lacked the validator (ETag,
         /// Last-Modified) the download's bytes are pinned to, or a new version came without a
         /// validator and a length. Typically an overloaded server's or load balancer's error page sent
         /// as `200 OK`. Transient: retried; nothing on disk was replaced.
-        public static let unexpectedAnswer = Code(.unexpectedAnswer)
+        package static let unexpectedAnswer = Code(.unexpectedAnswer)
         /// The destination cannot take this download, and nothing there was changed: a block device
         /// (never written), a stream asked for with a checksum (which is checked on a whole file
         /// before it is placed), or a device, FIFO, socket or folder found where a finished file was
         /// to be placed (never replaced by one).
-        public static let unsupportedDestination = Code(.unsupportedDestination)
+        package static let unsupportedDestination = Code(.unsupportedDestination)
         /// The download writes to a stream (a device, a FIFO, standard output) and would have to
         /// start over (the remote file changed, or the server ignored the range): bytes already
         /// written to a stream cannot be taken back, so it fails; nothing was spliced.
-        public static let streamCannotRestart = Code(.streamCannotRestart)
+        package static let streamCannotRestart = Code(.streamCannotRestart)
         /// What is where Haul keeps its state (the state directory, a partial file, the journal) is
         /// not what Haul made there: a symbolic link, a FIFO, a device, another user's file or folder,
         /// a file with a second name. Haul left it as it is and wrote nothing through it.
-        public static let unsafeFile = Code(.unsafeFile)
+        package static let unsafeFile = Code(.unsafeFile)
         /// The destination is reached through a symbolic link, or is a FIFO, that another user put
         /// in a shared folder (sticky and writable by all, as `/tmp`): Haul does not follow it, as
         /// the kernel does not with `fs.protected_symlinks` and `fs.protected_fifos` on, and wrote
         /// nothing (see ``DownloadError/path`` and ``DownloadError/detail``).
-        public static let untrustedDestination = Code(.untrustedDestination)
+        package static let untrustedDestination = Code(.untrustedDestination)
 
         /// The code's name, e.g. `httpStatus`.
-        public var description: String { base.rawValue }
+        package var description: String { base.rawValue }
     }
 
     /// The kind of failure.
-    public var code: Code
+    package var code: Code
     /// The URL that failed, with any user name and password removed. `nil` for failures of the manager itself.
-    public var url: String?
+    package var url: String?
     /// The HTTP status the server answered with, when there was one.
-    public var httpStatus: Int?
+    package var httpStatus: Int?
     /// The libcurl result code (`CURLcode`), for transport failures.
-    public var curlCode: Int?
+    package var curlCode: Int?
     /// The `errno` of a failed system call, for file-system failures.
-    public var errno: Int32?
+    package var errno: Int32?
     /// The local path involved, for file-system failures.
-    public var path: String?
+    package var path: String?
     /// What libcurl or the system said, in its words.
-    public var detail: String?
+    package var detail: String?
     /// A file-system failure that leaves no partial file (a download that fits in its buffer could
     /// not be written as a whole file; a partial file was deleted by someone else): the description
     /// does not say one is kept.
@@ -153,7 +152,7 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
     package var stage: TransportStage?
 
     /// Creates an error. Prefer matching the errors Haul throws over creating your own.
-    public init(
+    package init(
         code: Code,
         url: String?,
         httpStatus: Int? = nil,
@@ -173,11 +172,11 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
 
     /// A sentence naming what failed, why, and what the user can do; the settings its advice names
     /// are ``DownloadManager/Configuration``'s and ``DownloadRequest``'s (see ``description(naming:)``).
-    public var description: String { description(naming: \.libraryName) }
+    package var description: String { description(naming: \.libraryName) }
 
     /// What went wrong, in a few words and without advice: for events after which Haul goes on by
     /// itself (a retry), where ``description``'s "resume the download" would mislead.
-    public var cause: String {
+    package var cause: String {
         switch code.base {
         case .httpStatus:
             return "the server answered HTTP \(httpStatus.map(String.init) ?? "an error status")"
@@ -202,7 +201,7 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
     /// (`EMFILE`, `ENFILE`: other transfers free theirs), and a disk or quota that is full (`ENOSPC`,
     /// `EDQUOT`: space may be freed; the bytes written are kept; not a character device's). Haul retries these itself (see
     /// ``DownloadManager/Configuration/retryLimit``); other failures are permanent for the request as made.
-    public var isTransient: Bool {
+    package var isTransient: Bool {
         switch code.base {
         case .sizeMismatch, .unexpectedAnswer:
             return true
@@ -225,7 +224,7 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
     /// Whether another URL of the same file (a mirror) may not fail so: an HTTP status, the network,
     /// a body cut short, ranges the server gets wrong. Failures on this side (the disk, the journal,
     /// a checksum, a size limit) would follow the download anywhere.
-    public var movesToAnotherURL: Bool {
+    package var movesToAnotherURL: Bool {
         switch code.base {
         case .httpStatus, .sizeMismatch, .rangeNotHonored, .unexpectedAnswer: return true
         case .transport:
