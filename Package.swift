@@ -111,12 +111,15 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
-        .target(name: "HaulPostgres", dependencies: ["Haul", "CHaulPostgres"], exclude: ["README.md"]),
+        .target(name: "HaulPostgres", dependencies: ["Haul", "HaulValues", "CHaulPostgres"], exclude: ["README.md"]),
         // The `haul` command-line downloader.
         .executableTarget(
             name: "HaulCLI",
             dependencies: [
                 "Haul",
+                // The package types it still uses from below, each named in a scoped import
+                // (`import enum HaulValues.FilePath`): issue 76, item 4.
+                "HaulValues",
                 "HaulPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

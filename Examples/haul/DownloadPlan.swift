@@ -1,6 +1,8 @@
 import FoundationEssentials
 import Haul
 
+import enum HaulValues.ServerFileName
+
 /// Where each URL of a `haul` command goes: pure functions of the arguments, unit-tested.
 struct DownloadPlan: Equatable {
     struct Item: Equatable {

@@ -3,6 +3,8 @@ import FoundationEssentials
 import Glibc
 import Haul
 
+import enum HaulValues.FilePath
+
 /// How option values read: sizes and rates as curl reads them, headers, what a path is.
 extension HaulCommand {
     /// What is at `path` when it is neither a regular file nor a directory (following links, as

@@ -4,6 +4,8 @@ import Glibc
 import Haul
 import Synchronization
 
+import enum HaulValues.ServerFileName
+
 /// `haul load -n N -c C URL…`: downloads the URLs over and over, C at once, and reports what it
 /// cost (issue 60). The bodies are counted and thrown away. This is the closed model: a download
 /// starts when one ends, N in all or for a duration.

@@ -4,6 +4,8 @@ import Glibc
 import Haul
 import Synchronization
 
+import enum HaulValues.FilePath
+
 /// How `haul` shows what happens: live bars on a terminal, a line per finished file otherwise,
 /// JSON lines for scripts, or errors only.
 final class Reporter: Sendable {

@@ -2,6 +2,11 @@ import FoundationEssentials
 import Glibc
 import Haul
 
+import enum HaulValues.ConfinedPath
+import struct HaulValues.FileOrigin
+import enum HaulValues.FilePath
+import struct HaulValues.PlacedFile
+
 /// The run's list as requests, each made when `enqueue` reads it (``next()``), not kept: a list
 /// of 100,000 held about 700 bytes per URL as entries, plan items and positions for the whole run.
 /// Each request is followed (``Following``) before its row is written; a URL that cannot be asked

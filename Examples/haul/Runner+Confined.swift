@@ -1,5 +1,7 @@
 import Haul
 
+import enum HaulValues.ConfinedPath
+
 extension Runner {
     /// A name the list's author wrote (`out=`) goes through no link out of `folder`, nor through one
     /// another user planted there: checked now, and again when the file is placed

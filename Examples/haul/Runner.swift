@@ -4,6 +4,8 @@ import Glibc
 import Haul
 import Logging
 
+import enum HaulValues.FilePath
+
 /// Runs one `haul` invocation and returns its exit status.
 struct Runner {
     let command: HaulCommand

@@ -3,6 +3,8 @@ import FoundationEssentials
 import Glibc
 import Haul
 
+import enum HaulValues.ConfinedPath
+
 /// Adding downloads to the fleet's queue.
 extension FleetQueue {
     // MARK: adding
