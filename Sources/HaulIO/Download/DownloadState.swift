@@ -1,29 +1,16 @@
 import FoundationEssentials
 import HaulValues
 
-/// Where a download is in its life. `completed`, `failed` and `cancelled` are final.
-///
-/// One word per meaning, the same in ``DownloadEvent``, ``JournalEntry/state`` (``QueueState``),
-/// `haul --list` and `--json`: `queued` (waiting for a slot), `waitingToRetry`, `paused`,
-/// `completed`, `failed`, `cancelled`; `connecting` and `receiving` are what the journal and the
-/// fleet call `running`. The state follows the download's events by ``after(_:)``.
+/// Where a download is in its life, as the layers below keep it: the public `DownloadState`, case
+/// for case (it says what each means). The state follows the download's events by ``after(_:)``.
 package enum DownloadState: Sendable, Hashable {
-    /// Waiting for a free slot.
     case queued
-    /// A request is out; no response accepted yet.
     case connecting
-    /// Body bytes are being written to the partial file.
     case receiving
-    /// Stopped by the user (or a shutdown); the partial file is kept.
     case paused
-    /// The file is at its destination.
     case completed(URL)
-    /// The download failed; the partial file is kept where resuming can use it.
     indirect case failed(DownloadError)
-    /// An attempt failed transiently (the error says how); the download starts again after the
-    /// delay announced, from the bytes on disk.
     indirect case waitingToRetry(DownloadError, after: Duration)
-    /// The user cancelled; the partial file was deleted.
     case cancelled
 
     /// Whether this state is final.

@@ -2,27 +2,15 @@ extension DownloadError {
     /// What kind of failure it is, in the classes a script acts on differently: `haul` exits with a
     /// status of its own for each (see `haul --help`).
     package enum Category: Sendable, Hashable, CaseIterable {
-        /// The request itself cannot be made: an invalid URL, an unsupported scheme, a bad header, a
-        /// destination that cannot take it (a block device), header values that are not available.
         case invalidRequest
-        /// The server answered with an HTTP error status (after any retries).
         case httpStatus
-        /// A host name (the server's, or the proxy's) could not be resolved.
         case nameResolution
-        /// No connection: refused, the host or network unreachable, or connecting timed out.
         case connection
-        /// The TLS handshake or the certificate's verification failed.
         case tls
-        /// The file failed a check: its checksum, its expected size, the maximum size.
         case verification
-        /// Local files: the disk is full or unwritable, the state directory or journal cannot be used.
         case localFiles
-        /// The transfer failed midway: a dropped or stalled connection, or a server that misbehaves
-        /// (ranges, lengths, error pages, redirects).
         case transfer
-        /// The download was cancelled or its manager shut down.
         case stopped
-        /// Anything else (an internal failure, a destination another download is writing).
         case other
 
         /// The class's name, as in Swift (`httpStatus`, `connection`…): what a queue stores.

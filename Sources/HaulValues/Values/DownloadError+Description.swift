@@ -18,9 +18,7 @@ extension DownloadError {
         case stateDirectory
         case maximumFileSize
         case resumesWithoutValidator
-        /// ``DownloadRequest/continuesExistingFile``.
         case continuesExistingFile
-        /// A request's headers: ``DownloadRequest/headers``, or ``DownloadManager/Configuration/headerProvider``.
         case headers
 
         /// The setting as the library's ``DownloadError/description`` names it: `Configuration.stallTimeout`.

@@ -2,18 +2,8 @@ import CHaul
 import FoundationEssentials
 import Glibc
 
-/// Why a download failed: a code you can match on, the URL (with any credentials removed), and the
-/// underlying cause: an HTTP status, a libcurl code, or an `errno` with the file's path.
-///
-/// ```swift
-/// do {
-///     let file = try await download.finished()
-/// } catch let error as DownloadError where error.code == .httpStatus {
-///     print("the server answered \(error.httpStatus!)")
-/// }
-/// ```
-///
-/// Its `description` is a sentence that says what failed and what to do about it.
+/// Why a download failed, as the layers below report it: the public `DownloadError`'s fields (it
+/// says what each code and field means), and what its description reads besides them.
 package struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The kind of failure. Compare with the static members, e.g. `error.code == .httpStatus`.
     package struct Code: Hashable, Sendable, CustomStringConvertible {
@@ -44,70 +34,27 @@ package struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible
         let base: Base
         fileprivate init(_ base: Base) { self.base = base }
 
-        /// The URL could not be parsed or has no host.
         package static let invalidURL = Code(.invalidURL)
-        /// The URL's scheme is not `http` or `https`.
         package static let unsupportedScheme = Code(.unsupportedScheme)
-        /// The server answered with an HTTP status that is not a success (see ``DownloadError/httpStatus``).
         package static let httpStatus = Code(.httpStatus)
-        /// The connection failed: name resolution, connect, TLS, reset, timeout (see ``DownloadError/curlCode``).
         package static let transport = Code(.transport)
-        /// Reading or writing a local file failed (see ``DownloadError/errno`` and ``DownloadError/path``).
         package static let fileSystem = Code(.fileSystem)
-        /// The server kept answering a range request with a range other than the one asked for.
         package static let rangeNotHonored = Code(.rangeNotHonored)
-        /// The body ended before the length the server announced.
         package static let sizeMismatch = Code(.sizeMismatch)
-        /// The manager shut down before the download finished; its partial file is kept for a later resume.
         package static let shutdown = Code(.shutdown)
-        /// The state directory's journal cannot be used (not a Haul journal, damaged, or from a newer
-        /// Haul); see ``DownloadError/path`` and ``DownloadError/detail``. No user file was touched.
         package static let journal = Code(.journal)
-        /// Another process (or another manager) is using the same state directory.
         package static let journalLocked = Code(.journalLocked)
-        /// The download was cancelled (`Download.cancel()`, awaited or not); its partial file was deleted.
         package static let cancelled = Code(.cancelled)
-        /// The whole file's checksum or length is not the expected one (see ``DownloadError/detail``,
-        /// which gives both values). Nothing was placed at the destination; the partial was deleted.
         package static let checksumMismatch = Code(.checksumMismatch)
-        /// The file is larger than the configured maximum
-        /// (``DownloadManager/Configuration/maximumFileSize``, or for a body in memory the
-        /// `maximumSize` of ``DownloadManager/data(from:headers:maximumSize:)``).
         package static let fileTooLarge = Code(.fileTooLarge)
-        /// No longer produced: a download's id is its destination's, so a second URL for a destination
-        /// being written is the same download (its next request goes to the new URL), not a rival.
         package static let destinationInUse = Code(.destinationInUse)
-        /// A resource of the process (threads, file descriptors, libcurl handles) could not be had.
         package static let internalError = Code(.internalError)
-        /// A request header cannot be sent: its name is not a token, its value holds a line break,
-        /// or it is one Haul sets itself (`Range`, `If-Range`, `Accept-Encoding`…). Nothing was queued.
         package static let invalidHeader = Code(.invalidHeader)
-        /// A download restored from the journal was queued with headers whose values are not stored
-        /// (see ``DownloadHeader``), and no ``DownloadManager/Configuration/headerProvider`` gave them
-        /// back: it was not sent without them. Its partial file is kept.
         package static let headersUnavailable = Code(.headersUnavailable)
-        /// The server's answer did not prove it is the file: it lacked the validator (ETag,
-        /// Last-Modified) the download's bytes are pinned to, or a new version came without a
-        /// validator and a length. Typically an overloaded server's or load balancer's error page sent
-        /// as `200 OK`. Transient: retried; nothing on disk was replaced.
         package static let unexpectedAnswer = Code(.unexpectedAnswer)
-        /// The destination cannot take this download, and nothing there was changed: a block device
-        /// (never written), a stream asked for with a checksum (which is checked on a whole file
-        /// before it is placed), or a device, FIFO, socket or folder found where a finished file was
-        /// to be placed (never replaced by one).
         package static let unsupportedDestination = Code(.unsupportedDestination)
-        /// The download writes to a stream (a device, a FIFO, standard output) and would have to
-        /// start over (the remote file changed, or the server ignored the range): bytes already
-        /// written to a stream cannot be taken back, so it fails; nothing was spliced.
         package static let streamCannotRestart = Code(.streamCannotRestart)
-        /// What is where Haul keeps its state (the state directory, a partial file, the journal) is
-        /// not what Haul made there: a symbolic link, a FIFO, a device, another user's file or folder,
-        /// a file with a second name. Haul left it as it is and wrote nothing through it.
         package static let unsafeFile = Code(.unsafeFile)
-        /// The destination is reached through a symbolic link, or is a FIFO, that another user put
-        /// in a shared folder (sticky and writable by all, as `/tmp`): Haul does not follow it, as
-        /// the kernel does not with `fs.protected_symlinks` and `fs.protected_fifos` on, and wrote
-        /// nothing (see ``DownloadError/path`` and ``DownloadError/detail``).
         package static let untrustedDestination = Code(.untrustedDestination)
 
         /// The code's name, e.g. `httpStatus`.
