@@ -25,12 +25,13 @@ extension DownloadManager {
     /// downloads of a large journal without reading all of it, as ``journalEntries(stateDirectory:)``
     /// does (and cannot while a manager uses the journal).
     public func journalEntry(id: DownloadID) -> JournalEntry? {
+        let id = id.engine
         for journal in catalog.openJournals {
-            if let record = try? journal.record(for: id.engine) { return JournalEntry(id: id.engine, record: record) }
+            if let record = try? journal.record(for: id) { return JournalEntry(id: id, record: record) }
         }
         // Journals beside destination folders are closed once nothing in them is unfinished.
         for directory in catalog.closedDirectories {
-            if let row = Journal.readOnlyEntry(directory: directory, id: id.engine) { return JournalEntry(row) }
+            if let row = Journal.readOnlyEntry(directory: directory, id: id) { return JournalEntry(row) }
         }
         return nil
     }

@@ -78,10 +78,13 @@ extension DownloadQueue {
 
     func prepare(_ request: DownloadRequest) throws(HaulValues.DownloadError) -> PreparedRequest {
         let url = try RequestRules.checkedURL(request.url)
-        try HaulValues.DownloadHeader.check(request.headers.engine, url: url.redactedString)
+        let headers = request.headers.engine
+        try HaulValues.DownloadHeader.check(headers, url: url.redactedString)
         var mirrors: [URL] = []
         for mirror in request.mirrors { mirrors.append(try RequestRules.checkedURL(mirror)) }
-        if request.discardsBody { return try prepareDiscarding(request, url: url, mirrors: mirrors) }
+        if request.discardsBody {
+            return try prepareDiscarding(request, url: url, headers: headers, mirrors: mirrors)
+        }
         let (destination, status, exists, inherited) = try Self.followedDestination(of: request, url: url)
         let stream = try checkedStream(
             request,
@@ -99,13 +102,13 @@ extension DownloadQueue {
         return PreparedRequest(
             url: url,
             destination: destination,
-            id: request.id.engine,
+            id: request.engineID,
             stateDirectory: stateDirectory,
             priority: request.priority,
             checksum: request.checksum,
             expectedSize: request.expectedSize,
             userAgent: request.userAgent,
-            headers: request.headers.engine,
+            headers: headers,
             folder: request.takesFileNameFromServer ? destination : nil,
             mirrors: mirrors,
             maxBytesPerSecond: request.maxBytesPerSecond,
@@ -271,6 +274,7 @@ extension DownloadQueue {
     private func prepareDiscarding(
         _ request: DownloadRequest,
         url: URL,
+        headers: [HaulValues.DownloadHeader],
         mirrors: [URL]
     ) throws(HaulValues.DownloadError) -> PreparedRequest {
         guard request.checksum == nil else {
@@ -284,12 +288,12 @@ extension DownloadQueue {
         return PreparedRequest(
             url: url,
             destination: request.destinationPath,
-            id: request.id.engine,
+            id: request.engineID,
             stateDirectory: streamRowsDirectory,
             priority: request.priority,
             expectedSize: request.expectedSize,
             userAgent: request.userAgent,
-            headers: request.headers.engine,
+            headers: headers,
             mirrors: mirrors,
             maxBytesPerSecond: request.maxBytesPerSecond,
             connections: 1,

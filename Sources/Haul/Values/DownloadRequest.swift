@@ -135,6 +135,8 @@ public struct DownloadRequest: Sendable, Hashable {
     /// Two requests with one id are one download. Lets a caller of ``DownloadManager/enqueue(_:)``
     /// follow its requests on ``DownloadManager/events`` without a handle for each.
     public var id: DownloadID { DownloadID(identity.value.id) }
+    /// ``id`` as the layers below know it, as the request keeps it.
+    package var engineID: HaulValues.DownloadID { identity.value.id }
     /// The standardised path of ``destination``, as the id was derived from it: the manager's
     /// checks and its row use it again.
     package var destinationPath: String { identity.value.destinationPath }
