@@ -90,8 +90,9 @@ let package = Package(
             ],
             exclude: readmes(of: "HaulScheduler")
         ),
-        // The facade (DownloadManager) and the queue; re-exports the public types of the layers
-        // below, so that a user imports `Haul` alone.
+        // The facade (DownloadManager), the queue, and every public type (a user imports `Haul`
+        // alone; it re-exports nothing). The products above it build against its public API only
+        // (`packageAccess: false`), as a package of someone else's would.
         .target(
             name: "Haul",
             dependencies: [
@@ -104,28 +105,32 @@ let package = Package(
         ),
         .target(
             name: "HaulService",
-            dependencies: ["Haul", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]
+            dependencies: ["Haul", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
+            packageAccess: false
         ),
         .systemLibrary(
             name: "CHaulPostgres",
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
-        .target(name: "HaulPostgres", dependencies: ["Haul", "HaulValues", "CHaulPostgres"], exclude: ["README.md"]),
-        // The `haul` command-line downloader.
+        .target(
+            name: "HaulPostgres",
+            dependencies: ["Haul", "CHaulPostgres"],
+            exclude: ["README.md"],
+            packageAccess: false
+        ),
+        // The `haul` command-line downloader, built against Haul's public API only.
         .executableTarget(
             name: "HaulCLI",
             dependencies: [
                 "Haul",
-                // The package types it still uses from below, each named in a scoped import
-                // (`import enum HaulValues.FilePath`): issue 76, item 4.
-                "HaulValues",
                 "HaulPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Examples/haul",
-            exclude: ["README.md"]
+            exclude: ["README.md"],
+            packageAccess: false
         ),
         // The tests, by what they need (CONTRIBUTING.md): pure logic (no process, no network);
         // integration against nginx, the fault servers and the other real servers the tests start;

@@ -1,8 +1,6 @@
 import FoundationEssentials
 import Haul
 
-import enum HaulValues.ServerFileName
-
 /// Where each URL of a `haul` command goes: pure functions of the arguments, unit-tested.
 struct DownloadPlan: Equatable {
     struct Item: Equatable {
@@ -81,8 +79,8 @@ struct DownloadPlan: Equatable {
         mutating func item(url: String, given: String?, isOccupied: (_ url: String, _ path: String) -> Bool) -> Item {
             if let file { return Item(url: url, destination: file) }
             if let given { return Item(url: url, destination: path(given)) }
-            let base = ServerFileName.fromURL(url)
-            func name(_ counter: Int) -> String { ServerFileName.numbered(base, counter) }
+            let base = DownloadRequest.fileName(fromURL: url)
+            func name(_ counter: Int) -> String { DownloadRequest.fileName(base, numbered: counter) }
             if let index = holes[base]?.firstIndex(where: { !isOccupied(url, path(name($0))) }) {
                 let counter = holes[base]!.remove(at: index)
                 taken.insert(name(counter))

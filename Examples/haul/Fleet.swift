@@ -5,8 +5,6 @@ import Haul
 import HaulPostgres
 import Logging
 
-import enum HaulValues.ConfinedPath
-
 /// `haul --queue URL …`: the list goes into a fleet's queue in PostgreSQL (and `haul` returns), or
 /// `--list` shows that queue. Workers (`haul worker`) do the downloading.
 extension HaulCommand {

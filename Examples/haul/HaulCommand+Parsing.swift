@@ -3,8 +3,6 @@ import FoundationEssentials
 import Glibc
 import Haul
 
-import enum HaulValues.FilePath
-
 /// How option values read: sizes and rates as curl reads them, headers, what a path is.
 extension HaulCommand {
     /// What is at `path` when it is neither a regular file nor a directory (following links, as
@@ -12,7 +10,7 @@ extension HaulCommand {
     static func specialFileKind(_ path: String) -> String? {
         var status = stat()
         guard stat(path, &status) == 0, ![S_IFREG, S_IFDIR].contains(status.st_mode & S_IFMT) else { return nil }
-        return FilePath.kind(of: status.st_mode)
+        return Paths.kind(of: status.st_mode)
     }
 
     /// A size or rate as curl reads one: a number, optionally with a fraction, then `K`, `M` or `G`
@@ -133,7 +131,7 @@ extension HaulCommand {
     /// is written through it, in order; nothing is made beside it.
     var outputIsStream: Bool {
         guard let path = outputPath else { return false }
-        return FilePath.inheritedDescriptor(of: path) != nil
+        return Paths.inheritedDescriptor(of: path) != nil
             || ["a character device", "a FIFO (named pipe)", "a socket"].contains(Self.specialFileKind(path))
     }
 
@@ -141,7 +139,7 @@ extension HaulCommand {
     var writesThrough: Bool { outputIsStream || discard }
 
     /// Whether the body goes to standard output (`-o -`, `/dev/stdout`, `/dev/fd/1`).
-    var bodyGoesToStandardOutput: Bool { outputPath.flatMap(FilePath.inheritedDescriptor(of:)) == 1 }
+    var bodyGoesToStandardOutput: Bool { outputPath.flatMap(Paths.inheritedDescriptor(of:)) == 1 }
 }
 
 /// A number of bytes as typed: `4096`, `64K`, `1M`, `2G` (1024s, as curl's and wget's sizes).

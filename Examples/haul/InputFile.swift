@@ -1,8 +1,6 @@
 import FoundationEssentials
 import Haul
 
-import enum HaulValues.ConfinedPath
-
 /// `haul -i FILE`: aria2's input-file form. Each line that does not start with white space is one
 /// file: its URLs, separated by TABs, are mirrors of it (the first is asked first). Lines that start
 /// with white space under it set its options:

@@ -52,7 +52,11 @@ extension LoadCommand {
     ) {
         let refused =
             error as? DownloadError
-            ?? DownloadError(code: .internalError, url: planned.target.url.redactedString, detail: "\(error)")
+            ?? DownloadError(
+                code: .internalError,
+                url: DownloadRequest.redacted(planned.target.url),
+                detail: "\(error)"
+            )
         recorder.record(DownloadTimings(), outcome: .failed(refused), scheduledAt: scheduledAt)
     }
 

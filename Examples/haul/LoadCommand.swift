@@ -4,8 +4,6 @@ import Glibc
 import Haul
 import Synchronization
 
-import enum HaulValues.ServerFileName
-
 /// `haul load -n N -c C URL…`: downloads the URLs over and over, C at once, and reports what it
 /// cost (issue 60). The bodies are counted and thrown away. This is the closed model: a download
 /// starts when one ends, N in all or for a duration.
@@ -158,7 +156,11 @@ struct LoadCommand: AsyncParsableCommand {
             for entry in entries {
                 let url = try DownloadRequest.checkedURL(try Runner.resolved(entry.urls[0], credentials))
                 targets.append(
-                    Target(url: url, headers: entry.headers, name: ServerFileName.fromURL(url.absoluteString))
+                    Target(
+                        url: url,
+                        headers: entry.headers,
+                        name: DownloadRequest.fileName(fromURL: url.absoluteString)
+                    )
                 )
             }
             if let output {
@@ -252,7 +254,7 @@ struct LoadCommand: AsyncParsableCommand {
         }
         if let path = report {
             let run = LoadPage.Run(
-                urls: targets.map(\.url.redactedString),
+                urls: targets.map { DownloadRequest.redacted($0.url) },
                 concurrency: concurrency,
                 rate: rate,
                 ramp: ramp?.value,

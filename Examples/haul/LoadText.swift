@@ -103,10 +103,10 @@ enum LoadText {
                     times.count > 0 ? Double(times.value(atPercentile: 99)) / 1e9 : nil
                 )
             }
-            let rate = Double(done - previousDone) / max(1e-3, (now - previousAt).inSeconds)
+            let rate = Double(done - previousDone) / max(1e-3, Self.inSeconds(now - previousAt))
             (previousDone, previousAt) = (done, now)
             let line = liveLine(
-                elapsed: (now - start).inSeconds,
+                elapsed: Self.inSeconds(now - start),
                 done: done,
                 inFlight: recorder.started.load(ordering: .relaxed) - done,
                 rate: rate,
@@ -208,4 +208,9 @@ enum LoadText {
 
     /// Seconds to four decimals.
     static func seconds(_ value: Double) -> String { Format.decimals(value, 4) }
+
+    /// A duration in seconds, with their fraction.
+    static func inSeconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
 }

@@ -4,8 +4,6 @@ import Glibc
 import Haul
 import Synchronization
 
-import enum HaulValues.FilePath
-
 /// How `haul` shows what happens: live bars on a terminal, a line per finished file otherwise,
 /// JSON lines for scripts, or errors only.
 final class Reporter: Sendable {
@@ -108,7 +106,7 @@ final class Reporter: Sendable {
     static func numberedNote(asked: String, savedAs: String) -> String? {
         guard savedAs.hasPrefix(asked + "."), !savedAs.dropFirst(asked.count + 1).contains("/") else { return nil }
         return "'\(asked)' was there already and is not this download's file as the server has it now: saved "
-            + "as '\(FilePath.lastComponent(of: savedAs))'. Use -c to continue that file instead, or --force to "
+            + "as '\(Paths.lastComponent(of: savedAs))'. Use -c to continue that file instead, or --force to "
             + "replace it."
     }
 

@@ -2,11 +2,6 @@ import FoundationEssentials
 import Glibc
 import Haul
 
-import enum HaulValues.ConfinedPath
-import struct HaulValues.FileOrigin
-import enum HaulValues.FilePath
-import struct HaulValues.PlacedFile
-
 /// The run's list as requests, each made when `enqueue` reads it (``next()``), not kept: a list
 /// of 100,000 held about 700 bytes per URL as entries, plan items and positions for the whole run.
 /// Each request is followed (``Following``) before its row is written; a URL that cannot be asked
@@ -44,7 +39,7 @@ final class RequestList: Sequence, IteratorProtocol {
             output: runner.command.outputPath,
             urlCount: source.count,
             givenNames: source.givenNames,
-            isDirectory: FilePath.isDirectory
+            isDirectory: Paths.isDirectory
         )
         namesFolder = runner.command.contentDisposition && namer.file == nil ? namer.directory : nil
     }
@@ -72,7 +67,7 @@ final class RequestList: Sequence, IteratorProtocol {
         do {
             let request = try Runner.discardingRequest(entry, credentials: credentials)
             // Shown by its URL's name (its destination is /dev/null).
-            let name = FilePath.lastComponent(of: request.url.path)
+            let name = Paths.lastComponent(of: request.url.path)
             return following.follow(request.id, index: index, destination: name) ? request : nil
         } catch {
             failures += 1
@@ -188,15 +183,9 @@ final class JournalNames {
             guard status.st_mode & S_IFMT == S_IFREG else { return true }
             if continuesFile || replaces { return false }
             // No row (the state folder lost): a file that records this URL's download of its length
-            // is that download's, checked against the server (``FileOrigin``).
-            let absolute = Runner.absolute(path, in: workingDirectory)
-            if FileOrigin.read(at: absolute)?.describes(
-                url: Reporter.shown(url),
-                file: PlacedFile(
-                    length: Int64(status.st_size),
-                    modificationTime: PlacedFile.modificationTime(of: status)
-                )
-            ) == true {
+            // is that download's, checked against the server (``DownloadManager/isPlacedFile(at:from:)``).
+            if DownloadManager.isPlacedFile(at: Runner.absolute(path, in: workingDirectory), from: Reporter.shown(url))
+            {
                 return false
             }
             unknownFile = path

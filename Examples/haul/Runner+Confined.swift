@@ -1,7 +1,5 @@
 import Haul
 
-import enum HaulValues.ConfinedPath
-
 extension Runner {
     /// A name the list's author wrote (`out=`) goes through no link out of `folder`, nor through one
     /// another user planted there: checked now, and again when the file is placed
@@ -21,7 +19,7 @@ extension Runner {
         if let escape {
             throw DownloadError(
                 code: .unsupportedDestination,
-                url: request.url.redactedString,
+                url: DownloadRequest.redacted(request.url),
                 path: request.destination.path,
                 detail: "out=\(out) \(escape)"
             )

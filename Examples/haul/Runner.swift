@@ -4,8 +4,6 @@ import Glibc
 import Haul
 import Logging
 
-import enum HaulValues.FilePath
-
 /// Runs one `haul` invocation and returns its exit status.
 struct Runner {
     let command: HaulCommand
@@ -25,20 +23,20 @@ struct Runner {
         let plan = DownloadPlan.resolve(
             output: command.outputPath,
             urlCount: source.count,
-            isDirectory: FilePath.isDirectory
+            isDirectory: Paths.isDirectory
         )
         let directory: String
         var link = stat()
         if let file = plan.file, lstat(file, &link) == 0, (link.st_mode & S_IFMT) == S_IFLNK,
-            let target = FilePath.linkTarget(of: file)
+            let target = Paths.linkTarget(of: file)
         {
             // The file is placed at the link's target: its partial is beside the target, on the
             // same file system, so that the rename into place is atomic.
-            directory = DownloadPlan.resolve(output: target, urlCount: 1, isDirectory: FilePath.isDirectory).directory
+            directory = DownloadPlan.resolve(output: target, urlCount: 1, isDirectory: Paths.isDirectory).directory
         } else {
             directory = plan.directory
         }
-        let existed = FilePath.isDirectory(directory)
+        let existed = Paths.isDirectory(directory)
         try Self.makeDirectory(directory)
         if !existed, plan.file == nil, command.inputFile == nil, let output = command.output,
             !output.hasSuffix("/"), !command.quiet, !command.json
@@ -150,7 +148,7 @@ struct Runner {
                     let request = rejection.request
                     guard let followed = following.followed(request.id) else { continue }
                     let item = DownloadPlan.Item(
-                        url: source.url(at: followed.index) ?? request.url.redactedString,
+                        url: source.url(at: followed.index) ?? DownloadRequest.redacted(request.url),
                         destination: followed.destination ?? request.destination.path
                     )
                     refuse(item, error: rejection.error, reporter: reporter)
@@ -211,7 +209,7 @@ struct Runner {
             reporter.report(
                 event.event,
                 index: followed.index,
-                name: FilePath.lastComponent(of: followed.destination ?? path),
+                name: Paths.lastComponent(of: followed.destination ?? path),
                 url: showsURLs ? Reporter.shown(source.url(at: followed.index) ?? "") : "",
                 path: path,
                 download: event.download
@@ -247,7 +245,7 @@ struct Runner {
 
     /// `mkdir -p` (the library's), with the folder and the system's reason in the error.
     static func makeDirectory(_ path: String) throws {
-        guard let error = FilePath.makeDirectories(path) else { return }
+        guard let error = Paths.makeDirectories(path) else { return }
         throw CLIError(
             error == ENOTDIR
                 ? "cannot use '\(path)' as the output folder: \(String(cString: strerror(ENOTDIR)))"

@@ -228,8 +228,28 @@ public final class DownloadManager: Sendable {
     }
 
     /// Opens `/dev/null` on standard descriptors that are closed (as a manager does when it starts),
-    /// for a command that opens files before it makes one. Returns the descriptors that were closed.
-    package static func openClosedStandardDescriptors() -> [Int32] { Reactor.openClosedStandardDescriptors() }
+    /// for a program that opens files before it makes one: a process started with `2>&-` would
+    /// otherwise give descriptor 2 to the next file it opens, and what anyone writes to standard
+    /// error would land in that file. Returns the descriptors that were closed.
+    @discardableResult
+    public static func openClosedStandardDescriptors() -> [Int32] { Reactor.openClosedStandardDescriptors() }
+
+    /// Whether the file at `path` (through links, as a destination is) is one Haul placed whole
+    /// from `url` and that has not changed since, by what Haul records on the files it places
+    /// (extended attributes, as `curl --xattr` does: the URL in `user.xdg.origin.url`, its hash, the
+    /// validators, the length and the modification time in `user.haul.version`). A manager uses
+    /// this when a journal has lost a download's row; a program that names files itself uses it to
+    /// tell its own earlier file from someone else's. `false` on a file system without user
+    /// attributes.
+    ///
+    /// - Parameters:
+    ///   - path: the file's path.
+    ///   - url: the URL as text, as ``DownloadRequest/redacted(_:)`` gives it (the record never
+    ///     holds a user name or a password).
+    public static func isPlacedFile(at path: String, from url: String) -> Bool {
+        guard let found = PlacedFile.at(path), let origin = FileOrigin.read(at: path) else { return false }
+        return origin.describes(url: url, file: found)
+    }
 
     /// Pauses every unfinished download (writing what is buffered and keeping the partial files),
     /// ends their event sequences, and stops the loop thread. Queued downloads stay in the journal.

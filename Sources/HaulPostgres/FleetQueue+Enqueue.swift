@@ -3,8 +3,6 @@ import FoundationEssentials
 import Glibc
 import Haul
 
-import enum HaulValues.ConfinedPath
-
 /// Adding downloads to the fleet's queue.
 extension FleetQueue {
     // MARK: adding
@@ -73,12 +71,12 @@ extension FleetQueue {
         let base = root.hasSuffix("/") ? root : root + "/"
         var rows: [[String?]] = []
         for request in requests {
-            guard !request.url.hasCredentials, request.headers.isEmpty else {
+            guard request.url.user == nil, request.url.password == nil, request.headers.isEmpty else {
                 throw FleetError(
                     .invalidArgument,
                     target: target,
                     detail:
-                        "\(request.url.redactedString) carries credentials or headers, which a shared queue never stores"
+                        "\(DownloadRequest.redacted(request.url)) carries credentials or headers, which a shared queue never stores"
                 )
             }
             let unsupported = [
@@ -93,7 +91,7 @@ extension FleetQueue {
                     .invalidArgument,
                     target: target,
                     detail:
-                        "\(request.url.redactedString) asks for \(unsupported.joined(separator: ", ")), which the fleet queue does not carry yet"
+                        "\(DownloadRequest.redacted(request.url)) asks for \(unsupported.joined(separator: ", ")), which the fleet queue does not carry yet"
                 )
             }
             guard request.destination.isFileURL else {
@@ -102,7 +100,7 @@ extension FleetQueue {
             do {
                 _ = try DownloadRequest.checkedURL(request.url)
             } catch {
-                throw FleetError(.invalidArgument, target: target, detail: error.description)
+                throw FleetError(.invalidArgument, target: target, detail: "\(error)")
             }
             var path = request.destination.standardizedFileURL.path
             guard path.hasPrefix(base), path.count > base.count else {
@@ -115,7 +113,7 @@ extension FleetQueue {
             // Queued by a folder named here: the relative path's id, whoever queues it; else the
             // request's own, as its caller knows it.
             let id = !byRelativePath ? request.id : DownloadID(destination: URL(fileURLWithPath: "/" + path))
-            rows.append([id.rawValue, request.url.absoluteString, path, request.url.hostKey, String(request.priority)])
+            rows.append([id.rawValue, request.url.absoluteString, path, request.hostKey, String(request.priority)])
         }
         return rows
     }

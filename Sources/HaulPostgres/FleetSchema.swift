@@ -1,8 +1,6 @@
 import FoundationEssentials
 import Haul
 
-import enum HaulValues.ConfinedPath
-
 /// The queue's table, its indexes and the statements that move its rows.
 enum FleetSchema {
     /// The key of the transaction advisory lock that serialises per-host-limited claims across the

@@ -136,7 +136,7 @@ final class PostgresConnection {
             throw FleetError(
                 broken ? .connection : .query,
                 target: target,
-                detail: detail.trimmingWhitespace,
+                detail: Self.trimmed(detail),
                 sqlState: state
             )
         }
@@ -144,7 +144,15 @@ final class PostgresConnection {
 
     private static func message(_ raw: OpaquePointer?) -> String {
         guard let raw, let text = PQerrorMessage(raw) else { return "out of memory" }
-        return String(cString: text).trimmingWhitespace
+        return trimmed(String(cString: text))
+    }
+
+    /// libpq's message without the line break it ends with (and any space around it).
+    private static func trimmed(_ text: String) -> String {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\r\n" }
+        guard let first = text.firstIndex(where: { !isSpace($0) }), let last = text.lastIndex(where: { !isSpace($0) })
+        else { return "" }
+        return String(text[first...last])
     }
 
     /// Whether libpq can read `connectionString`.

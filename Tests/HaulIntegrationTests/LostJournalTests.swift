@@ -38,6 +38,18 @@ struct LostJournalTests {
                     && attribute(FileOrigin.urlAttribute, of: destination.path)?.contains(secret) == false
             )
         }
+
+        // The public question a program that names files itself asks: this URL's file, whole and
+        // unchanged; not another URL's; not once it is edited, even to the same length.
+        let shown = DownloadRequest.redacted(url.url!)
+        #expect(!shown.contains("hunter2") && shown.hasSuffix("o.bin?sig=SECRET"))
+        #expect(DownloadManager.isPlacedFile(at: destination.path, from: shown))
+        #expect(!DownloadManager.isPlacedFile(at: destination.path, from: server.url("o.bin").absoluteString))
+        #expect(!DownloadManager.isPlacedFile(at: directory.appendingPathComponent("none").path, from: shown))
+        let handle = try FileHandle(forWritingTo: destination)
+        try handle.write(contentsOf: Data([0x41]))
+        try handle.close()
+        #expect(!DownloadManager.isPlacedFile(at: destination.path, from: shown))
     }
 
     @Test(

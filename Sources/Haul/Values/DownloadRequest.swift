@@ -101,11 +101,13 @@ public struct DownloadRequest: Sendable, Hashable {
     /// (`.warning(.urlDropped)`); nothing it sent is spliced. `.switchedURL` events say which URL
     /// is in use. Recorded in the journal (without user names and passwords, which stay in memory).
     public var mirrors: [URL] = []
-    /// The folder a name someone else wrote must stay inside (an input file's `out=`, a fleet's row):
-    /// when the file is placed, the folders on the way from it are opened one by one, never through
-    /// a symbolic link another user made and never out of it, and missing ones are made there
-    /// (``FinishJob``). Kept in memory with the request, not in the journal.
-    package var confinedTo: String?
+    /// The folder the destination must stay inside, for a name someone else wrote (an input file's
+    /// `out=`, a shared queue's row): when the file is placed, the folders on the way from this one
+    /// to it are opened one by one, never through a symbolic link another user made and never out
+    /// of it, and missing ones are made there; a destination that would leave it fails with
+    /// ``DownloadError/Code-swift.struct/unsupportedDestination``. ``ConfinedPath`` checks such a name before
+    /// it is queued. Kept in memory with the request, not in the journal. `nil`: no such rule.
+    public var confinedTo: String?
     /// Whether the body is read, counted and thrown away, never written (``discarding(_:headers:)``).
     public private(set) var discardsBody = false
     /// Set when its id was made for it alone (``giveUniqueID()``: random, not derived from its
@@ -286,9 +288,13 @@ extension DownloadRequest {
         giveUniqueID()
     }
 
-    /// Checks that a URL is one Haul can download (``RequestRules``'s check: http(s), a host, a
-    /// port from 1 to 65535, a URL curl's parser takes), failing with the public error.
-    package static func checkedURL(_ url: URL) throws(DownloadError) -> URL {
+    /// `url` when it is one Haul can download: `http` or `https`, a host, a port from 1 to 65535,
+    /// and a URL curl's parser takes, the check ``DownloadManager/download(_:)`` makes; for a caller
+    /// that reads URLs before it asks for them (a list, a load test's targets).
+    ///
+    /// - Throws: ``DownloadError`` with code `.invalidURL` or `.unsupportedScheme`, the URL shown
+    ///   without its user name and password.
+    public static func checkedURL(_ url: URL) throws(DownloadError) -> URL {
         do {
             return try RequestRules.checkedURL(url)
         } catch {
@@ -315,5 +321,26 @@ extension DownloadRequest {
             throw DownloadError(code: .invalidURL, url: shown ?? string, detail: "it could not be parsed")
         }
         return url
+    }
+
+    /// The key this request counts under for per-host limits
+    /// (``DownloadManager/Configuration/maxConcurrentDownloadsPerHost``): the URL's host in lower case and
+    /// its port (`example.com:443`), the port being the scheme's when the URL names none.
+    public var hostKey: String { url.hostKey }
+
+    /// `url` as Haul shows it in errors, events, logs and the journal: without its user name and
+    /// password.
+    public static func redacted(_ url: URL) -> String { url.redactedString }
+
+    /// The file name a download into a folder takes from its URL when the server names none
+    /// (`Content-Disposition`): the URL's last path segment, percent-decoded and made safe (a `/` or
+    /// `\\` it encoded, a control or bidirectional character become `_`, a leading dot gets a `_`
+    /// before it, cut from the front to 255 bytes), or `index.html` when the path has none.
+    public static func fileName(fromURL url: String) -> String { ServerFileName.fromURL(url) }
+
+    /// The names tried when `name` is taken: `name` itself for 0, then `name.1`, `name.2`…, each
+    /// shortened from the front to fit in 255 bytes.
+    public static func fileName(_ name: String, numbered counter: Int) -> String {
+        ServerFileName.numbered(name, counter)
     }
 }

@@ -109,10 +109,13 @@ package enum FilePath {
         }
     }
 
+    /// The name of the state folder Haul keeps beside the files it places (by default).
+    package static let stateFolderName = ".haul"
+
     /// The state directory of a destination in `folder` when none is configured: a `.haul` folder
     /// beside it (``DownloadManager/defaultStateDirectory(besideFolder:)``).
     package static func stateDirectory(besideFolder folder: String) -> String {
-        let name = ConfinedPath.stateFolderName
+        let name = stateFolderName
         return folder.hasSuffix("/") ? "\(folder)\(name)" : "\(folder)/\(name)"
     }
 

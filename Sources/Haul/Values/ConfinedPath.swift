@@ -1,4 +1,5 @@
 import Glibc
+import HaulValues
 
 /// The rule for a path that someone other than the user who runs Haul may have written: a shared
 /// queue's row, an input file's `out=`, `-o` of a list queued for a fleet. Such a path names a file
@@ -6,12 +7,18 @@ import Glibc
 /// journal and the partial files are Haul's, not a destination), no link that exists now leading
 /// out of the folder, and no link at all that another user made (in a shared folder, anyone may
 /// plant one).
-package enum ConfinedPath {
-    /// The name of the state folder Haul keeps beside the files it places (by default).
-    package static let stateFolderName = ".haul"
+///
+/// ``DownloadRequest/confinedTo`` holds a download to this rule when its file is placed; these
+/// checks let a caller refuse such a path before it queues anything (an input file's line, a
+/// shared queue's row), with the reason in words.
+public enum ConfinedPath {
+    /// The name of the state folder Haul keeps beside the files it places (by default,
+    /// ``DownloadManager/defaultStateDirectory(besideFolder:)``).
+    public static let stateFolderName = FilePath.stateFolderName
 
-    /// Why `path` cannot name a file inside an output folder, by its text alone, or `nil`.
-    package static func refusal(_ path: String) -> String? {
+    /// Why `path` cannot name a file inside an output folder, by its text alone, or `nil`: it is
+    /// empty, absolute, climbs out with `..`, is inside a state folder, or names the folder itself.
+    public static func refusal(_ path: String) -> String? {
         if path.isEmpty { return "is empty" }
         if path.utf8.first == UInt8(ascii: "/") {
             return "is an absolute path, where a path inside the output folder is needed"
@@ -31,7 +38,7 @@ package enum ConfinedPath {
     /// that exists now (a folder on its way, or the file itself), or through a link another user
     /// made, or `nil`. `stateDirectory`: a state folder configured inside `folder`, which the file
     /// may not be in either.
-    package static func escape(_ path: String, in folder: String, stateDirectory: String? = nil) -> String? {
+    public static func escape(_ path: String, in folder: String, stateDirectory: String? = nil) -> String? {
         guard let root = resolved(folder) else { return nil }  // no folder yet: no link in it either
         return escape(path, inResolved: root, stateDirectory: stateDirectory)
     }
@@ -39,10 +46,10 @@ package enum ConfinedPath {
     /// Where `folder` is (``escape(_:in:stateDirectory:)``'s first step: `realpath`, a `readlink`
     /// per component), for a caller that checks many paths in one folder; `nil` when it does not
     /// exist yet.
-    package static func resolved(_ folder: String) -> String? { realPath(folder) }
+    public static func resolved(_ folder: String) -> String? { realPath(folder) }
 
     /// ``escape(_:in:stateDirectory:)`` in a folder resolved already (``resolved(_:)``).
-    package static func escape(_ path: String, inResolved root: String, stateDirectory: String? = nil) -> String? {
+    public static func escape(_ path: String, inResolved root: String, stateDirectory: String? = nil) -> String? {
         var resolved = root
         var parts = path.split(separator: "/").map(String.init).filter { $0 != "." }
         var hops = 0
