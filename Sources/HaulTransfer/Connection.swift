@@ -98,7 +98,7 @@ final class Connection {
         transfer.environment.reactor.remove(easy.raw)
         transfer.countConnection(of: easy)
         if let heldBy {
-            if heldBy == .rateLimiter { transfer.environment.rateLimiter.unpark(self) }
+            if heldBy == .rateLimiter { transfer.environment.rateLimiter.forget(self) }
             self.heldBy = nil
         } else {
             transfer.environment.easyHandles.recycle(easy)

@@ -4,9 +4,9 @@ import HaulIO
 import HaulValues
 
 /// Shares bandwidth out: a token bucket for the whole manager, one per host and one per limited
-/// download (``RateLimits``). A transfer whose buckets are in debt is parked: its write callback
+/// download (``RateLimits``). A transfer whose buckets are in debt is held: its write callback
 /// answers `CURL_WRITEFUNC_PAUSE` (curl keeps the chunk and gives it again later), and one timer on
-/// the loop unpauses parked transfers once their debts are paid. No busy loop: the timer fires when
+/// the loop lets held requests go once their debts are paid. No busy loop: the timer fires when
 /// the first debt is paid, at most every 5 ms. (curl's `CURLOPT_MAX_RECV_SPEED_LARGE` limits one
 /// handle; a budget shared by many needs this.) Loop thread only.
 package final class RateLimiter {
@@ -18,7 +18,7 @@ package final class RateLimiter {
     /// Limits of downloads of their own (``DownloadRequest/maxBytesPerSecond``), by id, while admitted.
     private var ownLimits: [DownloadID: Int64] = [:]
     /// Requests curl holds paused for it: a transfer's own, or one of its other connections.
-    private var parked: [ObjectIdentifier: Connection] = [:]
+    private var held: [ObjectIdentifier: Connection] = [:]
     private var timer: OpaquePointer?
     private var timerArmed = false
 
@@ -57,12 +57,12 @@ package final class RateLimiter {
         }
     }
 
-    /// A transfer ended or paused: it is neither limited nor parked any more.
+    /// A transfer ended or paused: it is neither limited nor held any more.
     package func release(_ transfer: Transfer) {
         downloads[transfer.id] = nil
         ownLimits[transfer.id] = nil
-        parked[ObjectIdentifier(transfer.own)] = nil
-        for connection in transfer.segments?.others ?? [] { parked[ObjectIdentifier(connection)] = nil }
+        held[ObjectIdentifier(transfer.own)] = nil
+        for connection in transfer.segments?.others ?? [] { held[ObjectIdentifier(connection)] = nil }
     }
 
     /// Whether `transfer`'s next bytes must wait.
@@ -85,16 +85,17 @@ package final class RateLimiter {
         downloads[transfer.id]?.take(bytes, now: now)
     }
 
-    /// The request on `connection` answered `CURL_WRITEFUNC_PAUSE`: it is let go once its
-    /// transfer's debts are paid.
-    func park(_ connection: Connection) {
-        parked[ObjectIdentifier(connection)] = connection
+    /// The request on `connection` is held (its write callback answers `CURL_WRITEFUNC_PAUSE`): it is
+    /// let go once its transfer's debts are paid.
+    func hold(_ connection: Connection) {
+        connection.heldBy = .rateLimiter
+        held[ObjectIdentifier(connection)] = connection
         armTimer()
     }
 
-    /// The request on `connection` stopped while parked: nothing to let go.
-    func unpark(_ connection: Connection) {
-        parked[ObjectIdentifier(connection)] = nil
+    /// The request on `connection` stopped while held: nothing to let go.
+    func forget(_ connection: Connection) {
+        held[ObjectIdentifier(connection)] = nil
     }
 
     /// New limits for the manager, from now on, for the `admitted` downloads too (a download's own
@@ -115,7 +116,7 @@ package final class RateLimiter {
         // Every admitted download, the ones without a bucket yet included: a default per download set
         // now applies to downloads that ran unlimited.
         for id in admitted where ownLimits[id] == nil { applyDownloadLimit(id, now: now) }
-        wakeParked()
+        letGoPaidUp()
     }
 
     /// A limit of its own for the admitted download `transfer` (`nil`: the default per download).
@@ -123,11 +124,11 @@ package final class RateLimiter {
         let now = DispatchTime.now().uptimeNanoseconds
         ownLimits[transfer.id] = rate.map { max(1, $0) }
         applyDownloadLimit(transfer.id, now: now)
-        wakeParked()
+        letGoPaidUp()
     }
 
     private func armTimer() {
-        if timer == nil { timer = reactor.makeOneShotTimer { [unowned self] in wakeParked() } }
+        if timer == nil { timer = reactor.makeOneShotTimer { [unowned self] in letGoPaidUp() } }
         guard let timer, !timerArmed else { return }
         var wait: UInt64 = 100_000_000  // looked at again at least every 100 ms
         for bucket in [total].compactMap({ $0 }) + Array(hosts.values) + Array(downloads.values) where bucket.wait > 0 {
@@ -137,14 +138,14 @@ package final class RateLimiter {
         reactor.arm(timer, after: .nanoseconds(Int64(max(wait, 5_000_000))))
     }
 
-    /// Unpauses the parked transfers whose debts are paid; waits again for the others.
-    private func wakeParked() {
+    /// Lets go the held requests whose transfers' debts are paid (``Connection/letGo(by:)``); waits again for the others.
+    private func letGoPaidUp() {
         timerArmed = false
         let now = DispatchTime.now().uptimeNanoseconds
-        for (key, connection) in parked where !mustWait(connection.transfer, now: now) {
-            parked[key] = nil
+        for (key, connection) in held where !mustWait(connection.transfer, now: now) {
+            held[key] = nil
             connection.letGo(by: .rateLimiter)
         }
-        if !parked.isEmpty { armTimer() }
+        if !held.isEmpty { armTimer() }
     }
 }

@@ -17,7 +17,7 @@ struct TokenBucket: Equatable, Sendable {
     /// What a bucket holds at most: a twentieth of a second of its rate, and at least 2 KiB. With
     /// chunks kept below a twentieth of the rate too (the limited transfers' receive buffers), what
     /// passes in any 10 s exceeds the rate by at most 1 % (3 % at 10 KB/s), and a transfer is not
-    /// parked for every chunk.
+    /// held for every chunk.
     var capacity: Double { max(2 * 1024, rate / 20) }
 
     /// Adds what the time since the last refill brought.

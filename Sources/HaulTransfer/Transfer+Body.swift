@@ -7,20 +7,19 @@ import HaulValues
 extension Transfer {
     /// Takes a chunk of the body of the request on `connection` (its own, or another connection's
     /// segment): what curl's write callback returns, the count taken (fewer makes curl end the
-    /// request) or the pause signal (the rate limiter or the stream's reader holds it). Runs inside
+    /// request) or ``holdSignal`` (the rate limiter or the stream's reader holds it). Runs inside
     /// curl's callback: touches the file, the journal and events, never the multi handle.
     func receive(_ chunk: UnsafeRawBufferPointer, on connection: Connection) -> Int {
         let isOwn = connection === own
-        if isOwn, stream != nil, mustWaitForReader() { return Self.pauseSignal }
+        if isOwn, stream != nil, holdsForReader() { return Self.holdSignal }
         let limiter = environment.rateLimiter
         var now: UInt64 = 0
         if !limiter.isIdle {
             now = DispatchTime.now().uptimeNanoseconds
             if limiter.mustWait(self, now: now) {
                 // curl keeps the chunk and gives it again once the limiter lets the request go.
-                connection.heldBy = .rateLimiter
-                limiter.park(connection)
-                return Self.pauseSignal
+                limiter.hold(connection)
+                return Self.holdSignal
             }
         }
         let (answer, taken): (Int, Int)
@@ -37,20 +36,21 @@ extension Transfer {
         return answer
     }
 
-    /// What curl's write callback returns to pause the transfer (`CURL_WRITEFUNC_PAUSE`).
-    static let pauseSignal = 0x1000_0001
+    /// What curl's write callback returns to hold the request (`CURL_WRITEFUNC_PAUSE`): curl keeps
+    /// the chunk and gives it again once the holder lets the request go (``Connection/letGo(by:)``).
+    static let holdSignal = 0x1000_0001
 
     /// A chunk of the own request's answer: what curl's write callback returns, and the bytes
     /// counted as received (a redirect's body is not; bytes read past or compared are).
     private func receiveChunk(_ chunk: UnsafeRawBufferPointer) -> (Int, taken: Int) {
         var bytes = chunk
         if case .connecting = machine.state {
-            if request.heldDecision == nil, !request.isRedirect {
+            if request.deferredDecision == nil, !request.isRedirect {
                 guard let easy = own.easy else { return (Self.refused, 0) }
                 take(decideResponse(easy: easy))  // accepted: receiving; refused: closing
             }
             if request.isRedirect { return (chunk.count, 0) }  // a redirect's body: dropped, not counted
-            if request.heldDecision != nil {
+            if request.deferredDecision != nil {
                 guard let rest = compareOverlap(bytes) else { return (Self.refused, 0) }
                 // More to compare.
                 if rest.isEmpty, case .connecting = machine.state { return (chunk.count, chunk.count) }
@@ -99,7 +99,7 @@ extension Transfer {
     /// or `nil` when they differ: another version behind the same validator, or another file (the
     /// download starts over; a stream fails).
     private func compareOverlap(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
-        guard let decision = request.heldDecision else { return bytes }
+        guard let decision = request.deferredDecision else { return bytes }
         let none = UnsafeRawBufferPointer(start: nil, count: 0)
         var bytes = bytes
         if request.skipping > 0 {
@@ -110,7 +110,7 @@ extension Transfer {
                     try sink?.holds(UnsafeRawBufferPointer(rebasing: bytes[..<dropped]), at: request.skipped) ?? false
             } catch {
                 // The partial cannot be read back: the request ends with this error (``requestEnded(_:)``).
-                request.heldDecision = nil
+                request.deferredDecision = nil
                 bodyFailed(attributed(error))
                 return nil
             }
@@ -134,7 +134,7 @@ extension Transfer {
             log(.debug, "overlap matched", metadata: ["haul.bytes": "\(count)"])
             bytes = UnsafeRawBufferPointer(rebasing: bytes[count...])
         }
-        request.heldDecision = nil
+        request.deferredDecision = nil
         request.overlap = nil
         take(feed(decision))
         return bytes
@@ -145,7 +145,7 @@ extension Transfer {
     private func overlapDiffers() -> UnsafeRawBufferPointer? {
         log(.debug, "the bytes read past differ from the ones held", metadata: ["haul.offset": "\(request.skipped)"])
         sink?.endComparing()
-        request.heldDecision = nil
+        request.deferredDecision = nil
         request.overlap = nil
         request.skipping = 0
         take(feed(.retryFromZero(reason: .overlapMismatch)))

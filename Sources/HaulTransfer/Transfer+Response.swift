@@ -81,7 +81,7 @@ extension Transfer {
         return head
     }
 
-    /// Whether `decision` waits on the answer's first bytes before it is fed (``Request/heldDecision``):
+    /// Whether `decision` waits on the answer's first bytes before it is fed (``Request/deferredDecision``):
     /// bytes the download has, coming again from byte 0, read past; a whole file to a range it
     /// ignored, compared; a resume's overlap, compared. A resume whose announced length changed
     /// becomes a restart (`decision` changed).
@@ -93,14 +93,20 @@ extension Transfer {
             // the bytes the download has (a stream's reader, a partial file) are dropped as they come
             // again, and the rest is appended.
             request.skipping = skip
-            request.heldDecision = .append(total: total)
-            // Said of every byte held that comes again: those read past and those compared after them.
+            request.deferredDecision = .append(total: total)
+            // Said of every byte on disk that comes again: those read past and those compared after them.
             let repeated = skip + Int64(request.overlap?.count ?? 0)
-            log(.debug, "an answer from byte 0; reading past the bytes held", metadata: ["haul.bytes": "\(repeated)"])
+            log(
+                .debug,
+                "an answer from byte 0; reading past the bytes on disk",
+                metadata: ["haul.bytes": "\(repeated)"]
+            )
             events.publish(.warning(.repeatedBytesReadPast(repeated, reason: reason)))
             return true
         }
-        if case .askAgain = decision, stream == nil, segmentedBytes == nil, let held = sink?.receivedLength, held > 0 {
+        if case .askAgain = decision, stream == nil, segmentedBytes == nil, let onDisk = sink?.receivedLength,
+            onDisk > 0
+        {
             // The whole file under the pinned ETag, to a range it ignored: asked again only while its
             // first bytes are the partial's. Ones that differ are another version behind the same
             // ETag (a changed file on a broken origin, or a cache in front of one), whatever the ETag
@@ -108,8 +114,8 @@ extension Transfer {
             // The host is asked in the next form from now on, whether or not the comparison ends: a
             // 200 with the ETag of the If-Range is either a host that ignores it or a file changed
             // under that ETag, and the next form checks the overlap either way.
-            request.skipping = min(held, ResumePlan.overlapLength)
-            request.heldDecision = decision
+            request.skipping = min(onDisk, ResumePlan.overlapLength)
+            request.deferredDecision = decision
             request.overlap = nil  // this answer ends once compared; the next one checks its overlap
             rememberIfRangeForm(of: decision)
             return true
@@ -120,7 +126,7 @@ extension Transfer {
                 decision = .retryFromZero(reason: .remoteChanged)
             case .append:
                 // Appended only once the answer's first bytes are the partial's last ones.
-                request.heldDecision = decision
+                request.deferredDecision = decision
                 return true
             default:
                 request.overlap = nil  // a whole file, a failure: nothing to compare
@@ -139,12 +145,12 @@ extension Transfer {
     /// honour `Range`: two servers behind one name). A body discarded or in memory starts over
     /// otherwise, as does a file fetched in segments.
     private func repeatedBytes(total: Int64?, reason: RestartReason, sameVersion: Bool) -> Int64? {
-        let held = sink?.receivedLength ?? 0
-        guard reason == .rangeIgnored || reason == .decodedBody, held > 0, total.map({ $0 >= held }) ?? true
+        let onDisk = sink?.receivedLength ?? 0
+        guard reason == .rangeIgnored || reason == .decodedBody, onDisk > 0, total.map({ $0 >= onDisk }) ?? true
         else { return nil }
-        let keepsHeld = stream.map { !$0.discards } ?? (segmentedBytes == nil)
-        if request.overlap != nil, reason == .rangeIgnored, moved != nil || keepsHeld { return own.rangeStart }
-        return keepsHeld && sameVersion ? held : nil
+        let keepsOnDisk = stream.map { !$0.discards } ?? (segmentedBytes == nil)
+        if request.overlap != nil, reason == .rangeIgnored, moved != nil || keepsOnDisk { return own.rangeStart }
+        return keepsOnDisk && sameVersion ? onDisk : nil
     }
 
     /// Gives the machine a decision on the response (vetted, for a URL the download moved to).

@@ -7,8 +7,8 @@ import HaulValues
 /// once every byte reached the reader.
 extension Transfer {
     /// Called by the write callback before a chunk: whether the chunk must wait (the reader has not
-    /// taken the bytes before it). Then the transfer is parked and curl keeps the chunk.
-    func mustWaitForReader() -> Bool {
+    /// taken the bytes before it). Then its request is held (``Connection/heldBy``) and curl keeps the chunk.
+    func holdsForReader() -> Bool {
         guard let stream, stream.hasPending else { return false }
         do {
             if try stream.flushPending() { return false }

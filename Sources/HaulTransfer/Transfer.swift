@@ -155,9 +155,9 @@ package final class Transfer {
         var skipped: Int64 = 0
         /// The decision on an answer whose overlap is still being compared: it is the machine's
         /// once the overlap matched.
-        var heldDecision: ResponseDecision? {
-            get { heldDecisionBox?.value }
-            set { heldDecisionBox = newValue.map { Boxed($0) } }
+        var deferredDecision: ResponseDecision? {
+            get { deferredDecisionBox?.value }
+            set { deferredDecisionBox = newValue.map { Boxed($0) } }
         }
         /// Why the request asks for the whole file although the partial holds bytes (nothing vouches
         /// for them): an answer from byte 0 replaces them.
@@ -183,7 +183,7 @@ package final class Transfer {
         // Set for a moment, or never: boxed, the two take 16 bytes of every live transfer instead
         // of hundreds (issue 44, (c)). Each set makes a new box, so a copy of a request never shares one.
         private var headBox: Boxed<ResponseHead>?
-        private var heldDecisionBox: Boxed<ResponseDecision>?
+        private var deferredDecisionBox: Boxed<ResponseDecision>?
 
         init(offset: Int64 = 0) {
             self.offset = offset

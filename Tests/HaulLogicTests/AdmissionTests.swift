@@ -22,7 +22,7 @@ struct AdmissionTests {
         admission.startTransferring(b, host: "h:80")
         #expect(admission.active == 2)
         #expect(!admission.hasFreeSlot && admission.freeSlots == 0)
-        #expect(admission.holdsSlot(a) && admission.holdsSlot(b) && !admission.holdsSlot(c))
+        #expect(admission.hasSlot(a) && admission.hasSlot(b) && !admission.hasSlot(c))
         admission.stopTransferring(a)
         admission.stopTransferring(a)  // a second stop frees nothing more
         #expect(admission.active == 1)
@@ -39,7 +39,7 @@ struct AdmissionTests {
         #expect(admission.saturatedHosts == ["h:80"])
         admission.startFinishing(a)
         #expect(admission.active == 0 && admission.finishingCount == 1)
-        #expect(!admission.holdsSlot(a) && admission.saturatedHosts.isEmpty && admission.hasFreeSlot)
+        #expect(!admission.hasSlot(a) && admission.saturatedHosts.isEmpty && admission.hasFreeSlot)
         // Two slots are free, but only one more may wait on the disk after them.
         #expect(admission.freeSlots == 1)
         admission.startTransferring(b, host: "h:80")

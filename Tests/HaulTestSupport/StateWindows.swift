@@ -5,17 +5,17 @@ import Synchronization
 @testable import HaulTransfer
 @testable import HaulValues
 
-// What tests read of the library's state to check its invariants (a slot held, buffers idle, the
+// What tests read of the library's state to check its invariants (a slot occupied, buffers idle, the
 // page cache grown during a bulk enqueue): read here from the types' own storage, so that the
 // library carries no member that only a test uses.
 
 extension Admission {
-    /// How many slots are held.
-    var active: Int { holders.count }
+    /// How many slots are occupied.
+    var active: Int { occupants.count }
     /// How many downloads wait on the disk to finish.
     var finishingCount: Int { finishing.count }
-    /// Whether `id` holds a slot.
-    func holdsSlot(_ id: HaulValues.DownloadID) -> Bool { holders[id] != nil }
+    /// Whether `id` occupies a slot.
+    func hasSlot(_ id: HaulValues.DownloadID) -> Bool { occupants[id] != nil }
 }
 
 extension BufferPool {

@@ -35,7 +35,7 @@ extension DownloadQueue {
                 for journal in journals {
                     let bytes = try journal.locked { () throws(HaulValues.DownloadError) -> Int64? in
                         guard !journal.isClosed, let record = try journal.record(for: id), record.state == .paused,
-                            !journal.isHeldByAnother(id)
+                            !journal.isOwnedByAnother(id)
                         else { return nil }
                         // Moved before the row goes: a reader that finds the row gone finds it there.
                         let bytes = try move(id, record: record, from: journal, into: other) ?? 0

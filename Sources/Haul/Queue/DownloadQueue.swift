@@ -106,7 +106,7 @@ final class DownloadQueue: Sendable {
             )
             let download = publish(.waiting(record), for: request, in: journal, creatingHandle: true).map(Download.of)
             // Queued or run by another manager that runs: its outcome is followed here.
-            if journal.isHeldByAnother(id) {
+            if journal.isOwnedByAnother(id) {
                 inbox.submit(.follow(journal.directory, [id: record]))
             }
             return download

@@ -214,7 +214,7 @@ package final class EventHub: Sendable {
                 state.withLock { state in
                     // The final event's turn has not committed its rows yet: its reader, one that
                     // came late included, hears of it once they are (``publish(_:)``).
-                    if state.closed, !state.resultCommitted { return state.subscribers.park(id, waiter: waiter) }
+                    if state.closed, !state.resultCommitted { return state.subscribers.waitForEnd(id, waiter: waiter) }
                     return state.subscribers.read(id, ended: state.closed, waiter: waiter)
                 }
             },

@@ -115,7 +115,7 @@ struct Subscribers<Buffer: SubscriberBuffer> {
 
     /// Leaves subscriber `id`'s reader waiting whatever it holds (resumed by ``endAll(into:)``, or by
     /// its cancellation): ``Buffer/end`` at once when it is gone.
-    mutating func park(_ id: Int, waiter: Waiter) -> Buffer.Delivery? {
+    mutating func waitForEnd(_ id: Int, waiter: Waiter) -> Buffer.Delivery? {
         guard subscribers[id] != nil else { return Buffer.end }
         subscribers[id]!.waiter = waiter
         return nil

@@ -36,7 +36,7 @@ extension Journal {
 
     /// Whether `id`'s row is queued or running for another manager that still runs. Call holding
     /// `lock`.
-    package func isHeldByAnother(_ id: DownloadID) -> Bool {
+    package func isOwnedByAnother(_ id: DownloadID) -> Bool {
         guard let standing = try? standing(of: id), Self.owned(standing.state) else { return false }
         return isAnotherLiveOwner(standing.owner)
     }

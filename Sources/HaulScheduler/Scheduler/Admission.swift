@@ -5,14 +5,14 @@ import HaulValues
 /// rows waiting for a host to free, retries waiting for their time). The ``Scheduler`` asks it before each admission and tells it what
 /// happened; the rows themselves stay in the journals.
 struct Admission {
-    /// How many downloads may hold a slot: ``DownloadManager/Configuration/maxConcurrentDownloads``,
+    /// How many downloads may occupy a slot: ``DownloadManager/Configuration/maxConcurrentDownloads``,
     /// or fewer where the open-files limit is low (``DescriptorBudget``).
     let slots: Int
-    /// How many downloads from one host may hold a slot (``DownloadManager/Configuration/maxConcurrentDownloadsPerHost``).
+    /// How many downloads from one host may occupy a slot (``DownloadManager/Configuration/maxConcurrentDownloadsPerHost``).
     let perHostLimit: Int?
 
-    /// The slots held, by download, with the download's host.
-    private(set) var holders: [DownloadID: String] = [:]
+    /// The downloads that occupy a slot, with their hosts.
+    private(set) var occupants: [DownloadID: String] = [:]
     /// Downloads whose bytes are all received, waiting on a disk lane (sync, check, rename): they
     /// hold no connection and no slot, so that a disk's sync latency does not idle the network; at
     /// most ``finishingLimit`` wait at once (past it, admission waits for the disk).
@@ -86,7 +86,7 @@ struct Admission {
         return was && !saturatedHosts.contains(host)
     }
 
-    /// Connections to `host` now: one per slot held, and the extra ones.
+    /// Connections to `host` now: one per slot occupied, and the extra ones.
     private func connections(to host: String) -> Int {
         activeByHost[host, default: 0] + extrasByHost[host, default: 0]
     }
@@ -96,8 +96,8 @@ struct Admission {
 
     /// How many more downloads may start now (slots, the disk's share, connections).
     var freeSlots: Int {
-        let connections = connectionLimit - holders.count - extraTotal
-        return max(0, min(slots - holders.count, finishingLimit - finishing.count, connections))
+        let connections = connectionLimit - occupants.count - extraTotal
+        return max(0, min(slots - occupants.count, finishingLimit - finishing.count, connections))
     }
 
     /// Whether nothing is queued, waiting for a host or waiting to retry (transfers aside).
@@ -127,14 +127,14 @@ struct Admission {
 
     // MARK: slots
 
-    /// `id`, from `host`, starts transferring: it holds a slot (once, however often it starts a
+    /// `id`, from `host`, starts transferring: it occupies a slot (once, however often it starts a
     /// request) until ``stopTransferring(_:)``.
     /// `multiplexes`: its request may go over HTTP/2 (https, the manager offers it), so it takes
     /// part in its host's grant (``ConnectionGrants``).
     /// `now`: uptime nanoseconds (``ConnectionGrants/answerWait``).
     mutating func startTransferring(_ id: DownloadID, host: String, multiplexes: Bool = false, now: UInt64 = 0) {
-        guard holders[id] == nil else { return }
-        holders[id] = host
+        guard occupants[id] == nil else { return }
+        occupants[id] = host
         activeByHost[host, default: 0] += 1
         if multiplexes { grants?.start(id, to: host, at: now) }
         if isSaturated(host) { saturatedHosts.insert(host) }
@@ -157,7 +157,7 @@ struct Admission {
     /// Returns whether its host may take more now.
     mutating func answered(_ id: DownloadID, multiplexes: Bool, socketsOpened: UInt64 = .max) -> Bool {
         guard grants?.answered(id, multiplexes: multiplexes, socketsOpened: socketsOpened) == true,
-            let host = holders[id]
+            let host = occupants[id]
         else { return false }
         return refreshFreed(host)
     }
@@ -188,16 +188,16 @@ struct Admission {
     /// Whether `id`, with `live` connections open, may open one more: its first is its slot's; the
     /// others count against its host's limit and the connection budget, which they never exceed.
     func mayOpenConnection(for id: DownloadID, live: Int) -> Bool {
-        guard let host = holders[id] else { return false }
+        guard let host = occupants[id] else { return false }
         if live == 0 { return true }
-        if holders.count + extraTotal >= connectionLimit { return false }
+        if occupants.count + extraTotal >= connectionLimit { return false }
         if let perHostLimit, connections(to: host) >= perHostLimit { return false }
         return true
     }
 
     /// `id` has `live` connections open now.
     mutating func setConnections(_ id: DownloadID, _ live: Int) {
-        guard let host = holders[id] else { return }
+        guard let host = occupants[id] else { return }
         let new = max(0, live - 1)
         let old = extras[id] ?? 0
         guard new != old else { return }
@@ -219,7 +219,7 @@ struct Admission {
     /// `id` received all its bytes and waits on the disk: its slot, and its host's share, are free
     /// for the next download; it counts as finishing until ``stopTransferring(_:)``.
     mutating func startFinishing(_ id: DownloadID) {
-        guard holders[id] != nil else { return }
+        guard occupants[id] != nil else { return }
         stopTransferring(id)
         finishing.insert(id)
     }
@@ -229,7 +229,7 @@ struct Admission {
     mutating func stopTransferring(_ id: DownloadID) {
         finishing.remove(id)
         setConnections(id, 0)
-        guard let host = holders.removeValue(forKey: id) else { return }
+        guard let host = occupants.removeValue(forKey: id) else { return }
         let remaining = (activeByHost[host] ?? 1) - 1
         activeByHost[host] = remaining > 0 ? remaining : nil
         _ = grants?.stop(id)

@@ -66,7 +66,7 @@ extension Scheduler {
         guard let journal = catalog.openJournal(for: download.stateDirectoryPath) else { return }
         journal.locked {
             guard var record = try? journal.record(for: download.id), record.state != .running,
-                !journal.isHeldByAnother(download.id)
+                !journal.isOwnedByAnother(download.id)
             else { return }
             switch record.apply(event) {
             case .refused, .unchanged:

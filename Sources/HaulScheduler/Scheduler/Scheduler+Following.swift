@@ -147,7 +147,7 @@ extension Scheduler {
         }
         guard let journal = catalog.openJournal(for: download.stateDirectoryPath) else { return false }
         return journal.locked {
-            guard let record = try? journal.record(for: download.id), journal.isHeldByAnother(download.id)
+            guard let record = try? journal.record(for: download.id), journal.isOwnedByAnother(download.id)
             else { return false }
             if following[download.id] == nil { download.hub.publish(.queued) }
             follow([download.id: record], in: journal.directory)
