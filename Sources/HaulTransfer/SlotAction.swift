@@ -3,7 +3,7 @@ import HaulIO
 import HaulValues
 
 /// What a transfer hands its owner, the ``Scheduler``, once it carried out its machine's action
-/// (``Transfer/settle(_:interruptedByShutdown:)``): only the part that reaches beyond it, to its
+/// (``Transfer/slotAction(for: _:interruptedByShutdown:)``): only the part that reaches beyond it, to its
 /// slot, the queue, the hooks, the disk lanes and the connection budget. Its own part (requests
 /// stopped, sink closed, row written or removed, event published) is done by then.
 ///

@@ -123,7 +123,7 @@ extension Transfer {
     /// ``perform(_:)`` did): an ending, or what its owner is to do. `interruptedByShutdown`: a pause
     /// is the manager's shutdown, and the next manager continues the download. A transfer that
     /// leaves its slot frees the name it claimed (``leftSlot()``).
-    func settle(_ action: DownloadStateMachine.Action, interruptedByShutdown: Bool = false) -> SlotAction {
+    func slotAction(for action: DownloadStateMachine.Action, interruptedByShutdown: Bool = false) -> SlotAction {
         let slotAction = carryOut(action, interruptedByShutdown: interruptedByShutdown)
         switch slotAction {
         case .paused, .end, .retry: leftSlot()
@@ -185,7 +185,7 @@ extension Transfer {
     package func placed(_ outcome: Result<PlacedFile, DownloadError>) -> SlotAction {
         switch outcome {
         case .failure(let error):
-            return settle(perform(machine.completionFailed(error)))
+            return slotAction(for: perform(machine.completionFailed(error)))
         case .success(let file):
             machine.placed()
             endCompleted(file)

@@ -41,7 +41,7 @@ extension Transfer {
 
     /// The refresher gave no fresh URL for `cause`: it goes on as that failure says.
     package func urlRefused(_ cause: DownloadError) -> SlotAction {
-        settle(perform(machine.urlRefused(cause)))
+        slotAction(for: perform(machine.urlRefused(cause)))
     }
 
     /// The refresher gave `url` (and `headers`, if any, which its requests send from now on and its
@@ -52,7 +52,7 @@ extension Transfer {
             record.headerNames = headers.map(\.name)
         }
         guard machine.freshURLArrived() else { return .none }
-        return settle(move(to: url, after: cause, counted: false))
+        return slotAction(for: move(to: url, after: cause, counted: false))
     }
 
     /// The transfer whose request handle `raw` carries (its own request's, or one of its other
@@ -74,8 +74,8 @@ extension Transfer {
     package func ended(request raw: UnsafeMutableRawPointer, result: CURLcode) -> SlotAction? {
         guard let connection = connection(of: raw) else { return nil }
         let result = connection.easy?.vetted(result) ?? result
-        if connection === own { return settle(requestEnded(result)) }
-        return settle(fetchEnded(connection, result: result))
+        if connection === own { return slotAction(for: requestEnded(result)) }
+        return slotAction(for: fetchEnded(connection, result: result))
     }
 
     // MARK: limits, stalls

@@ -334,31 +334,31 @@ package final class Transfer {
         // Revalidating a complete file: its answer, unless a 304, is the whole file again, never a
         // resume of a partial file left from before.
         if revalidating, let partialPath { unlink(partialPath) }
-        return settle(perform(machine.admit(needsHeaders: needsHeaders)))
+        return slotAction(for: perform(machine.admit(needsHeaders: needsHeaders)))
     }
 
     /// The header values it waited for are known (in ``headers``): the first request goes out.
     package func headersArrived() -> SlotAction {
-        settle(perform(machine.headersArrived()))
+        slotAction(for: perform(machine.headersArrived()))
     }
 
     /// The user paused, or the manager shuts down (`interruptedByShutdown`: the next manager
     /// continues it).
     package func pause(interruptedByShutdown: Bool = false) -> SlotAction {
-        settle(perform(machine.pause()), interruptedByShutdown: interruptedByShutdown)
+        slotAction(for: perform(machine.pause()), interruptedByShutdown: interruptedByShutdown)
     }
 
     /// The user cancelled. A stream whose whole body waits for its reader (who may have gone: a
     /// reader that leaves cancels) ends cancelled too, rather than wait for a reader who never comes.
     package func cancel() -> SlotAction {
-        guard streamFinishing != nil else { return settle(perform(machine.cancel())) }
+        guard streamFinishing != nil else { return slotAction(for: perform(machine.cancel())) }
         streamFinishing = nil
         closeStreamWatch()
-        return settle(perform(machine.cancelHandOver()))
+        return slotAction(for: perform(machine.cancelHandOver()))
     }
 
     /// A local failure outside the transfer.
-    package func fail(_ error: DownloadError) -> SlotAction { settle(perform(machine.fail(error))) }
+    package func fail(_ error: DownloadError) -> SlotAction { slotAction(for: perform(machine.fail(error))) }
 
     /// Performs the actions that are the transfer's own (requests, bodies) and returns the others,
     /// which are its owner's.
@@ -379,7 +379,7 @@ package final class Transfer {
 
     /// Carries out what the machine said of a response's body (`nil`: nothing was decided yet, a
     /// redirect's body or an answer whose first bytes are compared first): written from here on,
-    /// or refused (curl ends the request, and ``requestEnded(_:)`` settles what follows).
+    /// or refused (curl ends the request, and ``requestEnded(_:)`` says what follows).
     func take(_ action: DownloadStateMachine.BodyAction?) {
         guard case .accept(let total, let truncating, let restart) = action else { return }
         acceptBody(total: total, truncating: truncating, restart: restart)
