@@ -34,7 +34,7 @@ extension Scheduler {
         case .finish(let job):
             disk.add(.finish(job))
             takeAnswer(of: transfer)
-            admission.startFinishing(transfer.id)
+            pool.startFinishing(transfer.id)
         case .finishStream:
             let id = transfer.id
             transfer.finishStream { [unowned self] result in
@@ -45,7 +45,7 @@ extension Scheduler {
         case .answered:
             takeAnswer(of: transfer)
         case .leftHost:
-            if admission.leftHost(transfer.id) { admitAtTurnEnd() }
+            pool.leftHost(transfer.id)
         }
     }
 
@@ -53,7 +53,7 @@ extension Scheduler {
     /// a request ended (its slot, its connections, the next admission follow as after curl's own
     /// report of an end), or more connections wanted.
     func performDeferred() {
-        for (transfer, action) in environment.takeDeferred() where transfers[transfer.id] === transfer {
+        for (transfer, action) in environment.takeDeferred() where pool.isCurrent(transfer, as: transfer.id) {
             perform(action, for: transfer)
             switch action {
             case .openConnections, .answered, .leftHost: continue
@@ -68,15 +68,13 @@ extension Scheduler {
     /// grant (``ConnectionGrants``); more may be admitted.
     private func takeAnswer(of transfer: Transfer) {
         guard let answer = transfer.takeAnswer() else { return }
-        if admission.answered(transfer.id, multiplexes: answer.multiplexes, socketsOpened: answer.socketsOpened) {
-            admitAtTurnEnd()
-        }
+        pool.answered(transfer.id, multiplexes: answer.multiplexes, socketsOpened: answer.socketsOpened)
     }
 
     /// The disk thread finished a download's file: its transfer completes, or goes on as the
     /// failure says.
     func finished(_ id: DownloadID, outcome: Result<PlacedFile, DownloadError>) {
-        guard let transfer = transfers[id] else { return }
+        guard let transfer = pool.member(id) else { return }
         perform(transfer.placed(outcome), for: transfer)
     }
 
@@ -84,15 +82,11 @@ extension Scheduler {
     /// its bytes were all received, leaves the finishing count) and becomes a row again.
     func forget(_ transfer: Transfer) {
         takeAnswer(of: transfer)
-        admission.stopTransferring(transfer.id)
-        connectionWaiters[transfer.id] = nil
-        for (id, waiter) in connectionWaiters where transfers[id] === waiter { wantConnections(for: waiter) }
-        guard transfers.removeValue(forKey: transfer.id) != nil else { return }
-        environment.rateLimiter.release(transfer)
-        let directory = transfer.directory
-        let left = (transfersByDirectory[directory] ?? 1) - 1
-        transfersByDirectory[directory] = left > 0 ? left : nil
-        if left <= 0, !admission.queuedDirectories.contains(directory) { closeJournalIfIdle(directory) }
+        let leaving = pool.leave(transfer.id)
+        for waiter in leaving.waiting { wantConnections(for: waiter) }
+        guard let left = leaving.left else { return }
+        environment.rateLimiter.release(left)
+        if let directory = leaving.idleJournal { catalog.closeIfIdle(directory) }
     }
 
     /// Keeps what `transfer`'s handle counted (``BetweenAttempts/counts``) until it runs again.
@@ -107,7 +101,6 @@ extension Scheduler {
     /// Closes the journal of `directory` if no transfer uses it and nothing in it is unfinished (see
     /// ``Catalog/closeIfIdle(_:)``); the configured state directory's stays open.
     func closeJournalIfIdle(_ directory: String) {
-        guard transfersByDirectory[directory] == nil, !shuttingDown, directory != settings.keptDirectory else { return }
-        catalog.closeIfIdle(directory)
+        if pool.mayCloseJournal(directory) { catalog.closeIfIdle(directory) }
     }
 }

@@ -16,7 +16,7 @@ extension Scheduler {
     /// others were still being read, and curl sent it within the next socket's action: a local
     /// server went idle and was woken for almost every request. Admitted together, the turn's
     /// requests go out together at the start of the next turn.
-    func admitAtTurnEnd() { admissionDue = true }
+    func admitAtTurnEnd() { pool.admitAtTurnEnd() }
 
     /// Admits queued downloads while slots are free: the highest priority first, then the oldest,
     /// across every journal with queued rows. Each journal's queue is read once for as many heads as
@@ -25,7 +25,7 @@ extension Scheduler {
     /// each, the queue took a quarter of the journal's time on the loop.)
     func admitWaiting() {
         var read: [String: QueueRead] = [:]
-        while !shuttingDown, admission.hasFreeSlot {
+        while !pool.isShuttingDown, pool.admission.hasFreeSlot {
             guard let (journal, head, pending) = nextQueued(&read) else { break }
             admit(head, from: journal, unchangedSince: &pending.heads.changes)
         }
@@ -41,15 +41,17 @@ extension Scheduler {
     /// The best head across the queued directories, taken off the front of its directory's `read`.
     private func nextQueued(_ read: inout [String: QueueRead]) -> (Journal, Journal.QueueHead, QueueRead)? {
         var best: (journal: Journal, head: Journal.QueueHead, read: QueueRead)?
-        for directory in admission.queuedDirectories {
+        for directory in pool.admission.queuedDirectories {
             guard let journal = catalog.openJournal(for: directory) else {
-                admission.queueDrained(in: directory)
+                pool.queueDrained(in: directory)
                 read[directory] = nil
                 continue
             }
             var pending = read[directory]
             // Heads whose host reached its limit since the read wait, as the read would have left them.
-            while let pending, let first = pending.heads.first, admission.saturatedHosts.contains(first.record.host) {
+            while let pending, let first = pending.heads.first,
+                pool.admission.saturatedHosts.contains(first.record.host)
+            {
                 pending.heads.passOverFirst()
             }
             if pending.map({ $0.heads.count == 0 && $0.heads.mayHaveMore }) ?? true {
@@ -59,7 +61,7 @@ extension Scheduler {
                 read[directory] = pending
             }
             guard let pending, let head = pending.heads.first else {
-                admission.queueDrained(in: directory, blockedByHosts: pending?.heads.blocked ?? false)
+                pool.queueDrained(in: directory, blockedByHosts: pending?.heads.blocked ?? false)
                 read[directory] = nil
                 closeJournalIfIdle(directory)
                 continue
@@ -80,10 +82,10 @@ extension Scheduler {
         do {
             let heads = try journal.nextQueued(
                 at: now,
-                excludingHosts: admission.saturatedHosts,
-                limit: admission.freeSlots
+                excludingHosts: pool.admission.saturatedHosts,
+                limit: pool.admission.freeSlots
             )
-            let wokenForRetry = admission.takeWokenForRetry(directory)
+            let wokenForRetry = pool.takeWokenForRetry(directory)
             if heads.count == 0 || wokenForRetry, let retryAt = try journal.nextRetryTime(after: now) {
                 wakeForRetry(in: directory, at: retryAt)
             }
@@ -111,10 +113,9 @@ extension Scheduler {
                 "could not write the journal",
                 metadata: ["haul.journal": "\(journal.path)", "haul.error": "\(error)"]
             )
-            admission.queueDrained(in: journal.directory)
+            pool.queueDrained(in: journal.directory)
             return
         }
-        startTimers()
         guard let (request, carried) = catalog.request(for: id, record: record, rowID: head.rowID) else {
             journal.remove(id)
             logger.error(
@@ -145,15 +146,19 @@ extension Scheduler {
             environment: environment,
             restarts: carried.restarts
         )
-        transfers[id] = transfer
-        transfersByDirectory[journal.directory, default: 0] += 1
         // Over https with HTTP/2 offered (the requests curl is told to wait to multiplex:
         // ``EasyHandle/configure``), its host's connections are granted (``ConnectionGrants``).
         let multiplexes = settings.streamsPerConnection != nil && EasyHandle.isHTTPS(request.url.absoluteString)
-        let host = transfer.hostKey
-        let now = multiplexes ? DispatchTime.now().uptimeNanoseconds : 0
-        admission.startTransferring(id, host: host, multiplexes: multiplexes, now: now)
-        transfer.reportsAnswer = multiplexes && admission.grantsFollow(host)
+        let admitted = pool.admit(
+            id,
+            transfer,
+            host: transfer.hostKey,
+            directory: journal.directory,
+            multiplexes: multiplexes,
+            now: multiplexes ? DispatchTime.now().uptimeNanoseconds : 0
+        )
+        if admitted.startsTimers { startTimers() }
+        transfer.reportsAnswer = admitted.reportsAnswer
         environment.metrics.started.increment()
         environment.rateLimiter.admit(transfer, ownLimit: record.maxBytesPerSecond)
         // Restored from the journal, which has header names only: never sent without their values.

@@ -24,10 +24,7 @@ extension Scheduler {
         }
         disk.reported(results.count)
         // A shutdown waiting for the last report finishes now.
-        if stopWhenSynced && disk.pending == 0 {
-            stopWhenSynced = false
-            finishShutdown()
-        }
+        if pool.diskReported(diskPending: disk.pending) { finishShutdown() }
     }
 
     private func synced(_ id: DownloadID, directory: String, bytes: Int64, segments: String?) {
@@ -39,14 +36,14 @@ extension Scheduler {
             syncedSegments(id, journal: journal, snapshot: segments, bytes: bytes)
             return
         }
-        transfers[id]?.synced(bytes: bytes)
+        pool.member(id)?.synced(bytes: bytes)
         try? journal.recordSynced(id, bytes: bytes)
     }
 
     /// A sync of a file fetched over several connections finished: each segment's bytes written when
     /// it began are durable, in the running transfer's map and in the row (a paused download's too).
     private func syncedSegments(_ id: DownloadID, journal: Journal, snapshot text: String, bytes: Int64) {
-        if let transfer = transfers[id], transfer.syncedSegments(text) { return }
+        if let transfer = pool.member(id), transfer.syncedSegments(text) { return }
         guard var record = try? journal.record(for: id), let total = record.totalBytes,
             let stored = record.segments, var map = SegmentMap(encoded: stored, total: total),
             let snapshot = SegmentMap(encoded: text, total: total)
@@ -59,8 +56,6 @@ extension Scheduler {
 
     /// Starts the checkpoint and idle-buffer timers with the first admission.
     func startTimers() {
-        guard !timersStarted else { return }
-        timersStarted = true
         if settings.checkpointInterval > .zero {
             reactor.repeatEvery(settings.checkpointInterval) { [unowned self] in
                 checkpointReceiving()
@@ -74,7 +69,7 @@ extension Scheduler {
     /// Every `checkpointInterval`: write buffered bytes of receiving downloads to the kernel, record
     /// them, and sync them in the background.
     private func checkpointReceiving() {
-        for transfer in transfers.values {
+        for transfer in pool.admitted {
             guard let bytes = transfer.checkpointReceiving() else { continue }
             requestSync(of: transfer, bytes: bytes)
         }
@@ -88,7 +83,7 @@ extension Scheduler {
         let now = DispatchTime.now().uptimeNanoseconds
         let stallTimeout = settings.stallTimeout.nanoseconds
         var stalled: [(Transfer, UnsafeMutableRawPointer)] = []
-        for transfer in transfers.values {
+        for transfer in pool.admitted {
             transfer.releaseIdleBuffer(now: now)
             for raw in transfer.stalledRequests(now: now, after: stallTimeout) { stalled.append((transfer, raw)) }
         }
@@ -96,11 +91,11 @@ extension Scheduler {
             // Ended as curl ends a request that timed out: another connection takes its segment, or
             // the download is retried (resuming), or it fails. (An earlier one in this list may
             // have ended the transfer already: its handles are no longer its own then.)
-            guard transfers[transfer.id] === transfer else { continue }
+            guard pool.isCurrent(transfer, as: transfer.id) else { continue }
             transfer.stalled(raw, seconds: settings.stallTimeout.components.seconds)
             requestEnded(raw, result: CURLE_OPERATION_TIMEDOUT)
         }
-        if admission.expireWaits(now: now) { admitAtTurnEnd() }
+        pool.expireWaits(now: now)
         buffers.trim()
         environment.easyHandles.trim()  // freed here, on the loop thread, as their deinit cleans up
     }

@@ -5,8 +5,8 @@ import HaulValues
 /// What callers ask of downloads (pause, resume, cancel) and of the manager (shut down), on the loop.
 extension Scheduler {
     func pause(_ download: LiveDownload) {
-        if let transfer = transfers[download.id] {
-            perform(transfer.pause(interruptedByShutdown: shuttingDown), for: transfer)
+        if let transfer = pool.member(download.id) {
+            perform(transfer.pause(interruptedByShutdown: pool.isShuttingDown), for: transfer)
             return
         }
         if stopFollowing(download, cancelled: false) { return }
@@ -17,17 +17,17 @@ extension Scheduler {
     }
 
     func resume(_ download: LiveDownload) {
-        if transfers[download.id] != nil { return }  // admitted: it is not paused
+        if pool.member(download.id) != nil { return }  // admitted: it is not paused
         if followIfAnothers(download) { return }
         updateRow(of: download, on: .resumed(sequence: catalog.nextQueueSequence())) { _ in
             download.hub.publish(.queued)
         }
-        admission.queueChanged(in: download.stateDirectoryPath)
+        pool.queueChanged(in: download.stateDirectoryPath)
     }
 
     /// A download's own rate limit: at once when it runs (and in its row, for later attempts).
     func limitRate(of download: LiveDownload, to rate: Int64?) {
-        if let transfer = transfers[download.id] {
+        if let transfer = pool.member(download.id) {
             transfer.limitRate(to: rate)
             return
         }
@@ -40,7 +40,7 @@ extension Scheduler {
     }
 
     func cancel(_ download: LiveDownload) {
-        if let transfer = transfers[download.id] {
+        if let transfer = pool.member(download.id) {
             perform(transfer.cancel(), for: transfer)
             return
         }
@@ -54,7 +54,7 @@ extension Scheduler {
     /// A paused download whose row another manager took (``DownloadManager/handOver(_:to:)``): it
     /// goes on there, and ends here as cancelled.
     func handedOver(_ download: LiveDownload) {
-        guard transfers[download.id] == nil else { return }  // asked for again meanwhile: it runs here
+        guard pool.member(download.id) == nil else { return }  // asked for again meanwhile: it runs here
         catalog.forget(download.id)
         download.hub.publish(.cancelled)
     }
@@ -92,27 +92,20 @@ extension Scheduler {
     /// Pauses every transfer (interrupted, not paused: the next manager on the journal continues
     /// them) and stops the loop once their syncs are recorded.
     func shutdown() {
-        shuttingDown = true
-        following.removeAll()
-        for transfer in Array(transfers.values) where !transfer.hasEnded {
+        pool.beginShutdown()
+        for transfer in pool.admitted where !transfer.hasEnded {
             // Interrupted, not paused: the next manager continues it.
             perform(transfer.pause(interruptedByShutdown: true), for: transfer)
         }
         // The pauses above asked for syncs; the journals close once those are recorded.
-        if disk.pending == 0 {
-            finishShutdown()
-        } else {
-            stopWhenSynced = true
-        }
+        if pool.shutdownEnds(diskPending: disk.pending) { finishShutdown() }
     }
 
     func finishShutdown() {
-        let handles = transfers.values.map(\.handle) + catalog.liveHandles
+        let handles = pool.end().map(\.handle) + catalog.liveHandles
         for download in handles {
             download.hub.close(with: DownloadError(code: .shutdown, url: download.url.redactedString))
         }
-        transfers.removeAll()
-        admission.forgetQueues()
         reactorTurnDidEnd(reactor)
         catalog.closeJournals()
         catalog.feed.close()

@@ -12,38 +12,38 @@ extension Scheduler {
 
     /// Follows `rows` (their records as the request found them) of `directory`'s journal.
     func follow(_ rows: [DownloadID: DownloadRecord], in directory: String) {
-        guard !shuttingDown else { return }
-        following.follow(rows, in: directory)
+        guard !pool.isShuttingDown else { return }
+        pool.following.follow(rows, in: directory)
         armFollowTimer()
     }
 
     private func armFollowTimer() {
-        guard !following.isEmpty else { return }
-        if followTimer == nil {
-            followTimer = reactor.makeOneShotTimer { [unowned self] in
+        guard !pool.following.isEmpty else { return }
+        if timers.follow == nil {
+            timers.follow = reactor.makeOneShotTimer { [unowned self] in
                 checkFollowed()
                 armFollowTimer()
                 admitAtTurnEnd()
             }
         }
-        if let followTimer { reactor.arm(followTimer, after: Self.followInterval) }
+        if let follow = timers.follow { reactor.arm(follow, after: Self.followInterval) }
     }
 
     /// Reads each followed row: ended → its outcome is published; still another live manager's →
     /// followed on; anything else (its manager gone, paused or failed there, or removed) → this
     /// manager's now, queued with the bytes it holds.
     func checkFollowed() {
-        let byDirectory = following.byDirectory()
+        let byDirectory = pool.following.byDirectory()
         for (directory, ids) in byDirectory {
             guard let journal = catalog.openJournal(for: directory) else {
-                for id in ids { following.stop(id) }
+                for id in ids { pool.following.stop(id) }
                 continue
             }
             journal.locked {
                 // Nothing committed by another manager since the last look, and every owner seen
                 // then still runs: every row stands as it stood (thousands of rows are not read
                 // again five times a second while the other manager works on its own).
-                let unchanged = following.areUnchanged(
+                let unchanged = pool.following.areUnchanged(
                     ids,
                     in: directory,
                     version: journal.dataVersion(),
@@ -53,11 +53,11 @@ extension Scheduler {
                 for id in ids { check(id, in: journal) }
             }
         }
-        following.keepVersions(of: byDirectory.keys)
+        pool.following.keepVersions(of: byDirectory.keys)
     }
 
     private func check(_ id: DownloadID, in journal: Journal) {
-        guard let row = following[id] else { return }
+        guard let row = pool.following[id] else { return }
         let standing: Journal.RowStanding?
         do {
             standing = try journal.standing(of: id)
@@ -72,19 +72,19 @@ extension Scheduler {
         )
         switch decision {
         case .completed:
-            following.stop(id)
+            pool.following.stop(id)
             guard let record = try? journal.storedRecord(for: id) else { return }
             publishCompleted(id, record: record, directory: journal.directory)
         case .ownRow:
-            following.stop(id)
+            pool.following.stop(id)
         case .followOn(let owner, let progress):
-            following.saw(id, owner: owner, shownBytes: progress)
+            pool.following.saw(id, owner: owner, shownBytes: progress)
             guard let progress else { return }
             catalog.existingHandle(id)?.hub.publish(
                 .progress(DownloadProgress(bytesReceived: progress, totalBytes: standing?.totalBytes))
             )
         case .takeBack(let rowExists):
-            following.stop(id)
+            pool.following.stop(id)
             let stored = rowExists ? try? journal.storedRecord(for: id) : nil
             takeBack(id, stored: stored, requested: row.requested, in: journal)
         }
@@ -118,18 +118,18 @@ extension Scheduler {
             "takes over a download another manager left",
             metadata: ["haul.url": "\(record.url)", "haul.bytes": "\(record.bytesCommitted)"]
         )
-        admission.queueChanged(in: journal.directory)
+        pool.queueChanged(in: journal.directory)
     }
 
     /// A followed download paused or cancelled by its caller: no longer followed (a paused one
     /// until it is resumed), its row left to the manager that runs it. Whether it was followed.
     func stopFollowing(_ download: LiveDownload, cancelled: Bool) -> Bool {
         if cancelled {
-            guard following.cancel(download.id) else { return false }
+            guard pool.following.cancel(download.id) else { return false }
             catalog.forget(download.id)
             download.hub.publish(.cancelled)
         } else {
-            guard following.pause(download.id) else { return false }
+            guard pool.following.pause(download.id) else { return false }
             download.hub.publish(.paused(download.progress))
         }
         return true
@@ -139,7 +139,7 @@ extension Scheduler {
     /// manager that runs holds its row: resumed here, it waits for that one's outcome (or takes the
     /// row back, as a followed one does). Whether it does.
     func followIfAnothers(_ download: LiveDownload) -> Bool {
-        if let row = following.takePaused(download.id) {
+        if let row = pool.following.takePaused(download.id) {
             download.hub.publish(.queued)
             follow([download.id: row.requested], in: row.directory)
             checkFollowed()
@@ -149,7 +149,7 @@ extension Scheduler {
         return journal.locked {
             guard let record = try? journal.record(for: download.id), journal.isOwnedByAnother(download.id)
             else { return false }
-            if following[download.id] == nil { download.hub.publish(.queued) }
+            if pool.following[download.id] == nil { download.hub.publish(.queued) }
             follow([download.id: record], in: journal.directory)
             return true
         }

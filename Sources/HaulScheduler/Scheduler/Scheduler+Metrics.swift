@@ -11,12 +11,12 @@ extension Scheduler {
     func updateGauges() {
         let metrics = environment.metrics
         guard metrics.isRecording else { return }  // no backend: no call at all
-        metrics.running.record(transfers.count)
+        metrics.running.record(pool.count)
         metrics.writeBuffersInUse.record(environment.buffers.inUseCount)
         metrics.partialFilesOpen.record(environment.openPartialFiles.count)
         let now = DispatchTime.now().uptimeNanoseconds
-        guard now &- queueGaugesReadAt >= 1_000_000_000 else { return }
-        queueGaugesReadAt = now
+        guard now &- timers.gaugesReadAt >= 1_000_000_000 else { return }
+        timers.gaugesReadAt = now
         var queued = 0
         var waiting = 0
         let time = Date().timeIntervalSince1970

@@ -31,10 +31,12 @@ extension Scheduler {
         let id = download.id
         // Nothing of it runs, is followed or is being synced here, and it is not what was asked
         // (its row is another process's, it had ended): nothing will change.
-        if isSettled(waiter) || (transfers[id] == nil && following[id] == nil && !environment.syncs.isPending(id)) {
+        if isSettled(waiter)
+            || (pool.member(id) == nil && pool.following[id] == nil && !environment.syncs.isPending(id))
+        {
             answer(download.state)
         } else {
-            settleWaiters.append(waiter)
+            pool.wait(waiter)
         }
     }
 
@@ -44,7 +46,7 @@ extension Scheduler {
         let state = waiter.handle.state
         switch waiter.control {
         case .pause:
-            guard transfers[id] == nil, !environment.syncs.isPending(id) else { return false }
+            guard pool.member(id) == nil, !environment.syncs.isPending(id) else { return false }
             if case .paused = state { return true }
             return state.isFinal
         case .cancel:
@@ -56,21 +58,15 @@ extension Scheduler {
 
     /// At a turn's end, once its rows are committed: the waiters whose control settled are answered.
     func answerSettledWaiters() {
-        var waiting: [SettleWaiter] = []
-        for waiter in settleWaiters {
-            if isSettled(waiter) {
-                waiter.answer(waiter.handle.state)
-            } else {
-                waiting.append(waiter)
-            }
+        // Taken out first: whether one settled is read from the pool, which may not be read while
+        // it changes.
+        for waiter in pool.takeAllWaiters() {
+            if isSettled(waiter) { waiter.answer(waiter.handle.state) } else { pool.wait(waiter) }
         }
-        settleWaiters = waiting
     }
 
     /// The manager stopped: every waiter is answered with the state its download is in.
     func answerEveryWaiter() {
-        let waiting = settleWaiters
-        settleWaiters.removeAll()
-        for waiter in waiting { waiter.answer(waiter.handle.state) }
+        for waiter in pool.takeAllWaiters() { waiter.answer(waiter.handle.state) }
     }
 }
