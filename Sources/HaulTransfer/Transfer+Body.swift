@@ -173,7 +173,7 @@ extension Transfer {
 
     /// A slow download gives its buffer back (see ``FileSink``): memory follows the transfers that
     /// are fast, not the ones that are live.
-    package func releaseIdleBuffer(now: UInt64) {
+    func releaseIdleBuffer(now: UInt64) {
         guard case .receiving = machine.state, let sink else { return }
         do {
             if try sink.releaseIfIdle(now: now) { reportProgress(now: now) }

@@ -10,7 +10,7 @@ extension Transfer {
     // MARK: the other connections
 
     /// Opens one more connection for the next segment. Whether it did.
-    package func openConnection() -> Bool {
+    func openConnection() -> Bool {
         guard let segments, let partialPath, wantsConnection,
             let segment = segments.nextSegment(now: DispatchTime.now().uptimeNanoseconds)
         else { return false }

@@ -145,11 +145,27 @@ extension Transfer {
         case .none, .startRequest, .tryNextURL:
             return .none
         case .askForHeaders:
-            return .askForHeaders(names: record.headerNames)
+            // What the provider is told: its URL as its row holds it (credentials removed).
+            return .askForHeaders(
+                HeadersQuestion(
+                    names: record.headerNames,
+                    url: URL(string: record.url) ?? download.url,
+                    destination: download.destination,
+                    urlForErrors: urlForErrors
+                )
+            )
         case .refreshURL(let cause):
-            return .askForFreshURL(after: cause)
+            // What the refresher is told: the URL in use, credentials removed.
+            return .askForFreshURL(
+                FreshURLQuestion(
+                    cause: cause,
+                    url: URL(string: download.url.redactedString) ?? download.url,
+                    destination: download.destination,
+                    urlForErrors: urlForErrors
+                )
+            )
         case .pause:
-            return .paused(sync: endPaused(interrupted: interruptedByShutdown).bytesReceived)
+            return .paused(sync: checkpoint(bytes: endPaused(interrupted: interruptedByShutdown).bytesReceived))
         case .cancel:
             endCancelled()
             return .end
@@ -167,7 +183,8 @@ extension Transfer {
                 served: bytesThisAttempt >= RetryPolicy.servedAttempt && error.category != .localFiles
             )
             let time = Date().timeIntervalSince1970 + delay.inSeconds
-            return .retry(at: time, sync: endWaitingToRetry(after: error, delay: delay, at: time).bytesReceived)
+            let bytes = endWaitingToRetry(after: error, delay: delay, at: time).bytesReceived
+            return .retry(at: time, sync: checkpoint(bytes: bytes), restarts: machine.restarts)
         case .complete where stream != nil:
             // Written through: it completes once the reader took every byte.
             stopAll()
@@ -182,7 +199,7 @@ extension Transfer {
     }
 
     /// The disk lanes placed its file (or failed to): it completes, or goes on as the failure says.
-    package func placed(_ outcome: Result<PlacedFile, DownloadError>) -> SlotAction {
+    func placed(_ outcome: Result<PlacedFile, DownloadError>) -> SlotAction {
         switch outcome {
         case .failure(let error):
             return slotAction(for: perform(machine.completionFailed(error)))

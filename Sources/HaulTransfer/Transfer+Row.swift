@@ -79,10 +79,10 @@ extension Transfer {
         return progress
     }
 
-    /// Every checkpoint interval: hands buffered bytes to the kernel and records them. Returns the
+    /// Hands buffered bytes to the kernel and records them (``checkpointReceiving()``). Returns the
     /// bytes to sync, or `nil` when the download is not receiving or its write failed (the write
     /// callback meets the same error and fails the download).
-    package func checkpointReceiving() -> Int64? {
+    func receivedBytesToSync() -> Int64? {
         guard case .receiving = machine.state, let sink else { return nil }
         do {
             try sink.flush()

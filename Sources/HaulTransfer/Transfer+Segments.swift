@@ -13,10 +13,10 @@ extension Transfer {
     var connectionsAllowed: Int { min(64, max(1, record.connections ?? environment.connectionsPerFile)) }
 
     /// Its connections in curl now: its own request and its segments' others.
-    package var liveConnections: Int { (own.easy != nil ? 1 : 0) + (segments?.others.count ?? 0) }
+    var liveConnections: Int { (own.easy != nil ? 1 : 0) + (segments?.others.count ?? 0) }
 
     /// Whether another connection would have work now (the scheduler grants it, ``Admission``).
-    package var wantsConnection: Bool {
+    var wantsConnection: Bool {
         guard let segments, case .receiving = machine.state,
             liveConnections < segments.allowed
         else { return false }

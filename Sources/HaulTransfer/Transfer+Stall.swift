@@ -6,7 +6,7 @@ extension Transfer {
     /// speed over about five seconds first: with a 3 s timeout it took about 9 s; it stays on as the
     /// backstop, for the wait for a response's head.) A request the rate limiter or a stream's
     /// reader holds is not stalled. Returns the easy handles to end.
-    package func stalledRequests(now: UInt64, after timeout: UInt64) -> [UnsafeMutableRawPointer] {
+    func stalledRequests(now: UInt64, after timeout: UInt64) -> [UnsafeMutableRawPointer] {
         guard case .receiving = machine.state else {
             own.stallMark = nil
             return []

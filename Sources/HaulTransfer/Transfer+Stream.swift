@@ -55,7 +55,7 @@ extension Transfer {
 
     /// The body is complete: `done` is called, on the loop thread, once every byte reached the
     /// reader (with how many were written), or with the error that stopped them.
-    package func finishStream(_ done: @escaping (Result<Int64, DownloadError>) -> Void) {
+    func finishStream(_ done: @escaping (Result<Int64, DownloadError>) -> Void) {
         streamFinishing = done
         readerCaughtUp()  // completes now when nothing is pending; else once the reader took it
     }

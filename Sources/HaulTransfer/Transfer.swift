@@ -37,7 +37,7 @@ package final class Transfer {
     /// Logs `message` with `metadata`, the download's id and, unless `metadata` names another, the
     /// URL in use (without credentials); nothing is built unless `level` is enabled (a transfer's
     /// metadata made for each download cost the loop even when nobody logs).
-    package func log(
+    func log(
         _ level: Logger.Level,
         _ message: @autoclosure () -> Logger.Message,
         metadata: @autoclosure () -> Logger.Metadata = [:]
@@ -239,7 +239,7 @@ package final class Transfer {
     }
 
     /// Its requests send `headers` (a provider's or a refresh hook's), over the manager's.
-    package func send(headers: [DownloadHeader]) {
+    func send(headers: [DownloadHeader]) {
         self.headers = DownloadHeader.merged(environment.defaultHeaders, headers)
     }
 
@@ -262,7 +262,7 @@ package final class Transfer {
     }
     /// Whether its request's next answer is handed up (``SlotAction/answered(multiplexes:)``): set by
     /// the owner for a download whose host's HTTP/2 connections it grants.
-    package var reportsAnswer = false
+    var reportsAnswer = false
     /// Its first answer, not taken yet: whether it came over HTTP/2, and how many sockets curl had
     /// opened by then (``Reactor/socketsOpened``: the ones opened later, for where a redirect
     /// leads, prove nothing of this host).
@@ -295,7 +295,7 @@ package final class Transfer {
     /// The partial file's path, made once (each use made it again: two strings per small download);
     /// `nil` for a body into a stream, memory or nothing (its row is in the journal in memory).
     let partialPath: String?
-    package var urlForErrors: String { machine.url }
+    var urlForErrors: String { machine.url }
 
     /// Bytes received so far, as progress.
     func progress() -> DownloadProgress {
@@ -330,35 +330,21 @@ package final class Transfer {
 
     /// A slot is free: the first request goes out (or, `needsHeaders`, the header provider is asked
     /// first). Returns what the owner does (a failure to start, asking for headers).
-    package func admit(needsHeaders: Bool = false) -> SlotAction {
+    func admit(needsHeaders: Bool = false) -> SlotAction {
         // Revalidating a complete file: its answer, unless a 304, is the whole file again, never a
         // resume of a partial file left from before.
         if revalidating, let partialPath { unlink(partialPath) }
         return slotAction(for: perform(machine.admit(needsHeaders: needsHeaders)))
     }
 
-    /// The header values it waited for are known (in ``headers``): the first request goes out.
-    package func headersArrived() -> SlotAction {
-        slotAction(for: perform(machine.headersArrived()))
-    }
-
-    /// The user paused, or the manager shuts down (`interruptedByShutdown`: the next manager
-    /// continues it).
-    package func pause(interruptedByShutdown: Bool = false) -> SlotAction {
-        slotAction(for: perform(machine.pause()), interruptedByShutdown: interruptedByShutdown)
-    }
-
     /// The user cancelled. A stream whose whole body waits for its reader (who may have gone: a
     /// reader that leaves cancels) ends cancelled too, rather than wait for a reader who never comes.
-    package func cancel() -> SlotAction {
+    func cancel() -> SlotAction {
         guard streamFinishing != nil else { return slotAction(for: perform(machine.cancel())) }
         streamFinishing = nil
         closeStreamWatch()
         return slotAction(for: perform(machine.cancelHandOver()))
     }
-
-    /// A local failure outside the transfer.
-    package func fail(_ error: DownloadError) -> SlotAction { slotAction(for: perform(machine.fail(error))) }
 
     /// Performs the actions that are the transfer's own (requests, bodies) and returns the others,
     /// which are its owner's.

@@ -25,7 +25,7 @@ package final class TransferEnvironment {
     let maximumFileSize: Int64?
     /// How many transient failures in a row are retried.
     let retryLimit: Int
-    /// How long a download waits before it retries (``Transfer/slotAction(for: _:interruptedByShutdown:)``).
+    /// How long a download waits before it retries (``Transfer/slotAction(for:interruptedByShutdown:)``).
     package let retryPolicy: RetryPolicy
     /// ``DownloadManager/Configuration/connectionRetryLimit``.
     let connectionRetryLimit: Int?

@@ -7,39 +7,41 @@ import HaulValues
 /// a cancel or a completion frees its slot and makes it a journal row again (or removes the row).
 extension Scheduler {
     /// Does what a transfer handed back once it carried out its own part (``SlotAction``).
-    func perform(_ action: SlotAction, for transfer: Transfer) {
+    func perform(_ action: SlotAction?, for transfer: Transfer) {
         reactor.assertOnLoop()
+        guard let action else { return }  // an input that was not for it now
         switch action {
         case .none:
             break
-        case .askForHeaders(let names):
-            askForHeaders(of: transfer, named: names)
-        case .askForFreshURL(let cause):
-            askForFreshURL(for: transfer, after: cause)
-        case .paused(let bytes):
-            requestSync(of: transfer, bytes: bytes)
+        case .askForHeaders(let question):
+            askForHeaders(of: transfer, question)
+        case .askForFreshURL(let question):
+            askForFreshURL(for: transfer, question)
+        case .paused(let sync):
+            requestSync(transfer.id, sync)
             // A paused download is a row again; resuming queues it.
             keepCounts(of: transfer)
             forget(transfer)
         case .end:
             catalog.forget(transfer.id)
             forget(transfer)
-        case .retry(let time, let bytes):
+        case .retry(let time, let sync, let restarts):
             // Restarts from zero are carried to its next attempt (``BetweenAttempts``).
-            if transfer.restarts > 0 { catalog.carry(restarts: transfer.restarts, for: transfer.id) }
-            requestSync(of: transfer, bytes: bytes)
+            if restarts > 0 { catalog.carry(restarts: restarts, for: transfer.id) }
+            requestSync(transfer.id, sync)
             keepCounts(of: transfer)
             forget(transfer)
-            wakeForRetry(in: transfer.directory, at: time)
+            wakeForRetry(in: transfer.handle.stateDirectoryPath, at: time)
         case .finish(let job):
             disk.add(.finish(job))
             takeAnswer(of: transfer)
             pool.startFinishing(transfer.id)
         case .finishStream:
             let id = transfer.id
-            transfer.finishStream { [unowned self] result in
+            let done: (Result<Int64, DownloadError>) -> Void = { [unowned self] result in
                 finished(id, outcome: result.map { PlacedFile(length: $0, modificationTime: 0) })
             }
+            perform(transfer.apply(.finishStream(done)), for: transfer)
         case .openConnections:
             wantConnections(for: transfer)
         case .answered:
@@ -75,7 +77,7 @@ extension Scheduler {
     /// failure says.
     func finished(_ id: DownloadID, outcome: Result<PlacedFile, DownloadError>) {
         guard let transfer = pool.member(id) else { return }
-        perform(transfer.placed(outcome), for: transfer)
+        perform(transfer.apply(.placed(outcome)), for: transfer)
     }
 
     /// The download paused or ended: it frees its slot (a finishing one, which gave its slot up when

@@ -158,10 +158,12 @@ extension Scheduler {
             now: multiplexes ? DispatchTime.now().uptimeNanoseconds : 0
         )
         if admitted.startsTimers { startTimers() }
-        transfer.reportsAnswer = admitted.reportsAnswer
         environment.metrics.started.increment()
         environment.rateLimiter.admit(transfer, ownLimit: record.maxBytesPerSecond)
         // Restored from the journal, which has header names only: never sent without their values.
-        perform(transfer.admit(needsHeaders: request.needsHeaders), for: transfer)
+        perform(
+            transfer.apply(.admit(needsHeaders: request.needsHeaders, reportsAnswer: admitted.reportsAnswer)),
+            for: transfer
+        )
     }
 }

@@ -7,10 +7,11 @@ import HaulValues
 /// Durability off the loop thread: syncs of partial files, their reports, the periodic checkpoint,
 /// and the timer that gives idle buffers and handles back.
 extension Scheduler {
-    /// Syncs the partial file's first `bytes` off the loop thread, then records them as durable.
-    func requestSync(of transfer: Transfer, bytes: Int64) {
-        guard let job = transfer.checkpoint(bytes: bytes) else { return }
-        environment.syncs.requested(transfer.id)
+    /// Runs `job`, a sync of `id`'s partial file, off the loop thread (then its bytes are recorded
+    /// as durable); `nil`: they are already.
+    func requestSync(_ id: DownloadID, _ job: DiskJob?) {
+        guard let job else { return }
+        environment.syncs.requested(id)
         disk.add(job)
     }
 
@@ -36,14 +37,14 @@ extension Scheduler {
             syncedSegments(id, journal: journal, snapshot: segments, bytes: bytes)
             return
         }
-        pool.member(id)?.synced(bytes: bytes)
+        _ = pool.member(id)?.apply(.synced(bytes: bytes))
         try? journal.recordSynced(id, bytes: bytes)
     }
 
     /// A sync of a file fetched over several connections finished: each segment's bytes written when
     /// it began are durable, in the running transfer's map and in the row (a paused download's too).
     private func syncedSegments(_ id: DownloadID, journal: Journal, snapshot text: String, bytes: Int64) {
-        if let transfer = pool.member(id), transfer.syncedSegments(text) { return }
+        if pool.member(id)?.apply(.syncedSegments(text)) != nil { return }
         guard var record = try? journal.record(for: id), let total = record.totalBytes,
             let stored = record.segments, var map = SegmentMap(encoded: stored, total: total),
             let snapshot = SegmentMap(encoded: text, total: total)
@@ -69,10 +70,7 @@ extension Scheduler {
     /// Every `checkpointInterval`: write buffered bytes of receiving downloads to the kernel, record
     /// them, and sync them in the background.
     private func checkpointReceiving() {
-        for transfer in pool.admitted {
-            guard let bytes = transfer.checkpointReceiving() else { continue }
-            requestSync(of: transfer, bytes: bytes)
-        }
+        for transfer in pool.admitted { requestSync(transfer.id, transfer.checkpointReceiving()) }
     }
 
     /// Slow downloads give their buffers back (see ``FileSink``), idle buffers and easy handles are
@@ -84,16 +82,14 @@ extension Scheduler {
         let stallTimeout = settings.stallTimeout.nanoseconds
         var stalled: [(Transfer, UnsafeMutableRawPointer)] = []
         for transfer in pool.admitted {
-            transfer.releaseIdleBuffer(now: now)
-            for raw in transfer.stalledRequests(now: now, after: stallTimeout) { stalled.append((transfer, raw)) }
+            for raw in transfer.sweep(now: now, stallTimeout: stallTimeout) { stalled.append((transfer, raw)) }
         }
         for (transfer, raw) in stalled {
             // Ended as curl ends a request that timed out: another connection takes its segment, or
             // the download is retried (resuming), or it fails. (An earlier one in this list may
             // have ended the transfer already: its handles are no longer its own then.)
             guard pool.isCurrent(transfer, as: transfer.id) else { continue }
-            transfer.stalled(raw, seconds: settings.stallTimeout.components.seconds)
-            requestEnded(raw, result: CURLE_OPERATION_TIMEDOUT)
+            requestEnded(raw, .stalled(raw, seconds: settings.stallTimeout.components.seconds))
         }
         pool.expireWaits(now: now)
         buffers.trim()

@@ -6,7 +6,7 @@ import HaulValues
 extension Scheduler {
     func pause(_ download: LiveDownload) {
         if let transfer = pool.member(download.id) {
-            perform(transfer.pause(interruptedByShutdown: pool.isShuttingDown), for: transfer)
+            perform(transfer.apply(pool.isShuttingDown ? .shutdown : .pause), for: transfer)
             return
         }
         if stopFollowing(download, cancelled: false) { return }
@@ -28,7 +28,7 @@ extension Scheduler {
     /// A download's own rate limit: at once when it runs (and in its row, for later attempts).
     func limitRate(of download: LiveDownload, to rate: Int64?) {
         if let transfer = pool.member(download.id) {
-            transfer.limitRate(to: rate)
+            perform(transfer.apply(.limitRate(rate)), for: transfer)
             return
         }
         guard let journal = catalog.openJournal(for: download.stateDirectoryPath) else { return }
@@ -41,7 +41,7 @@ extension Scheduler {
 
     func cancel(_ download: LiveDownload) {
         if let transfer = pool.member(download.id) {
-            perform(transfer.cancel(), for: transfer)
+            perform(transfer.apply(.cancel), for: transfer)
             return
         }
         if stopFollowing(download, cancelled: true) { return }
@@ -93,9 +93,9 @@ extension Scheduler {
     /// them) and stops the loop once their syncs are recorded.
     func shutdown() {
         pool.beginShutdown()
-        for transfer in pool.admitted where !transfer.hasEnded {
+        for transfer in pool.admitted {
             // Interrupted, not paused: the next manager continues it.
-            perform(transfer.pause(interruptedByShutdown: true), for: transfer)
+            perform(transfer.apply(.shutdown), for: transfer)
         }
         // The pauses above asked for syncs; the journals close once those are recorded.
         if pool.shutdownEnds(diskPending: disk.pending) { finishShutdown() }

@@ -15,12 +15,13 @@ extension Scheduler {
     func grantConnections() {
         for transfer in pool.takeConnectionsWanted() {
             let id = transfer.id
-            while transfer.wantsConnection, pool.mayOpenConnection(for: id, live: transfer.liveConnections) {
-                guard transfer.openConnection() else { break }
-                pool.setConnections(id, transfer.liveConnections)
+            transfer.openConnections { live in
+                pool.setConnections(id, live)
+                return pool.mayOpenConnection(for: id, live: live)
             }
-            pool.setConnections(id, transfer.liveConnections)
-            if transfer.wantsConnection { pool.waitForConnection(id) }
+            let (live, wantsMore) = transfer.connections
+            pool.setConnections(id, live)
+            if wantsMore { pool.waitForConnection(id) }
         }
     }
 
@@ -28,7 +29,7 @@ extension Scheduler {
     /// connection ask again.
     func connectionsChanged(_ transfer: Transfer) {
         if pool.isCurrent(transfer, as: transfer.id) {
-            pool.setConnections(transfer.id, transfer.liveConnections)
+            pool.setConnections(transfer.id, transfer.connections.live)
             wantConnections(for: transfer)
         }
         for waiter in pool.takeConnectionWaiters() { wantConnections(for: waiter) }
@@ -36,6 +37,6 @@ extension Scheduler {
 
     /// `transfer` gets connections at the end of this turn, if another one would have work.
     func wantConnections(for transfer: Transfer) {
-        if transfer.wantsConnection { pool.wantConnections(transfer.id) }
+        if transfer.connections.wantsMore { pool.wantConnections(transfer.id) }
     }
 }

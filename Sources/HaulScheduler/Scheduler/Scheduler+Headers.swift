@@ -9,19 +9,20 @@ extension Scheduler {
     /// Asks the provider for the headers of an admitted transfer, which waits in its slot (its
     /// machine's `awaitingHeaders`: paused or cancelled meanwhile like any admitted download); fails
     /// it when there is no provider.
-    func askForHeaders(of transfer: Transfer, named names: [String]) {
+    func askForHeaders(of transfer: Transfer, _ question: HeadersQuestion) {
+        let names = question.names
         let listed = names.map { "'\($0)'" }.joined(separator: ", ")
         guard let provider = settings.headerValues else {
             let error = DownloadError(
                 code: .headersUnavailable,
-                url: transfer.urlForErrors,
+                url: question.urlForErrors,
                 detail: "it was queued with the headers \(listed), whose values this process was not given"
             )
-            perform(transfer.fail(error), for: transfer)
+            perform(transfer.apply(.headers(.failure(error))), for: transfer)
             return
         }
-        let (url, destination) = (transfer.rowURL, transfer.destination)
-        let (id, token, inbox, urlForErrors) = (transfer.id, ObjectIdentifier(transfer), inbox, transfer.urlForErrors)
+        let (url, destination) = (question.url, question.destination)
+        let (id, token, inbox, urlForErrors) = (transfer.id, ObjectIdentifier(transfer), inbox, question.urlForErrors)
         Task {
             let result: Result<[DownloadHeader], DownloadError>
             do {
@@ -51,16 +52,12 @@ extension Scheduler {
         for token: ObjectIdentifier,
         _ result: Result<[DownloadHeader], DownloadError>
     ) {
-        guard let transfer = transfer(id, token: token), transfer.isAwaitingHeaders else { return }
-        switch result {
-        case .success(let headers):
+        guard let transfer = transfer(id, token: token), let action = transfer.apply(.headers(result)) else { return }
+        if case .success(let headers) = result {
             // Kept for its retries and resumes in this process, as if it had been asked for with them.
             catalog.remember(headers: headers, for: id)
-            transfer.send(headers: headers)
-            perform(transfer.headersArrived(), for: transfer)
-        case .failure(let error):
-            perform(transfer.fail(error), for: transfer)
         }
+        perform(action, for: transfer)
     }
 
     /// The transfer of `id` if it is still the one a hook's answer was asked for (`token`, its

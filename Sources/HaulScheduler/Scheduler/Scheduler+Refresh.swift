@@ -8,13 +8,13 @@ import HaulValues
 extension Scheduler {
     /// Asks the hook for a fresh URL for `transfer`, which holds its slot meanwhile (paused or
     /// cancelled like any admitted download).
-    func askForFreshURL(for transfer: Transfer, after cause: DownloadError) {
+    func askForFreshURL(for transfer: Transfer, _ question: FreshURLQuestion) {
         guard let refresher = settings.freshURL else {
-            perform(transfer.urlRefused(cause), for: transfer)
+            perform(transfer.apply(.urlRefused(nil)), for: transfer)
             return
         }
-        let (url, destination, status) = (transfer.redactedURL, transfer.destination, cause.httpStatus ?? 0)
-        let (id, token, inbox, urlForErrors) = (transfer.id, ObjectIdentifier(transfer), inbox, transfer.urlForErrors)
+        let (url, destination, status) = (question.url, question.destination, question.cause.httpStatus ?? 0)
+        let (id, token, inbox, urlForErrors) = (transfer.id, ObjectIdentifier(transfer), inbox, question.urlForErrors)
         Task {
             let result: Result<SchedulerSettings.FreshURL?, DownloadError>
             do {
@@ -40,21 +40,16 @@ extension Scheduler {
         for token: ObjectIdentifier,
         _ result: Result<SchedulerSettings.FreshURL?, DownloadError>
     ) {
-        guard let transfer = transfer(id, token: token), let cause = transfer.awaitedFreshURL else { return }
+        guard let transfer = transfer(id, token: token) else { return }
         let fresh: SchedulerSettings.FreshURL
         switch result {
         case .success(let answer?):
             fresh = answer
         case .success(nil):
-            perform(transfer.urlRefused(cause), for: transfer)
+            perform(transfer.apply(.urlRefused(nil)), for: transfer)
             return
         case .failure(let error):
-            transfer.log(
-                .debug,
-                "the URL refresher failed",
-                metadata: ["haul.error": "\(error)"]
-            )
-            perform(transfer.urlRefused(cause), for: transfer)
+            perform(transfer.apply(.urlRefused(error)), for: transfer)
             return
         }
         let url: URL
@@ -62,13 +57,14 @@ extension Scheduler {
             url = try RequestRules.checkedURL(fresh.url)
             try DownloadHeader.check(fresh.headers ?? [], url: url.redactedString)
         } catch {
-            perform(transfer.fail(error), for: transfer)
+            perform(transfer.apply(.freshURLRejected(error)), for: transfer)
             return
         }
+        guard let action = transfer.apply(.freshURL(url, headers: fresh.headers)) else { return }
         // Kept for this download's later attempts in this process; rows hold URLs without credentials
         // and header names only.
         catalog.remember(newURL: url, for: id)
         if let headers = fresh.headers { catalog.remember(headers: headers, for: id) }
-        perform(transfer.freshURLArrived(url, headers: fresh.headers, after: cause), for: transfer)
+        perform(action, for: transfer)
     }
 }

@@ -126,16 +126,16 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
 
     /// curl reported a request done.
     package func reactor(_ reactor: Reactor, transferDidFinish raw: UnsafeMutableRawPointer, result: CURLcode) {
-        requestEnded(raw, result: result)
+        requestEnded(raw, .requestEnded(raw, result))
     }
 
     /// The request of handle `raw` ended with `result`: curl reported it done, Haul's stall sweep
     /// ended it (``Transfer/stalledRequests(now:after:)``), or its write callback refused a chunk
     /// while the rate limiter unpaused it, which curl never reports. Its transfer (or the transfer
     /// of the segment it fetched) says what follows.
-    func requestEnded(_ raw: UnsafeMutableRawPointer, result: CURLcode) {
+    func requestEnded(_ raw: UnsafeMutableRawPointer, _ input: TransferInput) {
         guard let transfer = Transfer.owning(raw), pool.isCurrent(transfer, as: transfer.id),
-            let action = transfer.ended(request: raw, result: result)
+            let action = transfer.apply(input)
         else {
             reactor.remove(raw)  // a request of no transfer now
             return
