@@ -12,7 +12,8 @@ extension DownloadStateMachine {
 
     /// What a download in `closing` does once curl has let go of its transfer.
     enum Ending: Equatable, Sendable {
-        case complete
+        /// The file is whole (an answer that said so at its head).
+        case received
         /// A revalidation's answer: the complete file at the destination did not change.
         case unchanged
         indirect case fail(DownloadError)
@@ -80,8 +81,9 @@ extension DownloadStateMachine {
         case pause
         /// Stop any request and delete the partial file.
         case cancel
-        /// Write what is buffered and move the partial file to its destination.
-        case complete
+        /// Every byte of the file is received: write what is buffered and move the partial file to
+        /// its destination (the download is finishing).
+        case received
         /// Keep the destination as it is (the server said it did not change) and drop the partial file.
         case keepDestination
         /// Write what is buffered, keep the partial file, and report the error.
@@ -101,7 +103,8 @@ extension DownloadStateMachine {
 
     /// How a transfer that curl handed back ended.
     enum TransferResult: Equatable, Sendable {
-        case finished
+        /// Every byte of the answer arrived.
+        case received
         /// A 206 ended where its Content-Range said, before the end of the file (a server that
         /// serves ranges of a limited size): every byte it announced arrived.
         case rangeEnded

@@ -129,7 +129,7 @@ struct DownloadStateMachine: Sendable {
             state = .receiving
             return .accept(total: total, truncatingPartial: true, restart: reason)
         case .alreadyComplete:
-            state = .closing(.complete)
+            state = .closing(.received)
             return .reject
         case .notModified:
             state = .closing(.unchanged)
@@ -179,18 +179,18 @@ struct DownloadStateMachine: Sendable {
             refreshed = false
         }
         switch (state, result) {
-        case (.receiving, .finished):
+        case (.receiving, .received):
             state = .finishing
-            return .complete
+            return .received
         case (.receiving, .rangeEnded):
             // Not a failure and no delay: the next request asks for the bytes after this range.
             state = .connecting
             return .startRequest(truncatingPartial: false)
         case (.connecting, .failed(let error)), (.receiving, .failed(let error)):
             return failOrRetry(error)
-        case (.closing(.complete), _):
+        case (.closing(.received), _):
             state = .finishing
-            return .complete
+            return .received
         case (.closing(.unchanged), _):
             state = .finishing
             return .keepDestination
@@ -264,7 +264,7 @@ struct DownloadStateMachine: Sendable {
     mutating func foundComplete() -> Action {
         guard case .connecting = state else { preconditionFailure("foundComplete() in state \(state)") }
         state = .finishing
-        return .complete
+        return .received
     }
 
     /// One of the connections of a download fetched over several answered with another version of

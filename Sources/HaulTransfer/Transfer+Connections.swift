@@ -278,7 +278,7 @@ extension Transfer {
         } catch {
             return endAttempt(.failed(attributed(error)))
         }
-        return perform(machine.transferEnded(.finished, progressed: true))
+        return perform(machine.transferEnded(.received, progressed: true))
     }
 
     /// A connection failed: every connection stops (the map keeps their bytes), and the machine

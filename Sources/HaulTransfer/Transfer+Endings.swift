@@ -5,7 +5,7 @@ import HaulValues
 
 /// How a transfer leaves the loop: paused, waiting to retry, failed, cancelled or completed. Each
 /// ending is the transfer's own teardown (its requests stopped, its sink closed, its row written or
-/// removed, its event published); the scheduler then frees its slot (``Scheduler/forget(_:)``).
+/// removed, its event published); the scheduler then frees its slot (``Scheduler/leave(_:)``).
 extension Transfer {
     /// Paused by the user, or interrupted by a shutdown (the next manager continues it): the row
     /// says so and `.paused` is published. Returns its progress, whose bytes the scheduler syncs.
@@ -185,11 +185,11 @@ extension Transfer {
             let time = Date().timeIntervalSince1970 + delay.inSeconds
             let bytes = endWaitingToRetry(after: error, delay: delay, at: time).bytesReceived
             return .retry(at: time, sync: checkpoint(bytes: bytes), restarts: machine.restarts)
-        case .complete where stream != nil:
+        case .received where stream != nil:
             // Written through: it completes once the reader took every byte.
             stopAll()
             return .finishStream
-        case .complete:
+        case .received:
             return .finish(finishJob(keepingDestination: false))
         case .keepDestination:
             // The server said the file there is current (304): complete already.

@@ -181,7 +181,7 @@ extension Transfer {
         }
         let ended: DownloadStateMachine.TransferResult
         if result == CURLE_OK {
-            ended = finishedResult()
+            ended = receivedResult()
         } else if result == CURLE_WRITE_ERROR, let error = own.error {
             // Refused before the body was accepted (the partial could not be read back to compare).
             ended = .failed(error)
@@ -214,8 +214,8 @@ extension Transfer {
     }
 
     /// A request curl finished without error: did every announced byte arrive?
-    private func finishedResult() -> DownloadStateMachine.TransferResult {
-        guard case .receiving = machine.state, let sink else { return .finished }
+    private func receivedResult() -> DownloadStateMachine.TransferResult {
+        guard case .receiving = machine.state, let sink else { return .received }
         if let end = request.rangeEnd, sink.receivedLength == end {
             return .rangeEnded
         }
@@ -231,7 +231,7 @@ extension Transfer {
         if record.totalBytes == nil {
             record.totalBytes = sink.receivedLength
         }
-        return .finished
+        return .received
     }
 
     /// The request on `connection` curl ended with `result` (not `CURLE_OK`), as the download's

@@ -358,7 +358,7 @@ package final class Transfer {
             return startRequest(truncating: truncating)
         case .tryNextURL(let cause):
             return moveToNextURL(after: cause)
-        case .pause, .cancel, .complete, .keepDestination, .fail, .retry, .refreshURL, .askForHeaders:
+        case .pause, .cancel, .received, .keepDestination, .fail, .retry, .refreshURL, .askForHeaders:
             return action
         }
     }

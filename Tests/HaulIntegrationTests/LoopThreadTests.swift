@@ -20,7 +20,7 @@ struct LoopThreadTests {
             seen.withLock { $0 = (reactor.isOnLoop, pthread_self()) }
             reactor.stop()
         }
-        func reactor(_ reactor: Reactor, transferDidFinish easy: UnsafeMutableRawPointer, result: CURLcode) {}
+        func reactor(_ reactor: Reactor, requestDidEnd easy: UnsafeMutableRawPointer, result: CURLcode) {}
         func reactorWillRun(_ reactor: Reactor) {}
         func reactorTurnDidEnd(_ reactor: Reactor) {}
     }

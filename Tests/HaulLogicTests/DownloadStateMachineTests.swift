@@ -29,11 +29,11 @@ struct DownloadStateMachineTests {
         case "finishing":
             _ = machine.admit()
             _ = machine.responseReceived(.append(total: 10))
-            _ = machine.transferEnded(.finished)
+            _ = machine.transferEnded(.received)
         case "completed":
             _ = machine.admit()
             _ = machine.responseReceived(.append(total: 10))
-            _ = machine.transferEnded(.finished)
+            _ = machine.transferEnded(.received)
             machine.placed()
         case "failed":
             _ = machine.admit()
@@ -91,7 +91,7 @@ struct DownloadStateMachineTests {
 
     @Test func finishedTransferCompletes() {
         var machine = machine(in: "receiving")
-        #expect(machine.transferEnded(.finished) == .complete)
+        #expect(machine.transferEnded(.received) == .received)
         #expect(machine.state == .finishing)
         machine.placed()
         #expect(machine.state == .done(.completed))
@@ -109,7 +109,7 @@ struct DownloadStateMachineTests {
     @Test func aFileFoundWholeBeforeAnyRequestCompletes() {
         // Placed by a process killed before its row said so, or every segment written: no request.
         var machine = machine(in: "connecting")
-        #expect(machine.foundComplete() == .complete)
+        #expect(machine.foundComplete() == .received)
         #expect(machine.state == .finishing)
         machine.placed()
         #expect(machine.state == .done(.completed))
@@ -118,10 +118,10 @@ struct DownloadStateMachineTests {
     @Test func alreadyCompleteClosesThenCompletes() {
         var machine = machine(in: "connecting")
         #expect(machine.responseReceived(.alreadyComplete(total: 10)) == .reject)
-        #expect(machine.state == .closing(.complete))
+        #expect(machine.state == .closing(.received))
         // curl reports the refused body as a write error; the decision stands.
         let writeError = HaulValues.DownloadError(code: .transport, url: url, curlCode: 23)
-        #expect(machine.transferEnded(.failed(writeError)) == .complete)
+        #expect(machine.transferEnded(.failed(writeError)) == .received)
         #expect(machine.state == .finishing)
     }
 
@@ -152,7 +152,7 @@ struct DownloadStateMachineTests {
             machine.responseReceived(.append(total: 100))
                 == .accept(total: 100, truncatingPartial: false, restart: nil)
         )
-        #expect(machine.transferEnded(.finished, progressed: true) == .complete)
+        #expect(machine.transferEnded(.received, progressed: true) == .received)
     }
 
     @Test("a failure another URL may not have moves to the next mirror, each once until progress, then the policy")
@@ -164,7 +164,7 @@ struct DownloadStateMachineTests {
         #expect(machine.state == .connecting)
         let missing = HaulValues.DownloadError(code: .httpStatus, url: url, httpStatus: 404)
         _ = machine.responseReceived(.fail(status: 404))
-        #expect(machine.transferEnded(.finished) == .tryNextURL(missing))
+        #expect(machine.transferEnded(.received) == .tryNextURL(missing))
         // Both tried: a transient failure is retried, a permanent one fails.
         #expect(machine.transferEnded(.failed(refused)) == .retry(refused))
         // Bytes arrived on the next attempt: every mirror may be tried again.
@@ -184,7 +184,7 @@ struct DownloadStateMachineTests {
         _ = local.responseReceived(.append(total: 10))
         let full = HaulValues.DownloadError(code: .fileSystem, url: url, errno: ENOSPC)
         local.bodyFailed(full)
-        #expect(local.transferEnded(.finished) == .fail(full))
+        #expect(local.transferEnded(.received) == .fail(full))
     }
 
     @Test("401, 403 and 410 ask for a fresh URL once per streak when a hook exists; a mirror next")
@@ -193,7 +193,7 @@ struct DownloadStateMachineTests {
         _ = machine.admit()
         _ = machine.responseReceived(.fail(status: 403))
         let forbidden = HaulValues.DownloadError(code: .httpStatus, url: url, httpStatus: 403)
-        #expect(machine.transferEnded(.finished) == .refreshURL(forbidden))
+        #expect(machine.transferEnded(.received) == .refreshURL(forbidden))
         // It waits for the hook in a state of its own, then sends the next request to the fresh URL.
         #expect(machine.state == .awaitingFreshURL(forbidden))
         let arrived = machine.freshURLArrived()
@@ -202,19 +202,19 @@ struct DownloadStateMachineTests {
         #expect(!again)
         // The fresh URL is refused too: not refreshed again; the mirror.
         _ = machine.responseReceived(.fail(status: 403))
-        #expect(machine.transferEnded(.finished) == .tryNextURL(forbidden))
+        #expect(machine.transferEnded(.received) == .tryNextURL(forbidden))
         #expect(machine.urlRefused(forbidden) == .fail(forbidden))
         // A rejected URL (another file) ends the request as the failure that made it move.
         var other = DownloadStateMachine(url: url, alternatives: 1)
         _ = other.admit()
         #expect(other.responseReceived(.rejectURL(forbidden)) == .reject)
-        #expect(other.transferEnded(.finished) == .tryNextURL(forbidden))
+        #expect(other.transferEnded(.received) == .tryNextURL(forbidden))
         // Without a hook a 403 is what it was.
         var plain = DownloadStateMachine(url: url)
         _ = plain.admit()
         _ = plain.responseReceived(.fail(status: 410))
         #expect(
-            plain.transferEnded(.finished)
+            plain.transferEnded(.received)
                 == .fail(HaulValues.DownloadError(code: .httpStatus, url: url, httpStatus: 410))
         )
     }
@@ -237,7 +237,7 @@ struct DownloadStateMachineTests {
             var machine = DownloadStateMachine(url: url, retryLimit: 1, refreshesURLs: true)
             _ = machine.admit()
             _ = machine.responseReceived(.fail(status: 403))
-            _ = machine.transferEnded(.finished)
+            _ = machine.transferEnded(.received)
             return machine
         }
         var refused = waitingForURL()
@@ -266,7 +266,7 @@ struct DownloadStateMachineTests {
         var machine = DownloadStateMachine(url: url, failures: 0, retryLimit: 5)
         _ = machine.admit()
         #expect(machine.responseReceived(.invalid("two lengths")) == .reject)
-        guard case .fail(let error) = machine.transferEnded(.finished) else {
+        guard case .fail(let error) = machine.transferEnded(.received) else {
             Issue.record("an invalid response must fail, not retry")
             return
         }
@@ -279,11 +279,11 @@ struct DownloadStateMachineTests {
         for _ in 0..<Machine.maximumRestarts {
             #expect(machine.responseReceived(.retryFromZero(reason: .rangeMismatch)) == .reject)
             #expect(machine.state == .closing(.restartFromZero))
-            #expect(machine.transferEnded(.finished) == .startRequest(truncatingPartial: true))
+            #expect(machine.transferEnded(.received) == .startRequest(truncatingPartial: true))
             #expect(machine.state == .connecting)
         }
         #expect(machine.responseReceived(.retryFromZero(reason: .rangeMismatch)) == .reject)
-        guard case .fail(let error) = machine.transferEnded(.finished) else {
+        guard case .fail(let error) = machine.transferEnded(.received) else {
             Issue.record("expected a failure after \(Machine.maximumRestarts) restarts")
             return
         }
@@ -296,7 +296,7 @@ struct DownloadStateMachineTests {
         var machine = Machine(url: url, failures: 1, restarts: Machine.maximumRestarts - 1, retryLimit: 5)
         #expect(machine.admit() == .startRequest(truncatingPartial: false))
         #expect(machine.responseReceived(.retryFromZero(reason: .rangeMismatch)) == .reject)
-        #expect(machine.transferEnded(.finished) == .startRequest(truncatingPartial: true))
+        #expect(machine.transferEnded(.received) == .startRequest(truncatingPartial: true))
         #expect(machine.restarts == Machine.maximumRestarts)
         // The restarted request got no further than before: the count stays.
         #expect(
@@ -319,7 +319,7 @@ struct DownloadStateMachineTests {
         var last = Machine(url: url, restarts: Machine.maximumRestarts, retryLimit: 5)
         _ = last.admit()
         #expect(last.responseReceived(.retryFromZero(reason: .rangeMismatch)) == .reject)
-        guard case .fail(let failure) = last.transferEnded(.finished) else {
+        guard case .fail(let failure) = last.transferEnded(.received) else {
             Issue.record("expected a failure with no restart left")
             return
         }
@@ -444,12 +444,12 @@ struct DownloadStateMachineTests {
         var machine = Machine(url: url, failures: 0, retryLimit: 1)
         _ = machine.admit()
         _ = machine.responseReceived(.append(total: 10))
-        _ = machine.transferEnded(.finished)
+        _ = machine.transferEnded(.received)
         #expect(machine.completionFailed(error) == .retry(error))
         #expect(machine.state == .waitingToRetry)
         _ = machine.admit()
         _ = machine.responseReceived(.append(total: 10))
-        _ = machine.transferEnded(.finished)
+        _ = machine.transferEnded(.received)
         #expect(machine.completionFailed(error) == .fail(error))  // the budget is spent
         #expect(machine.state == .done(.failed(error)))
         #expect(HaulValues.DownloadError(code: .fileSystem, url: url, errno: EDQUOT).isOutOfSpace)  // a full quota too
@@ -491,7 +491,7 @@ struct RetryTests {
             var machine = DownloadStateMachine(url: url, failures: 0, retryLimit: 5)
             _ = machine.admit()
             #expect(machine.responseReceived(.fail(status: status)) == .reject)
-            guard case .fail(let error) = machine.transferEnded(.finished) else {
+            guard case .fail(let error) = machine.transferEnded(.received) else {
                 Issue.record("\(status) must fail")
                 continue
             }
@@ -501,7 +501,7 @@ struct RetryTests {
             var machine = DownloadStateMachine(url: url, failures: 0, retryLimit: 5)
             _ = machine.admit()
             _ = machine.responseReceived(.fail(status: status))
-            guard case .retry(let error) = machine.transferEnded(.finished) else {
+            guard case .retry(let error) = machine.transferEnded(.received) else {
                 Issue.record("\(status) must be retried")
                 continue
             }

@@ -54,7 +54,7 @@ extension FileSinkTests {
         #expect(results.count == jobs.count)
         for (index, result) in results.enumerated() {
             switch result {
-            case .finished(let id, let outcome):
+            case .placed(let id, let outcome):
                 #expect(id.rawValue == "\(index)")
                 if index == 2 {
                     guard case .failure(let error) = outcome else {
@@ -264,7 +264,7 @@ extension FileSinkTests {
             modificationTime: nil
         )
         let results = DiskJob.perform([.finish(kept)], clock: &clock)
-        guard case .finished(_, .success(let placed)) = results.first else {
+        guard case .placed(_, .success(let placed)) = results.first else {
             Issue.record("kept: \(results)")
             return
         }

@@ -53,7 +53,7 @@ package enum DiskJob: Sendable {
                 steps.append(.checkpoint(descriptor))
             case .finish(let finish):
                 switch finish.stage() {
-                case .ended(let result): steps.append(.done(.finished(finish.id, result)))
+                case .ended(let result): steps.append(.done(.placed(finish.id, result)))
                 case .written(let staged):
                     // (Starting each file's write-back here, `sync_file_range`, so that the sync finds
                     // less to write, was no faster and took more CPU: `Benchmarks/CHOICES.md`.)
@@ -83,7 +83,7 @@ package enum DiskJob: Sendable {
             case .finish(let finish, let staged):
                 switch recorded.next() ?? .success(nil) {
                 case .success(let identity):
-                    return .finished(
+                    return .placed(
                         finish.id,
                         finish.finish(staged, synced: synced, clock: &clock, recorded: identity)
                     )
@@ -91,7 +91,7 @@ package enum DiskJob: Sendable {
                     // Not placed: the journal could not say which file it is (``FinishJob/recordPlacing``).
                     close(staged.descriptor)
                     if case .staged(let staging) = staged.naming { unlink(staging) }
-                    return .finished(finish.id, .failure(error))
+                    return .placed(finish.id, .failure(error))
                 }
             }
         }
@@ -126,7 +126,7 @@ package enum DiskJob: Sendable {
             }
             return .synced(id, directory: directory, bytes: durable ? bytes : -1, segments: segments)
         case .finish(let job):
-            return .finished(job.id, job.perform(clock: &clock))
+            return .placed(job.id, job.perform(clock: &clock))
         }
     }
 }

@@ -308,7 +308,7 @@ package final class Reactor: @unchecked Sendable {
         var easy: UnsafeMutableRawPointer?
         var result = CURLE_OK
         while CHaul_multi_info_read(multi, &easy, &result) != 0, let handle = easy {
-            delegate?.reactor(self, transferDidFinish: handle, result: result)
+            delegate?.reactor(self, requestDidEnd: handle, result: result)
             easy = nil
         }
     }

@@ -8,7 +8,7 @@ package protocol ReactorDelegate: AnyObject {
     /// Another thread called ``Reactor/wake()``: the moment to drain its commands.
     func reactorWasWoken(_ reactor: Reactor)
     /// libcurl finished a transfer (successfully or not). The handle is still in the multi handle.
-    func reactor(_ reactor: Reactor, transferDidFinish easy: UnsafeMutableRawPointer, result: CURLcode)
+    func reactor(_ reactor: Reactor, requestDidEnd easy: UnsafeMutableRawPointer, result: CURLcode)
     /// The loop thread starts; nothing else ran on it yet.
     func reactorWillRun(_ reactor: Reactor)
     /// The loop ran every event that was ready and is about to wait for more: the moment to write

@@ -21,16 +21,16 @@ extension Scheduler {
             requestSync(transfer.id, sync)
             // A paused download is a row again; resuming queues it.
             keepCounts(of: transfer)
-            forget(transfer)
+            leave(transfer)
         case .end:
             catalog.forget(transfer.id)
-            forget(transfer)
+            leave(transfer)
         case .retry(let time, let sync, let restarts):
             // Restarts from zero are carried to its next attempt (``BetweenAttempts``).
             if restarts > 0 { catalog.carry(restarts: restarts, for: transfer.id) }
             requestSync(transfer.id, sync)
             keepCounts(of: transfer)
-            forget(transfer)
+            leave(transfer)
             wakeForRetry(in: transfer.handle.stateDirectoryPath, at: time)
         case .finish(let job):
             disk.add(.finish(job))
@@ -39,7 +39,7 @@ extension Scheduler {
         case .finishStream:
             let id = transfer.id
             let done: (Result<Int64, DownloadError>) -> Void = { [unowned self] result in
-                finished(id, outcome: result.map { PlacedFile(length: $0, modificationTime: 0) })
+                placed(id, outcome: result.map { PlacedFile(length: $0, modificationTime: 0) })
             }
             perform(transfer.apply(.finishStream(done)), for: transfer)
         case .openConnections:
@@ -75,14 +75,14 @@ extension Scheduler {
 
     /// The disk thread finished a download's file: its transfer completes, or goes on as the
     /// failure says.
-    func finished(_ id: DownloadID, outcome: Result<PlacedFile, DownloadError>) {
+    func placed(_ id: DownloadID, outcome: Result<PlacedFile, DownloadError>) {
         guard let transfer = pool.member(id) else { return }
         perform(transfer.apply(.placed(outcome)), for: transfer)
     }
 
     /// The download paused or ended: it frees its slot (a finishing one, which gave its slot up when
     /// its bytes were all received, leaves the finishing count) and becomes a row again.
-    func forget(_ transfer: Transfer) {
+    func leave(_ transfer: Transfer) {
         takeAnswer(of: transfer)
         let leaving = pool.leave(transfer.id)
         for waiter in leaving.waiting { wantConnections(for: waiter) }

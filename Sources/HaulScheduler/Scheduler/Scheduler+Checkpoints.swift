@@ -20,7 +20,7 @@ extension Scheduler {
             switch result {
             case .synced(let id, let directory, let bytes, let segments):
                 synced(id, directory: directory, bytes: bytes, segments: segments)
-            case .finished(let id, let outcome): finished(id, outcome: outcome)
+            case .placed(let id, let outcome): placed(id, outcome: outcome)
             }
         }
         disk.reported(results.count)

@@ -125,7 +125,7 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
     }
 
     /// curl reported a request done.
-    package func reactor(_ reactor: Reactor, transferDidFinish raw: UnsafeMutableRawPointer, result: CURLcode) {
+    package func reactor(_ reactor: Reactor, requestDidEnd raw: UnsafeMutableRawPointer, result: CURLcode) {
         requestEnded(raw, .requestEnded(raw, result))
     }
 
