@@ -1,8 +1,8 @@
 /* LD_PRELOAD shim for the fault-injection tests (`DiskFaultTests`): fails the N-th call that writes
  * under a folder, with ENOSPC or EIO, as SQLite's test suite fails its N-th I/O call. Counted calls:
  * write, pwrite(64), writev, pwritev, fallocate (the function and the system call), fsync,
- * fdatasync, syncfs (both), rename, renameat, renameat2 (both), link, linkat: every call Haul or
- * SQLite makes to write a file, make it durable or give it a name.
+ * fdatasync, syncfs (both), rename, renameat, renameat2 (both), link, linkat, fsetxattr: every
+ * call Haul or SQLite makes to write a file, make it durable, give it a name or record its origin.
  *
  * Environment:
  *   HAUL_FAULT_UNDER    only calls on files under this folder count (others pass untouched)
@@ -24,6 +24,7 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 static long counted;
@@ -223,6 +224,15 @@ int linkat(int fromfd, const char *from, int tofd, const char *to, int flags) {
     if (!next) next = real("linkat");
     if (fails(at_is_under(tofd, to), "linkat", to)) return -1;
     return next(fromfd, from, tofd, to, flags);
+}
+
+/* The origin a placed file records (`FileOrigin`, extended attributes): best effort, never the
+ * file's fate. */
+int fsetxattr(int fd, const char *name, const void *value, size_t size, int flags) {
+    static int (*next)(int, const char *, const void *, size_t, int);
+    if (!next) next = real("fsetxattr");
+    if (FD_CALL("fsetxattr")) return -1;
+    return next(fd, name, value, size, flags);
 }
 
 /* Haul's C shims reach fallocate, syncfs and renameat2 through syscall(2). */
