@@ -23,7 +23,7 @@ import sys
 ACTIVITIES = [
     ("events and hand-off", [r"EventHub", r"EventFeed", r"Subscribers", r"Scc6resume", r"Continuation",
                              r"DownloadEvents", r"DownloadManagerEvents", r"nextBatch"]),
-    ("journal rows", [r"7JournalC", r"MemoryRows", r"RowStore", r"DownloadRecord", r"sqlite3_"]),
+    ("journal rows", [r"7JournalC", r"MemoryRows", r"RowStore", r"JournalRow", r"sqlite3_"]),
     ("state machine", [r"DownloadStateMachine", r"QueueState"]),
     ("body chunks", [r"writeCallback", r"receiveChunk", r"receive_2on", r"BodyCollector", r"BufferPool",
                      r"WriteBuffer"]),

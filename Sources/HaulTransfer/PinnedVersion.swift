@@ -65,7 +65,7 @@ struct PinnedVersion: Equatable, Sendable {
     }
 }
 
-extension DownloadRecord {
+extension JournalRow {
     /// The version its partial's bytes are pinned to, if any (see ``PinnedVersion``).
     var pinnedVersion: PinnedVersion? {
         PinnedVersion(entityTag: entityTag, lastModified: lastModified, lastModifiedIsStrong: lastModifiedIsStrong)

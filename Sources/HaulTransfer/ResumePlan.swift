@@ -26,7 +26,7 @@ enum ResumePlan: Equatable, Sendable {
 
     /// - Parameters:
     ///   - offset: the partial file's length (its bytes, buffered ones included).
-    ///   - validator: the row's strong validator (``DownloadRecord/ifRangeValidator``), if any.
+    ///   - validator: the row's strong validator (``JournalRow/ifRangeValidator``), if any.
     ///   - resumesWithoutValidator: the caller's opt-in to resuming without one.
     ///   - continuesRange: the length of the answer before, when the request asks for the rest after
     ///     a range that ended before the file, in this attempt (a server that caps its answers): the

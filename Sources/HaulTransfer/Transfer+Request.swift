@@ -193,7 +193,7 @@ extension Transfer {
         return perform(machine.transferEnded(ended, progressed: bytesThisAttempt > 0))
     }
 
-    /// Whether the file this download's last process was about to place (``DownloadRecord/placing``)
+    /// Whether the file this download's last process was about to place (``JournalRow/placing``)
     /// is at its destination (or, for a name chosen for the caller, at the `name.N` it moved on to):
     /// that process was killed after the move and before its row said completed. The download
     /// then completes from it; a partial file left beside it (older bytes the placed file replaced)

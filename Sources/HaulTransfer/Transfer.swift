@@ -51,7 +51,7 @@ package final class Transfer {
     /// Where the download is in its life; the source of every decision.
     var machine: DownloadStateMachine
     /// The download's journal row as this transfer last wrote it or will write it.
-    var record: DownloadRecord
+    var record: JournalRow
     /// Its own request and the connection it goes over (``Connection``): the one every download
     /// has; a download over several connections has others (``segments``).
     private(set) lazy var own = Connection(transfer: self)

@@ -9,7 +9,7 @@ import Tracing
 /// caller's logger and trace, a stream), read from the `Catalog` at once.
 package struct TransferRequest {
     /// The row as it was claimed, and where it is in the journal's table.
-    var record: DownloadRecord
+    var record: JournalRow
     var rowID: Int64?
     /// The URL requests go to first: the one asked for in this process (with its user name and
     /// password), else the row's.
@@ -28,7 +28,7 @@ package struct TransferRequest {
     var confinedTo: String?
 
     package init(
-        record: DownloadRecord,
+        record: JournalRow,
         rowID: Int64? = nil,
         url: URL,
         mirrors: [URL],

@@ -432,7 +432,7 @@ struct DownloadManagerTests {
         #expect(stat(server.root.appendingPathComponent("whole.bin").path, &status) == 0)
         do {
             let journal = try Journal(directory: stateDirectory.path)
-            var record = DownloadRecord(url: server.url("whole.bin").absoluteString, destination: destination.path)
+            var record = JournalRow(url: server.url("whole.bin").absoluteString, destination: destination.path)
             record.host = server.url("whole.bin").hostKey
             record.entityTag = "\"\(String(status.st_mtim.tv_sec, radix: 16))-\(String(status.st_size, radix: 16))\""
             record.totalBytes = Int64(source.count)

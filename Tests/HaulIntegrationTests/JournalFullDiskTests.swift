@@ -22,7 +22,7 @@ struct JournalFullDiskTests {
             batch.attachCurrentThread()
             let journal = try Journal(directory: directory, batch: batch)
             let ids = (0..<40).map { HaulValues.DownloadID(destinationPath: "/tmp/full-\($0)") }
-            var record = DownloadRecord(url: "http://h/a", destination: "/tmp/full-0")
+            var record = JournalRow(url: "http://h/a", destination: "/tmp/full-0")
             record.state = .paused
             record.bytesCommitted = 1
             try journal.save(record, for: ids[0])
@@ -66,7 +66,7 @@ struct JournalFullDiskTests {
         let journal = try Journal(directory: directory.path, batch: batch)
         let first = HaulValues.DownloadID(destinationPath: "/tmp/rolled-1")
         let second = HaulValues.DownloadID(destinationPath: "/tmp/rolled-2")
-        let record = DownloadRecord(url: "http://h/a", destination: "/tmp/rolled-1")
+        let record = JournalRow(url: "http://h/a", destination: "/tmp/rolled-1")
         try journal.save(record, for: first)
         // As SQLite does after a full disk or an I/O error inside a transaction: it is gone.
         try journal.locked { () throws(HaulValues.DownloadError) in try journal.execute("ROLLBACK") }

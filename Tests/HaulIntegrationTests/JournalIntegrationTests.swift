@@ -204,7 +204,7 @@ struct JournalIntegrationTests {
         // download was running and never accepted a response; the partial holds bytes of another file.
         do {
             let journal = try Journal(directory: state.path)
-            var record = DownloadRecord(url: url.absoluteString, destination: destination.path)
+            var record = JournalRow(url: url.absoluteString, destination: destination.path)
             record.host = url.hostKey
             record.state = .running
             try journal.save(record, for: id.engine)
@@ -345,7 +345,7 @@ struct JournalIntegrationTests {
         let journal = try Journal(directory: directory.path)
         let id = HaulValues.DownloadID(destinationPath: directory.appendingPathComponent("x").path)
         try journal.save(
-            DownloadRecord(
+            JournalRow(
                 url: "http://127.0.0.1:1/x",
                 destination: directory.appendingPathComponent("x").path,
                 state: .running

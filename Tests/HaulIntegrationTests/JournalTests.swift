@@ -13,7 +13,7 @@ struct JournalTests {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let id = HaulValues.DownloadID(destinationPath: "/tmp/a")
-        var record = DownloadRecord(url: "http://h/a", destination: "/tmp/a")
+        var record = JournalRow(url: "http://h/a", destination: "/tmp/a")
         record.totalBytes = 1000
         record.entityTag = "\"abc\""
         record.bytesCommitted = 400
@@ -111,8 +111,8 @@ struct JournalTests {
         let (a, b) = (
             HaulValues.DownloadID(destinationPath: "/tmp/a"), HaulValues.DownloadID(destinationPath: "/tmp/b")
         )
-        func queued(_ name: String) -> DownloadRecord {
-            var record = DownloadRecord(url: "http://h/\(name)", destination: "/tmp/\(name)")
+        func queued(_ name: String) -> JournalRow {
+            var record = JournalRow(url: "http://h/\(name)", destination: "/tmp/\(name)")
             record.state = .queued
             return record
         }
@@ -153,7 +153,7 @@ struct JournalTests {
         let batch = WriteBatch()
         batch.attachCurrentThread()
         let ids = (0..<3).map { HaulValues.DownloadID(destinationPath: "/tmp/\($0)") }
-        let record = DownloadRecord(url: "http://h/0", destination: "/tmp/0")
+        let record = JournalRow(url: "http://h/0", destination: "/tmp/0")
         do {
             let journal = try Journal(directory: directory.path, batch: batch)
             try journal.save(record, for: ids[0])
@@ -185,7 +185,7 @@ struct JournalTests {
         let journal = try Journal(directory: directory.path, batch: batch)
         let loopRow = HaulValues.DownloadID(destinationPath: "/tmp/loop")
         let callerRow = HaulValues.DownloadID(destinationPath: "/tmp/caller")
-        let record = DownloadRecord(url: "http://h/x", destination: "/tmp/x")
+        let record = JournalRow(url: "http://h/x", destination: "/tmp/x")
         try journal.save(record, for: loopRow)  // the batch is open: the caller's write must wait
 
         let callerDone = DispatchSemaphore(value: 0)
@@ -275,8 +275,8 @@ struct JournalTests {
         }
         let a = HaulValues.DownloadID(destinationPath: "/tmp/a")
         let b = HaulValues.DownloadID(destinationPath: "/tmp/b")
-        try first.save(DownloadRecord(url: "http://h/a", destination: "/tmp/a"), for: a)
-        try second.save(DownloadRecord(url: "http://h/b", destination: "/tmp/b"), for: b)
+        try first.save(JournalRow(url: "http://h/a", destination: "/tmp/a"), for: a)
+        try second.save(JournalRow(url: "http://h/b", destination: "/tmp/b"), for: b)
         // Each queue is its opener's rows; the other's are neither seen nor claimed.
         let now = Date().timeIntervalSince1970
         #expect(try first.nextQueued(at: now, limit: 10).first?.id == a)
@@ -364,11 +364,11 @@ extension Journal {
     /// their ids.
     fileprivate func queueRows(
         _ count: Int,
-        _ shape: (Int, inout DownloadRecord) -> Void = { _, _ in }
+        _ shape: (Int, inout JournalRow) -> Void = { _, _ in }
     ) throws -> [HaulValues.DownloadID] {
         try (0..<count).map { index in
             let id = HaulValues.DownloadID(destinationPath: "/tmp/\(index)")
-            var record = DownloadRecord(url: "http://h/\(index)", destination: "/tmp/\(index)")
+            var record = JournalRow(url: "http://h/\(index)", destination: "/tmp/\(index)")
             record.state = .queued
             record.queueSequence = Int64(index)
             shape(index, &record)
@@ -382,12 +382,12 @@ extension Journal {
         at now: Double,
         excludingHosts excludedHosts: Set<String> = [],
         limit: Int
-    ) -> QueueHeads {
+    ) -> QueuedRows {
         do {
             return try nextQueued(at: now, excludingHosts: excludedHosts, limit: limit)
         } catch {
             Issue.record(error)
-            return QueueHeads(changes: -1)
+            return QueuedRows(changes: -1)
         }
     }
 }

@@ -56,7 +56,7 @@ struct ResumeValidationTests {
 
     @Test("which validators are strong: a weak ETag is not; a Last-Modified only a minute before the Date")
     func strength() {
-        var record = DownloadRecord(url: "http://h/a", destination: "/tmp/a")
+        var record = JournalRow(url: "http://h/a", destination: "/tmp/a")
         record.entityTag = "W/\"weak\""
         record.lastModified = "Sun, 06 Nov 1994 08:49:37 GMT"
         #expect(record.ifRangeValidator == nil)

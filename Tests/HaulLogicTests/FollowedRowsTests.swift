@@ -10,7 +10,7 @@ import Testing
 struct FollowedRowsTests {
     let first = HaulValues.DownloadID(rawValue: "first")
     let second = HaulValues.DownloadID(rawValue: "second")
-    let record = DownloadRecord(url: "http://example.com/f", destination: "/tmp/f")
+    let record = JournalRow(url: "http://example.com/f", destination: "/tmp/f")
 
     @Test("a journal is looked at again until every row's owner is known, then only when it changed or an owner left")
     func aLookIsSkippedOnlyWhenNothingChanged() {

@@ -16,8 +16,8 @@ struct MemoryJournalTests {
 
     /// A row as the queue writes them: states reached through the row's machine, retries, hosts,
     /// priorities, names chosen in folders.
-    func record(_ index: Int, sequence: Int64, _ random: inout Generator) -> DownloadRecord {
-        var record = DownloadRecord(url: "http://h\(index % 3)/\(index)", destination: "/d/\(index)")
+    func record(_ index: Int, sequence: Int64, _ random: inout Generator) -> JournalRow {
+        var record = JournalRow(url: "http://h\(index % 3)/\(index)", destination: "/d/\(index)")
         record.host = "h\(index % 3):80"
         record.priority = Int.random(in: -1...1, using: &random)
         record.queueSequence = sequence
@@ -123,7 +123,7 @@ struct MemoryJournalTests {
             #expect(try file.nextRetryTime(after: now) == memory.nextRetryTime(after: now), context)
             #expect(try file.hasUnfinishedRows() == memory.hasUnfinishedRows(), context)
         }
-        let byID = { (rows: [(HaulValues.DownloadID, DownloadRecord)]) in rows.sorted { $0.0.rawValue < $1.0.rawValue }
+        let byID = { (rows: [(HaulValues.DownloadID, JournalRow)]) in rows.sorted { $0.0.rawValue < $1.0.rawValue }
         }
         let (fileRows, memoryRows) = (byID(try file.allRecords()), byID(try memory.allRecords()))
         #expect(fileRows.map(\.0) == memoryRows.map(\.0) && fileRows.map(\.1) == memoryRows.map(\.1))
@@ -137,7 +137,7 @@ struct MemoryJournalTests {
     func closed() throws {
         let journal = Journal(inMemory: ())
         let id = HaulValues.DownloadID(destinationPath: "/d/0")
-        try journal.save(DownloadRecord(url: "http://h/0", destination: "/d/0"), for: id)
+        try journal.save(JournalRow(url: "http://h/0", destination: "/d/0"), for: id)
         #expect(try journal.record(for: id)?.state == .queued)
         // Known by a key no state directory is, with no path to a partial file.
         #expect(journal.directory == Journal.inMemoryKey && !journal.directory.hasPrefix("/"))
@@ -147,7 +147,7 @@ struct MemoryJournalTests {
         #expect(journal.isClosed)
         #expect(throws: HaulValues.DownloadError.self) { try journal.record(for: id) }
         #expect(throws: HaulValues.DownloadError.self) {
-            try journal.save(DownloadRecord(url: "u", destination: "d"), for: id)
+            try journal.save(JournalRow(url: "u", destination: "d"), for: id)
         }
     }
 }

@@ -184,7 +184,7 @@ struct PoolMachineTests {
         #expect(pool.takeIdle(diskPending: 0) == false)
         pool.queueDrained(in: "/s")
         #expect(pool.takeIdle(diskPending: 1) == false)
-        pool.following.follow([Self.id("f"): DownloadRecord(url: "http://h/f", destination: "/tmp/f")], in: "/s")
+        pool.following.follow([Self.id("f"): JournalRow(url: "http://h/f", destination: "/tmp/f")], in: "/s")
         #expect(pool.takeIdle(diskPending: 0) == false)
         pool.following.stop(Self.id("f"))
         #expect(pool.takeIdle(diskPending: 0) && pool.takeIdle(diskPending: 0) == false)
@@ -203,7 +203,7 @@ struct PoolMachineTests {
     func shutdown() {
         var pool = Self.pool()
         let (a, _) = Self.admit(&pool, "a")
-        pool.following.follow([Self.id("f"): DownloadRecord(url: "http://h/f", destination: "/tmp/f")], in: "/s")
+        pool.following.follow([Self.id("f"): JournalRow(url: "http://h/f", destination: "/tmp/f")], in: "/s")
         #expect(pool.diskReported(diskPending: 0) == false, "no shutdown waits")
         pool.beginShutdown()
         #expect(pool.isShuttingDown && pool.following.isEmpty)

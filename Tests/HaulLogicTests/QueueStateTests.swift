@@ -67,7 +67,7 @@ struct QueueStateTests {
 
     @Test("a cancel forgets what was fetched and keeps what was asked for; a request after it starts anew")
     func cancelForgetsTheBytes() {
-        var record = DownloadRecord(url: "http://h/a", destination: "/tmp/dir/a.bin")
+        var record = JournalRow(url: "http://h/a", destination: "/tmp/dir/a.bin")
         record.folder = "/tmp/dir"
         record.priority = 4
         record.expectedChecksum = "sha256:00"
@@ -92,7 +92,7 @@ struct QueueStateTests {
     func refusedEventsChangeNothing() {
         for state in HaulIO.QueueState.allCases {
             for event in Self.events {
-                var record = DownloadRecord(url: "http://h/a", destination: "/tmp/a")
+                var record = JournalRow(url: "http://h/a", destination: "/tmp/a")
                 record.state = state
                 record.lastError = "before"
                 record.queueSequence = 3
@@ -107,7 +107,7 @@ struct QueueStateTests {
 
     @Test("a retry records its time and error; admission clears the time; a request clears the error")
     func retryWaitsThenRuns() {
-        var record = DownloadRecord(url: "http://h/a", destination: "/tmp/a")
+        var record = JournalRow(url: "http://h/a", destination: "/tmp/a")
         #expect(record.apply(.admitted) == .moves(to: .running))
         #expect(record.apply(.retryScheduled(at: 1234.5, error: "HTTP 503")) == .moves(to: .waitingToRetry))
         #expect(record.state == .waitingToRetry && record.retryAt == 1234.5 && record.lastError == "HTTP 503")
@@ -121,7 +121,7 @@ struct QueueStateTests {
 
     @Test("an interrupted download that was waiting to retry still waits when it is continued; a resume goes at once")
     func interruptedRetryKeepsItsTime() {
-        var record = DownloadRecord(url: "http://h/a", destination: "/tmp/a")
+        var record = JournalRow(url: "http://h/a", destination: "/tmp/a")
         record.apply(.admitted)
         record.apply(.retryScheduled(at: 99, error: "e"))
         #expect(record.apply(.interrupted) == .moves(to: .interrupted))
@@ -139,7 +139,7 @@ struct QueueStateTests {
 
     @Test("a revalidation queues a completed row and marks it; completion clears the mark")
     func revalidation() {
-        var record = DownloadRecord(url: "http://h/a", destination: "/tmp/a")
+        var record = JournalRow(url: "http://h/a", destination: "/tmp/a")
         record.state = .completed
         #expect(record.apply(.revalidationRequested(sequence: 9)) == .moves(to: .queued))
         #expect(record.revalidate && record.queueSequence == 9)
@@ -182,7 +182,7 @@ struct QueueStateTests {
         let later = Date().timeIntervalSince1970 + 3600
         do {
             let journal = try Journal(directory: directory.path)
-            var record = DownloadRecord(url: "http://h/a", destination: "/tmp/a")
+            var record = JournalRow(url: "http://h/a", destination: "/tmp/a")
             record.apply(.admitted)
             record.apply(.retryScheduled(at: later, error: "HTTP 503"))
             try journal.save(record, for: id)
@@ -208,7 +208,7 @@ struct QueueStateTests {
 
     @Test("the public listing shows the typed state")
     func listingState() throws {
-        var record = DownloadRecord(url: "http://user:secret@h/a", destination: "/tmp/a")
+        var record = JournalRow(url: "http://user:secret@h/a", destination: "/tmp/a")
         record.apply(.admitted)
         record.apply(.retryScheduled(at: 10, error: "e"))
         let entry = JournalEntry(id: HaulValues.DownloadID(rawValue: "x"), record: record)

@@ -74,7 +74,7 @@ extension DownloadQueue {
                     bulkJournals.append(journal)
                 }
             }
-            var followed: [HaulValues.DownloadID: DownloadRecord] = [:]
+            var followed: [HaulValues.DownloadID: JournalRow] = [:]
             let queuedAny = try journal.transaction { () throws(HaulValues.DownloadError) -> Bool in
                 var queuedAny = false
                 var rowsExist = false

@@ -52,7 +52,7 @@ extension DownloadQueue {
 
         /// Sets what the latest request for a download decides in its row, new or existing: its
         /// priority, user agent, header names, URLs, rate limit and connections.
-        func setRequested(in record: inout DownloadRecord) {
+        func setRequested(in record: inout JournalRow) {
             record.priority = priority
             record.userAgent = userAgent
             record.headerNames = headers.map(\.name)

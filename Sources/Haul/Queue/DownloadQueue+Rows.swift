@@ -11,14 +11,14 @@ extension DownloadQueue {
     /// What asking for a download did to its journal row.
     enum QueueOutcome {
         /// Queued now (new, or paused, interrupted or failed before, or to be fetched again).
-        case queued(DownloadRecord)
+        case queued(JournalRow)
         /// Already queued or running.
-        case waiting(DownloadRecord)
+        case waiting(JournalRow)
         /// Queued or running for another manager (another process, mostly): followed to its
         /// outcome (``SchedulerCommand/follow(_:_:)``), not fetched again.
-        case following(DownloadRecord)
+        case following(JournalRow)
         /// The destination holds the complete file.
-        case complete(DownloadRecord)
+        case complete(JournalRow)
     }
 
     /// Writes the journal row a request asks for. Call with the journal locked.
@@ -109,10 +109,10 @@ extension DownloadQueue {
     /// row's taking back if that manager stops); else nil, and the row taken back (killed,
     /// crashed: with the bytes it left).
     private func followedOrTakenBack(
-        _ record: inout DownloadRecord,
+        _ record: inout JournalRow,
         for request: PreparedRequest,
         in journal: Journal
-    ) throws(HaulValues.DownloadError) -> DownloadRecord? {
+    ) throws(HaulValues.DownloadError) -> JournalRow? {
         let holder = try journal.standing(of: request.id)?.owner
         if journal.isAnotherLiveOwner(holder) {
             var asked = record
@@ -130,7 +130,7 @@ extension DownloadQueue {
     /// download, whose partial file is not that one's. (A download into a folder is its URL or its
     /// caller's key: a finished one asked for under the same key from another URL, a signed link
     /// refreshed, is the same file.)
-    private static func isSameDownload(_ record: DownloadRecord, as request: PreparedRequest, url urlText: String)
+    private static func isSameDownload(_ record: JournalRow, as request: PreparedRequest, url urlText: String)
         -> Bool
     {
         if record.folder != request.folder { return false }
@@ -145,7 +145,7 @@ extension DownloadQueue {
         _ request: PreparedRequest,
         in journal: Journal,
         url urlText: String
-    ) throws(HaulValues.DownloadError) -> DownloadRecord? {
+    ) throws(HaulValues.DownloadError) -> JournalRow? {
         var record = fresh(request)
         if let length = journal.adoptOrphanPartial(for: request.id) {
             // A partial left by a journal that is gone: nothing vouches for its bytes but the
@@ -175,7 +175,7 @@ extension DownloadQueue {
     /// A request for a download whose row is completed: the file stays unless it is gone or
     /// changed, or is to be revalidated.
     private func completedOutcome(
-        _ completed: DownloadRecord,
+        _ completed: JournalRow,
         for request: PreparedRequest,
         in journal: Journal
     ) throws(HaulValues.DownloadError) -> QueueOutcome {
@@ -226,8 +226,8 @@ extension DownloadQueue {
     }
 
     /// A new row for the request, queued at the end of its priority.
-    func fresh(_ request: PreparedRequest) -> DownloadRecord {
-        var record = DownloadRecord(url: request.url.redactedString, destination: request.destination)
+    func fresh(_ request: PreparedRequest) -> JournalRow {
+        var record = JournalRow(url: request.url.redactedString, destination: request.destination)
         record.queueSequence = catalog.nextQueueSequence()
         record.host = request.url.hostKey
         record.expectedChecksum = request.checksum?.description
@@ -238,7 +238,7 @@ extension DownloadQueue {
     }
 
     /// Replaces the request's row with a new one.
-    func saveFresh(_ request: PreparedRequest, in journal: Journal) throws(HaulValues.DownloadError) -> DownloadRecord {
+    func saveFresh(_ request: PreparedRequest, in journal: Journal) throws(HaulValues.DownloadError) -> JournalRow {
         var record = fresh(request)
         if let length = continueFound(request, in: journal) { record.bytesCommitted = length }
         try journal.save(record, for: request.id)
@@ -276,7 +276,7 @@ extension DownloadQueue {
         in journal: Journal,
         creatingHandle: Bool
     ) -> LiveDownload? {
-        let record: DownloadRecord
+        let record: JournalRow
         switch outcome {
         case .queued(let r), .waiting(let r), .following(let r), .complete(let r): record = r
         }

@@ -112,7 +112,7 @@ extension DownloadQueue {
     /// is not copied: the download starts over).
     func move(
         _ id: HaulValues.DownloadID,
-        record: DownloadRecord,
+        record: JournalRow,
         from other: Journal,
         into journal: Journal
     ) throws(HaulValues.DownloadError) -> Int64? {

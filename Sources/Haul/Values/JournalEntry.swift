@@ -24,7 +24,7 @@ public struct JournalEntry: Sendable, Hashable {
     /// The checksum the download was asked for (and its file was checked against before it was
     /// placed), if any: what ``DownloadManager/verify(stateDirectory:)`` hashes the file against.
     public var checksum: Checksum? = nil
-    /// The file a process was placing when it stopped before its row said so (``DownloadRecord/placing``).
+    /// The file a process was placing when it stopped before its row said so (``JournalRow/placing``).
     var placing: String? = nil
 
     /// Whether the destination holds the file Haul placed there: same length and modification time
@@ -48,7 +48,7 @@ extension JournalEntry {
         if let bytes = row.bytesOnDisk { bytesReceived = bytes }
     }
 
-    package init(id: HaulValues.DownloadID, record: DownloadRecord) {
+    package init(id: HaulValues.DownloadID, record: JournalRow) {
         self.init(
             id: DownloadID(id),
             url: URL(string: record.url)?.redactedString ?? record.url,

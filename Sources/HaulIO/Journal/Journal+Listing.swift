@@ -79,7 +79,7 @@ extension Journal {
         while true {
             switch sqlite3_step(statement) {
             case SQLITE_ROW:
-                var record = DownloadRecord(url: text(statement, 1) ?? "", destination: text(statement, 2) ?? "")
+                var record = JournalRow(url: text(statement, 1) ?? "", destination: text(statement, 2) ?? "")
                 record.retryAt = sqlite3_column_double(statement, 4)
                 record.state = QueueState(column: text(statement, 3) ?? "", retryAt: record.retryAt)
                 record.bytesCommitted = sqlite3_column_int64(statement, 5)
@@ -118,11 +118,11 @@ extension Journal {
 /// checkpoint only, the file at each write). The facade makes it a public `JournalEntry`.
 package struct ListedRow: Sendable {
     package var id: DownloadID
-    package var record: DownloadRecord
+    package var record: JournalRow
     /// The partial file's length now, when read instead of the row's last checkpoint.
     package var bytesOnDisk: Int64?
 
-    package init(id: DownloadID, record: DownloadRecord) {
+    package init(id: DownloadID, record: JournalRow) {
         self.id = id
         self.record = record
     }

@@ -15,7 +15,7 @@ extension Journal {
     func nextQueued(
         at now: Double,
         excludingHosts excludedHosts: Set<String> = []
-    ) throws(DownloadError) -> (head: QueueHead?, blocked: Bool) {
+    ) throws(DownloadError) -> (head: QueuedRow?, blocked: Bool) {
         let heads = try nextQueued(at: now, excludingHosts: excludedHosts, limit: 1)
         return (heads.first, heads.blocked)
     }
@@ -30,7 +30,7 @@ extension Journal {
         at now: Double,
         excludingHosts excludedHosts: Set<String> = [],
         limit: Int
-    ) throws(DownloadError) -> QueueHeads {
+    ) throws(DownloadError) -> QueuedRows {
         let limit = max(1, limit)
         acquire()
         defer { lock.unlock() }
@@ -43,8 +43,8 @@ extension Journal {
 
     /// Queue heads read together (``nextQueued(at:excludingHosts:limit:)``), taken one at a time
     /// from the front.
-    package struct QueueHeads {
-        private var heads: [QueueHead] = []
+    package struct QueuedRows {
+        private var heads: [QueuedRow] = []
         private var next = 0
         /// The journal's count of changed rows when the heads were read, moved on by each claim made
         /// through ``Journal/claim(_:unchangedSince:)``: while no other row changed, each head's
@@ -60,14 +60,14 @@ extension Journal {
             heads.reserveCapacity(capacity)
         }
 
-        mutating func append(_ head: QueueHead) { heads.append(head) }
+        mutating func append(_ head: QueuedRow) { heads.append(head) }
 
         package var count: Int { heads.count - next }
         /// The next head, if any is left.
-        package var first: QueueHead? { next < heads.count ? heads[next] : nil }
+        package var first: QueuedRow? { next < heads.count ? heads[next] : nil }
 
         /// Takes the next head off the front.
-        package mutating func removeFirst() -> QueueHead? {
+        package mutating func removeFirst() -> QueuedRow? {
             guard next < heads.count else { return nil }
             defer { next += 1 }
             return heads[next]
@@ -82,10 +82,10 @@ extension Journal {
     }
 
     /// A queue head as ``nextQueued(at:excludingHosts:limit:)`` read it.
-    package struct QueueHead {
+    package struct QueuedRow {
         package let id: DownloadID
         package let place: QueuePlace
-        package let record: DownloadRecord
+        package let record: JournalRow
         /// Where the row is in the table (SQLite's `rowid`): the claim and the transfer's writes find
         /// it there, and check its id.
         package let rowID: Int64

@@ -26,24 +26,24 @@ extension Journal {
     static let rowIDColumn: Int32 = 30
 
     /// The stored record, or `nil` when there is none.
-    package func record(for id: DownloadID) throws(DownloadError) -> DownloadRecord? {
+    package func record(for id: DownloadID) throws(DownloadError) -> JournalRow? {
         acquire()
         defer { lock.unlock() }
         return try storedRecord(for: id)
     }
 
     /// The stored record, or `nil`. Call holding `lock`.
-    package func storedRecord(for id: DownloadID) throws(DownloadError) -> DownloadRecord? {
+    package func storedRecord(for id: DownloadID) throws(DownloadError) -> JournalRow? {
         try rows().record(for: id)
     }
 
     /// Every stored download, oldest first.
-    func allRecords() throws(DownloadError) -> [(DownloadID, DownloadRecord)] {
+    func allRecords() throws(DownloadError) -> [(DownloadID, JournalRow)] {
         try locked { () throws(DownloadError) in try rows().records(unfinishedOnly: false) }
     }
 
     /// The downloads that still have work to do, oldest first.
-    package func unfinishedRecords() throws(DownloadError) -> [(DownloadID, DownloadRecord)] {
+    package func unfinishedRecords() throws(DownloadError) -> [(DownloadID, JournalRow)] {
         try locked { () throws(DownloadError) in try rows().records(unfinishedOnly: true) }
     }
 
@@ -56,12 +56,12 @@ extension Journal {
     }
 
     /// The rows of a journal in a file for which `condition` (SQL) is true, oldest first.
-    func records(where condition: String) throws(DownloadError) -> [(DownloadID, DownloadRecord)] {
+    func records(where condition: String) throws(DownloadError) -> [(DownloadID, JournalRow)] {
         acquire()
         defer { lock.unlock() }
         let statement = try prepared("SELECT \(Self.columns) FROM downloads WHERE \(condition) ORDER BY created_at, id")
         defer { sqlite3_reset(statement) }
-        var rows: [(DownloadID, DownloadRecord)] = []
+        var rows: [(DownloadID, JournalRow)] = []
         while true {
             switch sqlite3_step(statement) {
             case SQLITE_ROW:
@@ -76,7 +76,7 @@ extension Journal {
 
     /// Records, before a finished file is moved into place, which file that is (``PlacedFile/identity``):
     /// a process killed after the move and before the row says completed leaves a row that finds
-    /// its file by it (``DownloadRecord/placing``), instead of fetching it again. Commits at once
+    /// its file by it (``JournalRow/placing``), instead of fetching it again. Commits at once
     /// (called on a disk lane); cleared when the row is written completed.
     func recordPlacing(_ id: DownloadID, identity: String) throws(DownloadError) {
         try recordPlacings([(id, identity)])
@@ -127,17 +127,16 @@ extension Journal {
         placing = CASE WHEN ?8 = '\(QueueState.completed.column)' THEN NULL ELSE placing END
         """
     /// Marks the queue's head running, if it still is queued: its row as it is now, or `nil`.
-    func claim(_ head: QueueHead) throws(DownloadError) -> DownloadRecord? {
+    func claim(_ head: QueuedRow) throws(DownloadError) -> JournalRow? {
         var changes = head.changes
         return try claim(head, unchangedSince: &changes)
     }
 
     /// ``claim(_:)`` for one of several heads read together: `changes` is the journal's count of
-    /// changed rows at the read (``QueueHeads/changes``), and moves on by this claim when nothing
+    /// changed rows at the read (``QueuedRows/changes``), and moves on by this claim when nothing
     /// else changed a row meanwhile, so that the next head's record is trusted too.
-    package func claim(_ head: QueueHead, unchangedSince changes: inout Int64) throws(DownloadError) -> DownloadRecord?
-    {
-        try writing { () throws(DownloadError) -> DownloadRecord? in
+    package func claim(_ head: QueuedRow, unchangedSince changes: inout Int64) throws(DownloadError) -> JournalRow? {
+        try writing { () throws(DownloadError) -> JournalRow? in
             let claimed = try rows().claim(head, unchangedSince: &changes)
             if let claimed { remember(head.id, .row(claimed)) }
             return claimed
@@ -145,8 +144,8 @@ extension Journal {
     }
 
     /// Rewrites a download's row (inserting it if it is gone). `rowID`, where the row was when it
-    /// was claimed (``QueueHead/rowID``), finds it without a search.
-    package func update(_ record: DownloadRecord, for id: DownloadID, at rowID: Int64? = nil) throws(DownloadError) {
+    /// was claimed (``QueuedRow/rowID``), finds it without a search.
+    package func update(_ record: JournalRow, for id: DownloadID, at rowID: Int64? = nil) throws(DownloadError) {
         try writing { () throws(DownloadError) in
             remember(id, .row(record))
             try rows().update(record, for: id, at: rowID)
@@ -154,7 +153,7 @@ extension Journal {
     }
 
     /// Inserts or replaces a download's row.
-    package func save(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) {
+    package func save(_ record: JournalRow, for id: DownloadID) throws(DownloadError) {
         try writing { () throws(DownloadError) in
             remember(id, .row(record))
             try rows().save(record, for: id)
@@ -162,7 +161,7 @@ extension Journal {
     }
 
     /// Inserts a download's row unless one with its id exists: whether it did.
-    package func insertIfAbsent(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) -> Bool {
+    package func insertIfAbsent(_ record: JournalRow, for id: DownloadID) throws(DownloadError) -> Bool {
         try writing { () throws(DownloadError) -> Bool in try rows().insertIfAbsent(record, for: id) }
     }
 
@@ -181,7 +180,7 @@ extension Journal {
     /// Records that a download was cancelled: its row, `record` (its state `.cancelled`, nothing
     /// fetched kept), stays for listings, and its partial file goes. A row in memory (a stream's, a
     /// body's) goes altogether: nothing of it is left to find.
-    package func recordCancelled(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) {
+    package func recordCancelled(_ record: JournalRow, for id: DownloadID) throws(DownloadError) {
         if isInMemory {
             remove(id)
             return

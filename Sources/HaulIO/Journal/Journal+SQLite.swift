@@ -135,8 +135,8 @@ extension Journal {
         }
     }
 
-    static func record(from statement: OpaquePointer) -> DownloadRecord {
-        DownloadRecord(
+    static func record(from statement: OpaquePointer) -> JournalRow {
+        JournalRow(
             url: text(statement, 0) ?? "",
             destination: text(statement, 1) ?? "",
             totalBytes: sqlite3_column_type(statement, 2) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, 2),

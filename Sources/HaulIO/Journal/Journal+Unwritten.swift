@@ -15,7 +15,7 @@ extension Journal {
     /// A row write of the loop thread, kept until a commit makes it durable.
     enum UnwrittenRow {
         /// The whole row as written (an update, a save or a claim's).
-        case row(DownloadRecord)
+        case row(JournalRow)
         /// Only the bytes known durable were raised.
         case synced(Int64)
         /// The row was removed.

@@ -3,9 +3,9 @@ import HaulValues
 /// The journal's row operations on rows held in memory: what ``SQLiteRows`` does in SQL, with the
 /// same results in the same order.
 extension MemoryRows: RowStore {
-    func record(for id: DownloadID) -> DownloadRecord? { row(id)?.record }
+    func record(for id: DownloadID) -> JournalRow? { row(id)?.record }
 
-    func records(unfinishedOnly: Bool) -> [(DownloadID, DownloadRecord)] {
+    func records(unfinishedOnly: Bool) -> [(DownloadID, JournalRow)] {
         unfinishedOnly ? ordered(where: \.isUnfinished) : ordered { _ in true }
     }
 
@@ -34,8 +34,8 @@ extension MemoryRows: RowStore {
         excludingHosts excludedHosts: Set<String>,
         limit: Int,
         rowLimit: Int
-    ) -> Journal.QueueHeads {
-        var heads = Journal.QueueHeads(changes: changes, capacity: limit)
+    ) -> Journal.QueuedRows {
+        var heads = Journal.QueuedRows(changes: changes, capacity: limit)
         var read = 0
         for key in queue {
             guard read < rowLimit else { break }
@@ -46,7 +46,7 @@ extension MemoryRows: RowStore {
                 continue
             }
             heads.append(
-                Journal.QueueHead(
+                Journal.QueuedRow(
                     id: key.id,
                     place: Journal.QueuePlace(priority: record.priority, sequence: record.queueSequence),
                     record: record,
@@ -63,7 +63,7 @@ extension MemoryRows: RowStore {
         return heads
     }
 
-    func claim(_ head: Journal.QueueHead, unchangedSince changes: inout Int64) -> DownloadRecord? {
+    func claim(_ head: Journal.QueuedRow, unchangedSince changes: inout Int64) -> JournalRow? {
         guard let row = row(head.id), row.number == head.rowID, Self.isAdmissible(row.record.state) else {
             return nil  // no longer queued
         }
@@ -90,11 +90,11 @@ extension MemoryRows: RowStore {
         }
     }
 
-    func update(_ record: DownloadRecord, for id: DownloadID, at rowID: Int64?) { put(record, for: id) }
+    func update(_ record: JournalRow, for id: DownloadID, at rowID: Int64?) { put(record, for: id) }
 
-    func save(_ record: DownloadRecord, for id: DownloadID) { put(record, for: id) }
+    func save(_ record: JournalRow, for id: DownloadID) { put(record, for: id) }
 
-    func insertIfAbsent(_ record: DownloadRecord, for id: DownloadID) -> Bool {
+    func insertIfAbsent(_ record: JournalRow, for id: DownloadID) -> Bool {
         guard row(id) == nil else { return false }
         put(record, for: id)
         return true

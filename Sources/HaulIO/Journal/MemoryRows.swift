@@ -12,7 +12,7 @@ import HaulValues
 /// first, then by queue sequence. Used under the journal's lock.
 final class MemoryRows {
     struct Row {
-        var record: DownloadRecord
+        var record: JournalRow
         let number: Int64
     }
 
@@ -50,7 +50,7 @@ final class MemoryRows {
 
     /// Writes `record` as `id`'s row (inserting it when there is none), read back as SQLite's row
     /// would be: its state from its stored word and `retryAt`.
-    func put(_ record: DownloadRecord, for id: DownloadID) {
+    func put(_ record: JournalRow, for id: DownloadID) {
         var record = record
         record.state = QueueState(column: record.state.column, retryAt: record.retryAt)
         changes += 1
@@ -74,13 +74,13 @@ final class MemoryRows {
     }
 
     /// Every row, in the order they were first written.
-    func ordered(where include: (DownloadRecord) -> Bool) -> [(DownloadID, DownloadRecord)] {
+    func ordered(where include: (JournalRow) -> Bool) -> [(DownloadID, JournalRow)] {
         rows.filter { include($0.value.record) }.sorted { $0.value.number < $1.value.number }.map {
             ($0.key, $0.value.record)
         }
     }
 
-    private static func key(_ record: DownloadRecord, _ number: Int64, _ id: DownloadID) -> QueueKey {
+    private static func key(_ record: JournalRow, _ number: Int64, _ id: DownloadID) -> QueueKey {
         QueueKey(priority: record.priority, sequence: record.queueSequence, number: number, id: id)
     }
 

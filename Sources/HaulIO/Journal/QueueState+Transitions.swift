@@ -1,7 +1,7 @@
 /// The queue row's state machine: the one place where a row's state changes.
 extension QueueState {
     /// What `event` does to a row in this state. Pure: the journal, the queue and the loop apply
-    /// the answer (through ``DownloadRecord/apply(_:)``), and the SQL that changes many rows at once
+    /// the answer (through ``JournalRow/apply(_:)``), and the SQL that changes many rows at once
     /// is derived from it (``sqlCondition(accepting:to:)``).
     func after(_ event: QueueEvent) -> QueueTransition {
         switch (event, self) {
@@ -38,7 +38,7 @@ extension QueueState {
     }
 }
 
-extension DownloadRecord {
+extension JournalRow {
     /// Applies `event` to the row: its state and what goes with it (the queue's order, the retry's
     /// time, the last error, revalidation). Returns what the event did; when it is `.refused` or
     /// `.unchanged` the record is as it was. A cancel forgets what was fetched (length, validators,

@@ -12,9 +12,9 @@ protocol RowStore: AnyObject {
     var changes: Int64 { get }
 
     /// The row of `id`, or `nil` when there is none.
-    func record(for id: DownloadID) throws(DownloadError) -> DownloadRecord?
-    /// Every row, or only those with work to do (``DownloadRecord/isUnfinished``), oldest first.
-    func records(unfinishedOnly: Bool) throws(DownloadError) -> [(DownloadID, DownloadRecord)]
+    func record(for id: DownloadID) throws(DownloadError) -> JournalRow?
+    /// Every row, or only those with work to do (``JournalRow/isUnfinished``), oldest first.
+    func records(unfinishedOnly: Bool) throws(DownloadError) -> [(DownloadID, JournalRow)]
     /// Whether any row has work to do.
     func hasUnfinishedRows() throws(DownloadError) -> Bool
     /// Where `id`'s row stands, read without the rest of it.
@@ -29,10 +29,10 @@ protocol RowStore: AnyObject {
         excludingHosts excludedHosts: Set<String>,
         limit: Int,
         rowLimit: Int
-    ) throws(DownloadError) -> Journal.QueueHeads
+    ) throws(DownloadError) -> Journal.QueuedRows
     /// Marks `head` running if it is still queued: its row as it is now, or `nil`
     /// (``Journal/claim(_:unchangedSince:)``).
-    func claim(_ head: Journal.QueueHead, unchangedSince changes: inout Int64) throws(DownloadError) -> DownloadRecord?
+    func claim(_ head: Journal.QueuedRow, unchangedSince changes: inout Int64) throws(DownloadError) -> JournalRow?
     /// How many rows are queued, and how many of them wait for a retry's time after `now`.
     func queueCounts(at now: Double) throws(DownloadError) -> (queued: Int, waitingToRetry: Int)
     /// The earliest retry time after `now` of a queued row.
@@ -41,11 +41,11 @@ protocol RowStore: AnyObject {
     func requeueInterrupted() throws(DownloadError)
 
     /// Rewrites `id`'s row (inserting it when it is gone); `rowID` is where it was claimed.
-    func update(_ record: DownloadRecord, for id: DownloadID, at rowID: Int64?) throws(DownloadError)
+    func update(_ record: JournalRow, for id: DownloadID, at rowID: Int64?) throws(DownloadError)
     /// Inserts or replaces `id`'s row.
-    func save(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError)
+    func save(_ record: JournalRow, for id: DownloadID) throws(DownloadError)
     /// Inserts `id`'s row unless there is one: whether it did.
-    func insertIfAbsent(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) -> Bool
+    func insertIfAbsent(_ record: JournalRow, for id: DownloadID) throws(DownloadError) -> Bool
     /// Raises the bytes known durable of `id`'s row (not once it is completed).
     func recordSynced(_ id: DownloadID, bytes: Int64) throws(DownloadError)
     /// Removes `id`'s row, if there is one.

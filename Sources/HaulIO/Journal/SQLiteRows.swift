@@ -18,7 +18,7 @@ final class SQLiteRows {
 extension SQLiteRows: RowStore {
     var changes: Int64 { sqlite3_total_changes64(journal.database) }
 
-    func record(for id: DownloadID) throws(DownloadError) -> DownloadRecord? {
+    func record(for id: DownloadID) throws(DownloadError) -> JournalRow? {
         let statement = try journal.prepared(.recordByID)
         defer { sqlite3_reset(statement) }
         Journal.bind(statement, 1, id.rawValue)
@@ -29,7 +29,7 @@ extension SQLiteRows: RowStore {
         }
     }
 
-    func records(unfinishedOnly: Bool) throws(DownloadError) -> [(DownloadID, DownloadRecord)] {
+    func records(unfinishedOnly: Bool) throws(DownloadError) -> [(DownloadID, JournalRow)] {
         try journal.records(where: unfinishedOnly ? Journal.unfinished : "1")
     }
 
@@ -84,13 +84,13 @@ extension SQLiteRows: RowStore {
         excludingHosts excludedHosts: Set<String>,
         limit: Int,
         rowLimit: Int
-    ) throws(DownloadError) -> Journal.QueueHeads {
+    ) throws(DownloadError) -> Journal.QueuedRows {
         let statement = try journal.prepared(.queueHead)
         defer { sqlite3_reset(statement) }
         sqlite3_bind_double(statement, 1, now)
         sqlite3_bind_int64(statement, 2, Int64(rowLimit))
         Journal.bind(statement, 3, journal.owner)
-        var heads = Journal.QueueHeads(changes: changes, capacity: limit)
+        var heads = Journal.QueuedRows(changes: changes, capacity: limit)
         var rows = 0
         while true {
             switch sqlite3_step(statement) {
@@ -102,7 +102,7 @@ extension SQLiteRows: RowStore {
                 }
                 let record = Journal.record(from: statement)
                 heads.append(
-                    Journal.QueueHead(
+                    Journal.QueuedRow(
                         id: DownloadID(rawValue: Journal.text(statement, 15) ?? ""),
                         place: Journal.QueuePlace(priority: record.priority, sequence: record.queueSequence),
                         record: record,
@@ -127,8 +127,8 @@ extension SQLiteRows: RowStore {
     /// When no row changed since `head` was read, its record is the row; otherwise the row is read
     /// again. (Not with `RETURNING`, whose rows SQLite first stores aside: a claim cost three times
     /// as much, `Benchmarks/CHOICES.md`.)
-    func claim(_ head: Journal.QueueHead, unchangedSince changes: inout Int64) throws(DownloadError)
-        -> DownloadRecord?
+    func claim(_ head: Journal.QueuedRow, unchangedSince changes: inout Int64) throws(DownloadError)
+        -> JournalRow?
     {
         let unchanged = self.changes == changes
         let statement = try journal.prepared(.claim)
@@ -181,7 +181,7 @@ extension SQLiteRows: RowStore {
     /// written: a completion setting only the nine columns it changes was no cheaper (SQLite rewrites
     /// the record either way; the binds are a small part): 5.0 % of the loop thread in (a) against
     /// 4.7 %, one profile of each build.
-    func update(_ record: DownloadRecord, for id: DownloadID, at rowID: Int64?) throws(DownloadError) {
+    func update(_ record: JournalRow, for id: DownloadID, at rowID: Int64?) throws(DownloadError) {
         if let rowID {
             let statement = try journal.prepared(.updateRowAt)
             sqlite3_bind_int64(statement, 32, rowID)
@@ -192,11 +192,11 @@ extension SQLiteRows: RowStore {
         if sqlite3_changes(journal.database) == 0 { try save(record, for: id) }
     }
 
-    func save(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) {
+    func save(_ record: JournalRow, for id: DownloadID) throws(DownloadError) {
         try write(record, for: id, with: try journal.prepared(.upsertRow))
     }
 
-    func insertIfAbsent(_ record: DownloadRecord, for id: DownloadID) throws(DownloadError) -> Bool {
+    func insertIfAbsent(_ record: JournalRow, for id: DownloadID) throws(DownloadError) -> Bool {
         try write(record, for: id, with: try journal.prepared(.insertRowIfAbsent))
         return sqlite3_changes(journal.database) == 1
     }
@@ -218,7 +218,7 @@ extension SQLiteRows: RowStore {
 
     /// Binds `record` as `id`'s row to `statement` (one of the statements built on
     /// ``Journal/insertion`` and ``Journal/assignments``) and runs it.
-    private func write(_ record: DownloadRecord, for id: DownloadID, with statement: OpaquePointer)
+    private func write(_ record: JournalRow, for id: DownloadID, with statement: OpaquePointer)
         throws(DownloadError)
     {
         defer { sqlite3_reset(statement) }

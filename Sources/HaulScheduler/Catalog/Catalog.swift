@@ -140,7 +140,7 @@ package final class Catalog: Sendable {
     /// starts from it). `nil` when neither keeps a readable URL.
     func request(
         for id: DownloadID,
-        record: DownloadRecord,
+        record: JournalRow,
         rowID: Int64?
     ) -> (request: TransferRequest, carried: BetweenAttempts)? {
         let kept = remembered.withLock { all -> Remembered? in

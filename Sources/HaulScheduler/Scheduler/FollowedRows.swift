@@ -18,7 +18,7 @@ struct FollowedRows {
     subscript(id: DownloadID) -> FollowedRow? { rows[id] }
 
     /// Follows `records` (as the request found them) of `directory`'s journal.
-    mutating func follow(_ records: [DownloadID: DownloadRecord], in directory: String) {
+    mutating func follow(_ records: [DownloadID: JournalRow], in directory: String) {
         for (id, record) in records { rows[id] = FollowedRow(directory: directory, requested: record) }
     }
 
@@ -90,7 +90,7 @@ struct FollowedRow {
     let directory: String
     /// The row as the request found it, with what the request asks for: what is taken back (the
     /// request's part), or queued anew if the row is removed meanwhile.
-    let requested: DownloadRecord
+    let requested: JournalRow
     /// The bytes last shown on its handle.
     var shownBytes: Int64 = -1
     /// The manager that ran it at the last look (`nil` before the first).

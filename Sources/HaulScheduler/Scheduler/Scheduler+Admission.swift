@@ -34,13 +34,13 @@ extension Scheduler {
     /// A journal's queue heads read in this admission pass. (A class: mutated through a dictionary's
     /// subscript, the heads cost two allocations per admission, the accessor's.)
     private final class QueueRead {
-        var heads: Journal.QueueHeads
-        init(_ heads: Journal.QueueHeads) { self.heads = heads }
+        var heads: Journal.QueuedRows
+        init(_ heads: Journal.QueuedRows) { self.heads = heads }
     }
 
     /// The best head across the queued directories, taken off the front of its directory's `read`.
-    private func nextQueued(_ read: inout [String: QueueRead]) -> (Journal, Journal.QueueHead, QueueRead)? {
-        var best: (journal: Journal, head: Journal.QueueHead, read: QueueRead)?
+    private func nextQueued(_ read: inout [String: QueueRead]) -> (Journal, Journal.QueuedRow, QueueRead)? {
+        var best: (journal: Journal, head: Journal.QueuedRow, read: QueueRead)?
         for directory in pool.admission.queuedDirectories {
             guard let journal = catalog.openJournal(for: directory) else {
                 pool.queueDrained(in: directory)
@@ -77,7 +77,7 @@ extension Scheduler {
     /// Up to as many of `journal`'s queue heads as slots are free; none when it cannot be read. When
     /// none may run now, or the last retry time known for the queue came (the journal may hold
     /// rows waiting that this manager did not set up), the journal's next retry time wakes it again.
-    private func readQueue(of journal: Journal, in directory: String) -> Journal.QueueHeads? {
+    private func readQueue(of journal: Journal, in directory: String) -> Journal.QueuedRows? {
         let now = Date().timeIntervalSince1970
         do {
             let heads = try journal.nextQueued(
@@ -102,9 +102,9 @@ extension Scheduler {
     /// Takes a queued row (marking it running) and starts its transfer.
     /// `changes` is the journal's count of changed rows when `head` was read, moved on by the claim
     /// (``Journal/claim(_:unchangedSince:)``).
-    private func admit(_ head: Journal.QueueHead, from journal: Journal, unchangedSince changes: inout Int64) {
+    private func admit(_ head: Journal.QueuedRow, from journal: Journal, unchangedSince changes: inout Int64) {
         let id = head.id
-        let record: DownloadRecord
+        let record: JournalRow
         do {
             guard let claimed = try journal.claim(head, unchangedSince: &changes) else { return }  // no longer queued
             record = claimed

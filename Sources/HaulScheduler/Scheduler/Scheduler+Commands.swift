@@ -62,7 +62,7 @@ extension Scheduler {
     /// Applies `event` to the row of a download that is not admitted (a row another manager queued or
     /// runs is left alone). When the row changes, `changed` runs with the journal locked (so events it publishes
     /// come before the loop's next ones).
-    private func updateRow(of download: LiveDownload, on event: QueueEvent, _ changed: (DownloadRecord) -> Void) {
+    private func updateRow(of download: LiveDownload, on event: QueueEvent, _ changed: (JournalRow) -> Void) {
         guard let journal = catalog.openJournal(for: download.stateDirectoryPath) else { return }
         journal.locked {
             guard var record = try? journal.record(for: download.id), record.state != .running,

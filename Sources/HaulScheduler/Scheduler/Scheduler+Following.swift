@@ -11,7 +11,7 @@ extension Scheduler {
     static let followInterval = Duration.milliseconds(200)
 
     /// Follows `rows` (their records as the request found them) of `directory`'s journal.
-    func follow(_ rows: [DownloadID: DownloadRecord], in directory: String) {
+    func follow(_ rows: [DownloadID: JournalRow], in directory: String) {
         guard !pool.isShuttingDown else { return }
         pool.following.follow(rows, in: directory)
         armFollowTimer()
@@ -92,8 +92,8 @@ extension Scheduler {
 
     /// Queues `id` for this manager: its row as it stands (its manager gone, or paused or failed
     /// there), or, removed meanwhile (cancelled there, or failed before a byte), anew as requested.
-    private func takeBack(_ id: DownloadID, stored: DownloadRecord?, requested: DownloadRecord, in journal: Journal) {
-        var record: DownloadRecord
+    private func takeBack(_ id: DownloadID, stored: JournalRow?, requested: JournalRow, in journal: Journal) {
+        var record: JournalRow
         if let stored {
             record = stored
             record.takeRequest(of: requested)
@@ -156,7 +156,7 @@ extension Scheduler {
     }
 
     /// Publishes a followed row's completion: on its handle, or on the manager's feed.
-    private func publishCompleted(_ id: DownloadID, record: DownloadRecord, directory: String) {
+    private func publishCompleted(_ id: DownloadID, record: JournalRow, directory: String) {
         let total = record.totalBytes ?? 0
         let events: [DownloadEvent] = [
             .progress(DownloadProgress(bytesReceived: total, totalBytes: total, estimatedTimeRemaining: .zero)),

@@ -8,7 +8,7 @@ package enum SchedulerCommand: Sendable {
     case queueChanged(String)
     /// Rows of this state directory's journal that another manager queued or runs were asked for:
     /// followed to their outcomes (their records as the requests found them).
-    case follow(String, [DownloadID: DownloadRecord])
+    case follow(String, [DownloadID: JournalRow])
     /// A caller paused, resumed or cancelled a download.
     case control(LiveDownload, DownloadControl)
     /// A caller paused, resumed or cancelled a download and awaits the outcome (``Scheduler/settle(_:_:answer:)``).

@@ -5,7 +5,7 @@
 /// without I/O.
 ///
 /// A transfer fetched over several connections keeps one (``Segments``), and its journal row the
-/// text form (``DownloadRecord/segments``). A segment is known by its `start`, which never changes:
+/// text form (``JournalRow/segments``). A segment is known by its `start`, which never changes:
 /// a split only moves the end of the segment that gives its second half.
 package struct SegmentMap: Equatable, Sendable {
     package struct Segment: Equatable, Sendable {

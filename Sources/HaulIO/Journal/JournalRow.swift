@@ -1,9 +1,11 @@
 import HaulValues
 
-/// What Haul remembers about one download between runs: the total length the first time it is known,
+/// A download's row in the journal (every other kind of row is a view of it: a queued row read
+/// for admission, a followed one, a listed one, `JournalEntry` for callers). What Haul remembers about
+/// one download between runs: the total length the first time it is known,
 /// the validators that pin a resume to one version of the remote file, how many bytes are on disk,
 /// and how it stands.
-package struct DownloadRecord: Equatable, Sendable {
+package struct JournalRow: Equatable, Sendable {
     package var url: String
     package var destination: String
     package var totalBytes: Int64?
@@ -133,8 +135,8 @@ package struct DownloadRecord: Equatable, Sendable {
 
     /// The same request as a new row: queued, nothing fetched (its length, validators, bytes,
     /// segments, placement and chosen name forgotten).
-    package var restarted: DownloadRecord {
-        var record = DownloadRecord(url: url, destination: folder ?? destination)
+    package var restarted: JournalRow {
+        var record = JournalRow(url: url, destination: folder ?? destination)
         record.queueSequence = queueSequence
         record.host = host
         record.folder = folder
@@ -144,7 +146,7 @@ package struct DownloadRecord: Equatable, Sendable {
 
     /// Takes what `other`'s request asked for (priority, checksum, size, user agent, header names,
     /// mirrors, rate, connections, whether a file found is kept); the bytes and validators stay.
-    package mutating func takeRequest(of other: DownloadRecord) {
+    package mutating func takeRequest(of other: JournalRow) {
         priority = other.priority
         expectedChecksum = other.expectedChecksum
         expectedSize = other.expectedSize
