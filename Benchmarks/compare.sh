@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Two builds of Haul side by side, in the same rounds against one local nginx: the library's (a)
-# (10,000 files of 64 KiB, 100 in flight, to tmpfs) and `haul -i`'s (h) (the same list, to tmpfs
-# and to the machine's disk), with curl --parallel as the same-run reference. For a change that
-# must not be slower: the rounds alternate which build goes first.
+# (10,000 files of 64 KiB, 100 in flight, to tmpfs), `haul -i`'s (h) (the same list, to tmpfs and to
+# the machine's disk), (e) (the library's (a) over HTTPS with HTTP/2), (k) (10,000 bodies of 64 KiB
+# into memory, `data(from:)`) and (m) (`haul load`, 20,000 requests of one 64 KiB URL, 100 at
+# once), with curl --parallel (hey for (m)) as the same-run reference. For a change that must not be
+# slower: the rounds alternate which build goes first. SCENARIOS picks some (by default all: many
+# cli-tmpfs cli-disk many-h2 memory load).
 #
 #   bash Benchmarks/compare.sh BEFORE AFTER     (git revisions; ROUNDS=5, COUNT=10000 by default)
 #
@@ -37,7 +40,11 @@ disk="${DISK_DIR:-/var/tmp/haul-compare-disk}"
 source ./local-nginx.sh
 trap 'nginx_stop "$work"; rm -rf "$work" "$disk"' EXIT
 mkdir -p "$disk"
-local_nginx_start "$work"
+tls_nginx_start "$work"
+head -c 65536 /dev/urandom > "$work/www/64k.bin"
+scenarios="${SCENARIOS:-many cli-tmpfs cli-disk many-h2 memory load}"
+load_count="${LOAD_COUNT:-20000}"
+command -v hey > /dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends hey > /dev/null
 seq 0 $((count - 1)) | awk -v base="$base" '{ printf "%s/f%d.bin\n  out=%d.bin\n", base, $1 % 1000, $1 }' > "$work/haul.list"
 results="$PWD/compare.jsonl"
 : > "$results"
@@ -54,6 +61,7 @@ checked() {  # checked OUT WHAT: every file byte-identical to its source
     done
 }
 run() {  # run SCENARIO CLIENT: one run, checked
+    case "$1" in memory|load) run_body "$1" "$2"; return ;; esac
     local out="$work/out"
     [ "$1" = cli-disk ] && out="$disk/$2-$round"
     rm -rf "$out"; mkdir -p "$out"
@@ -61,6 +69,11 @@ run() {  # run SCENARIO CLIENT: one run, checked
     case "$1:$2" in
         many:before|many:after) "${lib[$2]}" many haul "$base" "$count" 100 "$out" \
                                     | sed "s/\"client\":\"haul\"/\"client\":\"$2\"/" >> "$results" ;;
+        many-h2:before|many-h2:after) HAUL_CA_FILE="$work/cert.pem" "${lib[$2]}" many haul "$tls_base" "$count" 100 "$out" \
+                                    | sed "s/\"client\":\"haul\"/\"client\":\"$2\"/; s/\"scenario\":\"many\"/\"scenario\":\"many-h2\"/" >> "$results" ;;
+        many-h2:curl) seq 0 $((count - 1)) | awk -v base="$tls_base" -v out="$out" \
+                    '{ printf "url = \"%s/f%d.bin\"\noutput = \"%s/%d.bin\"\n", base, $1 % 1000, out, $1 }' > "$work/curl.config"
+                timed "$1" curl curl -s --parallel --parallel-max 100 --cacert "$work/cert.pem" --create-dirs -K "$work/curl.config" ;;
         cli-*:before|cli-*:after) timed "$1" "$2" "${cli[$2]}" --quiet -j 100 -o "$out" -i "$work/haul.list" ;;
         *:curl) seq 0 $((count - 1)) | awk -v base="$base" -v out="$out" \
                     '{ printf "url = \"%s/f%d.bin\"\noutput = \"%s/%d.bin\"\n", base, $1 % 1000, out, $1 }' > "$work/curl.config"
@@ -70,10 +83,28 @@ run() {  # run SCENARIO CLIENT: one run, checked
     # On the disk each run keeps its folder until the end (freed inodes slow the next creates).
     [ "$1" = cli-disk ] || rm -rf "$out"
 }
+run_body() {  # run_body SCENARIO CLIENT: (k) or (m), checked by the bytes or the answers counted
+    rm -rf "$work/state"
+    case "$1:$2" in
+        memory:before|memory:after)
+            "${lib[$2]}" memory haul "$base" "$count" 100 "$work/state" \
+                | sed "s/\"client\":\"haul\"/\"client\":\"$2\"/" >> "$results"
+            tail -1 "$results" | grep -q "\"bytes\":$((count * 65536))[,}]" || { echo "memory $2: bytes missing"; exit 1; } ;;
+        memory:curl)
+            seq 0 $((count - 1)) | awk -v base="$base" '{ printf "url = \"%s/f%d.bin\"\noutput = \"/dev/null\"\n", base, $1 % 1000 }' > "$work/curl.config"
+            timed memory curl curl -s --parallel --parallel-max 100 -K "$work/curl.config" ;;
+        load:before|load:after)
+            /usr/bin/time -o "$work/time.txt" -f '%e %U %S %M' "${cli[$2]}" load --json -n "$load_count" -c 100 "$base/64k.bin" > "$work/load.json" 2>&1
+            grep -q '"failed":0,' "$work/load.json" || { echo "load $2: not every answer a 200"; cat "$work/load.json"; exit 1; }
+            awk -v c="$2" '{ printf "{\"scenario\":\"load\",\"client\":\"%s\",\"wallSeconds\":%s,\"cpuSeconds\":%.2f,\"peakRSSKB\":%s}\n", c, $1, $2 + $3, $4 }' "$work/time.txt" >> "$results" ;;
+        load:curl)  # the same-run reference here is hey
+            timed load hey hey -n "$load_count" -c 100 -disable-compression "$base/64k.bin" ;;
+    esac
+}
 for round in $(seq 1 "$rounds"); do
     order="before after curl"
     [ $((round % 2)) -eq 0 ] && order="after before curl"
-    for scenario in many cli-tmpfs cli-disk; do
+    for scenario in $scenarios; do
         for client in $order; do run "$scenario" "$client"; done
     done
     echo "round $round of $rounds done"
@@ -83,8 +114,9 @@ import json, statistics, sys
 runs = [json.loads(line) for line in open(sys.argv[1])]
 print("| scenario | client | runs | wall s (median) | CPU s (median) | peak RSS MB (median) |")
 print("|---|---|---|---|---|---|")
-for scenario in ["many", "cli-tmpfs", "cli-disk"]:
-    for client in ["before", "after", "curl"]:
+scenarios = ["many", "cli-tmpfs", "cli-disk", "many-h2", "memory", "load"]
+for scenario in scenarios:
+    for client in ["before", "after", "curl", "hey"]:
         mine = [r for r in runs if r["scenario"] == scenario and r["client"] == client]
         if not mine:
             continue
@@ -96,7 +128,7 @@ for scenario in ["many", "cli-tmpfs", "cli-disk"]:
 print()
 print("| scenario | after ÷ before, wall, each round | median | CPU, median |")
 print("|---|---|---|---|")
-for scenario in ["many", "cli-tmpfs", "cli-disk"]:
+for scenario in scenarios:
     pairs = list(zip(
         [r for r in runs if r["scenario"] == scenario and r["client"] == "after"],
         [r for r in runs if r["scenario"] == scenario and r["client"] == "before"],
