@@ -26,7 +26,7 @@ package protocol ScheduledTransfer: AnyObject {
     /// Its first answer (over HTTP/2 or not, and the sockets opened by then), once.
     func takeAnswer() -> (multiplexes: Bool, socketsOpened: UInt64)?
     /// The transfer whose request handle `raw` is, if any.
-    static func owning(_ raw: UnsafeMutableRawPointer) -> Transfer?
+    static func owning(_ raw: UnsafeMutableRawPointer) -> Self?
 }
 
 extension Transfer: ScheduledTransfer {}

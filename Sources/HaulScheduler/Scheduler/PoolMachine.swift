@@ -82,8 +82,7 @@ struct PoolMachine<Member: AnyObject, Waiter> {
     ) -> Admitted {
         if let earlier = members.updateValue((member, directory), forKey: id) {
             // The same download again (not something the scheduler does): counted once.
-            let left = (membersByDirectory[earlier.directory] ?? 1) - 1
-            membersByDirectory[earlier.directory] = left > 0 ? left : nil
+            _ = countOut(of: earlier.directory)
         }
         membersByDirectory[directory, default: 0] += 1
         admission.startTransferring(id, host: host, multiplexes: multiplexes, now: now)
@@ -112,10 +111,16 @@ struct PoolMachine<Member: AnyObject, Waiter> {
         guard let (member, directory) = members.removeValue(forKey: id) else {
             return Leaving(left: nil, waiting: waiting, idleJournal: nil)
         }
+        let left = countOut(of: directory)
+        let idle = left == 0 && !admission.queuedDirectories.contains(directory) && mayCloseJournal(directory)
+        return Leaving(left: member, waiting: waiting, idleJournal: idle ? directory : nil)
+    }
+
+    /// One member fewer writes into `directory`: how many are left.
+    private mutating func countOut(of directory: String) -> Int {
         let left = (membersByDirectory[directory] ?? 1) - 1
         membersByDirectory[directory] = left > 0 ? left : nil
-        let idle = left <= 0 && !admission.queuedDirectories.contains(directory) && mayCloseJournal(directory)
-        return Leaving(left: member, waiting: waiting, idleJournal: idle ? directory : nil)
+        return max(0, left)
     }
 
     /// Whether `directory`'s journal may close when idle: no member writes into it, the manager is
@@ -186,7 +191,6 @@ struct PoolMachine<Member: AnyObject, Waiter> {
 
     /// Curl opened `socket` for `id`'s request (the grants count connections by it).
     mutating func socketOpened(_ socket: Int32, by id: DownloadID, order: UInt64) {
-        guard admission.grants != nil else { return }
         admission.socketOpened(socket, by: id, order: order)
     }
 

@@ -29,8 +29,10 @@ extension Scheduler {
     /// connection ask again.
     func connectionsChanged(_ transfer: Transfer) {
         if pool.isCurrent(transfer, as: transfer.id) {
-            pool.setConnections(transfer.id, transfer.connections.live)
-            wantConnections(for: transfer)
+            // Read once: whether another would have work scans its segments.
+            let (live, wantsMore) = transfer.connections
+            pool.setConnections(transfer.id, live)
+            if wantsMore { pool.wantConnections(transfer.id) }
         }
         for waiter in pool.takeConnectionWaiters() { wantConnections(for: waiter) }
     }
