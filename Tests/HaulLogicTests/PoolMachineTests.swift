@@ -115,6 +115,29 @@ struct PoolMachineTests {
         #expect(pool.admission.hasFreeSlot && pool.brokenRules().isEmpty)
     }
 
+    @Test("what a download carries to its next attempt is taken once; one that ended or was forgotten carries nothing")
+    func carried() {
+        var pool = Self.pool()
+        Self.admit(&pool, "a")
+        Self.admit(&pool, "b")
+        Self.admit(&pool, "c")
+        let counts = (bytes: Int64(500), ledger: TimingLedger())
+        _ = pool.leave(Self.id("a"), carrying: BetweenAttempts(restarts: 2, counts: counts))
+        _ = pool.leave(Self.id("b"), carrying: BetweenAttempts(restarts: 1))
+        _ = pool.leave(Self.id("c"))  // ended
+        let a = pool.takeCarried(Self.id("a"))
+        #expect(a.restarts == 2 && a.counts?.bytes == 500)
+        #expect(pool.takeCarried(Self.id("a")).isEmpty, "an attempt carries it once")
+        #expect(pool.takeCarried(Self.id("c")).isEmpty)
+        pool.forget(Self.id("b"))  // cancelled while out of its slot
+        #expect(pool.takeCarried(Self.id("b")).isEmpty)
+        Self.admit(&pool, "b")
+        _ = pool.leave(Self.id("b"), carrying: BetweenAttempts(restarts: 1))
+        Self.admit(&pool, "b")
+        _ = pool.leave(Self.id("b"))  // its next attempt ended: nothing is kept of it
+        #expect(pool.takeCarried(Self.id("b")).isEmpty && pool.brokenRules().isEmpty)
+    }
+
     @Test("the queue is read at the turn's end once per change, never while shutting down")
     func admissionDue() {
         var pool = Self.pool()

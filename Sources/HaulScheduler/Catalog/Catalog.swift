@@ -72,12 +72,10 @@ package final class Catalog: Sendable {
         var provesByOverlap = false
         /// The folder its name must stay inside (``DownloadRequest/confinedTo``).
         var confinedTo: String?
-        /// What its last attempt here left for the next one (the loop's).
-        var carried = BetweenAttempts()
 
         var isEmpty: Bool {
             url == nil && headers == nil && urls == nil && logger == nil && context == nil && stream == nil
-                && !provesByOverlap && confinedTo == nil && carried.isEmpty
+                && !provesByOverlap && confinedTo == nil
         }
     }
     private let idleWaiters = Mutex<[CheckedContinuation<Void, Never>]>([])
@@ -125,36 +123,13 @@ package final class Catalog: Sendable {
         update(id) { $0.headers = headers.isEmpty ? nil : headers }
     }
 
-    /// Keeps what `id`'s attempt that ended leaves its next one (``BetweenAttempts``).
-    func carry(restarts: Int, for id: DownloadID) {
-        update(id) { $0.carried.restarts = restarts }
-    }
-
-    /// Keeps what `id`'s handle counted (bytes, timings) for its next attempt's handle.
-    func carry(counts: (bytes: Int64, ledger: TimingLedger), for id: DownloadID) {
-        update(id) { $0.carried.counts = counts }
-    }
-
     /// What a transfer of the claimed `record` is made from: the row with what this process keeps
-    /// beyond it, looked up once, and what its last attempt here carried (taken: the next attempt
-    /// starts from it). `nil` when neither keeps a readable URL.
-    func request(
-        for id: DownloadID,
-        record: JournalRow,
-        rowID: Int64?
-    ) -> (request: TransferRequest, carried: BetweenAttempts)? {
-        let kept = remembered.withLock { all -> Remembered? in
-            guard !all.isEmpty, var entry = all[id] else { return nil }
-            let found = entry
-            if !entry.carried.isEmpty {
-                entry.carried = BetweenAttempts()
-                all[id] = entry.isEmpty ? nil : entry
-            }
-            return found
-        }
+    /// beyond it, looked up once. `nil` when neither keeps a readable URL.
+    func request(for id: DownloadID, record: JournalRow, rowID: Int64?) -> TransferRequest? {
+        let kept = lookUp(id)
         // The row's URL has no user name or password; one asked for with them in this process has them.
         guard let url = kept?.url ?? URL(string: record.url) else { return nil }
-        let request = TransferRequest(
+        return TransferRequest(
             record: record,
             rowID: rowID,
             url: url,
@@ -166,7 +141,6 @@ package final class Catalog: Sendable {
             provesByOverlap: kept?.provesByOverlap ?? false,
             confinedTo: kept?.confinedTo
         )
-        return (request, kept?.carried ?? BetweenAttempts())
     }
 
     /// The stream `id` writes to, when its destination is not a regular file.

@@ -16,6 +16,9 @@ struct PoolMachine<Member: AnyObject, Waiter> {
     private var members: [DownloadID: (member: Member, directory: String)] = [:]
     /// How many members write into each state directory (a journal in use is never closed).
     private var membersByDirectory: [String: Int] = [:]
+    /// What downloads out of their slot (paused, waiting to retry) carry to their next attempt in
+    /// this process, from the member that left to the one admitted next (``BetweenAttempts``).
+    private var carried: [DownloadID: BetweenAttempts] = [:]
     /// Segmented members that asked for connections this turn, granted at its end.
     private var connectionsWanted: Set<DownloadID> = []
     /// Segmented members that wanted a connection the limits did not allow yet.
@@ -102,8 +105,10 @@ struct PoolMachine<Member: AnyObject, Waiter> {
     }
 
     /// `id` paused or ended: it frees its slot (a finishing one leaves the finishing count), and its
-    /// connections go to those waiting.
-    mutating func leave(_ id: DownloadID) -> Leaving {
+    /// connections go to those waiting. `carrying`: what its next attempt here starts from (a
+    /// download paused or to be retried); `nil` when it ended, and nothing is kept of it.
+    mutating func leave(_ id: DownloadID, carrying: BetweenAttempts? = nil) -> Leaving {
+        carried[id] = carrying.flatMap { $0.isEmpty ? nil : $0 }
         admission.stopTransferring(id)
         connectionWaiters.remove(id)
         let waiting = connectionWaiters.compactMap { members[$0]?.member }
@@ -127,6 +132,16 @@ struct PoolMachine<Member: AnyObject, Waiter> {
     /// not shutting down (which closes every journal), and it is not the configured state directory.
     func mayCloseJournal(_ directory: String) -> Bool {
         membersByDirectory[directory] == nil && !isShuttingDown && directory != settings.keptDirectory
+    }
+
+    /// What `id`'s last attempt here carried to this one, taken (an attempt carries it once).
+    mutating func takeCarried(_ id: DownloadID) -> BetweenAttempts {
+        carried.isEmpty ? BetweenAttempts() : carried.removeValue(forKey: id) ?? BetweenAttempts()
+    }
+
+    /// `id` ended out of its slot (cancelled, handed over, followed to its end): nothing is kept of it.
+    mutating func forget(_ id: DownloadID) {
+        if !carried.isEmpty { carried[id] = nil }
     }
 
     /// `id`'s bytes are all received: it waits on the disk, its slot free for the next.

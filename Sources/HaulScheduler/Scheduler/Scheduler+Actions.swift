@@ -20,17 +20,14 @@ extension Scheduler {
         case .paused(let sync):
             requestSync(transfer.id, sync)
             // A paused download is a row again; resuming queues it.
-            keepCounts(of: transfer)
-            leave(transfer)
+            leave(transfer, carrying: carried(by: transfer, restarts: 0))
         case .end:
             catalog.forget(transfer.id)
             leave(transfer)
         case .retry(let time, let sync, let restarts):
-            // Restarts from zero are carried to its next attempt (``BetweenAttempts``).
-            if restarts > 0 { catalog.carry(restarts: restarts, for: transfer.id) }
             requestSync(transfer.id, sync)
-            keepCounts(of: transfer)
-            leave(transfer)
+            // Restarts from zero are carried to its next attempt, with its handle's counts.
+            leave(transfer, carrying: carried(by: transfer, restarts: restarts))
             wakeForRetry(in: transfer.handle.stateDirectoryPath, at: time)
         case .finish(let job):
             disk.add(.finish(job))
@@ -81,22 +78,24 @@ extension Scheduler {
     }
 
     /// The download paused or ended: it frees its slot (a finishing one, which gave its slot up when
-    /// its bytes were all received, leaves the finishing count) and becomes a row again.
-    func leave(_ transfer: Transfer) {
+    /// its bytes were all received, leaves the finishing count) and becomes a row again, `carrying`
+    /// what its next attempt here starts from (``BetweenAttempts``; `nil`: it ended).
+    func leave(_ transfer: Transfer, carrying: BetweenAttempts? = nil) {
         takeAnswer(of: transfer)
-        let leaving = pool.leave(transfer.id)
+        let leaving = pool.leave(transfer.id, carrying: carrying)
         for waiter in leaving.waiting { wantConnections(for: waiter) }
         guard let left = leaving.left else { return }
         environment.rateLimiter.release(left)
         if let directory = leaving.idleJournal { catalog.closeIfIdle(directory) }
     }
 
-    /// Keeps what `transfer`'s handle counted (``BetweenAttempts/counts``) until it runs again.
-    private func keepCounts(of transfer: Transfer) {
+    /// What `transfer`'s next attempt starts from: its `restarts` from zero, and what its handle
+    /// counted (``BetweenAttempts/counts``), for a handle nobody kept meanwhile.
+    private func carried(by transfer: Transfer, restarts: Int) -> BetweenAttempts {
         let download = transfer.handle
-        catalog.carry(
-            counts: (download.receivedBytes.load(ordering: .relaxed), download.ledger.withLock { $0 }),
-            for: transfer.id
+        return BetweenAttempts(
+            restarts: restarts,
+            counts: (download.receivedBytes.load(ordering: .relaxed), download.ledger.withLock { $0 })
         )
     }
 

@@ -116,7 +116,8 @@ extension Scheduler {
             pool.queueDrained(in: journal.directory)
             return
         }
-        guard let (request, carried) = catalog.request(for: id, record: record, rowID: head.rowID) else {
+        let carried = pool.takeCarried(id)
+        guard let request = catalog.request(for: id, record: record, rowID: head.rowID) else {
             journal.remove(id)
             logger.error(
                 "a journal row has an unreadable URL",

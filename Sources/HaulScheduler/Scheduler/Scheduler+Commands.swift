@@ -47,6 +47,7 @@ extension Scheduler {
         if stopFollowing(download, cancelled: true) { return }
         updateRow(of: download, on: .cancelled) { _ in
             catalog.forget(download.id)
+            pool.forget(download.id)
             download.hub.publish(.cancelled)
         }
     }
@@ -56,6 +57,7 @@ extension Scheduler {
     func handedOver(_ download: LiveDownload) {
         guard pool.member(download.id) == nil else { return }  // asked for again meanwhile: it runs here
         catalog.forget(download.id)
+        pool.forget(download.id)
         download.hub.publish(.cancelled)
     }
 

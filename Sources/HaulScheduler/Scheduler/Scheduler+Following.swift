@@ -127,6 +127,7 @@ extension Scheduler {
         if cancelled {
             guard pool.following.cancel(download.id) else { return false }
             catalog.forget(download.id)
+            pool.forget(download.id)
             download.hub.publish(.cancelled)
         } else {
             guard pool.following.pause(download.id) else { return false }

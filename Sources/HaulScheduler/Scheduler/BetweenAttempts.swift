@@ -1,8 +1,8 @@
 import HaulValues
 
 /// What a download out of its slot (waiting to retry, paused) carries to its next attempt in this
-/// process: kept with the rest of what the process remembers of it (``Catalog``), from the transfer
-/// that ended to the one admitted next.
+/// process: the loop's own, kept by the ``PoolMachine`` from the transfer that left to the one
+/// admitted next.
 struct BetweenAttempts {
     /// Restarts from zero so far: a server that answers every resume from the wrong byte ends in
     /// `rangeNotHonored`, not in endless restarts.
