@@ -89,6 +89,13 @@ extension Scheduler {
         if let directory = leaving.idleJournal { catalog.closeIfIdle(directory) }
     }
 
+    /// A download ended out of its slot (cancelled, handed over, followed to its end): nothing is
+    /// kept of it, neither what its caller gave (``Catalog``) nor what an attempt carried.
+    func forget(_ id: DownloadID) {
+        catalog.forget(id)
+        pool.forget(id)
+    }
+
     /// What `transfer`'s next attempt starts from: its `restarts` from zero, and what its handle
     /// counted (``BetweenAttempts/counts``), for a handle nobody kept meanwhile.
     private func carried(by transfer: Transfer, restarts: Int) -> BetweenAttempts {

@@ -46,8 +46,7 @@ extension Scheduler {
         }
         if stopFollowing(download, cancelled: true) { return }
         updateRow(of: download, on: .cancelled) { _ in
-            catalog.forget(download.id)
-            pool.forget(download.id)
+            forget(download.id)
             download.hub.publish(.cancelled)
         }
     }
@@ -56,8 +55,7 @@ extension Scheduler {
     /// goes on there, and ends here as cancelled.
     func handedOver(_ download: LiveDownload) {
         guard pool.member(download.id) == nil else { return }  // asked for again meanwhile: it runs here
-        catalog.forget(download.id)
-        pool.forget(download.id)
+        forget(download.id)
         download.hub.publish(.cancelled)
     }
 

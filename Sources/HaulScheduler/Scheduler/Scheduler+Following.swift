@@ -126,8 +126,7 @@ extension Scheduler {
     func stopFollowing(_ download: LiveDownload, cancelled: Bool) -> Bool {
         if cancelled {
             guard pool.following.cancel(download.id) else { return false }
-            catalog.forget(download.id)
-            pool.forget(download.id)
+            forget(download.id)
             download.hub.publish(.cancelled)
         } else {
             guard pool.following.pause(download.id) else { return false }
