@@ -2,7 +2,7 @@ import HaulValues
 
 /// The pool machine (as AsyncHTTPClient's `HTTPConnectionPool.StateMachine`): everything the
 /// ``Scheduler`` decides about who runs, as one value with no I/O. Who is admitted (with their state
-/// directories), ``Admission``'s slots, hosts, grants, queues and retry times, the connections
+/// directories) and what those out of their slot carry to their next attempt, ``Admission``'s slots, hosts, grants, queues and retry times, the connections
 /// segmented downloads want or wait for, the rows followed, the callers waiting for a control to
 /// settle, whether the queue is to be read at the turn's end, the retry timer's pace, and the
 /// manager's shutdown. The scheduler tells it what happened and does what it answers: read a queue,
@@ -136,12 +136,12 @@ struct PoolMachine<Member: AnyObject, Waiter> {
 
     /// What `id`'s last attempt here carried to this one, taken (an attempt carries it once).
     mutating func takeCarried(_ id: DownloadID) -> BetweenAttempts {
-        carried.isEmpty ? BetweenAttempts() : carried.removeValue(forKey: id) ?? BetweenAttempts()
+        carried.removeValue(forKey: id) ?? BetweenAttempts()
     }
 
-    /// `id` ended out of its slot (cancelled, handed over, followed to its end): nothing is kept of it.
+    /// `id` ended (cancelled, handed over, followed to its end): nothing is kept of it.
     mutating func forget(_ id: DownloadID) {
-        if !carried.isEmpty { carried[id] = nil }
+        carried[id] = nil
     }
 
     /// `id`'s bytes are all received: it waits on the disk, its slot free for the next.

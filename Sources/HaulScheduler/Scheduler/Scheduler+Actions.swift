@@ -22,7 +22,7 @@ extension Scheduler {
             // A paused download is a row again; resuming queues it.
             leave(transfer, carrying: carried(by: transfer, restarts: 0))
         case .end:
-            catalog.forget(transfer.id)
+            forget(transfer.id)
             leave(transfer)
         case .retry(let time, let sync, let restarts):
             requestSync(transfer.id, sync)
@@ -89,7 +89,7 @@ extension Scheduler {
         if let directory = leaving.idleJournal { catalog.closeIfIdle(directory) }
     }
 
-    /// A download ended out of its slot (cancelled, handed over, followed to its end): nothing is
+    /// A download ended (completed, failed, cancelled, handed over, followed to its end): nothing is
     /// kept of it, neither what its caller gave (``Catalog``) nor what an attempt carried.
     func forget(_ id: DownloadID) {
         catalog.forget(id)
