@@ -93,7 +93,8 @@ public final class DownloadManager: Sendable {
             revalidatesCompletedFiles: configuration.revalidatesCompletedFiles,
             recognizesPlacedFiles: configuration.recognizesPlacedFiles,
             catalog: catalog,
-            inbox: inbox
+            inbox: inbox,
+            writeNow: { [scheduler] in scheduler.writeRows($0) }
         )
         self.currentRateLimits = Mutex(configuration.rateLimits.normalized)
         var restored: String?

@@ -1,5 +1,7 @@
 import HaulIO
+import HaulScheduler
 import HaulValues
+import Tracing
 
 extension DownloadQueue {
     /// See ``DownloadManager/enqueue(_:)``.
@@ -20,6 +22,7 @@ extension DownloadQueue {
             return nil
         }
         var carried = nextValid()
+        let context = ServiceContext.current
         // After 8 full runs into one journal (16,384 rows) this call is a bulk enqueue: that journal
         // gets a larger page cache until the call returns.
         var fullRuns: [ObjectIdentifier: Int] = [:]
@@ -42,61 +45,58 @@ extension DownloadQueue {
                 batch.append(next)
             }
             if batch.count == 2048, carried == nil { carried = nextValid() }
-            // The run's events wake a waiting feed reader once, after the run (not once per row).
-            let queuedAny = try catalog.feed.deferringWakes { () throws(HaulValues.DownloadError) -> Bool in
-                try writeRun(
-                    batch,
-                    into: first.stateDirectory,
-                    fullRuns: &fullRuns,
-                    bulkJournals: &bulkJournals,
-                    summary: &summary
-                )
-            }
-            if queuedAny { inbox.submit(.queueChanged(first.stateDirectory)) }
+            let counts = try writeRun(
+                batch,
+                into: first.stateDirectory,
+                context: context,
+                fullRuns: &fullRuns,
+                bulkJournals: &bulkJournals
+            )
+            summary.queued += counts.queued
+            summary.alreadyQueued += counts.alreadyQueued
+            summary.alreadyComplete += counts.alreadyComplete
         }
         return summary
     }
 
-    /// Writes a run of requests into `directory`'s journal, in one transaction; whether it queued any.
+    /// What a run of requests did to their rows.
+    private struct RunCounts: Sendable {
+        var queued = 0
+        var alreadyQueued = 0
+        var alreadyComplete = 0
+    }
+
+    /// Has the loop write a run of requests into `directory`'s journal, in one transaction.
     private func writeRun(
         _ batch: [PreparedRequest],
         into directory: String,
+        context: ServiceContext?,
         fullRuns: inout [ObjectIdentifier: Int],
-        bulkJournals: inout [Journal],
-        summary: inout EnqueueSummary
-    ) throws(HaulValues.DownloadError) -> Bool {
-        try catalog.withJournal(for: directory) {
-            journal throws(HaulValues.DownloadError) -> Bool in
-            if batch.count == 2048 {
-                fullRuns[ObjectIdentifier(journal), default: 0] += 1
-                if fullRuns[ObjectIdentifier(journal)] == 8 {
-                    journal.beginBulkWrite()
-                    bulkJournals.append(journal)
+        bulkJournals: inout [Journal]
+    ) throws(HaulValues.DownloadError) -> RunCounts {
+        if batch.count == 2048 {
+            // Opened here, off the loop, when it is not open yet.
+            let journal = try catalog.journal(for: directory)
+            fullRuns[ObjectIdentifier(journal), default: 0] += 1
+            if fullRuns[ObjectIdentifier(journal)] == 8 {
+                journal.beginBulkWrite()
+                bulkJournals.append(journal)
+            }
+        }
+        return try onLoop(directory) { [self] writing, reply throws(HaulValues.DownloadError) in
+            var counts = RunCounts()
+            var rowsExist = false
+            for request in batch {
+                let outcome = try writeRow(for: request, context: context, in: &writing, rowsExist: &rowsExist)
+                _ = publish(outcome, for: request, in: writing.journal, creatingHandle: false)
+                note(outcome, of: request.id, in: &writing)
+                switch outcome {
+                case .queued: counts.queued += 1
+                case .waiting, .following: counts.alreadyQueued += 1
+                case .complete: counts.alreadyComplete += 1
                 }
             }
-            var followed: [HaulValues.DownloadID: JournalRow] = [:]
-            let queuedAny = try journal.transaction { () throws(HaulValues.DownloadError) -> Bool in
-                var queuedAny = false
-                var rowsExist = false
-                for request in batch {
-                    let outcome = try writeRow(for: request, in: journal, rowsExist: &rowsExist)
-                    _ = publish(outcome, for: request, in: journal, creatingHandle: false)
-                    switch outcome {
-                    case .queued:
-                        summary.queued += 1
-                        queuedAny = true
-                    case .waiting: summary.alreadyQueued += 1
-                    case .following(let record):
-                        summary.alreadyQueued += 1
-                        followed[request.id] = record
-                    case .complete: summary.alreadyComplete += 1
-                    }
-                }
-                return queuedAny
-            }
-            // After the commit: the loop follows rows another manager runs to their outcomes.
-            if !followed.isEmpty { inbox.submit(.follow(directory, followed)) }
-            return queuedAny
+            reply.set(counts)
         }
     }
 }

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import HaulIO
+import HaulScheduler
 import HaulValues
 import Logging
 import Tracing
@@ -9,7 +10,7 @@ import Tracing
 /// device or FIFO opened as a stream, a state folder refused), its id and its state directory.
 extension DownloadQueue {
     /// A request checked and resolved to its id and state directory.
-    struct PreparedRequest {
+    struct PreparedRequest: Sendable {
         var url: URL
         var destination: String
         var id: HaulValues.DownloadID
@@ -49,6 +50,20 @@ extension DownloadQueue {
 
         /// Its URL and its mirrors, in order; empty without mirrors.
         var allURLs: [URL] { mirrors.isEmpty ? [] : [url] + mirrors }
+
+        /// What it gives that its row does not hold (`context`: the caller's when it asked).
+        func given(context: ServiceContext?) -> CallerGiven {
+            CallerGiven(
+                url: url,
+                headers: headers,
+                urls: allURLs,
+                logger: logger,
+                context: context,
+                stream: stream,
+                provesByOverlap: continuesFound,
+                confinedTo: confinedTo
+            )
+        }
 
         /// Sets what the latest request for a download decides in its row, new or existing: its
         /// priority, user agent, header names, URLs, rate limit and connections.

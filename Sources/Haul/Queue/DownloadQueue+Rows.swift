@@ -2,6 +2,7 @@ import CHaul
 import FoundationEssentials
 import Glibc
 import HaulIO
+import HaulScheduler
 import HaulValues
 import Logging
 import Tracing
@@ -21,33 +22,28 @@ extension DownloadQueue {
         case complete(JournalRow)
     }
 
-    /// Writes the journal row a request asks for. Call with the journal locked.
+    /// Writes the journal row a request asks for, on the loop (``RowWrite``), and keeps what the row
+    /// does not hold.
     ///
-    /// - Parameter rowsExist: whether the last request's row existed already, which makes this one's
-    ///   likely too (a list run again): it is looked up before an insertion is tried. Updated.
+    /// - Parameters:
+    ///   - context: the caller's service context when it asked (its trace).
+    ///   - rowsExist: whether the last request's row existed already, which makes this one's likely
+    ///     too (a list run again): it is looked up before an insertion is tried. Updated.
     func writeRow(
         for request: PreparedRequest,
-        in journal: Journal,
+        context: ServiceContext?,
+        in writing: inout RowWriting,
         rowsExist: inout Bool
     ) throws(HaulValues.DownloadError) -> QueueOutcome {
-        if request.stream != nil, catalog.rememberedStream(request.id) != nil,
+        let journal = writing.journal
+        if request.stream != nil, writing.given(request.id)?.stream != nil,
             let record = try journal.record(for: request.id), record.isUnfinished
         {
             // The same stream asked for again while its download runs: that one goes on (the
             // descriptor opened for this request is closed with it).
             return .waiting(record)
         }
-        catalog.remember(
-            request.url,
-            headers: request.headers,
-            urls: request.allURLs,
-            logger: request.logger,
-            context: ServiceContext.current,
-            stream: request.stream,
-            provesByOverlap: request.continuesFound,
-            confinedTo: request.confinedTo,
-            for: request.id
-        )
+        writing.give(request.given(context: context), for: request.id)
         if request.stream != nil {
             // A stream starts from its first byte in each process: bytes written to it by another
             // cannot be continued (its row is in memory, this process's alone).
@@ -58,7 +54,7 @@ extension DownloadQueue {
         var existing = rowsExist ? try journal.record(for: request.id) : nil
         if existing == nil {
             // A download never seen: one insertion, no lookup.
-            if let record = try insertNew(request, in: journal, url: urlText) {
+            if let record = try insertNew(request, in: &writing, url: urlText) {
                 rowsExist = false
                 return .queued(record)
             }
@@ -84,7 +80,7 @@ extension DownloadQueue {
             // bytes continue only if that answer proves the same file (``ResumePlan``: its overlap
             // with the bytes on disk, and the recorded validator).
             record.host = request.url.hostKey
-            catalog.remember(newURL: request.url, for: request.id)
+            writing.give(newURL: request.url, for: request.id)
             catalog.existingHandle(request.id)?.update(url: request.url)
         }
         request.setRequested(in: &record)
@@ -143,15 +139,16 @@ extension DownloadQueue {
     /// lost), or a file found that the request continues give it its bytes.
     private func insertNew(
         _ request: PreparedRequest,
-        in journal: Journal,
+        in writing: inout RowWriting,
         url urlText: String
     ) throws(HaulValues.DownloadError) -> JournalRow? {
+        let journal = writing.journal
         var record = fresh(request)
         if let length = journal.adoptOrphanPartial(for: request.id) {
             // A partial left by a journal that is gone: nothing vouches for its bytes but the
             // overlap its resume checks.
             record.bytesCommitted = length
-            catalog.provesByOverlap(request.id)
+            writing.provesByOverlap(request.id)
         } else if let origin = recordedOrigin(of: request, url: urlText) {
             // A file this URL's download placed, its row lost (the state folder deleted or
             // damaged): complete if the server still has that version (a conditional request),
@@ -269,7 +266,7 @@ extension DownloadQueue {
     }
 
     /// Shows an outcome on the download's handle: the live one, or (when `creatingHandle`) a new
-    /// one. Call with the journal locked, so the loop's next event for it comes after.
+    /// one. Call on the loop, or with the journal locked, so the loop's next event for it comes after.
     func publish(
         _ outcome: QueueOutcome,
         for request: PreparedRequest,

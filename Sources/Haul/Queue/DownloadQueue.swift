@@ -3,6 +3,7 @@ import Glibc
 import HaulIO
 import HaulScheduler
 import HaulValues
+import Tracing
 
 /// The queue's policy, between the facade (``DownloadManager``) and the journals: checks a caller's
 /// request, resolves its destination, id and state directory, writes the row it asks for (a new one,
@@ -12,6 +13,8 @@ import HaulValues
 final class DownloadQueue: Sendable {
     let catalog: Catalog
     let inbox: CommandInbox<SchedulerCommand>
+    /// Writes rows at once, from the loop's own thread (the scheduler's ``Scheduler/writeRows(_:)``).
+    let writeNow: @Sendable (RowWrite) -> Void
     /// The configured state directory's standardized path.
     let configuredStateDirectory: String?
     /// Whether a complete file asked for again is revalidated.
@@ -28,10 +31,12 @@ final class DownloadQueue: Sendable {
         revalidatesCompletedFiles: Bool,
         recognizesPlacedFiles: Bool,
         catalog: Catalog,
-        inbox: CommandInbox<SchedulerCommand>
+        inbox: CommandInbox<SchedulerCommand>,
+        writeNow: @escaping @Sendable (RowWrite) -> Void
     ) {
         self.catalog = catalog
         self.inbox = inbox
+        self.writeNow = writeNow
         self.configuredStateDirectory = stateDirectory
         self.revalidatesCompletedFiles = revalidatesCompletedFiles
         self.recognizesPlacedFiles = recognizesPlacedFiles
@@ -55,23 +60,52 @@ final class DownloadQueue: Sendable {
             download.hub.publish(.failed(error))
             return Download.of(download)
         }
-        let (download, outcome) = try catalog.withJournal(for: request.stateDirectory) {
-            journal throws(HaulValues.DownloadError) -> (Download, QueueOutcome) in
-            // One transaction: another process asking for it meanwhile finds it queued and follows
-            // it, or queues it first and is followed.
-            try journal.transaction { () throws(HaulValues.DownloadError) -> (Download, QueueOutcome) in
+        let context = ServiceContext.current
+        // One transaction, the loop's: another process asking for it meanwhile finds it queued and
+        // follows it, or queues it first and is followed.
+        do {
+            return try onLoop(request.stateDirectory) { [self] writing, reply throws(HaulValues.DownloadError) in
                 var rowsExist = false
-                let outcome = try writeRow(for: request, in: journal, rowsExist: &rowsExist)
-                let download = Download.of(publish(outcome, for: request, in: journal, creatingHandle: true)!)
-                return (download, outcome)
+                let outcome = try writeRow(for: request, context: context, in: &writing, rowsExist: &rowsExist)
+                reply.set(Download.of(publish(outcome, for: request, in: writing.journal, creatingHandle: true)!))
+                note(outcome, of: request.id, in: &writing)
             }
+        } catch {
+            var error = error
+            if error.url == nil { error.url = request.url.redactedString }
+            throw error
         }
+    }
+
+    /// Has the loop write rows (``RowWrite``): sends the requests whole, or writes them at once on
+    /// the loop's own thread, and waits until they are durable: the value `write` set.
+    ///
+    /// - Throws: what writing failed with; `.shutdown` once the manager shut down.
+    func onLoop<Value: Sendable>(
+        _ directory: String,
+        _ write: @escaping @Sendable (inout RowWriting, Reply<Value>) throws(HaulValues.DownloadError) -> Void
+    ) throws(HaulValues.DownloadError) -> Value {
+        let reply = Reply<Value>()
+        let command = RowWrite(
+            directory: directory,
+            write: { writing throws(HaulValues.DownloadError) in try write(&writing, reply) },
+            answer: { reply.answer($0) }
+        )
+        if catalog.feed.isOnLoopThread {
+            writeNow(command)
+        } else if !inbox.submit(.writeRows(command)) {
+            throw HaulValues.DownloadError(code: .shutdown, url: nil)
+        }
+        return try reply.wait()
+    }
+
+    /// What the loop does next for a row written: admit from the queue, or follow another manager's.
+    func note(_ outcome: QueueOutcome, of id: HaulValues.DownloadID, in writing: inout RowWriting) {
         switch outcome {
-        case .queued: inbox.submit(.queueChanged(request.stateDirectory))
-        case .following(let record): inbox.submit(.follow(request.stateDirectory, [request.id: record]))
+        case .queued: writing.markQueued()
+        case .following(let record): writing.follow(id, record)
         case .waiting, .complete: break
         }
-        return download
     }
 
     /// The downloads that have not reached a final state, in every open journal.

@@ -217,52 +217,8 @@ package final class Journal: @unchecked Sendable {
         }
     }
 
-    /// Runs `body` in one SQLite transaction (one commit for many rows), holding the lock. Inside the
-    /// loop thread's open batch, `body` is a savepoint of it. In memory, `body` runs holding the lock
-    /// (no other thread sees its rows before it ends; its writes cannot fail, so none is undone).
-    ///
-    /// `waitingForTheTurn`: from a thread that must not cut the loop thread's turn short (a disk
-    /// lane): the lock is taken without counting as a contender (``acquire()``), so the loop commits
-    /// at its turn's end, not at its next write.
-    package func transaction<T>(
-        waitingForTheTurn: Bool = false,
-        _ body: () throws(DownloadError) -> T
-    ) throws(DownloadError) -> T {
-        if isInMemory { return try locked(body) }
-        guard waitingForTheTurn else { return try locked { () throws(DownloadError) -> T in try holdingLock(body) } }
-        lock.lock()
-        defer { lock.unlock() }
-        return try holdingLock(body)
-    }
-
-    /// ``transaction(waitingForTheTurn:_:)`` once the lock is held: a savepoint of the loop's open
-    /// batch, or a transaction of its own.
-    private func holdingLock<T>(_ body: () throws(DownloadError) -> T) throws(DownloadError) -> T {
-        try joinBatch()
-        if batchOpen {
-            try execute("SAVEPOINT haul_transaction")
-            savepoints += 1
-            defer { savepoints -= 1 }
-            do throws(DownloadError) {
-                let result = try body()
-                try execute("RELEASE haul_transaction")
-                return result
-            } catch {
-                try? execute("ROLLBACK TO haul_transaction")
-                try? execute("RELEASE haul_transaction")
-                throw error
-            }
-        }
-        try execute("BEGIN IMMEDIATE")
-        do throws(DownloadError) {
-            let result = try body()
-            try execute("COMMIT")
-            return result
-        } catch {
-            try? execute("ROLLBACK")
-            throw error
-        }
-    }
+    /// Whether ``transactionOfItsOwn(_:)`` runs: the loop's writes inside it do not open the batch.
+    var ownTransactionOpen = false
 
     /// Takes `lock`, counting this thread as a contender while it waits (spinning a little first).
     func acquire() {
@@ -314,7 +270,7 @@ package final class Journal: @unchecked Sendable {
 
     /// On the batching thread, opens the turn's transaction unless it is open. Call holding `lock`.
     func joinBatch() throws(DownloadError) {
-        guard !batchOpen, let batch, batch.isBatchingThread, database != nil else { return }
+        guard !batchOpen, !ownTransactionOpen, let batch, batch.isBatchingThread, database != nil else { return }
         try execute("BEGIN IMMEDIATE")
         batchOpen = true
         lock.lock()  // held until commitBatch(); already held by this thread, so never waits

@@ -90,9 +90,9 @@ extension Scheduler {
     }
 
     /// A download ended (completed, failed, cancelled, handed over, followed to its end): nothing is
-    /// kept of it, neither what its caller gave (``Catalog``) nor what an attempt carried.
+    /// kept of it, neither what its caller gave (``CallerGiven``) nor what an attempt carried.
     func forget(_ id: DownloadID) {
-        catalog.forget(id)
+        given.forget(id)
         pool.forget(id)
     }
 

@@ -63,8 +63,10 @@ extension Scheduler {
         guard let action = transfer.apply(.freshURL(url, headers: fresh.headers)) else { return }
         // Kept for this download's later attempts in this process; rows hold URLs without credentials
         // and header names only.
-        catalog.remember(newURL: url, for: id)
-        if let headers = fresh.headers { catalog.remember(headers: headers, for: id) }
+        given.update(id) { entry in
+            entry.url = url
+            if let headers = fresh.headers { entry.headers = headers.isEmpty ? nil : headers }
+        }
         perform(action, for: transfer)
     }
 }

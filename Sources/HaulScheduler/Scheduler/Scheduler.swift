@@ -30,6 +30,8 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
     var pool: PoolMachine<Transfer, SettleWaiter>
     /// The loop's timers of the scheduler, made when first needed.
     var timers = Timers()
+    /// What callers gave beyond the rows (credentials, header values, streams, loggers, traces).
+    var given = CallerGivenTable()
 
     /// The scheduler's one-shot timers, and when the queue gauges last read the journals.
     struct Timers {
@@ -105,6 +107,7 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
         for command in commands {
             switch command {
             case .queueChanged(let directory): pool.queueChanged(in: directory)
+            case .writeRows(let write): writeRows(write)
             case .follow(let directory, let rows): follow(rows, in: directory)
             case .control(let download, .pause): pause(download)
             case .control(let download, .resume): resume(download)

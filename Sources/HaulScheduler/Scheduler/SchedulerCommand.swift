@@ -6,6 +6,9 @@ import HaulValues
 package enum SchedulerCommand: Sendable {
     /// Rows were queued in the journal of this state directory.
     case queueChanged(String)
+    /// Rows a caller asks for, to be written by the loop (its request whole, what its row does not
+    /// hold kept by the loop), the caller answered once they are durable.
+    case writeRows(RowWrite)
     /// Rows of this state directory's journal that another manager queued or runs were asked for:
     /// followed to their outcomes (their records as the requests found them).
     case follow(String, [DownloadID: JournalRow])

@@ -1,0 +1,78 @@
+import HaulValues
+
+/// A journal's transactions: a caller's own, a savepoint of the loop's open batch, and the loop's
+/// own for the rows callers ask for.
+extension Journal {
+    /// Runs `body` in one SQLite transaction (one commit for many rows), holding the lock. Inside the
+    /// loop thread's open batch, `body` is a savepoint of it. In memory, `body` runs holding the lock
+    /// (no other thread sees its rows before it ends; its writes cannot fail, so none is undone).
+    ///
+    /// `waitingForTheTurn`: from a thread that must not cut the loop thread's turn short (a disk
+    /// lane): the lock is taken without counting as a contender (``acquire()``), so the loop commits
+    /// at its turn's end, not at its next write.
+    package func transaction<T>(
+        waitingForTheTurn: Bool = false,
+        _ body: () throws(DownloadError) -> T
+    ) throws(DownloadError) -> T {
+        if isInMemory { return try locked(body) }
+        guard waitingForTheTurn else { return try locked { () throws(DownloadError) -> T in try holdingLock(body) } }
+        lock.lock()
+        defer { lock.unlock() }
+        return try holdingLock(body)
+    }
+
+    /// ``transaction(waitingForTheTurn:_:)`` once the lock is held: a savepoint of the loop's open
+    /// batch, or a transaction of its own.
+    private func holdingLock<T>(_ body: () throws(DownloadError) -> T) throws(DownloadError) -> T {
+        try joinBatch()
+        if batchOpen {
+            try execute("SAVEPOINT haul_transaction")
+            savepoints += 1
+            defer { savepoints -= 1 }
+            do throws(DownloadError) {
+                let result = try body()
+                try execute("RELEASE haul_transaction")
+                return result
+            } catch {
+                try? execute("ROLLBACK TO haul_transaction")
+                try? execute("RELEASE haul_transaction")
+                throw error
+            }
+        }
+        try execute("BEGIN IMMEDIATE")
+        do throws(DownloadError) {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Runs `body` in a transaction of its own, on the loop thread: the rows a caller asked for
+    /// (``transaction(_:)`` is the caller's own elsewhere). The turn's open batch commits first (a
+    /// failure is reported at the turn's end, as the batch's own; its rows stay unwritten, made again
+    /// by the next batch), and `body`'s writes are durable when it returns, or undone when it throws
+    /// or the commit fails. In memory, `body` runs holding the lock.
+    package func transactionOfItsOwn<T>(_ body: () throws(DownloadError) -> T) throws(DownloadError) -> T {
+        if isInMemory { return try locked(body) }
+        acquire()
+        defer { lock.unlock() }
+        if batchOpen {
+            guard savepoints == 0 else { return try holdingLock(body) }
+            do throws(DownloadError) { try commitBatch() } catch { deferredCommitError = error }
+        }
+        ownTransactionOpen = true
+        defer { ownTransactionOpen = false }
+        try execute("BEGIN IMMEDIATE")
+        do throws(DownloadError) {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+}

@@ -1,0 +1,107 @@
+import Dispatch
+import FoundationEssentials
+import HaulIO
+import HaulValues
+import Synchronization
+
+/// Rows a caller asks for (``SchedulerCommand/writeRows(_:)``), written by the loop: the request
+/// travels whole in one command, the loop writes its row in a transaction of its own and keeps what
+/// the row does not hold (``CallerGiven``), and the caller is answered once the row is durable.
+package struct RowWrite: Sendable {
+    /// The state directory whose journal the rows go to.
+    package let directory: String
+    /// Writes the rows, on the loop, inside the transaction (its throw undoes them).
+    package let write: @Sendable (inout RowWriting) throws(DownloadError) -> Void
+    /// Told once: after the commit (`nil`), or why the rows were not written.
+    package let answer: @Sendable (DownloadError?) -> Void
+
+    package init(
+        directory: String,
+        write: @escaping @Sendable (inout RowWriting) throws(DownloadError) -> Void,
+        answer: @escaping @Sendable (DownloadError?) -> Void
+    ) {
+        self.directory = directory
+        self.write = write
+        self.answer = answer
+    }
+}
+
+/// What a ``RowWrite`` works with on the loop: the journal, what callers gave so far, and what this
+/// write changes of it (kept once the transaction commits), with what the loop does next.
+package struct RowWriting {
+    /// The journal, in the write's transaction.
+    package let journal: Journal
+    private let given: CallerGivenTable
+    /// What callers gave that this write changes (`nil`: forgotten).
+    private(set) var changes: [DownloadID: CallerGiven?] = [:]
+    /// Whether a row was queued (admission looks at the journal's queue again).
+    private(set) var queued = false
+    /// Rows another manager queued or runs, asked for now: followed to their outcomes.
+    private(set) var followed: [DownloadID: JournalRow] = [:]
+
+    init(journal: Journal, given: CallerGivenTable) {
+        self.journal = journal
+        self.given = given
+    }
+
+    /// What is kept for `id` now.
+    package func given(_ id: DownloadID) -> CallerGiven? {
+        if let changed = changes[id] { return changed }
+        return given[id]
+    }
+
+    /// Keeps what the latest request for `id` gives, in place of what an earlier one gave.
+    package mutating func give(_ given: CallerGiven, for id: DownloadID) {
+        changes[id] = .some(given)
+    }
+
+    /// Keeps `url` for `id`, credentials or not: a URL that is not the row's yet.
+    package mutating func give(newURL url: URL, for id: DownloadID) {
+        var entry = given(id) ?? CallerGiven()
+        entry.url = url
+        changes[id] = .some(entry)
+    }
+
+    /// The bytes on disk of `id` are proven by the overlap before they are continued (a partial file
+    /// adopted from a journal that is gone, ``Journal/adoptOrphanPartial(for:)``).
+    package mutating func provesByOverlap(_ id: DownloadID) {
+        var entry = given(id) ?? CallerGiven()
+        entry.provesByOverlap = true
+        changes[id] = .some(entry)
+    }
+
+    /// A row was queued.
+    package mutating func markQueued() { queued = true }
+
+    /// `id`'s row is another manager's: its outcome is followed (`record`: the row as asked for).
+    package mutating func follow(_ id: DownloadID, _ record: JournalRow) { followed[id] = record }
+}
+
+/// A caller's wait for the loop's answer to one command: the value the loop's work set, or the error
+/// it answered with.
+package final class Reply<Value: Sendable>: Sendable {
+    private let state = Mutex<(value: Value?, error: DownloadError?)>((nil, nil))
+    private let answered = DispatchSemaphore(value: 0)
+
+    package init() {}
+
+    /// Keeps the value; the caller gets it once ``answer(_:)`` is told.
+    package func set(_ value: Value) { state.withLock { $0.value = value } }
+
+    /// Ends the wait: with the value set, or `error`.
+    package func answer(_ error: DownloadError?) {
+        state.withLock { $0.error = error }
+        answered.signal()
+    }
+
+    /// Waits for the answer.
+    ///
+    /// - Throws: the error answered, or `.shutdown` when no value was set (the loop ended first).
+    package func wait() throws(DownloadError) -> Value {
+        answered.wait()
+        let (value, error) = state.withLock { $0 }
+        if let error { throw error }
+        guard let value else { throw DownloadError(code: .shutdown, url: nil) }
+        return value
+    }
+}
