@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import HaulIO
+import HaulScheduler
 import HaulValues
 
 /// Giving paused downloads to another manager while this one runs (a fleet worker whose lease was
@@ -30,24 +31,25 @@ extension DownloadQueue {
             let other = try Journal(directory: target, exclusive: true)
             defer { other.close() }
             var handed: [HaulValues.DownloadID: Int64] = [:]
-            let journals = catalog.openJournals.filter { $0.directory != target }
-            for id in ids {
-                for journal in journals {
-                    let bytes = try journal.locked { () throws(HaulValues.DownloadError) -> Int64? in
-                        guard !journal.isClosed, let record = try journal.record(for: id), record.state == .paused,
+            // Out of each of this manager's journals, by the loop: one transaction each.
+            for directory in catalog.openJournals.map(\.directory) where directory != target {
+                let left = ids.filter { handed[$0] == nil }
+                guard !left.isEmpty else { break }
+                let moved = try onLoop(directory) { [self] writing, reply throws(HaulValues.DownloadError) in
+                    let journal = writing.journal
+                    var moved: [HaulValues.DownloadID: Int64] = [:]
+                    for id in left {
+                        guard let record = try journal.record(for: id), record.state == .paused,
                             !journal.isOwnedByAnother(id)
-                        else { return nil }
+                        else { continue }
                         // Moved before the row goes: a reader that finds the row gone finds it there.
-                        let bytes = try move(id, record: record, from: journal, into: other) ?? 0
+                        moved[id] = try move(id, record: record, from: journal, into: other) ?? 0
                         journal.remove(id)
                         if let handle = catalog.existingHandle(id) { inbox.submit(.control(handle, .handedOver)) }
-                        return bytes
                     }
-                    if let bytes {
-                        handed[id] = bytes
-                        break
-                    }
+                    reply.set(moved)
                 }
+                handed.merge(moved) { first, _ in first }
             }
             return handed
         }

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import HaulIO
+import HaulScheduler
 import HaulValues
 
 /// Taking over the partial files of a manager that is gone (a worker of a fleet that died, its
@@ -75,38 +76,49 @@ extension DownloadQueue {
         let other = try Journal(directory: source, exclusive: true)
         defer { other.close() }
         var taken: [HaulValues.DownloadID: Int64] = [:]
+        var found: [String: [(PreparedRequest, JournalRow)]] = [:]
         for request in prepared {
-            guard let record = try other.record(for: request.id),
-                record.destination == request.destination || record.folder == request.folder && request.folder != nil
+            guard let record = try other.record(for: request.id), Self.isTakenOver(record, for: request, from: other)
             else { continue }
-            if record.state == .completed {
-                // Placed whole by the gone manager, which died before telling anyone: this row says
-                // so here, while the file is still the one it placed (asking for it transfers nothing).
-                guard
-                    PlacedFile.isIntact(
-                        record.destination,
-                        length: record.totalBytes,
-                        modificationTime: record.placedModificationTime
-                    )
-                else { continue }
-            } else {
-                guard record.isUnfinished, record.mayHaveStarted,
-                    other.partialPath(for: request.id).flatMap(FilePath.fileLength) != nil
-                else { continue }
+            found[request.stateDirectory, default: []].append((request, record))
+        }
+        // Into each of this manager's journals, by the loop: one transaction each.
+        for (directory, rows) in found {
+            let moved = try onLoop(directory) { [self] writing, reply throws(HaulValues.DownloadError) in
+                var moved: [HaulValues.DownloadID: Int64] = [:]
+                for (request, record) in rows {
+                    guard let bytes = try move(request.id, record: record, from: other, into: writing.journal)
+                    else { continue }
+                    other.remove(request.id)
+                    moved[request.id] = bytes
+                }
+                reply.set(moved)
             }
-            let bytes = try catalog.withJournal(for: request.stateDirectory) {
-                journal throws(HaulValues.DownloadError) -> Int64? in
-                try move(request.id, record: record, from: other, into: journal)
-            }
-            guard let bytes else { continue }
-            other.remove(request.id)
-            taken[request.id] = bytes
+            taken.merge(moved) { first, _ in first }
         }
         return taken
     }
 
+    /// Whether `other`'s `record` is what `request` takes over: its file, placed whole and unchanged
+    /// since, or unfinished with bytes in its partial file.
+    private static func isTakenOver(_ record: JournalRow, for request: PreparedRequest, from other: Journal) -> Bool {
+        guard record.destination == request.destination || record.folder == request.folder && request.folder != nil
+        else { return false }
+        if record.state == .completed {
+            // Placed whole by the gone manager, which died before telling anyone: this row says
+            // so here, while the file is still the one it placed (asking for it transfers nothing).
+            return PlacedFile.isIntact(
+                record.destination,
+                length: record.totalBytes,
+                modificationTime: record.placedModificationTime
+            )
+        }
+        return record.isUnfinished && record.mayHaveStarted
+            && other.partialPath(for: request.id).flatMap(FilePath.fileLength) != nil
+    }
+
     /// Moves one download's partial file (none for a completed one) and row from `other` into
-    /// `journal` (locked), unless
+    /// `journal` (on the loop, in its transaction), unless
     /// `journal`'s own row for it is queued or running, or holds as many bytes: the bytes now in
     /// `journal`'s partial file, or `nil` when nothing moved (a partial file on another file system
     /// is not copied: the download starts over).

@@ -43,8 +43,8 @@ final class DownloadQueue: Sendable {
     }
 
     /// See ``DownloadManager/download(_:)``.
-    func download(_ request: DownloadRequest) throws(HaulValues.DownloadError) -> Download {
-        let request = try prepare(request)
+    func download(_ asked: DownloadRequest) throws(HaulValues.DownloadError) -> Download {
+        let request = try prepare(asked)
         guard !catalog.isShutDown else {
             throw HaulValues.DownloadError(code: .shutdown, url: request.url.redactedString)
         }
@@ -61,6 +61,9 @@ final class DownloadQueue: Sendable {
             return Download.of(download)
         }
         let context = ServiceContext.current
+        if asked.hasUniqueID, request.stateDirectory == Journal.inMemoryKey {
+            return try handOff(request, context: context)
+        }
         // One transaction, the loop's: another process asking for it meanwhile finds it queued and
         // follows it, or queues it first and is followed.
         do {
@@ -77,17 +80,54 @@ final class DownloadQueue: Sendable {
         }
     }
 
+    /// A request whose id is its own and whose row is in memory (a body into memory or discarded, a
+    /// stream's pipe): no other request shares its row, and none is durable, so the caller does not
+    /// wait for it. Its handle is made here; the loop writes its row and publishes it queued, or
+    /// fails it with why.
+    private func handOff(_ request: PreparedRequest, context: ServiceContext?) throws(HaulValues.DownloadError)
+        -> Download
+    {
+        let (live, _) = catalog.handle(request.id) {
+            makeHandle(for: request, progress: HaulValues.DownloadProgress(bytesReceived: 0, totalBytes: nil))
+        }
+        let url = request.url.redactedString
+        let command = RowWrite(
+            directory: request.stateDirectory,
+            write: { [self] writing throws(HaulValues.DownloadError) in
+                var rowsExist = false
+                let outcome = try writeRow(for: request, context: context, in: &writing, rowsExist: &rowsExist)
+                _ = publish(outcome, for: request, in: writing.journal, creatingHandle: true)
+                note(outcome, of: request.id, in: &writing)
+            },
+            answer: { error in
+                guard var error else { return }
+                if error.url == nil { error.url = url }
+                live.hub.publish(.failed(error))
+            }
+        )
+        if catalog.feed.isOnLoopThread {
+            writeNow(command)
+        } else if !inbox.submit(.writeRows(command)) {
+            throw HaulValues.DownloadError(code: .shutdown, url: url)
+        }
+        return Download.of(live)
+    }
+
     /// Has the loop write rows (``RowWrite``): sends the requests whole, or writes them at once on
     /// the loop's own thread, and waits until they are durable: the value `write` set.
     ///
     /// - Throws: what writing failed with; `.shutdown` once the manager shut down.
+    /// - Parameter inTransaction: `false` for a look at rows that writes none (the loop's own view,
+    ///   its batch's writes included).
     func onLoop<Value: Sendable>(
         _ directory: String,
+        inTransaction: Bool = true,
         _ write: @escaping @Sendable (inout RowWriting, Reply<Value>) throws(HaulValues.DownloadError) -> Void
     ) throws(HaulValues.DownloadError) -> Value {
         let reply = Reply<Value>()
         let command = RowWrite(
             directory: directory,
+            inTransaction: inTransaction,
             write: { writing throws(HaulValues.DownloadError) in try write(&writing, reply) },
             answer: { reply.answer($0) }
         )
@@ -111,39 +151,42 @@ final class DownloadQueue: Sendable {
     /// The downloads that have not reached a final state, in every open journal.
     var unfinishedDownloads: [Download] {
         catalog.openJournals.flatMap { journal in
-            ((try? journal.unfinishedRecords()) ?? []).compactMap { id, _ in attach(id, in: journal) }
+            (try? onLoop(journal.directory, inTransaction: false) { [self] writing, reply in
+                let ids = ((try? writing.journal.unfinishedRecords()) ?? []).map(\.0)
+                reply.set(ids.compactMap { attach($0, in: &writing) })
+            }) ?? []
         }
     }
 
     /// The unfinished download with this id, in an open journal.
     func download(id: HaulValues.DownloadID) -> Download? {
+        if let live = catalog.existingHandle(id), !live.hub.isClosed { return Download.of(live) }
         for journal in catalog.openJournals {
-            if let found = attach(id, in: journal) { return found }
+            let found = try? onLoop(journal.directory, inTransaction: false) { [self] writing, reply in
+                reply.set(attach(id, in: &writing))
+            }
+            if let found { return found }
         }
         return nil
     }
 
-    /// The handle of `id` if it is unfinished in `journal`: the live one, or one made from its row.
-    private func attach(_ id: HaulValues.DownloadID, in journal: Journal) -> Download? {
+    /// The handle of `id` if it is unfinished in the journal: the live one, or one made from its row.
+    /// On the loop: its next event for it comes after the state shown here.
+    private func attach(_ id: HaulValues.DownloadID, in writing: inout RowWriting) -> Download? {
         if let live = catalog.existingHandle(id), !live.hub.isClosed { return Download.of(live) }
-        // Under the journal's lock: the loop's next event for it comes after the state shown here.
-        return journal.locked { () -> Download? in
-            guard let record = try? journal.record(for: id), record.isUnfinished,
-                let url = URL(string: record.url)
-            else { return nil }
-            let request = PreparedRequest(
-                url: url,
-                destination: record.destination,
-                id: id,
-                stateDirectory: journal.directory,
-                priority: record.priority
-            )
-            let download = publish(.waiting(record), for: request, in: journal, creatingHandle: true).map(Download.of)
-            // Queued or run by another manager that runs: its outcome is followed here.
-            if journal.isOwnedByAnother(id) {
-                inbox.submit(.follow(journal.directory, [id: record]))
-            }
-            return download
-        }
+        let journal = writing.journal
+        guard let record = try? journal.record(for: id), record.isUnfinished, let url = URL(string: record.url)
+        else { return nil }
+        let request = PreparedRequest(
+            url: url,
+            destination: record.destination,
+            id: id,
+            stateDirectory: journal.directory,
+            priority: record.priority
+        )
+        let download = publish(.waiting(record), for: request, in: journal, creatingHandle: true).map(Download.of)
+        // Queued or run by another manager that runs: its outcome is followed here.
+        if journal.isOwnedByAnother(id) { writing.follow(id, record) }
+        return download
     }
 }

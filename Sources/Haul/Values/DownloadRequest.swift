@@ -114,6 +114,8 @@ public struct DownloadRequest: Sendable, Hashable {
     /// destination), to the id's first 64 bits: part of its equality, so two such requests are two
     /// downloads there too.
     private var uniqueToken: UInt64?
+    /// Whether its id was made for it alone (``giveUniqueID()``).
+    package var hasUniqueID: Bool { uniqueToken != nil }
     /// Where its body is collected, for a body asked for in memory (a request that discards its body
     /// to any destination).
     package var collector: BodyCollector? {

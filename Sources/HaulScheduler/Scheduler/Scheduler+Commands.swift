@@ -17,11 +17,12 @@ extension Scheduler {
         let written: (changes: [DownloadID: CallerGiven?], queued: Bool, followed: [DownloadID: JournalRow])
         do throws(DownloadError) {
             let journal = try catalog.journal(for: write.directory)
-            written = try journal.transactionOfItsOwn { () throws(DownloadError) in
+            let body = { [given] () throws(DownloadError) in
                 var writing = RowWriting(journal: journal, given: given)
                 try write.write(&writing)
                 return (writing.changes, writing.queued, writing.followed)
             }
+            written = try write.inTransaction ? journal.transactionOfItsOwn(body) : journal.locked(body)
         } catch {
             write.answer(error)
             return
