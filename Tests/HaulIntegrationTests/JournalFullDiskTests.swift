@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 
 @testable import HaulIO
@@ -83,6 +84,44 @@ struct JournalFullDiskTests {
         let reopened = try Journal(directory: directory.path)
         defer { reopened.close() }
         #expect(try Set(reopened.allRecords().map(\.0)) == [first, second])
+    }
+
+    @Test(
+        "a disk lane's placings written in the loop's turn are answered after its commit, or with the commit's error on a full disk, never before"
+    )
+    func placingsAnsweredAfterTheCommit() async throws {
+        try await withSmallDisk(megabytes: 2) { disk in
+            let batch = WriteBatch()
+            batch.attachCurrentThread()
+            let journal = try Journal(directory: disk.appendingPathComponent("state").path, batch: batch)
+            defer { journal.close() }
+            let ids = (0..<40).map { HaulValues.DownloadID(destinationPath: "/tmp/placing-\($0)") }
+            for id in ids {
+                let destination = "/tmp/\(id.rawValue)-" + String(repeating: "p", count: 400)
+                try journal.save(JournalRow(url: "http://h/a", destination: destination), for: id)
+            }
+            #expect(batch.commit().isEmpty)
+            let answers = Mutex<[String]>([])
+            func answer(_ name: String) -> @Sendable (HaulValues.DownloadError?) -> Void {
+                { error in answers.withLock { $0.append("\(name): \(error.map { "\($0.errno ?? 0)" } ?? "ok")") } }
+            }
+
+            journal.recordPlacingsInTurn([(ids[0], "one")], answer: answer("first"))
+            #expect(answers.withLock { $0 }.isEmpty)  // not before the commit
+            #expect(batch.commit().isEmpty)
+            #expect(answers.withLock { $0 } == ["first: ok"])
+            #expect(try journal.record(for: ids[0])?.placing == "one")
+
+            // A turn whose commit the full disk refuses: the lane hears why, and nothing is recorded.
+            let long = String(repeating: "i", count: 2_000)
+            journal.recordPlacingsInTurn(ids.dropFirst().map { ($0, long) }, answer: answer("second"))
+            try fill(disk, leaving: 0)
+            let failures = batch.commit()
+            #expect(failures.first?.1.errno == ENOSPC, "\(failures.map(\.1))")
+            #expect(answers.withLock { $0 } == ["first: ok", "second: \(ENOSPC)"])
+            #expect(try journal.record(for: ids[1])?.placing == nil)
+            try FileManager.default.removeItem(at: disk.appendingPathComponent("filler"))
+        }
     }
 
     @Test(

@@ -107,13 +107,18 @@ struct SafeDefaultTests {
         let folder = directory.appendingPathComponent("out")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try await withDownloadManager(configuration: configuration) { manager in
-            let downloads = try (0..<count).map {
-                try manager.download(
-                    from: server.httpsURL("many/f.bin?\($0)"),
-                    to: folder.appendingPathComponent("\($0).bin")
-                )
-            }
-            for download in downloads { _ = try await download.finished() }
+            // At once: one call queues them all (each `download` call waits for the loop to write its
+            // row, so a thousand of them one after another on a busy machine trickle in).
+            let summary = try manager.enqueue(
+                (0..<count).map {
+                    DownloadRequest(
+                        url: server.httpsURL("many/f.bin?\($0)"),
+                        destination: folder.appendingPathComponent("\($0).bin")
+                    )
+                }
+            )
+            #expect(summary.queued == count)
+            await manager.waitUntilIdle()
         }
         for index in 0..<count {
             #expect(try Data(contentsOf: folder.appendingPathComponent("\(index).bin")) == source)

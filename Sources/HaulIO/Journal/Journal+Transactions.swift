@@ -75,4 +75,12 @@ extension Journal {
             throw error
         }
     }
+
+    /// Tells who waits for the loop's batch (``commitWaiters``) that it committed, or why not.
+    func answerCommitWaiters(_ error: DownloadError?) {
+        guard !commitWaiters.isEmpty else { return }
+        let waiters = commitWaiters
+        commitWaiters.removeAll()
+        for waiter in waiters { waiter(error) }
+    }
 }

@@ -43,6 +43,7 @@ extension Journal {
         guard batchOpen, let database, sqlite3_get_autocommit(database) != 0 else { return }
         batchOpen = false
         lostCommit = true
+        answerCommitWaiters(error)
         if deferredCommitError == nil { deferredCommitError = error }
         lock.unlock()  // the hold `joinBatch()` took for the transaction
     }

@@ -219,6 +219,9 @@ package final class Journal: @unchecked Sendable {
 
     /// Whether ``transactionOfItsOwn(_:)`` runs: the loop's writes inside it do not open the batch.
     var ownTransactionOpen = false
+    /// Who waits for the loop's open batch to commit (``recordPlacingsInTurn(_:answer:)``): told
+    /// once it commits, or with why it did not. Loop thread only.
+    var commitWaiters: [@Sendable (DownloadError?) -> Void] = []
 
     /// Takes `lock`, counting this thread as a contender while it waits (spinning a little first).
     func acquire() {
@@ -293,8 +296,10 @@ package final class Journal: @unchecked Sendable {
             } catch {
                 try? execute("ROLLBACK")
                 lostCommit = true
+                answerCommitWaiters(error)
                 throw error
             }
+            answerCommitWaiters(nil)
             if !lostCommit { unwritten.removeAll(keepingCapacity: true) }
         }
         if let deferred { throw deferred }

@@ -18,8 +18,17 @@ package final class WriteBatch: @unchecked Sendable {
     /// The loop thread (`pthread_t`), 0 until it attaches.
     private let thread = Atomic<UInt>(0)
     private var open: [Journal] = []
+    private let placingsHandOff = Mutex<(@Sendable (Journal, [(DownloadID, String)]) throws(DownloadError) -> Void)?>(nil)
 
     package init() {}
+
+    /// How a disk lane has the loop record which files it is about to place
+    /// (``Journal/recordPlacings(_:)``): in the loop's turn, the lane waiting for its commit. Set by
+    /// the loop's owner before the loop runs; `nil`: the lane writes them itself.
+    package var placings: (@Sendable (Journal, [(DownloadID, String)]) throws(DownloadError) -> Void)? {
+        get { placingsHandOff.withLock { $0 } }
+        set { placingsHandOff.withLock { $0 = newValue } }
+    }
 
     /// Batches the calling thread's writes from now on. The loop thread calls it before it writes.
     package func attachCurrentThread() { thread.store(UInt(pthread_self()), ordering: .releasing) }

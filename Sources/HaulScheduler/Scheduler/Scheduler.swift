@@ -56,6 +56,9 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
         self.catalog = catalog
         self.pool = PoolMachine(settings: settings, firstRetryDelay: environment.retryPolicy.baseDelay.inSeconds)
         self.environment = environment
+        catalog.writeBatch.placings = { [inbox] journal, rows throws(DownloadError) in
+            try inbox.recordPlacings(rows, in: journal)
+        }
     }
 
     /// Write buffers, reused across transfers.
@@ -118,6 +121,7 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
             case .setRateLimits(let limits):
                 environment.rateLimiter.setLimits(limits, admitted: pool.admitted.map(\.id))
             case .diskWorkDone(let results): diskWorkDone(results)
+            case .recordPlacings(let journal, let rows, let answer): journal.recordPlacingsInTurn(rows, answer: answer)
             case .checkIdle: pool.waitForIdle()
             case .headersArrived(let id, let transfer, let result): headersArrived(id, for: transfer, result)
             case .urlRefreshed(let id, let transfer, let result): urlRefreshed(id, for: transfer, result)

@@ -18,6 +18,9 @@ package enum SchedulerCommand: Sendable {
     case settle(LiveDownload, DownloadControl, @Sendable (DownloadState) -> Void)
     /// Background disk work finished (syncs, finished files moved into place).
     case diskWorkDone([DiskResult])
+    /// A disk lane is about to place these files: their rows say which file each is, in the turn's
+    /// transaction; the lane is told once it commits (``Journal/recordPlacingsInTurn(_:answer:)``).
+    case recordPlacings(Journal, [(DownloadID, String)], @Sendable (DownloadError?) -> Void)
     /// A header provider answered for a restored download's transfer (``ObjectIdentifier`` of it:
     /// a later transfer of the same download does not take an answer meant for an earlier one).
     case headersArrived(DownloadID, ObjectIdentifier, Result<[DownloadHeader], DownloadError>)
@@ -55,5 +58,19 @@ extension CommandInbox: DownloadController where Command == SchedulerCommand {
     /// A disk lane's results: accepted after a shutdown too, which waits for them.
     func report(_ results: [DiskResult]) {
         submit(.diskWorkDone(results), evenWhenClosed: true)
+    }
+
+    /// A disk lane's files about to be placed, recorded by the loop in its turn: waits for the
+    /// commit (accepted after a shutdown too, which waits for the lane's results).
+    ///
+    /// - Throws: why the rows could not be written: the files must not be placed.
+    func recordPlacings(_ rows: [(DownloadID, String)], in journal: Journal) throws(DownloadError) {
+        let reply = Reply<Bool>()
+        let answer: @Sendable (DownloadError?) -> Void = { error in
+            if error == nil { reply.set(true) }
+            reply.answer(error)
+        }
+        submit(.recordPlacings(journal, rows, answer), evenWhenClosed: true)
+        _ = try reply.wait()
     }
 }
