@@ -18,14 +18,17 @@ package final class WriteBatch: @unchecked Sendable {
     /// The loop thread (`pthread_t`), 0 until it attaches.
     private let thread = Atomic<UInt>(0)
     private var open: [Journal] = []
-    private let placingsHandOff = Mutex<(@Sendable (Journal, [(DownloadID, String)]) throws(DownloadError) -> Void)?>(nil)
+    private let placingsHandOff = Mutex<PlacingsHandOff?>(nil)
+
+    /// Records a journal's placings for a disk lane (``placings``): returns once they are durable.
+    package typealias PlacingsHandOff = @Sendable (Journal, [(DownloadID, String)]) throws(DownloadError) -> Void
 
     package init() {}
 
     /// How a disk lane has the loop record which files it is about to place
     /// (``Journal/recordPlacings(_:)``): in the loop's turn, the lane waiting for its commit. Set by
     /// the loop's owner before the loop runs; `nil`: the lane writes them itself.
-    package var placings: (@Sendable (Journal, [(DownloadID, String)]) throws(DownloadError) -> Void)? {
+    package var placings: PlacingsHandOff? {
         get { placingsHandOff.withLock { $0 } }
         set { placingsHandOff.withLock { $0 = newValue } }
     }
