@@ -94,7 +94,7 @@ public final class DownloadManager: Sendable {
             recognizesPlacedFiles: configuration.recognizesPlacedFiles,
             catalog: catalog,
             inbox: inbox,
-            writeNow: { [scheduler] in scheduler.writeRows($0) }
+            writeNow: { [scheduler] in scheduler.writeRows([$0]) }
         )
         self.currentRateLimits = Mutex(configuration.rateLimits.normalized)
         var restored: String?

@@ -176,6 +176,40 @@ struct JournalTests {
         #expect(try Set(reopened.allRecords().map(\.0)) == Set(ids))
     }
 
+    @Test(
+        "callers' rows written by the loop in one transaction of their own: the open batch commits first, a savepoint that fails undoes its own rows alone"
+    )
+    func ownTransactionWithSavepoints() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let batch = WriteBatch()
+        batch.attachCurrentThread()
+        let journal = try Journal(directory: directory.path, batch: batch)
+        let ids = ["loop", "first", "failed", "third"].map { HaulValues.DownloadID(destinationPath: "/tmp/own-\($0)") }
+        let record = JournalRow(url: "http://h/x", destination: "/tmp/x")
+        try journal.save(record, for: ids[0])  // the loop's turn: its batch is open
+        #expect(journal.batchOpen)
+        try journal.transactionOfItsOwn { () throws(HaulValues.DownloadError) in
+            #expect(!journal.batchOpen && journal.ownTransactionOpen)
+            try journal.savepoint { () throws(HaulValues.DownloadError) in try journal.save(record, for: ids[1]) }
+            #expect(throws: HaulValues.DownloadError.self) {
+                try journal.savepoint { () throws(HaulValues.DownloadError) in
+                    try journal.save(record, for: ids[2])
+                    throw HaulValues.DownloadError(code: .journal, url: nil, detail: "refused")
+                }
+            }
+            #expect(journal.isInTransaction)
+            try journal.savepoint { () throws(HaulValues.DownloadError) in try journal.save(record, for: ids[3]) }
+        }
+        #expect(!journal.isInTransaction && !journal.batchOpen)
+        // Durable now, read from another connection: the loop's row, and the callers' but the undone one.
+        let reader = try Journal(directory: directory.path)
+        #expect(try Set(reader.allRecords().map(\.0)) == [ids[0], ids[1], ids[3]])
+        reader.close()
+        #expect(batch.commit().isEmpty)
+        journal.close()
+    }
+
     @Test("a thread waiting for the journal gets it at the loop thread's next write, not at the end of its turn")
     func batchYieldsToWaitingThreads() throws {
         let directory = try makeTemporaryDirectory()

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 
 @testable import Haul
@@ -73,6 +74,53 @@ struct RowWriteTests {
                     #expect(try Data(contentsOf: file) == source, "run-\(index).bin")
                 }
             }
+        }
+    }
+
+    @Test(
+        "callers on 16 threads at once, 20 downloads each: every call answered with its own download, every file whole"
+    )
+    func manyCallersAtOnce() async throws {
+        let (server, directory) = try await startServerAndDirectory()
+        defer { stop(server, directory) }
+        let source = try server.makeFile("c.bin", size: 8_000, seed: 5)
+        let (threads, each) = (16, 20)
+        try await withDownloadManager(configuration: .forTests()) { manager throws in
+            let asked = Mutex<[(String, Download)]>([])
+            let failures = Mutex<[String]>([])
+            let done = DispatchSemaphore(value: 0)
+            for thread in 0..<threads {
+                Thread {
+                    for index in 0..<each {
+                        let name = "c-\(thread)-\(index).bin"
+                        do {
+                            let download = try manager.download(
+                                from: server.url("c.bin?\(thread)-\(index)"),
+                                to: directory.appendingPathComponent(name)
+                            )
+                            asked.withLock { $0.append((name, download)) }
+                        } catch {
+                            failures.withLock { $0.append("\(name): \(error)") }
+                        }
+                    }
+                    done.signal()
+                }.start()
+            }
+            await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
+                Thread {
+                    for _ in 0..<threads { done.wait() }
+                    finished.resume()
+                }.start()
+            }
+            #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+            let downloads = asked.withLock { $0 }
+            #expect(downloads.count == threads * each)
+            #expect(Set(downloads.map { ObjectIdentifier($0.1) }).count == threads * each)
+            for (name, download) in downloads {
+                #expect(try await download.finished() == directory.appendingPathComponent(name))
+                #expect(try Data(contentsOf: directory.appendingPathComponent(name)) == source, "\(name)")
+            }
+            #expect(manager.downloads.isEmpty)
         }
     }
 }

@@ -1,3 +1,4 @@
+import CHaul
 import HaulValues
 
 /// A journal's transactions: a caller's own, a savepoint of the loop's open batch, and the loop's
@@ -82,5 +83,31 @@ extension Journal {
         let waiters = commitWaiters
         commitWaiters.removeAll()
         for waiter in waiters { waiter(error) }
+    }
+
+    /// Runs `body` in a savepoint of the open transaction: its writes undone alone when it throws
+    /// (unless SQLite undid the whole transaction: ``isInTransaction`` then says so). In memory,
+    /// `body` runs as it is (its writes cannot fail).
+    package func savepoint<T>(_ body: () throws(DownloadError) -> T) throws(DownloadError) -> T {
+        if isInMemory { return try body() }
+        try execute("SAVEPOINT haul_write")
+        do throws(DownloadError) {
+            let result = try body()
+            try execute("RELEASE haul_write")
+            return result
+        } catch {
+            if isInTransaction {
+                try? execute("ROLLBACK TO haul_write")
+                try? execute("RELEASE haul_write")
+            }
+            throw error
+        }
+    }
+
+    /// Whether a transaction is open on the journal's connection (SQLite ends one itself after
+    /// some failed writes: a full disk, an I/O error).
+    package var isInTransaction: Bool {
+        guard let database else { return false }
+        return sqlite3_get_autocommit(database) == 0
     }
 }

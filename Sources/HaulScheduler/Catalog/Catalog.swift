@@ -79,21 +79,6 @@ package final class Catalog: Sendable {
         }
     }
 
-    /// Runs `body` with the journal of `directory` locked and open: a journal closed (as idle) between
-    /// the lookup and the lock is opened again.
-    package func withJournal<T>(
-        for directory: String,
-        _ body: (Journal) throws(DownloadError) -> T
-    ) throws(DownloadError) -> T {
-        while true {
-            let journal = try self.journal(for: directory)
-            let result = try journal.locked { () throws(DownloadError) -> T? in
-                journal.isClosed ? nil : try body(journal)
-            }
-            if let result { return result }
-        }
-    }
-
     /// Closes the journal of `directory` when nothing in it is unfinished, so that a manager without
     /// a state directory of its own (a journal beside each destination folder) does not keep one
     /// open per folder it ever wrote to: 2,000 folders held 4,039 descriptors and 417 MB. It opens
@@ -104,8 +89,8 @@ package final class Catalog: Sendable {
         journal.locked {
             guard !journal.isClosed, (try? journal.hasUnfinishedRows()) == false else { return }
             // Closed (its lock released) before it leaves the map: a caller that finds the map empty
-            // opens it again at once. One that took it from the map before waits for this lock and
-            // then sees it closed (``withJournal(for:_:)``).
+            // opens it again at once. Rows are written by the loop, which closes it: a caller's rows
+            // sent meanwhile open it again (``journal(for:)``, on the loop).
             journal.close()
             journals.withLock { state in
                 if state.byDirectory[directory] === journal { state.byDirectory[directory] = nil }

@@ -92,7 +92,6 @@ extension Scheduler {
     /// A download ended (completed, failed, cancelled, handed over, followed to its end): nothing is
     /// kept of it, neither what its caller gave (``CallerGiven``) nor what an attempt carried.
     func forget(_ id: DownloadID) {
-        given.forget(id)
         pool.forget(id)
     }
 

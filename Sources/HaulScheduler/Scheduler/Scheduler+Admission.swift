@@ -117,7 +117,7 @@ extension Scheduler {
             return
         }
         let carried = pool.takeCarried(id)
-        guard let request = given.request(for: id, record: record, rowID: head.rowID) else {
+        guard let request = pool.given.request(for: id, record: record, rowID: head.rowID) else {
             journal.remove(id)
             logger.error(
                 "a journal row has an unreadable URL",

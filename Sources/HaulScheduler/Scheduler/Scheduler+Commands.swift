@@ -5,37 +5,6 @@ import HaulValues
 /// What callers ask of downloads (rows written, pause, resume, cancel) and of the manager (shut
 /// down), on the loop.
 extension Scheduler {
-    /// Writes the rows a caller asked for in a transaction of their own and answers it once they are
-    /// durable; what they give beyond the rows is kept then, and the queue looked at again. A write
-    /// that fails (a full disk) is answered with why, and nothing of it is kept.
-    package func writeRows(_ write: RowWrite) {
-        reactor.assertOnLoop()
-        guard !pool.isShuttingDown else {
-            write.answer(DownloadError(code: .shutdown, url: nil))
-            return
-        }
-        let written: (changes: [DownloadID: CallerGiven?], queued: Bool, followed: [DownloadID: JournalRow])
-        do throws(DownloadError) {
-            let journal = try catalog.journal(for: write.directory)
-            let body = { [given] () throws(DownloadError) in
-                var writing = RowWriting(journal: journal, given: given)
-                try write.write(&writing)
-                return (writing.changes, writing.queued, writing.followed)
-            }
-            written = try write.inTransaction ? journal.transactionOfItsOwn(body) : journal.locked(body)
-        } catch {
-            write.answer(error)
-            return
-        }
-        for (id, entry) in written.changes { given.set(entry, for: id) }
-        write.answer(nil)
-        if written.queued {
-            pool.queueChanged(in: write.directory)
-            admitAtTurnEnd()
-        }
-        if !written.followed.isEmpty { follow(written.followed, in: write.directory) }
-    }
-
     func pause(_ download: LiveDownload) {
         if let transfer = pool.member(download.id) {
             perform(transfer.apply(pool.isShuttingDown ? .shutdown : .pause), for: transfer)

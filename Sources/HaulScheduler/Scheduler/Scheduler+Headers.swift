@@ -55,7 +55,7 @@ extension Scheduler {
         guard let transfer = transfer(id, token: token), let action = transfer.apply(.headers(result)) else { return }
         if case .success(let headers) = result {
             // Kept for its retries and resumes in this process, as if it had been asked for with them.
-            given.update(id) { $0.headers = headers.isEmpty ? nil : headers }
+            pool.given.update(id) { $0.headers = headers.isEmpty ? nil : headers }
         }
         perform(action, for: transfer)
     }

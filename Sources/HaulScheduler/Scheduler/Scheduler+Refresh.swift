@@ -63,7 +63,7 @@ extension Scheduler {
         guard let action = transfer.apply(.freshURL(url, headers: fresh.headers)) else { return }
         // Kept for this download's later attempts in this process; rows hold URLs without credentials
         // and header names only.
-        given.update(id) { entry in
+        pool.given.update(id) { entry in
             entry.url = url
             if let headers = fresh.headers { entry.headers = headers.isEmpty ? nil : headers }
         }

@@ -30,8 +30,6 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
     var pool: PoolMachine<Transfer, SettleWaiter>
     /// The loop's timers of the scheduler, made when first needed.
     var timers = Timers()
-    /// What callers gave beyond the rows (credentials, header values, streams, loggers, traces).
-    var given = CallerGivenTable()
 
     /// The scheduler's one-shot timers, and when the queue gauges last read the journals.
     struct Timers {
@@ -107,10 +105,21 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
     package func reactorWasWoken(_ reactor: Reactor) {
         let commands = inbox.drain()
         guard !commands.isEmpty else { return }
+        // Consecutive callers' rows are written together (``writeRows(_:)``), in their place among
+        // the other commands.
+        var writes: [RowWrite] = []
         for command in commands {
+            if case .writeRows(let write) = command {
+                writes.append(write)
+                continue
+            }
+            if !writes.isEmpty {
+                writeRows(writes)
+                writes.removeAll()
+            }
             switch command {
             case .queueChanged(let directory): pool.queueChanged(in: directory)
-            case .writeRows(let write): writeRows(write)
+            case .writeRows(let write): writeRows([write])
             case .follow(let directory, let rows): follow(rows, in: directory)
             case .control(let download, .pause): pause(download)
             case .control(let download, .resume): resume(download)
@@ -128,6 +137,7 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
             case .shutdown: shutdown()
             }
         }
+        if !writes.isEmpty { writeRows(writes) }
         admitAtTurnEnd()
     }
 
