@@ -26,9 +26,11 @@ extension DownloadManager {
     /// does (and cannot while a manager uses the journal).
     public func journalEntry(id: DownloadID) -> JournalEntry? {
         let id = id.engine
-        for journal in catalog.openJournals {
-            if let record = try? journal.record(for: id) { return JournalEntry(id: id, record: record) }
+        // Read on the loop, which writes the open journals' rows.
+        let open = queue.lookOnLoop { [catalog] in
+            catalog.openJournals.lazy.compactMap { try? $0.record(for: id) }.first
         }
+        if let record = open ?? nil { return JournalEntry(id: id, record: record) }
         // Journals beside destination folders are closed once nothing in them is unfinished.
         for directory in catalog.closedDirectories {
             if let row = Journal.readOnlyEntry(directory: directory, id: id) { return JournalEntry(row) }

@@ -25,9 +25,8 @@ extension DownloadQueue {
         let context = ServiceContext.current
         // After 8 full runs into one journal (16,384 rows) this call is a bulk enqueue: that journal
         // gets a larger page cache until the call returns.
-        var fullRuns: [ObjectIdentifier: Int] = [:]
-        var bulkJournals: [Journal] = []
-        defer { for journal in bulkJournals { journal.endBulkWrite() } }
+        var fullRuns: [String: Int] = [:]
+        defer { endBulkWrites(fullRuns.filter { $0.value >= 8 }.map(\.key)) }
         while let first = carried {
             guard !catalog.isShutDown else {
                 throw HaulValues.DownloadError(code: .shutdown, url: first.url.redactedString)
@@ -49,8 +48,7 @@ extension DownloadQueue {
                 batch,
                 into: first.stateDirectory,
                 context: context,
-                fullRuns: &fullRuns,
-                bulkJournals: &bulkJournals
+                fullRuns: &fullRuns
             )
             summary.queued += counts.queued
             summary.alreadyQueued += counts.alreadyQueued
@@ -71,19 +69,12 @@ extension DownloadQueue {
         _ batch: [PreparedRequest],
         into directory: String,
         context: ServiceContext?,
-        fullRuns: inout [ObjectIdentifier: Int],
-        bulkJournals: inout [Journal]
+        fullRuns: inout [String: Int]
     ) throws(HaulValues.DownloadError) -> RunCounts {
-        if batch.count == 2048 {
-            // Opened here, off the loop, when it is not open yet.
-            let journal = try catalog.journal(for: directory)
-            fullRuns[ObjectIdentifier(journal), default: 0] += 1
-            if fullRuns[ObjectIdentifier(journal)] == 8 {
-                journal.beginBulkWrite()
-                bulkJournals.append(journal)
-            }
-        }
+        if batch.count == 2048 { fullRuns[directory, default: 0] += 1 }
+        let beginsBulk = batch.count == 2048 && fullRuns[directory] == 8
         return try onLoop(directory) { [self] writing, reply throws(HaulValues.DownloadError) in
+            if beginsBulk { writing.journal.beginBulkWrite() }
             var counts = RunCounts()
             var rowsExist = false
             for request in batch {
@@ -97,6 +88,15 @@ extension DownloadQueue {
                 }
             }
             reply.set(counts)
+        }
+    }
+
+    /// The bulk enqueue into each of `directories` ended: their journals' page caches shrink again
+    /// (on the loop, which writes their rows).
+    private func endBulkWrites(_ directories: [String]) {
+        guard !directories.isEmpty else { return }
+        _ = lookOnLoop { [catalog] in
+            for directory in directories { catalog.openJournal(for: directory)?.endBulkWrite() }
         }
     }
 }

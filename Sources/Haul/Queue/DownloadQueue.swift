@@ -117,17 +117,13 @@ final class DownloadQueue: Sendable {
     /// the loop's own thread, and waits until they are durable: the value `write` set.
     ///
     /// - Throws: what writing failed with; `.shutdown` once the manager shut down.
-    /// - Parameter inTransaction: `false` for a look at rows that writes none (the loop's own view,
-    ///   its batch's writes included).
     func onLoop<Value: Sendable>(
         _ directory: String,
-        inTransaction: Bool = true,
         _ write: @escaping @Sendable (inout RowWriting, Reply<Value>) throws(HaulValues.DownloadError) -> Void
     ) throws(HaulValues.DownloadError) -> Value {
         let reply = Reply<Value>()
         let command = RowWrite(
             directory: directory,
-            inTransaction: inTransaction,
             write: { writing throws(HaulValues.DownloadError) in try write(&writing, reply) },
             answer: { reply.answer($0) }
         )
@@ -150,31 +146,44 @@ final class DownloadQueue: Sendable {
 
     /// The downloads that have not reached a final state, in every open journal.
     var unfinishedDownloads: [Download] {
-        catalog.openJournals.flatMap { journal in
-            (try? onLoop(journal.directory, inTransaction: false) { [self] writing, reply in
-                let ids = ((try? writing.journal.unfinishedRecords()) ?? []).map(\.0)
-                reply.set(ids.compactMap { attach($0, in: &writing) })
-            }) ?? []
-        }
+        lookOnLoop { [self] in
+            catalog.openJournals.flatMap { journal in
+                ((try? journal.unfinishedRecords()) ?? []).compactMap { id, _ in attach(id, in: journal) }
+            }
+        } ?? []
     }
 
     /// The unfinished download with this id, in an open journal.
     func download(id: HaulValues.DownloadID) -> Download? {
         if let live = catalog.existingHandle(id), !live.hub.isClosed { return Download.of(live) }
-        for journal in catalog.openJournals {
-            let found = try? onLoop(journal.directory, inTransaction: false) { [self] writing, reply in
-                reply.set(attach(id, in: &writing))
+        return lookOnLoop { [self] in
+            for journal in catalog.openJournals {
+                if let found = attach(id, in: journal) { return found }
             }
-            if let found { return found }
-        }
-        return nil
+            return nil
+        } ?? nil
     }
 
-    /// The handle of `id` if it is unfinished in the journal: the live one, or one made from its row.
+    /// Runs `look` on the loop (``SchedulerCommand/run(_:)``), where the rows are written, and waits
+    /// for what it found; `nil` once the manager shut down.
+    func lookOnLoop<Value: Sendable>(_ look: @escaping @Sendable () -> Value) -> Value? {
+        if catalog.feed.isOnLoopThread { return look() }
+        let reply = Reply<Value>()
+        guard
+            inbox.submit(
+                .run {
+                    reply.set(look())
+                    reply.answer(nil)
+                }
+            )
+        else { return nil }
+        return try? reply.wait()
+    }
+
+    /// The handle of `id` if it is unfinished in `journal`: the live one, or one made from its row.
     /// On the loop: its next event for it comes after the state shown here.
-    private func attach(_ id: HaulValues.DownloadID, in writing: inout RowWriting) -> Download? {
+    private func attach(_ id: HaulValues.DownloadID, in journal: Journal) -> Download? {
         if let live = catalog.existingHandle(id), !live.hub.isClosed { return Download.of(live) }
-        let journal = writing.journal
         guard let record = try? journal.record(for: id), record.isUnfinished, let url = URL(string: record.url)
         else { return nil }
         let request = PreparedRequest(
@@ -186,7 +195,7 @@ final class DownloadQueue: Sendable {
         )
         let download = publish(.waiting(record), for: request, in: journal, creatingHandle: true).map(Download.of)
         // Queued or run by another manager that runs: its outcome is followed here.
-        if journal.isOwnedByAnother(id) { writing.follow(id, record) }
+        if journal.isOwnedByAnother(id) { inbox.submit(.follow(journal.directory, [id: record])) }
         return download
     }
 }

@@ -10,9 +10,6 @@ import Synchronization
 package struct RowWrite: Sendable {
     /// The state directory whose journal the rows go to.
     package let directory: String
-    /// Whether the rows are written in a transaction of their own; `false` for a look at rows that
-    /// writes none.
-    package let inTransaction: Bool
     /// Writes the rows, on the loop, inside the transaction (its throw undoes them).
     package let write: @Sendable (inout RowWriting) throws(DownloadError) -> Void
     /// Told once: after the commit (`nil`), or why the rows were not written.
@@ -20,12 +17,10 @@ package struct RowWrite: Sendable {
 
     package init(
         directory: String,
-        inTransaction: Bool = true,
         write: @escaping @Sendable (inout RowWriting) throws(DownloadError) -> Void,
         answer: @escaping @Sendable (DownloadError?) -> Void
     ) {
         self.directory = directory
-        self.inTransaction = inTransaction
         self.write = write
         self.answer = answer
     }

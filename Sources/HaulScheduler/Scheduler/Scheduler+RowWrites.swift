@@ -35,8 +35,7 @@ extension Scheduler {
                 }
                 return (writing.changes, writing.queued, writing.followed)
             }
-            let inTransaction = writes.allSatisfy(\.inTransaction)
-            written = try inTransaction ? journal.transactionOfItsOwn(body) : journal.locked(body)
+            written = try journal.transactionOfItsOwn(body)
         } catch {
             for write in writes { write.answer(error) }
             return
@@ -59,10 +58,6 @@ extension Scheduler {
         in journal: Journal,
         _ writing: inout RowWriting
     ) throws(DownloadError) -> DownloadError? {
-        guard write.inTransaction else {
-            try write.write(&writing)
-            return nil
-        }
         let before = writing
         do throws(DownloadError) {
             try journal.savepoint { () throws(DownloadError) in try write.write(&writing) }

@@ -120,6 +120,7 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
             switch command {
             case .queueChanged(let directory): pool.queueChanged(in: directory)
             case .writeRows(let write): writeRows([write])
+            case .run(let body): body()
             case .follow(let directory, let rows): follow(rows, in: directory)
             case .control(let download, .pause): pause(download)
             case .control(let download, .resume): resume(download)

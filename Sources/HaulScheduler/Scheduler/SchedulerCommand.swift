@@ -9,6 +9,9 @@ package enum SchedulerCommand: Sendable {
     /// Rows a caller asks for, to be written by the loop (its request whole, what its row does not
     /// hold kept by the loop), the caller answered once they are durable.
     case writeRows(RowWrite)
+    /// A caller's look at what the loop holds (rows, handles), run in the loop's turn: the caller
+    /// waits for what it found.
+    case run(@Sendable () -> Void)
     /// Rows of this state directory's journal that another manager queued or runs were asked for:
     /// followed to their outcomes (their records as the requests found them).
     case follow(String, [DownloadID: JournalRow])
