@@ -293,14 +293,4 @@ static inline int CHaul_rename_noreplace(const char *from, const char *to) {
     return 0;
 }
 
-/// A hint to the processor that this thread spins waiting for another (`pause` on x86, `yield` on
-/// ARM): the spinning thread takes less of a shared core and leaves the loop sooner when it ends.
-static inline void CHaul_spin_pause(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 #endif

@@ -82,19 +82,17 @@ extension Journal {
         try recordPlacings([(id, identity)])
     }
 
-    /// ``recordPlacing(_:identity:)`` for several downloads, in one transaction. A disk lane waits for
-    /// the loop thread's turn to end (``transaction(waitingForTheTurn:_:)``): counted as a contender,
-    /// each lane's batch cut the loop's turn-long transaction short (10-15 % slower on ext4).
-    ///
-    /// With a loop that batches this journal's writes (``WriteBatch/placings``), the loop writes them
-    /// in its turn's transaction and the lane waits for its commit; else in a transaction of their own.
+    /// ``recordPlacing(_:identity:)`` for several downloads, in one transaction. With a loop that
+    /// batches this journal's writes (``WriteBatch/placings``), the loop writes them in its turn's
+    /// transaction and the lane waits for its commit (each lane's own transaction, cutting the loop's
+    /// turn-long one short, was 10-15 % slower on ext4); else in a transaction of their own.
     func recordPlacings(_ rows: [(DownloadID, String)]) throws(DownloadError) {
         guard !isInMemory, !rows.isEmpty else { return }
         if let batch, !batch.isBatchingThread, let handOff = batch.placings {
             try handOff(self, rows)
             return
         }
-        try transaction(waitingForTheTurn: true) { () throws(DownloadError) in try writePlacings(rows) }
+        try transaction { () throws(DownloadError) in try writePlacings(rows) }
     }
 
     /// On the loop: writes `rows`' placings in the turn's transaction; `answer` is told once it
@@ -221,7 +219,6 @@ extension Journal {
         acquire()
         defer { lock.unlock() }
         try? joinBatch()
-        defer { yieldIfContended() }
         remember(id, .removed)
         do {
             try rows().remove(id)

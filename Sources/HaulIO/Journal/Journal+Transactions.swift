@@ -7,22 +7,12 @@ extension Journal {
     /// Runs `body` in one SQLite transaction (one commit for many rows), holding the lock. Inside the
     /// loop thread's open batch, `body` is a savepoint of it. In memory, `body` runs holding the lock
     /// (no other thread sees its rows before it ends; its writes cannot fail, so none is undone).
-    ///
-    /// `waitingForTheTurn`: from a thread that must not cut the loop thread's turn short (a disk
-    /// lane): the lock is taken without counting as a contender (``acquire()``), so the loop commits
-    /// at its turn's end, not at its next write.
-    package func transaction<T>(
-        waitingForTheTurn: Bool = false,
-        _ body: () throws(DownloadError) -> T
-    ) throws(DownloadError) -> T {
+    package func transaction<T>(_ body: () throws(DownloadError) -> T) throws(DownloadError) -> T {
         if isInMemory { return try locked(body) }
-        guard waitingForTheTurn else { return try locked { () throws(DownloadError) -> T in try holdingLock(body) } }
-        lock.lock()
-        defer { lock.unlock() }
-        return try holdingLock(body)
+        return try locked { () throws(DownloadError) -> T in try holdingLock(body) }
     }
 
-    /// ``transaction(waitingForTheTurn:_:)`` once the lock is held: a savepoint of the loop's open
+    /// ``transaction(_:)`` once the lock is held: a savepoint of the loop's open
     /// batch, or a transaction of its own.
     private func holdingLock<T>(_ body: () throws(DownloadError) -> T) throws(DownloadError) -> T {
         try joinBatch()

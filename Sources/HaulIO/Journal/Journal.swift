@@ -36,9 +36,6 @@ package final class Journal: @unchecked Sendable {
     package let owner: Int64
     var statements: [String: OpaquePointer] = [:]
     let lock = RecursiveLock()
-    /// Threads waiting for `lock`: the loop thread then commits its open batch at its next write
-    /// instead of at the end of its turn, so that a caller waits for one statement, not a whole turn.
-    let contenders = Atomic<Int>(0)
     /// The loop thread's per-turn transaction, if this journal takes part (see ``WriteBatch``).
     let batch: WriteBatch?
     /// Whether the loop thread's transaction is open; the loop thread then holds `lock` until it
@@ -223,45 +220,22 @@ package final class Journal: @unchecked Sendable {
     /// once it commits, or with why it did not. Loop thread only.
     var commitWaiters: [@Sendable (DownloadError?) -> Void] = []
 
-    /// Takes `lock`, counting this thread as a contender while it waits (spinning a little first).
-    func acquire() {
-        if lock.try() { return }
-        contenders.add(1, ordering: .relaxed)
-        lock.lock(spinning: Self.spins)
-        contenders.subtract(1, ordering: .relaxed)
-    }
-
-    /// Tries before a contender sleeps on the lock (``RecursiveLock/lock(spinning:)``): a caller holds
-    /// it for a row or two, a few microseconds. 100 measured best against 0, 30, 300 and 1,000
-    /// (`Benchmarks/CHOICES.md`).
-    static let spins = 100
-
-    /// After a write of the batching thread: when another thread waits for the journal, commit now.
-    /// Call holding `lock` (the caller's own hold is released after).
-    func yieldIfContended() {
-        guard batchOpen, savepoints == 0, contenders.load(ordering: .relaxed) > 0 else { return }
-        do {
-            try commitBatch()
-        } catch {
-            deferredCommitError = error
-        }
-    }
-
-    /// How many threads wait for the journal now.
-    var waitingThreads: Int { contenders.load(ordering: .relaxed) }
+    /// Takes `lock`. While a manager runs, only its loop thread takes it (the callers' rows, the
+    /// disk lanes' placings and the callers' looks at rows all go through the loop), so it is not
+    /// contended; another thread would wait for the loop's turn to commit.
+    func acquire() { lock.lock() }
 
     /// ``transaction(_:)`` calls open inside the batch (which must not be committed under them).
     var savepoints = 0
-    /// A commit that failed in ``yieldIfContended()``, reported by the next ``commitBatch()``.
+    /// A commit that failed before the turn's end (a transaction of the loop's own committed the
+    /// batch first, or SQLite undid it), reported by the next ``commitBatch()``.
     var deferredCommitError: DownloadError?
 
-    /// Runs a write with the lock held: on the batching thread it joins the turn's transaction, and
-    /// lets a waiting thread in afterwards (see ``yieldIfContended()``).
+    /// Runs a write with the lock held: on the batching thread it joins the turn's transaction.
     func writing<T>(_ body: () throws(DownloadError) -> T) throws(DownloadError) -> T {
         acquire()
         defer { lock.unlock() }
         try joinBatch()
-        defer { yieldIfContended() }
         do throws(DownloadError) {
             return try body()
         } catch {

@@ -1,4 +1,3 @@
-import CHaul
 import Glibc
 
 /// A recursive pthread mutex: the journal's lock, which the loop thread keeps across a whole loop
@@ -23,20 +22,6 @@ package final class RecursiveLock: @unchecked Sendable {
     }
 
     package func lock() { pthread_mutex_lock(mutex) }
-
-    /// Takes the lock, trying it `spins` times first (with a pause between tries) before sleeping
-    /// on it: for a lock held only for a few microseconds at a time, where sleeping and being woken
-    /// costs a thread more than the wait.
-    package func lock(spinning spins: Int) {
-        for _ in 0..<spins {
-            if pthread_mutex_trylock(mutex) == 0 { return }
-            CHaul_spin_pause()
-        }
-        pthread_mutex_lock(mutex)
-    }
-
-    /// Takes the lock if no other thread holds it.
-    package func `try`() -> Bool { pthread_mutex_trylock(mutex) == 0 }
 
     package func unlock() { pthread_mutex_unlock(mutex) }
 }
