@@ -16,20 +16,14 @@ extension Journal {
     /// batch, or a transaction of its own.
     private func holdingLock<T>(_ body: () throws(DownloadError) -> T) throws(DownloadError) -> T {
         try joinBatch()
-        if batchOpen {
-            try execute("SAVEPOINT haul_transaction")
-            savepoints += 1
-            defer { savepoints -= 1 }
-            do throws(DownloadError) {
-                let result = try body()
-                try execute("RELEASE haul_transaction")
-                return result
-            } catch {
-                try? execute("ROLLBACK TO haul_transaction")
-                try? execute("RELEASE haul_transaction")
-                throw error
-            }
-        }
+        guard batchOpen else { return try immediately(body) }
+        savepoints += 1
+        defer { savepoints -= 1 }
+        return try inSavepoint("haul_transaction", body)
+    }
+
+    /// `body` between `BEGIN IMMEDIATE` and `COMMIT`, rolled back when it throws or the commit fails.
+    private func immediately<T>(_ body: () throws(DownloadError) -> T) throws(DownloadError) -> T {
         try execute("BEGIN IMMEDIATE")
         do throws(DownloadError) {
             let result = try body()
@@ -37,6 +31,23 @@ extension Journal {
             return result
         } catch {
             try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// `body` in the savepoint `name` of the open transaction, its writes undone alone when it
+    /// throws (unless SQLite undid the whole transaction: ``isInTransaction`` then says so).
+    private func inSavepoint<T>(_ name: String, _ body: () throws(DownloadError) -> T) throws(DownloadError) -> T {
+        try execute("SAVEPOINT \(name)")
+        do throws(DownloadError) {
+            let result = try body()
+            try execute("RELEASE \(name)")
+            return result
+        } catch {
+            if isInTransaction {
+                try? execute("ROLLBACK TO \(name)")
+                try? execute("RELEASE \(name)")
+            }
             throw error
         }
     }
@@ -56,15 +67,7 @@ extension Journal {
         }
         ownTransactionOpen = true
         defer { ownTransactionOpen = false }
-        try execute("BEGIN IMMEDIATE")
-        do throws(DownloadError) {
-            let result = try body()
-            try execute("COMMIT")
-            return result
-        } catch {
-            try? execute("ROLLBACK")
-            throw error
-        }
+        return try immediately(body)
     }
 
     /// Tells who waits for the loop's batch (``commitWaiters``) that it committed, or why not.
@@ -80,18 +83,7 @@ extension Journal {
     /// `body` runs as it is (its writes cannot fail).
     package func savepoint<T>(_ body: () throws(DownloadError) -> T) throws(DownloadError) -> T {
         if isInMemory { return try body() }
-        try execute("SAVEPOINT haul_write")
-        do throws(DownloadError) {
-            let result = try body()
-            try execute("RELEASE haul_write")
-            return result
-        } catch {
-            if isInTransaction {
-                try? execute("ROLLBACK TO haul_write")
-                try? execute("RELEASE haul_write")
-            }
-            throw error
-        }
+        return try inSavepoint("haul_write", body)
     }
 
     /// Whether a transaction is open on the journal's connection (SQLite ends one itself after
