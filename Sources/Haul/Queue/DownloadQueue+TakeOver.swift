@@ -82,18 +82,20 @@ extension DownloadQueue {
             else { continue }
             found[request.stateDirectory, default: []].append((request, record))
         }
-        // Into each of this manager's journals, by the loop: one transaction each.
+        // Into each of this manager's journals, by the loop: one transaction each. The other journal
+        // lets its rows go only once that transaction committed, so a commit that fails (a full
+        // disk) leaves them there.
         for (directory, rows) in found {
             let moved = try onLoop(directory) { [self] writing, reply throws(HaulValues.DownloadError) in
                 var moved: [HaulValues.DownloadID: Int64] = [:]
                 for (request, record) in rows {
                     guard let bytes = try move(request.id, record: record, from: other, into: writing.journal)
                     else { continue }
-                    other.remove(request.id)
                     moved[request.id] = bytes
                 }
                 reply.set(moved)
             }
+            for id in moved.keys { other.remove(id) }
             taken.merge(moved) { first, _ in first }
         }
         return taken
