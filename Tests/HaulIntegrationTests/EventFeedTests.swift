@@ -59,7 +59,7 @@ struct EventFeedTests {
         return (subscription, reader)
     }
 
-    @Test("a thread that defers its wake-ups hands a waiting reader all its events at once, in order")
+    @Test("the loop's thread hands a waiting reader all its turn's events at once, in order, at the turn's end")
     func deferredWakeHandsOneBatch() async {
         let feed = EventFeed()
         let subscription = EventFeed.Subscription(feed: feed)
@@ -72,10 +72,17 @@ struct EventFeedTests {
             }
         }
         while !feed.isWaiting(subscription.id) { await Task.yield() }
-        feed.deferringWakes {
-            for index in 0..<100 { feed.publish(Self.event(index, .queued)) }
-            #expect(feed.isWaiting(subscription.id))  // nobody woken inside
+        // A turn on a thread of its own, attached as the loop's (a pool thread would stay attached).
+        let stillWaiting = await withCheckedContinuation { (turnEnded: CheckedContinuation<Bool, Never>) in
+            Thread {
+                feed.attachCurrentThread()
+                for index in 0..<100 { feed.publish(Self.event(index, .queued)) }
+                let waiting = feed.isWaiting(subscription.id)  // nobody woken inside the turn
+                feed.wakeDeferred()  // the turn's end
+                turnEnded.resume(returning: waiting)
+            }.start()
         }
+        #expect(stillWaiting)
         while !feed.isWaiting(subscription.id) { await Task.yield() }
         feed.publish(Self.event(100, .queued))  // outside: woken at once
         while !feed.isWaiting(subscription.id) { await Task.yield() }

@@ -105,11 +105,7 @@ final class DownloadQueue: Sendable {
                 live.hub.publish(.failed(error))
             }
         )
-        if catalog.feed.isOnLoopThread {
-            writeNow(command)
-        } else if !inbox.submit(.writeRows(command)) {
-            throw HaulValues.DownloadError(code: .shutdown, url: url)
-        }
+        try send(command, url: url)
         return Download.of(live)
     }
 
@@ -127,12 +123,19 @@ final class DownloadQueue: Sendable {
             write: { writing throws(HaulValues.DownloadError) in try write(&writing, reply) },
             answer: { reply.answer($0) }
         )
+        try send(command, url: nil)
+        return try reply.wait()
+    }
+
+    /// Sends `command` to the loop, or writes it at once on the loop's own thread.
+    ///
+    /// - Throws: `.shutdown` (naming `url`) once the manager shut down.
+    private func send(_ command: RowWrite, url: String?) throws(HaulValues.DownloadError) {
         if catalog.feed.isOnLoopThread {
             writeNow(command)
         } else if !inbox.submit(.writeRows(command)) {
-            throw HaulValues.DownloadError(code: .shutdown, url: nil)
+            throw HaulValues.DownloadError(code: .shutdown, url: url)
         }
-        return try reply.wait()
     }
 
     /// What the loop does next for a row written: admit from the queue, or follow another manager's.

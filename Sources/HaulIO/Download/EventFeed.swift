@@ -6,9 +6,9 @@ import Synchronization
 /// hands its events here too, in the order they were published, while anyone subscribes. Publishing
 /// never blocks on a reader; with nobody subscribed it costs one atomic load.
 ///
-/// A reader takes every event buffered for it at once (``nextBatch(_:)``), and a thread that
-/// publishes many (the loop in each turn, `enqueue` in each run of rows) wakes a waiting reader
-/// once for all of them (``deferringWakes(_:)``): a thread hop and a lock per batch, not per event.
+/// A reader takes every event buffered for it at once (``nextBatch(_:)``), and the loop, which
+/// publishes many in each turn (a run of enqueued rows' too), wakes a waiting reader once for all of
+/// them at the turn's end (``wakeDeferred()``): a thread hop and a lock per batch, not per event.
 package final class EventFeed: Sendable {
     /// Events one subscriber may hold besides final ones. Past it, a new progress event is dropped (a
     /// newer one follows), and for any other event the oldest progress event (else the oldest event
@@ -32,10 +32,6 @@ package final class EventFeed: Sendable {
         /// The publish/subscribe core, with this feed's buffers (``EventBacklog``).
         var subscribers = Subscribers<EventBacklog>()
         var closed = false
-        /// Threads (`pthread_self`) whose wake-ups wait for ``wakeDeferred()``: the loop's for good,
-        /// others inside ``deferringWakes(_:)``. A few at most: a list, looked through without
-        /// hashing at each event.
-        var deferringThreads: [UInt] = []
     }
 
     private let state = Mutex(State())
@@ -59,11 +55,7 @@ package final class EventFeed: Sendable {
     /// The calling thread (the loop's) defers its wake-ups to ``wakeDeferred()``, which it calls
     /// at the end of each turn.
     package func attachCurrentThread() {
-        let thread = UInt(pthread_self())
-        loopThread.store(thread, ordering: .relaxed)
-        state.withLock { state in
-            if !state.deferringThreads.contains(thread) { state.deferringThreads.append(thread) }
-        }
+        loopThread.store(UInt(pthread_self()), ordering: .relaxed)
     }
 
     /// Whether the caller runs on the loop's thread (attached, see ``attachCurrentThread()``).
@@ -92,23 +84,6 @@ package final class EventFeed: Sendable {
         for resume in resumes { resume() }
     }
 
-    /// Runs `body`, in which this thread's events wake no reader, then wakes the waiting readers
-    /// once for all of them (what `enqueue` publishes for a run of rows).
-    package func deferringWakes<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
-        let thread = UInt(pthread_self())
-        let inserted = state.withLock { state in
-            if state.deferringThreads.contains(thread) { return false }
-            state.deferringThreads.append(thread)
-            return true
-        }
-        guard inserted else { return try body() }  // already deferring (the loop, or nested)
-        defer {
-            state.withLock { state in state.deferringThreads.removeAll { $0 == thread } }
-            wakeDeferred()
-        }
-        return try body()
-    }
-
     /// Wakes each reader that waits while events are buffered for it (loop thread, end of turn).
     package func wakeDeferred() {
         guard wakesDeferred.exchange(false, ordering: .relaxed) else { return }
@@ -120,11 +95,10 @@ package final class EventFeed: Sendable {
     package func publish(_ event: FeedEvent) {
         guard hasSubscribers else { return }
         var wakes: [Subscribers<EventBacklog>.Wake] = []
-        let thread = UInt(pthread_self())
+        let deferring = isOnLoopThread
         state.withLock { state in
             guard !state.closed else { return }
             // A reader woken gets the events before it too: the loop's of this turn may wait still.
-            let deferring = state.deferringThreads.contains(thread)
             if state.subscribers.publish(event, deferringWakes: deferring, into: &wakes) {
                 wakesDeferred.store(true, ordering: .relaxed)
             }

@@ -40,7 +40,7 @@ extension Journal {
     /// may on a full disk or an I/O error), the turn's earlier writes are gone too, and the writes
     /// that follow in this turn open a new transaction that makes them again first. Call holding `lock`.
     func noteIfBatchRolledBack(_ error: DownloadError) {
-        guard batchOpen, let database, sqlite3_get_autocommit(database) != 0 else { return }
+        guard batchOpen, database != nil, !isInTransaction else { return }
         batchOpen = false
         lostCommit = true
         answerCommitWaiters(error)

@@ -119,7 +119,7 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
             }
             switch command {
             case .queueChanged(let directory): pool.queueChanged(in: directory)
-            case .writeRows(let write): writeRows([write])
+            case .writeRows: break  // gathered above, written together
             case .run(let body): body()
             case .follow(let directory, let rows): follow(rows, in: directory)
             case .control(let download, .pause): pause(download)
