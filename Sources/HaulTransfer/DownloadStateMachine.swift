@@ -54,6 +54,12 @@ struct DownloadStateMachine: Sendable {
     /// progressed (once: a fresh URL that is refused too is not refreshed again).
     let refreshesURLs: Bool
     private(set) var refreshed = false
+    /// The download goes on over one connection, whatever its settings allow: a server answered a
+    /// range of it with the whole file, or its connections were answered with different versions of
+    /// the file twice (two servers behind one name, each with its own).
+    private(set) var overOneConnection = false
+    /// How many times connections of this download were answered with different versions.
+    private(set) var versionConflicts = 0
 
     /// - Parameters:
     ///   - failures: consecutive failed attempts without progress so far (from the journal).
@@ -278,7 +284,23 @@ struct DownloadStateMachine: Sendable {
         }
         restarts += 1
         state = .connecting
+        if reason == .rangeIgnored { overOneConnection = true }
         return .startRequest(truncatingPartial: true)
+    }
+
+    /// A server answered a segment's range with the whole file, which replaces the partial: the
+    /// download goes on over one connection.
+    mutating func rangeRefused() {
+        overOneConnection = true
+    }
+
+    /// Connections of this download were answered with different versions of the file: at the
+    /// second time, it goes on over one connection. Whether it does from now on (said once).
+    mutating func versionsDiffered() -> Bool {
+        versionConflicts += 1
+        guard versionConflicts == 2, !overOneConnection else { return false }
+        overOneConnection = true
+        return true
     }
 
     /// A local failure outside the transfer (the partial file cannot be opened, the state directory

@@ -45,12 +45,12 @@ extension Transfer {
     private func receiveChunk(_ chunk: UnsafeRawBufferPointer) -> (Int, taken: Int) {
         var bytes = chunk
         if case .connecting = machine.state {
-            if request.deferredDecision == nil, !request.isRedirect {
+            if request.check == nil, !request.isRedirect {
                 guard let easy = own.easy else { return (Self.refused, 0) }
                 take(decideResponse(easy: easy))  // accepted: receiving; refused: closing
             }
             if request.isRedirect { return (chunk.count, 0) }  // a redirect's body: dropped, not counted
-            if request.deferredDecision != nil {
+            if request.check != nil {
                 guard let rest = compareOverlap(bytes) else { return (Self.refused, 0) }
                 // More to compare.
                 if rest.isEmpty, case .connecting = machine.state { return (chunk.count, chunk.count) }
@@ -92,64 +92,48 @@ extension Transfer {
         return (chunk.count, chunk.count)
     }
 
-    /// Drops what an answer from byte 0 repeats of the bytes the download has (``Request/skipping``),
-    /// each compared with the bytes held at its place (``FileSink/holds(_:at:)``), then compares the
-    /// start of an unvalidated resume's answer with the partial's last bytes. Returns the bytes after
-    /// both (the decision went to the machine once all of it matched; empty while more is to come),
-    /// or `nil` when they differ: another version behind the same validator, or another file (the
-    /// download starts over; a stream fails).
+    /// Compares the answer's bytes that repeat what the download holds (``OverlapCheck``): read
+    /// past, each with the byte held at its place (``FileSink/holds(_:at:)``), then the partial's
+    /// last bytes. Returns the bytes after them (the decision went to the machine once all of them
+    /// matched; empty while more is to come), or `nil` when they differ: another version behind the
+    /// same validator, or another file (the download starts over; a stream fails).
     private func compareOverlap(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
-        guard let decision = request.deferredDecision else { return bytes }
-        let none = UnsafeRawBufferPointer(start: nil, count: 0)
-        var bytes = bytes
-        if request.skipping > 0 {
-            let dropped = Int(min(Int64(bytes.count), request.skipping))
-            let same: Bool
-            do {
-                same =
-                    try sink?.holds(UnsafeRawBufferPointer(rebasing: bytes[..<dropped]), at: request.skipped) ?? false
-            } catch {
-                // The partial cannot be read back: the request ends with this error (``requestEnded(_:)``).
-                request.deferredDecision = nil
-                bodyFailed(attributed(error))
-                return nil
+        guard var check = request.check else { return bytes }
+        let wasReadingPast = check.readingPast > 0
+        let step: OverlapCheck.Step
+        let compared: Int
+        do {
+            (step, compared) = try check.take(bytes) { (held, offset) throws(DownloadError) in
+                try sink?.holds(held, at: offset) ?? false
             }
-            guard same else { return overlapDiffers() }
-            request.skipping -= Int64(dropped)
-            request.skipped += Int64(dropped)
-            environment.metrics.bytesResent.increment(by: dropped)
-            guard request.skipping == 0 else { return none }
+        } catch {
+            // The partial cannot be read back: the request ends with this error (``requestEnded(_:)``).
+            request.check = nil
+            bodyFailed(attributed(error))
+            return nil
+        }
+        environment.metrics.bytesResent.increment(by: compared)
+        if wasReadingPast, check.readingPast == 0 { sink?.endComparing() }
+        switch step {
+        case .more:
+            request.check = check
+            return UnsafeRawBufferPointer(start: nil, count: 0)
+        case .differs:
+            log(.debug, "the bytes read past differ from the ones held", metadata: ["haul.offset": "\(check.readPast)"])
             sink?.endComparing()
-            bytes = UnsafeRawBufferPointer(rebasing: bytes[dropped...])
-        }
-        if let expected = request.overlap {
-            let count = min(bytes.count, expected.count - request.overlapMatched)
-            let matches = expected.withUnsafeBytes { stored in
-                count == 0 || memcmp(stored.baseAddress! + request.overlapMatched, bytes.baseAddress!, count) == 0
+            request.check = nil
+            request.overlap = nil
+            take(feed(.retryFromZero(reason: .overlapMismatch)))
+            return nil
+        case .matched(let decision, let newBytesAt):
+            if check.overlapMatched > 0 {
+                log(.debug, "overlap matched", metadata: ["haul.bytes": "\(check.overlapMatched)"])
             }
-            guard matches else { return overlapDiffers() }
-            request.overlapMatched += count
-            environment.metrics.bytesResent.increment(by: count)
-            guard request.overlapMatched == expected.count else { return none }
-            log(.debug, "overlap matched", metadata: ["haul.bytes": "\(count)"])
-            bytes = UnsafeRawBufferPointer(rebasing: bytes[count...])
+            request.check = nil
+            request.overlap = nil
+            take(feed(decision))
+            return UnsafeRawBufferPointer(rebasing: bytes[newBytesAt...])
         }
-        request.deferredDecision = nil
-        request.overlap = nil
-        take(feed(decision))
-        return bytes
-    }
-
-    /// The answer's first bytes are not the ones the download holds: the answer is another version,
-    /// whatever its validator says. The download starts over (a stream, which cannot, fails).
-    private func overlapDiffers() -> UnsafeRawBufferPointer? {
-        log(.debug, "the bytes read past differ from the ones held", metadata: ["haul.offset": "\(request.skipped)"])
-        sink?.endComparing()
-        request.deferredDecision = nil
-        request.overlap = nil
-        request.skipping = 0
-        take(feed(.retryFromZero(reason: .overlapMismatch)))
-        return nil
     }
 
     /// What curl's write callback returns to refuse a body (`CURL_WRITEFUNC_ERROR`).

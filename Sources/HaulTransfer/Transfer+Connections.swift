@@ -301,7 +301,6 @@ extension Transfer {
         stopRequest()
         let action = machine.fileChanged(reason)
         if case .startRequest = action {
-            if reason == .rangeIgnored { segmentsRefused = true }
             restarted(because: reason, discarding: bytesOnDisk)
         }
         return perform(action)

@@ -165,9 +165,9 @@ extension Transfer {
             return ownSegmentEnded(result)
         }
         if result == CURLE_OK, case .connecting = machine.state {
-            if request.deferredDecision != nil {
+            if request.check != nil {
                 // The answer ended inside the stretch it had to repeat: it is not the rest of this file.
-                request.deferredDecision = nil
+                request.check = nil
                 take(feed(.retryFromZero(reason: .rangeMismatch)))
             } else if !request.isRedirect {
                 // An empty body never reached the write callback: decide from the head now.

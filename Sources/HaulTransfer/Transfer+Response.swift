@@ -81,7 +81,7 @@ extension Transfer {
         return head
     }
 
-    /// Whether `decision` waits on the answer's first bytes before it is fed (``Request/deferredDecision``):
+    /// Whether `decision` waits on the answer's first bytes before it is fed (``Request/check``):
     /// bytes the download has, coming again from byte 0, read past; a whole file to a range it
     /// ignored, compared; a resume's overlap, compared. A resume whose announced length changed
     /// becomes a restart (`decision` changed).
@@ -92,10 +92,10 @@ extension Transfer {
             // The same file from byte 0 (the pinned version, or one whose overlap is compared next):
             // the bytes the download has (a stream's reader, a partial file) are dropped as they come
             // again, and the rest is appended.
-            request.skipping = skip
-            request.deferredDecision = .append(total: total)
+            let check = OverlapCheck(decision: .append(total: total), readingPast: skip, overlap: request.overlap)
+            request.check = check
             // Said of every byte on disk that comes again: those read past and those compared after them.
-            let repeated = skip + Int64(request.overlap?.count ?? 0)
+            let repeated = check.repeated
             log(
                 .debug,
                 "an answer from byte 0; reading past the bytes on disk",
@@ -114,8 +114,7 @@ extension Transfer {
             // The host is asked in the next form from now on, whether or not the comparison ends: a
             // 200 with the ETag of the If-Range is either a host that ignores it or a file changed
             // under that ETag, and the next form checks the overlap either way.
-            request.skipping = min(onDisk, ResumePlan.overlapLength)
-            request.deferredDecision = decision
+            request.check = OverlapCheck(decision: decision, readingPast: min(onDisk, ResumePlan.overlapLength))
             request.overlap = nil  // this answer ends once compared; the next one checks its overlap
             rememberIfRangeForm(of: decision)
             return true
@@ -126,7 +125,7 @@ extension Transfer {
                 decision = .retryFromZero(reason: .remoteChanged)
             case .append:
                 // Appended only once the answer's first bytes are the partial's last ones.
-                request.deferredDecision = decision
+                request.check = OverlapCheck(decision: decision, overlap: request.overlap)
                 return true
             default:
                 request.overlap = nil  // a whole file, a failure: nothing to compare

@@ -36,7 +36,7 @@ extension Transfer {
     /// answer carries a strong validator (every segment's answer is checked against it), and the
     /// bytes left are at least two minimum segments. Runs before the answer's first byte is written.
     func planSegments(total: Int64?, head: ResponseHead, acceptsRanges: Bool) {
-        guard segments == nil, !segmentsRefused, connectionsAllowed > 1, let total, let sink, !revalidating,
+        guard segments == nil, !machine.overOneConnection, connectionsAllowed > 1, let total, let sink, !revalidating,
             urls.isEmpty, head.status == 206 || (head.status == 200 && acceptsRanges), request.rangeEnd == nil,
             record.ifRangeValidator != nil, head.contentEncoding == nil,
             total - sink.receivedLength >= 2 * environment.minimumSegmentSize,
@@ -118,7 +118,7 @@ extension Transfer {
                 PinnedVersion.unprovenDetail(kind: pin.kind, contentType: head.contentType, length: head.contentLength)
             )
         case .changed(let reason) where head.status == 200:
-            if reason == .rangeIgnored { segmentsRefused = true }
+            if reason == .rangeIgnored { machine.rangeRefused() }
             return .replace(total: head.contentLength, reason: reason)
         case .changed(let reason):
             return .retryFromZero(reason: reason)
@@ -131,9 +131,7 @@ extension Transfer {
     /// second time (two servers behind one name, each with its own version, as a load balancer
     /// spreads connections), the download goes on over one connection, on one version, and says why.
     func versionsDiffered() {
-        versionConflicts += 1
-        guard versionConflicts == 2, !segmentsRefused else { return }
-        segmentsRefused = true
+        guard machine.versionsDiffered() else { return }
         log(.debug, "connections got different versions of the file; one connection from now on")
         events.publish(.warning(.versionsDiffer))
     }

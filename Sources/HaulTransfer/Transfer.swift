@@ -129,11 +129,6 @@ package final class Transfer {
     var streamFinishing: ((Result<Int64, DownloadError>) -> Void)?
     /// Its segments and other connections, while it is fetched over several (most never are).
     var segments: Segments?
-    /// A server answered a segment's range with the whole file: this transfer uses one connection.
-    var segmentsRefused = false
-    /// How many times connections of a download over several were answered with different versions
-    /// of the file: at the second, it goes on over one connection (two servers behind one name).
-    var versionConflicts = 0
 
     /// The transfer's own request beyond its connection's (``own``): what it asked for and what the
     /// answer said.
@@ -144,20 +139,14 @@ package final class Transfer {
         var startedAt = DispatchTime.now().uptimeNanoseconds
         /// The partial's bytes from the asked range's start (``Connection/rangeStart``: `offset`, or
         /// before it when an unvalidated resume checks the overlap, ``ResumePlan``) to `offset`,
-        /// which the answer must repeat first, and how many of them it has repeated so far.
+        /// which the answer must repeat first.
         var overlap: [UInt8]?
-        var overlapMatched = 0
-        /// How many more bytes of the answer to drop before its overlap (or its new bytes): an answer
-        /// from byte 0 of the same version, to a resume the server did not honour (a stream's, or a
-        /// partial file's: ``repeatedBytes(total:reason:sameVersion:)``).
-        var skipping: Int64 = 0
-        /// How many bytes of such an answer were dropped so far: where its next byte is in the file.
-        var skipped: Int64 = 0
-        /// The decision on an answer whose overlap is still being compared: it is the machine's
-        /// once the overlap matched.
-        var deferredDecision: ResponseDecision? {
-            get { deferredDecisionBox?.value }
-            set { deferredDecisionBox = newValue.map { Boxed($0) } }
+        /// What the answer must repeat of the bytes the download holds before the decision on it
+        /// goes to the machine (``OverlapCheck``): set from the decision until every repeated byte
+        /// matched or one differed.
+        var check: OverlapCheck? {
+            get { checkBox?.value }
+            set { checkBox = newValue.map { Boxed($0) } }
         }
         /// Why the request asks for the whole file although the partial holds bytes (nothing vouches
         /// for them): an answer from byte 0 replaces them.
@@ -183,7 +172,7 @@ package final class Transfer {
         // Set for a moment, or never: boxed, the two take 16 bytes of every live transfer instead
         // of hundreds (issue 44, (c)). Each set makes a new box, so a copy of a request never shares one.
         private var headBox: Boxed<ResponseHead>?
-        private var deferredDecisionBox: Boxed<ResponseDecision>?
+        private var checkBox: Boxed<OverlapCheck>?
 
         init(offset: Int64 = 0) {
             self.offset = offset

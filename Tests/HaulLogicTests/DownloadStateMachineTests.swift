@@ -89,6 +89,29 @@ struct DownloadStateMachineTests {
         #expect(idle.state == .idle)
     }
 
+    @Test("a range answered with the whole file, or versions that differ twice: one connection from then on")
+    func overOneConnection() {
+        // Another version on one connection restarts on several; the whole file to a range does not.
+        var changed = machine(in: "receiving")
+        _ = changed.fileChanged(.remoteChanged)
+        #expect(!changed.overOneConnection)
+        var ignored = machine(in: "receiving")
+        _ = ignored.fileChanged(.rangeIgnored)
+        #expect(ignored.overOneConnection)
+        var refused = machine(in: "receiving")
+        refused.rangeRefused()
+        #expect(refused.overOneConnection)
+        // Versions that differ: said once, at the second time, and not after a refused range.
+        var versions = machine(in: "receiving")
+        #expect(versions.versionsDiffered() == false)
+        #expect(!versions.overOneConnection)
+        #expect(versions.versionsDiffered() == true)
+        #expect(versions.overOneConnection)
+        #expect(versions.versionsDiffered() == false)
+        #expect(versions.versionConflicts == 3)
+        #expect(refused.versionsDiffered() == false && refused.versionsDiffered() == false)
+    }
+
     @Test func finishedTransferCompletes() {
         var machine = machine(in: "receiving")
         #expect(machine.transferEnded(.received) == .received)
