@@ -60,6 +60,18 @@ struct DownloadStateMachine: Sendable {
     private(set) var overOneConnection = false
     /// How many times connections of this download were answered with different versions.
     private(set) var versionConflicts = 0
+    /// Where the download moved after a failure (a mirror, a fresh URL), until that URL's answer
+    /// is accepted (``URLMove``). Boxed: most downloads never move, and thousands of live ones need
+    /// not each keep an error's room.
+    var move: URLMove? {
+        get { moveBox?.value }
+        set { moveBox = newValue.map { Boxed($0) } }
+    }
+    private var moveBox: Boxed<URLMove>?
+    /// The row lacks the validators and attempt of the answer accepted last: they are written
+    /// before that answer's first byte reaches the partial file, or with the next row written for
+    /// another reason (``answerAccepted(rowInMemory:segmented:bytesOnDisk:)``).
+    private(set) var rowBehind = false
 
     /// - Parameters:
     ///   - failures: consecutive failed attempts without progress so far (from the journal).
@@ -286,6 +298,23 @@ struct DownloadStateMachine: Sendable {
         state = .connecting
         if reason == .rangeIgnored { overOneConnection = true }
         return .startRequest(truncatingPartial: true)
+    }
+
+    /// An answer was accepted: its validators are in the record, not yet in the journal's row. When
+    /// the row must take them (``RowTiming``).
+    mutating func answerAccepted(rowInMemory: Bool, segmented: Bool, bytesOnDisk: Int64) -> RowTiming {
+        if rowInMemory {
+            rowBehind = false
+            return .whenSetAside
+        }
+        rowBehind = true
+        return segmented || bytesOnDisk > 0 ? .now : .beforeFirstWrite
+    }
+
+    /// The row was written as the record stands: whether it had been behind.
+    mutating func rowWritten() -> Bool {
+        defer { rowBehind = false }
+        return rowBehind
     }
 
     /// A server answered a segment's range with the whole file, which replaces the partial: the

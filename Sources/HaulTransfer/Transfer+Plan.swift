@@ -50,7 +50,7 @@ extension Transfer {
                 validator: record.ifRangeValidator,
                 // A URL moved to proves the partial's file by the overlap, validator or not; so
                 // does a file the request continues, which Haul did not download.
-                resumesWithoutValidator: environment.resumesWithoutValidator || moved != nil || provesByOverlap,
+                resumesWithoutValidator: environment.resumesWithoutValidator || machine.move != nil || provesByOverlap,
                 continuesRange: continuesRange,
                 decodesBodies: environment.easyHandles.options.decodesCompression,
                 urlChanged: record.url != download.url.redactedString,

@@ -148,7 +148,7 @@ extension Transfer {
         guard reason == .rangeIgnored || reason == .decodedBody, onDisk > 0, total.map({ $0 >= onDisk }) ?? true
         else { return nil }
         let keepsOnDisk = stream.map { !$0.discards } ?? (segmentedBytes == nil)
-        if request.overlap != nil, reason == .rangeIgnored, moved != nil || keepsOnDisk { return own.rangeStart }
+        if request.overlap != nil, reason == .rangeIgnored, machine.move != nil || keepsOnDisk { return own.rangeStart }
         return keepsOnDisk && sameVersion ? onDisk : nil
     }
 
@@ -220,7 +220,7 @@ extension Transfer {
             }
         }
         if record.awaitsName, let easy = own.easy, !chooseFileName(easy) { return }
-        moved = nil  // proven: its answer continues the partial
+        machine.moveProven()  // its answer continues the partial
         record.attempts += 1
         followURL()
         if let easy = own.easy { recordResponse(head, total: total, over: easy) }
@@ -311,28 +311,28 @@ extension Transfer {
         return true
     }
 
-    /// A resume trusts the row's validators for the bytes in the partial file, so the row must have
-    /// this response's before any of its bytes is written there. Until then it can wait: a download
-    /// that ends inside its buffer writes its row once, at completion, instead of twice. False when
-    /// the row could not be written (the transfer ended).
+    /// Writes the row with this answer's validators when the machine says (``RowTiming``): at once,
+    /// just before the first byte reaches the partial file, or when the transfer is set aside. False
+    /// when the row could not be written (the transfer ended).
     private func writesRowBeforeBody() -> Bool {
         guard let sink else { return false }
-        rowBehind = true
-        if store.isInMemory {
-            // The row of a stream, a body in memory or a discard: this process's alone, and read
-            // again only by a later transfer of it, after this one set it aside (a pause, a retry's
-            // wait), which writes the row whole. Nothing on disk trusts its validators meanwhile.
-            rowBehind = false
-        } else if let segments {
-            // The other connections go where this answer came from (after redirects).
-            (segments.target, segments.sendsHeaders) = (request.target ?? download.url, request.sendsHeaders)
-            // Other connections write their segments from this turn's end: the row (validators,
-            // map) must be written first.
+        let timing = machine.answerAccepted(
+            rowInMemory: store.isInMemory,
+            segmented: segments != nil,
+            bytesOnDisk: sink.committedLength
+        )
+        switch timing {
+        case .whenSetAside:
+            break
+        case .now:
             guard catchUpRow() else { return false }
-            askForConnections()
-        } else if sink.committedLength > 0 {
-            guard catchUpRow() else { return false }
-        } else {
+            if let segments {
+                // The other connections go where this answer came from (after redirects), once the
+                // row (validators, map) is written: they write their segments from this turn's end.
+                (segments.target, segments.sendsHeaders) = (request.target ?? download.url, request.sendsHeaders)
+                askForConnections()
+            }
+        case .beforeFirstWrite:
             sink.beforeFirstWrite = { [unowned self] () throws(DownloadError) in
                 _ = catchUpRow()
                 if let error = own.error { throw error }

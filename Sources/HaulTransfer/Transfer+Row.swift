@@ -17,7 +17,7 @@ extension Transfer {
     /// Writes the row as it stands (it is no longer behind). A failure is logged, not fatal: the
     /// partial file itself is what a resume trusts first.
     func writeRow() {
-        rowBehind = false
+        _ = machine.rowWritten()
         sink?.beforeFirstWrite = nil
         do {
             try store.update(record, for: id, at: rowID)
@@ -34,8 +34,7 @@ extension Transfer {
     /// (a failure fails the body).
     @discardableResult
     func catchUpRow() -> Bool {
-        guard rowBehind else { return true }
-        rowBehind = false
+        guard machine.rowWritten() else { return true }
         do {
             try store.update(record, for: id, at: rowID)
             return true
@@ -119,7 +118,7 @@ extension Transfer {
             // its buffer now, so that receiving transfers still find one. (At half, with a buffer
             // per slot, the loop wrote nearly every small file itself: 7 % of its time.)
             let buffers = environment.buffers
-            if rowBehind, buffers.inUseCount >= buffers.limit - buffers.limit / 8,
+            if machine.rowBehind, buffers.inUseCount >= buffers.limit - buffers.limit / 8,
                 let written = remainder?.writtenNameless(in: FilePath.directory(of: partialPath))
             {
                 remainder = written
@@ -130,7 +129,7 @@ extension Transfer {
             partialPath: partialPath,
             destination: download.destinationPath,
             remainder: remainder,
-            writeWhole: rowBehind,
+            writeWhole: machine.rowBehind,
             keepDestination: keepingDestination,
             expectedSize: record.expectedSize,
             expectedChecksum: record.expectedChecksum.flatMap(Checksum.init),

@@ -66,7 +66,7 @@ extension Transfer {
     /// URL's file is not proven yet) is dropped, and with it the partial's bytes.
     func restoreSegments() -> Bool {
         guard segments == nil, let text = record.segments else { return true }
-        guard !revalidating, moved == nil, record.url == download.url.redactedString, urls.isEmpty,
+        guard !revalidating, machine.move == nil, record.url == download.url.redactedString, urls.isEmpty,
             let total = record.totalBytes, record.ifRangeValidator != nil,
             let restored = Segments(
                 restoring: text,

@@ -25,49 +25,39 @@ extension Transfer {
                 "haul.url.next": "\(url.redactedString)", "haul.after": "\(cause.cause)",
             ]
         )
-        let from = moved?.from ?? download.url
+        machine.moved(to: url.redactedString, from: download.url, after: cause, counted: counted)
         download.update(url: url)
-        machine.requestsGo(to: url.redactedString)
         events.publish(.switchedURL(URL(string: url.redactedString) ?? url, after: cause))
-        moved = (cause, counted, from)
         redirectsFollowed = 0
         return startRequest(truncating: false)
     }
 
-    /// The decision on an answer of a URL the download moved to, before it is proven: any answer
-    /// that would not continue the partial (another file, an overlap that differs, a wrong range, or
-    /// the whole file from byte 0, which proves nothing of the bytes on disk) drops that URL, and
-    /// the download goes on as the failure that made it move says. A URL whose answer wrote the
-    /// partial (the row's) is not judged so: its file changed, and starts over as always.
+    /// The decision on an answer of a URL the download moved to, before it is proven (the machine's,
+    /// ``DownloadStateMachine/vet(_:partialHasBytes:partialIsThisURLs:)``): a URL it drops is not
+    /// used again, and the download's URL is again the one whose answer wrote the partial.
     func vet(_ decision: ResponseDecision) -> ResponseDecision {
-        guard let (cause, counted, _) = moved, (sink?.receivedLength ?? 0) > 0,
-            record.url != download.url.redactedString
-        else { return decision }
-        let reason: RestartReason
-        switch decision {
-        case .replace(_, let why), .retryFromZero(let why): reason = why
-        default: return decision
-        }
         let dropped = download.url
+        let (vetted, drop) = machine.vet(
+            decision,
+            partialHasBytes: (sink?.receivedLength ?? 0) > 0,
+            partialIsThisURLs: record.url == dropped.redactedString
+        )
+        guard let (reason, from) = drop else { return vetted }
         droppedURLs.insert(dropped)
-        if counted { machine.alternativeDropped() }
         log(
             .debug,
             "a URL serves another file than the partial's: not used",
             metadata: ["haul.url": "\(dropped.redactedString)", "haul.reason": "\(reason)"]
         )
         events.publish(.warning(.urlDropped(URL(string: dropped.redactedString) ?? dropped, reason: reason)))
-        returnToProvenURL()
-        return .rejectURL(cause)
+        download.update(url: from)
+        return vetted
     }
 
-    /// The URL moved to proved nothing (dropped, or the attempt ends before its answer was
-    /// accepted): the download's URL is again the one whose answer wrote the partial, so that a
-    /// later attempt does not take an unproven URL for one the caller chose (which may start over).
+    /// The URL moved to proved nothing (the attempt ends before its answer was accepted): the
+    /// download's URL is again the one whose answer wrote the partial.
     func returnToProvenURL() {
-        guard let (_, _, from) = moved else { return }
-        moved = nil
+        guard let from = machine.returnToProvenURL() else { return }
         download.update(url: from)
-        machine.requestsGo(to: from.redactedString)
     }
 }

@@ -68,10 +68,6 @@ package final class Transfer {
     /// The partial file's length when this attempt's first request was made: an attempt progressed
     /// only if it took the file past it (a restart from zero within the attempt does not count).
     var lengthAtAttemptStart: Int64?
-    /// The record holds a response's validators and attempt that the journal lacks yet: they are
-    /// written before the first bytes of that response reach the partial file (see
-    /// ``acceptBody(total:truncating:restart:)``), or with the next row written for another reason.
-    var rowBehind = false
     /// Where its row is in the journal's table (from the claim): the row's writes find it there.
     let rowID: Int64?
     var speed = SpeedMeter()
@@ -93,11 +89,6 @@ package final class Transfer {
         var urls: [URL] = []
         /// URLs that served another file than the partial's, which it does not use again.
         var dropped: Set<URL> = []
-        /// Set when the download moved to another URL (a mirror, a fresh URL) after this failure,
-        /// until that URL's answer is accepted: an answer that is another file than the partial's
-        /// drops the URL instead of replacing the bytes (``Transfer/vet(_:)``). `counted`: the move
-        /// used one of the machine's alternatives.
-        var moved: (cause: DownloadError, counted: Bool, from: URL)?
     }
 
     private var others: OtherURLs {
@@ -111,10 +102,6 @@ package final class Transfer {
     var droppedURLs: Set<URL> {
         get { otherURLs?.dropped ?? [] }
         set { others.dropped = newValue }
-    }
-    var moved: (cause: DownloadError, counted: Bool, from: URL)? {
-        get { otherURLs?.moved }
-        set { if newValue != nil || otherURLs != nil { others.moved = newValue } }
     }
     /// The stream its body goes to instead of a partial file (``StreamTarget``), for this process.
     let stream: StreamTarget?

@@ -112,6 +112,26 @@ struct DownloadStateMachineTests {
         #expect(refused.versionsDiffered() == false && refused.versionsDiffered() == false)
     }
 
+    @Test(
+        "an accepted answer's validators reach the row before its first byte reaches the partial",
+        arguments: [
+            // (row in memory, segmented, bytes on disk) → when
+            (true, false, Int64(0), RowTiming.whenSetAside),
+            (true, true, 100, .whenSetAside),
+            (false, true, 0, .now),  // other connections write from this turn's end
+            (false, false, 100, .now),  // bytes the old validators vouched for
+            (false, false, 0, .beforeFirstWrite),
+        ]
+    )
+    func rowTiming(inMemory: Bool, segmented: Bool, onDisk: Int64, timing: RowTiming) {
+        var machine = machine(in: "receiving")
+        #expect(machine.answerAccepted(rowInMemory: inMemory, segmented: segmented, bytesOnDisk: onDisk) == timing)
+        // Behind until written, unless nothing on disk trusts it.
+        #expect(machine.rowBehind == !inMemory)
+        #expect(machine.rowWritten() == !inMemory)
+        #expect(!machine.rowBehind && !machine.rowWritten())
+    }
+
     @Test func finishedTransferCompletes() {
         var machine = machine(in: "receiving")
         #expect(machine.transferEnded(.received) == .received)
