@@ -9,12 +9,14 @@ extension DownloadQueue {
         var summary = EnqueueSummary()
         var iterator = requests.makeIterator()
         var position = 0
+        // The shared-folder rule walks each folder of this call once.
+        var folders = SharedFolderRule.KnownFolders()
         /// The next request that passes the checks; the others are recorded as rejected.
         func nextValid() -> PreparedRequest? {
             while let candidate = iterator.next() {
                 defer { position += 1 }
                 do throws(HaulValues.DownloadError) {
-                    return try prepare(candidate)
+                    return try prepare(candidate, folders: &folders)
                 } catch {
                     summary.rejected.append(.init(index: position, error: DownloadError(error), request: candidate))
                 }

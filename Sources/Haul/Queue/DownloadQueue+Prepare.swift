@@ -92,6 +92,16 @@ extension DownloadQueue {
     }
 
     func prepare(_ request: DownloadRequest) throws(HaulValues.DownloadError) -> PreparedRequest {
+        var folders = SharedFolderRule.KnownFolders()
+        return try prepare(request, folders: &folders)
+    }
+
+    /// ``prepare(_:)`` for one request of many checked at once: `folders` keeps the shared-folder
+    /// rule's walks of their folders (``SharedFolderRule/refusal(for:user:folders:)``).
+    func prepare(
+        _ request: DownloadRequest,
+        folders: inout SharedFolderRule.KnownFolders
+    ) throws(HaulValues.DownloadError) -> PreparedRequest {
         let url = try RequestRules.checkedURL(request.url)
         let headers = request.headers.engine
         try HaulValues.DownloadHeader.check(headers, url: url.redactedString)
@@ -100,7 +110,11 @@ extension DownloadQueue {
         if request.discardsBody {
             return try prepareDiscarding(request, url: url, headers: headers, mirrors: mirrors)
         }
-        let (destination, status, exists, inherited) = try Self.followedDestination(of: request, url: url)
+        let (destination, status, exists, inherited) = try Self.followedDestination(
+            of: request,
+            url: url,
+            folders: &folders
+        )
         let stream = try checkedStream(
             request,
             url: url,
@@ -153,10 +167,11 @@ extension DownloadQueue {
     /// /proc/self/fd/N: `inherited`); with what is there (`status`, when it `exists`).
     private static func followedDestination(
         of request: DownloadRequest,
-        url: URL
+        url: URL,
+        folders: inout SharedFolderRule.KnownFolders
     ) throws(HaulValues.DownloadError) -> (destination: String, status: stat, exists: Bool, inherited: Int32?) {
         var destination = request.destinationPath
-        if let refusal = SharedFolderRule.refusal(for: destination) {
+        if let refusal = SharedFolderRule.refusal(for: destination, folders: &folders) {
             // Another user's link or FIFO in a shared folder: not followed, whatever the kernel's
             // setting (``SharedFolderRule``).
             throw HaulValues.DownloadError(
