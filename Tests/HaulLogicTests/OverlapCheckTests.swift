@@ -1,5 +1,6 @@
 import Testing
 
+@testable import HaulTestSupport
 @testable import HaulTransfer
 @testable import HaulValues
 
@@ -146,5 +147,47 @@ struct OverlapCheckTests {
         let check = OverlapCheck(decision: askAgain, readingPast: 16)
         let (steps, _, _, _) = feed(check, Array(partial[..<20]), cuts: [5, 5, 5])
         #expect(steps == [.matched(askAgain, newBytesAt: 1)])
+    }
+
+    @Test("random answers cut at random: the check says what a comparison of the whole says", arguments: 1...4)
+    func randomChunkings(seed: Int) {
+        var random = SeededRandom(seed: UInt64(seed))
+        for _ in 0..<500 {
+            let readingPast = Int.random(in: 0...40, using: &random)
+            let overlapLength = Int.random(in: 0...8, using: &random)
+            let overlapStart = Int.random(in: 0...(partial.count - overlapLength), using: &random)
+            let overlap =
+                Bool.random(using: &random) ? Array(partial[overlapStart..<(overlapStart + overlapLength)]) : nil
+            let expected = Array(partial[..<readingPast]) + (overlap ?? [])
+            var answer =
+                expected
+                + (0..<Int.random(in: 0...20, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+            if !expected.isEmpty, Int.random(in: 0..<3, using: &random) == 0 {
+                answer[Int.random(in: 0..<expected.count, using: &random)] &+= 1  // one repeated byte changed
+            }
+            let cuts = (0..<8).map { _ in Int.random(in: 1...12, using: &random) }
+            let check = OverlapCheck(decision: decision, readingPast: Int64(readingPast), overlap: overlap)
+            let (steps, compared, _, _) = feed(check, answer, cuts: cuts)
+            let same = answer.count >= expected.count && Array(answer[..<expected.count]) == expected
+            if same {
+                #expect(
+                    compared == expected.count && steps.count == 1,
+                    "\(readingPast) + \(overlapLength), cuts \(cuts)"
+                )
+                if case .matched(_, let at)? = steps.first {
+                    // The new bytes start where the repeated ones end, in the chunk that holds the end.
+                    var end = 0
+                    for cut in cuts {
+                        guard end + cut < expected.count else { break }
+                        end += cut
+                    }
+                    #expect(at == expected.count - end || (expected.isEmpty && at == 0), "cuts \(cuts)")
+                } else {
+                    Issue.record("no decision: \(steps)")
+                }
+            } else {
+                #expect(steps == [.differs], "\(readingPast) + \(overlapLength), cuts \(cuts)")
+            }
+        }
     }
 }
