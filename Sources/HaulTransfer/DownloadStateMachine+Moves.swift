@@ -43,8 +43,7 @@ extension DownloadStateMachine {
         default: return (decision, nil)
         }
         if move.counted { alternativeDropped() }
-        self.move = nil
-        requestsGo(to: move.from.redactedString)
+        _ = returnToProvenURL()
         return (.rejectURL(move.cause), (reason, move.from))
     }
 
