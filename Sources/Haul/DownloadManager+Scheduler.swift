@@ -64,9 +64,10 @@ extension TransferEnvironment {
         slots: Int,
         budget: DescriptorBudget,
         reactor: Reactor,
-        census: Census
+        census: Census,
+        unixSocketPath: String?
     ) {
-        let options = EasyHandle.Options(
+        var options = EasyHandle.Options(
             maximumRedirects: configuration.maximumRedirects,
             userAgent: configuration.userAgent,
             connectTimeout: configuration.connectTimeout,
@@ -82,6 +83,7 @@ extension TransferEnvironment {
             // A reactor that parks sockets must hear of every close (its one setting decides both).
             socketCloser: reactor.parksSockets ? reactor : nil
         )
+        options.unixSocketPath = unixSocketPath
         self.init(
             reactor: reactor,
             easyHandles: EasyHandlePool(

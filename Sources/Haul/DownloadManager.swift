@@ -47,7 +47,13 @@ public final class DownloadManager: Sendable {
     ///   ``Configuration/proxy`` that is not a proxy URL, `.journalLocked` when another process holds the state
     ///   directory alone (taking it over), `.journal` when its journal is damaged, `.internalError` when the loop cannot be
     ///   created.
-    public init(configuration: Configuration = Configuration()) throws {
+    public convenience init(configuration: Configuration = Configuration()) throws {
+        try self.init(configuration: configuration, drivenBy: nil)
+    }
+
+    /// A manager whose loop runs on a thread of its own (`driven` nil), or is driven by a test
+    /// (``Reactor/run(limit:)``) with `driven`'s clock, every connection going to its Unix socket.
+    package init(configuration: Configuration, drivenBy driven: DrivenLoop?) throws {
         let configuration = configuration.normalized
         try withPublicErrors { try HaulValues.DownloadHeader.check(configuration.headers.engine, url: nil) }
         if let proxy = configuration.proxy { try Self.checkProxy(proxy) }
@@ -69,7 +75,9 @@ public final class DownloadManager: Sendable {
                 streamsPerConnection: configuration.maxStreamsPerConnection,
                 // Every easy handle then tells it of the sockets curl closes (TransferEnvironment's
                 // options follow this setting).
-                parksSockets: true
+                parksSockets: true,
+                clock: driven?.clock ?? .system,
+                embedded: driven != nil
             )
         }
         self.reactor = reactor
@@ -83,7 +91,8 @@ public final class DownloadManager: Sendable {
                 slots: settings.slots,
                 budget: budget,
                 reactor: reactor,
-                census: catalog.census
+                census: catalog.census,
+                unixSocketPath: driven?.unixSocketPath
             ),
             inbox: inbox,
             catalog: catalog
@@ -107,7 +116,7 @@ public final class DownloadManager: Sendable {
         }
         // Set only now: the reactor holds its delegate strongly until its loop ends.
         reactor.delegate = scheduler
-        try withPublicErrors { try reactor.start() }
+        if driven == nil { try withPublicErrors { try reactor.start() } }
         if let restored { inbox.submit(.queueChanged(restored)) }
     }
 
@@ -257,6 +266,7 @@ public final class DownloadManager: Sendable {
     /// Idempotent.
     public func shutdown() async {
         if catalog.markShutDown() { inbox.submitShutdown() }
+        if reactor.isEmbedded { reactor.run() }
         await reactor.waitUntilStopped()
         reactor.join()
     }

@@ -62,7 +62,7 @@ final class Connection {
     /// It begins on `segment` (one of the map's), with what the segment holds now.
     func take(_ segment: SegmentMap.Segment) {
         self.segment = segment.start
-        since = (DispatchTime.now().uptimeNanoseconds, segment.written)
+        since = (transfer.clock.uptimeNanoseconds, segment.written)
     }
 
     /// curl's write callback of every request of a transfer: the chunk goes to the transfer, which

@@ -25,7 +25,7 @@ package final class RateLimiter {
     init(reactor: Reactor, limits: RateLimits) {
         self.reactor = reactor
         self.limits = limits.normalized
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = reactor.clock.uptimeNanoseconds
         total = self.limits.total.map { TokenBucket(rate: $0, now: now) }
     }
 
@@ -41,7 +41,7 @@ package final class RateLimiter {
     /// A transfer was admitted: its own limit, or the default per download, takes effect.
     package func admit(_ transfer: Transfer, ownLimit: Int64?) {
         if let ownLimit { ownLimits[transfer.id] = max(1, ownLimit) }
-        applyDownloadLimit(transfer.id, now: DispatchTime.now().uptimeNanoseconds)
+        applyDownloadLimit(transfer.id, now: reactor.clock.uptimeNanoseconds)
     }
 
     /// Gives download `id` the bucket of its own limit, else of the default per download, or none.
@@ -101,7 +101,7 @@ package final class RateLimiter {
     /// New limits for the manager, from now on, for the `admitted` downloads too (a download's own
     /// limit stays).
     package func setLimits(_ new: RateLimits, admitted: some Sequence<DownloadID>) {
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = reactor.clock.uptimeNanoseconds
         limits = new.normalized
         if let rate = limits.total {
             if total == nil { total = TokenBucket(rate: rate, now: now) } else { total!.setRate(rate, now: now) }
@@ -121,7 +121,7 @@ package final class RateLimiter {
 
     /// A limit of its own for the admitted download `transfer` (`nil`: the default per download).
     func setLimit(_ rate: Int64?, for transfer: Transfer) {
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = reactor.clock.uptimeNanoseconds
         ownLimits[transfer.id] = rate.map { max(1, $0) }
         applyDownloadLimit(transfer.id, now: now)
         letGoPaidUp()
@@ -141,7 +141,7 @@ package final class RateLimiter {
     /// Lets go the held requests whose transfers' debts are paid (``Connection/letGo(by:)``); waits again for the others.
     private func letGoPaidUp() {
         timerArmed = false
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = reactor.clock.uptimeNanoseconds
         for (key, connection) in held where !mustWait(connection.transfer, now: now) {
             held[key] = nil
             connection.letGo(by: .rateLimiter)

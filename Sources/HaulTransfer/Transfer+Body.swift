@@ -15,7 +15,7 @@ extension Transfer {
         let limiter = environment.rateLimiter
         var now: UInt64 = 0
         if !limiter.isIdle {
-            now = DispatchTime.now().uptimeNanoseconds
+            now = clock.uptimeNanoseconds
             if limiter.mustWait(self, now: now) {
                 // curl keeps the chunk and gives it again once the limiter lets the request go.
                 limiter.hold(connection)
@@ -73,7 +73,7 @@ extension Transfer {
             return (Self.refused, 0)
         }
         do {
-            let now = DispatchTime.now().uptimeNanoseconds
+            let now = clock.uptimeNanoseconds
             let wrote = try sink.append(bytes, now: now)
             if let segments {
                 segments.wrote(bytes.count, by: own)

@@ -12,7 +12,7 @@ extension Transfer {
     /// Opens one more connection for the next segment. Whether it did.
     func openConnection() -> Bool {
         guard let segments, let partialPath, wantsConnection,
-            let segment = segments.nextSegment(now: DispatchTime.now().uptimeNanoseconds)
+            let segment = segments.nextSegment(now: clock.uptimeNanoseconds)
         else { return false }
         let sink: FileSink
         do {
@@ -98,7 +98,7 @@ extension Transfer {
         let count = Int(min(Int64(chunk.count), room))
         if count > 0 {
             let bytes = UnsafeRawBufferPointer(rebasing: chunk[0..<count])
-            let now = now == 0 ? DispatchTime.now().uptimeNanoseconds : now
+            let now = now == 0 ? clock.uptimeNanoseconds : now
             do {
                 let wrote = try sink.append(bytes, now: now)
                 segments.wrote(count, by: connection)
@@ -210,7 +210,7 @@ extension Transfer {
         }
         environment.reactor.remove(easy.raw)
         if case .receiving = machine.state, connection.heldBy == nil,
-            let next = segments.nextSegment(now: DispatchTime.now().uptimeNanoseconds)
+            let next = segments.nextSegment(now: clock.uptimeNanoseconds)
         {
             connection.take(next)
             if send(connection) {

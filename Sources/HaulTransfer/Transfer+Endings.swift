@@ -27,6 +27,8 @@ extension Transfer {
         let progress = stopAndRecord(.retryScheduled(at: time, error: error.description))
         log(.debug, "retrying", metadata: ["haul.after": "\(delay)", "haul.error": "\(error)"])
         environment.metrics.retries.increment()
+        // The bytes kept, which the last progress event (one per progress interval) may not show yet.
+        events.publish(.progress(progress))
         events.publish(.waitingToRetry(error, after: delay))
         return progress
     }
@@ -182,7 +184,7 @@ extension Transfer {
                 // (A full disk is not the server's failure: its retry backs off whatever was served.)
                 served: bytesThisAttempt >= RetryPolicy.servedAttempt && error.category != .localFiles
             )
-            let time = Date().timeIntervalSince1970 + delay.inSeconds
+            let time = clock.wallSeconds + delay.inSeconds
             let bytes = endWaitingToRetry(after: error, delay: delay, at: time).bytesReceived
             return .retry(at: time, sync: checkpoint(bytes: bytes), restarts: machine.restarts)
         case .received where stream != nil:

@@ -36,7 +36,7 @@ extension Transfer {
         )
         // Retry-After only matters for a response that is retried (each header lookup walks them all).
         if !(200..<300).contains(head.status) {
-            request.retryAfter = RetryPolicy.parseRetryAfter(easy.header("Retry-After"))
+            request.retryAfter = RetryPolicy.parseRetryAfter(easy.header("Retry-After"), now: clock.date)
         }
         log(
             .debug,

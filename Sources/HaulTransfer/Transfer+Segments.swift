@@ -20,7 +20,7 @@ extension Transfer {
         guard let segments, case .receiving = machine.state,
             liveConnections < segments.allowed
         else { return false }
-        return segments.hasWorkForAnotherConnection(now: DispatchTime.now().uptimeNanoseconds)
+        return segments.hasWorkForAnotherConnection(now: clock.uptimeNanoseconds)
     }
 
     /// Asks its owner for more connections, if they have work (``SlotAction/openConnections``,

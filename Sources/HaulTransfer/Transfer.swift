@@ -28,6 +28,8 @@ package final class Transfer {
     var spanStartBytes: Int64 = 0
     /// Attempts begun in this admission.
     var attemptsStarted = 0
+    /// The loop's clock (``LoopClock``): what stalls, speeds, splits and retries measure time by.
+    var clock: LoopClock { environment.reactor.clock }
     /// When it was admitted (uptime nanoseconds): its duration's start.
     let admittedAt = DispatchTime.now().uptimeNanoseconds
     /// Its messages' logger: its request's (``DownloadRequest/logger``) or the manager's. Messages

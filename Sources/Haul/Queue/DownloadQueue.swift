@@ -131,7 +131,7 @@ final class DownloadQueue: Sendable {
     ///
     /// - Throws: `.shutdown` (naming `url`) once the manager shut down.
     private func send(_ command: RowWrite, url: String?) throws(HaulValues.DownloadError) {
-        if catalog.feed.isOnLoopThread {
+        if catalog.feed.isOnLoopThread || inbox.adoptCallingThreadIfEmbedded() {
             writeNow(command)
         } else if !inbox.submit(.writeRows(command)) {
             throw HaulValues.DownloadError(code: .shutdown, url: url)
@@ -170,7 +170,7 @@ final class DownloadQueue: Sendable {
     /// Runs `look` on the loop (``SchedulerCommand/run(_:)``), where the rows are written, and waits
     /// for what it found; `nil` once the manager shut down.
     func lookOnLoop<Value: Sendable>(_ look: @escaping @Sendable () -> Value) -> Value? {
-        if catalog.feed.isOnLoopThread { return look() }
+        if catalog.feed.isOnLoopThread || inbox.adoptCallingThreadIfEmbedded() { return look() }
         let reply = Reply<Value>()
         guard
             inbox.submit(

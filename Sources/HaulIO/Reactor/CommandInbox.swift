@@ -37,6 +37,13 @@ package final class CommandInbox<Command: Sendable>: Sendable {
         return true
     }
 
+    /// For a loop a test drives (``Reactor/adoptCallingThread()``): the calling thread becomes the
+    /// loop's, so that what it asks is done at once, as on the loop's own thread. `false` (and
+    /// nothing done) for a loop with a thread of its own.
+    package func adoptCallingThreadIfEmbedded() -> Bool {
+        reactor.isEmbedded && reactor.adoptCallingThread()
+    }
+
     /// Takes every queued command, in submission order. Loop thread, when woken.
     package func drain() -> [Command] {
         state.withLock { state in

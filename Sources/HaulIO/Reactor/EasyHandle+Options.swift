@@ -28,6 +28,9 @@ extension EasyHandle {
         var headerLog: HeaderLog?
         /// The reactor told of every socket curl closes, when it parks sockets (``SocketWatches``).
         var socketCloser: Reactor?
+        /// `CURLOPT_UNIX_SOCKET_PATH`: every connection goes to this Unix socket, whatever the URL's
+        /// host (a test's scripted server, ``Reactor/turn(waiting:)``), when set.
+        package var unixSocketPath: String?
 
         package init(
             maximumRedirects: Int,

@@ -165,6 +165,7 @@ package final class EasyHandle {
         if let file = options.cookieFile { set(CURLOPT_COOKIEFILE, file) }
         if let proxy = options.proxy { set(CURLOPT_PROXY, proxy) }
         if let noProxy = options.noProxy { set(CURLOPT_NOPROXY, noProxy) }
+        if let path = options.unixSocketPath { set(CURLOPT_UNIX_SOCKET_PATH, path) }
         // "": every encoding this libcurl decodes, and it decodes them.
         if options.decodesCompression { set(CURLOPT_ACCEPT_ENCODING, "") }
         set(CURLOPT_TCP_KEEPALIVE, 1)

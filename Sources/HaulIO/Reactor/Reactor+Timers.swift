@@ -5,6 +5,11 @@ extension Reactor {
     /// Calls `handler` on the loop thread every `interval` until the loop ends. Loop thread only.
     package func repeatEvery(_ interval: Duration, _ handler: @escaping () -> Void) {
         guard let event = makeTimerEvent(persistent: true, handler) else { return }
+        if clock.isManual {
+            let every = interval.wholeNanoseconds
+            virtualTimers.append(VirtualTimer(event: event, due: clock.uptimeNanoseconds &+ every, interval: every))
+            return
+        }
         var delay = interval.timeval
         event_add(event, &delay)
     }
@@ -16,6 +21,12 @@ extension Reactor {
 
     /// Sets a one-shot timer to fire after `delay` (replacing an earlier setting). Loop thread only.
     package func arm(_ timer: OpaquePointer, after delay: Duration) {
+        if clock.isManual {
+            virtualTimers.removeAll { $0.event == timer }
+            let due = clock.uptimeNanoseconds &+ max(.zero, delay).wholeNanoseconds
+            virtualTimers.append(VirtualTimer(event: timer, due: due, interval: nil))
+            return
+        }
         var value = max(.zero, delay).timeval
         event_add(timer, &value)
     }
@@ -33,7 +44,12 @@ extension Reactor {
         _ flags: Int16,
         _ handler: @escaping () -> Void
     ) -> (OpaquePointer, UnsafeMutableRawPointer)? {
-        let box = Unmanaged.passRetained(TimerBox(handler)).toOpaque()
+        let box = Unmanaged.passRetained(
+            TimerBox { [unowned self] in
+                callbacksRun &+= 1
+                handler()
+            }
+        ).toOpaque()
         guard
             let event = event_new(
                 base,
@@ -49,6 +65,47 @@ extension Reactor {
             return nil
         }
         return (event, box)
+    }
+}
+
+extension Reactor {
+    /// A timer armed on a manual clock (``LoopClock``): it fires when a test moves the clock past
+    /// `due` (``fireDueTimers()``); a repeating one is armed again `interval` later.
+    struct VirtualTimer {
+        let event: OpaquePointer
+        var due: UInt64
+        let interval: UInt64?
+    }
+
+    /// Runs every timer the manual clock has reached, earliest first (a repeating one as many times
+    /// as its interval fits). Returns how many ran.
+    func fireDueTimers() -> Int {
+        var fired = 0
+        while true {
+            let now = clock.uptimeNanoseconds
+            guard
+                let index = virtualTimers.indices.filter({ virtualTimers[$0].due <= now })
+                    .min(by: { virtualTimers[$0].due < virtualTimers[$1].due })
+            else { return fired }
+            let timer = virtualTimers[index]
+            if let interval = timer.interval {
+                virtualTimers[index].due &+= max(1, interval)
+            } else {
+                virtualTimers.remove(at: index)
+            }
+            guard let box = timers.first(where: { $0.0 == timer.event })?.1 else { continue }
+            Unmanaged<TimerBox>.fromOpaque(box).takeUnretainedValue().handler()
+            fired += 1
+        }
+    }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds (0 for a negative one).
+    var wholeNanoseconds: UInt64 {
+        let (seconds, attoseconds) = components
+        guard seconds >= 0, attoseconds >= 0 else { return 0 }
+        return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
     }
 }
 

@@ -1,4 +1,5 @@
 import CHaul
+import Dispatch
 import Glibc
 import HaulValues
 import Logging
@@ -21,8 +22,13 @@ package final class Reactor: @unchecked Sendable {
     private let timerEvent: OpaquePointer
     private let wakeEvent: OpaquePointer
     private let wakeFD: Int32
+    /// The loop's time (``LoopClock``): the system's, or a test's.
+    package let clock: LoopClock
+    /// Driven by a test, one turn at a time on its own thread (``turn(waiting:)``), instead of by
+    /// a loop thread of its own.
+    package let isEmbedded: Bool
 
-    private struct Lifecycle {
+    struct Lifecycle {
         /// The loop thread was started (it cleans up the multi handle when it ends).
         var started = false
         var stopped = false
@@ -30,9 +36,9 @@ package final class Reactor: @unchecked Sendable {
         /// Taken by the one caller that joins the thread.
         var joinable: pthread_t?
     }
-    private let lifecycle = Mutex(Lifecycle())
+    let lifecycle = Mutex(Lifecycle())
     /// The loop thread's `pthread_t`, set on it before its first turn (0 before).
-    private let loopThread = Atomic<UInt>(0)
+    let loopThread = Atomic<UInt>(0)
 
     /// How many sockets curl opened through ``EasyHandle/openSocketCallback`` so far: the order of
     /// each (the latest's is this count), so that an answer can say which sockets came before it.
@@ -49,9 +55,13 @@ package final class Reactor: @unchecked Sendable {
         logger: Logger,
         idleConnections: Int,
         streamsPerConnection: Int = 100,
-        parksSockets: Bool = false
+        parksSockets: Bool = false,
+        clock: LoopClock = .system,
+        embedded: Bool = false
     ) throws(DownloadError) {
         self.logger = logger
+        self.clock = clock
+        self.isEmbedded = embedded
         self.watches = SocketWatches(parks: parksSockets, counts: watchCounts)
         Reactor.initializeCurl()
         guard let base = event_base_new() else {
@@ -103,44 +113,6 @@ package final class Reactor: @unchecked Sendable {
         event_base_free(base)
     }
 
-    /// Process-wide set-up for a manager that starts: curl's global state (once), and what the
-    /// application lets the manager change in the whole process (see
-    /// ``DownloadManager/Configuration/ignoresSIGPIPE`` and
-    /// ``DownloadManager/Configuration/raisesOpenFilesLimit``): SIGPIPE ignored (curl is told
-    /// `CURLOPT_NOSIGNAL`), the open-files soft limit raised to the hard one. Both are idempotent.
-    /// Standard descriptors that are closed get `/dev/null` (``openClosedStandardDescriptors()``).
-    package static func prepareProcess(ignoringSIGPIPE: Bool, raisingOpenFilesLimit: Bool) {
-        initializeCurl()
-        openClosedStandardDescriptors()
-        if ignoringSIGPIPE { signal(SIGPIPE, SIG_IGN) }
-        guard raisingOpenFilesLimit else { return }
-        var limit = rlimit()
-        if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max {
-            limit.rlim_cur = limit.rlim_max
-            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-        }
-    }
-
-    /// Opens `/dev/null` on descriptors 0, 1 and 2 where they are closed (a process started with
-    /// `2>&-`), as SQLite does for its own files: otherwise the next file opened takes the lowest
-    /// free number, and a partial file or the journal would receive what anyone in the process writes
-    /// to standard output or error. A descriptor another thread takes meanwhile is left to it.
-    /// Returns the descriptors that were closed.
-    @discardableResult
-    package static func openClosedStandardDescriptors() -> [Int32] {
-        var closed: [Int32] = []
-        for descriptor: Int32 in 0...2 where fcntl(descriptor, F_GETFD) < 0 && errno == EBADF {
-            closed.append(descriptor)
-            let null = open("/dev/null", O_RDWR)
-            if null > 2 { close(null) }
-        }
-        return closed
-    }
-
-    /// curl's global state, set up by the first call only.
-    static func initializeCurl() { initializeCurlOnce }
-    private static let initializeCurlOnce: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
-
     // MARK: thread
 
     /// Starts the loop thread.
@@ -173,7 +145,7 @@ package final class Reactor: @unchecked Sendable {
     }
 
     /// Set by ``stop()`` on the loop thread.
-    private var stopRequested = false
+    var stopRequested = false
 
     private func runLoop() {
         loopThread.store(UInt(pthread_self()), ordering: .releasing)
@@ -188,8 +160,12 @@ package final class Reactor: @unchecked Sendable {
             }
             delegate?.reactorTurnDidEnd(self)
         }
-        // The loop was broken by `stop()`. Any transfer still in the multi handle was removed by the
-        // delegate; clean up curl while still on this thread.
+        endLoop()
+    }
+
+    /// After the last turn: the loop was broken by `stop()`. Any transfer still in the multi handle
+    /// was removed by the delegate; curl is cleaned up while still on the loop's thread.
+    func endLoop() {
         curl_multi_cleanup(multi)
         watches.disarmParked()
         for (event, box) in timers {
@@ -233,6 +209,13 @@ package final class Reactor: @unchecked Sendable {
     }
     /// Every timer made, freed when the loop ends.
     var timers: [(OpaquePointer, UnsafeMutableRawPointer)] = []
+    /// The timers armed on a manual clock (``LoopClock``), which fire when a test moves it.
+    var virtualTimers: [VirtualTimer] = []
+    /// Callbacks run in the current turn (sockets, curl's timer, wakes, timers): a turn that ran
+    /// none found nothing ready.
+    var callbacksRun = 0
+    /// When curl's own timer is due (system uptime), for an embedded loop; `nil` when unset.
+    var curlTimerDue: UInt64?
 
     /// Lets the loop thread end on its own (for a manager dropped without `shutdown()`).
     package func detach() {
@@ -258,6 +241,7 @@ package final class Reactor: @unchecked Sendable {
     }
 
     private func woken() {
+        callbacksRun &+= 1
         var counter: UInt64 = 0
         _ = read(wakeFD, &counter, MemoryLayout<UInt64>.size)
         delegate?.reactorWasWoken(self)
@@ -291,6 +275,7 @@ package final class Reactor: @unchecked Sendable {
     }
 
     private func socketAction(_ socket: curl_socket_t, _ mask: Int32) {
+        callbacksRun &+= 1
         var running: Int32 = 0
         let code = curl_multi_socket_action(multi, socket, mask, &running)
         if code != CURLM_OK && code != CURLM_BAD_SOCKET {
@@ -346,8 +331,10 @@ package final class Reactor: @unchecked Sendable {
     private func updateTimer(_ milliseconds: Int) {
         if milliseconds < 0 {
             event_del(timerEvent)
+            curlTimerDue = nil
             return
         }
+        if isEmbedded { curlTimerDue = DispatchTime.now().uptimeNanoseconds + UInt64(milliseconds) * 1_000_000 }
         // A 0 ms timeout must not call back into curl from inside its callback: arm a 0 ms timer.
         var delay = timeval(tv_sec: milliseconds / 1000, tv_usec: (milliseconds % 1000) * 1000)
         event_add(timerEvent, &delay)

@@ -21,9 +21,13 @@ package protocol ReactorDelegate: AnyObject {
     /// (``Reactor/closeSocketCallback``), also while the multi handle is cleaned up: an
     /// implementation only takes note.
     func reactor(_ reactor: Reactor, socketWillClose socket: curl_socket_t)
+    /// Whether work the delegate sent off the loop (a disk job, a hook) is still to report back:
+    /// an embedded loop's ``Reactor/run(limit:)`` waits for it.
+    var awaitsWorkOffLoop: Bool { get }
 }
 
 extension ReactorDelegate {
     package func reactor(_ reactor: Reactor, socketOpened socket: curl_socket_t, for easy: UnsafeMutableRawPointer) {}
     package func reactor(_ reactor: Reactor, socketWillClose socket: curl_socket_t) {}
+    package var awaitsWorkOffLoop: Bool { false }
 }

@@ -78,7 +78,7 @@ extension Scheduler {
     /// none may run now, or the last retry time known for the queue came (the journal may hold
     /// rows waiting that this manager did not set up), the journal's next retry time wakes it again.
     private func readQueue(of journal: Journal, in directory: String) -> Journal.QueuedRows? {
-        let now = Date().timeIntervalSince1970
+        let now = reactor.clock.wallSeconds
         do {
             let heads = try journal.nextQueued(
                 at: now,
@@ -156,7 +156,7 @@ extension Scheduler {
             host: transfer.hostKey,
             directory: journal.directory,
             multiplexes: multiplexes,
-            now: multiplexes ? DispatchTime.now().uptimeNanoseconds : 0
+            now: multiplexes ? reactor.clock.uptimeNanoseconds : 0
         )
         if admitted.startsTimers { startTimers() }
         environment.metrics.started.increment()

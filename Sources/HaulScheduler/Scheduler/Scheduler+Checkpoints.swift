@@ -78,7 +78,7 @@ extension Scheduler {
     /// (``Transfer/stalledRequests(now:after:)``), and hosts whose first answer is late let their
     /// downloads go (``ConnectionGrants/answerWait``).
     private func releaseIdleBuffers() {
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = reactor.clock.uptimeNanoseconds
         let stallTimeout = settings.stallTimeout.nanoseconds
         var stalled: [(Transfer, UnsafeMutableRawPointer)] = []
         for transfer in pool.admitted {

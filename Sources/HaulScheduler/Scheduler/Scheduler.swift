@@ -102,6 +102,9 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
         if pool.takeIdle(diskPending: disk.pending) { catalog.resumeIdleWaiters() }
     }
 
+    /// A disk job is still to report (an embedded loop's run waits for it).
+    package var awaitsWorkOffLoop: Bool { disk.pending > 0 }
+
     package func reactorWasWoken(_ reactor: Reactor) {
         let commands = inbox.drain()
         guard !commands.isEmpty else { return }
@@ -167,14 +170,14 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
 
     /// Looks at `directory`'s queue again at `time`, when a download there may retry.
     func wakeForRetry(in directory: String, at time: Double) {
-        armRetryTimer(after: pool.wakeForRetry(in: directory, at: time, now: Date().timeIntervalSince1970))
+        armRetryTimer(after: pool.wakeForRetry(in: directory, at: time, now: reactor.clock.wallSeconds))
     }
 
     private func armRetryTimer(after seconds: Double?) {
         guard let seconds else { return }
         if timers.retry == nil {
             timers.retry = reactor.makeOneShotTimer { [unowned self] in
-                armRetryTimer(after: pool.retryTimerFired(now: Date().timeIntervalSince1970))
+                armRetryTimer(after: pool.retryTimerFired(now: reactor.clock.wallSeconds))
             }
         }
         guard let retry = timers.retry else { return }
