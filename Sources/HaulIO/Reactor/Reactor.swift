@@ -356,6 +356,7 @@ package final class Reactor: @unchecked Sendable {
 
     private static let timerFired: event_callback_fn = { _, _, argument in
         let reactor = Unmanaged<Reactor>.fromOpaque(argument!).takeUnretainedValue()
+        reactor.curlTimerDue = nil  // fired: curl sets it again if it wants another
         reactor.socketAction(-1, 0)  // CURL_SOCKET_TIMEOUT
     }
 
