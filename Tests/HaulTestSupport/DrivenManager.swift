@@ -22,8 +22,11 @@ final class DrivenManager {
 
     /// A manager with the test configuration (``DownloadManager/Configuration/forTests(bufferSize:)``),
     /// a state directory in a fresh temporary folder, and what `configure` changes.
-    init(_ configure: (inout DownloadManager.Configuration) -> Void = { _ in }) throws {
-        directory = try makeTemporaryDirectory()
+    ///
+    /// - Parameter folder: the folder of an earlier driven manager (shut down keeping its files):
+    ///   its state directory and files, as a process started again finds them.
+    init(in folder: URL? = nil, _ configure: (inout DownloadManager.Configuration) -> Void = { _ in }) throws {
+        directory = try folder ?? makeTemporaryDirectory()
         server = try ScriptedServer(path: directory.path + "/server.sock")
         var configuration = DownloadManager.Configuration.forTests()
         configuration.stateDirectory = directory.appendingPathComponent("state")
@@ -118,6 +121,23 @@ final class DrivenManager {
         (try? Data(contentsOf: file(name))).map { [UInt8]($0) } ?? []
     }
 
+    /// A caller's pause, resume or cancel (the forms that do not wait: the test runs the loop that
+    /// carries them out), then a run until quiet.
+    func pause(_ download: Download, sourceLocation: SourceLocation = #_sourceLocation) {
+        download.pause()
+        run(sourceLocation: sourceLocation)
+    }
+
+    func resume(_ download: Download, sourceLocation: SourceLocation = #_sourceLocation) {
+        download.resume()
+        run(sourceLocation: sourceLocation)
+    }
+
+    func cancel(_ download: Download, sourceLocation: SourceLocation = #_sourceLocation) {
+        download.cancel()
+        run(sourceLocation: sourceLocation)
+    }
+
     /// Whether the file `name` holds exactly `bytes` (a failure prints no arrays of bytes).
     func holds(_ name: String, _ bytes: [UInt8]) -> Bool { self.bytes(of: name) == bytes }
 
@@ -135,32 +155,45 @@ final class DrivenManager {
     }
 
     /// Writes `bytes` on `connection`, running the loop whenever the socket is full (the manager
-    /// reads meanwhile), then runs until quiet.
-    func send(_ bytes: [UInt8], on connection: ScriptedConnection, sourceLocation: SourceLocation = #_sourceLocation) {
+    /// reads meanwhile), then runs until quiet. Unless `all`, a manager that closes the connection
+    /// (a request it ended: a segment whole, a pause) ends the writing: returns how many it took.
+    @discardableResult
+    func send(
+        _ bytes: [UInt8],
+        on connection: ScriptedConnection,
+        all: Bool = true,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) -> Int {
         var sent = 0
         var stuck = 0
         while sent < bytes.count {
-            let wrote = connection.write(bytes[sent...])
-            sent += wrote
-            if wrote == 0 {
-                stuck += 1
-                guard stuck < 10_000, !connection.isClosed else {
+            guard let wrote = connection.write(bytes[sent...]) else {
+                if all {
                     Issue.record(
-                        "the manager stopped reading at \(sent) of \(bytes.count) bytes",
+                        "the manager closed the connection at \(sent) of \(bytes.count) bytes",
                         sourceLocation: sourceLocation
                     )
-                    return
                 }
-            } else {
-                stuck = 0
+                break
+            }
+            sent += wrote
+            stuck = wrote == 0 ? stuck + 1 : 0
+            guard stuck < 10_000 else {
+                Issue.record(
+                    "the manager stopped reading at \(sent) of \(bytes.count) bytes",
+                    sourceLocation: sourceLocation
+                )
+                break
             }
             run(sourceLocation: sourceLocation)
         }
+        run(sourceLocation: sourceLocation)
+        return sent
     }
 
     /// Answers `request`: its status line, `headers`, a `Content-Length` of `length` (the body's
     /// unless given; `nil` header when `length` is negative), and `body`; then closes the
-    /// connection when `closing`, and runs until quiet.
+    /// connection when `closing`, and runs until quiet. `all`: see ``send(_:on:all:sourceLocation:)``.
     func answer(
         _ request: ScriptedRequest,
         status: Int = 200,
@@ -168,6 +201,7 @@ final class DrivenManager {
         body: [UInt8] = [],
         length: Int? = nil,
         closing: Bool = false,
+        all: Bool = true,
         sourceLocation: SourceLocation = #_sourceLocation
     ) {
         var head = "HTTP/1.1 \(status) \(Self.reason(status))\r\n"
@@ -175,7 +209,7 @@ final class DrivenManager {
         let declared = length ?? body.count
         if declared >= 0 { head += "Content-Length: \(declared)\r\n" }
         head += "\r\n"
-        send(Array(head.utf8) + body, on: request.connection, sourceLocation: sourceLocation)
+        send(Array(head.utf8) + body, on: request.connection, all: all, sourceLocation: sourceLocation)
         if closing {
             request.connection.close()
             run(sourceLocation: sourceLocation)
@@ -195,10 +229,11 @@ final class DrivenManager {
         }
     }
 
-    /// Shuts the manager down (its loop runs to its end here) and removes the folder.
-    func shutdown() async {
+    /// Shuts the manager down (its loop runs to its end here) and removes the folder, unless
+    /// `keepingFiles` (a restart: ``init(in:_:)``).
+    func shutdown(keepingFiles: Bool = false) async {
         await manager.shutdown()
-        try? FileManager.default.removeItem(at: directory)
+        if !keepingFiles { try? FileManager.default.removeItem(at: directory) }
     }
 }
 

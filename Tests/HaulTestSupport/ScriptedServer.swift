@@ -167,11 +167,16 @@ final class ScriptedConnection {
         return nil
     }
 
-    /// Writes as much of `bytes` as the socket takes now; returns how many it took.
-    func write(_ bytes: ArraySlice<UInt8>) -> Int {
-        guard !isClosed, !bytes.isEmpty else { return 0 }
+    /// Writes as much of `bytes` as the socket takes now; returns how many it took, or `nil` when
+    /// the manager closed its end (it took the request out of curl: ``peerClosed`` then).
+    func write(_ bytes: ArraySlice<UInt8>) -> Int? {
+        guard !isClosed, !peerClosed else { return nil }
+        guard !bytes.isEmpty else { return 0 }
         let count = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        return max(0, count)
+        if count >= 0 { return count }
+        if errno == EAGAIN || errno == EWOULDBLOCK { return 0 }
+        peerClosed = true
+        return nil
     }
 
     /// Closes the server's end: the manager's next read finds the connection cut.

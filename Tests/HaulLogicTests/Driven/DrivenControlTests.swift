@@ -1,0 +1,157 @@
+import FoundationEssentials
+import Testing
+
+@testable import Haul
+@testable import HaulTestSupport
+
+/// A caller's pause, resume and cancel, at each step of the path.
+@Suite struct DrivenControlTests {
+    let body = [UInt8].pattern(9_000, seed: 33)
+    let head = "HTTP/1.1 200 OK\r\nETag: \"c\"\r\nContent-Length: 9000\r\n\r\n"
+
+    @Test func aPauseKeepsTheBytesAndAResumeAsksForTheRest() async throws {
+        let driven = try DrivenManager()
+        let download = try driven.download("/pause")
+        let first = try driven.nextRequest()
+        driven.send(Array(head.utf8) + body[0..<4_000], on: first.connection)
+        driven.pause(download)
+        #expect(download.stateCase == .paused)
+        #expect(download.progress.bytesReceived == 4_000)
+        #expect(first.connection.nextRequest() == nil)
+        #expect(driven.requests().isEmpty)
+        driven.resume(download)
+        let second = try driven.nextRequest()
+        #expect(second.header("Range") == "bytes=4000-")
+        #expect(second.header("If-Range") == "\"c\"")
+        driven.answer(
+            second,
+            status: 206,
+            [("ETag", "\"c\""), ("Content-Range", "bytes 4000-8999/9000")],
+            body: Array(body[4_000...])
+        )
+        #expect(download.stateCase == .completed)
+        #expect(driven.holds("pause", body))
+        await driven.shutdown()
+    }
+
+    @Test func aPausedEventCarriesTheBytesKept() async throws {
+        let driven = try DrivenManager()
+        let download = try driven.download("/paused-event")
+        driven.send(Array(head.utf8) + body[0..<3_000], on: try driven.nextRequest().connection)
+        driven.pause(download)
+        driven.cancel(download)
+        var pausedAt: Int64?
+        for await event in download.events {
+            if case .paused(let progress) = event { pausedAt = progress.bytesReceived }
+        }
+        #expect(pausedAt == 3_000)
+        await driven.shutdown()
+    }
+
+    @Test func aCancelRemovesThePartialAndLeavesNoFile() async throws {
+        let driven = try DrivenManager()
+        let download = try driven.download("/cancel")
+        driven.send(Array(head.utf8) + body[0..<4_000], on: try driven.nextRequest().connection)
+        driven.cancel(download)
+        #expect(download.stateCase == .cancelled)
+        #expect(!driven.exists("cancel"))
+        let state = driven.directory.appendingPathComponent("state")
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: state.path)) ?? []
+        #expect(!left.contains { $0.hasSuffix(".part") || $0.hasSuffix(".partial") })
+        #expect(try #require(driven.manager.journalEntry(id: download.id)).state != .paused)
+        await driven.shutdown()
+    }
+
+    @Test func aDownloadAskedForAgainAfterACancelStartsFromZero() async throws {
+        let driven = try DrivenManager()
+        let download = try driven.download("/again")
+        driven.send(Array(head.utf8) + body[0..<4_000], on: try driven.nextRequest().connection)
+        driven.cancel(download)
+        let again = try driven.download("/again")
+        let request = try driven.nextRequest()
+        #expect(request.header("Range") == nil)
+        driven.answer(request, [("ETag", "\"c\"")], body: body)
+        #expect(again.stateCase == .completed)
+        #expect(driven.holds("again", body))
+        await driven.shutdown()
+    }
+
+    @Test func aPauseWhileWaitingToRetryHoldsTheRetry() async throws {
+        let driven = try DrivenManager()
+        let download = try driven.download("/hold")
+        driven.answer(try driven.nextRequest(), status: 503)
+        #expect(download.stateCase == .waitingToRetry)
+        driven.pause(download)
+        #expect(download.stateCase == .paused)
+        driven.advance(by: .seconds(30))
+        #expect(driven.requests().isEmpty)
+        driven.resume(download)
+        driven.answer(try driven.nextRequest(), body: body)
+        #expect(download.stateCase == .completed)
+        await driven.shutdown()
+    }
+
+    @Test func aQueuedDownloadPausedIsNotAdmittedUntilResumed() async throws {
+        let driven = try DrivenManager { $0.maxConcurrentDownloads = 1 }
+        let first = try driven.download("/first")
+        let second = try driven.download("/second")
+        let running = try driven.nextRequest()
+        #expect(running.target == "/first")
+        driven.pause(second)
+        #expect(second.stateCase == .paused)
+        driven.answer(running, body: body)
+        #expect(first.stateCase == .completed)
+        #expect(driven.requests().isEmpty)
+        driven.resume(second)
+        let request = try driven.nextRequest()
+        #expect(request.target == "/second")
+        driven.answer(request, body: body)
+        #expect(second.stateCase == .completed)
+        await driven.shutdown()
+    }
+
+    @Test func aQueuedDownloadCancelledNeverSendsARequest() async throws {
+        let driven = try DrivenManager { $0.maxConcurrentDownloads = 1 }
+        _ = try driven.download("/one")
+        let two = try driven.download("/two")
+        let running = try driven.nextRequest()
+        driven.cancel(two)
+        #expect(two.stateCase == .cancelled)
+        driven.answer(running, body: body)
+        #expect(driven.requests().isEmpty)
+        #expect(!driven.exists("two"))
+        await driven.shutdown()
+    }
+
+    @Test func aCancelAfterCompletionChangesNothing() async throws {
+        let driven = try DrivenManager()
+        let download = try driven.download("/done")
+        driven.answer(try driven.nextRequest(), body: body)
+        driven.cancel(download)
+        #expect(download.stateCase == .completed)
+        #expect(driven.holds("done", body))
+        await driven.shutdown()
+    }
+
+    @Test func aRateLimitedDownloadWaitsForTheClock() async throws {
+        let driven = try DrivenManager()
+        let large = [UInt8].pattern(100_000, seed: 4)
+        let download = try driven.download("/slow") { $0.maxBytesPerSecond = 20_000 }
+        let request = try driven.nextRequest()
+        driven.send(
+            Array("HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n".utf8) + large,
+            on: request.connection
+        )
+        // The socket holds the body; the limiter lets about 20 KB a second through.
+        #expect(download.stateCase == .receiving)
+        var seconds = 0
+        while download.stateCase != .completed && seconds < 20 {
+            driven.advance(by: .seconds(1))
+            seconds += 1
+        }
+        #expect(download.stateCase == .completed)
+        #expect((3...7).contains(seconds), "\(seconds) s for 100 KB at 20 KB/s")
+        #expect(driven.holds("slow", large))
+        await driven.shutdown()
+    }
+}
