@@ -3,7 +3,9 @@
 struct SpeedMeter: Sendable {
     /// How far back the rate looks.
     var window: UInt64 = 3_000_000_000
-    private(set) var samples: [(time: UInt64, bytes: Int64)] = []
+    private var samples: [(time: UInt64, bytes: Int64)] = []
+    /// How many samples it holds (about ten, however often it is fed).
+    var sampleCount: Int { samples.count }
 
     /// Records that `bytes` had been written by `time`.
     ///

@@ -17,6 +17,8 @@ package final class TransferEnvironment {
     /// File names chosen by running downloads into folders, not yet in their journal rows: another
     /// download into the same folder never chooses one of them.
     var claimedNames: Set<String> = []
+    /// How many names a transfer holds for a file it will place (``claimedNames``).
+    package var claimedNameCount: Int { claimedNames.count }
     let census: Census
     let logger: Logger
     /// The shortest time between two `.progress` events of one download, in nanoseconds.

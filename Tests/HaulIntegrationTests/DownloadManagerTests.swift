@@ -83,7 +83,7 @@ struct DownloadManagerTests {
                 }
                 try await group.waitForAll()
             }
-            return manager.scheduler.buffers.peakInUseCount
+            return manager.holdings.peakBuffers
         }
         for index in 0..<200 {
             #expect(try Data(contentsOf: directory.appendingPathComponent("\(index).bin")) == sources[index])

@@ -200,7 +200,7 @@ struct EnqueueFollowingTests {
             let manager = try DownloadManager(configuration: configuration)
             var outcomes = manager.outcomes.makeAsyncIterator()
             // Outcomes only at first: the loop makes no other event for the feed.
-            #expect(!manager.catalog.feed.wantsEveryEvent)
+            #expect(!manager.holdings.feedWantsEveryEvent)
             let first = (0..<6).map { index in
                 DownloadRequest(
                     url: server.url(index == 5 ? "status/404" : "file/\(3000 + index)"),
@@ -223,7 +223,7 @@ struct EnqueueFollowingTests {
             }
             // Then a reader of every event: both see the next download's outcome, only it its states.
             var events = manager.events.makeAsyncIterator()
-            #expect(manager.catalog.feed.wantsEveryEvent)
+            #expect(manager.holdings.feedWantsEveryEvent)
             let held = try manager.download(
                 from: server.url("gate/1/8000"),
                 to: directory.appendingPathComponent("b.bin")

@@ -241,8 +241,7 @@ struct JournalIntegrationTests {
         var events = slow.events.makeAsyncIterator()
         await events.next { if case .progress(let p) = $0 { p.bytesReceived > 0 } else { false } }
         let slowState = try #require(slow.stateDirectory)
-        let journal = try #require(manager.catalog.openJournal(for: slowState.path))
-        let row = try #require(try journal.record(for: slow.id.engine))
+        let row = try #require(try manager.journalRows(in: slowState)?[slow.id.engine])
         #expect(row.attempts == 1)
         #expect(row.entityTag?.isEmpty == false)
         #expect(row.totalBytes == Int64(size))
@@ -250,7 +249,7 @@ struct JournalIntegrationTests {
         let fast = try manager.download(from: server.url("s.bin"), to: directory.appendingPathComponent("s.bin"))
         #expect(try await fast.finished() == directory.appendingPathComponent("s.bin"))
         #expect(try Data(contentsOf: directory.appendingPathComponent("s.bin")) == small)
-        let completed = try #require(try journal.record(for: fast.id.engine))
+        let completed = try #require(try manager.journalRows(in: slowState)?[fast.id.engine])
         #expect(completed.state == .completed && completed.attempts == 1 && completed.entityTag?.isEmpty == false)
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: try #require(fast.stateDirectory).path)
             .filter { $0.hasPrefix(fast.id.rawValue) }

@@ -33,8 +33,8 @@ struct QueueTests {
         let state = directory.appendingPathComponent("state")
         var held = configuration(state, concurrency: 1)
         held.stallTimeout = .seconds(3600)
-        let manager = try DownloadManager(configuration: held)
-        let journal = try #require(manager.catalog.openJournal(for: state.path))
+        // The journal's own: bulk writes nest.
+        let journal = try Journal(directory: state.path)
         #expect(journal.pageCacheKiB == 1024)
         journal.beginBulkWrite()
         journal.beginBulkWrite()
@@ -43,13 +43,15 @@ struct QueueTests {
         #expect(journal.pageCacheKiB == 8192)  // one still runs
         journal.endBulkWrite()
         #expect(journal.pageCacheKiB == 1024)
+        journal.close()
+        let manager = try DownloadManager(configuration: held)
 
         // Through enqueue: the first request of each run of 2,048 notes the cache's size as it is
         // taken, which is before the run ahead of it is written.
         var seen: [Int] = []
         func requests(_ range: Range<Int>) -> some Sequence<DownloadRequest> {
             range.lazy.map { index in
-                if index % 2048 == 0 { seen.append(journal.pageCacheKiB) }
+                if index % 2048 == 0 { seen.append(manager.pageCacheKiB(in: state) ?? 0) }
                 return DownloadRequest(
                     url: server.url("gate/0/1000?download=\(index)"),
                     destination: directory.appendingPathComponent("out/\(index)")
@@ -62,7 +64,7 @@ struct QueueTests {
         #expect(try manager.enqueue(requests(4096..<(4096 + 12 * 2048))).queued == 12 * 2048)
         // Runs 1–9 were taken before the 8th was written, with the small cache; runs 10–12 after.
         #expect(seen == Array(repeating: 1024, count: 9) + Array(repeating: 8192, count: 3))
-        #expect(journal.pageCacheKiB == 1024)
+        #expect(manager.pageCacheKiB(in: state) == 1024)
         // No other download ran meanwhile: every request (the first download's retries included) was
         // the first download's.
         #expect(Set(server.allRequests.map(\.path)).count <= 1, "\(Set(server.allRequests.map(\.path)))")
@@ -93,10 +95,10 @@ struct QueueTests {
         // every request is a row.
         let finishing = Scheduler.finishingLimit(slots: 2, openPartialFiles: .max)
         #expect(finishing == 4)
-        #expect(first.catalog.census.transfers.load(ordering: .relaxed) <= 2 + finishing)
-        #expect(first.catalog.census.downloads.load(ordering: .relaxed) <= 2 + finishing + 1)  // and one held here
-        let journal = try #require(first.catalog.openJournal(for: state.path))
-        #expect(try journal.allRecords().count == count)
+        let holdings = first.holdings
+        #expect(holdings.transfers <= 2 + finishing)
+        #expect(holdings.handles <= 2 + finishing + 1)  // and one held here
+        #expect(try first.journalRows(in: state)?.count == count)
         // Re-attaching by id gives the same handle.
         #expect(
             first.download(id: DownloadID(destination: files.appendingPathComponent("9.bin")))
@@ -118,11 +120,11 @@ struct QueueTests {
         let second = try DownloadManager(configuration: configuration(state, concurrency: 8))
         // Handles only for what it admitted: eight receiving and those waiting on the disk.
         #expect(
-            second.catalog.census.downloads.load(ordering: .relaxed)
+            second.holdings.handles
                 <= 8 + Scheduler.finishingLimit(slots: 8, openPartialFiles: .max)
         )
         await second.waitUntilIdle()
-        #expect(second.catalog.census.transfers.load(ordering: .relaxed) == 0)
+        #expect(second.holdings.transfers == 0)
         await second.shutdown()
 
         for index in 0..<count {
@@ -269,9 +271,9 @@ struct QueueTests {
                 await runningEvents.next { if case .paused = $0 { true } else { false } }
                 await manager.waitUntilIdle()
                 #expect(waiting.state == .paused)
-                let journal = try #require(manager.catalog.openJournal(for: state.path))
-                #expect(try journal.record(for: waiting.id.engine)?.state == .paused)
-                #expect(try journal.record(for: doomed.id.engine)?.state == .cancelled)
+                let rows = try #require(try manager.journalRows(in: state))
+                #expect(rows[waiting.id.engine]?.state == .paused)
+                #expect(rows[doomed.id.engine]?.state == .cancelled)
                 #expect(server.requests(to: "/file/50000").isEmpty && server.requests(to: "/file/50001").isEmpty)
 
                 await waiting.resume()
@@ -368,7 +370,7 @@ struct QueueTests {
             #expect(results.count == count)
         }
         await manager.shutdown()
-        #expect(manager.catalog.census.transfers.load(ordering: .relaxed) == 0)
+        #expect(manager.holdings.transfers == 0)
         for index in 0..<count {
             #expect(
                 try Data(contentsOf: files.appendingPathComponent("\(index).bin")) == sources[index % 40],

@@ -174,7 +174,7 @@ struct ServerFileNameTests {
             #expect(try Data(contentsOf: files[1]) == b)
             // Each transfer freed the name it claimed when it ended (read once the loop stopped).
             await manager.shutdown()
-            #expect(manager.scheduler.environment.claimedNames.isEmpty)
+            #expect(manager.holdings.claimedNames == 0)
         }
     }
 

@@ -23,13 +23,13 @@ package final class BufferPool: Sendable {
     /// How many buffers may be in use at once.
     package let limit: Int
     private let inUse = Atomic<Int>(0)
-    let peak = Atomic<Int>(0)
+    private let peak = Atomic<Int>(0)
 
     /// A buffer no one uses, which may move to another thread.
     struct IdleBuffer: @unchecked Sendable {
         let memory: UnsafeMutableRawBufferPointer
     }
-    let idle: Mutex<IdleStack<IdleBuffer>>
+    private let idle: Mutex<IdleStack<IdleBuffer>>
 
     /// - Parameters:
     ///   - idleLimit: how many idle buffers are kept at most; more are freed at once.
@@ -46,6 +46,9 @@ package final class BufferPool: Sendable {
 
     /// How many buffers are in use now, and at most so far.
     package var inUseCount: Int { inUse.load(ordering: .relaxed) }
+    package var peakInUseCount: Int { peak.load(ordering: .relaxed) }
+    /// How many idle buffers it keeps now.
+    package var idleCount: Int { idle.withLock { $0.items.count } }
 
     /// An idle buffer, or a new one; `nil` when ``limit`` buffers are in use or no memory can be
     /// mapped (the caller writes unbuffered). `beyondLimit` ignores the limit (for a copy that cannot wait).

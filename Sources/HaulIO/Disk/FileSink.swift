@@ -27,6 +27,8 @@ package final class FileSink {
     /// each chunk is written to it as it comes, in order, with no buffer (``StreamTarget``).
     let stream: StreamTarget?
     private(set) var descriptor: Int32 = -1
+    /// Whether the partial file is open now (a slow download closes it between writes).
+    package var holdsDescriptor: Bool { descriptor >= 0 }
     private var buffer: UnsafeMutableRawBufferPointer?
     private let pool: BufferPool
     private let openFiles: OpenPartialFiles

@@ -38,7 +38,7 @@ extension Journal {
     }
 
     /// Every stored download, oldest first.
-    func allRecords() throws(DownloadError) -> [(DownloadID, JournalRow)] {
+    package func allRecords() throws(DownloadError) -> [(DownloadID, JournalRow)] {
         try locked { () throws(DownloadError) in try rows().records(unfinishedOnly: false) }
     }
 

@@ -93,6 +93,11 @@ struct Admission {
 
     /// Whether another download may start now: a slot is free, and the disk keeps up.
     var hasFreeSlot: Bool { freeSlots > 0 }
+    /// How many downloads hold a slot, and how many wait on the disk.
+    var active: Int { occupants.count }
+    var finishingCount: Int { finishing.count }
+    /// Whether `id` holds a slot.
+    func hasSlot(_ id: DownloadID) -> Bool { occupants[id] != nil }
 
     /// How many more downloads may start now (slots, the disk's share, connections).
     var freeSlots: Int {

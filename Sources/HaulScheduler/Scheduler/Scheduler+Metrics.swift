@@ -30,3 +30,11 @@ extension Scheduler {
         if let open = DescriptorBudget.openCount() { metrics.openDescriptors.record(open) }
     }
 }
+
+extension Scheduler {
+    /// The most write buffers in use at once so far, and the names claimed for files about to be
+    /// placed now (the facade's ``DownloadManager/holdings``). Loop thread, or after the loop ended.
+    package var bufferPeakAndClaimedNames: (peakBuffers: Int, claimedNames: Int) {
+        (environment.buffers.peakInUseCount, environment.claimedNameCount)
+    }
+}

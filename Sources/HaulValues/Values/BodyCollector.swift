@@ -116,7 +116,9 @@ final class BodyBlocks: Sendable {
 
     /// The most bytes kept.
     let limit: Int
-    let kept = Mutex(Kept())
+    private let kept = Mutex(Kept())
+    /// How many bytes of released bodies it keeps now.
+    var keptBytes: Int { kept.withLock { $0.bytes } }
 
     // @unchecked Sendable: the blocks are reached only under the mutex, and each handed away whole.
     struct Kept: @unchecked Sendable {
