@@ -75,10 +75,14 @@ extension HaulCLITests {
         let object = try #require(json)
         let requests = try #require(object["requests"] as? Int)
         // Counted on the schedule: exactly the 200 due within the second, however loaded the machine;
-        // those still in flight at its end (at most the 20 of -c) stopped then and counted apart.
+        // those not done at its end stopped then and counted apart. That is at most the 20 of -c
+        // only when the machine keeps up: on a loaded one the schedule's later requests still wait
+        // for a place behind the 20 and are stopped too (113 of 200 seen, the CLI suite running
+        // alone). What -c bounds whatever the load is the connections.
         #expect(requests == 200, "\(requests) started for 200")
         let (completed, cancelled) = (object["completed"] as? Int ?? -1, object["cancelled"] as? Int ?? -1)
-        #expect(completed >= 1 && cancelled <= 20 && completed + cancelled == requests, "\(object)")
+        #expect(completed >= 1 && cancelled >= 0 && completed + cancelled == requests, "\(object)")
+        #expect((1...20).contains(object["connectionsOpened"] as? Int ?? 0), "\(object)")
         #expect(object["failed"] as? Int == 0)
         let latency = try #require(object["latency"] as? [String: Double])
         let total = try #require(object["total"] as? [String: Double])
