@@ -19,6 +19,9 @@ extension DownloadManager {
         var claimedNames: Int
         /// Whether the manager's feed has a reader of every event (not only outcomes).
         var feedWantsEveryEvent: Bool
+        /// Calls into its open journals made off its loop (a debug build counts them: 0 if each
+        /// journal is its loop's alone, ``JournalConfinement``).
+        var journalOffLoopEntries: Int
     }
 
     var holdings: Holdings {
@@ -29,7 +32,8 @@ extension DownloadManager {
                 handles: catalog.census.downloads.load(ordering: .relaxed),
                 peakBuffers: peakBuffers,
                 claimedNames: claimedNames,
-                feedWantsEveryEvent: catalog.feed.wantsEveryEvent
+                feedWantsEveryEvent: catalog.feed.wantsEveryEvent,
+                journalOffLoopEntries: catalog.openJournals.reduce(0) { $0 + $1.offLoopEntries }
             )
         }
     }

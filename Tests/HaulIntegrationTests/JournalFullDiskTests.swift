@@ -70,7 +70,7 @@ struct JournalFullDiskTests {
         let record = JournalRow(url: "http://h/a", destination: "/tmp/rolled-1")
         try journal.save(record, for: first)
         // As SQLite does after a full disk or an I/O error inside a transaction: it is gone.
-        try journal.locked { () throws(HaulValues.DownloadError) in try journal.execute("ROLLBACK") }
+        try journal.confined { () throws(HaulValues.DownloadError) in try journal.execute("ROLLBACK") }
         #expect(throws: HaulValues.DownloadError.self) {
             try journal.writing { () throws(HaulValues.DownloadError) in
                 throw HaulValues.DownloadError(code: .fileSystem, url: nil, errno: ENOSPC, detail: "disk full")

@@ -210,33 +210,60 @@ struct JournalTests {
         journal.close()
     }
 
-    @Test(
-        "another thread waiting for the journal (nothing of a running manager's does now) gets it once the loop's turn commits, its row after the turn's"
-    )
-    func waitingThreadGetsItAtTheTurnsCommit() throws {
+    @Test("a journal counts the calls made off its running loop (debug builds), and not its opening")
+    func offLoopCallsAreCounted() throws {
         let directory = try makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let batch = WriteBatch()
-        batch.attachCurrentThread()
+        batch.attachCurrentThread()  // this thread is the loop
         let journal = try Journal(directory: directory.path, batch: batch)
-        let loopRow = HaulValues.DownloadID(destinationPath: "/tmp/loop")
-        let callerRow = HaulValues.DownloadID(destinationPath: "/tmp/caller")
         let record = JournalRow(url: "http://h/x", destination: "/tmp/x")
-        try journal.save(record, for: loopRow)  // the batch is open: the caller's write must wait
-
-        let callerDone = DispatchSemaphore(value: 0)
-        let caller = Thread {
-            try? journal.save(record, for: callerRow)
-            callerDone.signal()
+        try journal.save(record, for: HaulValues.DownloadID(destinationPath: "/tmp/loop"))
+        #expect(batch.commit().isEmpty)
+        #expect(journal.offLoopEntries == 0)
+        // Another thread, between turns: no two threads at once, but not the loop.
+        let done = DispatchSemaphore(value: 0)
+        let other = Thread {
+            _ = try? journal.record(for: HaulValues.DownloadID(destinationPath: "/tmp/loop"))
+            done.signal()
         }
-        caller.start()
-        try journal.save(record, for: loopRow)  // the loop's next write does not let it in
-        #expect(callerDone.wait(timeout: .now() + 0.2) == .timedOut)
-        #expect(batch.commit().isEmpty)  // the turn's end does
-        #expect(callerDone.wait(timeout: .now() + 10) == .success)
+        other.start()
+        done.wait()
+        #if DEBUG
+            #expect(journal.offLoopEntries == 1)
+        #endif
         journal.close()
-        let reopened = try Journal(directory: directory.path)
-        #expect(try Set(reopened.allRecords().map(\.0)) == [loopRow, callerRow])
+    }
+
+    @Test(
+        "a running manager's journals are its loop's alone: downloads, controls, listings and looks make no call off it"
+    )
+    func runningManagersJournalStaysOnItsLoop() async throws {
+        let (server, directory) = try await startServerAndDirectory()
+        defer { stop(server, directory) }
+        let body = try server.makeFile("confined.bin", size: 200_000, seed: 3)
+        var configuration = DownloadManager.Configuration.forTests()
+        configuration.stateDirectory = directory.appendingPathComponent("state")
+        configuration.maxConcurrentDownloads = 2
+        let manager = try DownloadManager(configuration: configuration)
+        let requests = (0..<6).map {
+            DownloadRequest(url: server.url("confined.bin"), destination: directory.appendingPathComponent("f\($0)"))
+        }
+        #expect(try manager.enqueue(requests).queued == 6)
+        let other = try manager.download(
+            from: server.url("confined.bin"),
+            to: directory.appendingPathComponent("g")
+        )
+        await other.pause()
+        _ = manager.downloads
+        _ = manager.journalEntry(id: other.id)
+        _ = manager.download(id: other.id)
+        await other.resume()
+        for request in requests { _ = try await manager.download(request).finished() }
+        #expect(try Data(contentsOf: try await other.finished()) == body)
+        _ = try manager.journalRows(in: directory.appendingPathComponent("state"))
+        #expect(manager.holdings.journalOffLoopEntries == 0)
+        await manager.shutdown()
     }
 
     @Test(

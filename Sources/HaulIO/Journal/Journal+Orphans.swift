@@ -20,7 +20,7 @@ extension Journal {
     /// The length of a partial file this journal found without a row when it was created, once: a new
     /// row for `id` records it, so that the download resumes it, its bytes proven by the overlap
     /// its resume checks. Those no download of this open asked for are removed when it closes
-    /// (``removeUnadoptedPartials()``). Call holding the lock.
+    /// (``removeUnadoptedPartials()``). Call inside the journal (``Journal/confined(_:)``).
     package func adoptOrphanPartial(for id: DownloadID) -> Int64? {
         guard !orphanPartials.isEmpty else { return nil }
         return orphanPartials.removeValue(forKey: id.rawValue)
@@ -29,7 +29,7 @@ extension Journal {
     /// Removes the partial files this journal found without a row when it was created and that no
     /// download asked for since (a journal lost or moved away: the run after it continues what it is
     /// asked for again, and nobody else could). One that has a row now (another process asked for
-    /// it) or changed length since is left. Call holding the lock, before the database closes.
+    /// it) or changed length since is left. Call inside the journal (``Journal/confined(_:)``), before the database closes.
     func removeUnadoptedPartials() {
         guard !orphanPartials.isEmpty, database != nil else { return }
         for (id, length) in orphanPartials {
@@ -44,7 +44,7 @@ extension Journal {
     /// Whether a row has the id `id`; `nil` when it cannot be read. On the database itself, not
     /// through ``rows()``: ``close()`` calls it from `deinit`, when ``SQLiteRows``'s unowned reference
     /// to this journal can no longer be read (the process stopped with "Attempted to read an unowned
-    /// reference but object … was already destroyed"). Call holding `lock`.
+    /// reference but object … was already destroyed"). Call inside the journal (``Journal/confined(_:)``).
     private func hasRow(_ id: String) -> Bool? {
         guard let statement = try? prepared(.recordByID) else { return nil }
         defer { sqlite3_reset(statement) }

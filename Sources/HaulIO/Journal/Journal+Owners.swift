@@ -16,13 +16,13 @@ extension Journal {
         package let totalBytes: Int64?
     }
 
-    /// Where `id`'s row stands (`nil`: there is none). Call holding `lock`.
+    /// Where `id`'s row stands (`nil`: there is none). Call inside the journal (``Journal/confined(_:)``).
     package func standing(of id: DownloadID) throws(DownloadError) -> RowStanding? {
         try rows().standing(of: id)
     }
 
     /// SQLite's `data_version`: it moves on when another connection (another manager, another
-    /// process) commits; this one's own commits leave it. Call holding `lock`.
+    /// process) commits; this one's own commits leave it. Call inside the journal (``Journal/confined(_:)``).
     package func dataVersion() -> Int64? {
         guard let statement = try? prepared("PRAGMA data_version") else { return nil }
         defer { sqlite3_reset(statement) }

@@ -33,7 +33,7 @@ extension Journal {
     ) throws(DownloadError) -> QueuedRows {
         let limit = max(1, limit)
         acquire()
-        defer { lock.unlock() }
+        defer { confinement.leave() }
         // On the loop thread after a lost commit, the rows it wrote since are made again first: the
         // queue read is the one the loop left, not an older one (a claimed row read as queued).
         if lostCommit { try? joinBatch() }
@@ -106,12 +106,13 @@ extension Journal {
 
     /// How many rows are queued, and how many of them wait for a retry's time after `now`.
     package func queueCounts(at now: Double) throws(DownloadError) -> (queued: Int, waitingToRetry: Int) {
-        try locked { () throws(DownloadError) -> (queued: Int, waitingToRetry: Int) in try rows().queueCounts(at: now) }
+        try confined { () throws(DownloadError) -> (queued: Int, waitingToRetry: Int) in try rows().queueCounts(at: now)
+        }
     }
 
     /// The earliest time after `now` at which a queued download waiting for a retry may run.
     package func nextRetryTime(after now: Double) throws(DownloadError) -> Double? {
-        try locked { () throws(DownloadError) in try rows().nextRetryTime(after: now) }
+        try confined { () throws(DownloadError) in try rows().nextRetryTime(after: now) }
     }
 
     /// The rows the queue may admit (queued, or waiting for their retry's time).
@@ -120,6 +121,6 @@ extension Journal {
     /// Takes up every interrupted download again (a manager that resumes unfinished downloads): the
     /// row machine's `.continued`, for all rows at once, each now this manager's.
     package func requeueInterrupted() throws(DownloadError) {
-        try locked { () throws(DownloadError) in try rows().requeueInterrupted() }
+        try confined { () throws(DownloadError) in try rows().requeueInterrupted() }
     }
 }

@@ -28,23 +28,23 @@ extension Journal {
     /// The stored record, or `nil` when there is none.
     package func record(for id: DownloadID) throws(DownloadError) -> JournalRow? {
         acquire()
-        defer { lock.unlock() }
+        defer { confinement.leave() }
         return try storedRecord(for: id)
     }
 
-    /// The stored record, or `nil`. Call holding `lock`.
+    /// The stored record, or `nil`. Call inside the journal (``Journal/confined(_:)``).
     package func storedRecord(for id: DownloadID) throws(DownloadError) -> JournalRow? {
         try rows().record(for: id)
     }
 
     /// Every stored download, oldest first.
     package func allRecords() throws(DownloadError) -> [(DownloadID, JournalRow)] {
-        try locked { () throws(DownloadError) in try rows().records(unfinishedOnly: false) }
+        try confined { () throws(DownloadError) in try rows().records(unfinishedOnly: false) }
     }
 
     /// The downloads that still have work to do, oldest first.
     package func unfinishedRecords() throws(DownloadError) -> [(DownloadID, JournalRow)] {
-        try locked { () throws(DownloadError) in try rows().records(unfinishedOnly: true) }
+        try confined { () throws(DownloadError) in try rows().records(unfinishedOnly: true) }
     }
 
     /// The rows of downloads that still have work to do.
@@ -52,13 +52,13 @@ extension Journal {
 
     /// Whether a download recorded here still has work to do (or a retry to wait for).
     package func hasUnfinishedRows() throws(DownloadError) -> Bool {
-        try locked { () throws(DownloadError) in try rows().hasUnfinishedRows() }
+        try confined { () throws(DownloadError) in try rows().hasUnfinishedRows() }
     }
 
     /// The rows of a journal in a file for which `condition` (SQL) is true, oldest first.
     func records(where condition: String) throws(DownloadError) -> [(DownloadID, JournalRow)] {
         acquire()
-        defer { lock.unlock() }
+        defer { confinement.leave() }
         let statement = try prepared("SELECT \(Self.columns) FROM downloads WHERE \(condition) ORDER BY created_at, id")
         defer { sqlite3_reset(statement) }
         var rows: [(DownloadID, JournalRow)] = []
@@ -199,7 +199,7 @@ extension Journal {
     /// Whether `path` is, or is to be, another download's file in this journal: a name chosen by a
     /// download into a folder, or the destination of a download to that file.
     package func destinationIsTaken(_ path: String, except id: DownloadID) throws(DownloadError) -> Bool {
-        try locked { () throws(DownloadError) in try rows().destinationIsTaken(path, except: id) }
+        try confined { () throws(DownloadError) in try rows().destinationIsTaken(path, except: id) }
     }
 
     /// Records that a download was cancelled: its row, `record` (its state `.cancelled`, nothing
@@ -217,7 +217,7 @@ extension Journal {
     /// Forgets a download: its row and its partial file (a journal in memory has none).
     package func remove(_ id: DownloadID) {
         acquire()
-        defer { lock.unlock() }
+        defer { confinement.leave() }
         try? joinBatch()
         remember(id, .removed)
         do {

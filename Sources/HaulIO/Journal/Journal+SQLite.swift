@@ -19,7 +19,7 @@ extension Journal {
 
     /// SQLite's page cache for the journal now, in KiB (a bulk enqueue grows it: ``DownloadQueue``).
     package var pageCacheKiB: Int {
-        locked { -(Int((try? queryText("PRAGMA cache_size")) ?? "") ?? 0) }
+        confined { -(Int((try? queryText("PRAGMA cache_size")) ?? "") ?? 0) }
     }
 
     func queryText(_ sql: String) throws(DownloadError) -> String? {

@@ -4,15 +4,15 @@ import HaulValues
 /// A journal's transactions: a caller's own, a savepoint of the loop's open batch, and the loop's
 /// own for the rows callers ask for.
 extension Journal {
-    /// Runs `body` in one SQLite transaction (one commit for many rows), holding the lock. Inside the
-    /// loop thread's open batch, `body` is a savepoint of it. In memory, `body` runs holding the lock
+    /// Runs `body` in one SQLite transaction (one commit for many rows), inside the journal. Inside the
+    /// loop thread's open batch, `body` is a savepoint of it. In memory, `body` runs inside the journal
     /// (no other thread sees its rows before it ends; its writes cannot fail, so none is undone).
     package func transaction<T>(_ body: () throws(DownloadError) -> T) throws(DownloadError) -> T {
-        if isInMemory { return try locked(body) }
-        return try locked { () throws(DownloadError) -> T in try holdingLock(body) }
+        if isInMemory { return try confined(body) }
+        return try confined { () throws(DownloadError) -> T in try holdingLock(body) }
     }
 
-    /// ``transaction(_:)`` once the lock is held: a savepoint of the loop's open
+    /// ``transaction(_:)`` once inside the journal: a savepoint of the loop's open
     /// batch, or a transaction of its own.
     private func holdingLock<T>(_ body: () throws(DownloadError) -> T) throws(DownloadError) -> T {
         try joinBatch()
@@ -56,11 +56,11 @@ extension Journal {
     /// (``transaction(_:)`` is the caller's own elsewhere). The turn's open batch commits first (a
     /// failure is reported at the turn's end, as the batch's own; its rows stay unwritten, made again
     /// by the next batch), and `body`'s writes are durable when it returns, or undone when it throws
-    /// or the commit fails. In memory, `body` runs holding the lock.
+    /// or the commit fails. In memory, `body` runs inside the journal.
     package func transactionOfItsOwn<T>(_ body: () throws(DownloadError) -> T) throws(DownloadError) -> T {
-        if isInMemory { return try locked(body) }
+        if isInMemory { return try confined(body) }
         acquire()
-        defer { lock.unlock() }
+        defer { confinement.leave() }
         if batchOpen {
             guard savepoints == 0 else { return try holdingLock(body) }
             do throws(DownloadError) { try commitBatch() } catch { deferredCommitError = error }

@@ -22,7 +22,7 @@ extension Journal {
         case removed
     }
 
-    /// Keeps `write` as `id`'s last write of the loop's open transaction. Call holding `lock`.
+    /// Keeps `write` as `id`'s last write of the loop's open transaction. Call inside the journal (``Journal/confined(_:)``).
     func remember(_ id: DownloadID, _ write: UnwrittenRow) {
         guard batchOpen else { return }
         switch (write, unwritten[id]) {
@@ -38,14 +38,14 @@ extension Journal {
 
     /// A write in the loop's transaction failed: if SQLite rolled the whole transaction back (as it
     /// may on a full disk or an I/O error), the turn's earlier writes are gone too, and the writes
-    /// that follow in this turn open a new transaction that makes them again first. Call holding `lock`.
+    /// that follow in this turn open a new transaction that makes them again first. Call inside the journal (``Journal/confined(_:)``).
     func noteIfBatchRolledBack(_ error: DownloadError) {
         guard batchOpen, database != nil, !isInTransaction else { return }
         batchOpen = false
         lostCommit = true
         answerCommitWaiters(error)
         if deferredCommitError == nil { deferredCommitError = error }
-        lock.unlock()  // the hold `joinBatch()` took for the transaction
+        confinement.leave()  // the hold `joinBatch()` took for the transaction
     }
 
     /// Makes the unwritten rows again, in the transaction just opened. A write that fails leaves
@@ -69,15 +69,15 @@ extension Journal {
     }
 
     /// At close, a last try to make the unwritten rows durable (space may have come back). Call
-    /// holding `lock`, the loop's transaction ended.
+    /// inside the journal, the loop's transaction ended.
     func writeUnwrittenAtClose() {
         guard !unwritten.isEmpty, database != nil, (try? execute("BEGIN IMMEDIATE")) != nil else { return }
         batchOpen = true
-        lock.lock()  // as `joinBatch()` does: `noteIfBatchRolledBack` lets it go
+        confinement.enter()  // as `joinBatch()` does: `noteIfBatchRolledBack` lets it go
         rewriteUnwritten()
         guard batchOpen else { return }
         batchOpen = false
-        lock.unlock()
+        confinement.leave()
         if (try? execute("COMMIT")) != nil {
             unwritten.removeAll()
         } else {

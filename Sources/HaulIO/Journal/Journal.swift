@@ -16,11 +16,12 @@ import Synchronization
 /// (`PRAGMA user_version`) and is migrated forward on open.
 ///
 /// The journal is the queue: a queued download is a row and nothing else; the loop thread takes the
-/// next row (highest priority, then first in) when a slot frees. Callers' threads enqueue and the loop
-/// thread admits, so every method holds the journal's lock; ``locked(_:)`` groups several calls into
-/// one atomic step.
+/// next row (highest priority, then first in) when a slot frees. A running manager's loop is the
+/// journal's one user (callers' rows reach it as commands: ``JournalConfinement``); ``confined(_:)``
+/// groups several calls into one step.
 package final class Journal: @unchecked Sendable {
-    // @unchecked Sendable: every use of `database`, `statements` and `queries` happens under `lock`.
+    // @unchecked Sendable: one thread at a time uses `database`, `statements` and `queries`
+    // (``JournalConfinement``; a debug build checks it).
 
     /// The schema this build writes.
     static let schemaVersion: Int32 = 16
@@ -35,7 +36,7 @@ package final class Journal: @unchecked Sendable {
     /// This open's token, written as the `owner` of every row it queues or runs.
     package let owner: Int64
     var statements: [String: OpaquePointer] = [:]
-    let lock = RecursiveLock()
+    let confinement = JournalConfinement()
     /// The loop thread's per-turn transaction, if this journal takes part (see ``WriteBatch``).
     let batch: WriteBatch?
     /// Whether the loop thread's transaction is open; the loop thread then holds `lock` until it
@@ -158,7 +159,12 @@ package final class Journal: @unchecked Sendable {
             close()
             throw error
         }
+        opened = true
     }
+
+    /// Set once the journal is open: its opening runs on the opener's thread before anyone else
+    /// can have it (``JournalConfinement``).
+    private var opened = false
 
     deinit { close(inDeinit: true) }
 
@@ -176,7 +182,7 @@ package final class Journal: @unchecked Sendable {
         }
     }
 
-    /// The journal's rows. Call holding `lock`.
+    /// The journal's rows. Call inside ``confined(_:)``.
     ///
     /// - Throws: once the journal is closed.
     func rows() throws(DownloadError) -> any RowStore {
@@ -184,10 +190,11 @@ package final class Journal: @unchecked Sendable {
         return rowStore
     }
 
-    /// Runs `body` with the journal to itself: no other thread's call comes in between.
-    package func locked<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+    /// Runs `body` with the journal to itself (``JournalConfinement``: no other thread may use it
+    /// meanwhile, which a debug build checks).
+    package func confined<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         acquire()
-        defer { lock.unlock() }
+        defer { confinement.leave() }
         return try body()
     }
 
@@ -200,7 +207,7 @@ package final class Journal: @unchecked Sendable {
 
     /// A bulk enqueue starts: the page cache grows until the last one ends (``endBulkWrite()``).
     package func beginBulkWrite() {
-        locked {
+        confined {
             bulkWriters += 1
             if bulkWriters == 1, database != nil { try? execute("PRAGMA cache_size = \(Self.cacheKiB.bulk)") }
         }
@@ -208,7 +215,7 @@ package final class Journal: @unchecked Sendable {
 
     /// A bulk enqueue ended: the last one shrinks the page cache again.
     package func endBulkWrite() {
-        locked {
+        confined {
             bulkWriters -= 1
             if bulkWriters == 0, database != nil { try? execute("PRAGMA cache_size = \(Self.cacheKiB.normal)") }
         }
@@ -223,7 +230,20 @@ package final class Journal: @unchecked Sendable {
     /// Takes `lock`. While a manager runs, only its loop thread takes it (the callers' rows, the
     /// disk lanes' placings and the callers' looks at rows all go through the loop), so it is not
     /// contended; another thread would wait for the loop's turn to commit.
-    func acquire() { lock.lock() }
+    func acquire() {
+        confinement.enter()
+        if opened, let batch, batch.hasThread, !batch.isBatchingThread { confinement.noteOffLoop() }
+    }
+
+    /// Calls made off the loop of the manager running it, in a debug build (0 in a release one):
+    /// none, if the journal is its loop's (``JournalConfinement``).
+    package var offLoopEntries: Int {
+        #if DEBUG
+            confinement.offLoop.load(ordering: .relaxed)
+        #else
+            0
+        #endif
+    }
 
     /// ``transaction(_:)`` calls open inside the batch (which must not be committed under them).
     var savepoints = 0
@@ -231,10 +251,10 @@ package final class Journal: @unchecked Sendable {
     /// batch first, or SQLite undid it), reported by the next ``commitBatch()``.
     var deferredCommitError: DownloadError?
 
-    /// Runs a write with the lock held: on the batching thread it joins the turn's transaction.
+    /// Runs a write inside the journal: on the batching thread it joins the turn's transaction.
     func writing<T>(_ body: () throws(DownloadError) -> T) throws(DownloadError) -> T {
         acquire()
-        defer { lock.unlock() }
+        defer { confinement.leave() }
         try joinBatch()
         do throws(DownloadError) {
             return try body()
@@ -245,12 +265,12 @@ package final class Journal: @unchecked Sendable {
         }
     }
 
-    /// On the batching thread, opens the turn's transaction unless it is open. Call holding `lock`.
+    /// On the batching thread, opens the turn's transaction unless it is open. Call inside the journal (``Journal/confined(_:)``).
     func joinBatch() throws(DownloadError) {
         guard !batchOpen, !ownTransactionOpen, let batch, batch.isBatchingThread, database != nil else { return }
         try execute("BEGIN IMMEDIATE")
         batchOpen = true
-        lock.lock()  // held until commitBatch(); already held by this thread, so never waits
+        confinement.enter()  // held until commitBatch(); already held by this thread, so never waits
         batch.opened(self)
         if lostCommit { rewriteUnwritten() }
     }
@@ -264,7 +284,7 @@ package final class Journal: @unchecked Sendable {
         deferredCommitError = nil
         if batchOpen {
             batchOpen = false
-            defer { lock.unlock() }
+            defer { confinement.leave() }
             do throws(DownloadError) {
                 try execute("COMMIT")
             } catch {
@@ -279,7 +299,7 @@ package final class Journal: @unchecked Sendable {
         if let deferred { throw deferred }
     }
 
-    /// Whether ``close()`` was called. Read holding `lock`.
+    /// Whether ``close()`` was called. Read inside the journal.
     package var isClosed: Bool { rowStore == nil }
 
     /// Releases the database and its lock.
@@ -289,7 +309,7 @@ package final class Journal: @unchecked Sendable {
     /// journal unowned, unreadable once its deinitialization began).
     private func close(inDeinit: Bool) {
         acquire()
-        defer { lock.unlock() }
+        defer { confinement.leave() }
         try? commitBatch()
         if lostCommit, !inDeinit { writeUnwrittenAtClose() }
         removeUnadoptedPartials()

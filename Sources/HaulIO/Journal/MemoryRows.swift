@@ -9,7 +9,7 @@ import HaulValues
 /// Each row has a number, in the order rows were first written (SQLite's `rowid`, kept by an update):
 /// the listing's order, and the claim's check that the row it read is still there. Admissible rows
 /// (queued, or waiting for a retry's time) are also kept in the queue's order, highest priority
-/// first, then by queue sequence. Used under the journal's lock.
+/// first, then by queue sequence. Used inside the journal (``Journal/confined(_:)``).
 final class MemoryRows {
     struct Row {
         var record: JournalRow

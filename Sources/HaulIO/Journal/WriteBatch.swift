@@ -6,9 +6,9 @@ import Synchronization
 ///
 /// A download's life writes its row several times (admitted, head accepted, completed); with many
 /// downloads finishing per turn, one commit per write was most of the journal's cost. A journal that
-/// the loop thread writes to opens a transaction (holding the journal's lock, so no other thread's
-/// statement lands inside it) and the loop commits every open one when its turn ends
-/// (``ReactorDelegate/reactorTurnDidEnd(_:)``). Writes from other threads commit on their own, as before.
+/// the loop thread writes to opens a transaction and the loop commits every open one when its turn
+/// ends (``ReactorDelegate/reactorTurnDidEnd(_:)``). No other thread writes to a running manager's
+/// journal (``JournalConfinement``); a journal of no running loop commits each write on its own.
 ///
 /// A process killed in the middle of a turn loses that turn's rows: at worst a download runs again
 /// from its partial file, which is what a resume trusts first anyway.
@@ -35,6 +35,9 @@ package final class WriteBatch: @unchecked Sendable {
 
     /// Batches the calling thread's writes from now on. The loop thread calls it before it writes.
     package func attachCurrentThread() { thread.store(UInt(pthread_self()), ordering: .releasing) }
+
+    /// Whether a thread attached (its loop runs).
+    var hasThread: Bool { thread.load(ordering: .acquiring) != 0 }
 
     /// Whether the calling thread is the one whose writes are batched.
     var isBatchingThread: Bool {

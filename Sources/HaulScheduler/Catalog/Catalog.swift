@@ -86,7 +86,7 @@ package final class Catalog: Sendable {
     func closeIfIdle(_ directory: String) {
         // The journal in memory would take its rows along: it stays until the manager shuts down.
         guard directory != Journal.inMemoryKey, let journal = openJournal(for: directory) else { return }
-        journal.locked {
+        journal.confined {
             guard !journal.isClosed, (try? journal.hasUnfinishedRows()) == false else { return }
             // Closed (its lock released) before it leaves the map: a caller that finds the map empty
             // opens it again at once. Rows are written by the loop, which closes it: a caller's rows

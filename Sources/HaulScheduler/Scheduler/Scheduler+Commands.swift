@@ -33,7 +33,7 @@ extension Scheduler {
             return
         }
         guard let journal = catalog.openJournal(for: download.stateDirectoryPath) else { return }
-        journal.locked {
+        journal.confined {
             guard var record = try? journal.record(for: download.id), record.state != .running else { return }
             record.maxBytesPerSecond = rate
             try? journal.save(record, for: download.id)
@@ -65,7 +65,7 @@ extension Scheduler {
     /// come before the loop's next ones).
     private func updateRow(of download: LiveDownload, on event: QueueEvent, _ changed: (JournalRow) -> Void) {
         guard let journal = catalog.openJournal(for: download.stateDirectoryPath) else { return }
-        journal.locked {
+        journal.confined {
             guard var record = try? journal.record(for: download.id), record.state != .running,
                 !journal.isOwnedByAnother(download.id)
             else { return }

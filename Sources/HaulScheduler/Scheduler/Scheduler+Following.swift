@@ -39,7 +39,7 @@ extension Scheduler {
                 for id in ids { pool.following.stop(id) }
                 continue
             }
-            journal.locked {
+            journal.confined {
                 // Nothing committed by another manager since the last look, and every owner seen
                 // then still runs: every row stands as it stood (thousands of rows are not read
                 // again five times a second while the other manager works on its own).
@@ -146,7 +146,7 @@ extension Scheduler {
             return true
         }
         guard let journal = catalog.openJournal(for: download.stateDirectoryPath) else { return false }
-        return journal.locked {
+        return journal.confined {
             guard let record = try? journal.record(for: download.id), journal.isOwnedByAnother(download.id)
             else { return false }
             if pool.following[download.id] == nil { download.hub.publish(.queued) }
