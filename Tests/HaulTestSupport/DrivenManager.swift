@@ -107,6 +107,23 @@ final class DrivenManager {
         advance(by: delay + .milliseconds(1), sourceLocation: sourceLocation)
     }
 
+    /// Serves `download` until it ends: each round passes its retry's wait (when it waits), moves
+    /// the clock by `step` (a split needs time to measure a connection), and answers each request
+    /// that arrived with `serve`. At most `rounds` rounds: one still running after them is left to
+    /// the test's expectations on its state.
+    func serve(
+        _ download: Download,
+        rounds: Int = 8,
+        step: Duration = .zero,
+        _ serve: (ScriptedRequest) throws -> Void
+    ) rethrows {
+        for _ in 0..<rounds where !download.state.isFinal {
+            if download.stateCase == .waitingToRetry { advancePastRetry(of: download) }
+            if step > .zero { advance(by: step) }
+            for request in requests() { try serve(request) }
+        }
+    }
+
     /// How long `download` waits before its next attempt (its `waitingToRetry` state's delay).
     func retryDelay(of download: Download, sourceLocation: SourceLocation = #_sourceLocation) -> Duration? {
         guard case .waitingToRetry(_, let delay) = download.state else {

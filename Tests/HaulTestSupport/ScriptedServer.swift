@@ -86,6 +86,14 @@ struct ScriptedRequest {
     let headers: [(name: String, value: String)]
     unowned let connection: ScriptedConnection
 
+    /// Its `Range: bytes=first-last` (`last` nil for `bytes=first-`), if it sent one.
+    var range: (first: Int, last: Int?)? {
+        guard let value = header("Range"), value.hasPrefix("bytes=") else { return nil }
+        let bounds = value.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false)
+        guard bounds.count == 2, let first = Int(bounds[0]) else { return nil }
+        return (first, Int(bounds[1]))
+    }
+
     /// The value of header `name` (any case), if sent.
     func header(_ name: String) -> String? {
         let lowered = name.lowercased()
