@@ -1,3 +1,4 @@
+import Dispatch
 import FoundationEssentials
 import Testing
 
@@ -50,6 +51,18 @@ final class DrivenManager {
         if !manager.reactor.run() {
             Issue.record("the driven loop was still busy after a minute", sourceLocation: sourceLocation)
         }
+    }
+
+    /// What the loop waits for now, for a failure's message: curl's timer, the timers on the manual
+    /// clock, work off the loop, the connections and what the server's side of each has left.
+    var loopReport: String {
+        let reactor = manager.reactor
+        let now = DispatchTime.now().uptimeNanoseconds
+        let curl = reactor.curlTimerDue.map { "\((Int64($0) - Int64(now)) / 1_000_000) ms" } ?? "none"
+        let timers = reactor.virtualTimers.map { ($0.due &- clock.uptimeNanoseconds) / 1_000_000 }
+        let connections = server.connections.map { "#\($0.number) closed \($0.isClosed) peer closed \($0.peerClosed)" }
+        return
+            "curl's timer in \(curl), timers in \(timers) ms, off the loop \(reactor.delegate?.awaitsWorkOffLoop ?? false), connections \(connections)"
     }
 
     /// Moves the clock by `duration`, running each timer due on the way, then runs until quiet.
@@ -127,7 +140,10 @@ final class DrivenManager {
     /// How long `download` waits before its next attempt (its `waitingToRetry` state's delay).
     func retryDelay(of download: Download, sourceLocation: SourceLocation = #_sourceLocation) -> Duration? {
         guard case .waitingToRetry(_, let delay) = download.state else {
-            Issue.record("not waiting to retry: \(download.state)", sourceLocation: sourceLocation)
+            Issue.record(
+                "not waiting to retry: \(download.state), \(download.progress.bytesReceived) bytes; \(loopReport)",
+                sourceLocation: sourceLocation
+            )
             return nil
         }
         return delay
@@ -325,14 +341,14 @@ extension DownloadEvent {
     }
 }
 
-extension Download {
-    /// The events already published and buffered, up to the final one: only for a download that
-    /// reached its end (a sequence of one still running would wait for the loop, which nobody
-    /// turns while the test waits).
-    func endedEvents() async -> [String] {
-        precondition(state.isFinal, "endedEvents() reads a finished download's events")
+extension DownloadEvents.AsyncIterator {
+    /// The events buffered for this reader, up to the final one, of a download that reached its
+    /// end (a reader of one still running would wait for the loop, which nobody turns while the
+    /// test waits). Make the reader right after the download starts: a later one gets the events
+    /// before it only within the early window, which is real time.
+    mutating func namesToTheEnd() async -> [String] {
         var names: [String] = []
-        for await event in events { names.append(event.caseName) }
+        while let event = await next() { names.append(event.caseName) }
         return names
     }
 }

@@ -55,10 +55,16 @@ final class ScriptedServer {
     func acceptWaiting() -> [ScriptedConnection] {
         var accepted: [ScriptedConnection] = []
         while true {
-            let descriptor = accept(listener, nil, nil)
+            // Close-on-exec from the start (accept4): a process another test spawns between an
+            // accept and a later fcntl would inherit the socket and keep it open after the test
+            // closes it, and curl would never see the end of a cut answer.
+            let descriptor = acceptCloseOnExec(
+                listener,
+                nil,
+                nil,
+                Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue)
+            )
             guard descriptor >= 0 else { break }
-            _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
             let connection = ScriptedConnection(descriptor: descriptor, number: connections.count)
             connections.append(connection)
             accepted.append(connection)
@@ -194,3 +200,12 @@ final class ScriptedConnection {
         Glibc.close(descriptor)
     }
 }
+
+/// `accept4(2)`, which Glibc's module does not import.
+@_silgen_name("accept4")
+private func acceptCloseOnExec(
+    _ socket: Int32,
+    _ address: UnsafeMutablePointer<sockaddr>?,
+    _ length: UnsafeMutablePointer<socklen_t>?,
+    _ flags: Int32
+) -> Int32

@@ -37,11 +37,12 @@ import Testing
     @Test func aPausedEventCarriesTheBytesKept() async throws {
         let driven = try DrivenManager()
         let download = try driven.download("/paused-event")
+        var events = download.events.makeAsyncIterator()
         driven.send(Array(head.utf8) + body[0..<3_000], on: try driven.nextRequest().connection)
         driven.pause(download)
         driven.cancel(download)
         var pausedAt: Int64?
-        for await event in download.events {
+        while let event = await events.next() {
             if case .paused(let progress) = event { pausedAt = progress.bytesReceived }
         }
         #expect(pausedAt == 3_000)

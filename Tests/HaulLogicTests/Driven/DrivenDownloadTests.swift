@@ -46,8 +46,10 @@ import Testing
     @Test func eventsArriveInTheOrderOfThePath() async throws {
         let driven = try DrivenManager()
         let download = try driven.download("/events")
+        var events = download.events.makeAsyncIterator()
         driven.answer(try driven.nextRequest(), body: .pattern(2_000))
-        let names = await download.endedEvents().filter { $0 != "progress" }
+        #expect(download.state.isFinal)
+        let names = await events.namesToTheEnd().filter { $0 != "progress" }
         #expect(names == ["queued", "connecting", "receiving", "completed"])
         await driven.shutdown()
     }
