@@ -39,6 +39,15 @@ final class DrivenManager {
         )
     }
 
+    /// A driven manager that splits a file over `connections` (segments of at least 64 KiB, the
+    /// configuration's floor), in `folder` when given (``init(in:_:)``).
+    static func segmented(_ connections: Int = 2, in folder: URL? = nil) throws -> DrivenManager {
+        try DrivenManager(in: folder) {
+            $0.connectionsPerFile = connections
+            $0.minimumSegmentSize = 64 * 1024
+        }
+    }
+
     /// A file in the test's folder.
     func file(_ name: String) -> URL { directory.appendingPathComponent(name) }
 

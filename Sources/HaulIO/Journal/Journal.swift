@@ -232,7 +232,10 @@ package final class Journal: @unchecked Sendable {
     /// contended; another thread would wait for the loop's turn to commit.
     func acquire() {
         confinement.enter()
-        if opened, let batch, batch.hasThread, !batch.isBatchingThread { confinement.noteOffLoop() }
+        #if DEBUG
+            // The check costs a release build nothing: its count is a debug build's alone.
+            if opened, let batch, batch.hasThread, !batch.isBatchingThread { confinement.noteOffLoop() }
+        #endif
     }
 
     /// Calls made off the loop of the manager running it, in a debug build (0 in a release one):

@@ -41,7 +41,7 @@ package final class CommandInbox<Command: Sendable>: Sendable {
     /// loop's, so that what it asks is done at once, as on the loop's own thread. `false` (and
     /// nothing done) for a loop with a thread of its own.
     package func adoptCallingThreadIfEmbedded() -> Bool {
-        reactor.isEmbedded && reactor.adoptCallingThread()
+        reactor.adoptCallingThread()
     }
 
     /// Takes every queued command, in submission order. Loop thread, when woken.

@@ -2,8 +2,8 @@ import Dispatch
 import FoundationEssentials
 
 /// The loop's time: the system's (uptime for durations, the wall clock for what rows record), or,
-/// for a loop a test drives by hand (``Reactor/embedded(logger:clock:)``), a clock that moves only
-/// when the test moves it, as NIOEmbedded's `EmbeddedEventLoop.advanceTime(by:)`. Everything on the
+/// for a loop a test drives by hand (``Reactor/advance(by:)``), a clock that moves only when the
+/// test moves it, as NIOEmbedded's `EmbeddedEventLoop.advanceTime(by:)`. Everything on the
 /// loop that measures time (stalls, speeds, retries, timers) reads it here.
 package final class LoopClock: @unchecked Sendable {
     // @unchecked Sendable: `offset` changes only on the thread that drives a manual clock's loop,
@@ -27,7 +27,7 @@ package final class LoopClock: @unchecked Sendable {
         LoopClock(start: (uptime, wall))
     }
 
-    /// Whether the clock moves only by ``advance(by:)``.
+    /// Whether the clock moves only by ``advance(toUptime:)``.
     package var isManual: Bool { start != nil }
 
     /// Monotonic nanoseconds (the system's uptime, or the manual clock's).
@@ -50,13 +50,6 @@ package final class LoopClock: @unchecked Sendable {
     package func advance(toUptime uptime: UInt64) {
         guard let start, uptime > start.uptime &+ offset else { return }
         offset = uptime &- start.uptime
-    }
-
-    /// Moves a manual clock forward (nothing for the system's).
-    package func advance(by duration: Duration) {
-        guard start != nil, duration > .zero else { return }
-        let (seconds, attoseconds) = duration.components
-        offset &+= UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
     }
 }
 

@@ -34,7 +34,7 @@ extension Reactor {
         if clock.isManual { _ = fireDueTimers() }
         delegate?.reactorTurnDidEnd(self)
         let ran = callbacksRun
-        if stopRequested { finishEmbedded() }
+        if stopRequested { endLoop() }
         return ran
     }
 
@@ -46,7 +46,7 @@ extension Reactor {
     /// - Returns: `false` when the limit passed first (something is stuck: a test fails on it).
     @discardableResult
     package func run(limit: Duration = .seconds(60)) -> Bool {
-        let deadline = DispatchTime.now().uptimeNanoseconds + limit.wholeNanoseconds
+        let deadline = DispatchTime.now().uptimeNanoseconds + limit.nanoseconds
         var idleTurns = 0
         while !lifecycle.withLock({ $0.stopped }) {
             if turn() > 0 {
@@ -72,7 +72,7 @@ extension Reactor {
     @discardableResult
     package func advance(by duration: Duration) -> Bool {
         precondition(clock.isManual, "advance(by:) moves a manual clock only")
-        let target = clock.uptimeNanoseconds &+ duration.wholeNanoseconds
+        let target = clock.uptimeNanoseconds &+ duration.nanoseconds
         while let next = virtualTimers.map(\.due).min(), next <= target {
             clock.advance(toUptime: next)
             guard run() else { return false }
@@ -86,18 +86,12 @@ extension Reactor {
         let now = DispatchTime.now().uptimeNanoseconds
         let wait = deadline > now ? deadline - now : 0
         let curlWait = curlTimerDue.map { $0 > now ? $0 - now : 0 } ?? wait
-        let nanoseconds = min(wait, curlWait)
-        var delay = timeval(tv_sec: Int(nanoseconds / 1_000_000_000), tv_usec: Int(nanoseconds % 1_000_000_000) / 1000)
+        var delay = Duration.nanoseconds(Int64(min(wait, curlWait))).timeval
         // A timer that only ends the wait: the turn then runs whatever else became ready.
         guard let limit = event_new(base, -1, 0, { _, _, _ in }, nil) else { return }
         event_add(limit, &delay)
         turn(waiting: true)
         event_del(limit)
         event_free(limit)
-    }
-
-    /// The end of an embedded loop: what a loop thread does when it leaves its loop.
-    private func finishEmbedded() {
-        endLoop()
     }
 }

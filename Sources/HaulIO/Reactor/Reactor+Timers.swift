@@ -6,7 +6,7 @@ extension Reactor {
     package func repeatEvery(_ interval: Duration, _ handler: @escaping () -> Void) {
         guard let event = makeTimerEvent(persistent: true, handler) else { return }
         if clock.isManual {
-            let every = interval.wholeNanoseconds
+            let every = interval.nanoseconds
             virtualTimers.append(VirtualTimer(event: event, due: clock.uptimeNanoseconds &+ every, interval: every))
             return
         }
@@ -23,7 +23,7 @@ extension Reactor {
     package func arm(_ timer: OpaquePointer, after delay: Duration) {
         if clock.isManual {
             virtualTimers.removeAll { $0.event == timer }
-            let due = clock.uptimeNanoseconds &+ max(.zero, delay).wholeNanoseconds
+            let due = clock.uptimeNanoseconds &+ max(.zero, delay).nanoseconds
             virtualTimers.append(VirtualTimer(event: timer, due: due, interval: nil))
             return
         }
@@ -97,15 +97,6 @@ extension Reactor {
             Unmanaged<TimerBox>.fromOpaque(box).takeUnretainedValue().handler()
             fired += 1
         }
-    }
-}
-
-extension Duration {
-    /// The duration in whole nanoseconds (0 for a negative one).
-    var wholeNanoseconds: UInt64 {
-        let (seconds, attoseconds) = components
-        guard seconds >= 0, attoseconds >= 0 else { return 0 }
-        return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
     }
 }
 

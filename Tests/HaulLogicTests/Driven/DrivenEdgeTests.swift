@@ -12,10 +12,7 @@ import Testing
     let newer = [UInt8].pattern(524_288, seed: 67)
 
     @Test func aSegmentFromAChangedFileIsNeverSpliced() async throws {
-        let driven = try DrivenManager {
-            $0.connectionsPerFile = 2
-            $0.minimumSegmentSize = 64 * 1024
-        }
+        let driven = try DrivenManager.segmented()
         let download = try driven.download("/changing")
         let first = try driven.nextRequest()
         let head = "HTTP/1.1 200 OK\r\nETag: \"old\"\r\nAccept-Ranges: bytes\r\nContent-Length: 524288\r\n\r\n"
@@ -46,10 +43,7 @@ import Testing
     }
 
     @Test func aSegmentsRangeFromAnotherVersionIsNeverSpliced() async throws {
-        let driven = try DrivenManager {
-            $0.connectionsPerFile = 2
-            $0.minimumSegmentSize = 64 * 1024
-        }
+        let driven = try DrivenManager.segmented()
         let download = try driven.download("/ignores-if-range")
         let first = try driven.nextRequest()
         let head = "HTTP/1.1 200 OK\r\nETag: \"old\"\r\nAccept-Ranges: bytes\r\nContent-Length: 524288\r\n\r\n"
@@ -73,10 +67,7 @@ import Testing
     }
 
     @Test func aSplitDownloadStartedAgainAsksOnlyForWhatItLacks() async throws {
-        let first = try DrivenManager {
-            $0.connectionsPerFile = 2
-            $0.minimumSegmentSize = 64 * 1024
-        }
+        let first = try DrivenManager.segmented()
         let folder = first.directory
         _ = try first.download("/split-restart")
         let own = try first.nextRequest()
@@ -88,10 +79,7 @@ import Testing
         first.send(Array(segmentHead.utf8) + body[262_144..<400_000], on: other.connection)
         await first.shutdown(keepingFiles: true)
 
-        let second = try DrivenManager(in: folder) {
-            $0.connectionsPerFile = 2
-            $0.minimumSegmentSize = 64 * 1024
-        }
+        let second = try DrivenManager.segmented(in: folder)
         var asked: [Int] = []
         for _ in 0..<6 where !(second.exists("split-restart")) {
             second.advance(by: .milliseconds(300))

@@ -11,13 +11,6 @@ import Testing
     let body = [UInt8].pattern(524_288, seed: 55)
     let head = "HTTP/1.1 200 OK\r\nETag: \"seg\"\r\nAccept-Ranges: bytes\r\nContent-Length: 524288\r\n\r\n"
 
-    func segmented(_ connections: Int = 2) throws -> DrivenManager {
-        try DrivenManager {
-            $0.connectionsPerFile = connections
-            $0.minimumSegmentSize = 64 * 1024
-        }
-    }
-
     /// Answers a segment's request from `body`.
     func answerSegment(_ request: ScriptedRequest, on driven: DrivenManager) throws {
         let range = try #require(request.range)
@@ -32,7 +25,7 @@ import Testing
     }
 
     @Test func anAnswerWithALengthAndAValidatorOpensASecondConnectionForTheSecondHalf() async throws {
-        let driven = try segmented()
+        let driven = try DrivenManager.segmented()
         let download = try driven.download("/split")
         let first = try driven.nextRequest()
         driven.send(Array(head.utf8) + body[0..<500], on: first.connection)
@@ -51,7 +44,7 @@ import Testing
     }
 
     @Test func aSegmentAnsweredWholeFallsBackToOneConnection() async throws {
-        let driven = try segmented()
+        let driven = try DrivenManager.segmented()
         let download = try driven.download("/whole")
         let first = try driven.nextRequest()
         driven.send(Array(head.utf8) + body[0..<500], on: first.connection)
@@ -88,7 +81,7 @@ import Testing
     }
 
     @Test func withoutAValidatorTheFileStaysOnOneConnection() async throws {
-        let driven = try segmented()
+        let driven = try DrivenManager.segmented()
         let download = try driven.download("/novalidator")
         let first = try driven.nextRequest()
         let bare = "HTTP/1.1 200 OK\r\nAccept-Ranges: bytes\r\nContent-Length: 524288\r\n\r\n"
@@ -101,7 +94,7 @@ import Testing
     }
 
     @Test func fourConnectionsTakeAQuarterEach() async throws {
-        let driven = try segmented(4)
+        let driven = try DrivenManager.segmented(4)
         let download = try driven.download("/quarters")
         let first = try driven.nextRequest()
         driven.send(Array(head.utf8) + body[0..<100], on: first.connection)
@@ -116,7 +109,7 @@ import Testing
     }
 
     @Test func aCutSegmentIsAskedForAgainFromWhereItStopped() async throws {
-        let driven = try segmented()
+        let driven = try DrivenManager.segmented()
         let download = try driven.download("/cutsegment")
         let first = try driven.nextRequest()
         driven.send(Array(head.utf8) + body[0..<500], on: first.connection)
