@@ -38,6 +38,16 @@ package struct RowWriting {
     private(set) var queued = false
     /// Rows another manager queued or runs, asked for now: followed to their outcomes.
     private(set) var followed: [DownloadID: JournalRow] = [:]
+    /// What the caller's write in progress replaced, to put back if its savepoint is undone: the
+    /// entries as they were before (a copy of the whole would make each write cost as much as the
+    /// ones before it in the same wake).
+    private var undoing = Undo()
+
+    private struct Undo {
+        var changes: [(DownloadID, CallerGiven??)] = []
+        var followed: [(DownloadID, JournalRow?)] = []
+        var queued = false
+    }
 
     init(journal: Journal, given: CallerGivenTable) {
         self.journal = journal
@@ -52,14 +62,14 @@ package struct RowWriting {
 
     /// Keeps what the latest request for `id` gives, in place of what an earlier one gave.
     package mutating func give(_ given: CallerGiven, for id: DownloadID) {
-        changes[id] = .some(given)
+        change(id, to: given)
     }
 
     /// Keeps `url` for `id`, credentials or not: a URL that is not the row's yet.
     package mutating func give(newURL url: URL, for id: DownloadID) {
         var entry = given(id) ?? CallerGiven()
         entry.url = url
-        changes[id] = .some(entry)
+        change(id, to: entry)
     }
 
     /// The bytes on disk of `id` are proven by the overlap before they are continued (a partial file
@@ -67,14 +77,35 @@ package struct RowWriting {
     package mutating func provesByOverlap(_ id: DownloadID) {
         var entry = given(id) ?? CallerGiven()
         entry.provesByOverlap = true
-        changes[id] = .some(entry)
+        change(id, to: entry)
     }
 
     /// A row was queued.
     package mutating func markQueued() { queued = true }
 
     /// `id`'s row is another manager's: its outcome is followed (`record`: the row as asked for).
-    package mutating func follow(_ id: DownloadID, _ record: JournalRow) { followed[id] = record }
+    package mutating func follow(_ id: DownloadID, _ record: JournalRow) {
+        undoing.followed.append((id, followed.updateValue(record, forKey: id)))
+    }
+
+    private mutating func change(_ id: DownloadID, to entry: CallerGiven) {
+        undoing.changes.append((id, changes.updateValue(.some(entry), forKey: id)))
+    }
+
+    /// A caller's write starts: what it changes can be undone until the next one starts.
+    mutating func beginCallersWrite() {
+        undoing.changes.removeAll(keepingCapacity: true)
+        undoing.followed.removeAll(keepingCapacity: true)
+        undoing.queued = queued
+    }
+
+    /// The caller's write in progress was undone (its savepoint rolled back): so is what it changed.
+    mutating func undoCallersWrite() {
+        for (id, before) in undoing.changes.reversed() { changes[id] = before }
+        for (id, before) in undoing.followed.reversed() { followed[id] = before }
+        queued = undoing.queued
+        beginCallersWrite()
+    }
 }
 
 /// A caller's wait for the loop's answer to one command: the value the loop's work set, or the error

@@ -28,8 +28,10 @@ extension Scheduler {
         let written: (changes: [DownloadID: CallerGiven?], queued: Bool, followed: [DownloadID: JournalRow])
         do throws(DownloadError) {
             let journal = try catalog.journal(for: directory)
-            let body = { [given = pool.given] () throws(DownloadError) in
-                var writing = RowWriting(journal: journal, given: given)
+            // What callers gave so far is read inside, so that no copy of it outlives the transaction:
+            // one would make the first change to the pool's copy below a copy of the whole table.
+            let body = { () throws(DownloadError) in
+                var writing = RowWriting(journal: journal, given: self.pool.given)
                 for write in writes {
                     errors.append(try Self.write(write, in: journal, &writing))
                 }
@@ -58,12 +60,12 @@ extension Scheduler {
         in journal: Journal,
         _ writing: inout RowWriting
     ) throws(DownloadError) -> DownloadError? {
-        let before = writing
+        writing.beginCallersWrite()
         do throws(DownloadError) {
             try journal.savepoint { () throws(DownloadError) in try write.write(&writing) }
             return nil
         } catch {
-            writing = before
+            writing.undoCallersWrite()
             guard journal.isInTransaction else { throw error }
             return error
         }
