@@ -52,7 +52,7 @@ extension Scheduler {
     /// a request ended (its slot, its connections, the next admission follow as after curl's own
     /// report of an end), or more connections wanted.
     func performDeferred() {
-        for (transfer, action) in environment.takeDeferred() where pool.isCurrent(transfer, as: transfer.id) {
+        for (transfer, action) in environment.takeDeferred() where isCurrent(transfer) {
             perform(action, for: transfer)
             switch action {
             case .openConnections, .answered, .leftHost: continue
@@ -73,7 +73,7 @@ extension Scheduler {
     /// The disk thread finished a download's file: its transfer completes, or goes on as the
     /// failure says.
     func placed(_ id: DownloadID, outcome: Result<PlacedFile, DownloadError>) {
-        guard let transfer = pool.member(id) else { return }
+        guard let transfer = admitted(id) else { return }
         perform(transfer.apply(.placed(outcome)), for: transfer)
     }
 

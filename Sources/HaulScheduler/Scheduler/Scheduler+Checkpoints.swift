@@ -37,14 +37,14 @@ extension Scheduler {
             syncedSegments(id, journal: journal, snapshot: segments, bytes: bytes)
             return
         }
-        _ = pool.member(id)?.apply(.synced(bytes: bytes))
+        _ = admitted(id)?.apply(.synced(bytes: bytes))
         try? journal.recordSynced(id, bytes: bytes)
     }
 
     /// A sync of a file fetched over several connections finished: each segment's bytes written when
     /// it began are durable, in the running transfer's map and in the row (a paused download's too).
     private func syncedSegments(_ id: DownloadID, journal: Journal, snapshot text: String, bytes: Int64) {
-        if pool.member(id)?.apply(.syncedSegments(text)) != nil { return }
+        if admitted(id)?.apply(.syncedSegments(text)) != nil { return }
         guard var record = try? journal.record(for: id), let total = record.totalBytes,
             let stored = record.segments, var map = SegmentMap(encoded: stored, total: total),
             let snapshot = SegmentMap(encoded: text, total: total)
@@ -88,7 +88,7 @@ extension Scheduler {
             // Ended as curl ends a request that timed out: another connection takes its segment, or
             // the download is retried (resuming), or it fails. (An earlier one in this list may
             // have ended the transfer already: its handles are no longer its own then.)
-            guard pool.isCurrent(transfer, as: transfer.id) else { continue }
+            guard isCurrent(transfer) else { continue }
             requestEnded(raw, .stalled(raw, seconds: settings.stallTimeout.components.seconds))
         }
         pool.expireWaits(now: now)

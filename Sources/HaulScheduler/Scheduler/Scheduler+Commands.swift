@@ -6,7 +6,7 @@ import HaulValues
 /// down), on the loop.
 extension Scheduler {
     func pause(_ download: LiveDownload) {
-        if let transfer = pool.member(download.id) {
+        if let transfer = admitted(download.id) {
             perform(transfer.apply(pool.isShuttingDown ? .shutdown : .pause), for: transfer)
             return
         }
@@ -18,7 +18,7 @@ extension Scheduler {
     }
 
     func resume(_ download: LiveDownload) {
-        if pool.member(download.id) != nil { return }  // admitted: it is not paused
+        if admitted(download.id) != nil { return }  // admitted: it is not paused
         if followIfAnothers(download) { return }
         updateRow(of: download, on: .resumed(sequence: catalog.nextQueueSequence())) { _ in
             download.hub.publish(.queued)
@@ -28,7 +28,7 @@ extension Scheduler {
 
     /// A download's own rate limit: at once when it runs (and in its row, for later attempts).
     func limitRate(of download: LiveDownload, to rate: Int64?) {
-        if let transfer = pool.member(download.id) {
+        if let transfer = admitted(download.id) {
             perform(transfer.apply(.limitRate(rate)), for: transfer)
             return
         }
@@ -41,7 +41,7 @@ extension Scheduler {
     }
 
     func cancel(_ download: LiveDownload) {
-        if let transfer = pool.member(download.id) {
+        if let transfer = admitted(download.id) {
             perform(transfer.apply(.cancel), for: transfer)
             return
         }
@@ -55,7 +55,7 @@ extension Scheduler {
     /// A paused download whose row another manager took (``DownloadManager/handOver(_:to:)``): it
     /// goes on there, and ends here as cancelled.
     func handedOver(_ download: LiveDownload) {
-        guard pool.member(download.id) == nil else { return }  // asked for again meanwhile: it runs here
+        guard admitted(download.id) == nil else { return }  // asked for again meanwhile: it runs here
         forget(download.id)
         download.hub.publish(.cancelled)
     }

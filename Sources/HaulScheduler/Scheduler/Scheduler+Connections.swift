@@ -28,7 +28,7 @@ extension Scheduler {
     /// `transfer`'s connections may have changed: the counts follow, and transfers waiting for a
     /// connection ask again.
     func connectionsChanged(_ transfer: Transfer) {
-        if pool.isCurrent(transfer, as: transfer.id) {
+        if isCurrent(transfer) {
             // Read once: whether another would have work scans its segments.
             let (live, wantsMore) = transfer.connections
             pool.setConnections(transfer.id, live)

@@ -63,7 +63,7 @@ extension Scheduler {
     /// The transfer of `id` if it is still the one a hook's answer was asked for (`token`, its
     /// `ObjectIdentifier`): a later transfer of the same download does not take an earlier's answer.
     func transfer(_ id: DownloadID, token: ObjectIdentifier) -> Transfer? {
-        guard let transfer = pool.member(id), ObjectIdentifier(transfer) == token else { return nil }
+        guard let transfer = admitted(id), ObjectIdentifier(transfer) == token else { return nil }
         return transfer
     }
 }

@@ -32,7 +32,7 @@ extension Scheduler {
         // Nothing of it runs, is followed or is being synced here, and it is not what was asked
         // (its row is another process's, it had ended): nothing will change.
         if isSettled(waiter)
-            || (pool.member(id) == nil && pool.following[id] == nil && !environment.syncs.isPending(id))
+            || (admitted(id) == nil && pool.following[id] == nil && !environment.syncs.isPending(id))
         {
             answer(download.state)
         } else {
@@ -46,7 +46,7 @@ extension Scheduler {
         let state = waiter.handle.state
         switch waiter.control {
         case .pause:
-            guard pool.member(id) == nil, !environment.syncs.isPending(id) else { return false }
+            guard admitted(id) == nil, !environment.syncs.isPending(id) else { return false }
             if case .paused = state { return true }
             return state.isFinal
         case .cancel:

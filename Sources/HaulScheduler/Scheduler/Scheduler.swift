@@ -145,6 +145,25 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
         admitAtTurnEnd()
     }
 
+    /// Asks the pool machine `question` in place. Read out of this class's stored property, the
+    /// machine would be copied whole (each of its tables retained, then released) whenever the
+    /// reading code calls something the compiler cannot see into, as a dictionary lookup: the
+    /// optimized SIL ends a read's access at the load and keeps the value with `retain_value`. An
+    /// `inout` access stays open for the question, and nothing is copied.
+    @inline(__always)
+    func askPool<Answer>(_ question: (inout PoolMachine<Transfer, SettleWaiter>) -> Answer) -> Answer {
+        question(&pool)
+    }
+
+    /// Whether `transfer` is the one admitted under its id now (not an earlier one of its download).
+    func isCurrent(_ transfer: Transfer) -> Bool {
+        let id = transfer.id
+        return askPool { $0.isCurrent(transfer, as: id) }
+    }
+
+    /// The transfer admitted as `id`, if any.
+    func admitted(_ id: DownloadID) -> Transfer? { askPool { $0.member(id) } }
+
     /// curl reported a request done.
     package func reactor(_ reactor: Reactor, requestDidEnd raw: UnsafeMutableRawPointer, result: CURLcode) {
         requestEnded(raw, .requestEnded(raw, result))
@@ -155,7 +174,7 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// while the rate limiter unpaused it, which curl never reports. Its transfer (or the transfer
     /// of the segment it fetched) says what follows.
     func requestEnded(_ raw: UnsafeMutableRawPointer, _ input: TransferInput) {
-        guard let transfer = Transfer.owning(raw), pool.isCurrent(transfer, as: transfer.id),
+        guard let transfer = Transfer.owning(raw), isCurrent(transfer),
             let action = transfer.apply(input)
         else {
             reactor.remove(raw)  // a request of no transfer now
