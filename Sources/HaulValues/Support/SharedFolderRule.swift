@@ -11,8 +11,10 @@ import Glibc
 package enum SharedFolderRule {
     /// The first entry on the way to `path` that the rule refuses: a link in a shared folder, or the
     /// FIFO `path` names in one, owned neither by `user` nor by that folder's owner; `nil` when there
-    /// is none (or the path stops resolving: what is missing is made by Haul, not followed).
-    package static func refusal(for path: String, user: uid_t = geteuid()) -> Refusal? {
+    /// is none (or the path stops resolving: what is missing is made by Haul, not followed). `user`:
+    /// the process's effective user when `nil`, asked only when a link or FIFO is met (one system
+    /// call less per download in the common case of none).
+    package static func refusal(for path: String, user: uid_t? = nil) -> Refusal? {
         var folders = KnownFolders()
         return refusal(for: path, user: user, folders: &folders)
     }
@@ -23,7 +25,7 @@ package enum SharedFolderRule {
     /// one folder: its way was a `lstat` per component for each file, and 5 % of a 10,000-file
     /// list's CPU). What a later entry would make of a folder walked before is what it could make
     /// of it between the check and the open anyway.
-    package static func refusal(for path: String, user: uid_t = geteuid(), folders: inout KnownFolders) -> Refusal? {
+    package static func refusal(for path: String, user: uid_t? = nil, folders: inout KnownFolders) -> Refusal? {
         let folder = FilePath.directory(of: path)
         let leaf = path.hasSuffix("/") ? nil : FilePath.lastComponent(of: path)
         guard path.hasPrefix("/"), let leaf, !leaf.isEmpty, leaf != ".", leaf != ".." else {
@@ -79,7 +81,7 @@ package enum SharedFolderRule {
     private static func walk(
         _ pending: [String],
         from resolved: String,
-        user: uid_t,
+        user: uid_t?,
         links: inout Int,
         isWhole: Bool = true
     ) -> WalkEnd {
@@ -139,14 +141,14 @@ package enum SharedFolderRule {
         _ path: String,
         owner: uid_t,
         in folder: String,
-        user: uid_t,
+        user: uid_t?,
         kind: Refusal.Kind
     ) -> Refusal? {
         let folder = folder.isEmpty ? "/" : folder
         var status = stat()
         guard stat(folder, &status) == 0 else { return nil }
         let shared = status.st_mode & (S_ISVTX | S_IWOTH) == S_ISVTX | S_IWOTH
-        guard shared, owner != user, owner != status.st_uid else { return nil }
+        guard shared, owner != (user ?? geteuid()), owner != status.st_uid else { return nil }
         return Refusal(path: path, kind: kind, owner: owner, folder: folder)
     }
 

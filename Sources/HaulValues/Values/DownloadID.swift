@@ -7,10 +7,47 @@ import FoundationEssentials
 package struct DownloadID: Hashable, Sendable, CustomStringConvertible {
     /// 32 hexadecimal digits.
     package let rawValue: String
+    /// What it is hashed by: its first 16 digits as a number. An id's bits are a hash's or random,
+    /// so these 64 tell ids apart as well as the whole; hashing them is hashing 8 bytes, not a
+    /// string of 32 (ids key most of the loop's tables). A raw value of another form, read from
+    /// elsewhere, is keyed by a hash of its text.
+    private let key: UInt64
 
     /// Wraps an id printed earlier.
     package init(rawValue: String) {
         self.rawValue = rawValue
+        self.key = Self.key(of: rawValue)
+    }
+
+    package static func == (left: DownloadID, right: DownloadID) -> Bool {
+        left.key == right.key && left.rawValue == right.rawValue
+    }
+
+    package func hash(into hasher: inout Hasher) {
+        hasher.combine(key)
+    }
+
+    /// ``key``: the first 16 hexadecimal digits of `rawValue`, or else the FNV-1a hash of its bytes.
+    private static func key(of rawValue: String) -> UInt64 {
+        let utf8 = rawValue.utf8
+        let key = utf8.withContiguousStorageIfAvailable { bytes -> UInt64? in
+            guard bytes.count >= 16 else { return nil }
+            var value: UInt64 = 0
+            for byte in bytes.prefix(16) {
+                let digit: UInt8
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte &- UInt8(ascii: "0")
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte &- UInt8(ascii: "a") &+ 10
+                default: return nil
+                }
+                value = value << 4 | UInt64(digit)
+            }
+            return value
+        }
+        if let key = key ?? nil { return key }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return hash
     }
 
     /// The id of the download to `destination` (as ``DownloadManager`` derives it).
@@ -50,13 +87,15 @@ package struct DownloadID: Hashable, Sendable, CustomStringConvertible {
 
     private init(hashing text: String) {
         var text = text
-        self.rawValue = text.withUTF8 { bytes in
-            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { digest in
-                let status = CHaul_sha256(bytes.baseAddress, bytes.count, digest.baseAddress)
-                precondition(status == 1, "SHA-256 is not available from libcrypto")
-                return Self.hex(UnsafeRawBufferPointer(digest))  // its first 16 bytes
+        self.init(
+            rawValue: text.withUTF8 { bytes in
+                withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { digest in
+                    let status = CHaul_sha256(bytes.baseAddress, bytes.count, digest.baseAddress)
+                    precondition(status == 1, "SHA-256 is not available from libcrypto")
+                    return Self.hex(UnsafeRawBufferPointer(digest))  // its first 16 bytes
+                }
             }
-        }
+        )
     }
 
     /// The 16 bytes at `bytes` in hexadecimal: an id's raw value.

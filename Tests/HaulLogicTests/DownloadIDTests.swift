@@ -1,0 +1,46 @@
+import Foundation
+import Testing
+
+@testable import HaulValues
+
+/// The layers' download ids are keyed by their first 64 bits (``DownloadID``): equal ids hash
+/// alike, and ids that share those bits are still told apart.
+@Suite("Download ids as keys")
+struct DownloadIDTests {
+    @Test("ids read back equal the ids made; ids sharing their first 16 digits differ; any text is an id")
+    func equalityAndHashing() {
+        let made = HaulValues.DownloadID(destinationPath: "/data/a.bin")
+        let read = HaulValues.DownloadID(rawValue: String(made.rawValue))
+        #expect(made == read && made.hashValue == read.hashValue)
+        #expect(made != HaulValues.DownloadID(destinationPath: "/data/b.bin"))
+        let first = HaulValues.DownloadID(rawValue: "0123456789abcdef" + String(repeating: "0", count: 16))
+        let twin = HaulValues.DownloadID(rawValue: "0123456789abcdef" + String(repeating: "1", count: 16))
+        #expect(first != twin && first.hashValue == twin.hashValue)
+        #expect(Set([made, read, first, twin]).count == 3)
+        // Not the hexadecimal the library makes (a fleet's key, a file edited by hand): still an id.
+        for text in ["", "x", "ABCDEF0123456789ABCDEF", "0123456789abcdeg", "0123456789abcdef"] {
+            let id = HaulValues.DownloadID(rawValue: text)
+            #expect(
+                id == HaulValues.DownloadID(rawValue: text)
+                    && id.hashValue == HaulValues.DownloadID(rawValue: text).hashValue
+            )
+            #expect(id.rawValue == text)
+        }
+        #expect(
+            HaulValues.DownloadID(rawValue: "0123456789abcdefA") != HaulValues.DownloadID(rawValue: "0123456789abcdefB")
+        )
+        #expect(HaulValues.DownloadID(rawValue: "X") != HaulValues.DownloadID(rawValue: "Y"))
+    }
+
+    @Test("a table of 20,000 random ids finds each and no other")
+    func tableOfRandomIDs() {
+        let ids = (0..<20_000).map { _ in HaulValues.DownloadID.random().id }
+        var table: [HaulValues.DownloadID: Int] = [:]
+        for (index, id) in ids.enumerated() { table[id] = index }
+        #expect(table.count == Set(ids.map(\.rawValue)).count)
+        for (index, id) in ids.enumerated() where table[HaulValues.DownloadID(rawValue: id.rawValue)] != index {
+            Issue.record("id \(index) not found")
+        }
+        #expect(table[HaulValues.DownloadID(destinationPath: "/nowhere")] == nil)
+    }
+}
