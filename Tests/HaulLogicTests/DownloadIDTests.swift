@@ -43,4 +43,12 @@ struct DownloadIDTests {
         }
         #expect(table[HaulValues.DownloadID(destinationPath: "/nowhere")] == nil)
     }
+
+    @Test("bytes in hexadecimal: two lowercase digits a byte, leading zeros kept")
+    func hexadecimal() {
+        #expect(Hexadecimal.lowercase([0x00, 0x0f, 0xa5, 0xff, 0x10]) == "000fa5ff10")
+        #expect(Hexadecimal.lowercase([UInt8]()) == "")
+        let all = (0...255).map(UInt8.init)
+        #expect(Hexadecimal.lowercase(all) == all.map { String(format: "%02x", $0) }.joined())
+    }
 }

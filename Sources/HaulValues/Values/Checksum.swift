@@ -112,9 +112,6 @@ package struct Checksum: Sendable, Hashable, CustomStringConvertible {
         var output = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         EVP_DigestFinal_ex(context, &output, &length)
-        return output.prefix(Int(length)).map { byte in
-            let digits = String(byte, radix: 16)
-            return digits.count == 1 ? "0" + digits : digits
-        }.joined()
+        return Hexadecimal.lowercase(output.prefix(Int(length)))
     }
 }

@@ -100,13 +100,7 @@ package struct DownloadID: Hashable, Sendable, CustomStringConvertible {
 
     /// The 16 bytes at `bytes` in hexadecimal: an id's raw value.
     private static func hex(_ bytes: UnsafeRawBufferPointer) -> String {
-        String(unsafeUninitializedCapacity: 32) { hex in
-            for (index, byte) in bytes.prefix(16).enumerated() {
-                hex[2 * index] = hexDigits[Int(byte >> 4)]
-                hex[2 * index + 1] = hexDigits[Int(byte & 0x0f)]
-            }
-            return 32
-        }
+        Hexadecimal.lowercase(bytes.prefix(16))
     }
 
     /// An id of 128 random bits, with its first 64 as a number: a download no path or key finds again
@@ -121,8 +115,6 @@ package struct DownloadID: Hashable, Sendable, CustomStringConvertible {
         }
         return (DownloadID(rawValue: withUnsafeBytes(of: halves) { hex($0) }), halves.0)
     }
-
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// The raw value.
     package var description: String { rawValue }

@@ -122,7 +122,7 @@ package struct FileOrigin: Equatable, Sendable {
         return text.withUTF8 { bytes in
             withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { digest in
                 guard CHaul_sha256(bytes.baseAddress, bytes.count, digest.baseAddress) == 1 else { return "" }
-                return digest.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+                return Hexadecimal.lowercase(digest)
             }
         }
     }
