@@ -44,6 +44,16 @@ struct SharedFolderRuleTests {
             let together = SharedFolderRule.refusal(for: path, folders: &folders)
             #expect(together == alone, "\(path)")
             #expect((together != nil) == refused.contains(path), "\(path)")
+            // The entry the walk handed back, where it reached the last one, is what lstat finds there.
+            var status = stat()
+            let found = lstat(path, &status) == 0
+            switch folders.leaf {
+            case nil: #expect(path.contains("/missing/") || together != nil, "\(path)")
+            case (let leafPath, .found(let entry))?:
+                #expect(leafPath == path && found && entry.st_ino == status.st_ino, "\(path)")
+                #expect(entry.st_mode & S_IFMT == status.st_mode & S_IFMT, "\(path): not followed")
+            case (let leafPath, .missing)?: #expect(leafPath == path && !found, "\(path)")
+            }
         }
         // Walked once: the shared folder, the user's own link (where it led), their own folder; never
         // the folder behind another user's link, nor one that does not exist.

@@ -182,7 +182,16 @@ extension DownloadQueue {
             )
         }
         var status = stat()
-        var exists = destination.withCString { lstat($0, &status) } == 0
+        var exists: Bool
+        if let (path, entry) = folders.leaf, path == destination {
+            // The rule's walk looked at the destination itself (not followed) already.
+            switch entry {
+            case .found(let found): (status, exists) = (found, true)
+            case .missing: exists = false
+            }
+        } else {
+            exists = destination.withCString { lstat($0, &status) } == 0
+        }
         var inherited: Int32?
         if exists, (status.st_mode & S_IFMT) == S_IFLNK {
             inherited = FilePath.inheritedDescriptor(of: destination)

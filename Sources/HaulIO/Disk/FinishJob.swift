@@ -92,6 +92,9 @@ package struct FinishJob: Sendable {
         /// The file's length, for one written whole.
         let length: Int64
         let pool: BufferPool?
+        /// What ``PlacedFile/identity(of:)`` says of `descriptor` (its device and inode, which an
+        /// open descriptor keeps), read once when staged; `nil` if it could not be looked at.
+        let identity: String?
     }
 
     enum Stage: Sendable {
@@ -146,13 +149,17 @@ package struct FinishJob: Sendable {
             ]
             _ = futimens(descriptor, times)
         }
-        origin?.record(on: descriptor)
+        // One look at the file serves its origin's time and the identity the journal records.
+        var status = stat()
+        let described = fstat(descriptor, &status) == 0
+        if described { origin?.record(on: descriptor, status: status) }
         return .written(
             Staged(
                 descriptor: descriptor,
                 naming: naming,
                 length: remainder.map { $0.offset + Int64($0.count) } ?? 0,
-                pool: remainder?.pool
+                pool: remainder?.pool,
+                identity: described ? PlacedFile.identity(of: status) : nil
             )
         )
     }
@@ -246,10 +253,8 @@ package struct FinishJob: Sendable {
     static func recordPlacings(_ jobs: [(job: FinishJob, staged: Staged)]) -> [Result<String?, DownloadError>] {
         var identities: [Result<String?, DownloadError>] = Array(repeating: .success(nil), count: jobs.count)
         var byJournal: [ObjectIdentifier: (journal: Journal, rows: [(DownloadID, String)])] = [:]
-        var status = stat()
         for (index, (job, staged)) in jobs.enumerated() {
-            guard let journal = job.journal, fstat(staged.descriptor, &status) == 0 else { continue }
-            let identity = PlacedFile.identity(of: status)
+            guard let journal = job.journal, let identity = staged.identity else { continue }
             identities[index] = .success(identity)
             byJournal[ObjectIdentifier(journal), default: (journal, [])].rows.append((job.id, identity))
         }

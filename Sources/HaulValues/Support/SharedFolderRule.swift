@@ -26,6 +26,7 @@ package enum SharedFolderRule {
     /// list's CPU). What a later entry would make of a folder walked before is what it could make
     /// of it between the check and the open anyway.
     package static func refusal(for path: String, user: uid_t? = nil, folders: inout KnownFolders) -> Refusal? {
+        folders.leaf = nil
         let folder = FilePath.directory(of: path)
         let leaf = path.hasSuffix("/") ? nil : FilePath.lastComponent(of: path)
         guard path.hasPrefix("/"), let leaf, !leaf.isEmpty, leaf != ".", leaf != ".." else {
@@ -51,7 +52,17 @@ package enum SharedFolderRule {
                 if folders.resolved.count < KnownFolders.limit { folders.resolved[folder] = path }
             }
         }
-        return walk([leaf], from: resolved ?? "", user: user, links: &links).refusal
+        var entry: Entry? = nil
+        let end = walk([leaf], from: resolved ?? "", user: user, links: &links, entry: &entry)
+        folders.leaf = entry.map { (path, $0) }
+        return end.refusal
+    }
+
+    /// What the walk found at a path's own last entry, not followed (its `lstat`): the caller looks
+    /// at it there rather than again.
+    package enum Entry {
+        case found(stat)
+        case missing(errno: Int32)
     }
 
     /// Folders walked without a refusal, every entry on their way there, and where they led
@@ -59,6 +70,9 @@ package enum SharedFolderRule {
     package struct KnownFolders {
         static let limit = 1024
         var resolved: [String: String] = [:]
+        /// The last path checked, and its own entry as the walk found it (``Entry``); `nil` when the
+        /// walk stopped before it.
+        package var leaf: (path: String, entry: Entry)?
 
         package init() {}
     }
@@ -85,8 +99,22 @@ package enum SharedFolderRule {
         links: inout Int,
         isWhole: Bool = true
     ) -> WalkEnd {
+        var entry: Entry? = nil
+        return walk(pending, from: resolved, user: user, links: &links, isWhole: isWhole, entry: &entry)
+    }
+
+    /// ``walk(_:from:user:links:isWhole:)``, with what its first look found (`entry`).
+    private static func walk(
+        _ pending: [String],
+        from resolved: String,
+        user: uid_t?,
+        links: inout Int,
+        isWhole: Bool = true,
+        entry: inout Entry?
+    ) -> WalkEnd {
         var pending = pending[...]
         var resolved = resolved
+        var first = true
         while let component = pending.popFirst() {
             if component.isEmpty || component == "." { continue }
             if component == ".." {
@@ -96,7 +124,12 @@ package enum SharedFolderRule {
             }
             let candidate = resolved + "/" + component
             var status = stat()
-            guard lstat(candidate, &status) == 0 else { return .missing }
+            let found = lstat(candidate, &status) == 0
+            if first {
+                entry = found ? .found(status) : .missing(errno: errno)
+                first = false
+            }
+            guard found else { return .missing }
             let kind = status.st_mode & S_IFMT
             if kind == S_IFLNK {
                 links += 1

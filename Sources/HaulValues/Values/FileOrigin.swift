@@ -52,11 +52,10 @@ package struct FileOrigin: Equatable, Sendable {
     package var hasValidator: Bool { entityTag != nil || lastModified != nil }
 
     /// Writes the attributes on the open file `descriptor` (before it is placed: it arrives with
-    /// them). Failures are ignored: the file is whole either way.
-    package func record(on descriptor: Int32) {
+    /// them), which `status` describes (its modification time is recorded). Failures are ignored:
+    /// the file is whole either way.
+    package func record(on descriptor: Int32, status: stat) {
         guard hasValidator, case .url(let url) = source else { return }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else { return }
         var written = self
         written.modificationTime = PlacedFile.modificationTime(of: status)
         Self.set(Self.urlAttribute, Self.shown(url), on: descriptor)
