@@ -1,15 +1,9 @@
-import Synchronization
-
-/// Commands from any thread to the loop thread: a locked queue that wakes the ``Reactor`` when it
-/// goes from empty to not empty (one eventfd write for a burst of commands). The loop's owner drains
-/// it when woken. Generic, so the reactor knows nothing of what the commands mean.
+/// Commands from any thread to the loop thread: a queue with no lock (``CommandQueue``) that wakes
+/// the ``Reactor`` when it goes from empty to not empty (one eventfd write for a burst of
+/// commands). The loop's owner drains it when woken. Generic, so the reactor knows nothing of what
+/// the commands mean.
 package final class CommandInbox<Command: Sendable>: Sendable {
-    private struct State {
-        var commands: [Command] = []
-        var wakePending = false
-        var accepting = true
-    }
-    private let state = Mutex(State())
+    private let queue = CommandQueue<Command>()
     private let reactor: Reactor
 
     package init(reactor: Reactor) {
@@ -25,15 +19,11 @@ package final class CommandInbox<Command: Sendable>: Sendable {
     /// - Returns: `false` when the inbox is closed and the command was dropped.
     @discardableResult
     package func submit(_ command: Command, closing: Bool = false, evenWhenClosed: Bool = false) -> Bool {
-        let shouldWake: Bool? = state.withLock { state in
-            guard state.accepting || evenWhenClosed else { return nil }
-            if closing { state.accepting = false }
-            state.commands.append(command)
-            defer { state.wakePending = true }
-            return !state.wakePending
+        switch queue.push(command, closing: closing, evenWhenClosed: evenWhenClosed) {
+        case .refused: return false
+        case .first: reactor.wake()
+        case .behindOthers: break
         }
-        guard let shouldWake else { return false }
-        if shouldWake { reactor.wake() }
         return true
     }
 
@@ -46,11 +36,6 @@ package final class CommandInbox<Command: Sendable>: Sendable {
 
     /// Takes every queued command, in submission order. Loop thread, when woken.
     package func drain() -> [Command] {
-        state.withLock { state in
-            state.wakePending = false
-            var taken: [Command] = []
-            swap(&taken, &state.commands)
-            return taken
-        }
+        queue.takeAll()
     }
 }
