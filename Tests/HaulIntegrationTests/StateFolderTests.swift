@@ -57,7 +57,7 @@ struct StateFolderTests {
             case .linkToDevZero: #expect(symlink("/dev/zero", partial) == 0)
             case .hardLinkToVictim: #expect(link(victim.path, partial) == 0)
             case .otherUsersFile:
-                FileManager.default.createFile(atPath: partial, contents: Data(count: 50_000))
+                #expect(FileManager.default.createFile(atPath: partial, contents: Data(count: 50_000)))
                 #expect(chown(partial, 65534, 65534) == 0)
             }
             let before = lstatMode(partial)
