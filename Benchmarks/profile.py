@@ -36,7 +36,10 @@ ACTIVITIES = [
                                   r"ended7request"]),
     ("admission", [r"admitWaiting", r"5admit", r"Admission", r"nextQueued", r"DescriptorBudget"]),
     ("the caller's request", [r"DownloadQueue", r"DownloadRequest", r"8download", r"4data4from",
-                              r"7discard4from", r"Catalog"]),
+                              r"7discard4from", r"Catalog",
+                              # The reply a caller waits on for its row (the loop answers it):
+                              # its module's name would count it in "reactor turn" below.
+                              r"HaulScheduler5ReplyC"]),
     ("the caller's task", [r"HaulBench", r"LoadCommand", r"7bounded", r"BenchSupport", r"^main$", r"haul_bench_main"]),
     # libcurl's own work for the transfers (reading sockets, parsing HTTP), under the reactor's call;
     # Haul's callbacks it calls are deeper in the stack and matched first.
