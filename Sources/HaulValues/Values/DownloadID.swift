@@ -27,27 +27,33 @@ package struct DownloadID: Hashable, Sendable, CustomStringConvertible {
         hasher.combine(key)
     }
 
-    /// ``key``: the first 16 hexadecimal digits of `rawValue`, or else the FNV-1a hash of its bytes.
+    /// ``key``: the first 16 hexadecimal digits of `rawValue`, or else the FNV-1a hash of its bytes:
+    /// a function of the text alone, however the string is stored (`withUTF8` makes it contiguous).
     private static func key(of rawValue: String) -> UInt64 {
-        let utf8 = rawValue.utf8
-        let key = utf8.withContiguousStorageIfAvailable { bytes -> UInt64? in
-            guard bytes.count >= 16 else { return nil }
-            var value: UInt64 = 0
-            for byte in bytes.prefix(16) {
-                let digit: UInt8
-                switch byte {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte &- UInt8(ascii: "0")
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte &- UInt8(ascii: "a") &+ 10
-                default: return nil
-                }
-                value = value << 4 | UInt64(digit)
+        var text = rawValue
+        return text.withUTF8 { bytes in
+            if bytes.count >= 16, let value = hexadecimalValue(of: UnsafeBufferPointer(rebasing: bytes[..<16])) {
+                return value
             }
-            return value
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+            return hash
         }
-        if let key = key ?? nil { return key }
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        return hash
+    }
+
+    /// The lowercase hexadecimal digits `bytes` as a number, or `nil` if any is not one.
+    private static func hexadecimalValue(of bytes: UnsafeBufferPointer<UInt8>) -> UInt64? {
+        var value: UInt64 = 0
+        for byte in bytes {
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte &- UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte &- UInt8(ascii: "a") &+ 10
+            default: return nil
+            }
+            value = value << 4 | UInt64(digit)
+        }
+        return value
     }
 
     /// The id of the download to `destination` (as ``DownloadManager`` derives it).
