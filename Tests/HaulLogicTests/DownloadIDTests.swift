@@ -50,5 +50,11 @@ struct DownloadIDTests {
         #expect(Hexadecimal.lowercase([UInt8]()) == "")
         let all = (0...255).map(UInt8.init)
         #expect(Hexadecimal.lowercase(all) == all.map { String(format: "%02x", $0) }.joined())
+        for byte in all {
+            let expected = UInt8(String(decoding: [byte], as: UTF8.self), radix: 16)
+            #expect(Hexadecimal.value(ofDigit: byte) == expected, "byte \(byte)")
+        }
+        #expect(ServerFileName.percentDecoded("a%2Fb%2fc%41") == Array("a/b/cA".utf8))
+        #expect(ServerFileName.percentDecoded("%4") == nil && ServerFileName.percentDecoded("%g0") == nil)
     }
 }

@@ -163,14 +163,7 @@ package enum ServerFileName {
     static func percentDecoded(_ text: String) -> [UInt8]? {
         var bytes: [UInt8] = []
         var iterator = text.utf8.makeIterator()
-        func hex(_ byte: UInt8?) -> UInt8? {
-            switch byte {
-            case let b? where (0x30...0x39).contains(b): b - 0x30
-            case let b? where (0x41...0x46).contains(b): b - 0x41 + 10
-            case let b? where (0x61...0x66).contains(b): b - 0x61 + 10
-            default: nil
-            }
-        }
+        func hex(_ byte: UInt8?) -> UInt8? { byte.flatMap(Hexadecimal.value(ofDigit:)) }
         while let byte = iterator.next() {
             guard byte == 0x25 else {
                 bytes.append(byte)

@@ -32,28 +32,21 @@ package struct DownloadID: Hashable, Sendable, CustomStringConvertible {
     private static func key(of rawValue: String) -> UInt64 {
         var text = rawValue
         return text.withUTF8 { bytes in
-            if bytes.count >= 16, let value = hexadecimalValue(of: UnsafeBufferPointer(rebasing: bytes[..<16])) {
-                return value
+            guard bytes.count >= 16 else { return fnv1a(bytes) }
+            var value: UInt64 = 0
+            for byte in bytes.prefix(16) {
+                guard let digit = Hexadecimal.value(ofDigit: byte) else { return fnv1a(bytes) }
+                value = value << 4 | UInt64(digit)
             }
-            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-            for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-            return hash
+            return value
         }
     }
 
-    /// The lowercase hexadecimal digits `bytes` as a number, or `nil` if any is not one.
-    private static func hexadecimalValue(of bytes: UnsafeBufferPointer<UInt8>) -> UInt64? {
-        var value: UInt64 = 0
-        for byte in bytes {
-            let digit: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte &- UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte &- UInt8(ascii: "a") &+ 10
-            default: return nil
-            }
-            value = value << 4 | UInt64(digit)
-        }
-        return value
+    /// The FNV-1a hash of `bytes`.
+    private static func fnv1a(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return hash
     }
 
     /// The id of the download to `destination` (as ``DownloadManager`` derives it).
