@@ -16,6 +16,11 @@ package final class CommandQueue<Command: Sendable>: Sendable {
         var next: UInt = 0
 
         init(_ command: Command) { self.command = command }
+
+        /// The node pushed at `address`, with the retain its push took.
+        static func taken(at address: UInt) -> Node {
+            Unmanaged<Node>.fromOpaque(UnsafeRawPointer(bitPattern: address)!).takeRetainedValue()
+        }
     }
 
     private static var closedBit: UInt { 1 }
@@ -26,10 +31,7 @@ package final class CommandQueue<Command: Sendable>: Sendable {
 
     deinit {
         var address = top.load(ordering: .acquiring) & ~Self.closedBit
-        while address != 0 {
-            let node = Unmanaged<Node>.fromOpaque(UnsafeRawPointer(bitPattern: address)!).takeRetainedValue()
-            address = node.next
-        }
+        while address != 0 { address = Node.taken(at: address).next }
     }
 
     /// What a push found.
@@ -51,7 +53,7 @@ package final class CommandQueue<Command: Sendable>: Sendable {
         while true {
             let closed = old & Self.closedBit != 0
             if closed, !evenWhenClosed {
-                Unmanaged<Node>.fromOpaque(UnsafeRawPointer(bitPattern: address)!).release()
+                _ = Node.taken(at: address)
                 return .refused
             }
             node.next = old & ~Self.closedBit
@@ -84,7 +86,7 @@ package final class CommandQueue<Command: Sendable>: Sendable {
         var address = old & ~Self.closedBit
         var taken: [Command] = []
         while address != 0 {
-            let node = Unmanaged<Node>.fromOpaque(UnsafeRawPointer(bitPattern: address)!).takeRetainedValue()
+            let node = Node.taken(at: address)
             taken.append(node.command)
             address = node.next
         }
