@@ -71,19 +71,11 @@ struct CommandQueueTests {
         let senders = 8
         let each = 20_000
         let firsts = Atomic<Int>(0)
-        let start = DispatchSemaphore(value: 0)
-        let done = DispatchGroup()
-        for sender in 0..<senders {
-            done.enter()
-            Thread {
-                start.wait()
-                for number in 0..<each where queue.push(Sent(sender: sender, number: number)) == .first {
-                    firsts.add(1, ordering: .relaxed)
-                }
-                done.leave()
-            }.start()
+        let threads = SenderThreads(senders) { sender in
+            for number in 0..<each where queue.push(Sent(sender: sender, number: number)) == .first {
+                firsts.add(1, ordering: .relaxed)
+            }
         }
-        for _ in 0..<senders { start.signal() }
         var next = Array(repeating: 0, count: senders)
         var nonEmptyTakes = 0
         var taken = 0
@@ -100,7 +92,7 @@ struct CommandQueueTests {
             taken += batch.count
             if batch.isEmpty { await Task.yield() }
         }
-        done.wait()
+        await threads.finished()
         #expect(queue.takeAll().isEmpty)
         #expect(next == Array(repeating: each, count: senders))
         // Each burst's first push asked for the one wake that the take emptying it answered.
@@ -112,27 +104,19 @@ struct CommandQueueTests {
         for round in 0..<20 {
             let queue = CommandQueue<Sent>()
             let refused = Mutex<Set<Int>>([])
-            let start = DispatchSemaphore(value: 0)
-            let done = DispatchGroup()
-            for sender in 0..<4 {
-                done.enter()
-                Thread {
-                    start.wait()
-                    for number in 0..<2_000 {
-                        let evenWhenClosed = number % 10 == 0
-                        let sent = Sent(sender: sender, number: number, evenWhenClosed: evenWhenClosed)
-                        if queue.push(sent, evenWhenClosed: evenWhenClosed) == .refused {
-                            refused.withLock { _ = $0.insert(sender * 10_000 + number) }
-                        }
-                        if sender == 0, number == 500 {
-                            _ = queue.push(Sent(sender: 9, number: 0, closes: true), closing: true)
-                        }
+            let threads = SenderThreads(4) { sender in
+                for number in 0..<2_000 {
+                    let evenWhenClosed = number % 10 == 0
+                    let sent = Sent(sender: sender, number: number, evenWhenClosed: evenWhenClosed)
+                    if queue.push(sent, evenWhenClosed: evenWhenClosed) == .refused {
+                        refused.withLock { _ = $0.insert(sender * 10_000 + number) }
                     }
-                    done.leave()
-                }.start()
+                    if sender == 0, number == 500 {
+                        _ = queue.push(Sent(sender: 9, number: 0, closes: true), closing: true)
+                    }
+                }
             }
-            for _ in 0..<4 { start.signal() }
-            done.wait()
+            await threads.finished()
             let taken = queue.takeAll()
             let closedAt = try #require(taken.firstIndex { $0.closes }, "round \(round)")
             let afterClosing = taken[(closedAt + 1)...].filter { !$0.evenWhenClosed }
@@ -140,6 +124,40 @@ struct CommandQueueTests {
             let keys = Set(taken.map { $0.sender * 10_000 + $0.number })
             #expect(keys.isDisjoint(with: refused.withLock { $0 }), "round \(round)")
             #expect(taken.count - 1 + refused.withLock { $0.count } == 4 * 2_000, "round \(round)")
+        }
+    }
+
+    /// Senders on threads of their own, started together; ``finished()`` waits for them without
+    /// holding a thread of the test's (the cooperative pool's).
+    final class SenderThreads: Sendable {
+        private let state: Mutex<(left: Int, waiter: CheckedContinuation<Void, Never>?)>
+
+        init(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+            state = Mutex((count, nil))
+            let start = DispatchSemaphore(value: 0)
+            for index in 0..<count {
+                Thread { [self] in
+                    start.wait()
+                    body(index)
+                    let waiter = state.withLock { state in
+                        state.left -= 1
+                        return state.left == 0 ? state.waiter.take() : nil
+                    }
+                    waiter?.resume()
+                }.start()
+            }
+            for _ in 0..<count { start.signal() }
+        }
+
+        func finished() async {
+            await withCheckedContinuation { continuation in
+                let done = state.withLock { state in
+                    if state.left == 0 { return true }
+                    state.waiter = continuation
+                    return false
+                }
+                if done { continuation.resume() }
+            }
         }
     }
 }
