@@ -1,5 +1,4 @@
 import Dispatch
-import Synchronization
 
 /// Where partial files are synced, checked and renamed, away from the loop thread: serial lanes, a
 /// download's jobs in the one its id picks. While disk jobs are slow (a disk's `fdatasync`), all
@@ -16,9 +15,12 @@ package final class DiskLanes {
 
     /// A serial queue and the jobs waiting for it: while it runs a batch, the jobs sent meanwhile
     /// wait, and the next batch takes them all (one sync for all of them, ``DiskJob/perform(_:clock:)``).
+    /// The loop hands a turn's batch over with no lock (``CommandQueue``: one compare-and-swap); a
+    /// batch that finds none waiting starts a run of the queue, which takes what waits until nothing
+    /// does.
     final class Lane: Sendable {
         let queue: DispatchQueue
-        let waiting = Mutex<(jobs: [DiskJob], running: Bool)>(([], false))
+        let waiting = CommandQueue<[DiskJob]>()
 
         init(label: String) { queue = DispatchQueue(label: label) }
     }
@@ -58,24 +60,21 @@ package final class DiskLanes {
         jobs.removeAll(keepingCapacity: true)
         let (timing, report) = (timing, report)
         for (lane, batch) in zip(lanes, batches) where !batch.isEmpty {
-            let starts = lane.waiting.withLock { state in
-                state.jobs.append(contentsOf: batch)
-                defer { state.running = true }
-                return !state.running
+            // A batch behind others is taken by the run the first of them started (or by the one
+            // still running: a run takes until nothing waits, and a run started meanwhile then
+            // finds nothing).
+            if lane.waiting.push(batch) == .first {
+                lane.queue.async { Self.drain(lane, timing: timing, report: report) }
             }
-            if starts { lane.queue.async { Self.drain(lane, timing: timing, report: report) } }
         }
     }
 
     /// Runs `lane`'s waiting jobs, a batch at a time, until none waits.
     private static func drain(_ lane: Lane, timing: DiskTiming, report: @Sendable ([DiskResult]) -> Void) {
         while true {
-            let batch = lane.waiting.withLock { state in
-                defer { state.jobs = [] }
-                if state.jobs.isEmpty { state.running = false }
-                return state.jobs
-            }
-            guard !batch.isEmpty else { return }
+            let sent = lane.waiting.takeAll()
+            guard !sent.isEmpty else { return }
+            let batch = sent.count == 1 ? sent[0] : Array(sent.joined())
             var clock = SyncClock()
             let results = DiskJob.perform(batch, clock: &clock)
             timing.record(syncNanoseconds: clock.nanoseconds)

@@ -2,7 +2,6 @@ import Dispatch
 import FoundationEssentials
 import HaulIO
 import HaulValues
-import Synchronization
 
 /// Rows a caller asks for (``SchedulerCommand/writeRows(_:)``), written by the loop: the request
 /// travels whole in one command, the loop writes its row in a transaction of its own and keeps what
@@ -110,18 +109,26 @@ package struct RowWriting {
 
 /// A caller's wait for the loop's answer to one command: the value the loop's work set, or the error
 /// it answered with.
-package final class Reply<Value: Sendable>: Sendable {
-    private let state = Mutex<(value: Value?, error: DownloadError?)>((nil, nil))
+///
+/// No lock: whoever answers sets the value and the error before it signals, once, and the caller
+/// reads them after its wait returns; the semaphore's signal and wait order the two (as a lock's
+/// release and acquire would).
+package final class Reply<Value: Sendable>: @unchecked Sendable {
+    // @unchecked Sendable: `value` and `error` are written before `answered` is signalled and read
+    // after it is waited for, never at once.
+    private nonisolated(unsafe) var value: Value?
+    private nonisolated(unsafe) var error: DownloadError?
     private let answered = DispatchSemaphore(value: 0)
 
     package init() {}
 
-    /// Keeps the value; the caller gets it once ``answer(_:)`` is told.
-    package func set(_ value: Value) { state.withLock { $0.value = value } }
+    /// Keeps the value; the caller gets it once ``answer(_:)`` is told. Before ``answer(_:)``, by
+    /// whoever answers.
+    package func set(_ value: Value) { self.value = value }
 
-    /// Ends the wait: with the value set, or `error`.
+    /// Ends the wait, once: with the value set, or `error`.
     package func answer(_ error: DownloadError?) {
-        state.withLock { $0.error = error }
+        self.error = error
         answered.signal()
     }
 
@@ -130,7 +137,6 @@ package final class Reply<Value: Sendable>: Sendable {
     /// - Throws: the error answered, or `.shutdown` when no value was set (the loop ended first).
     package func wait() throws(DownloadError) -> Value {
         answered.wait()
-        let (value, error) = state.withLock { $0 }
         if let error { throw error }
         guard let value else { throw DownloadError(code: .shutdown, url: nil) }
         return value
