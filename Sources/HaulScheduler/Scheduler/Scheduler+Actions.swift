@@ -14,9 +14,17 @@ extension Scheduler {
         case .none:
             break
         case .askForHeaders(let question):
-            askForHeaders(of: transfer, question)
+            let (id, token, inbox) = (transfer.id, ObjectIdentifier(transfer), inbox)
+            let failure = CallerHooks.askForHeaders(question, of: id, provider: settings.headerValues) {
+                inbox.submit(.headersArrived(id, token, $0))
+            }
+            if let failure { perform(transfer.apply(.headers(.failure(failure))), for: transfer) }
         case .askForFreshURL(let question):
-            askForFreshURL(for: transfer, question)
+            let (id, token, inbox) = (transfer.id, ObjectIdentifier(transfer), inbox)
+            let asked = CallerHooks.askForFreshURL(question, of: id, refresher: settings.freshURL) {
+                inbox.submit(.urlRefreshed(id, token, $0))
+            }
+            if !asked { perform(transfer.apply(.urlRefused(nil)), for: transfer) }
         case .paused(let sync):
             requestSync(transfer.id, sync)
             // A paused download is a row again; resuming queues it.

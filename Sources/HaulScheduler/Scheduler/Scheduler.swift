@@ -185,6 +185,49 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
         admitAtTurnEnd()
     }
 
+    // MARK: the application's hooks (``CallerHooks``)
+
+    /// The header provider answered: the transfer sends its first request, or fails. An answer for
+    /// a transfer that is gone (paused, cancelled, shut down) is dropped.
+    func headersArrived(
+        _ id: DownloadID,
+        for token: ObjectIdentifier,
+        _ result: Result<[DownloadHeader], DownloadError>
+    ) {
+        guard let transfer = transfer(id, token: token), let action = transfer.apply(.headers(result)) else { return }
+        if case .success(let headers) = result {
+            // Kept for its retries and resumes in this process, as if it had been asked for with them.
+            pool.given.update(id) { $0.headers = headers.isEmpty ? nil : headers }
+        }
+        perform(action, for: transfer)
+    }
+
+    /// The URL refresher answered: the transfer moves to the fresh URL, or goes on as the failure
+    /// that made it ask says. An answer for a transfer that is gone is dropped.
+    func urlRefreshed(
+        _ id: DownloadID,
+        for token: ObjectIdentifier,
+        _ result: Result<SchedulerSettings.FreshURL?, DownloadError>
+    ) {
+        guard let transfer = transfer(id, token: token) else { return }
+        let (input, kept) = CallerHooks.input(for: result)
+        guard let action = transfer.apply(input) else { return }
+        if let kept {
+            pool.given.update(id) { entry in
+                entry.url = kept.url
+                if let headers = kept.headers { entry.headers = headers.isEmpty ? nil : headers }
+            }
+        }
+        perform(action, for: transfer)
+    }
+
+    /// The transfer of `id` if it is still the one a hook's answer was asked for (`token`, its
+    /// `ObjectIdentifier`).
+    private func transfer(_ id: DownloadID, token: ObjectIdentifier) -> Transfer? {
+        guard let transfer = admitted(id), ObjectIdentifier(transfer) == token else { return nil }
+        return transfer
+    }
+
     // MARK: retries
 
     /// Looks at `directory`'s queue again at `time`, when a download there may retry.

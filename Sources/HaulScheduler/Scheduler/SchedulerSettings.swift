@@ -8,6 +8,12 @@ import Logging
 package struct SchedulerSettings: Sendable {
     /// A URL and the headers to send with it, from the application's URL refresher.
     package typealias FreshURL = (url: URL, headers: [DownloadHeader]?)
+    /// The application's header provider: the values of the headers a restored download names (its
+    /// id, URL, destination and the names).
+    package typealias HeaderValues = @Sendable (DownloadID, URL, URL, [String]) async throws -> [DownloadHeader]
+    /// The application's URL refresher: a fresh URL for one that answered 401, 403 or 410 (the
+    /// download's id, URL, destination and the status).
+    package typealias URLRefresher = @Sendable (DownloadID, URL, URL, Int) async throws -> FreshURL?
 
     /// How many downloads may run at once (within the descriptor budget), and how many per host.
     package var slots: Int
@@ -26,12 +32,10 @@ package struct SchedulerSettings: Sendable {
     /// The configured state directory, whose journal is never closed as idle.
     var keptDirectory: String?
     var logger: Logger
-    /// The values of the headers a restored download names (its id, URL, destination and the
-    /// names): the application's header provider, or nil when it gave none.
-    var headerValues: (@Sendable (DownloadID, URL, URL, [String]) async throws -> [DownloadHeader])?
-    /// A fresh URL for one that answered 401, 403 or 410 (the download's id, URL, destination and
-    /// the status): the application's URL refresher, or nil when it gave none.
-    var freshURL: (@Sendable (DownloadID, URL, URL, Int) async throws -> FreshURL?)?
+    /// The application's header provider, or nil when it gave none.
+    var headerValues: HeaderValues?
+    /// The application's URL refresher, or nil when it gave none.
+    var freshURL: URLRefresher?
 
     package init(
         slots: Int,
@@ -43,8 +47,8 @@ package struct SchedulerSettings: Sendable {
         stallTimeout: Duration,
         keptDirectory: String? = nil,
         logger: Logger,
-        headerValues: (@Sendable (DownloadID, URL, URL, [String]) async throws -> [DownloadHeader])? = nil,
-        freshURL: (@Sendable (DownloadID, URL, URL, Int) async throws -> FreshURL?)? = nil
+        headerValues: HeaderValues? = nil,
+        freshURL: URLRefresher? = nil
     ) {
         self.slots = slots
         self.perHostLimit = perHostLimit
