@@ -8,7 +8,7 @@ import Testing
 
 /// Several managers on one state directory: a download one runs is followed by the others, never
 /// fetched twice, and taken over with its bytes when the one that ran it stops.
-@Suite("One journal, many managers")
+@Suite("One journal, many managers", .timeLimit(.minutes(2)))
 struct SharedJournalTests {
     /// A first manager on `directory/.haul`, downloading `name` (a MiB on `server`) into
     /// `directory/name` at 16 KiB/s, past its first `bytes`: a minute for the file, so that it still
