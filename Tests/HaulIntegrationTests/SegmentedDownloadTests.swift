@@ -487,6 +487,13 @@ struct SegmentedDownloadTests {
         let (id, paused) = try await startAndPause("pause.bin", server: server, to: destination)
         let progress = try #require(paused, "no paused event")
         #expect(progress.bytesReceived < Int64(size))
+        // The pause's sync reported after the transfer left its slot: the row holds every segment's
+        // bytes as durable (what a restart after a power loss keeps).
+        let journal = try Journal(directory: Self.stateDirectory(beside: destination).path)
+        let row = try #require(try journal.record(for: id.engine))
+        journal.close()
+        #expect(row.segments != nil)
+        #expect(row.bytesSynced == progress.bytesReceived && row.bytesSynced > 0, "synced \(row.bytesSynced)")
         try await withDownloadManager(configuration: fast(configuration(connections: 4), beside: destination)) {
             manager in
             let download = try #require(manager.download(id: id))

@@ -28,31 +28,17 @@ extension Scheduler {
         if pool.diskReported(diskPending: disk.pending) { finishShutdown() }
     }
 
+    /// A sync reported: recorded (``SyncRecords``) unless it failed or is older than a truncation
+    /// of the partial file.
     private func synced(_ id: DownloadID, directory: String, bytes: Int64, segments: String?) {
-        // Ignore a failed sync, and one older than a truncation of the partial file.
-        guard environment.syncs.reported(id), bytes >= 0, let journal = catalog.openJournal(for: directory) else {
-            return
-        }
-        if let segments {
-            syncedSegments(id, journal: journal, snapshot: segments, bytes: bytes)
-            return
-        }
-        _ = admitted(id)?.apply(.synced(bytes: bytes))
-        try? journal.recordSynced(id, bytes: bytes)
-    }
-
-    /// A sync of a file fetched over several connections finished: each segment's bytes written when
-    /// it began are durable, in the running transfer's map and in the row (a paused download's too).
-    private func syncedSegments(_ id: DownloadID, journal: Journal, snapshot text: String, bytes: Int64) {
-        if admitted(id)?.apply(.syncedSegments(text)) != nil { return }
-        guard var record = try? journal.record(for: id), let total = record.totalBytes,
-            let stored = record.segments, var map = SegmentMap(encoded: stored, total: total),
-            let snapshot = SegmentMap(encoded: text, total: total)
-        else { return }
-        map.markSynced(from: snapshot)
-        record.segments = map.encoded
-        record.bytesSynced = map.bytesSynced
-        try? journal.update(record, for: id)
+        guard environment.syncs.reported(id), bytes >= 0 else { return }
+        SyncRecords(catalog: catalog).record(
+            id,
+            directory: directory,
+            bytes: bytes,
+            segments: segments,
+            running: admitted(id)
+        )
     }
 
     /// Starts the checkpoint and idle-buffer timers with the first admission.

@@ -91,7 +91,9 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
         // After the commit: a sync's report must not overtake the row that it completes.
         disk.send()
         if pool.hasWaiters { answerSettledWaiters() }
-        updateGauges()
+        if environment.metrics.isRecording {
+            Gauges(environment: environment, catalog: catalog).update(running: pool.count, readAt: &timers.gaugesReadAt)
+        }
         // The turn's events reach the manager's feed readers with one wake-up each, and the
         // downloads' own readers and waiters together.
         catalog.feed.wakeDeferred()
@@ -183,6 +185,12 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
         perform(action, for: transfer)
         connectionsChanged(transfer)
         admitAtTurnEnd()
+    }
+
+    /// The most write buffers in use at once so far, and the names claimed for files about to be
+    /// placed now (the facade's ``DownloadManager/holdings``). Loop thread, or after the loop ended.
+    package var bufferPeakAndClaimedNames: (peakBuffers: Int, claimedNames: Int) {
+        (environment.buffers.peakInUseCount, environment.claimedNameCount)
     }
 
     // MARK: the application's hooks (``CallerHooks``)

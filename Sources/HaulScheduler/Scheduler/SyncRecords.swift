@@ -1,0 +1,44 @@
+import HaulIO
+import HaulTransfer
+import HaulValues
+
+/// What a partial file's sync, reported by a disk lane, leaves behind: the bytes it made durable,
+/// told to the running transfer (which counts them as synced) and recorded in the download's row, so
+/// that a restart resumes from them. A job with no state: the scheduler hands it the transfer that
+/// runs the download now, if any.
+struct SyncRecords {
+    let catalog: Catalog
+
+    /// `id`'s partial file in `directory` is durable up to `bytes` (over several connections:
+    /// each segment's bytes as the `segments` snapshot taken when the sync began says).
+    func record(
+        _ id: DownloadID,
+        directory: String,
+        bytes: Int64,
+        segments: String?,
+        running transfer: Transfer?
+    ) {
+        guard let journal = catalog.openJournal(for: directory) else { return }
+        if let segments {
+            recordSegments(id, journal: journal, snapshot: segments, running: transfer)
+            return
+        }
+        _ = transfer?.apply(.synced(bytes: bytes))
+        try? journal.recordSynced(id, bytes: bytes)
+    }
+
+    /// Each segment's bytes written when the sync began are durable: in the running transfer's map,
+    /// or, for a download that does not run now (paused), in its row's.
+    private func recordSegments(_ id: DownloadID, journal: Journal, snapshot text: String, running transfer: Transfer?)
+    {
+        if transfer?.apply(.syncedSegments(text)) != nil { return }
+        guard var record = try? journal.record(for: id), let total = record.totalBytes,
+            let stored = record.segments, var map = SegmentMap(encoded: stored, total: total),
+            let snapshot = SegmentMap(encoded: text, total: total)
+        else { return }
+        map.markSynced(from: snapshot)
+        record.segments = map.encoded
+        record.bytesSynced = map.bytesSynced
+        try? journal.update(record, for: id)
+    }
+}
