@@ -65,6 +65,11 @@ extension Journal {
         package var count: Int { heads.count - next }
         /// The next head, if any is left.
         package var first: QueuedRow? { next < heads.count ? heads[next] : nil }
+        /// The next head's place in the queue, its row not copied (a row's copy retains each of
+        /// its strings: an admission pass compares heads across journals before it takes one).
+        package var firstPlace: QueuePlace? { next < heads.count ? heads[next].place : nil }
+        /// The next head's host, its row not copied.
+        package var firstHost: String? { next < heads.count ? heads[next].record.host : nil }
 
         /// Takes the next head off the front.
         package mutating func removeFirst() -> QueuedRow? {

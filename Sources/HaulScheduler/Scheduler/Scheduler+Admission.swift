@@ -39,8 +39,10 @@ extension Scheduler {
     }
 
     /// The best head across the queued directories, taken off the front of its directory's `read`.
+    /// Heads are compared by their places; only the one taken is copied out.
     private func nextQueued(_ read: inout [String: QueueRead]) -> (Journal, Journal.QueuedRow, QueueRead)? {
-        var best: (journal: Journal, head: Journal.QueuedRow, read: QueueRead)?
+        var best: (journal: Journal, place: Journal.QueuePlace, read: QueueRead)?
+        let saturatedHosts = pool.admission.saturatedHosts
         for directory in pool.admission.queuedDirectories {
             guard let journal = catalog.openJournal(for: directory) else {
                 pool.queueDrained(in: directory)
@@ -49,9 +51,7 @@ extension Scheduler {
             }
             var pending = read[directory]
             // Heads whose host reached its limit since the read wait, as the read would have left them.
-            while let pending, let first = pending.heads.first,
-                pool.admission.saturatedHosts.contains(first.record.host)
-            {
+            while let pending, let host = pending.heads.firstHost, saturatedHosts.contains(host) {
                 pending.heads.passOverFirst()
             }
             if pending.map({ $0.heads.count == 0 && $0.heads.mayHaveMore }) ?? true {
@@ -60,18 +60,17 @@ extension Scheduler {
                 if blockedBefore { pending?.heads.blocked = true }
                 read[directory] = pending
             }
-            guard let pending, let head = pending.heads.first else {
+            guard let pending, let place = pending.heads.firstPlace else {
                 pool.queueDrained(in: directory, blockedByHosts: pending?.heads.blocked ?? false)
                 read[directory] = nil
                 closeJournalIfIdle(directory)
                 continue
             }
-            if let current = best, !head.place.isAhead(of: current.head.place) { continue }
-            best = (journal, head, pending)
+            if let current = best, !place.isAhead(of: current.place) { continue }
+            best = (journal, place, pending)
         }
-        guard let best else { return nil }
-        _ = best.read.heads.removeFirst()
-        return best
+        guard let best, let head = best.read.heads.removeFirst() else { return nil }
+        return (best.journal, head, best.read)
     }
 
     /// Up to as many of `journal`'s queue heads as slots are free; none when it cannot be read. When
