@@ -13,18 +13,23 @@ struct CallerHooksTests {
     typealias Header = HaulValues.DownloadHeader
 
     let cause = HaulValues.DownloadError(code: .httpStatus, url: "http://a.example/f", httpStatus: 403)
+    let url = URL(string: "http://a.example/f")!
+    let destination = URL(fileURLWithPath: "/tmp/f")
+    let id = HaulValues.DownloadID(rawValue: "d")
+
+    func headersQuestion(names: [String] = ["X-Key"]) -> HeadersQuestion {
+        HeadersQuestion(names: names, url: url, destination: destination, urlForErrors: url.absoluteString)
+    }
+
+    var freshURLQuestion: FreshURLQuestion {
+        FreshURLQuestion(cause: cause, url: url, destination: destination, urlForErrors: url.absoluteString)
+    }
 
     @Test("no header provider: the transfer fails at once, naming the headers it was queued with")
     func noHeaderProvider() {
-        let question = HeadersQuestion(
-            names: ["Authorization", "X-Key"],
-            url: URL(string: "http://a.example/f")!,
-            destination: URL(fileURLWithPath: "/tmp/f"),
-            urlForErrors: "http://a.example/f"
-        )
         let failure = CallerHooks.askForHeaders(
-            question,
-            of: HaulValues.DownloadID(rawValue: "d"),
+            headersQuestion(names: ["Authorization", "X-Key"]),
+            of: id,
             provider: nil,
             answer: { _ in Issue.record("answered with no provider") }
         )
@@ -35,15 +40,9 @@ struct CallerHooksTests {
 
     @Test("no URL refresher: nothing is asked")
     func noRefresher() {
-        let question = FreshURLQuestion(
-            cause: cause,
-            url: URL(string: "http://a.example/f")!,
-            destination: URL(fileURLWithPath: "/tmp/f"),
-            urlForErrors: "http://a.example/f"
-        )
         let asked = CallerHooks.askForFreshURL(
-            question,
-            of: HaulValues.DownloadID(rawValue: "d"),
+            freshURLQuestion,
+            of: id,
             refresher: nil,
             answer: { _ in Issue.record("answered with no refresher") }
         )
@@ -54,23 +53,14 @@ struct CallerHooksTests {
         var description: String { "no key for this host" }
     }
 
-    var headersQuestion: HeadersQuestion {
-        HeadersQuestion(
-            names: ["X-Key"],
-            url: URL(string: "http://a.example/f")!,
-            destination: URL(fileURLWithPath: "/tmp/f"),
-            urlForErrors: "http://a.example/f"
-        )
-    }
-
     /// The provider's answer for `provider`, as the transfer would be told of it.
     func headers(from provider: @escaping SchedulerSettings.HeaderValues) async -> Result<
         [Header], HaulValues.DownloadError
     > {
         await withCheckedContinuation { continuation in
             let failure = CallerHooks.askForHeaders(
-                headersQuestion,
-                of: HaulValues.DownloadID(rawValue: "d"),
+                headersQuestion(),
+                of: id,
                 provider: provider,
                 answer: { continuation.resume(returning: $0) }
             )
@@ -101,16 +91,10 @@ struct CallerHooksTests {
 
     @Test("the URL refresher is asked with the status that made the download ask; its failure is the download's")
     func refresherFails() async {
-        let question = FreshURLQuestion(
-            cause: cause,
-            url: URL(string: "http://a.example/f")!,
-            destination: URL(fileURLWithPath: "/tmp/f"),
-            urlForErrors: "http://a.example/f"
-        )
         let result = await withCheckedContinuation { continuation in
             let asked = CallerHooks.askForFreshURL(
-                question,
-                of: HaulValues.DownloadID(rawValue: "d"),
+                freshURLQuestion,
+                of: id,
                 refresher: { _, _, _, status in
                     #expect(status == 403)
                     throw Refusal()
