@@ -32,12 +32,7 @@ extension Scheduler {
             perform(transfer.apply(.limitRate(rate)), for: transfer)
             return
         }
-        guard let journal = catalog.openJournal(for: download.stateDirectoryPath) else { return }
-        journal.confined {
-            guard var record = try? journal.record(for: download.id), record.state != .running else { return }
-            record.maxBytesPerSecond = rate
-            try? journal.save(record, for: download.id)
-        }
+        RowControls(catalog: catalog, logger: logger).setRateLimit(rate, of: download)
     }
 
     func cancel(_ download: LiveDownload) {
@@ -60,34 +55,9 @@ extension Scheduler {
         download.hub.publish(.cancelled)
     }
 
-    /// Applies `event` to the row of a download that is not admitted (a row another manager queued or
-    /// runs is left alone). When the row changes, `changed` runs with the journal locked (so events it publishes
-    /// come before the loop's next ones).
+    /// Applies `event` to the row of a download that is not admitted (``RowControls``).
     private func updateRow(of download: LiveDownload, on event: QueueEvent, _ changed: (JournalRow) -> Void) {
-        guard let journal = catalog.openJournal(for: download.stateDirectoryPath) else { return }
-        journal.confined {
-            guard var record = try? journal.record(for: download.id), record.state != .running,
-                !journal.isOwnedByAnother(download.id)
-            else { return }
-            switch record.apply(event) {
-            case .refused, .unchanged:
-                return
-            case .moves(let state):
-                do {
-                    if state == .cancelled {
-                        try journal.recordCancelled(record, for: download.id)
-                    } else {
-                        try journal.save(record, for: download.id)
-                    }
-                } catch {
-                    logger.warning(
-                        "could not write the journal",
-                        metadata: ["haul.url": "\(download.url.redactedString)", "haul.error": "\(error)"]
-                    )
-                }
-            }
-            changed(record)
-        }
+        RowControls(catalog: catalog, logger: logger).apply(event, to: download, changed)
     }
 
     /// Pauses every transfer (interrupted, not paused: the next manager on the journal continues
