@@ -83,9 +83,9 @@ struct CallerGivenTable {
         if !byID.isEmpty { byID[id] = nil }
     }
 
-    /// What a transfer of the claimed `record` is made from: the row with what this process keeps
-    /// beyond it. `nil` when neither keeps a readable URL.
-    func request(for id: DownloadID, record: JournalRow, rowID: Int64?) -> TransferRequest? {
+    /// What a transfer of the claimed `record` is made from: the row (taken whole, not copied) with
+    /// what this process keeps beyond it. `nil` when neither keeps a readable URL.
+    func request(for id: DownloadID, record: consuming JournalRow, rowID: Int64?) -> TransferRequest? {
         let kept = self[id]
         // The row's URL has no user name or password; one asked for with them in this process has them.
         guard let url = kept?.url ?? URL(string: record.url) else { return nil }

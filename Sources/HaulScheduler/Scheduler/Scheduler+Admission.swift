@@ -116,39 +116,23 @@ extension Scheduler {
             return
         }
         let carried = pool.takeCarried(id)
+        // What is needed of the row once it has gone whole into the request.
+        let (rowURL, row, ownLimit) = (record.url, (record.destination, record.progress), record.maxBytesPerSecond)
         guard let request = pool.given.request(for: id, record: record, rowID: head.rowID) else {
             journal.remove(id)
             logger.error(
                 "a journal row has an unreadable URL",
-                metadata: ["haul.journal": "\(journal.path)", "haul.url": "\(record.url)"]
+                metadata: ["haul.journal": "\(journal.path)", "haul.url": "\(rowURL)"]
             )
             return
         }
-        let (download, isNew) = catalog.handle(id) {
-            catalog.makeHandle(
-                id,
-                url: request.url,
-                destinationPath: record.destination,
-                stateDirectoryPath: journal.directory,
-                progress: record.progress,
-                controller: inbox
-            )
-        }
-        if let counts = carried.counts, isNew {
-            // Nobody kept its handle while it was set aside: the new one goes on from the old one's.
-            download.receivedBytes.store(counts.bytes, ordering: .relaxed)
-            download.ledger.withLock { $0 = counts.ledger }
-        }
-        let transfer = Transfer(
-            download: download,
-            request: request,
-            store: journal,
-            environment: environment,
-            restarts: carried.restarts
-        )
+        // What admission needs of the request, read before the request goes whole to its transfer.
         // Over https with HTTP/2 offered (the requests curl is told to wait to multiplex:
         // ``EasyHandle/configure``), its host's connections are granted (``ConnectionGrants``).
         let multiplexes = settings.streamsPerConnection != nil && EasyHandle.isHTTPS(request.url.absoluteString)
+        let needsHeaders = request.needsHeaders
+        let maker = TransferMaker(catalog: catalog, environment: environment, controller: inbox)
+        let transfer = maker.make(request, of: id, row: row, in: journal, carried: carried)
         let admitted = pool.admit(
             id,
             transfer,
@@ -159,10 +143,10 @@ extension Scheduler {
         )
         if admitted.startsTimers { startTimers() }
         environment.metrics.started.increment()
-        environment.rateLimiter.admit(transfer, ownLimit: record.maxBytesPerSecond)
+        environment.rateLimiter.admit(transfer, ownLimit: ownLimit)
         // Restored from the journal, which has header names only: never sent without their values.
         perform(
-            transfer.apply(.admit(needsHeaders: request.needsHeaders, reportsAnswer: admitted.reportsAnswer)),
+            transfer.apply(.admit(needsHeaders: needsHeaders, reportsAnswer: admitted.reportsAnswer)),
             for: transfer
         )
     }
