@@ -92,9 +92,14 @@ package struct FinishJob: Sendable {
         /// The file's length, for one written whole.
         let length: Int64
         let pool: BufferPool?
+        /// `descriptor` as one look showed it when staged (after its time was set), `nil` if it
+        /// could not be looked at: its origin's time, the identity the journal records and, after
+        /// the sync (which changes none of its length, time, mode or inode), the file placed.
+        let status: stat?
+
         /// What ``PlacedFile/identity(of:)`` says of `descriptor` (its device and inode, which an
-        /// open descriptor keeps), read once when staged; `nil` if it could not be looked at.
-        let identity: String?
+        /// open descriptor keeps).
+        var identity: String? { status.map(PlacedFile.identity(of:)) }
     }
 
     enum Stage: Sendable {
@@ -159,7 +164,7 @@ package struct FinishJob: Sendable {
                 naming: naming,
                 length: remainder.map { $0.offset + Int64($0.count) } ?? 0,
                 pool: remainder?.pool,
-                identity: described ? PlacedFile.identity(of: status) : nil
+                status: described ? status : nil
             )
         )
     }
@@ -180,8 +185,9 @@ package struct FinishJob: Sendable {
         var descriptor = staged.descriptor
         if !synced { _ = clock.fdatasync(descriptor) }
         // A partial is its owner's only (0600); the placed file gets the mode curl would give it.
-        var written = stat()
-        let described = fstat(descriptor, &written) == 0
+        // The file as staging saw it: the sync changed nothing it shows.
+        let written = staged.status ?? stat()
+        let described = staged.status != nil
         if described, written.st_mode & 0o777 != FilePath.placedMode {
             fchmod(descriptor, FilePath.placedMode)
         }

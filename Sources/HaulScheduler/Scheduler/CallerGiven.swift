@@ -42,7 +42,7 @@ package struct CallerGiven: Sendable {
         confinedTo: String?
     ) {
         self.url = url.hasCredentials ? url : nil
-        self.headers = headers.isEmpty ? nil : headers
+        keep(headers: headers)
         self.urls = urls.contains(where: \.hasCredentials) ? urls : nil
         self.logger = logger
         self.context = context
@@ -52,6 +52,11 @@ package struct CallerGiven: Sendable {
     }
 
     init() {}
+
+    /// Keeps `headers` for the download's later attempts in this process (none kept when empty).
+    mutating func keep(headers: [DownloadHeader]) {
+        self.headers = headers.isEmpty ? nil : headers
+    }
 
     var isEmpty: Bool {
         url == nil && headers == nil && urls == nil && logger == nil && context == nil && stream == nil

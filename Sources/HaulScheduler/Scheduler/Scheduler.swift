@@ -91,9 +91,7 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
         // After the commit: a sync's report must not overtake the row that it completes.
         disk.send()
         if pool.hasWaiters { answerSettledWaiters() }
-        if environment.metrics.isRecording {
-            Gauges(environment: environment, catalog: catalog).update(running: pool.count, readAt: &timers.gaugesReadAt)
-        }
+        Gauges(environment: environment, catalog: catalog).update(running: pool.count, readAt: &timers.gaugesReadAt)
         // The turn's events reach the manager's feed readers with one wake-up each, and the
         // downloads' own readers and waiters together.
         catalog.feed.wakeDeferred()
@@ -205,7 +203,7 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
         guard let transfer = transfer(id, token: token), let action = transfer.apply(.headers(result)) else { return }
         if case .success(let headers) = result {
             // Kept for its retries and resumes in this process, as if it had been asked for with them.
-            pool.given.update(id) { $0.headers = headers.isEmpty ? nil : headers }
+            pool.given.update(id) { $0.keep(headers: headers) }
         }
         perform(action, for: transfer)
     }
@@ -223,7 +221,7 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
         if let kept {
             pool.given.update(id) { entry in
                 entry.url = kept.url
-                if let headers = kept.headers { entry.headers = headers.isEmpty ? nil : headers }
+                if let headers = kept.headers { entry.keep(headers: headers) }
             }
         }
         perform(action, for: transfer)
