@@ -230,19 +230,20 @@ struct PoolMachineTests {
     @Test("idle: only when nothing is admitted, followed, queued or on the disk, and once per wait")
     func idle() {
         var pool = Self.pool()
-        #expect(pool.takeIdle(diskPending: 0) == false, "nobody waits")
+        #expect(pool.takeIdle(diskPending: 0, followsRows: false) == false, "nobody waits")
         pool.waitForIdle()
         Self.admit(&pool, "a")
-        #expect(pool.takeIdle(diskPending: 0) == false)
+        #expect(pool.takeIdle(diskPending: 0, followsRows: false) == false)
         _ = pool.leave(Self.id("a"))
         pool.queueChanged(in: "/s")
-        #expect(pool.takeIdle(diskPending: 0) == false)
+        #expect(pool.takeIdle(diskPending: 0, followsRows: false) == false)
         pool.queueDrained(in: "/s")
-        #expect(pool.takeIdle(diskPending: 1) == false)
-        pool.following.follow([Self.id("f"): JournalRow(url: "http://h/f", destination: "/tmp/f")], in: "/s")
-        #expect(pool.takeIdle(diskPending: 0) == false)
-        pool.following.stop(Self.id("f"))
-        #expect(pool.takeIdle(diskPending: 0) && pool.takeIdle(diskPending: 0) == false)
+        #expect(pool.takeIdle(diskPending: 1, followsRows: false) == false)
+        #expect(pool.takeIdle(diskPending: 0, followsRows: true) == false, "rows followed")
+        #expect(
+            pool.takeIdle(diskPending: 0, followsRows: false)
+                && pool.takeIdle(diskPending: 0, followsRows: false) == false
+        )
     }
 
     @Test("waiters are kept in the order they came and taken all at once")
@@ -254,14 +255,13 @@ struct PoolMachineTests {
         #expect(!pool.hasWaiters && pool.takeAllWaiters().isEmpty)
     }
 
-    @Test("a shutdown follows nothing, ends once the disk reported, and hands back what was admitted")
+    @Test("a shutdown ends once the disk reported, and hands back what was admitted")
     func shutdown() {
         var pool = Self.pool()
         let (a, _) = Self.admit(&pool, "a")
-        pool.following.follow([Self.id("f"): JournalRow(url: "http://h/f", destination: "/tmp/f")], in: "/s")
         #expect(pool.diskReported(diskPending: 0) == false, "no shutdown waits")
         pool.beginShutdown()
-        #expect(pool.isShuttingDown && pool.following.isEmpty)
+        #expect(pool.isShuttingDown)
         #expect(pool.shutdownEnds(diskPending: 2) == false)
         #expect(pool.diskReported(diskPending: 1) == false)
         #expect(pool.diskReported(diskPending: 0) && pool.diskReported(diskPending: 0) == false)

@@ -1,22 +1,109 @@
+import CHaul
 import FoundationEssentials
 import HaulIO
 import HaulValues
 import Logging
 
-/// The looks at rows another manager runs (another process on the same state directory, mostly)
-/// that this one was asked for: each followed row read in its journal, what the look finds decided
-/// (``FollowDecision``) and carried out: an outcome published, progress shown, a row taken back as
-/// this manager's. A job with no state of its own: the followed rows are the pool's
-/// (``FollowedRows``), handed to each look, and what the scheduler does next is returned.
-struct Follower {
-    let catalog: Catalog
-    let logger: Logger
+/// The rows another manager runs (another process on the same state directory, mostly) that this
+/// one was asked for: followed to their outcome instead of fetched twice, and taken back when their
+/// manager stops or is killed before it ends them. Owns the rows it follows (``FollowedRows``) and
+/// the timer of its looks: every ``interval``, each followed row is read in its journal, what the
+/// look finds decided (``FollowDecision``) and carried out: an outcome published, progress shown, a
+/// row taken back as this manager's, whose journal's queue it tells the scheduler of (`queued`).
+/// Loop thread only.
+final class Follower {
+    /// How often followed rows are read again.
+    static let interval = Duration.milliseconds(200)
+
+    private let catalog: Catalog
+    private let reactor: Reactor
+    private let logger: Logger
+    private var rows = FollowedRows()
+    private var timer: OpaquePointer?
+    /// The manager shut down: nothing is followed any more.
+    private var isStopped = false
+    /// Told after each look the directories whose queue gained a row taken back (maybe none): the
+    /// scheduler reads them at the turn's end. Set once, by the scheduler that owns this.
+    var queued: (Set<String>) -> Void = { _ in }
+
+    init(catalog: Catalog, reactor: Reactor, logger: Logger) {
+        self.catalog = catalog
+        self.reactor = reactor
+        self.logger = logger
+    }
+
+    /// Whether no row is followed (paused ones aside).
+    var isEmpty: Bool { rows.isEmpty }
+
+    /// Whether `id`'s row is followed.
+    func isFollowing(_ id: DownloadID) -> Bool { rows[id] != nil }
+
+    /// Follows `records` (their rows as the request found them) of `directory`'s journal.
+    func follow(_ records: [DownloadID: JournalRow], in directory: String) {
+        guard !isStopped else { return }
+        rows.follow(records, in: directory)
+        armTimer()
+    }
+
+    /// Follows nothing any more (the manager shuts down).
+    func stop() {
+        isStopped = true
+        rows.removeAll()
+    }
+
+    private func armTimer() {
+        guard !rows.isEmpty else { return }
+        if timer == nil {
+            timer = reactor.makeOneShotTimer { [unowned self] in
+                lookNow()
+                armTimer()
+            }
+        }
+        if let timer { reactor.arm(timer, after: Self.interval) }
+    }
+
+    /// A followed download paused or cancelled by its caller: no longer followed (a paused one
+    /// until it is resumed), its row left to the manager that runs it, its event published. Whether
+    /// it was followed (a cancelled one is then to be forgotten).
+    func stop(_ download: LiveDownload, cancelled: Bool) -> Bool {
+        if cancelled {
+            guard rows.cancel(download.id) else { return false }
+            download.hub.publish(.cancelled)
+        } else {
+            guard rows.pause(download.id) else { return false }
+            download.hub.publish(.paused(download.progress))
+        }
+        return true
+    }
+
+    /// Follows `download` again when it was followed before its caller paused it, or when another
+    /// manager that runs holds its row: resumed here, it waits for that one's outcome (or takes the
+    /// row back, as a followed one does). Whether it does.
+    func followIfAnothers(_ download: LiveDownload) -> Bool {
+        if let row = rows.takePaused(download.id) {
+            download.hub.publish(.queued)
+            follow([download.id: row.requested], in: row.directory)
+            lookNow()
+            return true
+        }
+        guard let journal = catalog.openJournal(for: download.stateDirectoryPath) else { return false }
+        return journal.confined {
+            guard let record = try? journal.record(for: download.id), journal.isOwnedByAnother(download.id)
+            else { return false }
+            if rows[download.id] == nil { download.hub.publish(.queued) }
+            follow([download.id: record], in: journal.directory)
+            return true
+        }
+    }
+
+    /// Looks at every followed row now, and tells the scheduler which queues gained one (`queued`).
+    private func lookNow() { queued(look()) }
 
     /// Looks at every row in `rows`, a journal at a time: a journal nothing was committed to since
     /// the last look, whose owners seen then all still run, is not read again (thousands of rows
     /// are not read five times a second while the other manager works on its own). Returns the
     /// directories whose queue gained a row taken back.
-    func look(at rows: inout FollowedRows) -> Set<String> {
+    private func look() -> Set<String> {
         let byDirectory = rows.byDirectory()
         var queued: Set<String> = []
         for (directory, ids) in byDirectory {
@@ -32,7 +119,7 @@ struct Follower {
                     isLive: { journal.isAnotherLiveOwner($0) }
                 )
                 if unchanged { return }
-                for id in ids where look(at: id, in: journal, &rows) { queued.insert(directory) }
+                for id in ids where look(at: id, in: journal) { queued.insert(directory) }
             }
         }
         rows.keepVersions(of: byDirectory.keys)
@@ -42,7 +129,7 @@ struct Follower {
     /// Reads `id`'s row: ended → its outcome is published; still another live manager's → followed
     /// on; anything else (its manager gone, paused or failed there, or removed) → this manager's
     /// now, queued with the bytes it holds. Whether it was queued here.
-    private func look(at id: DownloadID, in journal: Journal, _ rows: inout FollowedRows) -> Bool {
+    private func look(at id: DownloadID, in journal: Journal) -> Bool {
         guard let row = rows[id] else { return false }
         let standing: Journal.RowStanding?
         do {

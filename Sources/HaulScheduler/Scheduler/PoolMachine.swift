@@ -3,7 +3,7 @@ import HaulValues
 /// The pool machine (as AsyncHTTPClient's `HTTPConnectionPool.StateMachine`): everything the
 /// ``Scheduler`` decides about who runs, as one value with no I/O. Who is admitted (with their state
 /// directories) and what those out of their slot carry to their next attempt, ``Admission``'s slots, hosts, grants, queues and retry times, the connections
-/// segmented downloads want or wait for, the rows followed, the callers waiting for a control to
+/// segmented downloads want or wait for, the callers waiting for a control to
 /// settle, whether the queue is to be read at the turn's end, the retry timer's pace, and the
 /// manager's shutdown. The scheduler tells it what happened and does what it answers: read a queue,
 /// arm a timer, close a journal, let a waiter go. Generic over what it admits, so that its tests
@@ -26,8 +26,6 @@ struct PoolMachine<Member: AnyObject, Waiter> {
     private var connectionsWanted: Set<DownloadID> = []
     /// Segmented members that wanted a connection the limits did not allow yet.
     private var connectionWaiters: Set<DownloadID> = []
-    /// Rows another manager runs that this one was asked for, and those paused here meanwhile.
-    var following = FollowedRows()
     /// Callers awaiting a control (``Scheduler/settle(_:_:answer:)``).
     private var waiters: [Waiter] = []
     /// A slot may have freed or a queue changed this turn: the queue is read at its end.
@@ -264,9 +262,9 @@ struct PoolMachine<Member: AnyObject, Waiter> {
     mutating func waitForIdle() { idleWaitersPending = true }
 
     /// Whether the idle waiters are to be let go now (`diskPending`: disk jobs whose results are to
-    /// come); the flag is taken when they are.
-    mutating func takeIdle(diskPending: Int) -> Bool {
-        guard idleWaitersPending, members.isEmpty, following.isEmpty, admission.queuesAreEmpty, diskPending == 0
+    /// come; `followsRows`: rows another manager runs are followed); the flag is taken when they are.
+    mutating func takeIdle(diskPending: Int, followsRows: Bool) -> Bool {
+        guard idleWaitersPending, members.isEmpty, !followsRows, admission.queuesAreEmpty, diskPending == 0
         else { return false }
         idleWaitersPending = false
         return true
@@ -286,11 +284,8 @@ struct PoolMachine<Member: AnyObject, Waiter> {
 
     // MARK: shutdown
 
-    /// The manager shuts down: nothing is followed or admitted any more.
-    mutating func beginShutdown() {
-        isShuttingDown = true
-        following.removeAll()
-    }
+    /// The manager shuts down: nothing is admitted any more.
+    mutating func beginShutdown() { isShuttingDown = true }
 
     /// The shutdown waits for the disk lanes' report (`diskPending` jobs): whether it ends now.
     mutating func shutdownEnds(diskPending: Int) -> Bool {

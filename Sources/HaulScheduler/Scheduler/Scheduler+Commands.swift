@@ -10,7 +10,7 @@ extension Scheduler {
             perform(transfer.apply(pool.isShuttingDown ? .shutdown : .pause), for: transfer)
             return
         }
-        if stopFollowing(download, cancelled: false) { return }
+        if follower.stop(download, cancelled: false) { return }
         // Queued, waiting or interrupted: only its row changes.
         updateRow(of: download, on: .paused) { record in
             download.hub.publish(.paused(record.progress))
@@ -19,7 +19,7 @@ extension Scheduler {
 
     func resume(_ download: LiveDownload) {
         if admitted(download.id) != nil { return }  // admitted: it is not paused
-        if followIfAnothers(download) { return }
+        if follower.followIfAnothers(download) { return }
         updateRow(of: download, on: .resumed(sequence: catalog.nextQueueSequence())) { _ in
             download.hub.publish(.queued)
         }
@@ -40,7 +40,10 @@ extension Scheduler {
             perform(transfer.apply(.cancel), for: transfer)
             return
         }
-        if stopFollowing(download, cancelled: true) { return }
+        if follower.stop(download, cancelled: true) {
+            forget(download.id)
+            return
+        }
         updateRow(of: download, on: .cancelled) { _ in
             forget(download.id)
             download.hub.publish(.cancelled)
@@ -64,6 +67,7 @@ extension Scheduler {
     /// them) and stops the loop once their syncs are recorded.
     func shutdown() {
         pool.beginShutdown()
+        follower.stop()
         for transfer in pool.admitted {
             // Interrupted, not paused: the next manager continues it.
             perform(transfer.apply(.shutdown), for: transfer)

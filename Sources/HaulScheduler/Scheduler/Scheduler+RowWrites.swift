@@ -48,7 +48,7 @@ extension Scheduler {
             pool.queueChanged(in: directory)
             admitAtTurnEnd()
         }
-        if !written.followed.isEmpty { follow(written.followed, in: directory) }
+        if !written.followed.isEmpty { follower.follow(written.followed, in: directory) }
     }
 
     /// One caller's write, in a savepoint of the transaction: `nil`, or why it was undone.

@@ -32,7 +32,7 @@ extension Scheduler {
         // Nothing of it runs, is followed or is being synced here, and it is not what was asked
         // (its row is another process's, it had ended): nothing will change.
         if isSettled(waiter)
-            || (admitted(id) == nil && pool.following[id] == nil && !environment.syncs.isPending(id))
+            || (admitted(id) == nil && !follower.isFollowing(id) && !environment.syncs.isPending(id))
         {
             answer(download.state)
         } else {

@@ -28,13 +28,14 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
     let disk: DiskLanes
     /// Every decision about who runs (``PoolMachine``): the admitted transfers among it.
     var pool: PoolMachine<Transfer, SettleWaiter>
+    /// Rows another manager runs that this one was asked for, and the timer of its looks.
+    let follower: Follower
     /// The loop's timers of the scheduler, made when first needed.
     var timers = Timers()
 
-    /// The scheduler's one-shot timers, and when the queue gauges last read the journals.
+    /// The scheduler's one-shot timer, and when the queue gauges last read the journals.
     struct Timers {
         var retry: OpaquePointer?
-        var follow: OpaquePointer?
         /// Uptime nanoseconds.
         var gaugesReadAt: UInt64 = 0
     }
@@ -54,6 +55,11 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
         self.catalog = catalog
         self.pool = PoolMachine(settings: settings, firstRetryDelay: environment.retryPolicy.baseDelay.inSeconds)
         self.environment = environment
+        self.follower = Follower(catalog: catalog, reactor: environment.reactor, logger: settings.logger)
+        follower.queued = { [unowned self] directories in
+            for directory in directories { pool.queueChanged(in: directory) }
+            pool.admitAtTurnEnd()
+        }
         catalog.writeBatch.placings = { [inbox] journal, rows throws(DownloadError) in
             try inbox.recordPlacings(rows, in: journal)
         }
@@ -99,7 +105,7 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
         // Idle: nothing queued or running, and no disk job whose result (a download's outcome)
         // is still to come; told after the turn's rows are committed and its events handed over,
         // so that waiters find every outcome recorded.
-        if pool.takeIdle(diskPending: disk.pending) { catalog.resumeIdleWaiters() }
+        if pool.takeIdle(diskPending: disk.pending, followsRows: !follower.isEmpty) { catalog.resumeIdleWaiters() }
     }
 
     /// A disk job is still to report (an embedded loop's run waits for it).
@@ -124,7 +130,7 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
             case .queueChanged(let directory): pool.queueChanged(in: directory)
             case .writeRows: break  // gathered above, written together
             case .run(let body): body()
-            case .follow(let directory, let rows): follow(rows, in: directory)
+            case .follow(let directory, let rows): follower.follow(rows, in: directory)
             case .control(let download, .pause): pause(download)
             case .control(let download, .resume): resume(download)
             case .control(let download, .cancel): cancel(download)
