@@ -44,7 +44,7 @@ extension SchedulerSettings {
             slots: slots,
             perHostLimit: configuration.maxConcurrentDownloadsPerHost,
             connectionLimit: budget.transfers,
-            finishingLimit: Scheduler.finishingLimit(slots: slots, openPartialFiles: budget.openPartialFiles),
+            finishingLimit: MemoryBudget.finishingLimit(slots: slots, openPartialFiles: budget.openPartialFiles),
             streamsPerConnection: configuration.usesHTTP2 ? configuration.maxStreamsPerConnection : nil,
             checkpointInterval: configuration.checkpointInterval,
             stallTimeout: configuration.stallTimeout,
@@ -88,13 +88,13 @@ extension TransferEnvironment {
             reactor: reactor,
             easyHandles: EasyHandlePool(
                 options: options,
-                receiveBufferSize: Scheduler.receiveBufferSize(slots: slots),
+                receiveBufferSize: MemoryBudget.receiveBufferSize(slots: slots),
                 keeping: max(64, slots)
             ),
             buffers: BufferPool(
                 bufferSize: configuration.bufferSize,
                 idleLimit: slots,
-                limit: Scheduler.writeBufferLimit(bufferSize: configuration.bufferSize, slots: slots)
+                limit: MemoryBudget.writeBufferLimit(bufferSize: configuration.bufferSize, slots: slots)
             ),
             openPartialFiles: OpenPartialFiles(limit: budget.openPartialFiles),
             census: census,

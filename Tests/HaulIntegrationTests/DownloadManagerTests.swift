@@ -90,12 +90,12 @@ struct DownloadManagerTests {
         }
         #expect(server.accessLog().filter { $0.uri.hasPrefix("/many/") }.count == 200)
         // 200 fast transfers had a write buffer each at most (within 16 MiB).
-        #expect(Scheduler.writeBufferLimit(bufferSize: 64 * 1024, slots: 200) == 200)
+        #expect(MemoryBudget.writeBufferLimit(bufferSize: 64 * 1024, slots: 200) == 200)
         #expect((1...200).contains(peakBuffers))
         // Fewer slots keep 2 MiB' worth; many more stop at 16 MiB; a huge buffer still gets 4.
-        #expect(Scheduler.writeBufferLimit(bufferSize: 128 * 1024, slots: 2) == 16)
-        #expect(Scheduler.writeBufferLimit(bufferSize: 128 * 1024, slots: 10_000) == 128)
-        #expect(Scheduler.writeBufferLimit(bufferSize: 64 * 1024 * 1024, slots: 100) == 4)
+        #expect(MemoryBudget.writeBufferLimit(bufferSize: 128 * 1024, slots: 2) == 16)
+        #expect(MemoryBudget.writeBufferLimit(bufferSize: 128 * 1024, slots: 10_000) == 128)
+        #expect(MemoryBudget.writeBufferLimit(bufferSize: 64 * 1024 * 1024, slots: 100) == 4)
     }
 
     @Test("pause in the middle, then resume: identical, and about one file's worth sent")

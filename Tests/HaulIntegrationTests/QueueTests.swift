@@ -93,7 +93,7 @@ struct QueueTests {
         // Only admitted downloads have a handle or a transfer (two receiving, and at most the
         // finishing limit more whose bytes are all in, waiting on the disk: twice the slots);
         // every request is a row.
-        let finishing = Scheduler.finishingLimit(slots: 2, openPartialFiles: .max)
+        let finishing = MemoryBudget.finishingLimit(slots: 2, openPartialFiles: .max)
         #expect(finishing == 4)
         let holdings = first.holdings
         #expect(holdings.transfers <= 2 + finishing)
@@ -121,7 +121,7 @@ struct QueueTests {
         // Handles only for what it admitted: eight receiving and those waiting on the disk.
         #expect(
             second.holdings.handles
-                <= 8 + Scheduler.finishingLimit(slots: 8, openPartialFiles: .max)
+                <= 8 + MemoryBudget.finishingLimit(slots: 8, openPartialFiles: .max)
         )
         await second.waitUntilIdle()
         #expect(second.holdings.transfers == 0)

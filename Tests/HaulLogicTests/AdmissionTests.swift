@@ -54,9 +54,9 @@ struct AdmissionTests {
         #expect(admission.finishingCount == 1)
         #expect(Admission(slots: 3, perHostLimit: nil).finishingLimit == 3)
         // A manager lets twice its slots wait on the disk, within half its partial files' descriptors.
-        #expect(Scheduler.finishingLimit(slots: 100, openPartialFiles: 1_000) == 200)
-        #expect(Scheduler.finishingLimit(slots: 100, openPartialFiles: 256) == 128)
-        #expect(Scheduler.finishingLimit(slots: 0, openPartialFiles: 1) == 1)
+        #expect(MemoryBudget.finishingLimit(slots: 100, openPartialFiles: 1_000) == 200)
+        #expect(MemoryBudget.finishingLimit(slots: 100, openPartialFiles: 256) == 128)
+        #expect(MemoryBudget.finishingLimit(slots: 0, openPartialFiles: 1) == 1)
     }
 
     @Test func aHostAtItsLimitIsSkippedUntilOneOfItsSlotsFrees() {

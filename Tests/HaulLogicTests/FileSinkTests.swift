@@ -209,14 +209,14 @@ struct FileSinkTests {
 
     @Test("curl's receive buffer: large for a manager of a few transfers, 16 KiB for one of many")
     func receiveBufferShare() {
-        #expect(Scheduler.receiveBufferSize(slots: 0) == 512 * 1024)
-        #expect(Scheduler.receiveBufferSize(slots: 1) == 512 * 1024)
-        #expect(Scheduler.receiveBufferSize(slots: 2) == 512 * 1024)
-        #expect(Scheduler.receiveBufferSize(slots: 3) == 336 * 1024)
-        #expect(Scheduler.receiveBufferSize(slots: 8) == 128 * 1024)
-        #expect(Scheduler.receiveBufferSize(slots: 64) == 16 * 1024)
-        #expect(Scheduler.receiveBufferSize(slots: 10_000) == 16 * 1024)
-        let sizes = (1...200).map { Scheduler.receiveBufferSize(slots: $0) }
+        #expect(MemoryBudget.receiveBufferSize(slots: 0) == 512 * 1024)
+        #expect(MemoryBudget.receiveBufferSize(slots: 1) == 512 * 1024)
+        #expect(MemoryBudget.receiveBufferSize(slots: 2) == 512 * 1024)
+        #expect(MemoryBudget.receiveBufferSize(slots: 3) == 336 * 1024)
+        #expect(MemoryBudget.receiveBufferSize(slots: 8) == 128 * 1024)
+        #expect(MemoryBudget.receiveBufferSize(slots: 64) == 16 * 1024)
+        #expect(MemoryBudget.receiveBufferSize(slots: 10_000) == 16 * 1024)
+        let sizes = (1...200).map { MemoryBudget.receiveBufferSize(slots: $0) }
         #expect(sizes.allSatisfy { $0 % (16 * 1024) == 0 })
         #expect(zip(sizes, sizes.dropFirst()).allSatisfy { $0 >= $1 })
     }

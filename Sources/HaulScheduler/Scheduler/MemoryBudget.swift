@@ -1,7 +1,8 @@
 import HaulIO
 
-/// How much memory a manager's transfers may take in buffers, from the number of slots.
-extension Scheduler {
+/// How much memory a manager's transfers may take in buffers, and how many may wait on the disk,
+/// from the number of slots: read once, when the manager is made (``DownloadManager``).
+package enum MemoryBudget {
     /// curl's receive buffer for each transfer when `slots` may run at once: a share of
     /// ``receiveBufferBudget``, between curl's default 16 KiB and 512 KiB. A manager of a few
     /// transfers reads in large chunks, as the curl tool does with its 100 KiB (each read of 16 KiB
