@@ -112,10 +112,4 @@ extension Scheduler {
             counts: (download.receivedBytes.load(ordering: .relaxed), download.ledger.withLock { $0 })
         )
     }
-
-    /// Closes the journal of `directory` if no transfer uses it and nothing in it is unfinished (see
-    /// ``Catalog/closeIfIdle(_:)``); the configured state directory's stays open.
-    func closeJournalIfIdle(_ directory: String) {
-        if pool.mayCloseJournal(directory) { catalog.closeIfIdle(directory) }
-    }
 }

@@ -18,84 +18,15 @@ extension Scheduler {
     /// requests go out together at the start of the next turn.
     func admitAtTurnEnd() { pool.admitAtTurnEnd() }
 
-    /// Admits queued downloads while slots are free: the highest priority first, then the oldest,
-    /// across every journal with queued rows. Each journal's queue is read once for as many heads as
-    /// slots are free (`read`, by state directory), and again only when those are taken and more may
-    /// be queued. (In 10,000 small downloads at 100 at once, a turn fills about 40 slots: read for
-    /// each, the queue took a quarter of the journal's time on the loop.)
+    /// Admits queued downloads while slots are free, the best head across every journal first
+    /// (``QueueReader``), and arms the retry timer if a read set up a retry to wake for.
     func admitWaiting() {
-        var read: [String: QueueRead] = [:]
+        var reader = QueueReader(catalog: catalog, clock: reactor.clock, logger: logger)
         while !pool.isShuttingDown, pool.admission.hasFreeSlot {
-            guard let (journal, head, pending) = nextQueued(&read) else { break }
+            guard let (journal, head, pending) = reader.next(&pool) else { break }
             admit(head, from: journal, unchangedSince: &pending.heads.changes)
         }
-    }
-
-    /// A journal's queue heads read in this admission pass. (A class: mutated through a dictionary's
-    /// subscript, the heads cost two allocations per admission, the accessor's.)
-    private final class QueueRead {
-        var heads: Journal.QueuedRows
-        init(_ heads: Journal.QueuedRows) { self.heads = heads }
-    }
-
-    /// The best head across the queued directories, taken off the front of its directory's `read`.
-    /// Heads are compared by their places; only the one taken is copied out.
-    private func nextQueued(_ read: inout [String: QueueRead]) -> (Journal, Journal.QueuedRow, QueueRead)? {
-        var best: (journal: Journal, place: Journal.QueuePlace, read: QueueRead)?
-        let saturatedHosts = pool.admission.saturatedHosts
-        for directory in pool.admission.queuedDirectories {
-            guard let journal = catalog.openJournal(for: directory) else {
-                pool.queueDrained(in: directory)
-                read[directory] = nil
-                continue
-            }
-            var pending = read[directory]
-            // Heads whose host reached its limit since the read wait, as the read would have left them.
-            while let pending, let host = pending.heads.firstHost, saturatedHosts.contains(host) {
-                pending.heads.passOverFirst()
-            }
-            if pending.map({ $0.heads.count == 0 && $0.heads.mayHaveMore }) ?? true {
-                let blockedBefore = pending?.heads.blocked ?? false
-                pending = readQueue(of: journal, in: directory).map(QueueRead.init)
-                if blockedBefore { pending?.heads.blocked = true }
-                read[directory] = pending
-            }
-            guard let pending, let place = pending.heads.firstPlace else {
-                pool.queueDrained(in: directory, blockedByHosts: pending?.heads.blocked ?? false)
-                read[directory] = nil
-                closeJournalIfIdle(directory)
-                continue
-            }
-            if let current = best, !place.isAhead(of: current.place) { continue }
-            best = (journal, place, pending)
-        }
-        guard let best, let head = best.read.heads.removeFirst() else { return nil }
-        return (best.journal, head, best.read)
-    }
-
-    /// Up to as many of `journal`'s queue heads as slots are free; none when it cannot be read. When
-    /// none may run now, or the last retry time known for the queue came (the journal may hold
-    /// rows waiting that this manager did not set up), the journal's next retry time wakes it again.
-    private func readQueue(of journal: Journal, in directory: String) -> Journal.QueuedRows? {
-        let now = reactor.clock.wallSeconds
-        do {
-            let heads = try journal.nextQueued(
-                at: now,
-                excludingHosts: pool.admission.saturatedHosts,
-                limit: pool.admission.freeSlots
-            )
-            let wokenForRetry = pool.takeWokenForRetry(directory)
-            if heads.count == 0 || wokenForRetry, let retryAt = try journal.nextRetryTime(after: now) {
-                wakeForRetry(in: directory, at: retryAt)
-            }
-            return heads
-        } catch {
-            logger.error(
-                "could not read the queue",
-                metadata: ["haul.journal": "\(journal.path)", "haul.error": "\(error)"]
-            )
-            return nil
-        }
+        armRetryTimer(after: reader.retryTimerDelay)
     }
 
     /// Takes a queued row (marking it running) and starts its transfer.

@@ -151,6 +151,27 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
         admitAtTurnEnd()
     }
 
+    /// Writes the rows callers asked for in one wake (``RowWriter``), a journal at a time; what they
+    /// give beyond the rows is kept before they are answered, and the queue looked at again.
+    package func writeRows(_ writes: [RowWrite]) {
+        reactor.assertOnLoop()
+        guard !pool.isShuttingDown else {
+            for write in writes { write.answer(DownloadError(code: .shutdown, url: nil)) }
+            return
+        }
+        let writer = RowWriter(catalog: catalog)
+        for (directory, writes) in RowWriter.byDirectory(writes) {
+            guard let written = writer.write(writes, into: directory, given: pool.given) else { continue }
+            for (id, entry) in written.changes { pool.given.set(entry, for: id) }
+            written.answer(writes)
+            if written.queued {
+                pool.queueChanged(in: directory)
+                admitAtTurnEnd()
+            }
+            if !written.followed.isEmpty { follower.follow(written.followed, in: directory) }
+        }
+    }
+
     /// Asks the pool machine `question` in place. Read out of this class's stored property, the
     /// machine would be copied whole (each of its tables retained, then released) whenever the
     /// reading code calls something the compiler cannot see into, as a dictionary lookup: the
@@ -247,7 +268,7 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
         armRetryTimer(after: pool.wakeForRetry(in: directory, at: time, now: reactor.clock.wallSeconds))
     }
 
-    private func armRetryTimer(after seconds: Double?) {
+    func armRetryTimer(after seconds: Double?) {
         guard let seconds else { return }
         if timers.retry == nil {
             timers.retry = reactor.makeOneShotTimer { [unowned self] in
