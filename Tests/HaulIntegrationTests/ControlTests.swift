@@ -1,3 +1,4 @@
+import CHaul
 import Foundation
 import Testing
 
@@ -31,8 +32,27 @@ struct ControlTests {
         return download
     }
 
+    /// The bytes `download`'s row records as synced, read from its journal as another process would
+    /// (read-only; the manager keeps it open).
+    static func syncedBytes(of download: Download, in stateDirectory: URL) -> Int64? {
+        var database: OpaquePointer?
+        let path = stateDirectory.appendingPathComponent(Journal.fileName).path
+        defer { sqlite3_close_v2(database) }
+        guard sqlite3_open_v2(path, &database, SQLITE_OPEN_READONLY, nil) == SQLITE_OK else { return nil }
+        sqlite3_busy_timeout(database, 10_000)
+        var statement: OpaquePointer?
+        defer { sqlite3_finalize(statement) }
+        guard
+            sqlite3_prepare_v2(database, "SELECT bytes_synced FROM downloads WHERE id = ?1", -1, &statement, nil)
+                == SQLITE_OK
+        else { return nil }
+        download.id.rawValue.withCString { _ = CHaul_sqlite_bind_text(statement, 1, $0) }
+        guard sqlite3_step(statement) == SQLITE_ROW else { return nil }
+        return sqlite3_column_int64(statement, 0)
+    }
+
     @Test(
-        "await pause() returns with the download paused, its bytes on disk and in its row; await resume() once it is queued again"
+        "await pause() returns with the download paused, its bytes on disk, in its row and synced; await resume() once it is queued again"
     )
     func pauseAndResume() async throws {
         try await withFaultServer { server, directory in
@@ -46,6 +66,10 @@ struct ControlTests {
                 let partial = directory.appendingPathComponent("state/\(download.id).part").path
                 let length = try #require(try FileManager.default.attributesOfItem(atPath: partial)[.size] as? Int)
                 #expect(entry.state == .paused && entry.bytesReceived == Int64(length) && length > 0, "\(entry)")
+                // And as durable: the pause's sync reported and recorded before the call returned
+                // (answered at the pause's own turn, the row would say the bytes but not yet synced).
+                let synced = Self.syncedBytes(of: download, in: directory.appendingPathComponent("state"))
+                #expect(synced == Int64(length), "synced \(String(describing: synced)) of \(length)")
                 // Paused again: nothing to do, the same answer.
                 #expect(await download.pause() == .paused)
                 let resumed = await download.resume()

@@ -13,7 +13,7 @@ import Testing
 @Suite("The pool machine")
 struct PoolMachineTests {
     final class Member {}
-    typealias Pool = PoolMachine<Member, String>
+    typealias Pool = PoolMachine<Member>
 
     static func id(_ name: String) -> HaulValues.DownloadID { HaulValues.DownloadID(rawValue: name) }
 
@@ -244,15 +244,6 @@ struct PoolMachineTests {
             pool.takeIdle(diskPending: 0, followsRows: false)
                 && pool.takeIdle(diskPending: 0, followsRows: false) == false
         )
-    }
-
-    @Test("waiters are kept in the order they came and taken all at once")
-    func waiters() {
-        var pool = Self.pool()
-        #expect(!pool.hasWaiters)
-        for name in ["p", "q", "r"] { pool.wait(name) }
-        #expect(pool.hasWaiters && pool.takeAllWaiters() == ["p", "q", "r"])
-        #expect(!pool.hasWaiters && pool.takeAllWaiters().isEmpty)
     }
 
     @Test("a shutdown ends once the disk reported, and hands back what was admitted")

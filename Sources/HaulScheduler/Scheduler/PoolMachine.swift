@@ -2,13 +2,13 @@ import HaulValues
 
 /// The pool machine (as AsyncHTTPClient's `HTTPConnectionPool.StateMachine`): everything the
 /// ``Scheduler`` decides about who runs, as one value with no I/O. Who is admitted (with their state
-/// directories) and what those out of their slot carry to their next attempt, ``Admission``'s slots, hosts, grants, queues and retry times, the connections
-/// segmented downloads want or wait for, the callers waiting for a control to
-/// settle, whether the queue is to be read at the turn's end, the retry timer's pace, and the
-/// manager's shutdown. The scheduler tells it what happened and does what it answers: read a queue,
-/// arm a timer, close a journal, let a waiter go. Generic over what it admits, so that its tests
+/// directories) and what those out of their slot carry to their next attempt, ``Admission``'s slots,
+/// hosts, grants, queues and retry times, the connections segmented downloads want or wait for,
+/// whether the queue is to be read at the turn's end, the retry timer's pace, whether tasks wait for
+/// it to be idle, and the manager's shutdown. The scheduler tells it what happened and does what it
+/// answers: read a queue, arm a timer, close a journal, let the idle waiters go. Generic over what it admits, so that its tests
 /// drive it with plain objects (``PoolMachineTests``).
-struct PoolMachine<Member: AnyObject, Waiter> {
+struct PoolMachine<Member: AnyObject> {
     let settings: SchedulerSettings
     /// Slots, hosts, connections, grants, queued directories and retry times.
     private(set) var admission: Admission
@@ -26,8 +26,6 @@ struct PoolMachine<Member: AnyObject, Waiter> {
     private var connectionsWanted: Set<DownloadID> = []
     /// Segmented members that wanted a connection the limits did not allow yet.
     private var connectionWaiters: Set<DownloadID> = []
-    /// Callers awaiting a control (``Scheduler/settle(_:_:answer:)``).
-    private var waiters: [Waiter] = []
     /// A slot may have freed or a queue changed this turn: the queue is read at its end.
     private var admissionDue = false
     /// A task waits for no download to be queued or running.
@@ -256,7 +254,7 @@ struct PoolMachine<Member: AnyObject, Waiter> {
         return max(0, earliest - now, retryTimerFiredAt + retryWakeGap - now)
     }
 
-    // MARK: waiters
+    // MARK: idle
 
     /// A task waits until no download is queued or running.
     mutating func waitForIdle() { idleWaitersPending = true }
@@ -268,18 +266,6 @@ struct PoolMachine<Member: AnyObject, Waiter> {
         else { return false }
         idleWaitersPending = false
         return true
-    }
-
-    /// A caller waits for a control to settle.
-    mutating func wait(_ waiter: Waiter) { waiters.append(waiter) }
-
-    /// Whether a caller waits for a control.
-    var hasWaiters: Bool { !waiters.isEmpty }
-
-    /// Every waiter, in the order they came: to be answered, or to wait again.
-    mutating func takeAllWaiters() -> [Waiter] {
-        defer { waiters.removeAll() }
-        return waiters
     }
 
     // MARK: shutdown

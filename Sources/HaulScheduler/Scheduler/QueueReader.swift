@@ -34,8 +34,8 @@ struct QueueReader {
     /// The best head across the queued directories, taken off the front of its directory's heads
     /// (`read`, whose `changes` the claim moves on). Heads are compared by their places; only the one
     /// taken is copied out.
-    mutating func next<Member, Waiter>(
-        _ pool: inout PoolMachine<Member, Waiter>
+    mutating func next<Member>(
+        _ pool: inout PoolMachine<Member>
     ) -> (journal: Journal, head: Journal.QueuedRow, read: QueueRead)? {
         var best: (journal: Journal, place: Journal.QueuePlace, read: QueueRead)?
         let saturatedHosts = pool.admission.saturatedHosts
@@ -72,10 +72,10 @@ struct QueueReader {
     /// Up to as many of `journal`'s queue heads as slots are free; none when it cannot be read. When
     /// none may run now, or the last retry time known for the queue came (the journal may hold
     /// rows waiting that this manager did not set up), the journal's next retry time wakes it again.
-    private mutating func readQueue<Member, Waiter>(
+    private mutating func readQueue<Member>(
         of journal: Journal,
         in directory: String,
-        _ pool: inout PoolMachine<Member, Waiter>
+        _ pool: inout PoolMachine<Member>
     ) -> Journal.QueuedRows? {
         let now = clock.wallSeconds
         do {

@@ -27,9 +27,14 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// Syncs, checks and renames, off the loop thread.
     let disk: DiskLanes
     /// Every decision about who runs (``PoolMachine``): the admitted transfers among it.
-    var pool: PoolMachine<Transfer, SettleWaiter>
-    /// Rows another manager runs that this one was asked for, and the timer of its looks.
-    let follower: Follower
+    var pool: PoolMachine<Transfer>
+    /// A caller's controls of its downloads, awaited ones' callers, and the rows followed.
+    private(set) lazy var controls = Controls(
+        pool: self,
+        catalog: catalog,
+        environment: environment,
+        logger: settings.logger
+    )
     /// The loop's timers of the scheduler, made when first needed.
     var timers = Timers()
 
@@ -55,11 +60,6 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
         self.catalog = catalog
         self.pool = PoolMachine(settings: settings, firstRetryDelay: environment.retryPolicy.baseDelay.inSeconds)
         self.environment = environment
-        self.follower = Follower(catalog: catalog, reactor: environment.reactor, logger: settings.logger)
-        follower.queued = { [unowned self] directories in
-            for directory in directories { pool.queueChanged(in: directory) }
-            pool.admitAtTurnEnd()
-        }
         catalog.writeBatch.placings = { [inbox] journal, rows throws(DownloadError) in
             try inbox.recordPlacings(rows, in: journal)
         }
@@ -96,7 +96,7 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
         // After the commit: a sync's report must not overtake the row that it completes.
         disk.send()
-        if pool.hasWaiters { answerSettledWaiters() }
+        controls.answerSettledWaiters()
         Gauges(environment: environment, catalog: catalog).update(running: pool.count, readAt: &timers.gaugesReadAt)
         // The turn's events reach the manager's feed readers with one wake-up each, and the
         // downloads' own readers and waiters together.
@@ -105,7 +105,9 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
         // Idle: nothing queued or running, and no disk job whose result (a download's outcome)
         // is still to come; told after the turn's rows are committed and its events handed over,
         // so that waiters find every outcome recorded.
-        if pool.takeIdle(diskPending: disk.pending, followsRows: !follower.isEmpty) { catalog.resumeIdleWaiters() }
+        if pool.takeIdle(diskPending: disk.pending, followsRows: !controls.follower.isEmpty) {
+            catalog.resumeIdleWaiters()
+        }
     }
 
     /// A disk job is still to report (an embedded loop's run waits for it).
@@ -130,13 +132,13 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
             case .queueChanged(let directory): pool.queueChanged(in: directory)
             case .writeRows: break  // gathered above, written together
             case .run(let body): body()
-            case .follow(let directory, let rows): follower.follow(rows, in: directory)
-            case .control(let download, .pause): pause(download)
-            case .control(let download, .resume): resume(download)
-            case .control(let download, .cancel): cancel(download)
-            case .control(let download, .limitRate(let rate)): limitRate(of: download, to: rate)
-            case .control(let download, .handedOver): handedOver(download)
-            case .settle(let download, let control, let answer): settle(download, control, answer: answer)
+            case .follow(let directory, let rows): controls.follower.follow(rows, in: directory)
+            case .control(let download, .pause): controls.pause(download)
+            case .control(let download, .resume): controls.resume(download)
+            case .control(let download, .cancel): controls.cancel(download)
+            case .control(let download, .limitRate(let rate)): controls.limitRate(of: download, to: rate)
+            case .control(let download, .handedOver): controls.handedOver(download)
+            case .settle(let download, let control, let answer): controls.settle(download, control, answer: answer)
             case .setRateLimits(let limits):
                 environment.rateLimiter.setLimits(limits, admitted: pool.admitted.map(\.id))
             case .diskWorkDone(let results): diskWorkDone(results)
@@ -168,7 +170,7 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
                 pool.queueChanged(in: directory)
                 admitAtTurnEnd()
             }
-            if !written.followed.isEmpty { follower.follow(written.followed, in: directory) }
+            if !written.followed.isEmpty { controls.follower.follow(written.followed, in: directory) }
         }
     }
 
@@ -178,7 +180,7 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// optimized SIL ends a read's access at the load and keeps the value with `retain_value`. An
     /// `inout` access stays open for the question, and nothing is copied.
     @inline(__always)
-    func askPool<Answer>(_ question: (inout PoolMachine<Transfer, SettleWaiter>) -> Answer) -> Answer {
+    func askPool<Answer>(_ question: (inout PoolMachine<Transfer>) -> Answer) -> Answer {
         question(&pool)
     }
 
@@ -278,4 +280,14 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
         guard let retry = timers.retry else { return }
         reactor.arm(retry, after: .milliseconds(Int64((seconds * 1000).rounded(.up))))
     }
+}
+
+extension Scheduler: ControlledPool {
+    func running(_ id: DownloadID) -> Transfer? { admitted(id) }
+
+    func tell(_ transfer: Transfer, _ input: TransferInput) { perform(transfer.apply(input), for: transfer) }
+
+    func queueChanged(in directory: String) { pool.queueChanged(in: directory) }
+
+    var isShuttingDown: Bool { pool.isShuttingDown }
 }
