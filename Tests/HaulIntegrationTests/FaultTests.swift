@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 
 @testable import Haul
@@ -79,6 +80,49 @@ struct FaultTests {
             #expect((1...7).contains(retries(in: events).count))
             #expect(retries(in: events).allSatisfy { $0.0.code == .sizeMismatch || $0.0.code == .transport })
             #expect(restarts(in: events).isEmpty)
+        }
+    }
+
+    @Test(
+        "a restored download's header values, from the provider, are kept for its retries here: asked once over eight attempts"
+    )
+    func providedHeadersKeptForRetries() async throws {
+        try await withFaultServer { server, directory in
+            let destination = directory.appendingPathComponent("out")
+            // A first process: one attempt cut at 50 KB, paused while it waits to retry. Its row keeps
+            // the header's name, never its value.
+            var first = configuration(directory)
+            first.retryDelay = .seconds(60)
+            first.maximumRetryDelay = .seconds(60)
+            let id = try await withDownloadManager(configuration: first) { manager in
+                let download = try manager.download(
+                    DownloadRequest(
+                        url: server.url("drop/50000/400000"),
+                        destination: destination,
+                        headers: [.authorization(bearer: "t0ken-kept")]
+                    )
+                )
+                var events = download.events.makeAsyncIterator()
+                await events.next { if case .waitingToRetry = $0 { true } else { false } }
+                #expect(await download.pause() == .paused)
+                return download.id
+            }
+            let asked = Mutex(0)
+            var second = configuration(directory, retryLimit: 2)
+            second.headerProvider = { _ in
+                asked.withLock { $0 += 1 }
+                return [.authorization(bearer: "t0ken-kept")]
+            }
+            try await withDownloadManager(configuration: second) { manager in
+                let restored = try #require(manager.download(id: id))
+                await restored.resume()
+                #expect(try await restored.finished() == destination)
+            }
+            #expect(try Data(contentsOf: destination) == FaultServer.body(size: 400_000))
+            // Seven attempts here, each cut at its 50 KB: the values asked for at the first are kept
+            // for the others.
+            #expect(server.requests(to: "/drop/50000/400000").count == 8)
+            #expect(asked.withLock { $0 } == 1)
         }
     }
 

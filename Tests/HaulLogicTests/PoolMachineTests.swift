@@ -139,37 +139,6 @@ struct PoolMachineTests {
         #expect(pool.takeCarried(Self.id("b")).isEmpty && pool.brokenRules().isEmpty)
     }
 
-    @Test(
-        "what a caller gave stays across attempts (a pause, a retry) and until the download is forgotten; a row alone makes the request without it"
-    )
-    func given() throws {
-        var pool = Self.pool()
-        let id = Self.id("a")
-        let secret = try #require(URL(string: "http://user:pass@h/a"))
-        pool.given.set(
-            CallerGiven(
-                url: secret,
-                headers: [HaulValues.DownloadHeader("X-Key", "v")],
-                urls: [],
-                logger: nil,
-                context: nil,
-                stream: nil,
-                provesByOverlap: false,
-                confinedTo: "/out"
-            ),
-            for: id
-        )
-        let row = JournalRow(url: "http://h/a", destination: "/out/a")
-        Self.admit(&pool, "a")
-        _ = pool.leave(id, carrying: BetweenAttempts(restarts: 1))  // paused: kept
-        let request = try #require(pool.given.request(for: id, record: row, rowID: nil))
-        #expect(request.url == secret && request.headers?.first?.value == "v" && request.confinedTo == "/out")
-        pool.forget(id)  // ended
-        let bare = try #require(pool.given.request(for: id, record: row, rowID: nil))
-        #expect(bare.url.absoluteString == "http://h/a" && bare.headers == nil && bare.confinedTo == nil)
-        #expect(pool.given[id] == nil)
-    }
-
     @Test("the queue is read at the turn's end once per change, never while shutting down")
     func admissionDue() {
         var pool = Self.pool()

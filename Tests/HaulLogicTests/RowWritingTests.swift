@@ -3,6 +3,7 @@ import Testing
 
 @testable import HaulIO
 @testable import HaulScheduler
+@testable import HaulTransfer
 @testable import HaulValues
 
 /// What the loop keeps of callers' writes in one wake (``RowWriting``): each caller's write is undone
@@ -66,5 +67,38 @@ struct RowWritingTests {
         writing.follow(Self.id("d"), JournalRow(url: "http://h/three", destination: "/w/d"))
         writing.undoCallersWrite()
         #expect(writing.followed[Self.id("d")]?.url == "http://h/one")
+    }
+
+    @Test(
+        "what a caller gave makes the request with the row until the download is forgotten; a row alone makes it without"
+    )
+    func givenUntilForgotten() throws {
+        var table = CallerGivenTable()
+        let id = Self.id("a")
+        let secret = try #require(URL(string: "http://user:pass@h/a"))
+        table.set(
+            CallerGiven(
+                url: secret,
+                headers: [HaulValues.DownloadHeader("X-Key", "v")],
+                urls: [],
+                logger: nil,
+                context: nil,
+                stream: nil,
+                provesByOverlap: false,
+                confinedTo: "/out"
+            ),
+            for: id
+        )
+        let row = JournalRow(url: "http://h/a", destination: "/out/a")
+        let request = try #require(table.request(for: id, record: row, rowID: nil))
+        #expect(request.url == secret && request.headers?.first?.value == "v" && request.confinedTo == "/out")
+        // A later attempt (after a pause or a retry) is made from the same.
+        #expect(table.request(for: id, record: row, rowID: nil)?.url == secret)
+        table.forget(id)  // ended
+        let bare = try #require(table.request(for: id, record: row, rowID: nil))
+        #expect(bare.url.absoluteString == "http://h/a" && bare.headers == nil && bare.confinedTo == nil)
+        #expect(table[id] == nil)
+        table.set(nil, for: id)
+        #expect(table[id] == nil)
     }
 }

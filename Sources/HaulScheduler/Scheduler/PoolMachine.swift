@@ -19,9 +19,6 @@ struct PoolMachine<Member: AnyObject> {
     /// What downloads out of their slot (paused, waiting to retry) carry to their next attempt in
     /// this process, from the member that left to the one admitted next (``BetweenAttempts``).
     private var carried: [DownloadID: BetweenAttempts] = [:]
-    /// What callers gave beyond their downloads' rows (credentials, header values, streams, loggers,
-    /// traces), from the row's writing to the download's end (``CallerGiven``).
-    var given = CallerGivenTable()
     /// Segmented members that asked for connections this turn, granted at its end.
     private var connectionsWanted: Set<DownloadID> = []
     /// Segmented members that wanted a connection the limits did not allow yet.
@@ -138,12 +135,9 @@ struct PoolMachine<Member: AnyObject> {
         carried.removeValue(forKey: id) ?? BetweenAttempts()
     }
 
-    /// `id` ended (completed, failed, cancelled, handed over, followed to its end): nothing is kept
-    /// of it, neither what its caller gave nor what an attempt carried.
-    mutating func forget(_ id: DownloadID) {
-        carried[id] = nil
-        given.forget(id)
-    }
+    /// `id` ended (completed, failed, cancelled, handed over, followed to its end): nothing an attempt
+    /// carried is kept.
+    mutating func forget(_ id: DownloadID) { carried[id] = nil }
 
     /// `id`'s bytes are all received: it waits on the disk, its slot free for the next.
     mutating func startFinishing(_ id: DownloadID) {

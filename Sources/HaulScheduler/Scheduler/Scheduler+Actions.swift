@@ -14,17 +14,9 @@ extension Scheduler {
         case .none:
             break
         case .askForHeaders(let question):
-            let (id, token, inbox) = (transfer.id, ObjectIdentifier(transfer), inbox)
-            let failure = CallerHooks.askForHeaders(question, of: id, provider: settings.headerValues) {
-                inbox.submit(.headersArrived(id, token, $0))
-            }
-            if let failure { perform(transfer.apply(.headers(.failure(failure))), for: transfer) }
+            callers.askForHeaders(question, for: transfer)
         case .askForFreshURL(let question):
-            let (id, token, inbox) = (transfer.id, ObjectIdentifier(transfer), inbox)
-            let asked = CallerHooks.askForFreshURL(question, of: id, refresher: settings.freshURL) {
-                inbox.submit(.urlRefreshed(id, token, $0))
-            }
-            if !asked { perform(transfer.apply(.urlRefused(nil)), for: transfer) }
+            callers.askForFreshURL(question, for: transfer)
         case .paused(let sync):
             requestSync(transfer.id, sync)
             // A paused download is a row again; resuming queues it.
@@ -101,6 +93,7 @@ extension Scheduler {
     /// kept of it, neither what its caller gave (``CallerGiven``) nor what an attempt carried.
     func forget(_ id: DownloadID) {
         pool.forget(id)
+        callers.forget(id)
     }
 
     /// What `transfer`'s next attempt starts from: its `restarts` from zero, and what its handle

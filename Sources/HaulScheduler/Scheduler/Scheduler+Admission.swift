@@ -49,7 +49,7 @@ extension Scheduler {
         let carried = pool.takeCarried(id)
         // What is needed of the row once it has gone whole into the request.
         let (rowURL, row, ownLimit) = (record.url, (record.destination, record.progress), record.maxBytesPerSecond)
-        guard let request = pool.given.request(for: id, record: record, rowID: head.rowID) else {
+        guard let request = callers.request(for: id, record: record, rowID: head.rowID) else {
             journal.remove(id)
             logger.error(
                 "a journal row has an unreadable URL",

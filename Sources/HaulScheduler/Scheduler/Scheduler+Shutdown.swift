@@ -8,7 +8,7 @@ extension Scheduler {
     /// them) and stops the loop once their syncs are recorded.
     func shutdown() {
         pool.beginShutdown()
-        controls.beginShutdown()
+        callers.beginShutdown()
         for transfer in pool.admitted {
             // Interrupted, not paused: the next manager continues it.
             perform(transfer.apply(.shutdown), for: transfer)
@@ -26,7 +26,7 @@ extension Scheduler {
         catalog.closeJournals()
         catalog.feed.close()
         catalog.resumeIdleWaiters()
-        controls.answerEveryWaiter()
+        callers.answerEveryWaiter()
         // Every easy handle goes before the share they use.
         environment.easyHandles.close()
         reactor.stop()

@@ -28,12 +28,13 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
     let disk: DiskLanes
     /// Every decision about who runs (``PoolMachine``): the admitted transfers among it.
     var pool: PoolMachine<Transfer>
-    /// A caller's controls of its downloads, awaited ones' callers, and the rows followed.
-    private(set) lazy var controls = Controls(
+    /// The loop's side of the callers: their rows, what they gave, their hooks and callers.
+    private(set) lazy var callers = Callers(
         pool: self,
         catalog: catalog,
         environment: environment,
-        logger: settings.logger
+        settings: settings,
+        inbox: inbox
     )
     /// The loop's timers of the scheduler, made when first needed.
     var timers = Timers()
@@ -96,7 +97,7 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
         }
         // After the commit: a sync's report must not overtake the row that it completes.
         disk.send()
-        controls.answerSettledWaiters()
+        callers.answerSettledWaiters()
         Gauges(environment: environment, catalog: catalog).update(running: pool.count, readAt: &timers.gaugesReadAt)
         // The turn's events reach the manager's feed readers with one wake-up each, and the
         // downloads' own readers and waiters together.
@@ -105,7 +106,7 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
         // Idle: nothing queued or running, and no disk job whose result (a download's outcome)
         // is still to come; told after the turn's rows are committed and its events handed over,
         // so that waiters find every outcome recorded.
-        if pool.takeIdle(diskPending: disk.pending, followsRows: !controls.follower.isEmpty) {
+        if pool.takeIdle(diskPending: disk.pending, followsRows: !callers.follower.isEmpty) {
             catalog.resumeIdleWaiters()
         }
     }
@@ -132,20 +133,20 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
             case .queueChanged(let directory): pool.queueChanged(in: directory)
             case .writeRows: break  // gathered above, written together
             case .run(let body): body()
-            case .follow(let directory, let rows): controls.follower.follow(rows, in: directory)
-            case .control(let download, .pause): controls.pause(download)
-            case .control(let download, .resume): controls.resume(download)
-            case .control(let download, .cancel): controls.cancel(download)
-            case .control(let download, .limitRate(let rate)): controls.limitRate(of: download, to: rate)
-            case .control(let download, .handedOver): controls.handedOver(download)
-            case .settle(let download, let control, let answer): controls.settle(download, control, answer: answer)
+            case .follow(let directory, let rows): callers.follower.follow(rows, in: directory)
+            case .control(let download, .pause): callers.pause(download)
+            case .control(let download, .resume): callers.resume(download)
+            case .control(let download, .cancel): callers.cancel(download)
+            case .control(let download, .limitRate(let rate)): callers.limitRate(of: download, to: rate)
+            case .control(let download, .handedOver): callers.handedOver(download)
+            case .settle(let download, let control, let answer): callers.settle(download, control, answer: answer)
             case .setRateLimits(let limits):
                 environment.rateLimiter.setLimits(limits, admitted: pool.admitted.map(\.id))
             case .diskWorkDone(let results): diskWorkDone(results)
             case .recordPlacings(let journal, let rows, let answer): journal.recordPlacingsInTurn(rows, answer: answer)
             case .checkIdle: pool.waitForIdle()
-            case .headersArrived(let id, let transfer, let result): headersArrived(id, for: transfer, result)
-            case .urlRefreshed(let id, let transfer, let result): urlRefreshed(id, for: transfer, result)
+            case .headersArrived(let id, let transfer, let result): callers.headersArrived(id, for: transfer, result)
+            case .urlRefreshed(let id, let transfer, let result): callers.urlRefreshed(id, for: transfer, result)
             case .shutdown: shutdown()
             }
         }
@@ -153,25 +154,10 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
         admitAtTurnEnd()
     }
 
-    /// Writes the rows callers asked for in one wake (``RowWriter``), a journal at a time; what they
-    /// give beyond the rows is kept before they are answered, and the queue looked at again.
+    /// Writes the rows callers asked for in one wake (``Callers/writeRows(_:)``).
     package func writeRows(_ writes: [RowWrite]) {
         reactor.assertOnLoop()
-        guard !pool.isShuttingDown else {
-            for write in writes { write.answer(DownloadError(code: .shutdown, url: nil)) }
-            return
-        }
-        let writer = RowWriter(catalog: catalog)
-        for (directory, writes) in RowWriter.byDirectory(writes) {
-            guard let written = writer.write(writes, into: directory, given: pool.given) else { continue }
-            for (id, entry) in written.changes { pool.given.set(entry, for: id) }
-            written.answer(writes)
-            if written.queued {
-                pool.queueChanged(in: directory)
-                admitAtTurnEnd()
-            }
-            if !written.followed.isEmpty { controls.follower.follow(written.followed, in: directory) }
-        }
+        callers.writeRows(writes)
     }
 
     /// Asks the pool machine `question` in place. Read out of this class's stored property, the
@@ -220,49 +206,6 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
         (environment.buffers.peakInUseCount, environment.claimedNameCount)
     }
 
-    // MARK: the application's hooks (``CallerHooks``)
-
-    /// The header provider answered: the transfer sends its first request, or fails. An answer for
-    /// a transfer that is gone (paused, cancelled, shut down) is dropped.
-    func headersArrived(
-        _ id: DownloadID,
-        for token: ObjectIdentifier,
-        _ result: Result<[DownloadHeader], DownloadError>
-    ) {
-        guard let transfer = transfer(id, token: token), let action = transfer.apply(.headers(result)) else { return }
-        if case .success(let headers) = result {
-            // Kept for its retries and resumes in this process, as if it had been asked for with them.
-            pool.given.update(id) { $0.keep(headers: headers) }
-        }
-        perform(action, for: transfer)
-    }
-
-    /// The URL refresher answered: the transfer moves to the fresh URL, or goes on as the failure
-    /// that made it ask says. An answer for a transfer that is gone is dropped.
-    func urlRefreshed(
-        _ id: DownloadID,
-        for token: ObjectIdentifier,
-        _ result: Result<SchedulerSettings.FreshURL?, DownloadError>
-    ) {
-        guard let transfer = transfer(id, token: token) else { return }
-        let (input, kept) = CallerHooks.input(for: result)
-        guard let action = transfer.apply(input) else { return }
-        if let kept {
-            pool.given.update(id) { entry in
-                entry.url = kept.url
-                if let headers = kept.headers { entry.keep(headers: headers) }
-            }
-        }
-        perform(action, for: transfer)
-    }
-
-    /// The transfer of `id` if it is still the one a hook's answer was asked for (`token`, its
-    /// `ObjectIdentifier`).
-    private func transfer(_ id: DownloadID, token: ObjectIdentifier) -> Transfer? {
-        guard let transfer = admitted(id), ObjectIdentifier(transfer) == token else { return nil }
-        return transfer
-    }
-
     // MARK: retries
 
     /// Looks at `directory`'s queue again at `time`, when a download there may retry.
@@ -284,8 +227,6 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
 
 extension Scheduler: ControlledPool {
     func running(_ id: DownloadID) -> Transfer? { admitted(id) }
-
-    func tell(_ transfer: Transfer, _ input: TransferInput) { perform(transfer.apply(input), for: transfer) }
 
     func queueChanged(in directory: String) { pool.queueChanged(in: directory) }
 
