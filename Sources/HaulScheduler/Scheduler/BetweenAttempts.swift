@@ -1,4 +1,6 @@
+import HaulTransfer
 import HaulValues
+import Synchronization
 
 /// What a download out of its slot (waiting to retry, paused) carries to its next attempt in this
 /// process: the loop's own, kept by the ``PoolMachine`` from the transfer that left to the one
@@ -13,4 +15,14 @@ struct BetweenAttempts {
     var counts: (bytes: Int64, ledger: TimingLedger)?
 
     var isEmpty: Bool { restarts == 0 && counts == nil }
+}
+
+extension BetweenAttempts {
+    /// What `transfer`'s next attempt starts from: its `restarts` from zero, and what its handle
+    /// counted, for a handle nobody kept meanwhile.
+    init(leaving transfer: Transfer, restarts: Int) {
+        let download = transfer.handle
+        self.restarts = restarts
+        self.counts = (download.receivedBytes.load(ordering: .relaxed), download.ledger.withLock { $0 })
+    }
 }

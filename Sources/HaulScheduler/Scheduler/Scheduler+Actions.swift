@@ -20,14 +20,14 @@ extension Scheduler {
         case .paused(let sync):
             requestSync(transfer.id, sync)
             // A paused download is a row again; resuming queues it.
-            leave(transfer, carrying: carried(by: transfer, restarts: 0))
+            leave(transfer, carrying: BetweenAttempts(leaving: transfer, restarts: 0))
         case .end:
             forget(transfer.id)
             leave(transfer)
         case .retry(let time, let sync, let restarts):
             requestSync(transfer.id, sync)
             // Restarts from zero are carried to its next attempt, with its handle's counts.
-            leave(transfer, carrying: carried(by: transfer, restarts: restarts))
+            leave(transfer, carrying: BetweenAttempts(leaving: transfer, restarts: restarts))
             wakeForRetry(in: transfer.handle.stateDirectoryPath, at: time)
         case .finish(let job):
             disk.add(.finish(job))
@@ -40,7 +40,7 @@ extension Scheduler {
             }
             perform(transfer.apply(.finishStream(done)), for: transfer)
         case .openConnections:
-            wantConnections(for: transfer)
+            ConnectionGranter.want(for: transfer, &pool)
         case .answered:
             takeAnswer(of: transfer)
         case .leftHost:
@@ -58,7 +58,7 @@ extension Scheduler {
             case .openConnections, .answered, .leftHost: continue
             default: break
             }
-            connectionsChanged(transfer)
+            ConnectionGranter.changed(transfer, &pool)
             admitAtTurnEnd()
         }
     }
@@ -83,7 +83,7 @@ extension Scheduler {
     func leave(_ transfer: Transfer, carrying: BetweenAttempts? = nil) {
         takeAnswer(of: transfer)
         let leaving = pool.leave(transfer.id, carrying: carrying)
-        for waiter in leaving.waiting { wantConnections(for: waiter) }
+        for waiter in leaving.waiting { ConnectionGranter.want(for: waiter, &pool) }
         guard let left = leaving.left else { return }
         environment.rateLimiter.release(left)
         if let directory = leaving.idleJournal { catalog.closeIfIdle(directory) }
@@ -94,15 +94,5 @@ extension Scheduler {
     func forget(_ id: DownloadID) {
         pool.forget(id)
         callers.forget(id)
-    }
-
-    /// What `transfer`'s next attempt starts from: its `restarts` from zero, and what its handle
-    /// counted (``BetweenAttempts/counts``), for a handle nobody kept meanwhile.
-    private func carried(by transfer: Transfer, restarts: Int) -> BetweenAttempts {
-        let download = transfer.handle
-        return BetweenAttempts(
-            restarts: restarts,
-            counts: (download.receivedBytes.load(ordering: .relaxed), download.ledger.withLock { $0 })
-        )
     }
 }

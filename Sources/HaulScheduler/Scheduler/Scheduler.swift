@@ -88,7 +88,7 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
     package func reactorTurnDidEnd(_ reactor: Reactor) {
         if !environment.deferred.isEmpty { performDeferred() }
         if pool.takeAdmissionDue() { admitWaiting() }
-        if pool.wantsConnections { grantConnections() }
+        if pool.wantsConnections { ConnectionGranter.grant(&pool) }
         for (journal, error) in catalog.writeBatch.commit() {
             logger.error(
                 "could not write the journal",
@@ -196,7 +196,7 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
             return
         }
         perform(action, for: transfer)
-        connectionsChanged(transfer)
+        ConnectionGranter.changed(transfer, &pool)
         admitAtTurnEnd()
     }
 
