@@ -71,6 +71,8 @@ final class Callers {
     let follower: Follower
     /// Callers awaiting a control, in the order they came.
     private var waiters: [SettleWaiter] = []
+    /// Rows asked for in this wake, to be written together (``writeGatheredRows()``).
+    private var gathered: [RowWrite] = []
 
     init(
         pool: any ControlledPool,
@@ -89,6 +91,41 @@ final class Callers {
         follower.queued = { [unowned pool] directories in
             for directory in directories { pool.queueChanged(in: directory) }
         }
+    }
+
+    // MARK: commands
+
+    /// Takes `command` if it is the callers' (rows to write, controls, rows to follow, the hooks'
+    /// answers): whether it was. Consecutive rows are gathered and written together, in their place
+    /// among the other commands: before the next command that is not one, and at the wake's end
+    /// (``writeGatheredRows()``).
+    func take(_ command: SchedulerCommand) -> Bool {
+        if case .writeRows(let write) = command {
+            gathered.append(write)
+            return true
+        }
+        writeGatheredRows()
+        switch command {
+        case .follow(let directory, let rows): follower.follow(rows, in: directory)
+        case .control(let download, .pause): pause(download)
+        case .control(let download, .resume): resume(download)
+        case .control(let download, .cancel): cancel(download)
+        case .control(let download, .limitRate(let rate)): limitRate(of: download, to: rate)
+        case .control(let download, .handedOver): handedOver(download)
+        case .settle(let download, let control, let answer): settle(download, control, answer: answer)
+        case .headersArrived(let id, let transfer, let result): headersArrived(id, for: transfer, result)
+        case .urlRefreshed(let id, let transfer, let result): urlRefreshed(id, for: transfer, result)
+        default: return false
+        }
+        return true
+    }
+
+    /// Writes the rows gathered in this wake, if any (``writeRows(_:)``).
+    func writeGatheredRows() {
+        guard !gathered.isEmpty else { return }
+        let writes = gathered
+        gathered.removeAll()
+        writeRows(writes)
     }
 
     // MARK: rows and what callers gave

@@ -7,22 +7,21 @@ import HaulTransfer
 /// ended (receiving, or waiting on the disk), write buffers in use and partial files open; and, at
 /// most once a second, the rows queued and waiting for a retry in the open journals (a count over
 /// the queue's index) and the process's open descriptors. Nothing while no backend records. A job
-/// with no state: the scheduler keeps when the journals were last read (`readAt`).
+/// with no state: the pool machine keeps when the journals were last read (``PoolMachine/takeJournalCountsDue(now:)``).
 struct Gauges {
     let environment: TransferEnvironment
     let catalog: Catalog
 
-    /// Sets the gauges, `running` downloads admitted; `readAt` (uptime nanoseconds) is when the
-    /// journals' counts were last read, moved on when they are read again.
-    func update(running: Int, readAt: inout UInt64) {
+    /// Sets the gauges, `running` downloads admitted; the journals' counts are read when `countsDue`
+    /// says they are due at that time (uptime nanoseconds).
+    func update(running: Int, countsDue: (UInt64) -> Bool) {
         let metrics = environment.metrics
         guard metrics.isRecording else { return }  // no backend: no call at all
         metrics.running.record(running)
         metrics.writeBuffersInUse.record(environment.buffers.inUseCount)
         metrics.partialFilesOpen.record(environment.openPartialFiles.count)
         let now = DispatchTime.now().uptimeNanoseconds
-        guard now &- readAt >= 1_000_000_000 else { return }
-        readAt = now
+        guard countsDue(now) else { return }
         var queued = 0
         var waiting = 0
         let time = Date().timeIntervalSince1970

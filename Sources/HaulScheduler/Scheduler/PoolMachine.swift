@@ -37,6 +37,8 @@ struct PoolMachine<Member: AnyObject> {
     private var retryTimerFiredAt: Double = 0
     /// A quarter of the first retry delay, at most 100 ms: a retry waits at most that much longer.
     let retryWakeGap: Double
+    /// When the gauges last read the journals' counts (uptime nanoseconds).
+    private var journalCountsReadAt: UInt64 = 0
 
     init(settings: SchedulerSettings, firstRetryDelay: Double) {
         self.settings = settings
@@ -161,7 +163,11 @@ struct PoolMachine<Member: AnyObject> {
     /// Whether every known retry time of `directory` came since it was last read.
     mutating func takeWokenForRetry(_ directory: String) -> Bool { admission.takeWokenForRetry(directory) }
 
-    /// The queue is to be read at this turn's end (a slot may have freed).
+    /// The queue is to be read at this turn's end (a slot may have freed), once every callback of
+    /// the turn has run. Admitted inside the callback that freed a slot, each new request left alone
+    /// while the others were still being read, and curl sent it within the next socket's action: a
+    /// local server went idle and was woken for almost every request. Admitted together, the
+    /// turn's requests go out together at the start of the next turn.
     mutating func admitAtTurnEnd() { admissionDue = true }
 
     /// Whether the queue is to be read now, at the turn's end; the flag is taken.
@@ -246,6 +252,16 @@ struct PoolMachine<Member: AnyObject> {
     private func retryTimerDelay(now: Double) -> Double? {
         guard let earliest = admission.nextRetryWake else { return nil }
         return max(0, earliest - now, retryTimerFiredAt + retryWakeGap - now)
+    }
+
+    // MARK: gauges
+
+    /// Whether the gauges read the journals' counts at `now` (uptime nanoseconds): at most once a
+    /// second; taken when they are.
+    mutating func takeJournalCountsDue(now: UInt64) -> Bool {
+        guard now &- journalCountsReadAt >= 1_000_000_000 else { return false }
+        journalCountsReadAt = now
+        return true
     }
 
     // MARK: idle

@@ -4,10 +4,30 @@ import HaulValues
 
 /// What a partial file's sync, reported by a disk lane, leaves behind: the bytes it made durable,
 /// told to the running transfer (which counts them as synced) and recorded in the download's row, so
-/// that a restart resumes from them. A job with no state: the scheduler hands it the transfer that
-/// runs the download now, if any.
+/// that a restart resumes from them. A job with no state: the scheduler hands it the lanes' results,
+/// and how to find the transfer that runs a download now.
 struct SyncRecords {
     let catalog: Catalog
+    let environment: TransferEnvironment
+
+    /// Takes the disk lanes' `results`, in order: each sync recorded (``record(_:directory:bytes:segments:running:)``)
+    /// unless it failed or is older than a truncation of the partial file, each file placed (or
+    /// not) handed to `placed`. `running` finds the transfer that runs a download now.
+    func take(
+        _ results: [DiskResult],
+        running: (DownloadID) -> Transfer?,
+        placed: (DownloadID, Result<PlacedFile, DownloadError>) -> Void
+    ) {
+        for result in results {
+            switch result {
+            case .synced(let id, let directory, let bytes, let segments):
+                guard environment.syncs.reported(id), bytes >= 0 else { continue }
+                record(id, directory: directory, bytes: bytes, segments: segments, running: running(id))
+            case .placed(let id, let outcome):
+                placed(id, outcome)
+            }
+        }
+    }
 
     /// `id`'s partial file in `directory` is durable up to `bytes` (over several connections:
     /// each segment's bytes as the `segments` snapshot taken when the sync began says).
