@@ -19,6 +19,15 @@ extension Reactor {
         makeTimerEvent(persistent: false, handler)
     }
 
+    /// Sets the delegate's alarm to ring after `delay` (``ReactorDelegate/reactorAlarmRang(_:)``),
+    /// replacing an earlier setting: one timer the loop's owner keeps no handle of. Loop thread only.
+    package func setAlarm(after delay: Duration) {
+        if alarm == nil {
+            alarm = makeOneShotTimer { [unowned self] in delegate?.reactorAlarmRang(self) }
+        }
+        if let alarm { arm(alarm, after: delay) }
+    }
+
     /// Sets a one-shot timer to fire after `delay` (replacing an earlier setting). Loop thread only.
     package func arm(_ timer: OpaquePointer, after delay: Duration) {
         if clock.isManual {

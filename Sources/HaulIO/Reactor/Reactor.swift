@@ -211,6 +211,8 @@ package final class Reactor: @unchecked Sendable {
     var timers: [(OpaquePointer, UnsafeMutableRawPointer)] = []
     /// The timers armed on a manual clock (``LoopClock``), which fire when a test moves it.
     var virtualTimers: [VirtualTimer] = []
+    /// The delegate's alarm (``setAlarm(after:)``), made when first set.
+    var alarm: OpaquePointer?
     /// Callbacks run in the current turn (sockets, curl's timer, wakes, timers): a turn that ran
     /// none found nothing ready.
     var callbacksRun = 0

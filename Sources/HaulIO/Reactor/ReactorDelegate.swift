@@ -24,10 +24,13 @@ package protocol ReactorDelegate: AnyObject {
     /// Whether work the delegate sent off the loop (a disk job, a hook) is still to report back:
     /// an embedded loop's ``Reactor/run(limit:)`` waits for it.
     var awaitsWorkOffLoop: Bool { get }
+    /// The alarm the delegate set (``Reactor/setAlarm(after:)``) rang.
+    func reactorAlarmRang(_ reactor: Reactor)
 }
 
 extension ReactorDelegate {
     package func reactor(_ reactor: Reactor, socketOpened socket: curl_socket_t, for easy: UnsafeMutableRawPointer) {}
     package func reactor(_ reactor: Reactor, socketWillClose socket: curl_socket_t) {}
     package var awaitsWorkOffLoop: Bool { false }
+    package func reactorAlarmRang(_ reactor: Reactor) {}
 }

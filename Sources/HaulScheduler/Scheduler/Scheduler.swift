@@ -35,8 +35,6 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
         settings: settings,
         inbox: inbox
     )
-    /// The timer of retries (``PoolMachine/wakeForRetry(in:at:now:)``), made when first armed.
-    private var retryTimer: OpaquePointer?
 
     private var settings: SchedulerSettings { pool.settings }
     private var reactor: Reactor { environment.reactor }
@@ -181,15 +179,14 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
         armRetryTimer(after: pool.wakeForRetry(in: directory, at: time, now: reactor.clock.wallSeconds))
     }
 
+    /// The retry timer is the reactor's alarm, set `seconds` from now (``PoolMachine/wakeForRetry(in:at:now:)``).
     private func armRetryTimer(after seconds: Double?) {
         guard let seconds else { return }
-        if retryTimer == nil {
-            retryTimer = reactor.makeOneShotTimer { [unowned self] in
-                armRetryTimer(after: pool.retryTimerFired(now: reactor.clock.wallSeconds))
-            }
-        }
-        guard let retry = retryTimer else { return }
-        reactor.arm(retry, after: .milliseconds(Int64((seconds * 1000).rounded(.up))))
+        reactor.setAlarm(after: .milliseconds(Int64((seconds * 1000).rounded(.up))))
+    }
+
+    package func reactorAlarmRang(_ reactor: Reactor) {
+        armRetryTimer(after: pool.retryTimerFired(now: reactor.clock.wallSeconds))
     }
 
     // MARK: admission: the best queue heads across journals take the slots that are free
