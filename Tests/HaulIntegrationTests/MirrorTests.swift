@@ -219,6 +219,40 @@ struct MirrorTests {
         #expect(continued.first?.range == "bytes=\(600_000 - 65_536)-")
     }
 
+    @Test(
+        "a fresh URL's headers from the hook are kept for the download's later attempts here: asked once, each retry on the fresh URL"
+    )
+    func refreshedKeptForRetries() async throws {
+        let (server, directory) = try startFaultServerAndDirectory()
+        defer { stop(server, directory) }
+        let size = 400_000
+        let asked = Mutex(0)
+        // Retries at once, and with no budget spent: each attempt makes progress.
+        var configuration = faults.configuration(directory, retryLimit: 2)
+        configuration.stallTimeout = .seconds(10)
+        // The fresh link cuts every 50 KB. Its header is a value no row holds (rows keep names only):
+        // an attempt without it would not be sent.
+        let fresh = server.url("drop/50000/\(size)?sig=fresh")
+        configuration.urlRefresher = { _ in
+            asked.withLock { $0 += 1 }
+            return DownloadManager.FreshURL(fresh, headers: [DownloadHeader("X-Signature", "fresh-s1gnature")])
+        }
+        let request = DownloadRequest(
+            url: server.url("expire/100000/\(size)?sig=old"),
+            destination: directory.appendingPathComponent("out")
+        )
+        let (_, result, download) = try await fetch(request, configuration: configuration)
+        #expect(try result.get() == directory.appendingPathComponent("out"))
+        #expect(try Data(contentsOf: directory.appendingPathComponent("out")) == FaultServer.body(size: size))
+        #expect(download.url == fresh)
+        #expect(asked.withLock { $0 } == 1)
+        // The old link: its first answer (cut at 100 KB) and its 403. Then the fresh one only, each
+        // attempt from where the bytes end.
+        #expect(server.requests(to: "/expire/100000/\(size)?sig=old").map(\.status) == [200, 403])
+        let continued = server.requests(to: "/drop/50000/\(size)?sig=fresh")
+        #expect(continued.count >= 6 && continued.allSatisfy { $0.status == 206 }, "\(continued.map(\.status))")
+    }
+
     @Test("without a hook, or when the hook has no URL, an expired link fails with its 403 as before")
     func notRefreshed() async throws {
         let server = FaultServer.shared()
