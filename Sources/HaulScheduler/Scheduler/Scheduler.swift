@@ -116,7 +116,8 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
             case .recordPlacings(let journal, let rows, let answer): journal.recordPlacingsInTurn(rows, answer: answer)
             case .checkIdle: pool.waitForIdle()
             case .shutdown: shutdown()
-            case .writeRows, .follow, .control, .settle, .headersArrived, .urlRefreshed: break  // the callers'
+            case .writeRows, .follow, .control, .settle, .headersArrived, .urlRefreshed:
+                assertionFailure("a command of the callers', which Callers.take(_:) takes")
             }
         }
         callers.writeGatheredRows()
