@@ -90,6 +90,37 @@ struct ControlTests {
         }
     }
 
+    /// The cancel that returns at once (``Download/cancel()``, the synchronous form).
+    func cancelWithoutWaiting(_ download: Download) { download.cancel() }
+
+    @Test(
+        "a body handed off and cancelled in one wake of the loop: its row is written first, then cancelled; no request goes out"
+    )
+    func handOffThenCancelInOneWake() async throws {
+        try await withFaultServer { server, directory in
+            try await withDownloadManager(configuration: configuration(directory)) { manager in
+                // The loop held inside a command of its own until both of the caller's have arrived:
+                // it takes them in one wake, in the order they were sent.
+                let inside = DispatchSemaphore(value: 0)
+                let gate = DispatchSemaphore(value: 0)
+                DispatchQueue.global().async {
+                    _ = manager.queue.lookOnLoop {
+                        inside.signal()
+                        gate.wait()
+                    }
+                }
+                inside.wait()
+                // Handed off: the row is written by the loop, and the caller does not wait for it.
+                let download = try manager.discard(from: server.url("file/100000"))
+                cancelWithoutWaiting(download)
+                gate.signal()
+                await #expect(throws: DownloadError.self) { try await download.finished() }
+                #expect(download.state == .cancelled, "\(download.state)")
+                #expect(server.requests(to: "/file/100000").isEmpty)
+            }
+        }
+    }
+
     @Test("await cancel() returns with the download cancelled, its partial file gone, its row saying cancelled")
     func cancelSettles() async throws {
         try await withFaultServer { server, directory in
