@@ -220,11 +220,16 @@ final class Callers {
 
     // MARK: controls
 
+    /// Tells the transfer that runs `download` here `input`, and has what it hands back performed:
+    /// whether one runs.
+    private func tellRunning(_ download: LiveDownload, _ input: TransferInput) -> Bool {
+        guard let transfer = pool.running(download.id) else { return false }
+        pool.perform(transfer.apply(input), for: transfer)
+        return true
+    }
+
     func pause(_ download: LiveDownload) {
-        if let transfer = pool.running(download.id) {
-            pool.perform(transfer.apply(pool.isShuttingDown ? .shutdown : .pause), for: transfer)
-            return
-        }
+        if tellRunning(download, pool.isShuttingDown ? .shutdown : .pause) { return }
         if follower.stop(download, cancelled: false) { return }
         // Queued, waiting or interrupted: only its row changes.
         rows.apply(.paused, to: download) { record in
@@ -235,7 +240,7 @@ final class Callers {
     func resume(_ download: LiveDownload) {
         if pool.running(download.id) != nil { return }  // admitted: it is not paused
         if follower.followIfAnothers(download) { return }
-        rows.apply(.resumed(sequence: rows.catalog.nextQueueSequence()), to: download) { _ in
+        rows.apply(.resumed(sequence: catalog.nextQueueSequence()), to: download) { _ in
             download.hub.publish(.queued)
         }
         pool.queueChanged(in: download.stateDirectoryPath)
@@ -243,18 +248,12 @@ final class Callers {
 
     /// A download's own rate limit: at once when it runs (and in its row, for later attempts).
     func limitRate(of download: LiveDownload, to rate: Int64?) {
-        if let transfer = pool.running(download.id) {
-            pool.perform(transfer.apply(.limitRate(rate)), for: transfer)
-            return
-        }
+        if tellRunning(download, .limitRate(rate)) { return }
         rows.setRateLimit(rate, of: download)
     }
 
     func cancel(_ download: LiveDownload) {
-        if let transfer = pool.running(download.id) {
-            pool.perform(transfer.apply(.cancel), for: transfer)
-            return
-        }
+        if tellRunning(download, .cancel) { return }
         if follower.stop(download, cancelled: true) {
             pool.forget(download.id)
             return
@@ -323,7 +322,7 @@ final class Callers {
     }
 
     /// The manager shuts down: nothing is followed any more.
-    func beginShutdown() { follower.stop() }
+    func beginShutdown() { follower.shutDown() }
 
     /// The manager stopped: every waiter is answered with the state its download is in.
     func answerEveryWaiter() {

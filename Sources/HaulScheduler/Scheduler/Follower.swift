@@ -46,7 +46,7 @@ final class Follower {
     }
 
     /// Follows nothing any more (the manager shuts down).
-    func stop() {
+    func shutDown() {
         isStopped = true
         rows.removeAll()
     }

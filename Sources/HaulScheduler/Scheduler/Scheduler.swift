@@ -143,8 +143,8 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
         return askPool { $0.isCurrent(transfer, as: id) }
     }
 
-    /// The transfer admitted as `id`, if any.
-    private func admitted(_ id: DownloadID) -> Transfer? { askPool { $0.member(id) } }
+    /// The transfer admitted as `id`, if the download runs here now.
+    func running(_ id: DownloadID) -> Transfer? { askPool { $0.member(id) } }
 
     /// curl reported a request done.
     package func reactor(_ reactor: Reactor, requestDidEnd raw: UnsafeMutableRawPointer, result: CURLcode) {
@@ -284,7 +284,7 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
     /// The disk thread finished a download's file: its transfer completes, or goes on as the
     /// failure says.
     private func placed(_ id: DownloadID, outcome: Result<PlacedFile, DownloadError>) {
-        guard let transfer = admitted(id) else { return }
+        guard let transfer = running(id) else { return }
         perform(transfer.apply(.placed(outcome)), for: transfer)
     }
 
@@ -319,7 +319,7 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
 
     /// The disk lanes reported: syncs recorded and files placed (``SyncRecords``), in order.
     private func diskWorkDone(_ results: [DiskResult]) {
-        SyncRecords(catalog: catalog, environment: environment).take(results, running: admitted) {
+        SyncRecords(catalog: catalog, environment: environment).take(results, running: running) {
             placed($0, outcome: $1)
         }
         disk.reported(results.count)
@@ -392,7 +392,6 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
 }
 
 extension Scheduler: ControlledPool {
-    func running(_ id: DownloadID) -> Transfer? { admitted(id) }
     func queueChanged(in directory: String) { pool.queueChanged(in: directory) }
     var isShuttingDown: Bool { pool.isShuttingDown }
 }

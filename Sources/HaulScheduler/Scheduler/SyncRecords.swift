@@ -31,7 +31,7 @@ struct SyncRecords {
 
     /// `id`'s partial file in `directory` is durable up to `bytes` (over several connections:
     /// each segment's bytes as the `segments` snapshot taken when the sync began says).
-    func record(
+    private func record(
         _ id: DownloadID,
         directory: String,
         bytes: Int64,
