@@ -101,15 +101,16 @@ struct ControlTests {
             try await withDownloadManager(configuration: configuration(directory)) { manager in
                 // The loop held inside a command of its own until both of the caller's have arrived:
                 // it takes them in one wake, in the order they were sent.
-                let inside = DispatchSemaphore(value: 0)
+                // (The loop blocks on the gate, on its own thread; the test's task only awaits.)
                 let gate = DispatchSemaphore(value: 0)
-                DispatchQueue.global().async {
-                    _ = manager.queue.lookOnLoop {
-                        inside.signal()
-                        gate.wait()
+                await withCheckedContinuation { (inside: CheckedContinuation<Void, Never>) in
+                    DispatchQueue.global().async {
+                        _ = manager.queue.lookOnLoop {
+                            inside.resume()
+                            gate.wait()
+                        }
                     }
                 }
-                inside.wait()
                 // Handed off: the row is written by the loop, and the caller does not wait for it.
                 let download = try manager.discard(from: server.url("file/100000"))
                 cancelWithoutWaiting(download)
