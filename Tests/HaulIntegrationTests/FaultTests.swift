@@ -123,6 +123,8 @@ struct FaultTests {
             // for the others.
             #expect(server.requests(to: "/drop/50000/400000").count == 8)
             #expect(asked.withLock { $0 } == 1)
+            // The value was kept in memory only: nothing under the folder (the journal) holds it.
+            #expect(everyByte(under: directory).range(of: Data("t0ken-kept".utf8)) == nil)
         }
     }
 

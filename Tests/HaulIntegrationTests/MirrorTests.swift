@@ -251,6 +251,8 @@ struct MirrorTests {
         #expect(server.requests(to: "/expire/100000/\(size)?sig=old").map(\.status) == [200, 403])
         let continued = server.requests(to: "/drop/50000/\(size)?sig=fresh")
         #expect(continued.count >= 6 && continued.allSatisfy { $0.status == 206 }, "\(continued.map(\.status))")
+        // The value was kept in memory only: nothing under the folder (the journal) holds it.
+        #expect(everyByte(under: directory).range(of: Data("fresh-s1gnature".utf8)) == nil)
     }
 
     @Test("without a hook, or when the hook has no URL, an expired link fails with its 403 as before")
