@@ -266,12 +266,13 @@ extension DownloadQueue {
     }
 
     /// Shows an outcome on the download's handle: the live one, or (when `creatingHandle`) a new
-    /// one. Call on the loop, or with the journal locked, so the loop's next event for it comes after.
+    /// one, `made` when the caller made it. On the loop, so that its next event for it comes after.
     func publish(
         _ outcome: QueueOutcome,
         for request: PreparedRequest,
         in journal: Journal,
-        creatingHandle: Bool
+        creatingHandle: Bool,
+        made: LiveDownload? = nil
     ) -> LiveDownload? {
         let record: JournalRow
         switch outcome {
@@ -284,7 +285,7 @@ extension DownloadQueue {
         if creatingHandle {
             (download, isNew) = catalog.handle(request.id) {
                 // A download into a folder shows the file it chose, once it chose one.
-                makeHandle(for: request, destinationPath: record.destination, progress: progress)
+                made ?? makeHandle(for: request, destinationPath: record.destination, progress: progress)
             }
         } else if foundComplete && catalog.feed.hasSubscribers {
             // Found complete while someone follows the feed: a handle (released once they read it)

@@ -82,21 +82,20 @@ final class DownloadQueue: Sendable {
 
     /// A request whose id is its own and whose row is in memory (a body into memory or discarded, a
     /// stream's pipe): no other request shares its row, and none is durable, so the caller does not
-    /// wait for it. Its handle is made here; the loop writes its row and publishes it queued, or
-    /// fails it with why.
+    /// wait for it. Its handle is made here and travels with the request: the loop keeps it with the
+    /// others (``Catalog/handle(_:make:)``), writes its row and publishes it queued, or fails it with
+    /// why.
     private func handOff(_ request: PreparedRequest, context: ServiceContext?) throws(HaulValues.DownloadError)
         -> Download
     {
-        let (live, _) = catalog.handle(request.id) {
-            makeHandle(for: request, progress: HaulValues.DownloadProgress(bytesReceived: 0, totalBytes: nil))
-        }
+        let live = makeHandle(for: request, progress: HaulValues.DownloadProgress(bytesReceived: 0, totalBytes: nil))
         let url = request.url.redactedString
         let command = RowWrite(
             directory: request.stateDirectory,
             write: { [self] writing throws(HaulValues.DownloadError) in
                 var rowsExist = false
                 let outcome = try writeRow(for: request, context: context, in: &writing, rowsExist: &rowsExist)
-                _ = publish(outcome, for: request, in: writing.journal, creatingHandle: true)
+                _ = publish(outcome, for: request, in: writing.journal, creatingHandle: true, made: live)
                 note(outcome, of: request.id, in: &writing)
             },
             answer: { error in
@@ -158,8 +157,9 @@ final class DownloadQueue: Sendable {
 
     /// The unfinished download with this id, in an open journal.
     func download(id: HaulValues.DownloadID) -> Download? {
-        if let live = catalog.existingHandle(id), !live.hub.isClosed { return Download.of(live) }
-        return lookOnLoop { [self] in
+        // On the loop, which keeps the handles.
+        lookOnLoop { [self] in
+            if let live = catalog.existingHandle(id), !live.hub.isClosed { return Download.of(live) }
             for journal in catalog.openJournals {
                 if let found = attach(id, in: journal) { return found }
             }

@@ -37,8 +37,9 @@ package final class EventFeed: Sendable {
     private let state = Mutex(State())
     /// The loop's thread (`pthread_self`), once ``attachCurrentThread()`` ran on it; 0 before.
     private let loopThread = Atomic<UInt>(0)
-    /// What the loop's downloads resume at the end of the turn (``resumeAtTurnEnd(_:)``).
-    private let turnResumes = Mutex<[@Sendable () -> Void]>([])
+    /// What the loop's downloads resume at the end of the turn (``resumeAtTurnEnd(_:)``): the
+    /// loop's alone, no lock.
+    private nonisolated(unsafe) var turnResumes: [@Sendable () -> Void] = []
     private let subscribed = Atomic<Bool>(false)
     /// Readers were left waiting beside buffered events by a deferring thread.
     private let wakesDeferred = Atomic<Bool>(false)
@@ -58,6 +59,9 @@ package final class EventFeed: Sendable {
         loopThread.store(UInt(pthread_self()), ordering: .relaxed)
     }
 
+    /// Whether a loop's thread is attached (``attachCurrentThread()``).
+    package var hasLoopThread: Bool { loopThread.load(ordering: .relaxed) != 0 }
+
     /// Whether the caller runs on the loop's thread (attached, see ``attachCurrentThread()``).
     package var isOnLoopThread: Bool {
         let loop = loopThread.load(ordering: .relaxed)
@@ -70,17 +74,16 @@ package final class EventFeed: Sendable {
     /// each woke a worker thread that took the core from the loop in the middle of its sockets
     /// (`Benchmarks/CHOICES.md`). Loop thread only.
     package func resumeAtTurnEnd(_ resume: @escaping @Sendable () -> Void) {
-        turnResumes.withLock { $0.append(resume) }
+        assert(isOnLoopThread, "a turn's resumptions are the loop's")
+        turnResumes.append(resume)
     }
 
     /// Runs what the turn's downloads left to resume (``resumeAtTurnEnd(_:)``). Loop thread, end of
     /// each turn.
     package func resumeTurnWaiters() {
-        let resumes = turnResumes.withLock { resumes -> [@Sendable () -> Void] in
-            guard !resumes.isEmpty else { return [] }
-            defer { resumes.removeAll(keepingCapacity: true) }
-            return resumes
-        }
+        guard !turnResumes.isEmpty else { return }
+        let resumes = turnResumes
+        turnResumes.removeAll(keepingCapacity: true)
         for resume in resumes { resume() }
     }
 

@@ -49,6 +49,8 @@ package final class EventHub: Sendable {
     }
 
     private let state: Mutex<State>
+    /// `state.closed`, readable without the lock: set once, inside it, when the hub closes.
+    private let closedFlag = Atomic<Bool>(false)
     /// The manager's feed, which carries this download's events too, with its id and destination.
     private let feed: (feed: EventFeed, id: DownloadID, destinationPath: String)?
     /// The handle that owns this hub, carried on the feed's events. Set once by ``Download/init``,
@@ -89,6 +91,7 @@ package final class EventHub: Sendable {
             _ = state.subscribers.publish(event, deferringWakes: false, into: &wakes)
             if event.isFinal {
                 state.closed = true
+                closedFlag.store(true, ordering: .releasing)
                 result = state.result
                 if !deferring {
                     state.resultCommitted = true
@@ -155,6 +158,7 @@ package final class EventHub: Sendable {
         state.withLock { state in
             guard !state.closed else { return }
             state.closed = true
+            closedFlag.store(true, ordering: .releasing)
             state.result = .failure(error)
             state.resultCommitted = true
             state.subscribers.endAll(into: &wakes)
@@ -187,7 +191,8 @@ package final class EventHub: Sendable {
     }
 
     /// Whether the download ended (a final event) or its manager shut down.
-    package var isClosed: Bool { state.withLock { $0.closed } }
+    /// No lock: a hub closes once and stays closed.
+    package var isClosed: Bool { closedFlag.load(ordering: .acquiring) }
 
     /// How many events subscriber `id` holds (for tests of bounded memory).
     func bufferedCount(_ id: Int) -> Int {

@@ -14,8 +14,9 @@ import Tracing
 /// caller holds one or while the loop thread runs its transfer; the catalog keeps them weakly, so that
 /// everyone asking for one id gets the same handle and the same events.
 ///
-/// Locks: a journal's lock may be held while taking the catalog's locks, never the other way round;
-/// the catalog's locks are leaves.
+/// The handles by id, and the loop's table of the open journals, are the loop's alone: it takes no
+/// lock to find them (callers reach the handles through the loop). The journals callers open are in
+/// a table behind a lock, which the loop reads once per journal.
 package final class Catalog: Sendable {
     /// This boot's id, which the journals it opens record (``Journal/currentBootID()``; tests give
     /// their own).
@@ -38,6 +39,16 @@ package final class Catalog: Sendable {
         var liveAtLastSweep = 64
     }
 
+    /// What the loop keeps without a lock.
+    private final class LoopTables: @unchecked Sendable {
+        // @unchecked Sendable: read and written on the loop's thread alone (a debug build checks:
+        // ``Catalog/loop``).
+        var handles = Handles()
+        /// The open journals the loop looked up. Only the loop closes a journal (``closeIfIdle(_:)``,
+        /// ``closeJournals()``), and it takes the journal out of this table as it does.
+        var journals: [String: Journal] = [:]
+    }
+
     private struct Journals {
         var byDirectory: [String: Journal] = [:]
         /// Directories whose journal was closed as idle (``closeIfIdle(_:)``).
@@ -46,13 +57,19 @@ package final class Catalog: Sendable {
         var isShutDown = false
     }
 
-    private let handles = Mutex(Handles())
+    private let loopTables = LoopTables()
     private let idleWaiters = Mutex<[CheckedContinuation<Void, Never>]>([])
     private let journals = Mutex(Journals())
     private let opening = Mutex(())
 
     package init(bootID: String) {
         self.bootID = bootID
+    }
+
+    /// The loop's tables; on the loop's thread only (or before it has one).
+    private var loop: LoopTables {
+        assert(feed.isOnLoopThread || !feed.hasLoopThread, "the catalog's handles are the loop's")
+        return loopTables
     }
 
     // MARK: journals
@@ -85,13 +102,14 @@ package final class Catalog: Sendable {
     /// again when asked for. The caller keeps the configured state directory's open.
     func closeIfIdle(_ directory: String) {
         // The journal in memory would take its rows along: it stays until the manager shuts down.
-        guard directory != Journal.inMemoryKey, let journal = openJournal(for: directory) else { return }
+        guard directory != Journal.inMemoryKey, let journal = openLoopJournal(for: directory) else { return }
         journal.confined {
             guard !journal.isClosed, (try? journal.hasUnfinishedRows()) == false else { return }
             // Closed (its lock released) before it leaves the map: a caller that finds the map empty
             // opens it again at once. Rows are written by the loop, which closes it: a caller's rows
             // sent meanwhile open it again (``journal(for:)``, on the loop).
             journal.close()
+            loop.journals[directory] = nil
             journals.withLock { state in
                 if state.byDirectory[directory] === journal { state.byDirectory[directory] = nil }
                 state.closedDirectories.insert(directory)
@@ -102,6 +120,26 @@ package final class Catalog: Sendable {
     /// The journal of `directory` if it is open.
     package func openJournal(for directory: String) -> Journal? {
         journals.withLock { $0.byDirectory[directory] }
+    }
+
+    /// The journal of `directory` for the loop, opened on first use (``journal(for:)``): from the
+    /// loop's own table, without a lock, once it has looked it up.
+    ///
+    /// - Throws: as ``journal(for:)``.
+    func loopJournal(for directory: String) throws(DownloadError) -> Journal {
+        if let journal = loop.journals[directory] { return journal }
+        let opened = try journal(for: directory)
+        loop.journals[directory] = opened
+        return opened
+    }
+
+    /// The journal of `directory` for the loop, if it is open: from the loop's own table, without a
+    /// lock, once it has looked it up.
+    func openLoopJournal(for directory: String) -> Journal? {
+        if let journal = loop.journals[directory] { return journal }
+        guard let opened = openJournal(for: directory) else { return nil }
+        loop.journals[directory] = opened
+        return opened
     }
 
     /// The directories whose journals were closed as idle and are not open again.
@@ -121,6 +159,7 @@ package final class Catalog: Sendable {
             defer { state.byDirectory = [:] }
             return Array(state.byDirectory.values)
         }
+        loop.journals = [:]
         for journal in all { journal.close() }
     }
 
@@ -146,26 +185,26 @@ package final class Catalog: Sendable {
 
     // MARK: handles
 
-    /// The handle callers and the loop share for `id`, if one is alive.
+    /// The handle everyone asking for `id` shares, if one is alive. On the loop.
     package func existingHandle(_ id: DownloadID) -> LiveDownload? {
-        handles.withLock { $0.byID[id]?.download }
+        loop.handles.byID[id]?.download
     }
 
-    /// The live handle for `id`, or a new one from `make()` (``makeHandle(_:url:destinationPath:stateDirectoryPath:progress:controller:)``).
-    /// A handle whose download ended is replaced (the download starts again).
+    /// The live handle for `id`, or a new one from `make()` (``makeHandle(_:url:destinationPath:stateDirectoryPath:progress:controller:keepsEarlyEvents:)``,
+    /// or one a caller made and handed to the loop). A handle whose download ended is replaced (the
+    /// download starts again). On the loop.
     package func handle(_ id: DownloadID, make: () -> LiveDownload) -> (LiveDownload, isNew: Bool) {
-        handles.withLock { state in
-            if let existing = state.byID[id]?.download, !existing.hub.isClosed {
-                return (existing, false)
-            }
-            let download = make()
-            state.byID[id] = WeakDownload(download)
-            if state.byID.count > 2 * state.liveAtLastSweep {
-                state.byID = state.byID.filter { $0.value.download != nil }
-                state.liveAtLastSweep = max(64, state.byID.count)
-            }
-            return (download, true)
+        let tables = loop
+        if let existing = tables.handles.byID[id]?.download, !existing.hub.isClosed {
+            return (existing, false)
         }
+        let download = make()
+        tables.handles.byID[id] = WeakDownload(download)
+        if tables.handles.byID.count > 2 * tables.handles.liveAtLastSweep {
+            tables.handles.byID = tables.handles.byID.filter { $0.value.download != nil }
+            tables.handles.liveAtLastSweep = max(64, tables.handles.byID.count)
+        }
+        return (download, true)
     }
 
     /// A new handle, counted in the census: the one place a ``Download`` is made. Not kept; pass it
@@ -208,8 +247,8 @@ package final class Catalog: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    /// Every live handle (for a shutdown, which ends their event sequences).
+    /// Every live handle (for a shutdown, which ends their event sequences). On the loop.
     var liveHandles: [LiveDownload] {
-        handles.withLock { $0.byID.values.compactMap(\.download) }
+        loop.handles.byID.values.compactMap(\.download)
     }
 }

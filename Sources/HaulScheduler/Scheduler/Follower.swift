@@ -86,7 +86,7 @@ final class Follower {
             lookNow()
             return true
         }
-        guard let journal = catalog.openJournal(for: download.stateDirectoryPath) else { return false }
+        guard let journal = catalog.openLoopJournal(for: download.stateDirectoryPath) else { return false }
         return journal.confined {
             guard let record = try? journal.record(for: download.id), journal.isOwnedByAnother(download.id)
             else { return false }
@@ -107,7 +107,7 @@ final class Follower {
         let byDirectory = rows.byDirectory()
         var queued: Set<String> = []
         for (directory, ids) in byDirectory {
-            guard let journal = catalog.openJournal(for: directory) else {
+            guard let journal = catalog.openLoopJournal(for: directory) else {
                 for id in ids { rows.stop(id) }
                 continue
             }

@@ -40,7 +40,7 @@ struct QueueReader {
         var best: (journal: Journal, place: Journal.QueuePlace, read: QueueRead)?
         let saturatedHosts = pool.admission.saturatedHosts
         for directory in pool.admission.queuedDirectories {
-            guard let journal = catalog.openJournal(for: directory) else {
+            guard let journal = catalog.openLoopJournal(for: directory) else {
                 pool.queueDrained(in: directory)
                 read[directory] = nil
                 continue

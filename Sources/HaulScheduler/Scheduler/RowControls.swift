@@ -12,7 +12,7 @@ struct RowControls {
     /// Applies `event` to `download`'s row. When the row changes, `changed` runs with the journal
     /// locked (so events it publishes come before the loop's next ones).
     func apply(_ event: QueueEvent, to download: LiveDownload, _ changed: (JournalRow) -> Void) {
-        guard let journal = catalog.openJournal(for: download.stateDirectoryPath) else { return }
+        guard let journal = catalog.openLoopJournal(for: download.stateDirectoryPath) else { return }
         journal.confined {
             guard var record = try? journal.record(for: download.id), record.state != .running,
                 !journal.isOwnedByAnother(download.id)
@@ -40,7 +40,7 @@ struct RowControls {
 
     /// `download`'s own rate limit, kept in its row for its later attempts.
     func setRateLimit(_ rate: Int64?, of download: LiveDownload) {
-        guard let journal = catalog.openJournal(for: download.stateDirectoryPath) else { return }
+        guard let journal = catalog.openLoopJournal(for: download.stateDirectoryPath) else { return }
         journal.confined {
             guard var record = try? journal.record(for: download.id), record.state != .running else { return }
             record.maxBytesPerSecond = rate

@@ -46,7 +46,7 @@ struct RowWriter {
         var errors: [DownloadError?] = []
         var written: Written
         do throws(DownloadError) {
-            let journal = try catalog.journal(for: directory)
+            let journal = try catalog.loopJournal(for: directory)
             written = try journal.transactionOfItsOwn { () throws(DownloadError) in
                 var writing = RowWriting(journal: journal, given: given)
                 for write in writes {

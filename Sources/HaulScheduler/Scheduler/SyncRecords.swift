@@ -38,7 +38,7 @@ struct SyncRecords {
         segments: String?,
         running transfer: Transfer?
     ) {
-        guard let journal = catalog.openJournal(for: directory) else { return }
+        guard let journal = catalog.openLoopJournal(for: directory) else { return }
         if let segments {
             recordSegments(id, journal: journal, snapshot: segments, running: transfer)
             return
