@@ -11,6 +11,8 @@ extension Transfer {
     func startRequest(truncating: Bool, to hop: Redirect? = nil) -> DownloadStateMachine.Action {
         var target = download.url
         var sendsHeaders = true
+        // A redirect's next request asks for the same URL of the download as the one it answered.
+        let asked = hop == nil ? target : request.asked ?? target
         if case .follow(let url, let sameOrigin) = hop { (target, sendsHeaders) = (url, sameOrigin) }
         if self.sink == nil, stream == nil, hop == nil, foundPlacedFile() {
             // Placed by a process killed before its row said so: complete, nothing asked again.
@@ -37,7 +39,7 @@ extension Transfer {
         let validator = beginOwn(plan, overlap: overlap, to: target)
         let ifRange = validator.flatMap { _ in ifRangeValue(own.ifRangeForm) }
         if hop == nil { startSpan() }
-        (request.target, request.sendsHeaders) = (target, sendsHeaders)
+        (request.target, request.sendsHeaders, request.asked) = (target, sendsHeaders, asked)
         let code = launch(own, with: easy, to: target, sendsHeaders: sendsHeaders, ifRange: ifRange)
         guard code == CURLM_OK else {
             environment.easyHandles.recycle(easy)

@@ -47,9 +47,11 @@ extension Transfer {
     /// The row takes the URL whose answer was accepted (a caller may have asked for the download
     /// from another URL since the partial's bytes were written): without its user name and password,
     /// as always on disk. Until then the row keeps the URL its bytes came from, so that a change is
-    /// seen, and checked (``ResumePlan``), by the next request, in this process or the next.
+    /// seen, and checked (``ResumePlan``), by the next request, in this process or the next. The URL
+    /// is the one the request asked, not the handle's now: a caller who asks for another while the
+    /// answer is on its way has it asked at the next attempt.
     func followURL() {
-        let url = download.url
+        let url = request.asked ?? download.url
         let stored = url.redactedString
         guard record.url != stored else { return }
         record.url = stored

@@ -158,6 +158,10 @@ package final class Transfer {
         /// headers went too.
         var target: URL?
         var sendsHeaders = true
+        /// The download's URL it asked (before any redirect): the one its answer's bytes come from,
+        /// which the row takes once they are accepted (``followURL()``), whatever a caller asked
+        /// for since.
+        var asked: URL?
         // Set for a moment, or never: boxed, the two take 16 bytes of every live transfer instead
         // of hundreds (issue 44, (c)). Each set makes a new box, so a copy of a request never shares one.
         private var headBox: Boxed<ResponseHead>?

@@ -190,4 +190,39 @@ import Testing
         #expect(driven.holds("differs", other))
         await driven.shutdown()
     }
+
+    /// Asked for again from another URL (a refreshed link) while the first URL's answer is still to
+    /// come: the row keeps the URL its bytes came from, so that the next attempt, to the new URL,
+    /// proves them first (the overlap, with their validator) before it continues them.
+    @Test func aNewURLAskedForBeforeTheOldOneAnswersIsProvedAtTheNextAttempt() async throws {
+        let driven = try DrivenManager()
+        let state = driven.directory.appendingPathComponent("state")
+        let download = try driven.download("/old", to: "refreshed")
+        let first = try driven.nextRequest()
+        #expect(first.target == "/old")
+        let again = try driven.download("/new", to: "refreshed")
+        #expect(again.id == download.id)
+        driven.cut(first, [("ETag", "\"v1\"")], body: body[...], after: 3_000)
+        #expect(download.stateCase == .waitingToRetry)
+        let row = try #require(try driven.manager.journalRows(in: state)?[download.id.engine])
+        #expect(row.url == driven.url("/old").absoluteString)
+        driven.advancePastRetry(of: download)
+        let second = try driven.nextRequest()
+        #expect(second.target == "/new")
+        let start = try #require(second.range?.first)
+        #expect(start < 3_000, "a new URL's answer repeats bytes the partial holds before it is continued")
+        #expect(second.header("If-Range") == "\"v1\"")
+        driven.answer(
+            second,
+            status: 206,
+            [("ETag", "\"v1\""), ("Content-Range", "bytes \(start)-7999/8000")],
+            body: Array(body[start...])
+        )
+        #expect(download.stateCase == .completed)
+        let completed = try #require(try driven.manager.journalRows(in: state)?[download.id.engine])
+        #expect(completed.url == driven.url("/new").absoluteString)
+        let holds = driven.holds("refreshed", body)
+        #expect(holds)
+        await driven.shutdown()
+    }
 }
