@@ -67,6 +67,9 @@ extension Transfer {
             environment.rateLimiter.setLimit(rate, for: self)
             record.maxBytesPerSecond = rate
             return SlotAction.none
+        case .asked(let row):
+            adoptAsked(row)
+            return SlotAction.none
         case .synced(let bytes):
             record.bytesSynced = max(record.bytesSynced, bytes)
             return SlotAction.none

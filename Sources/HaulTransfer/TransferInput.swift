@@ -42,6 +42,10 @@ package enum TransferInput {
     case finishStream((Result<Int64, DownloadError>) -> Void)
     /// Its own rate limit, at once (and in its row for later attempts).
     case limitRate(Int64?)
+    /// A caller asked for it again while it runs, and the row write changed the request's part of
+    /// its row (`row`, as written): the checks its file must pass, its priority, rate limit… are the
+    /// latest request's from now on.
+    case asked(JournalRow)
     /// Its partial file's first `bytes` are durable.
     case synced(bytes: Int64)
     /// Over several connections: the segments' bytes in the snapshot are durable (`nil` back when it

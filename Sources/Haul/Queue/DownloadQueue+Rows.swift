@@ -94,6 +94,7 @@ extension DownloadQueue {
             return .queued(record)
         case .unchanged:  // already queued, waiting or running
             try journal.save(record, for: request.id)
+            writing.noteAsked(request.id, record)
             return .waiting(record)
         case .refused:
             return try completedOutcome(record, for: request, in: journal)

@@ -141,6 +141,9 @@ final class Callers {
         for (directory, writes) in RowWriter.byDirectory(writes) {
             guard let written = writer.write(writes, into: directory, given: given) else { continue }
             for (id, entry) in written.changes { given.set(entry, for: id) }
+            for (id, row) in written.asked {
+                if let transfer = pool.running(id) { pool.perform(transfer.apply(.asked(row)), for: transfer) }
+            }
             written.answer(writes)
             if written.queued { pool.queueChanged(in: directory) }
             if !written.followed.isEmpty { follower.follow(written.followed, in: directory) }

@@ -37,6 +37,9 @@ package struct RowWriting {
     private(set) var queued = false
     /// Rows another manager queued or runs, asked for now: followed to their outcomes.
     private(set) var followed: [DownloadID: JournalRow] = [:]
+    /// Rows asked for again while queued, waiting or running, as written: a transfer running one
+    /// takes the request's part of it (``TransferInput/asked(_:)``).
+    private(set) var asked: [DownloadID: JournalRow] = [:]
     /// What the caller's write in progress replaced, to put back if its savepoint is undone: the
     /// entries as they were before (a copy of the whole would make each write cost as much as the
     /// ones before it in the same wake).
@@ -45,6 +48,7 @@ package struct RowWriting {
     private struct Undo {
         var changes: [(DownloadID, CallerGiven??)] = []
         var followed: [(DownloadID, JournalRow?)] = []
+        var asked: [(DownloadID, JournalRow?)] = []
         var queued = false
     }
 
@@ -91,10 +95,17 @@ package struct RowWriting {
         undoing.changes.append((id, changes.updateValue(.some(entry), forKey: id)))
     }
 
+    /// `id`'s row was asked for again while it is not new (queued, waiting or running): `record`
+    /// as written.
+    package mutating func noteAsked(_ id: DownloadID, _ record: JournalRow) {
+        undoing.asked.append((id, asked.updateValue(record, forKey: id)))
+    }
+
     /// A caller's write starts: what it changes can be undone until the next one starts.
     mutating func beginCallersWrite() {
         undoing.changes.removeAll(keepingCapacity: true)
         undoing.followed.removeAll(keepingCapacity: true)
+        undoing.asked.removeAll(keepingCapacity: true)
         undoing.queued = queued
     }
 
@@ -102,6 +113,7 @@ package struct RowWriting {
     mutating func undoCallersWrite() {
         for (id, before) in undoing.changes.reversed() { changes[id] = before }
         for (id, before) in undoing.followed.reversed() { followed[id] = before }
+        for (id, before) in undoing.asked.reversed() { asked[id] = before }
         queued = undoing.queued
         beginCallersWrite()
     }

@@ -17,6 +17,8 @@ struct RowWriter {
         var queued: Bool
         /// Rows another manager queued or runs, asked for now: to follow.
         var followed: [DownloadID: JournalRow]
+        /// Rows asked for again (``RowWriting/asked``): a transfer running one takes them.
+        var asked: [DownloadID: JournalRow]
         /// Each caller's answer, in the order of the writes: `nil`, or why its rows were undone.
         var errors: [DownloadError?] = []
 
@@ -52,7 +54,12 @@ struct RowWriter {
                 for write in writes {
                     errors.append(try Self.write(write, in: journal, &writing))
                 }
-                return Written(changes: writing.changes, queued: writing.queued, followed: writing.followed)
+                return Written(
+                    changes: writing.changes,
+                    queued: writing.queued,
+                    followed: writing.followed,
+                    asked: writing.asked
+                )
             }
         } catch {
             for write in writes { write.answer(error) }

@@ -147,6 +147,24 @@ import Testing
         await driven.shutdown()
     }
 
+    @Test func aChecksumAskedForWhileTheDownloadRunsIsChecked() async throws {
+        let driven = try DrivenManager()
+        let body = Array("hello".utf8)
+        let sha = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
+        let first = try driven.download("/late")
+        let request = try driven.nextRequest()
+        // A second caller asks for the same file, with a checksum it does not have.
+        let second = try driven.download("/late") {
+            $0.checksum = Checksum(algorithm: .sha256, hex: String(sha.reversed()))
+        }
+        #expect(second.id == first.id)
+        driven.answer(request, body: body)
+        #expect(second.stateCase == .failed)
+        #expect(second.stateError?.code == .checksumMismatch)
+        #expect(!driven.exists("late"))
+        await driven.shutdown()
+    }
+
     @Test func sendsTheRequestsHeadersAndUserAgent() async throws {
         let driven = try DrivenManager { $0.userAgent = "driven/1" }
         _ = try driven.download("/h") { $0.headers = [DownloadHeader("X-Token", "abc")] }
