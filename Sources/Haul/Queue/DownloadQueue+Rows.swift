@@ -85,8 +85,7 @@ extension DownloadQueue {
         }
         request.setRequested(in: &record)
         if record.state != .completed {
-            record.expectedChecksum = request.checksum?.description
-            record.expectedSize = request.expectedSize
+            try request.takeChecks(into: &record, placing: writing.isFinishing(request.id))
         }
         switch record.apply(.requested(sequence: catalog.nextQueueSequence())) {
         case .moves:
@@ -114,8 +113,7 @@ extension DownloadQueue {
         if journal.isAnotherLiveOwner(holder) {
             var asked = record
             request.setRequested(in: &asked)
-            asked.expectedChecksum = request.checksum?.description
-            asked.expectedSize = request.expectedSize
+            try request.takeChecks(into: &asked, placing: false)
             return asked
         }
         if holder != journal.owner { record.apply(.interrupted) }

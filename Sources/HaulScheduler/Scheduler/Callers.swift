@@ -16,6 +16,8 @@ protocol ControlledPool: AnyObject {
     func queueChanged(in directory: String)
     /// The manager shuts down.
     var isShuttingDown: Bool { get }
+    /// The downloads whose files are being placed (on a disk lane).
+    var finishing: Set<DownloadID> { get }
 }
 
 /// A caller awaiting a control (`await download.pause()`, `resume()`, `cancel()`): answered with the
@@ -139,7 +141,8 @@ final class Callers {
         }
         let writer = RowWriter(catalog: catalog)
         for (directory, writes) in RowWriter.byDirectory(writes) {
-            guard let written = writer.write(writes, into: directory, given: given) else { continue }
+            guard let written = writer.write(writes, into: directory, given: given, finishing: pool.finishing)
+            else { continue }
             for (id, entry) in written.changes { given.set(entry, for: id) }
             for (id, row) in written.asked {
                 if let transfer = pool.running(id) { pool.perform(transfer.apply(.asked(row)), for: transfer) }

@@ -31,6 +31,8 @@ package struct RowWriting {
     /// The journal, in the write's transaction.
     package let journal: Journal
     private let given: CallerGivenTable
+    /// The downloads whose files are being placed now (their checks made already).
+    private let finishing: Set<DownloadID>
     /// What callers gave that this write changes (`nil`: forgotten).
     private(set) var changes: [DownloadID: CallerGiven?] = [:]
     /// Whether a row was queued (admission looks at the journal's queue again).
@@ -52,10 +54,14 @@ package struct RowWriting {
         var queued = false
     }
 
-    init(journal: Journal, given: CallerGivenTable) {
+    init(journal: Journal, given: CallerGivenTable, finishing: Set<DownloadID> = []) {
         self.journal = journal
         self.given = given
+        self.finishing = finishing
     }
+
+    /// Whether `id`'s file is being placed: its checks (checksum, size) were made already.
+    package func isFinishing(_ id: DownloadID) -> Bool { !finishing.isEmpty && finishing.contains(id) }
 
     /// What is kept for `id` now.
     package func given(_ id: DownloadID) -> CallerGiven? {

@@ -44,13 +44,19 @@ struct RowWriter {
     /// the pool's table a copy of all of it). The callers are to be answered after the commit
     /// (``Written/answer(_:)``), once what their writes changed is kept. `nil`: the transaction
     /// failed, and every caller was told why.
-    func write(_ writes: [RowWrite], into directory: String, given: CallerGivenTable) -> Written? {
+    /// `finishing`: the downloads whose files are being placed.
+    func write(
+        _ writes: [RowWrite],
+        into directory: String,
+        given: CallerGivenTable,
+        finishing: Set<DownloadID>
+    ) -> Written? {
         var errors: [DownloadError?] = []
         var written: Written
         do throws(DownloadError) {
             let journal = try catalog.loopJournal(for: directory)
             written = try journal.transactionOfItsOwn { () throws(DownloadError) in
-                var writing = RowWriting(journal: journal, given: given)
+                var writing = RowWriting(journal: journal, given: given, finishing: finishing)
                 for write in writes {
                     errors.append(try Self.write(write, in: journal, &writing))
                 }

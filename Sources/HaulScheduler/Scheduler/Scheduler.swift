@@ -394,4 +394,5 @@ package final class Scheduler: ReactorDelegate, @unchecked Sendable {
 extension Scheduler: ControlledPool {
     func queueChanged(in directory: String) { pool.queueChanged(in: directory) }
     var isShuttingDown: Bool { pool.isShuttingDown }
+    var finishing: Set<DownloadID> { askPool { $0.admission.finishing } }
 }

@@ -165,6 +165,54 @@ import Testing
         await driven.shutdown()
     }
 
+    @Test func aRequestWithoutAChecksumLeavesTheOneAskedForBefore() async throws {
+        let driven = try DrivenManager()
+        let sha = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"  // "hello"
+        let first = try driven.download("/kept") { $0.checksum = Checksum(algorithm: .sha256, hex: sha) }
+        let request = try driven.nextRequest()
+        let second = try driven.download("/kept")
+        #expect(second.id == first.id)
+        driven.answer(request, body: Array("jello".utf8))
+        #expect(first.stateCase == .failed)
+        #expect(first.stateError?.code == .checksumMismatch)
+        #expect(!driven.exists("kept"))
+        await driven.shutdown()
+    }
+
+    @Test func aChecksumAskedForWhileTheFileIsPlacedIsRefusedThenCheckedOnTheFile() async throws {
+        let driven = try DrivenManager()
+        let first = try driven.download("/placing")
+        let request = try driven.nextRequest()
+        // The whole answer, then the loop's turns one by one until the file is on its way to its
+        // name (a disk lane has its finish job; the loop has not heard back).
+        let answer = Array("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello".utf8)
+        #expect(request.connection.write(answer[...]) == answer.count)
+        let reactor = driven.manager.reactor
+        var turns = 0
+        while reactor.delegate?.awaitsWorkOffLoop != true, turns < 1_000 {
+            reactor.turn(waiting: true)
+            turns += 1
+        }
+        try #require(reactor.delegate?.awaitsWorkOffLoop == true)
+        let checksum = Checksum(algorithm: .sha256, hex: Self.jelloSHA)
+        let refusal = #expect(throws: DownloadError.self) {
+            try driven.download("/placing") { $0.checksum = checksum }
+        }
+        #expect(refusal?.code == .destinationInUse)
+        driven.run()
+        #expect(first.stateCase == .completed)
+        #expect(driven.holds("placing", Array("hello".utf8)))
+        // Asked again once placed: the file is checked, found to be another, and fetched anew.
+        let again = try driven.download("/placing") { $0.checksum = checksum }
+        driven.answer(try driven.nextRequest(), body: Array("jello".utf8))
+        #expect(again.stateCase == .completed)
+        #expect(driven.holds("placing", Array("jello".utf8)))
+        await driven.shutdown()
+    }
+
+    /// SHA-256 of "jello".
+    static let jelloSHA = "187c9bceeb919e1b3e6d20fa50ecabf7d9d50b5343e8f9a3d912abb13929102e"
+
     @Test func sendsTheRequestsHeadersAndUserAgent() async throws {
         let driven = try DrivenManager { $0.userAgent = "driven/1" }
         _ = try driven.download("/h") { $0.headers = [DownloadHeader("X-Token", "abc")] }
