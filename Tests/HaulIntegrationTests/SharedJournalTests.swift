@@ -67,6 +67,33 @@ struct SharedJournalTests {
         #expect(requests.count == 1 && requests[0].range == "-", "\(requests)")
     }
 
+    @Test("a checksum the follower's caller asked for is checked on the file the other manager placed")
+    func followerChecksItsChecksum() async throws {
+        let (server, directory) = try await startServerAndDirectory()
+        defer { stop(server, directory) }
+        let first = try await Running("checked.bin", seed: 17, on: server, in: directory)
+        let destination = first.destination
+
+        let second = try DownloadManager(configuration: first.configuration)
+        var request = DownloadRequest(url: server.url("checked.bin"), destination: destination)
+        request.checksum = try #require(Checksum("sha256:" + String(repeating: "0", count: 64)))
+        let followed = try second.download(request)
+        var followedEvents = followed.events.makeAsyncIterator()
+        #expect(await followedEvents.next() == .queued)
+        first.download.setMaxBytesPerSecond(nil)
+        #expect(try await first.download.finished() == destination)
+        await #expect(throws: DownloadError.self) { try await followed.finished() }
+        if case .failed(let error) = followed.state {
+            #expect(error.code == .checksumMismatch)
+        } else {
+            Issue.record("the follower's download is \(followed.state), not failed")
+        }
+        await first.manager.shutdown()
+        await second.shutdown()
+        // The first manager's file stays: the second's check failed on a copy of its own.
+        #expect(try Data(contentsOf: destination) == first.source)
+    }
+
     @Test("a manager that stops mid-download: the one following it takes it over from its bytes (Range: bytes=N-)")
     func followerTakesOver() async throws {
         let (server, directory) = try await startServerAndDirectory()

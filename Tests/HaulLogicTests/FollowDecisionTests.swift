@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import Haul
@@ -37,5 +38,28 @@ struct FollowDecisionTests {
             #expect(decide(state, owner: Self.live) == .takeBack(rowExists: true), "\(state)")
         }
         #expect(decide(nil, owner: nil) == .takeBack(rowExists: false))
+    }
+
+    @Test("a followed row completed elsewhere passes the checks its caller here asked for, or is fetched anew")
+    func checksOfTheFollowerMade() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("follow-\(UUID()).bin").path
+        try Data("hello".utf8).write(to: URL(fileURLWithPath: path))
+        defer { unlink(path) }
+        let hello = "sha256:2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
+        var record = JournalRow(url: "http://h/f", destination: path)
+        record.totalBytes = 5
+        var asked = record
+        #expect(Follower.passes(record, asked))  // nothing asked
+        asked.expectedChecksum = hello
+        #expect(Follower.passes(record, asked))  // read from the file
+        asked.expectedChecksum = "sha256:" + String(repeating: "0", count: 64)
+        #expect(!Follower.passes(record, asked))
+        record.expectedChecksum = asked.expectedChecksum  // checked by the manager that placed it
+        #expect(Follower.passes(record, asked))
+        asked = JournalRow(url: "http://h/f", destination: path)
+        asked.expectedSize = 6
+        #expect(!Follower.passes(record, asked))
+        asked.expectedSize = 5
+        #expect(Follower.passes(record, asked))
     }
 }

@@ -147,6 +147,11 @@ final class Follower {
         case .completed:
             rows.stop(id)
             guard let record = try? journal.storedRecord(for: id) else { return false }
+            // Checks its caller asked for that the manager which placed the file did not make: a
+            // file that fails them is fetched anew here, as one asked for again after it completed.
+            guard Self.passes(record, row.requested) else {
+                return takeBack(id, stored: nil, requested: row.requested, in: journal)
+            }
             publishCompleted(id, record: record)
             return false
         case .ownRow:
@@ -196,6 +201,21 @@ final class Follower {
             metadata: ["haul.url": "\(record.url)", "haul.bytes": "\(record.bytesCommitted)"]
         )
         return true
+    }
+
+    /// Whether the file `record` says was placed passes the checks `requested` asks for that its
+    /// manager did not make (it made its own, which may be these): a size by the length recorded,
+    /// a checksum by the file's bytes, read here as for a completed download asked for again with one.
+    static func passes(_ record: JournalRow, _ requested: JournalRow) -> Bool {
+        if let size = requested.expectedSize, size != record.expectedSize,
+            size != record.totalBytes ?? PlacedFile.at(record.destination)?.length
+        {
+            return false
+        }
+        guard let text = requested.expectedChecksum, text != record.expectedChecksum else { return true }
+        guard let checksum = Checksum(text) else { return false }
+        let digest = try? Checksum.digest(ofFileAt: record.destination, algorithm: checksum.algorithm)
+        return digest == checksum.hex
     }
 
     /// Publishes a followed row's completion: on its handle, or on the manager's feed.
