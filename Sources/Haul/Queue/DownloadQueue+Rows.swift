@@ -185,11 +185,12 @@ extension DownloadQueue {
         guard
             (record.destination == request.destination && intact(request.found))
                 || intact(PlacedFile.at(record.destination)),
+            request.expectedSize == nil || request.expectedSize == record.totalBytes,
             request.checksum == nil || hasChecksum(record.destination, request)
         else {
             // The file recorded as complete is gone or changed at its destination, or does not
-            // have the checksum asked for (the record was stale): fetch it anew; the final check
-            // decides.
+            // have the size or checksum asked for (the record was stale): fetch it anew; the final
+            // check decides.
             if let partial = journal.partialPath(for: request.id) { unlink(partial) }
             return .queued(try saveFresh(request, in: journal))
         }
@@ -207,7 +208,7 @@ extension DownloadQueue {
     /// continued file, a checksum, which decides by the bytes).
     private func recordedOrigin(of request: PreparedRequest, url: String) -> FileOrigin? {
         guard recognizesPlacedFiles, let found = request.found, !request.continuesFound, request.checksum == nil,
-            request.stream == nil,
+            request.expectedSize == nil || request.expectedSize == found.length, request.stream == nil,
             let origin = FileOrigin.read(at: request.destination), origin.describes(url: url, file: found)
         else { return nil }
         return origin

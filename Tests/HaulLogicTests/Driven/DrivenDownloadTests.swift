@@ -210,6 +210,21 @@ import Testing
         await driven.shutdown()
     }
 
+    @Test func aCompletedFileAskedForWithAnotherSizeIsFetchedAnewAndChecked() async throws {
+        let driven = try DrivenManager()
+        let first = try driven.download("/sized")
+        driven.answer(try driven.nextRequest(), body: Array("hello".utf8))
+        #expect(first.stateCase == .completed)
+        // Asked again expecting 6 bytes: the file there has 5, so it is not the one asked for.
+        let again = try driven.download("/sized") { $0.expectedSize = 6 }
+        let request = try driven.nextRequest()
+        driven.answer(request, body: Array("hello!".utf8))
+        #expect(again.stateCase == .completed)
+        let holds = driven.holds("sized", Array("hello!".utf8))
+        #expect(holds)
+        await driven.shutdown()
+    }
+
     /// SHA-256 of "jello".
     static let jelloSHA = "187c9bceeb919e1b3e6d20fa50ecabf7d9d50b5343e8f9a3d912abb13929102e"
 
