@@ -183,6 +183,18 @@ final class DrivenManager {
     /// Whether the file `name` holds exactly `bytes` (a failure prints no arrays of bytes).
     func holds(_ name: String, _ bytes: [UInt8]) -> Bool { self.bytes(of: name) == bytes }
 
+    /// Expects `download` to have failed with `code` and left no file at `name`.
+    func expectFailed(
+        _ download: Download,
+        _ code: DownloadError.Code,
+        leavingNo name: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        #expect(download.stateCase == .failed, sourceLocation: sourceLocation)
+        #expect(download.stateError?.code == code, sourceLocation: sourceLocation)
+        #expect(!exists(name), sourceLocation: sourceLocation)
+    }
+
     /// Whether the file `name` exists in the test's folder.
     func exists(_ name: String) -> Bool { FileManager.default.fileExists(atPath: file(name).path) }
 

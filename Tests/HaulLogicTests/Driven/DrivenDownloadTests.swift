@@ -125,57 +125,37 @@ import Testing
         let driven = try DrivenManager { $0.maximumFileSize = 1_000 }
         let download = try driven.download("/huge")
         driven.answer(try driven.nextRequest(), body: .pattern(5_000))
-        #expect(download.stateCase == .failed)
-        #expect(download.stateError?.code == .fileTooLarge)
-        #expect(!driven.exists("huge"))
+        driven.expectFailed(download, .fileTooLarge, leavingNo: "huge")
         await driven.shutdown()
     }
 
     @Test func aChecksumThatMatchesCompletesAndOneThatDiffersFails() async throws {
         let driven = try DrivenManager()
         let body = Array("hello".utf8)
-        let sha = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
+        let sha = Self.helloSHA
         let good = try driven.download("/good") { $0.checksum = Checksum(algorithm: .sha256, hex: sha) }
         driven.answer(try driven.nextRequest(), body: body)
         #expect(good.stateCase == .completed)
         let wrong = String(sha.reversed())
         let bad = try driven.download("/bad") { $0.checksum = Checksum(algorithm: .sha256, hex: wrong) }
         driven.answer(try driven.nextRequest(), body: body)
-        #expect(bad.stateCase == .failed)
-        #expect(bad.stateError?.code == .checksumMismatch)
-        #expect(!driven.exists("bad"))
+        driven.expectFailed(bad, .checksumMismatch, leavingNo: "bad")
         await driven.shutdown()
     }
 
-    @Test func aChecksumAskedForWhileTheDownloadRunsIsChecked() async throws {
+    /// Two callers ask for one file while it downloads, one of them with a checksum its body does
+    /// not have: whichever gave it, the file is checked against it (the running transfer takes the
+    /// second's; a second without one does not take the first's away).
+    @Test(arguments: [true, false])
+    func aChecksumGivenByEitherCallerIsChecked(bySecond: Bool) async throws {
         let driven = try DrivenManager()
-        let body = Array("hello".utf8)
-        let sha = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
-        let first = try driven.download("/late")
+        let checksum = Checksum(algorithm: .sha256, hex: String(Self.helloSHA.reversed()))
+        let first = try driven.download("/both") { if !bySecond { $0.checksum = checksum } }
         let request = try driven.nextRequest()
-        // A second caller asks for the same file, with a checksum it does not have.
-        let second = try driven.download("/late") {
-            $0.checksum = Checksum(algorithm: .sha256, hex: String(sha.reversed()))
-        }
+        let second = try driven.download("/both") { if bySecond { $0.checksum = checksum } }
         #expect(second.id == first.id)
-        driven.answer(request, body: body)
-        #expect(second.stateCase == .failed)
-        #expect(second.stateError?.code == .checksumMismatch)
-        #expect(!driven.exists("late"))
-        await driven.shutdown()
-    }
-
-    @Test func aRequestWithoutAChecksumLeavesTheOneAskedForBefore() async throws {
-        let driven = try DrivenManager()
-        let sha = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"  // "hello"
-        let first = try driven.download("/kept") { $0.checksum = Checksum(algorithm: .sha256, hex: sha) }
-        let request = try driven.nextRequest()
-        let second = try driven.download("/kept")
-        #expect(second.id == first.id)
-        driven.answer(request, body: Array("jello".utf8))
-        #expect(first.stateCase == .failed)
-        #expect(first.stateError?.code == .checksumMismatch)
-        #expect(!driven.exists("kept"))
+        driven.answer(request, body: Array("hello".utf8))
+        driven.expectFailed(first, .checksumMismatch, leavingNo: "both")
         await driven.shutdown()
     }
 
@@ -225,6 +205,8 @@ import Testing
         await driven.shutdown()
     }
 
+    /// SHA-256 of "hello".
+    static let helloSHA = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
     /// SHA-256 of "jello".
     static let jelloSHA = "187c9bceeb919e1b3e6d20fa50ecabf7d9d50b5343e8f9a3d912abb13929102e"
 

@@ -151,9 +151,7 @@ import Testing
         let download = try driven.download("/sized") { $0.expectedSize = 5_000 }
         driven.answer(try driven.nextRequest(), body: .pattern(4_000))
         // As documented: a server announcing another length fails the download at once.
-        #expect(download.stateCase == .failed)
-        #expect(download.stateError?.code == .checksumMismatch)
-        #expect(!driven.exists("sized"))
+        driven.expectFailed(download, .checksumMismatch, leavingNo: "sized")
         await driven.shutdown()
     }
 
