@@ -64,6 +64,8 @@ extension Transfer {
     func endCancelled() {
         stopAll()
         sink = nil
+        // Its partial file goes: a sync still running for it describes no bytes of its next one.
+        environment.syncs.truncated(id)
         if stream != nil {
             store.remove(id)
         } else {

@@ -265,6 +265,8 @@ final class Callers {
             return
         }
         rows.apply(.cancelled, to: download) { _ in
+            // Its partial file is gone: a sync still running for it describes no bytes of its next one.
+            environment.syncs.truncated(download.id)
             pool.forget(download.id)
             download.hub.publish(.cancelled)
         }

@@ -155,4 +155,31 @@ import Testing
         #expect(driven.holds("slow", large))
         await driven.shutdown()
     }
+
+    /// A sync sent for a download's partial file (a pause's, a checkpoint's) that reports after the
+    /// download was cancelled describes a file that is gone: the row of the download asked for
+    /// again claims no bytes durable (a restart after a power cut would trust them).
+    @Test(arguments: [true, false])
+    func aSyncReportedAfterACancelCountsForNothing(paused: Bool) async throws {
+        let driven = try DrivenManager()
+        let state = driven.directory.appendingPathComponent("state")
+        let download = try driven.download("/late-sync")
+        driven.send(Array(head.utf8) + body[0..<4_000], on: try driven.nextRequest().connection)
+        let reactor = driven.manager.reactor
+        // Sent, not awaited: the loop takes each in the turn the test runs next.
+        let (pause, cancel): ((Download) -> Void, (Download) -> Void) = ({ $0.pause() }, { $0.cancel() })
+        if paused {
+            pause(download)  // its sync leaves for a disk lane at the end of the turn that takes it
+        } else {
+            driven.clock.advance(toUptime: driven.clock.uptimeNanoseconds + 6_000_000_000)  // a checkpoint
+        }
+        reactor.turn()
+        cancel(download)  // taken before the lane's report, which comes through the inbox after it
+        driven.run()
+        #expect(download.stateCase == .cancelled)
+        let again = try driven.download("/late-sync")
+        let row = try #require(try driven.manager.journalRows(in: state)?[again.id.engine])
+        #expect(row.bytesSynced == 0)
+        await driven.shutdown()
+    }
 }
