@@ -32,6 +32,9 @@ extension Transfer {
             throw DownloadError(code: .internalError, url: urlForErrors, detail: "no partial file for a file")
         }
         self.sink = sink
+        // Bytes on record as durable that the partial file no longer holds (removed or cut since:
+        // a failed check deletes it) are not: a restart after a power cut would trust them.
+        if record.bytesSynced > sink.committedLength { record.bytesSynced = sink.committedLength }
         let partialIsLongerThanFile =
             record.segments == nil && (record.totalBytes.map { sink.committedLength > $0 } ?? false)
         if truncating || partialIsLongerThanFile { try emptyPartial(sink) }

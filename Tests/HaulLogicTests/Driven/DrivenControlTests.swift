@@ -182,4 +182,29 @@ import Testing
         #expect(row.bytesSynced == 0)
         await driven.shutdown()
     }
+
+    /// A download whose file failed its checksum loses its partial file, and its row its bytes
+    /// synced: asked for again, it claims no more durable than its new partial file's.
+    @Test func aFailedChecksumLeavesNoBytesCalledDurable() async throws {
+        let driven = try DrivenManager()
+        let state = driven.directory.appendingPathComponent("state")
+        let wrong = try #require(Checksum("sha256:" + String(repeating: "0", count: 64)))
+        let download = try driven.download("/checked") { $0.checksum = wrong }
+        let connection = try driven.nextRequest().connection
+        driven.send(Array(head.utf8) + body[0..<4_000], on: connection)
+        driven.advance(by: .seconds(6))  // a checkpoint: the 4,000 bytes synced and recorded
+        let synced = try #require(try driven.manager.journalRows(in: state)?[download.id.engine])
+        #expect(synced.bytesSynced == 4_000)
+        driven.send(Array(body[4_000...]), on: connection)
+        #expect(download.stateError?.code == .checksumMismatch)
+        let again = try driven.download("/checked")
+        let request = try driven.nextRequest()
+        #expect(request.header("Range") == nil)
+        driven.send(Array(head.utf8) + body[0..<1_000], on: request.connection)
+        driven.pause(again)  // its 1,000 bytes written, recorded and synced
+        let row = try #require(try driven.manager.journalRows(in: state)?[again.id.engine])
+        #expect(row.bytesCommitted == 1_000)
+        #expect(row.bytesSynced == 1_000)
+        await driven.shutdown()
+    }
 }
