@@ -65,31 +65,42 @@ extension DownloadQueue {
             )
         }
 
-        /// Sets what the latest request for a download decides in its row, new or existing: its
-        /// priority, user agent, header names, URLs, rate limit and connections.
         /// Sets the checks its file must pass in `record`, an unfinished download's row: the ones it
         /// gives replace those asked for before (a corrected checksum), and one it does not give is
-        /// kept (a caller who gave none does not take the check from one who did). While the file is
-        /// being `placing` (its checks made), a request that would change them is refused: its
-        /// caller asks again once it is placed, and the placed file is checked then.
+        /// kept (a caller who gave none does not take the check from one who did). Refused, nothing
+        /// changed, when it would change them while the file is being `placing` (its checks made:
+        /// asked again once it is placed, the placed file is checked then), or when it gives a
+        /// checksum or size other than one asked for while a caller holds the download's handle
+        /// (`heldByCaller`): that caller would be told of a file without its checks.
         ///
-        /// - Throws: `.destinationInUse` when `placing` and the request changes a check.
-        func takeChecks(into record: inout JournalRow, placing: Bool) throws(HaulValues.DownloadError) {
+        /// - Throws: `.destinationInUse` when refused.
+        func takeChecks(
+            into record: inout JournalRow,
+            placing: Bool,
+            heldByCaller: Bool
+        ) throws(HaulValues.DownloadError) {
             let checksum = self.checksum?.description ?? record.expectedChecksum
             let size = expectedSize ?? record.expectedSize
             guard checksum != record.expectedChecksum || size != record.expectedSize else { return }
-            guard !placing else {
+            // A check replaced, not added: one another request asked for.
+            let replaces =
+                (record.expectedChecksum != nil && checksum != record.expectedChecksum)
+                || (record.expectedSize != nil && size != record.expectedSize)
+            guard !placing, !(heldByCaller && replaces) else {
                 throw HaulValues.DownloadError(
                     code: .destinationInUse,
                     url: url.redactedString,
                     path: destination,
-                    detail:
-                        "the download of it, which is placing its file checked without this request's checksum or size,"
+                    detail: placing
+                        ? "the download of it, which is placing its file checked without this request's checksum or size,"
+                        : "the download of it, which another caller waits for with another checksum or size,"
                 )
             }
             (record.expectedChecksum, record.expectedSize) = (checksum, size)
         }
 
+        /// Sets what the latest request for a download decides in its row, new or existing: its
+        /// priority, user agent, header names, URLs, rate limit and connections.
         func setRequested(in record: inout JournalRow) {
             record.priority = priority
             record.userAgent = userAgent

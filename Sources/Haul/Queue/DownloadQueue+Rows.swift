@@ -85,7 +85,11 @@ extension DownloadQueue {
         }
         request.setRequested(in: &record)
         if record.state != .completed {
-            try request.takeChecks(into: &record, placing: writing.isFinishing(request.id))
+            try request.takeChecks(
+                into: &record,
+                placing: writing.isFinishing(request.id),
+                heldByCaller: catalog.existingHandle(request.id)?.hasCallerHandle ?? false
+            )
         }
         switch record.apply(.requested(sequence: catalog.nextQueueSequence())) {
         case .moves:
@@ -113,7 +117,7 @@ extension DownloadQueue {
         if journal.isAnotherLiveOwner(holder) {
             var asked = record
             request.setRequested(in: &asked)
-            try request.takeChecks(into: &asked, placing: false)
+            try request.takeChecks(into: &asked, placing: false, heldByCaller: false)
             return asked
         }
         if holder != journal.owner { record.apply(.interrupted) }

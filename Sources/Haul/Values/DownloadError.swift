@@ -50,11 +50,12 @@ public struct DownloadError: Error, Sendable, Hashable, CustomStringConvertible 
         /// (``DownloadManager/Configuration/maximumFileSize``, or for a body in memory the
         /// `maximumSize` of ``DownloadManager/data(from:headers:maximumSize:)``).
         public static let fileTooLarge = Code(.fileTooLarge)
-        /// A request asked for a checksum or size other than the download of its destination was
-        /// checked against, while that download's file was being placed (its checks made). Nothing
-        /// was changed; ask again once it is placed: the placed file is then checked against the
-        /// request's, and fetched anew if it differs. (A destination has one download: asking for
-        /// it from another URL, or with other checks before its file is placed, updates it.)
+        /// A request asked for a checksum or size other than the download of its destination has:
+        /// while that download's file was being placed (its checks made), or while another caller
+        /// holds its handle, waiting for a file with the checks it asked for. Nothing was changed;
+        /// ask again once it ended: the file is then checked against the request's, and fetched
+        /// anew if it differs. (A destination has one download: asking for it from another URL,
+        /// or with a checksum when none holds it, updates it.)
         public static let destinationInUse = Code(.destinationInUse)
         /// A resource of the process (threads, file descriptors, libcurl handles) could not be had.
         public static let internalError = Code(.internalError)

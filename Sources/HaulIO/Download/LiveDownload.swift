@@ -99,6 +99,9 @@ package final class LiveDownload: Sendable {
         }
     }
 
+    /// Whether a caller holds a handle of this download now.
+    package var hasCallerHandle: Bool { caller.withLock { $0.object != nil } }
+
     /// The current state.
     package var state: DownloadState { hub.snapshot.state }
 

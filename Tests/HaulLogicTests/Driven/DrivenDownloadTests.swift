@@ -159,6 +159,37 @@ import Testing
         await driven.shutdown()
     }
 
+    @Test func anotherChecksumThanTheOneACallerWaitsForIsRefused() async throws {
+        let driven = try DrivenManager()
+        let first = try driven.download("/two-sums") { $0.checksum = Checksum(algorithm: .sha256, hex: Self.helloSHA) }
+        let request = try driven.nextRequest()
+        let refusal = #expect(throws: DownloadError.self) {
+            try driven.download("/two-sums") { $0.checksum = Checksum(algorithm: .sha256, hex: Self.jelloSHA) }
+        }
+        #expect(refusal?.code == .destinationInUse)
+        driven.answer(request, body: Array("hello".utf8))
+        #expect(first.stateCase == .completed)
+        #expect(driven.holds("two-sums", Array("hello".utf8)))
+        await driven.shutdown()
+    }
+
+    @Test func aChecksumCorrectedWhileNoCallerWaitsReplacesTheOldOne() async throws {
+        let driven = try DrivenManager()
+        let queued = { (hex: String) in
+            DownloadRequest(
+                url: driven.url("/corrected"),
+                destination: driven.file("corrected"),
+                checksum: Checksum(algorithm: .sha256, hex: hex)
+            )
+        }
+        _ = try driven.manager.enqueue([queued(Self.jelloSHA)])
+        let request = try driven.nextRequest()
+        _ = try driven.manager.enqueue([queued(Self.helloSHA)])  // the right one, while it runs
+        driven.answer(request, body: Array("hello".utf8))
+        #expect(driven.holds("corrected", Array("hello".utf8)))
+        await driven.shutdown()
+    }
+
     @Test func aChecksumAskedForWhileTheFileIsPlacedIsRefusedThenCheckedOnTheFile() async throws {
         let driven = try DrivenManager()
         let first = try driven.download("/placing")
