@@ -45,7 +45,7 @@ extension Transfer {
     }
 
     /// A caller asked for the download again while it runs (``TransferInput/asked(_:)``): what the
-    /// request sets in the row (``JournalRow``'s requested fields and the checks its file must pass)
+    /// request sets in the row (``JournalRow/takeRequest(of:)``: the checks its file must pass too)
     /// is its own row's from now on, or its next save would write the earlier request's back, and
     /// its file would be placed without the checksum or size the latest caller asked for. (The
     /// URL is not taken: the row keeps the one its bytes came from, ``followURL()``.)
@@ -53,15 +53,7 @@ extension Transfer {
         if row.maxBytesPerSecond != record.maxBytesPerSecond {
             environment.rateLimiter.setLimit(row.maxBytesPerSecond, for: self)
         }
-        record.priority = row.priority
-        record.userAgent = row.userAgent
-        record.headerNames = row.headerNames
-        record.mirrors = row.mirrors
-        record.maxBytesPerSecond = row.maxBytesPerSecond
-        record.connections = row.connections
-        record.keepsExistingFile = row.keepsExistingFile
-        record.expectedChecksum = row.expectedChecksum
-        record.expectedSize = row.expectedSize
+        record.takeRequest(of: row)
     }
 
     /// The row takes the URL whose answer was accepted (a caller may have asked for the download

@@ -144,9 +144,7 @@ final class Callers {
             guard let written = writer.write(writes, into: directory, given: given, finishing: pool.finishing)
             else { continue }
             for (id, entry) in written.changes { given.set(entry, for: id) }
-            for (id, row) in written.asked {
-                if let transfer = pool.running(id) { pool.perform(transfer.apply(.asked(row)), for: transfer) }
-            }
+            for (id, row) in written.asked { _ = tellRunning(id, .asked(row)) }
             written.answer(writes)
             if written.queued { pool.queueChanged(in: directory) }
             if !written.followed.isEmpty { follower.follow(written.followed, in: directory) }
@@ -226,16 +224,16 @@ final class Callers {
 
     // MARK: controls
 
-    /// Tells the transfer that runs `download` here `input`, and has what it hands back performed:
+    /// Tells the transfer that runs download `id` here `input`, and has what it hands back performed:
     /// whether one runs.
-    private func tellRunning(_ download: LiveDownload, _ input: TransferInput) -> Bool {
-        guard let transfer = pool.running(download.id) else { return false }
+    private func tellRunning(_ id: DownloadID, _ input: TransferInput) -> Bool {
+        guard let transfer = pool.running(id) else { return false }
         pool.perform(transfer.apply(input), for: transfer)
         return true
     }
 
     func pause(_ download: LiveDownload) {
-        if tellRunning(download, pool.isShuttingDown ? .shutdown : .pause) { return }
+        if tellRunning(download.id, pool.isShuttingDown ? .shutdown : .pause) { return }
         if follower.stop(download, cancelled: false) { return }
         // Queued, waiting or interrupted: only its row changes.
         rows.apply(.paused, to: download) { record in
@@ -254,12 +252,12 @@ final class Callers {
 
     /// A download's own rate limit: at once when it runs (and in its row, for later attempts).
     func limitRate(of download: LiveDownload, to rate: Int64?) {
-        if tellRunning(download, .limitRate(rate)) { return }
+        if tellRunning(download.id, .limitRate(rate)) { return }
         rows.setRateLimit(rate, of: download)
     }
 
     func cancel(_ download: LiveDownload) {
-        if tellRunning(download, .cancel) { return }
+        if tellRunning(download.id, .cancel) { return }
         if follower.stop(download, cancelled: true) {
             pool.forget(download.id)
             return
