@@ -44,7 +44,7 @@ struct JournalFullDiskTests {
             #expect(try journal.record(for: ids[1]) == nil)
 
             // Space again: the next turn's first read of the queue writes the lost turn again.
-            try FileManager.default.removeItem(at: disk.appendingPathComponent("filler"))
+            try unfill(disk)
             _ = try journal.nextQueued(at: Date().timeIntervalSince1970, limit: 1)
             #expect(!journal.lostCommit)
             #expect(batch.commit().isEmpty)
@@ -120,7 +120,7 @@ struct JournalFullDiskTests {
             #expect(failures.first?.1.errno == ENOSPC, "\(failures.map(\.1))")
             #expect(answers.withLock { $0 } == ["first: ok", "second: \(ENOSPC)"])
             #expect(try journal.record(for: ids[1])?.placing == nil)
-            try FileManager.default.removeItem(at: disk.appendingPathComponent("filler"))
+            try unfill(disk)
         }
     }
 

@@ -64,7 +64,7 @@ struct RowWriteTests {
                 #expect(!FileManager.default.fileExists(atPath: large.path))
 
                 // Space again: the same requests are written, and download whole.
-                try FileManager.default.removeItem(at: disk.appendingPathComponent("filler"))
+                try unfill(disk)
                 #expect(try await manager.download(request).finished() == large)
                 #expect(try Data(contentsOf: large) == source)
                 #expect(try manager.enqueue(runs).queued == runs.count)
