@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+
+@testable import Haul
+@testable import HaulTestSupport
+
+/// Resumes against servers nobody here wrote: Apache httpd and lighttpd, each with its own ETags
+/// (Apache's `"size-mtime"`, weak for a file modified in the last second; lighttpd's hash), its own
+/// `Content-Range` and its own reading of `If-Range`.
+@Suite("Resumes against Apache and lighttpd")
+struct OtherServerTests {
+    static let size = 1_536 * 1024
+
+    /// A first manager that receives at most 256 KiB a second, stopped once `bytes` have arrived:
+    /// the partial file and its row stay for the next manager.
+    private func interrupted(_ url: URL, to destination: URL, state: URL, after bytes: Int64) async throws {
+        var configuration = DownloadManager.Configuration()
+        configuration.stateDirectory = state
+        configuration.rateLimits.perDownload = 256 * 1024
+        try await withDownloadManager(configuration: configuration) { manager in
+            let download = try manager.download(from: url, to: destination)
+            var events = download.events.makeAsyncIterator()
+            await events.next { if case .progress(let p) = $0 { p.bytesReceived >= bytes } else { false } }
+        }
+        #expect(!FileManager.default.fileExists(atPath: destination.path))
+    }
+
+    private func finished(_ url: URL, to destination: URL, state: URL) async throws {
+        var configuration = DownloadManager.Configuration()
+        configuration.stateDirectory = state
+        try await withDownloadManager(configuration: configuration) { manager in
+            let download = try manager.download(from: url, to: destination)
+            #expect(try await download.finished() == destination)
+        }
+    }
+
+    @Test(
+        "an interrupted download goes on from its partial file with Range and the server's own validator in If-Range",
+        arguments: OtherWebServer.Kind.allCases
+    )
+    func resumesWithTheServersValidator(_ kind: OtherWebServer.Kind) async throws {
+        let server = try await OtherWebServer.start(kind)
+        defer { server.stop() }
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let source = try server.makeFile("big.bin", size: Self.size, seed: 9101)
+        let (destination, state) = (
+            directory.appendingPathComponent("big.bin"), directory.appendingPathComponent("state")
+        )
+
+        try await interrupted(server.url("big.bin"), to: destination, state: state, after: 512 * 1024)
+        try await finished(server.url("big.bin"), to: destination, state: state)
+
+        #expect(try Data(contentsOf: destination) == source)
+        let asked = await server.requests(to: "/big.bin", atLeast: 2)
+        let resumed = try #require(asked.last, "\(asked)")
+        let first = Int(resumed.range.dropFirst("bytes=".count).dropLast()) ?? -1
+        #expect(asked.count == 2 && asked.first?.range == "-", "\(asked)")
+        #expect(resumed.status == 206 && first >= 256 * 1024 && resumed.ifRange.hasPrefix("\""), "\(asked)")
+    }
+
+    @Test(
+        "a file replaced on the server between two runs is fetched anew from its first byte, never spliced onto the old one's",
+        arguments: OtherWebServer.Kind.allCases
+    )
+    func aReplacedFileIsFetchedAnew(_ kind: OtherWebServer.Kind) async throws {
+        let server = try await OtherWebServer.start(kind)
+        defer { server.stop() }
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try server.makeFile("big.bin", size: Self.size, seed: 9102, age: 120)
+        let (destination, state) = (
+            directory.appendingPathComponent("big.bin"), directory.appendingPathComponent("state")
+        )
+
+        try await interrupted(server.url("big.bin"), to: destination, state: state, after: 512 * 1024)
+        // The same length, other bytes, another time and inode: what a deployment does.
+        let replacement = try server.makeFile("big.bin", size: Self.size, seed: 9103, age: 60)
+        try await finished(server.url("big.bin"), to: destination, state: state)
+
+        #expect(try Data(contentsOf: destination) == replacement)
+        let asked = await server.requests(to: "/big.bin", atLeast: 2)
+        // The resume asked with the old validator; the server answered with the whole new file.
+        let resumed = try #require(asked.last, "\(asked)")
+        #expect(resumed.range.hasPrefix("bytes=") && resumed.ifRange.hasPrefix("\""), "\(asked)")
+        #expect(resumed.status == 200 && asked.count == 2, "\(asked)")
+    }
+
+    @Test(
+        "a file whose validators Apache calls weak (modified after the moment it is served) is not continued on them: fetched anew, whole"
+    )
+    func weakValidatorsAreNotTrusted() async throws {
+        let server = try await OtherWebServer.start(.apache)
+        defer { server.stop() }
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // Modified an hour from now: Apache sends `W/"…"` and a Last-Modified no older than its Date.
+        let source = try server.makeFile("weak.bin", size: Self.size, seed: 9104, age: -3600)
+        let (destination, state) = (
+            directory.appendingPathComponent("weak.bin"), directory.appendingPathComponent("state")
+        )
+
+        try await interrupted(server.url("weak.bin"), to: destination, state: state, after: 512 * 1024)
+        try await finished(server.url("weak.bin"), to: destination, state: state)
+
+        #expect(try Data(contentsOf: destination) == source)
+        let asked = await server.requests(to: "/weak.bin", atLeast: 2)
+        // Never a weak validator in If-Range (RFC 9110 §13.1.5), and nothing continued without one.
+        #expect(asked.count == 2 && asked.allSatisfy { !$0.ifRange.hasPrefix("W/") }, "\(asked)")
+        #expect(asked.last?.status == 200 && asked.last?.range == "-", "\(asked)")
+    }
+}
