@@ -59,10 +59,11 @@ enum ResponseDecision: Equatable, Sendable {
         ifRange: (form: IfRangeForm, hasStrongDate: Bool) = (.validator, false)
     ) -> ResponseDecision {
         if revalidating && head.status == 304, let knownTotal { return .notModified(total: knownTotal) }
+        let weaklyOther = (200...299).contains(head.status) && pinned.map(head.namesAnotherVersionWeakly) == true
         let changed: Bool = {
             if let knownEntityTag, let tag = head.entityTag, tag != knownEntityTag { return true }
             return requestedOffset > 0
-                && pinned?.match(entityTag: head.entityTag, lastModified: head.lastModified) == .other
+                && (weaklyOther || pinned?.match(entityTag: head.entityTag, lastModified: head.lastModified) == .other)
         }()
         if (200...299).contains(head.status), let lengths = head.conflictingContentLengths {
             return .invalid(
@@ -71,9 +72,11 @@ enum ResponseDecision: Equatable, Sendable {
         }
         if (200...299).contains(head.status), head.status != 206 || requestedOffset == 0 {
             // A body from byte 0 that would replace pinned bytes, or stand for a changed file, must
-            // name its version as strongly as the pin did, and another version its length too. The
-            // pinned version itself needs no length (a decoded body, a chunked one has none).
-            if let pinned,
+            // name its version as strongly as the pin did, and another version its length too (or
+            // be a file server's answer for another version named weakly, which replaces them:
+            // ``ResponseHead/namesAnotherVersionWeakly(than:)``). The pinned version itself needs
+            // no length (a decoded body, a chunked one has none).
+            if let pinned, !weaklyOther,
                 !head.names(pinned.kind)
                     || head.contentLength == nil
                         && pinned.match(entityTag: head.entityTag, lastModified: head.lastModified) != .same

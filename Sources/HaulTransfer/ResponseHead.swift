@@ -25,4 +25,16 @@ struct ResponseHead: Equatable, Sendable {
         case .lastModified: lastModified != nil
         }
     }
+
+    /// Whether it is a file server's whole answer for another version than `pinned`, named only
+    /// weakly: a weak ETag whose tag is not the pinned one, a length, and ranges offered. Apache
+    /// calls the ETag of a file modified in the last second, or dated in the future (a clock that
+    /// differs, an archive's times), weak; an error page names no version and offers no ranges.
+    /// Enough to replace the bytes on disk with the whole new body (never to continue them).
+    func namesAnotherVersionWeakly(than pinned: PinnedVersion) -> Bool {
+        guard pinned.kind == .entityTag, let entityTag, entityTag.hasPrefix("W/"), acceptsRanges,
+            contentLength != nil
+        else { return false }
+        return entityTag.dropFirst(2) != pinned.value
+    }
 }

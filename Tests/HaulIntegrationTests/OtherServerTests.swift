@@ -87,6 +87,31 @@ struct OtherServerTests {
     }
 
     @Test(
+        "a file replaced on Apache by one dated in the future (its ETag weak) is fetched anew, not retried until the download fails"
+    )
+    func aReplacementWithOnlyAWeakETagIsFetchedAnew() async throws {
+        let server = try await OtherWebServer.start(.apache)
+        defer { server.stop() }
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try server.makeFile("skew.bin", size: Self.size, seed: 9105, age: 120)
+        let (destination, state) = (
+            directory.appendingPathComponent("skew.bin"), directory.appendingPathComponent("state")
+        )
+        try await interrupted(server.url("skew.bin"), to: destination, state: state, after: 512 * 1024)
+        // Before: "carries no strong ETag, where the file has one", retried until the download failed.
+        let replacement = try server.makeFile("skew.bin", size: Self.size, seed: 9106, age: -3600)
+        try await finished(server.url("skew.bin"), to: destination, state: state)
+
+        #expect(try Data(contentsOf: destination) == replacement)
+        let asked = await server.requests(to: "/skew.bin", atLeast: 2)
+        #expect(
+            asked.count == 2 && asked.last?.status == 200 && asked.last?.ifRange.hasPrefix("\"") == true,
+            "\(asked)"
+        )
+    }
+
+    @Test(
         "a file whose validators Apache calls weak (modified after the moment it is served) is not continued on them: fetched anew, whole"
     )
     func weakValidatorsAreNotTrusted() async throws {

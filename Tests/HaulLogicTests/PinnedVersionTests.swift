@@ -92,6 +92,31 @@ struct PinnedVersionTests {
         )
     }
 
+    @Test(
+        "another version a file server names only weakly (Apache's W/ ETag of a file dated in the future) replaces the bytes, whole; never continues them"
+    )
+    func anotherVersionNamedWeakly() {
+        let weak = head(200, length: 2000, etag: "W/\"v2\"", type: "application/octet-stream", acceptsRanges: true)
+        #expect(decide(weak, from: 400) == .replace(total: 2000, reason: .remoteChanged))
+        #expect(decide(weak, from: 0) == .append(total: 2000))  // after a restart
+        // A range of it is not spliced onto the pinned bytes.
+        let range = head(206, range: "bytes 400-1999/2000", length: 1600, etag: "W/\"v2\"", acceptsRanges: true)
+        #expect(decide(range, from: 400) == .retryFromZero(reason: .remoteChanged))
+        // Not enough to stand for the file: the pinned tag itself made weak (the same bytes? nothing
+        // says), no ranges offered (a framework's page), no length.
+        let unprovable = [
+            head(200, length: 2000, etag: "W/\"v1\"", acceptsRanges: true),
+            head(200, length: 79, etag: "W/\"1f-busy\"", type: "text/html"),
+            head(200, length: nil, etag: "W/\"v2\"", acceptsRanges: true),
+        ]
+        for answer in unprovable {
+            guard case .unproven = decide(answer, from: 400) else {
+                Issue.record("\(answer) replaced the pinned bytes")
+                continue
+            }
+        }
+    }
+
     @Test func anErrorPageAsTwoHundredIsAFailedAttemptNotANewVersion() {
         // The resume's answer: 79 bytes of HTML, no ETag. Before: "the remote file changed", replaced.
         let page = head(200, length: 79, etag: nil, type: "text/html")
