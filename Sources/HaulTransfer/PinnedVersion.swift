@@ -51,6 +51,14 @@ struct PinnedVersion: Equatable, Sendable {
         }
     }
 
+    /// What `head` is against the pin: ``match(entityTag:lastModified:)``, with a file server's
+    /// whole answer for another version that names it only weakly taken for another version
+    /// (``ResponseHead/namesAnotherVersionWeakly(than:)``).
+    func match(_ head: ResponseHead) -> Match {
+        let match = match(entityTag: head.entityTag, lastModified: head.lastModified)
+        return match == .unproven && head.namesAnotherVersionWeakly(than: self) ? .other : match
+    }
+
     /// Why an answer that names no version of its own (or, `namesVersion`, another version but no
     /// length) cannot stand for the file, for errors.
     static func unprovenDetail(kind: Kind, contentType: String?, length: Int64?, namesVersion: Bool = false) -> String {

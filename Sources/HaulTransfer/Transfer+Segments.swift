@@ -100,7 +100,7 @@ extension Transfer {
     /// (an error page as 200) is a failed attempt; any other answer is decided as usual.
     func segmentDecision(_ head: ResponseHead, otherwise decision: ResponseDecision) -> ResponseDecision {
         guard let segments, let pin = record.pinnedVersion else { return decision }
-        let match = pin.match(entityTag: head.entityTag, lastModified: head.lastModified)
+        let match = pin.match(head)
         if match == .other, (200...299).contains(head.status) { versionsDiffered() }
         let answer = Segments.answer(
             status: head.status,

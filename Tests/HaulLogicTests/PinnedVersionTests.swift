@@ -99,6 +99,8 @@ struct PinnedVersionTests {
         let weak = head(200, length: 2000, etag: "W/\"v2\"", type: "application/octet-stream", acceptsRanges: true)
         #expect(decide(weak, from: 400) == .replace(total: 2000, reason: .remoteChanged))
         #expect(decide(weak, from: 0) == .append(total: 2000))  // after a restart
+        #expect(tag.match(weak) == .other)  // as a segment's answer is judged
+        #expect(tag.match(head(200, length: 2000, etag: "W/\"v1\"", acceptsRanges: true)) == .unproven)
         // A range of it is not spliced onto the pinned bytes.
         let range = head(206, range: "bytes 400-1999/2000", length: 1600, etag: "W/\"v2\"", acceptsRanges: true)
         #expect(decide(range, from: 400) == .retryFromZero(reason: .remoteChanged))
