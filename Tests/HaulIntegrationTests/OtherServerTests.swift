@@ -44,29 +44,42 @@ struct OtherServerTests {
         }
     }
 
+    /// A started server of `kind`, and for its file `name`: its URL, a destination of that name in
+    /// a scratch folder and a state folder beside it, for `body`.
+    private func with(
+        _ kind: OtherWebServer.Kind,
+        file name: String,
+        _ body: (OtherWebServer, _ url: URL, _ destination: URL, _ state: URL) async throws -> Void
+    ) async throws {
+        let server = try await OtherWebServer.start(kind)
+        defer { server.stop() }
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await body(
+            server,
+            server.url(name),
+            directory.appendingPathComponent(name),
+            directory.appendingPathComponent("state")
+        )
+    }
+
     @Test(
         "an interrupted download goes on from its partial file with Range and the server's own validator in If-Range",
         arguments: OtherWebServer.Kind.allCases
     )
     func resumesWithTheServersValidator(_ kind: OtherWebServer.Kind) async throws {
-        let server = try await OtherWebServer.start(kind)
-        defer { server.stop() }
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let source = try server.makeFile("big.bin", size: Self.size, seed: 9101)
-        let (destination, state) = (
-            directory.appendingPathComponent("big.bin"), directory.appendingPathComponent("state")
-        )
+        try await with(kind, file: "big.bin") { server, url, destination, state in
+            let source = try server.makeFile("big.bin", size: Self.size, seed: 9101)
+            try await interrupted(url, to: destination, state: state, after: 512 * 1024)
+            try await finished(url, to: destination, state: state)
 
-        try await interrupted(server.url("big.bin"), to: destination, state: state, after: 512 * 1024)
-        try await finished(server.url("big.bin"), to: destination, state: state)
-
-        #expect(try Data(contentsOf: destination) == source)
-        let asked = await server.requests(to: "/big.bin", atLeast: 2)
-        let resumed = try #require(asked.last, "\(asked)")
-        let first = Int(resumed.range.dropFirst("bytes=".count).dropLast()) ?? -1
-        #expect(asked.count == 2 && asked.first?.range == "-", "\(asked)")
-        #expect(resumed.status == 206 && first >= 256 * 1024 && resumed.ifRange.hasPrefix("\""), "\(asked)")
+            #expect(try Data(contentsOf: destination) == source)
+            let asked = await server.requests(to: "/big.bin", atLeast: 2)
+            let resumed = try #require(asked.last, "\(asked)")
+            let first = Int(resumed.range.dropFirst("bytes=".count).dropLast()) ?? -1
+            #expect(asked.count == 2 && asked.first?.range == "-", "\(asked)")
+            #expect(resumed.status == 206 && first >= 256 * 1024 && resumed.ifRange.hasPrefix("\""), "\(asked)")
+        }
     }
 
     @Test(
@@ -74,26 +87,20 @@ struct OtherServerTests {
         arguments: OtherWebServer.Kind.allCases
     )
     func aReplacedFileIsFetchedAnew(_ kind: OtherWebServer.Kind) async throws {
-        let server = try await OtherWebServer.start(kind)
-        defer { server.stop() }
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try server.makeFile("big.bin", size: Self.size, seed: 9102, age: 120)
-        let (destination, state) = (
-            directory.appendingPathComponent("big.bin"), directory.appendingPathComponent("state")
-        )
+        try await with(kind, file: "big.bin") { server, url, destination, state in
+            try server.makeFile("big.bin", size: Self.size, seed: 9102, age: 120)
+            try await interrupted(url, to: destination, state: state, after: 512 * 1024)
+            // The same length, other bytes, another time and inode: what a deployment does.
+            let replacement = try server.makeFile("big.bin", size: Self.size, seed: 9103, age: 60)
+            try await finished(url, to: destination, state: state)
 
-        try await interrupted(server.url("big.bin"), to: destination, state: state, after: 512 * 1024)
-        // The same length, other bytes, another time and inode: what a deployment does.
-        let replacement = try server.makeFile("big.bin", size: Self.size, seed: 9103, age: 60)
-        try await finished(server.url("big.bin"), to: destination, state: state)
-
-        #expect(try Data(contentsOf: destination) == replacement)
-        let asked = await server.requests(to: "/big.bin", atLeast: 2)
-        // The resume asked with the old validator; the server answered with the whole new file.
-        let resumed = try #require(asked.last, "\(asked)")
-        #expect(resumed.range.hasPrefix("bytes=") && resumed.ifRange.hasPrefix("\""), "\(asked)")
-        #expect(resumed.status == 200 && asked.count == 2, "\(asked)")
+            #expect(try Data(contentsOf: destination) == replacement)
+            let asked = await server.requests(to: "/big.bin", atLeast: 2)
+            // The resume asked with the old validator; the server answered with the whole new file.
+            let resumed = try #require(asked.last, "\(asked)")
+            #expect(resumed.range.hasPrefix("bytes=") && resumed.ifRange.hasPrefix("\""), "\(asked)")
+            #expect(resumed.status == 200 && asked.count == 2, "\(asked)")
+        }
     }
 
     @Test(
@@ -101,50 +108,38 @@ struct OtherServerTests {
         arguments: [1, 4]
     )
     func aReplacementWithOnlyAWeakETagIsFetchedAnew(connections: Int) async throws {
-        let server = try await OtherWebServer.start(.apache)
-        defer { server.stop() }
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try server.makeFile("skew.bin", size: Self.size, seed: 9105, age: 120)
-        let (url, destination, state) = (
-            server.url("skew.bin"), directory.appendingPathComponent("skew.bin"),
-            directory.appendingPathComponent("state")
-        )
-        try await interrupted(url, to: destination, state: state, after: 512 * 1024, connections: connections)
-        let before = await server.requests(to: "/skew.bin", atLeast: connections).count
-        // Before: "carries no strong ETag, where the file has one", retried until the download failed.
-        let replacement = try server.makeFile("skew.bin", size: Self.size, seed: 9106, age: -3600)
-        try await finished(url, to: destination, state: state, connections: connections)
+        try await with(.apache, file: "skew.bin") { server, url, destination, state in
+            try server.makeFile("skew.bin", size: Self.size, seed: 9105, age: 120)
+            try await interrupted(url, to: destination, state: state, after: 512 * 1024, connections: connections)
+            let before = await server.requests(to: "/skew.bin", atLeast: connections).count
+            // Before: "carries no strong ETag, where the file has one", retried until the download failed.
+            let replacement = try server.makeFile("skew.bin", size: Self.size, seed: 9106, age: -3600)
+            try await finished(url, to: destination, state: state, connections: connections)
 
-        #expect(try Data(contentsOf: destination) == replacement)
-        // The next run's first request asked for the rest (of its first segment left) under the old
-        // ETag; the whole new file came back.
-        let asked = await server.requests(to: "/skew.bin", atLeast: before + 1).dropFirst(before)
-        #expect(asked.contains { $0.status == 200 && $0.ifRange.hasPrefix("\"") }, "\(asked)")
-        #expect(connections > 1 || asked.count == 1, "\(asked)")
+            #expect(try Data(contentsOf: destination) == replacement)
+            // The next run's first request asked for the rest (of its first segment left) under the
+            // old ETag; the whole new file came back.
+            let asked = await server.requests(to: "/skew.bin", atLeast: before + 1).dropFirst(before)
+            #expect(asked.contains { $0.status == 200 && $0.ifRange.hasPrefix("\"") }, "\(asked)")
+            #expect(connections > 1 || asked.count == 1, "\(asked)")
+        }
     }
 
     @Test(
         "a file whose validators Apache calls weak (modified after the moment it is served) is not continued on them: fetched anew, whole"
     )
     func weakValidatorsAreNotTrusted() async throws {
-        let server = try await OtherWebServer.start(.apache)
-        defer { server.stop() }
-        let directory = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        // Modified an hour from now: Apache sends `W/"…"` and a Last-Modified no older than its Date.
-        let source = try server.makeFile("weak.bin", size: Self.size, seed: 9104, age: -3600)
-        let (destination, state) = (
-            directory.appendingPathComponent("weak.bin"), directory.appendingPathComponent("state")
-        )
+        try await with(.apache, file: "weak.bin") { server, url, destination, state in
+            // Modified an hour from now: Apache sends `W/"…"` and a Last-Modified no older than its Date.
+            let source = try server.makeFile("weak.bin", size: Self.size, seed: 9104, age: -3600)
+            try await interrupted(url, to: destination, state: state, after: 512 * 1024)
+            try await finished(url, to: destination, state: state)
 
-        try await interrupted(server.url("weak.bin"), to: destination, state: state, after: 512 * 1024)
-        try await finished(server.url("weak.bin"), to: destination, state: state)
-
-        #expect(try Data(contentsOf: destination) == source)
-        let asked = await server.requests(to: "/weak.bin", atLeast: 2)
-        // Never a weak validator in If-Range (RFC 9110 §13.1.5), and nothing continued without one.
-        #expect(asked.count == 2 && asked.allSatisfy { !$0.ifRange.hasPrefix("W/") }, "\(asked)")
-        #expect(asked.last?.status == 200 && asked.last?.range == "-", "\(asked)")
+            #expect(try Data(contentsOf: destination) == source)
+            let asked = await server.requests(to: "/weak.bin", atLeast: 2)
+            // Never a weak validator in If-Range (RFC 9110 §13.1.5), and nothing continued without one.
+            #expect(asked.count == 2 && asked.allSatisfy { !$0.ifRange.hasPrefix("W/") }, "\(asked)")
+            #expect(asked.last?.status == 200 && asked.last?.range == "-", "\(asked)")
+        }
     }
 }

@@ -61,7 +61,10 @@ final class OtherWebServer: @unchecked Sendable {
                 "\(kind) is not installed at \(kind.path): run the README's test command, which installs it"
             )
         }
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("haul-\(kind)-\(UUID().uuidString)")
+        precondition(sweptOnce)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "haul-\(kind)-\(getpid())-\(UUID().uuidString)"
+        )
         let root = folder.appendingPathComponent("www")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         // Apache's children run as www-data: they must reach the files.
@@ -93,6 +96,28 @@ final class OtherWebServer: @unchecked Sendable {
         throw TestFailure("\(kind) did not start: \(lastError)")
     }
 
+    /// Stops the servers, and removes the folders, of test processes that died without stopping
+    /// theirs (a crash, a kill): each folder is named after the process that made it. Once per test
+    /// process, as ``NginxServer`` does.
+    private static let sweptOnce: Bool = {
+        let temporary = FileManager.default.temporaryDirectory
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: temporary.path)) ?? [] {
+            guard let kind = Kind.allCases.first(where: { name.hasPrefix("haul-\($0)-") }) else { continue }
+            let parts = name.dropFirst("haul-\(kind)-".count).split(separator: "-", maxSplits: 1)
+            guard parts.count == 2, let owner = pid_t(parts[0]), kill(owner, 0) != 0, errno == ESRCH else { continue }
+            let folder = temporary.appendingPathComponent(name)
+            if let text = try? String(contentsOf: folder.appendingPathComponent("server.pid"), encoding: .utf8),
+                let server = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)),
+                let commandLine = try? String(contentsOfFile: "/proc/\(server)/cmdline", encoding: .utf8),
+                commandLine.contains(folder.path)  // that process is this folder's server, not a reused pid
+            {
+                kill(server, SIGKILL)
+            }
+            try? FileManager.default.removeItem(at: folder)
+        }
+        return true
+    }()
+
     /// Writes the server's configuration for `port`; returns its command line and its error log.
     private static func configure(_ kind: Kind, folder: URL, port: Int) throws -> ([String], String) {
         let root = folder.appendingPathComponent("www").path
@@ -112,7 +137,7 @@ final class OtherWebServer: @unchecked Sendable {
             User www-data
             Group www-data
             TypesConfig /etc/mime.types
-            PidFile "\(folder.path)/apache-\(port).pid"
+            PidFile "\(folder.path)/server.pid"
             Mutex file:\(folder.path) default
             ErrorLog "\(errorLog)"
             LogFormat "%U %>s |%{Range}i|%{If-Range}i|" haul
@@ -129,6 +154,7 @@ final class OtherWebServer: @unchecked Sendable {
             server.port = \(port)
             server.bind = "127.0.0.1"
             server.errorlog = "\(errorLog)"
+            server.pid-file = "\(folder.path)/server.pid"
             server.modules = ("mod_accesslog")
             accesslog.filename = "\(log)"
             accesslog.format = "%U %s |%{Range}i|%{If-Range}i|"
