@@ -289,24 +289,9 @@ final class NginxServer: @unchecked Sendable {
     }
 
     /// Stops the nginx instances, and removes the folders, of test processes that died without
-    /// stopping theirs (a crash, a kill): each folder is named after the process that made it. Once
-    /// per test process.
+    /// stopping theirs (``sweepServersOfDeadTestProcesses(prefix:)``). Once per test process.
     private static let sweptOnce: Bool = {
-        let temporary = FileManager.default.temporaryDirectory
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: temporary.path)) ?? []
-        where name.hasPrefix("haul-nginx-") {
-            let parts = name.dropFirst("haul-nginx-".count).split(separator: "-", maxSplits: 1)
-            guard parts.count == 2, let owner = pid_t(parts[0]), kill(owner, 0) != 0, errno == ESRCH else { continue }
-            let folder = temporary.appendingPathComponent(name)
-            if let text = try? String(contentsOf: folder.appendingPathComponent("nginx.pid"), encoding: .utf8),
-                let server = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)),
-                let commandLine = try? String(contentsOfFile: "/proc/\(server)/cmdline", encoding: .utf8),
-                commandLine.contains(folder.path)  // that process is this folder's nginx, not a reused pid
-            {
-                kill(server, SIGKILL)
-            }
-            try? FileManager.default.removeItem(at: folder)
-        }
+        sweepServersOfDeadTestProcesses(prefix: "haul-nginx-")
         return true
     }()
 
@@ -511,6 +496,30 @@ func startServerAndDirectory(inMemory: Bool = false, own: String? = nil) async t
         stop(server)
         throw error
     }
+}
+
+/// Stops the servers, and removes the folders, that test processes which died without stopping
+/// theirs (a crash, a kill) left in the temporary folder: each folder is named `PREFIX<pid>-…`
+/// after the process that made it, and each process whose command line names the folder is its
+/// server's (Apache's workers too, which outlive their parent).
+func sweepServersOfDeadTestProcesses(prefix: String) {
+    let temporary = FileManager.default.temporaryDirectory
+    var orphans: [String] = []
+    for name in (try? FileManager.default.contentsOfDirectory(atPath: temporary.path)) ?? []
+    where name.hasPrefix(prefix) {
+        let parts = name.dropFirst(prefix.count).split(separator: "-", maxSplits: 1)
+        guard parts.count == 2, let owner = pid_t(parts[0]), kill(owner, 0) != 0, errno == ESRCH else { continue }
+        orphans.append(temporary.appendingPathComponent(name).path)
+    }
+    guard !orphans.isEmpty else { return }
+    for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+        guard let process = pid_t(entry),
+            let commandLine = try? String(contentsOfFile: "/proc/\(entry)/cmdline", encoding: .utf8),
+            orphans.contains(where: { commandLine.contains($0 + "/") })
+        else { continue }
+        kill(process, SIGKILL)
+    }
+    for folder in orphans { try? FileManager.default.removeItem(atPath: folder) }
 }
 
 /// Stops the server and removes the directory of ``startServerAndDirectory()``, on a thread of its

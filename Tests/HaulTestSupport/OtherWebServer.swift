@@ -97,24 +97,9 @@ final class OtherWebServer: @unchecked Sendable {
     }
 
     /// Stops the servers, and removes the folders, of test processes that died without stopping
-    /// theirs (a crash, a kill): each folder is named after the process that made it. Once per test
-    /// process, as ``NginxServer`` does.
+    /// theirs (``sweepServersOfDeadTestProcesses(prefix:)``). Once per test process.
     private static let sweptOnce: Bool = {
-        let temporary = FileManager.default.temporaryDirectory
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: temporary.path)) ?? [] {
-            guard let kind = Kind.allCases.first(where: { name.hasPrefix("haul-\($0)-") }) else { continue }
-            let parts = name.dropFirst("haul-\(kind)-".count).split(separator: "-", maxSplits: 1)
-            guard parts.count == 2, let owner = pid_t(parts[0]), kill(owner, 0) != 0, errno == ESRCH else { continue }
-            let folder = temporary.appendingPathComponent(name)
-            if let text = try? String(contentsOf: folder.appendingPathComponent("server.pid"), encoding: .utf8),
-                let server = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)),
-                let commandLine = try? String(contentsOfFile: "/proc/\(server)/cmdline", encoding: .utf8),
-                commandLine.contains(folder.path)  // that process is this folder's server, not a reused pid
-            {
-                kill(server, SIGKILL)
-            }
-            try? FileManager.default.removeItem(at: folder)
-        }
+        for kind in Kind.allCases { sweepServersOfDeadTestProcesses(prefix: "haul-\(kind)-") }
         return true
     }()
 
