@@ -128,14 +128,7 @@ extension Transfer {
         guard let segments else { return .refused }
         let status = easy.responseCode
         // Segments are planned only for a file with a strong validator: its pin.
-        var head = ResponseHead(
-            status: status,
-            contentLength: easy.contentLength,
-            entityTag: easy.header("ETag"),
-            lastModified: easy.header("Last-Modified")
-        )
-        head.acceptsRanges = easy.header("Accept-Ranges")?.lowercased() == "bytes"
-        let match = record.pinnedVersion?.match(head) ?? .unproven
+        let match = record.pinnedVersion?.match(readHead(of: easy, status: status, pinned: true)) ?? .unproven
         if match == .other, (200...299).contains(status) { versionsDiffered() }
         let answer = Segments.answer(
             status: status,

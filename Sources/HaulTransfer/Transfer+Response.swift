@@ -56,10 +56,11 @@ extension Transfer {
         return feed(decision)
     }
 
-    /// The final response's head as the decision reads it. A decoded body's Content-Length counts
-    /// encoded bytes, not the file's: none. `pinned`: a resume's or a restart's answer, whose type
-    /// and Accept-Ranges tell an error page, or an ignored If-Range.
-    private func readHead(of easy: EasyHandle, status: Int, pinned: Bool) -> ResponseHead {
+    /// The final response's head as the decision (or a segment connection's judge) reads it. A
+    /// decoded body's Content-Length counts encoded bytes, not the file's: none. `pinned`: a
+    /// resume's or a restart's answer, whose type and Accept-Ranges tell an error page, or an
+    /// ignored If-Range.
+    func readHead(of easy: EasyHandle, status: Int, pinned: Bool) -> ResponseHead {
         var head = ResponseHead(
             status: status,
             contentRange: easy.header("Content-Range"),

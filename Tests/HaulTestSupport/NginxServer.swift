@@ -427,7 +427,7 @@ final class NginxServer: @unchecked Sendable {
     /// Polls until this nginx answers 200 for its marker file (up to 10 s). A bare connect is not
     /// enough: another test's nginx may have taken the same free port first.
     /// Async: the test's thread (one of Swift concurrency's two here) is free for other tests meanwhile.
-    private static func waitUntilListening(port: Int, process: ChildProcess, marker: String) async -> Bool {
+    static func waitUntilListening(port: Int, process: ChildProcess, marker: String) async -> Bool {
         for _ in 0..<1000 {
             guard process.isRunning else { return false }
             if statusLine(port: port, path: "/\(marker)")?.contains(" 200 ") == true { return true }

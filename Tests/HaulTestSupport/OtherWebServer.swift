@@ -78,16 +78,9 @@ final class OtherWebServer: @unchecked Sendable {
             let port = try NginxServer.freePort()
             let (arguments, errorLog) = try configure(kind, folder: folder, port: port)
             let process = try ChildProcess(kind.path, arguments, stderr: errorLog)
-            var up = false
-            for _ in 0..<1000 {
-                guard process.isRunning else { break }
-                if NginxServer.statusLine(port: port, path: "/\(marker)")?.contains(" 200 ") == true {
-                    up = true
-                    break
-                }
-                try await Task.sleep(for: .milliseconds(10))
+            if await NginxServer.waitUntilListening(port: port, process: process, marker: marker) {
+                return OtherWebServer(kind: kind, folder: folder, port: port, process: process)
             }
-            if up { return OtherWebServer(kind: kind, folder: folder, port: port, process: process) }
             process.signal(SIGKILL)
             await process.exited()
             lastError = (try? String(contentsOfFile: errorLog, encoding: .utf8)) ?? ""
@@ -122,7 +115,7 @@ final class OtherWebServer: @unchecked Sendable {
             User www-data
             Group www-data
             TypesConfig /etc/mime.types
-            PidFile "\(folder.path)/server.pid"
+            PidFile "\(folder.path)/apache.pid"
             Mutex file:\(folder.path) default
             ErrorLog "\(errorLog)"
             LogFormat "%U %>s |%{Range}i|%{If-Range}i|" haul
@@ -139,7 +132,6 @@ final class OtherWebServer: @unchecked Sendable {
             server.port = \(port)
             server.bind = "127.0.0.1"
             server.errorlog = "\(errorLog)"
-            server.pid-file = "\(folder.path)/server.pid"
             server.modules = ("mod_accesslog")
             accesslog.filename = "\(log)"
             accesslog.format = "%U %s |%{Range}i|%{If-Range}i|"
