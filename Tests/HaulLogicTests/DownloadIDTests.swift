@@ -44,6 +44,20 @@ struct DownloadIDTests {
         #expect(table[HaulValues.DownloadID(destinationPath: "/nowhere")] == nil)
     }
 
+    @Test("ids made for no path on 8 threads at once: every one different, 32 lowercase hex digits, the token its first 64 bits")
+    func randomIDsAcrossThreads() async {
+        let made = await withTaskGroup(of: [(id: HaulValues.DownloadID, token: UInt64)].self) { group in
+            for _ in 0..<8 { group.addTask { (0..<5_000).map { _ in HaulValues.DownloadID.random() } } }
+            return await group.reduce(into: []) { $0 += $1 }
+        }
+        #expect(Set(made.map(\.id.rawValue)).count == 40_000)
+        #expect(Set(made.map(\.token)).count == 40_000)
+        for (id, token) in made.prefix(100) {
+            #expect(id.rawValue.count == 32 && id.rawValue.allSatisfy { $0.isHexDigit && !$0.isUppercase })
+            #expect(id.rawValue.prefix(16) == Hexadecimal.lowercase(withUnsafeBytes(of: token) { Array($0) }))
+        }
+    }
+
     @Test("bytes in hexadecimal: two lowercase digits a byte, leading zeros kept")
     func hexadecimal() {
         #expect(Hexadecimal.lowercase([0x00, 0x0f, 0xa5, 0xff, 0x10]) == "000fa5ff10")

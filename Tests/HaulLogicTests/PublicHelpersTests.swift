@@ -40,6 +40,12 @@ struct PublicHelpersTests {
             let failure = try #require(Self.failure(url), "\(text) accepted")
             #expect(failure.code == code, "\(text): \(failure)")
         }
+        // The URL last found good is kept (not parsed again); a bad URL after it is still refused,
+        // and the good one is still taken after the bad.
+        #expect(try DownloadRequest.checkedURL(good) == good)
+        let unlike = try #require(URL(string: "https://example.com:0/a"))
+        #expect(Self.failure(unlike)?.code == .invalidURL)
+        #expect(try DownloadRequest.checkedURL(good) == good)
         let secret = try #require(URL(string: "ftp://alice:hunter2@example.com/a"))
         let failure = try #require(Self.failure(secret))
         #expect(!failure.description.contains("hunter2") && failure.url?.contains("hunter2") == false, "\(failure)")

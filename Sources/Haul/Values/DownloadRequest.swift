@@ -253,7 +253,7 @@ extension DownloadRequest {
     ///   - url: an http(s) URL.
     ///   - headers: sent with its requests, over the manager's.
     public static func discarding(_ url: URL, headers: [DownloadHeader] = []) -> DownloadRequest {
-        var request = DownloadRequest(url: url, uniqueTo: nowhere.url, headers: headers)
+        var request = DownloadRequest(url: url, uniqueTo: nowhere, headers: headers)
         request.discardsBody = true
         return request
     }
@@ -281,12 +281,14 @@ extension DownloadRequest {
 
     /// A request with an id of its own (``giveUniqueID()``), made without deriving its destination's
     /// first (a SHA-256 for nothing, per body of ``DownloadManager/data(from:headers:maximumSize:)``).
-    private init(url: URL, uniqueTo destination: URL, headers: [DownloadHeader]) {
+    /// The destination's path is the one made with it (standardising `/dev/null` again was a tenth of
+    /// `haul load`'s own work on the caller's thread).
+    private init(url: URL, uniqueTo destination: (path: String, url: URL), headers: [DownloadHeader]) {
         self.url = url
-        self.destination = destination
+        self.destination = destination.url
         self.priority = 0
         self.headers = headers
-        identity.value.destinationPath = FilePath.standardized(destination)
+        identity.value.destinationPath = destination.path
         giveUniqueID()
     }
 

@@ -1,5 +1,6 @@
 import CHaul
 import FoundationEssentials
+import Synchronization
 
 /// Identifies a download, as the layers below know it (the facade's public `DownloadID` says how it
 /// is derived): the first 128 bits of the SHA-256 of the standardised destination path, in
@@ -102,17 +103,38 @@ package struct DownloadID: Hashable, Sendable, CustomStringConvertible {
         Hexadecimal.lowercase(bytes.prefix(16))
     }
 
-    /// An id of 128 random bits, with its first 64 as a number: a download no path or key finds again
-    /// (a stream's, a body in memory's, a discarded one's). Hashing a random token gave nothing more
-    /// than its randomness. One `getrandom` call.
+    /// An id no other in this process has, with its first 64 bits as a number: a download no path or
+    /// key finds again (a stream's, a body in memory's, a discarded one's). A count of the ids made,
+    /// mixed with 128 random bits drawn once per process: the mix (SplitMix64's finaliser) is a
+    /// bijection, so two ids of one process never meet, and another process's differ by its own
+    /// random bits. It was one `getrandom` call per id: a load test's or a crawler's bodies each paid
+    /// for a system call.
     package static func random() -> (id: DownloadID, token: UInt64) {
+        let count = madeCount.add(1, ordering: .relaxed).newValue
+        let halves = (mixed(count &+ processKey.0), mixed(count ^ processKey.1))
+        return (DownloadID(rawValue: withUnsafeBytes(of: halves) { hex($0) }), halves.0)
+    }
+
+    /// How many ids ``random()`` made.
+    private static let madeCount = Atomic<UInt64>(0)
+
+    /// The process's random bits for ``random()``, drawn once.
+    private static let processKey: (UInt64, UInt64) = {
         var halves: (UInt64, UInt64) = (0, 0)
         let filled = withUnsafeMutableBytes(of: &halves) { CHaul_random_bytes($0.baseAddress, $0.count) == 0 }
         if !filled {
             var generator = SystemRandomNumberGenerator()
             halves = (generator.next(), generator.next())
         }
-        return (DownloadID(rawValue: withUnsafeBytes(of: halves) { hex($0) }), halves.0)
+        return halves
+    }()
+
+    /// SplitMix64's finaliser: a bijection of 64-bit values that spreads each input bit over all.
+    private static func mixed(_ value: UInt64) -> UInt64 {
+        var z = value
+        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+        return z ^ (z >> 31)
     }
 
     /// The raw value.
