@@ -44,7 +44,7 @@ struct DownloadIDTests {
         #expect(table[HaulValues.DownloadID(destinationPath: "/nowhere")] == nil)
     }
 
-    @Test("ids made for no path on 8 threads at once: every one different, 32 lowercase hex digits, the token its first 64 bits")
+    @Test("ids made for no path on 8 threads at once: all different, 32 hex digits, the token their first 64 bits")
     func randomIDsAcrossThreads() async {
         let made = await withTaskGroup(of: [(id: HaulValues.DownloadID, token: UInt64)].self) { group in
             for _ in 0..<8 { group.addTask { (0..<5_000).map { _ in HaulValues.DownloadID.random() } } }
