@@ -122,9 +122,14 @@ package enum SharedFolderRule {
                 if resolved == "/" { resolved = "" }
                 continue
             }
-            let candidate = resolved + "/" + component
+            // One allocation: `resolved + "/" + component` made two, and a String handed straight to
+            // lstat a third (a copy), for each file of an `enqueue`.
+            var candidate = resolved
+            candidate.reserveCapacity(resolved.utf8.count + 1 + component.utf8.count)
+            candidate += "/"
+            candidate += component
             var status = stat()
-            let found = lstat(candidate, &status) == 0
+            let found = candidate.withCString { lstat($0, &status) } == 0
             if first {
                 entry = found ? .found(status) : .missing(errno: errno)
                 first = false
