@@ -18,26 +18,18 @@ export PATH="$PATH:/opt/swift/usr/bin"
 bash ../scripts/install-deps.sh
 rounds="${ROUNDS:-5}"
 count="${COUNT:-10000}"
-builds="$PWD/.build-compare"
-mkdir -p "$builds"
+source ./local-nginx.sh
 declare -A cli lib
 for side in before after; do
     revision=$1; shift
-    commit="$(git rev-parse --verify "$revision^{commit}")"
-    tree="$builds/$commit"
-    [ -d "$tree" ] || git worktree add -f --detach "$tree" "$commit" > /dev/null 2>&1
-    # Quiet unless a build fails (the dependencies' warnings drown the tables otherwise).
-    (cd "$tree" && swift build -c release --product haul > "$builds/build.log" 2>&1) || { cat "$builds/build.log"; exit 1; }
-    (cd "$tree/Benchmarks" && swift build -c release --product haul-bench > "$builds/build.log" 2>&1) \
-        || { cat "$builds/build.log"; exit 1; }
-    cli[$side]="$(cd "$tree" && swift build -c release --show-bin-path)/haul"
-    lib[$side]="$(cd "$tree/Benchmarks" && swift build -c release --show-bin-path)/haul-bench"
-    echo "$side: $revision ($commit)"
+    build_revision "$revision"
+    cli[$side]=$built_cli
+    lib[$side]=$built_lib
+    echo "$side: $revision ($built_commit)"
 done
 
 work="$(mktemp -d /dev/shm/haul-compare.XXXXXX)"
 disk="${DISK_DIR:-/var/tmp/haul-compare-disk}"
-source ./local-nginx.sh
 trap 'nginx_stop "$work"; rm -rf "$work" "$disk"' EXIT
 mkdir -p "$disk"
 tls_nginx_start "$work"

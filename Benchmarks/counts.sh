@@ -21,25 +21,20 @@ count="${COUNT:-2000}"
 small="${SMALL:-200}"
 scenarios="${SCENARIOS:-a k m}"
 [ $# -gt 0 ] || set -- HEAD
-builds="$PWD/.build-compare"
-mkdir -p "$builds"
-cc -O2 -shared -fPIC floor/counting.c -o "$builds/counting.so" -ldl
+source ./local-nginx.sh
+counting="$PWD/.build-compare/counting.so"
+mkdir -p "$(dirname "$counting")"
+cc -O2 -shared -fPIC floor/counting.c -o "$counting" -ldl
 names=()
 declare -A cli lib
 for revision in "$@"; do
-    commit="$(git rev-parse --verify "$revision^{commit}")"
-    tree="$builds/$commit"
-    [ -d "$tree" ] || git worktree add -f --detach "$tree" "$commit" > /dev/null 2>&1
-    (cd "$tree" && swift build -c release --product haul > "$builds/build.log" 2>&1) || { cat "$builds/build.log"; exit 1; }
-    (cd "$tree/Benchmarks" && swift build -c release --product haul-bench > "$builds/build.log" 2>&1) \
-        || { cat "$builds/build.log"; exit 1; }
-    cli[$revision]="$(cd "$tree" && swift build -c release --show-bin-path)/haul"
-    lib[$revision]="$(cd "$tree/Benchmarks" && swift build -c release --show-bin-path)/haul-bench"
+    build_revision "$revision"
+    cli[$revision]=$built_cli
+    lib[$revision]=$built_lib
     names+=("$revision")
 done
 
 work="$(mktemp -d /dev/shm/haul-counts.XXXXXX)"
-source ./local-nginx.sh
 trap 'nginx_stop "$work"; rm -rf "$work"' EXIT
 local_nginx_start "$work"
 
@@ -53,7 +48,7 @@ counted() {  # counted REVISION SCENARIO N OUT: N bodies, the counts in OUT (nam
     esac
     strace -f -c -o "$work/strace.txt" "${command[@]}" > /dev/null 2>&1 || { echo "$revision $scenario: the run failed"; exit 1; }
     rm -rf "$work/out"; mkdir -p "$work/out"
-    COUNTING_OUT="$work/counting.txt" LD_PRELOAD="$builds/counting.so" "${command[@]}" > /dev/null 2>&1 \
+    COUNTING_OUT="$work/counting.txt" LD_PRELOAD="$counting" "${command[@]}" > /dev/null 2>&1 \
         || { echo "$revision $scenario: the counted run failed"; exit 1; }
     # strace's table: calls in the 4th column (5th when an error count sits before the name).
     awk '$NF ~ /^[a-z_0-9]+$/ && $4 ~ /^[0-9]+$/ && $NF != "total" { print "syscall:" $NF, $4 }' "$work/strace.txt" > "$out"

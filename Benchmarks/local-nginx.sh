@@ -4,6 +4,7 @@
 # self-signed certificate, WORK/cert.pem) with /limited/ at 2 KB/s per response (load.sh,
 # profile.sh). (run.sh has its own: more locations.) nginx_stop WORK stops either. settle_disk: the
 # page cache of the last run on the disk dropped before the next run (run.sh, compare.sh).
+# build_revision: a revision's release builds, for the scripts that set builds side by side.
 
 build_products() {  # build_products PRODUCT…: release builds, their errors shown when one fails
     local log product
@@ -23,6 +24,22 @@ pick_ports() {
     while ss -ltnH "( sport = :$port or sport = :$((port + 1)) )" 2>/dev/null | grep -q .; do
         port=$((10000 + RANDOM % (first_local_port - 10002)))
     done
+}
+
+# Sets built_cli, built_lib and built_commit: REVISION's `haul` and `haul-bench`, built (release) in
+# a worktree under Benchmarks/.build-compare/ (compare.sh, counts.sh); quiet unless a build fails
+# (the dependencies' warnings drown the tables otherwise).
+build_revision() {  # build_revision REVISION
+    local builds="$PWD/.build-compare" tree
+    built_commit="$(git rev-parse --verify "$1^{commit}")"
+    tree="$builds/$built_commit"
+    mkdir -p "$builds"
+    [ -d "$tree" ] || git worktree add -f --detach "$tree" "$built_commit" > /dev/null 2>&1
+    (cd "$tree" && swift build -c release --product haul > "$builds/build.log" 2>&1) || { cat "$builds/build.log"; exit 1; }
+    (cd "$tree/Benchmarks" && swift build -c release --product haul-bench > "$builds/build.log" 2>&1) \
+        || { cat "$builds/build.log"; exit 1; }
+    built_cli="$(cd "$tree" && swift build -c release --show-bin-path)/haul"
+    built_lib="$(cd "$tree/Benchmarks" && swift build -c release --show-bin-path)/haul-bench"
 }
 
 nginx_conf() {  # nginx_conf WORK HTTP-DIRECTIVES SERVER: WORK/nginx.conf, one worker, no access log
