@@ -110,25 +110,14 @@ final class NginxServer: @unchecked Sendable {
     /// self-signed certificate for 127.0.0.1 made by `openssl` (``certificate``).
     /// `watched`: whether the process is the running test's (a shared server is nobody's).
     static func start(tls: Bool = false, watched: Bool = true) async throws -> NginxServer {
-        guard FileManager.default.isExecutableFile(atPath: nginxPath) else {
-            throw TestFailure(
-                "nginx is not installed at \(nginxPath): run the README's test command, which installs it"
-            )
-        }
         precondition(sweptOnce)
-        let prefix = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "haul-nginx-\(getpid())-\(UUID().uuidString)"
-        )
-        let root = prefix.appendingPathComponent("www")
-        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let made = try TestServerFolder(kind: "nginx", executable: nginxPath)
+        let (prefix, root, marker) = (made.folder, made.root, made.marker)
         try FileManager.default.createDirectory(
             at: prefix.appendingPathComponent("logs"),
             withIntermediateDirectories: true
         )
         var lastError = ""
-        // A file only this nginx serves: a port that answers without it belongs to another server.
-        let marker = ".ready-\(UUID().uuidString)"
-        try Data("ready".utf8).write(to: root.appendingPathComponent(marker))
         let certificate = prefix.appendingPathComponent("cert.pem")
         let key = prefix.appendingPathComponent("key.pem")
         if tls {
@@ -289,9 +278,9 @@ final class NginxServer: @unchecked Sendable {
     }
 
     /// Stops the nginx instances, and removes the folders, of test processes that died without
-    /// stopping theirs (``sweepServersOfDeadTestProcesses(prefix:)``). Once per test process.
+    /// stopping theirs (``sweepServersOfDeadTestProcesses(kind:)``). Once per test process.
     private static let sweptOnce: Bool = {
-        sweepServersOfDeadTestProcesses(prefix: "haul-nginx-")
+        sweepServersOfDeadTestProcesses(kind: "nginx")
         return true
     }()
 
@@ -498,11 +487,37 @@ func startServerAndDirectory(inMemory: Bool = false, own: String? = nil) async t
     }
 }
 
-/// Stops the servers, and removes the folders, that test processes which died without stopping
-/// theirs (a crash, a kill) left in the temporary folder: each folder is named `PREFIX<pid>-…`
-/// after the process that made it, and each process whose command line names the folder is its
-/// server's (Apache's workers too, which outlive their parent).
-func sweepServersOfDeadTestProcesses(prefix: String) {
+/// A test server's folder, made now: `haul-KIND-PID-UUID` in the temporary folder, the name
+/// ``sweepServersOfDeadTestProcesses(kind:)`` finds it by once that process is gone, with its
+/// document root `www` and there a marker file only this server serves (a port that answers
+/// without it belongs to another server). Throws when the server's `executable` is not installed.
+struct TestServerFolder {
+    let folder: URL
+    let root: URL
+    let marker: String
+
+    init(kind: String, executable: String) throws {
+        guard FileManager.default.isExecutableFile(atPath: executable) else {
+            throw TestFailure(
+                "\(kind) is not installed at \(executable): run the README's test command, which installs it"
+            )
+        }
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "haul-\(kind)-\(getpid())-\(UUID().uuidString)"
+        )
+        root = folder.appendingPathComponent("www")
+        marker = ".ready-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        try Data("ready".utf8).write(to: root.appendingPathComponent(marker))
+    }
+}
+
+/// Stops the servers of `kind`, and removes their folders (``TestServerFolder``), that test
+/// processes which died without stopping theirs (a crash, a kill) left in the temporary folder:
+/// each folder is named after the process that made it, and each process whose command line names
+/// the folder is its server's (Apache's workers too, which outlive their parent).
+func sweepServersOfDeadTestProcesses(kind: String) {
+    let prefix = "haul-\(kind)-"
     let temporary = FileManager.default.temporaryDirectory
     var orphans: [String] = []
     for name in (try? FileManager.default.contentsOfDirectory(atPath: temporary.path)) ?? []

@@ -56,22 +56,12 @@ final class OtherWebServer: @unchecked Sendable {
 
     /// Starts the server; throws (with its error log) if it does not come up.
     static func start(_ kind: Kind) async throws -> OtherWebServer {
-        guard FileManager.default.isExecutableFile(atPath: kind.path) else {
-            throw TestFailure(
-                "\(kind) is not installed at \(kind.path): run the README's test command, which installs it"
-            )
-        }
         precondition(sweptOnce)
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "haul-\(kind)-\(getpid())-\(UUID().uuidString)"
-        )
-        let root = folder.appendingPathComponent("www")
-        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let made = try TestServerFolder(kind: kind.rawValue, executable: kind.path)
+        let (folder, root, marker) = (made.folder, made.root, made.marker)
         // Apache's children run as www-data: they must reach the files.
         chmod(folder.path, 0o755)
         chmod(root.path, 0o755)
-        let marker = ".ready-\(UUID().uuidString)"
-        try Data("ready".utf8).write(to: root.appendingPathComponent(marker))
         chmod(root.appendingPathComponent(marker).path, 0o644)
         var lastError = ""
         for _ in 0..<5 {
@@ -90,9 +80,9 @@ final class OtherWebServer: @unchecked Sendable {
     }
 
     /// Stops the servers, and removes the folders, of test processes that died without stopping
-    /// theirs (``sweepServersOfDeadTestProcesses(prefix:)``). Once per test process.
+    /// theirs (``sweepServersOfDeadTestProcesses(kind:)``). Once per test process.
     private static let sweptOnce: Bool = {
-        for kind in Kind.allCases { sweepServersOfDeadTestProcesses(prefix: "haul-\(kind)-") }
+        for kind in Kind.allCases { sweepServersOfDeadTestProcesses(kind: kind.rawValue) }
         return true
     }()
 
