@@ -281,8 +281,8 @@ extension DownloadRequest {
 
     /// A request with an id of its own (``giveUniqueID()``), made without deriving its destination's
     /// first (a SHA-256 for nothing, per body of ``DownloadManager/data(from:headers:maximumSize:)``).
-    /// The destination's path is the one made with it (standardising `/dev/null` again was a tenth of
-    /// `haul load`'s own work on the caller's thread).
+    /// The destination's path is the one made with it (standardising `/dev/null` again was 1 % of
+    /// `haul load`'s samples, a sixteenth of its caller's thread).
     private init(url: URL, uniqueTo destination: (path: String, url: URL), headers: [DownloadHeader]) {
         self.url = url
         self.destination = destination.url
