@@ -123,6 +123,12 @@ extension Transfer {
         return max(0, (segmentedBytes ?? sink?.receivedLength ?? start) - start)
     }
 
+    /// The part of ``bytesThisAttempt`` already in the file: not what the sink still buffers.
+    var bytesWrittenThisAttempt: Int64 {
+        guard let start = lengthAtAttemptStart else { return 0 }
+        return max(0, (segmentedBytes ?? sink?.committedLength ?? start) - start)
+    }
+
     /// Carries out what its machine's `action` asks of it beyond requests and bodies (which
     /// ``perform(_:)`` did): an ending, or what its owner is to do. `interruptedByShutdown`: a pause
     /// is the manager's shutdown, and the next manager continues the download. A transfer that

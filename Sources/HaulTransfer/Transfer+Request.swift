@@ -192,7 +192,10 @@ extension Transfer {
         }
         stopRequest()
         if machine.hasEnded { return .none }
-        return perform(machine.transferEnded(ended, progressed: bytesThisAttempt > 0))
+        // A body received whole may still be in the sink's buffer, which reaches the file only when
+        // the finishing job writes it: if the disk refuses that, the attempt brought nothing to it.
+        let progressed = ended == .received ? bytesWrittenThisAttempt > 0 : bytesThisAttempt > 0
+        return perform(machine.transferEnded(ended, progressed: progressed))
     }
 
     /// Whether the file this download's last process was about to place (``JournalRow/placing``)

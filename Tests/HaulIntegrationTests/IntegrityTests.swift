@@ -159,6 +159,51 @@ struct IntegrityTests {
         }
     }
 
+    @Test(
+        "a body received whole into its buffer, which a full disk then refuses, is retried only as often as the limit says, then fails with ENOSPC"
+    )
+    func fullDiskAfterTheWholeBody() async throws {
+        try await withFaultServer { server, directory in
+            try await withSmallDisk(megabytes: 4) { disk in
+                var configuration = configuration(directory)
+                configuration.stateDirectory = disk.appendingPathComponent("state")
+                configuration.retryLimit = 2
+                try await withDownloadManager(configuration: configuration) { manager in
+                    // The journal first, while there is room for it.
+                    let first = disk.appendingPathComponent("first")
+                    #expect(try await manager.download(from: server.url("file/1000"), to: first).finished() == first)
+                    // Smaller than a buffer (128 KiB): all of it in memory until the disk lane writes it
+                    // at the end, which the full disk refuses. Each attempt receives the whole body
+                    // again; none of them brings a byte to the disk, so none resets the count of failed
+                    // attempts (they did, and a full disk was retried forever). Room is left for the
+                    // journal's rows, not for the body.
+                    try fill(disk, leaving: 48 * 1024)
+                    let download = try manager.download(
+                        from: server.url("file/120000"),
+                        to: disk.appendingPathComponent("whole")
+                    )
+                    var retries = 0
+                    var outcome: DownloadError?
+                    for await event in download.events {
+                        switch event {
+                        case .waitingToRetry: retries += 1
+                        case .failed(let error): outcome = error
+                        default: break
+                        }
+                        if retries > configuration.retryLimit {
+                            Issue.record("retried \(retries) times; the limit is \(configuration.retryLimit)")
+                            _ = await download.cancel()
+                            break
+                        }
+                    }
+                    #expect(retries == configuration.retryLimit)
+                    #expect(outcome?.code == .fileSystem && outcome?.errno == ENOSPC, "\(String(describing: outcome))")
+                }
+                #expect(!FileManager.default.fileExists(atPath: disk.appendingPathComponent("whole").path))
+            }
+        }
+    }
+
     @Test("a partial file that refuses writes (as on a read-only file system) fails that download clearly")
     func readOnlyPartial() async throws {
         try await withFaultServer { server, directory in
