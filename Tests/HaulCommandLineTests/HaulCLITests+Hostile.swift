@@ -121,6 +121,33 @@ extension HaulCLITests {
         #expect(!folder.stderr.contains("Success"))
     }
 
+    @Test(
+        "a full disk whose blocks are smaller than a page (ext4 under 512 MiB): every amount of space left ends in exit 7 and ENOSPC, never a signal"
+    )
+    func fullSmallBlockDisk() async throws {
+        let (server, work) = try await startServerAndDirectory()
+        defer { stop(server, work) }
+        let source = try server.makeFile("s.bin", size: 120_000, seed: 5)
+        let url = server.url("s.bin").absoluteString
+        // SQLite grows the journal's WAL index (mapped into memory) a page at a time by writing
+        // its last byte, which on 1 KiB blocks leaves the page's first three a hole: with no block
+        // left for it, SQLite's next store there was SIGBUS (at 60 KiB left, here).
+        try await withSmallBlockDisk(megabytes: 4) { disk in
+            let output = disk.appendingPathComponent("out")
+            for kilobytes in stride(from: 0, through: 160, by: 8) {
+                try? FileManager.default.removeItem(at: output)
+                try fillAll(disk, thenFree: kilobytes * 1024)
+                let run = try await haul(["--retries", "1", "-o", output.path + "/", url], in: work)
+                if run.status == 0 {
+                    #expect(try Data(contentsOf: output.appendingPathComponent("s.bin")) == source)
+                } else {
+                    #expect(run.status == 7, "\(kilobytes) KiB left: status \(run.status), \(run.stderr)")
+                    #expect(run.stderr.contains("No space left on device"), "\(kilobytes) KiB left: \(run.stderr)")
+                }
+            }
+        }
+    }
+
     @Test("-H @FILE reads headers one per line, so that a secret is never on the command line")
     func headersFromAFile() async throws {
         let (server, work) = try await startServerAndDirectory()

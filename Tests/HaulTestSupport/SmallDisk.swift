@@ -14,6 +14,58 @@ func withSmallDisk<T>(megabytes: Int, _ body: (URL) async throws -> T) async thr
     return try await body(folder)
 }
 
+/// An ext4 file system of `megabytes` MiB with 1 KiB blocks (what `mkfs.ext4` makes for a partition
+/// under 512 MiB) and no blocks kept for root, in an image file loop-mounted at a new folder, for
+/// `body`; unmounted after. Unlike a tmpfs, its blocks are smaller than a memory page.
+func withSmallBlockDisk<T>(megabytes: Int, _ body: (URL) async throws -> T) async throws -> T {
+    let work = try makeTemporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: work) }
+    let image = work.appendingPathComponent("disk.img").path
+    let folder = work.appendingPathComponent("disk")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    let file = open(image, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+    guard file >= 0 else { throw TestFailure("could not create \(image): errno \(errno)") }
+    let sized = ftruncate(file, off_t(megabytes) * 1024 * 1024)
+    close(file)
+    guard sized == 0 else { throw TestFailure("could not size \(image): errno \(errno)") }
+    let mkfs = try ChildProcess("/sbin/mkfs.ext4", ["-q", "-F", "-b", "1024", "-m", "0", image])
+    guard await mkfs.exited() == 0 else { throw TestFailure("mkfs.ext4 failed on \(image) (e2fsprogs)") }
+    let mount = try ChildProcess("/bin/mount", ["-o", "loop", image, folder.path])
+    guard await mount.exited() == 0 else {
+        throw TestFailure("could not loop-mount \(image): the tests run as root (README)")
+    }
+    defer { _ = try? ChildProcess("/bin/umount", ["-d", folder.path]).wait() }
+    return try await body(folder)
+}
+
+/// Fills the file system of `folder` to its last block with a file named `filler`, then gives
+/// `bytes` of it back (whole blocks).
+func fillAll(_ folder: URL, thenFree bytes: Int) throws {
+    let filler = folder.appendingPathComponent("filler").path
+    let descriptor = open(filler, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+    guard descriptor >= 0 else { throw TestFailure("could not create \(filler): errno \(errno)") }
+    defer { close(descriptor) }
+    let zeros = [UInt8](repeating: 0, count: 64 * 1024)
+    var length = 0
+    while true {
+        let written = zeros.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        if written > 0 {
+            length += written
+            continue
+        }
+        guard written < 0, errno == ENOSPC else { throw TestFailure("filling \(filler) failed: errno \(errno)") }
+        // The last blocks: a write of a whole buffer fails where a smaller one still fits.
+        let small = zeros.withUnsafeBytes { write(descriptor, $0.baseAddress, 1024) }
+        guard small > 0 else { break }
+        length += small
+    }
+    guard fsync(descriptor) == 0, ftruncate(descriptor, off_t(max(0, length - bytes))) == 0,
+        fsync(descriptor) == 0
+    else {
+        throw TestFailure("could not give space back from \(filler): errno \(errno)")
+    }
+}
+
 /// Fills the file system of `folder` with a file named `filler` until `bytes` are left free (at
 /// most; tmpfs counts whole pages); ``unfill(_:)`` gives it back. It is written through a
 /// close-on-exec descriptor: `FileManager`'s is not, and a `mount` another test started in that

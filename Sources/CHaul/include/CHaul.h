@@ -34,6 +34,10 @@ static inline int CHaul_name_this_thread(const char *name) {
 /// Fills `length` bytes (at most 256) from the kernel's random source: 0, or -1 (errno set).
 int CHaul_random_bytes(void *buffer, size_t length);
 
+/// Makes SQLite's Unix VFS allocate the blocks of a WAL index's region before mapping it (once per
+/// process; see sqlite_shm.c), so that a full disk is an error and not SIGBUS: 1 when it could, else 0.
+int CHaul_sqlite_allocate_shared_memory(void);
+
 /// A pipe whose two ends are close-on-exec from their creation (no child spawned meanwhile by
 /// another thread inherits them), its read end non-blocking: 0, or -1 (errno set).
 int CHaul_pipe(int ends[2]);

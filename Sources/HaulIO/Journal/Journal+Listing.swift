@@ -44,6 +44,8 @@ extension Journal {
         var database: OpaquePointer?
         defer { sqlite3_close_v2(database) }
         let flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
+        // A WAL index's blocks allocated before SQLite maps them: a full disk is an error, not SIGBUS.
+        _ = CHaul_sqlite_allocate_shared_memory()
         let status = sqlite3_open_v2(path, &database, flags, nil)
         func failure(_ what: String) -> DownloadError {
             let message = database.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"

@@ -124,6 +124,8 @@ package final class Journal: @unchecked Sendable {
         var database: OpaquePointer?
         // NOFOLLOW: the checks above found no link; none is followed if one appears meanwhile.
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
+        // A WAL index's blocks allocated before SQLite maps them: a full disk is an error, not SIGBUS.
+        _ = CHaul_sqlite_allocate_shared_memory()
         let status = sqlite3_open_v2(path, &database, flags, nil)
         self.database = database
         guard status == SQLITE_OK else {
