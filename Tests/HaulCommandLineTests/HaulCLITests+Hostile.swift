@@ -146,6 +146,21 @@ extension HaulCLITests {
                 }
             }
         }
+        // Out of inodes with blocks to spare: the same ENOSPC, and the advice says it can be that.
+        try await withSmallBlockDisk(megabytes: 4, inodes: 64) { disk in
+            let output = disk.appendingPathComponent("out")
+            #expect(try await haul(["-o", output.path + "/", url], in: work).status == 0)
+            var files = 0
+            while FileManager.default.createFile(atPath: disk.appendingPathComponent("f\(files)").path, contents: nil) {
+                files += 1
+            }
+            let run = try await haul(["--retries", "1", "-o", output.path + "/", url + "?again"], in: work)
+            #expect(run.status == 7, "\(run.stderr)")
+            #expect(
+                run.stderr.contains("No space left on device") && run.stderr.contains("no inode for another file"),
+                "\(run.stderr)"
+            )
+        }
     }
 
     @Test("-H @FILE reads headers one per line, so that a secret is never on the command line")

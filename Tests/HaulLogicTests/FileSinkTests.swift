@@ -178,7 +178,7 @@ struct FileSinkTests {
                 guard let error = error as? HaulValues.DownloadError else { return false }
                 return error.code == .fileSystem && error.errno == ENOSPC && error.path == path
                     && error.description.hasSuffix(
-                        "The disk holding '\(directory.path)' is full: free space there (or choose another folder), then resume."
+                        "The disk holding '\(directory.path)' is full (no space, or no inode for another file): free space there (or choose another folder), then resume."
                     )
             }
             #expect(pool.inUseCount == 0)

@@ -81,9 +81,10 @@ extension DownloadError {
         if isOutOfSpace, let path {
             // The folder, for the user to free space in: the file's own name is Haul's.
             let folder = FilePath.directory(of: path)
+            // ENOSPC is also a file system out of inodes with blocks to spare (`df -h` shows room).
             return
-                "The disk\(errno == EDQUOT ? " quota" : "") holding '\(folder.isEmpty ? "." : folder)' is full: free space "
-                + "there (or choose another folder), then resume\(kept)."
+                "The disk\(errno == EDQUOT ? " quota" : "") holding '\(folder.isEmpty ? "." : folder)' is full (no space, "
+                + "or no inode for another file): free space there (or choose another folder), then resume\(kept)."
         }
         return "Free space or fix permissions, then resume\(kept)."
     }
