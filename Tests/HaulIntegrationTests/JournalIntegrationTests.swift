@@ -9,6 +9,44 @@ import Testing
 
 @Suite("Journal in use", .timeLimit(.minutes(2)))
 struct JournalIntegrationTests {
+    @Test(
+        "a listing, and another journal opened, in the process that has the journal open leave its SQLite locks alone: another process's close does not take the WAL away from under it"
+    )
+    func openingBesideAnOpenJournalKeepsItsLocks() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let state = directory.appendingPathComponent(".haul").path
+        let journal = try Journal(directory: state)
+        defer { journal.close() }
+        let first = HaulValues.DownloadID(destinationPath: "/tmp/locks-1")
+        try journal.save(JournalRow(url: "http://h/1", destination: "/tmp/locks-1"), for: first)
+        // Beside it, in this process: a listing (read-only while a manager has the journal), and a
+        // second journal on the same directory, opened and closed. Closing any descriptor of a file
+        // drops every POSIX lock this process holds on it, the open journal's SQLite locks included.
+        #expect(try Journal.entries(directory: state).count == 1)
+        let second = try Journal(directory: state)
+        second.close()
+        // Another process opens the journal and closes it. Had this process lost its locks, that
+        // close would find itself the last user: it checkpoints and deletes the WAL and its index,
+        // and what this journal writes next goes to a deleted file that no one else reads.
+        let other = try ChildProcess(
+            "/usr/bin/sqlite3",
+            ["\(state)/\(Journal.fileName)", "SELECT count(*) FROM downloads;"],
+            stdout: "/dev/null"
+        )
+        #expect(await other.exited() == 0)
+        let later = HaulValues.DownloadID(destinationPath: "/tmp/locks-2")
+        try journal.save(JournalRow(url: "http://h/2", destination: "/tmp/locks-2"), for: later)
+        let reader = try ChildProcess(
+            "/usr/bin/sqlite3",
+            ["-readonly", "\(state)/\(Journal.fileName)", "SELECT count(*) FROM downloads;"],
+            stdout: directory.appendingPathComponent("count").path
+        )
+        #expect(await reader.exited() == 0)
+        let count = try String(contentsOfFile: directory.appendingPathComponent("count").path, encoding: .utf8)
+        #expect(count.trimmingCharacters(in: .whitespacesAndNewlines) == "2", "another process reads \(count) rows")
+    }
+
     @Test("a garbage journal fails the download clearly and touches no user file")
     func garbageJournalTouchesNothing() async throws {
         let directory = try makeTemporaryDirectory()

@@ -37,10 +37,10 @@ extension Journal {
         -> [ListedRow]
     {
         let path = "\(directory)/\(fileName)"
-        // Read as a manager opens it (``PrivateFile``): a FIFO there would hold a listing forever,
-        // a link would list another file.
-        let file = try PrivateFile.open(path, O_RDONLY)
-        if file >= 0 { Glibc.close(file) }
+        // Checked as a manager checks it (``PrivateFile``): a FIFO there would hold a listing
+        // forever, a link would list another file. Not opened: a manager of this process may have it
+        // open, and closing a descriptor of it would drop that manager's SQLite locks.
+        _ = try PrivateFile.inspect(path)
         var database: OpaquePointer?
         defer { sqlite3_close_v2(database) }
         let flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW

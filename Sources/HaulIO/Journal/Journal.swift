@@ -172,15 +172,14 @@ package final class Journal: @unchecked Sendable {
 
     /// Creates the database file readable and writable by its owner only, or makes an existing one
     /// so (journals of earlier versions were 0644), with its `-wal` and `-shm` (SQLite gives them the
-    /// database's mode when it creates them). Each is opened as ``PrivateFile`` opens files: a link,
-    /// a FIFO or another user's file at any of the three names is refused, its target untouched.
+    /// database's mode when it creates them). Each is checked as ``PrivateFile`` opens files: a link,
+    /// a FIFO or another user's file at any of the three names is refused, its target untouched. None
+    /// is opened for reading or writing (``PrivateFile/inspect(_:creating:)``): this process may have
+    /// the journal open already, and closing a descriptor of its files would drop SQLite's locks.
     static func makePrivate(_ path: String) throws(DownloadError) {
-        for (suffix, flags) in [("", O_RDWR | O_CREAT), ("-wal", O_RDWR), ("-shm", O_RDWR)] {
-            let file = try PrivateFile.open(path + suffix, flags)
-            guard file >= 0 else { continue }  // none yet; or sqlite3_open_v2 says why, next
-            var status = stat()
-            if fstat(file, &status) == 0, status.st_mode & 0o077 != 0 { fchmod(file, status.st_mode & 0o700) }
-            Glibc.close(file)
+        for suffix in ["", "-wal", "-shm"] {
+            // None yet (but the database, made here): sqlite3_open_v2 makes them, or says why not.
+            _ = try PrivateFile.inspect(path + suffix, creating: suffix.isEmpty)
         }
     }
 

@@ -21,29 +21,9 @@ package enum PrivateFile {
     /// Returns the descriptor, or -1 with `errno` set when the file is missing (`ENOENT`) or cannot
     /// be opened; throws when what is there is not a file Haul may use.
     package static func open(_ path: String, _ flags: Int32) throws(DownloadError) -> Int32 {
-        let folderPath = FilePath.directory(of: path)
-        let folder = Glibc.open(
-            folderPath.isEmpty ? "." : folderPath,
-            Self.pathOnly | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
-        )
-        guard folder >= 0 else {
-            let error = errno
-            if error == ENOTDIR || error == ELOOP {
-                throw unsafe(
-                    folderPath,
-                    "not a folder but a symbolic link or a file, where the state directory should be"
-                )
-            }
-            errno = error
-            return -1
-        }
+        let folder = try openFolder(of: path)
+        guard folder >= 0 else { return -1 }
         defer { Glibc.close(folder) }
-        // The folder that was opened, whatever its path leads to now, must still be this user's: a
-        // state directory swapped for another user's folder between two opens is not written in.
-        var folderStatus = stat()
-        if fstat(folder, &folderStatus) == 0, folderStatus.st_uid != geteuid() {
-            throw unsafe(folderPath, "a folder of user \(folderStatus.st_uid), not this user's state directory")
-        }
         let name = FilePath.lastComponent(of: path)
         let descriptor = openat(
             folder,
@@ -73,6 +53,65 @@ package enum PrivateFile {
             return -1
         }
         return descriptor
+    }
+
+    /// Checks the file at `path` (in a state directory) as ``open(_:_:)`` does and makes it private
+    /// (0600) where others could read it, without opening it for reading or writing: through an
+    /// `O_PATH` descriptor, whose closing leaves the process's POSIX locks on the file alone. For
+    /// the journal's files: closing any other descriptor of one drops every lock the process holds
+    /// on it, SQLite's included, and another process's SQLite then takes the WAL away from a journal
+    /// this process has open (it found itself the last user). `creating`: a missing file is made
+    /// first (0600, by `mknodat`, which opens nothing). Returns whether a file is there.
+    package static func inspect(_ path: String, creating: Bool = false) throws(DownloadError) -> Bool {
+        let folder = try openFolder(of: path)
+        guard folder >= 0 else { return false }
+        defer { Glibc.close(folder) }
+        let name = FilePath.lastComponent(of: path)
+        if creating { _ = mknodat(folder, name, S_IFREG | FilePath.partialMode, 0) }
+        // With O_NOFOLLOW, O_PATH opens a link itself (no ELOOP), and the check refuses it.
+        let descriptor = openat(folder, name, pathOnly | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { Glibc.close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { return true }
+        if status.st_mode & S_IFMT == S_IFDIR {
+            // As an open for writing finds it: the caller's own open then says why (EISDIR).
+            errno = EISDIR
+            return false
+        }
+        try check(status, path: path)
+        // fchmod refuses an O_PATH descriptor; its /proc name leads to the same file.
+        if status.st_mode & 0o077 != 0 { chmod("/proc/self/fd/\(descriptor)", status.st_mode & 0o700) }
+        return true
+    }
+
+    /// The folder of `path`, opened `O_PATH` without following a link and checked to be this
+    /// user's; -1 with `errno` set when it cannot be opened.
+    private static func openFolder(of path: String) throws(DownloadError) -> Int32 {
+        let folderPath = FilePath.directory(of: path)
+        let folder = Glibc.open(
+            folderPath.isEmpty ? "." : folderPath,
+            Self.pathOnly | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
+        )
+        guard folder >= 0 else {
+            let error = errno
+            if error == ENOTDIR || error == ELOOP {
+                throw unsafe(
+                    folderPath,
+                    "not a folder but a symbolic link or a file, where the state directory should be"
+                )
+            }
+            errno = error
+            return -1
+        }
+        // The folder that was opened, whatever its path leads to now, must still be this user's: a
+        // state directory swapped for another user's folder between two opens is not written in.
+        var folderStatus = stat()
+        if fstat(folder, &folderStatus) == 0, folderStatus.st_uid != geteuid() {
+            Glibc.close(folder)
+            throw unsafe(folderPath, "a folder of user \(folderStatus.st_uid), not this user's state directory")
+        }
+        return folder
     }
 
     /// `O_PATH` (Linux's value; Glibc shows it to `_GNU_SOURCE` only): a folder opened only to
