@@ -98,6 +98,10 @@ extension HaulCLITests {
             #expect(run.status == 7, "\(run.stderr)")
             #expect(run.stderr.contains("No space left on device"), "\(run.stderr)")
             #expect(!run.stderr.contains("Move it away") && !run.stderr.contains("cannot be used"), "\(run.stderr)")
+            // Still listed: what is there is what a user looks at to decide what to remove.
+            let listed = try await haul(["--list", "-o", disk.path], in: work)
+            #expect(listed.status == 0, "\(listed.stderr)")
+            #expect(listed.stdout.hasPrefix("completed ") && listed.stdout.contains(url), "\(listed.stdout)")
         }
         // A read-only destination folder, the state directory on another file system: the copy's
         // own error, not the rename's "Invalid cross-device link".

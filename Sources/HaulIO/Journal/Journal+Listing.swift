@@ -17,6 +17,8 @@ extension Journal {
                 return try journal.allRecords().map { ListedRow(id: $0, record: $1) }
             } catch let error where error.code == .journalLocked {
                 // A manager took it meanwhile: read it as it stands.
+            } catch let error where error.isOutOfSpace {
+                // A full disk: opening it as a manager writes; reading it may not need to.
             }
         }
         return try readOnlyEntries(directory: directory)
@@ -33,9 +35,14 @@ extension Journal {
     /// A running download over one connection shows the bytes its partial file holds now: its row
     /// is brought up to date at each checkpoint only (5 s by default), the file at each write. One
     /// over several connections shows its row's, which it writes in the loop turn of each write.
-    private static func readOnlyEntries(directory: String, id: DownloadID? = nil) throws(DownloadError)
-        -> [ListedRow]
-    {
+    ///
+    /// On a full disk a reader needs room too (SQLite's WAL index): a journal whose WAL holds nothing
+    /// (closed cleanly) is then read from its database file alone (`immutable`), which is all of it.
+    private static func readOnlyEntries(
+        directory: String,
+        id: DownloadID? = nil,
+        immutable: Bool = false
+    ) throws(DownloadError) -> [ListedRow] {
         let path = "\(directory)/\(fileName)"
         // Checked as a manager checks it (``PrivateFile``): a FIFO there would hold a listing
         // forever, a link would list another file. Not opened: a manager of this process may have it
@@ -43,15 +50,29 @@ extension Journal {
         _ = try PrivateFile.inspect(path)
         var database: OpaquePointer?
         defer { sqlite3_close_v2(database) }
-        let flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
+        let flags =
+            SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW | (immutable ? SQLITE_OPEN_URI : 0)
         // A WAL index's blocks allocated before SQLite maps them: a full disk is an error, not SIGBUS.
         _ = CHaul_sqlite_allocate_shared_memory()
-        let status = sqlite3_open_v2(path, &database, flags, nil)
+        let status = sqlite3_open_v2(immutable ? immutableURI(path) : path, &database, flags, nil)
         func failure(_ what: String) -> DownloadError {
             let message = database.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             return DownloadError(code: .journal, url: nil, path: path, detail: "\(what): \(message)")
         }
-        guard status == SQLITE_OK, let database else { throw failure("open failed") }
+        /// Whether the read failed for want of room and the database file alone holds every row.
+        func readsWithoutRoom() -> Bool {
+            guard !immutable, let database else { return false }
+            let (code, cause) = (sqlite3_errcode(database) & 0xff, sqlite3_system_errno(database))
+            guard code == SQLITE_FULL || code == SQLITE_IOERR && (cause == ENOSPC || cause == EDQUOT) else {
+                return false
+            }
+            var status = stat()
+            return lstat(path + "-wal", &status) != 0 ? errno == ENOENT : status.st_size == 0
+        }
+        guard status == SQLITE_OK, let database else {
+            if readsWithoutRoom() { return try readOnlyEntries(directory: directory, id: id, immutable: true) }
+            throw failure("open failed")
+        }
         sqlite3_busy_timeout(database, 2000)
         var statement: OpaquePointer?
         func sql(_ placed: String) -> String {
@@ -69,7 +90,10 @@ extension Journal {
             statement = nil
             if sqlite3_prepare_v2(database, sql(columns), -1, &statement, nil) == SQLITE_OK { break }
         }
-        guard let statement else { throw failure("read failed") }
+        guard let statement else {
+            if readsWithoutRoom() { return try readOnlyEntries(directory: directory, id: id, immutable: true) }
+            throw failure("read failed")
+        }
         let hasPlacedTime = sqlite3_column_count(statement) > 8
         let knowsSegments = sqlite3_column_count(statement) > 9
         let knowsOwners = sqlite3_column_count(statement) > 10
@@ -109,9 +133,27 @@ extension Journal {
             case SQLITE_DONE:
                 return entries
             default:
+                if readsWithoutRoom() { return try readOnlyEntries(directory: directory, id: id, immutable: true) }
                 throw failure("read failed")
             }
         }
+    }
+
+    /// `path` as an SQLite URI that opens it `immutable` (no lock, no WAL index), percent-encoded.
+    private static func immutableURI(_ path: String) -> String {
+        var uri = "file:"
+        for byte in path.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "/"), UInt8(ascii: "."), UInt8(ascii: "-"),
+                UInt8(ascii: "_"):
+                uri.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                let hex = Array("0123456789ABCDEF")
+                uri += "%\(hex[Int(byte >> 4)])\(hex[Int(byte & 15)])"
+            }
+        }
+        return uri + "?immutable=1"
     }
 }
 
