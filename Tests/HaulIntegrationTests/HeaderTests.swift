@@ -440,7 +440,14 @@ struct HeaderTests {
         var configuration = configuration(state)
         configuration.headerProvider = { _ in throw NoToken() }
         try await withDownloadManager(configuration: configuration) { manager in
-            let restored = try #require(manager.download(id: download.id))
+            guard let restored = manager.download(id: download.id) else {
+                // Restored and failed before this task looked (the suite on a busy machine): the
+                // row is finished then, and says why.
+                await manager.waitUntilIdle()
+                let entry = try DownloadManager.journalEntries(stateDirectory: state).first { $0.id == download.id }
+                #expect(entry?.lastError?.contains("the vault is sealed") == true, "\(String(describing: entry))")
+                return
+            }
             await #expect {
                 try await restored.finished()
             } throws: { error in
