@@ -18,14 +18,23 @@
 #include "CHaul.h"
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 typedef void *(*CHaul_mmap_function)(void *, size_t, int, int, int, off_t);
 static CHaul_mmap_function CHaul_sqlite_mmap;
 static pthread_once_t CHaul_shm_once = PTHREAD_ONCE_INIT;
 static int CHaul_shm_installed;
 
+// Whether the file open at `fd` has blocks for all its length (no hole): nothing to allocate. XFS
+// answers ENOSPC to a full disk's fallocate even over blocks it has, so a file whose every block is
+// there is left alone (SQLite's own way then works, and did).
+static int CHaul_is_whole(int fd) {
+    struct stat status;
+    return fstat(fd, &status) == 0 && (long long)status.st_blocks * 512 >= (long long)status.st_size;
+}
+
 static void *CHaul_allocating_mmap(void *address, size_t length, int protection, int flags, int fd, off_t offset) {
-    if ((protection & PROT_WRITE) && (flags & MAP_SHARED) && fd >= 0) {
+    if ((protection & PROT_WRITE) && (flags & MAP_SHARED) && fd >= 0 && !CHaul_is_whole(fd)) {
         int result;
         do {
             result = fallocate(fd, FALLOC_FL_KEEP_SIZE, offset, (off_t)length);
