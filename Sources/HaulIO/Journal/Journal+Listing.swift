@@ -56,19 +56,18 @@ extension Journal {
         _ = CHaul_sqlite_allocate_shared_memory()
         let status = sqlite3_open_v2(immutable ? immutableURI(path) : path, &database, flags, nil)
         func failure(_ what: String) -> DownloadError {
+            if let database, [SQLITE_IOERR, SQLITE_FULL].contains(sqlite3_errcode(database) & 0xff) {
+                // The disk said no (full, gone): not a damaged journal, whose advice would be to move it.
+                let cause = sqlite3_errcode(database) & 0xff == SQLITE_FULL ? ENOSPC : sqlite3_system_errno(database)
+                if cause != 0 {
+                    let detail = "the journal could not be read; it is intact"
+                    return DownloadError(code: .fileSystem, url: nil, errno: cause, path: path, detail: detail)
+                }
+            }
             let message = database.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             return DownloadError(code: .journal, url: nil, path: path, detail: "\(what): \(message)")
         }
-        /// Whether the read failed for want of room and the database file alone holds every row.
-        func readsWithoutRoom() -> Bool {
-            guard !immutable, let database else { return false }
-            let (code, cause) = (sqlite3_errcode(database) & 0xff, sqlite3_system_errno(database))
-            guard code == SQLITE_FULL || code == SQLITE_IOERR && (cause == ENOSPC || cause == EDQUOT) else {
-                return false
-            }
-            var status = stat()
-            return lstat(path + "-wal", &status) != 0 ? errno == ENOENT : status.st_size == 0
-        }
+        func readsWithoutRoom() -> Bool { !immutable && Self.failedForRoom(database, path: path) }
         guard status == SQLITE_OK, let database else {
             if readsWithoutRoom() { return try readOnlyEntries(directory: directory, id: id, immutable: true) }
             throw failure("open failed")
@@ -94,9 +93,6 @@ extension Journal {
             if readsWithoutRoom() { return try readOnlyEntries(directory: directory, id: id, immutable: true) }
             throw failure("read failed")
         }
-        let hasPlacedTime = sqlite3_column_count(statement) > 8
-        let knowsSegments = sqlite3_column_count(statement) > 9
-        let knowsOwners = sqlite3_column_count(statement) > 10
         // Each owner looked at once: whether the manager that queued or runs a row still runs.
         var alive: [Int64: Bool] = [:]
         defer { sqlite3_finalize(statement) }
@@ -105,31 +101,7 @@ extension Journal {
         while true {
             switch sqlite3_step(statement) {
             case SQLITE_ROW:
-                var record = JournalRow(url: text(statement, 1) ?? "", destination: text(statement, 2) ?? "")
-                record.retryAt = sqlite3_column_double(statement, 4)
-                record.state = QueueState(column: text(statement, 3) ?? "", retryAt: record.retryAt)
-                record.bytesCommitted = sqlite3_column_int64(statement, 5)
-                record.totalBytes =
-                    sqlite3_column_type(statement, 6) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, 6)
-                record.lastError = text(statement, 7)
-                if hasPlacedTime, sqlite3_column_type(statement, 8) != SQLITE_NULL {
-                    record.placedModificationTime = sqlite3_column_double(statement, 8)
-                }
-                if knowsOwners, owned(record.state) {
-                    // A row of a manager that is gone (killed) is interrupted: the next to open the
-                    // journal marks it so.
-                    let owner = integer(statement, 10) ?? 0
-                    let isAlive = alive[owner] ?? JournalOwnership.isAlive(owner, in: directory)
-                    alive[owner] = isAlive
-                    if !isAlive { record.state = .interrupted }
-                }
-                var entry = ListedRow(id: DownloadID(rawValue: text(statement, 0) ?? ""), record: record)
-                if record.state == .running, knowsSegments, sqlite3_column_int(statement, 9) == 0,
-                    let length = FilePath.fileLength(partialPath(for: entry.id, in: directory))
-                {
-                    entry.bytesOnDisk = length
-                }
-                entries.append(entry)
+                entries.append(listedRow(statement, directory: directory, alive: &alive))
             case SQLITE_DONE:
                 return entries
             default:
@@ -137,6 +109,52 @@ extension Journal {
                 throw failure("read failed")
             }
         }
+    }
+
+    /// The row `statement` stands on, with the columns it has (older journals have fewer).
+    private static func listedRow(
+        _ statement: OpaquePointer,
+        directory: String,
+        alive: inout [Int64: Bool]
+    ) -> ListedRow {
+        let columns = sqlite3_column_count(statement)
+        var record = JournalRow(url: text(statement, 1) ?? "", destination: text(statement, 2) ?? "")
+        record.retryAt = sqlite3_column_double(statement, 4)
+        record.state = QueueState(column: text(statement, 3) ?? "", retryAt: record.retryAt)
+        record.bytesCommitted = sqlite3_column_int64(statement, 5)
+        record.totalBytes = sqlite3_column_type(statement, 6) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, 6)
+        record.lastError = text(statement, 7)
+        if columns > 8, sqlite3_column_type(statement, 8) != SQLITE_NULL {
+            record.placedModificationTime = sqlite3_column_double(statement, 8)
+        }
+        if columns > 10, owned(record.state) {
+            // A row of a manager that is gone (killed) is interrupted: the next to open the journal
+            // marks it so.
+            let owner = integer(statement, 10) ?? 0
+            let isAlive = alive[owner] ?? JournalOwnership.isAlive(owner, in: directory)
+            alive[owner] = isAlive
+            if !isAlive { record.state = .interrupted }
+        }
+        var entry = ListedRow(id: DownloadID(rawValue: text(statement, 0) ?? ""), record: record)
+        if record.state == .running, columns > 9, sqlite3_column_int(statement, 9) == 0,
+            let length = FilePath.fileLength(partialPath(for: entry.id, in: directory))
+        {
+            entry.bytesOnDisk = length
+        }
+        return entry
+    }
+
+    /// Whether the last call on `database` failed for want of room (SQLITE_FULL, or an I/O error
+    /// with ENOSPC or EDQUOT) and the database file at `path` alone holds every row: its WAL is
+    /// absent or empty.
+    private static func failedForRoom(_ database: OpaquePointer?, path: String) -> Bool {
+        guard let database else { return false }
+        let (code, cause) = (sqlite3_errcode(database) & 0xff, sqlite3_system_errno(database))
+        guard code == SQLITE_FULL || code == SQLITE_IOERR && (cause == ENOSPC || cause == EDQUOT) else {
+            return false
+        }
+        var status = stat()
+        return lstat(path + "-wal", &status) != 0 ? errno == ENOENT : status.st_size == 0
     }
 
     /// `path` as an SQLite URI that opens it `immutable` (no lock, no WAL index), percent-encoded.
