@@ -2,7 +2,8 @@
 # Installs the Debian packages Haul builds and tests with, when any is missing. Run as root.
 set -euo pipefail
 packages=(libevent-dev libcurl4-openssl-dev libsqlite3-dev libssl-dev sqlite3 nginx curl openssl tmux gzip tinyproxy
-          libpq-dev pkg-config postgresql haproxy chromium gcc libc6-dev gdb apache2 lighttpd e2fsprogs mount)
+          libpq-dev pkg-config postgresql haproxy chromium gcc libc6-dev gdb apache2 lighttpd e2fsprogs mount
+          btrfs-progs)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -15,10 +15,17 @@ func withSmallDisk<T>(megabytes: Int, _ body: (URL) async throws -> T) async thr
 }
 
 /// An ext4 file system of `megabytes` MiB with 1 KiB blocks (what `mkfs.ext4` makes for a partition
-/// under 512 MiB) and no blocks kept for root, in an image file loop-mounted at a new folder, for
-/// `body`; unmounted after. Unlike a tmpfs, its blocks are smaller than a memory page. `inodes`: as
-/// few as that many files (mkfs rounds it up to a group's worth).
+/// under 512 MiB) and no blocks kept for root, loop-mounted at a new folder, for `body`. Unlike a
+/// tmpfs, its blocks are smaller than a memory page. `inodes`: as few as that many files (mkfs rounds
+/// it up to a group's worth).
 func withSmallBlockDisk<T>(megabytes: Int, inodes: Int? = nil, _ body: (URL) async throws -> T) async throws -> T {
+    let options = ["-q", "-F", "-b", "1024", "-m", "0"] + (inodes.map { ["-N", "\($0)"] } ?? [])
+    return try await withLoopDisk(megabytes: megabytes, making: ["/sbin/mkfs.ext4"] + options, body)
+}
+
+/// A file system made by `making` (mkfs and its options; the image's path is added) in an image
+/// file of `megabytes` MiB, loop-mounted at a new folder, for `body`; unmounted after.
+func withLoopDisk<T>(megabytes: Int, making: [String], _ body: (URL) async throws -> T) async throws -> T {
     let work = try makeTemporaryDirectory()
     defer { try? FileManager.default.removeItem(at: work) }
     let image = work.appendingPathComponent("disk.img").path
@@ -29,11 +36,8 @@ func withSmallBlockDisk<T>(megabytes: Int, inodes: Int? = nil, _ body: (URL) asy
     let sized = ftruncate(file, off_t(megabytes) * 1024 * 1024)
     close(file)
     guard sized == 0 else { throw TestFailure("could not size \(image): errno \(errno)") }
-    let mkfs = try ChildProcess(
-        "/sbin/mkfs.ext4",
-        ["-q", "-F", "-b", "1024", "-m", "0"] + (inodes.map { ["-N", "\($0)"] } ?? []) + [image]
-    )
-    guard await mkfs.exited() == 0 else { throw TestFailure("mkfs.ext4 failed on \(image) (e2fsprogs)") }
+    let mkfs = try ChildProcess(making[0], Array(making.dropFirst()) + [image], stdout: "/dev/null")
+    guard await mkfs.exited() == 0 else { throw TestFailure("\(making[0]) failed on \(image)") }
     let mount = try ChildProcess("/bin/mount", ["-o", "loop", image, folder.path])
     guard await mount.exited() == 0 else {
         throw TestFailure("could not loop-mount \(image): the tests run as root (README)")
