@@ -18,7 +18,6 @@
 #include "CHaul.h"
 #include <pthread.h>
 #include <linux/fs.h>
-#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -70,19 +69,12 @@ int CHaul_sqlite_allocate_shared_memory(void) {
 // takes only while empty) writes in place: 6 runs of 6 ended with ENOSPC errors instead.
 #define CHaul_btrfs_magic 0x9123683E
 
-int CHaul_create_without_copy_on_write(const char *path) {
-    char folder[4096];
-    const char *slash = strrchr(path, '/');
-    size_t length = slash == NULL ? 1 : (size_t)(slash - path);
-    if (length == 0) length = 1;  // "/name"
-    if (length >= sizeof folder) return 0;
-    memcpy(folder, slash == NULL ? "." : path, length);
-    folder[length] = 0;
+int CHaul_create_without_copy_on_write(int folder, const char *name, unsigned int mode) {
     struct statfs system;
-    if (statfs(folder, &system) != 0 || (unsigned long)system.f_type != CHaul_btrfs_magic) return 0;
+    if (fstatfs(folder, &system) != 0 || (unsigned long)system.f_type != CHaul_btrfs_magic) return 0;
     // Made here, empty, or left alone: a file another process has (and may hold locks on) is never
     // opened and closed here.
-    int fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int fd = openat(folder, name, O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
     if (fd < 0) return 0;
     int flags = 0;
     int done = ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0

@@ -37,10 +37,11 @@ int CHaul_random_bytes(void *buffer, size_t length);
 /// Makes SQLite's Unix VFS allocate the blocks of a WAL index's region before mapping it (once per
 /// process; see sqlite_shm.c), so that a full disk is an error and not SIGBUS: 1 when it could, else 0.
 int CHaul_sqlite_allocate_shared_memory(void);
-/// Creates the empty file at `path` not copied on write, where the folder is on btrfs (whose mapped
-/// pages otherwise need space at each first write: SIGBUS on a full disk); elsewhere, or when a
-/// file is there already, does nothing. 1 when it made such a file, else 0. See sqlite_shm.c.
-int CHaul_create_without_copy_on_write(const char *path);
+/// Creates the empty file `name` in the folder open at `folder` (mode `mode`) not copied on write,
+/// where the folder is on btrfs (whose mapped pages otherwise need space at each first write: SIGBUS
+/// on a full disk); elsewhere, or when a file is there already, does nothing. 1 when it made such a
+/// file, else 0. See sqlite_shm.c.
+int CHaul_create_without_copy_on_write(int folder, const char *name, unsigned int mode);
 
 /// A pipe whose two ends are close-on-exec from their creation (no child spawned meanwhile by
 /// another thread inherits them), its read end non-blocking: 0, or -1 (errno set).

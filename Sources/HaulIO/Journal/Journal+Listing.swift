@@ -67,7 +67,8 @@ extension Journal {
             let message = database.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             return DownloadError(code: .journal, url: nil, path: path, detail: "\(what): \(message)")
         }
-        func readsWithoutRoom() -> Bool { !immutable && Self.failedForRoom(database, path: path) }
+        // A failure for want of room, with every row in the database file: read that file alone.
+        func readsWithoutRoom() -> Bool { !immutable && failure("").isOutOfSpace && Self.walIsEmpty(path) }
         guard status == SQLITE_OK, let database else {
             if readsWithoutRoom() { return try readOnlyEntries(directory: directory, id: id, immutable: true) }
             throw failure("open failed")
@@ -144,21 +145,15 @@ extension Journal {
         return entry
     }
 
-    /// Whether the last call on `database` failed for want of room (SQLITE_FULL, or an I/O error
-    /// with ENOSPC or EDQUOT) and the database file at `path` alone holds every row: its WAL is
-    /// absent or empty.
-    private static func failedForRoom(_ database: OpaquePointer?, path: String) -> Bool {
-        guard let database else { return false }
-        let (code, cause) = (sqlite3_errcode(database) & 0xff, sqlite3_system_errno(database))
-        guard code == SQLITE_FULL || code == SQLITE_IOERR && (cause == ENOSPC || cause == EDQUOT) else {
-            return false
-        }
+    /// Whether the database file at `path` holds every row: its WAL is absent or empty.
+    private static func walIsEmpty(_ path: String) -> Bool {
         var status = stat()
         return lstat(path + "-wal", &status) != 0 ? errno == ENOENT : status.st_size == 0
     }
 
     /// `path` as an SQLite URI that opens it `immutable` (no lock, no WAL index), percent-encoded.
     private static func immutableURI(_ path: String) -> String {
+        let hex = Array("0123456789ABCDEF")
         var uri = "file:"
         for byte in path.utf8 {
             switch byte {
@@ -167,7 +162,6 @@ extension Journal {
                 UInt8(ascii: "_"):
                 uri.unicodeScalars.append(Unicode.Scalar(byte))
             default:
-                let hex = Array("0123456789ABCDEF")
                 uri += "%\(hex[Int(byte >> 4)])\(hex[Int(byte & 15)])"
             }
         }

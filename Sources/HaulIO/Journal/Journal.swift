@@ -177,12 +177,10 @@ package final class Journal: @unchecked Sendable {
     /// is opened for reading or writing (``PrivateFile/inspect(_:creating:)``): this process may have
     /// the journal open already, and closing a descriptor of its files would drop SQLite's locks.
     static func makePrivate(_ path: String) throws(DownloadError) {
-        // The WAL index SQLite maps, made first where it is not there yet: on btrfs, not copied on
-        // write (written in place: a full disk is then an error, not SIGBUS).
-        _ = CHaul_create_without_copy_on_write(path + "-shm")
         for suffix in ["", "-wal", "-shm"] {
-            // None yet (but the database, made here): sqlite3_open_v2 makes them, or says why not.
-            _ = try PrivateFile.inspect(path + suffix, creating: suffix.isEmpty)
+            // None yet (but the database, made here, and on btrfs the WAL index SQLite maps):
+            // sqlite3_open_v2 makes them, or says why not.
+            _ = try PrivateFile.inspect(path + suffix, creating: suffix.isEmpty, mapped: suffix == "-shm")
         }
     }
 

@@ -1,3 +1,4 @@
+import CHaul
 import Glibc
 import HaulValues
 
@@ -61,13 +62,18 @@ package enum PrivateFile {
     /// the journal's files: closing any other descriptor of one drops every lock the process holds
     /// on it, SQLite's included, and another process's SQLite then takes the WAL away from a journal
     /// this process has open (it found itself the last user). `creating`: a missing file is made
-    /// first (0600, by `mknodat`, which opens nothing). Returns whether a file is there.
-    package static func inspect(_ path: String, creating: Bool = false) throws(DownloadError) -> Bool {
+    /// first (0600, by `mknodat`, which opens nothing). `mapped`: a file mapped into memory (SQLite's
+    /// WAL index), which, missing, is made on btrfs not copied on write (written in place: a full
+    /// disk is then an error, not SIGBUS). Returns whether a file is there.
+    package static func inspect(_ path: String, creating: Bool = false, mapped: Bool = false) throws(DownloadError)
+        -> Bool
+    {
         let folder = try openFolder(of: path)
         guard folder >= 0 else { return false }
         defer { Glibc.close(folder) }
         let name = FilePath.lastComponent(of: path)
         if creating { _ = mknodat(folder, name, S_IFREG | FilePath.partialMode, 0) }
+        if mapped { _ = CHaul_create_without_copy_on_write(folder, name, UInt32(FilePath.partialMode)) }
         // With O_NOFOLLOW, O_PATH opens a link itself (no ELOOP), and the check refuses it.
         let descriptor = openat(folder, name, pathOnly | O_NOFOLLOW | O_CLOEXEC)
         guard descriptor >= 0 else { return false }
