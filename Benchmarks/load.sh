@@ -71,7 +71,7 @@ for body in 64k 1m; do
         for round in $(seq 1 "$rounds"); do
             clients=(haul hey wrk haul-h2 h2load)
             # The floor fetches the 1,000 files of 64 KiB in turn (its URLs are BASE/f<i>.bin).
-            [ "$body" = 64k ] && clients+=(floor)
+            [ "$body" = 64k ] && clients+=(floor floor-h2)
             for client in $(rotated "$round" "${clients[@]}"); do
                 case "$client" in
                     haul) timed "$body" "$concurrency" haul '"requestsPerSecond":[0-9.]+' \
@@ -88,9 +88,12 @@ for body in 64k 1m; do
                     h2load) timed "$body" "$concurrency" h2load '[0-9.]+ req/s' \
                                 h2load -n "$count" -c $(((concurrency + 7) / 8)) -m 8 "$tls_base/$body.bin" ;;
                     # Its rate from its wall time (process start included: a few milliseconds).
-                    floor) /usr/bin/time -o "$work/time.txt" -f '%e %U %S %M' .build/events "$base" "$count" "$concurrency" - \
-                               > "$work/out.txt" 2>&1
-                           awk -v c="$concurrency" -v n="$count" '{ printf "{\"scenario\":\"load\",\"client\":\"floor\",\"body\":\"64k\",\"concurrency\":%d,\"requestsPerSecond\":%.1f,\"wallSeconds\":%s,\"cpuSeconds\":%.2f,\"peakRSSKB\":%s}\n", c, n / $1, $1, $2 + $3, $4 }' "$work/time.txt" >> "$results"
+                    # floor-h2: the same program over HTTPS with HTTP/2 in h2load's shape (FLOOR_HTTP2).
+                    floor|floor-h2)
+                           if [ "$client" = floor ]; then floor_env=(); url="$base"; else floor_env=(FLOOR_HTTP2="$work/cert.pem"); url="$tls_base"; fi
+                           env "${floor_env[@]}" /usr/bin/time -o "$work/time.txt" -f '%e %U %S %M' .build/events "$url" "$count" "$concurrency" - \
+                               > "$work/out.txt" 2>&1 || { echo "(m) $client c=$concurrency failed:"; tail -5 "$work/out.txt"; exit 1; }
+                           awk -v c="$concurrency" -v n="$count" -v name="$client" '{ printf "{\"scenario\":\"load\",\"client\":\"%s\",\"body\":\"64k\",\"concurrency\":%d,\"requestsPerSecond\":%.1f,\"wallSeconds\":%s,\"cpuSeconds\":%.2f,\"peakRSSKB\":%s}\n", name, c, n / $1, $1, $2 + $3, $4 }' "$work/time.txt" >> "$results"
                            continue ;;
                 esac
                 all_ok "$client"

@@ -551,6 +551,18 @@ if load_rows:
             print(f"{haul_rate / floor:.2f}× it, hey {hey_rate / floor:.2f}× it.", end="")
     if any(f[1] for f in floors):
         print()
+    # The same program over HTTP/2 in h2load's shape: what libcurl's HTTP/2 allows before Haul's work.
+    try:
+        curl_version = subprocess.run(["curl-config", "--version"], capture_output=True, text=True).stdout.split()[-1]
+    except (OSError, IndexError):
+        curl_version = "(version unknown)"
+    for concurrency in (100, 1000):
+        floor, haul_rate, h2load = (load_median(c, "64k", concurrency, "requestsPerSecond") for c in ("floor-h2", "haul-h2", "h2load"))
+        if floor and haul_rate and h2load:
+            cpu = load_median("floor-h2", "64k", concurrency, "cpuSeconds") * 1e6 / (floor * load_median("floor-h2", "64k", concurrency, "wallSeconds"))
+            print(f"\nThe floor over HTTP/2 at 64 KiB, {concurrency} at once (`floor/events.c` with `FLOOR_HTTP2`: at most 8 streams a")
+            print(f"connection, ceil({concurrency} / 8) connections, as h2load's `-m 8`): {floor:.0f} req/s, {cpu:.0f} µs of CPU a request;")
+            print(f"it is {floor / h2load:.2f}× h2load (libcurl {curl_version}'s HTTP/2 alone), `haul load` {haul_rate / floor:.2f}× it.")
     live_load = {r["client"]: r for r in rows if r["scenario"] == "load" and r["body"] == "live"}
     live_c = next((r for r in rows if r["scenario"] == "live-c"), None)
     per_load = None
@@ -651,7 +663,7 @@ if profiles:
         "disk writes": "the bytes into the partial file (the copy into the page cache), as curl writes its file",
         "journal rows": "the row that lets a download outlive the process and queue behind the slots: queued, "
                         "claimed, its answer's validators, the file about to be placed, completed "
-                        "(SQLite; for (k) rows in memory, no SQL)",
+                        "(SQLite; for (k) and (m) rows in memory, no SQL)",
         "completion (rename, end)": "a file at its name only whole and synced: the sync, the link or rename "
                                     "into place, the ending of the transfer",
         "the caller's request": "the caller's call: the request checked (URL, destination, options), its id, "
@@ -672,8 +684,17 @@ if profiles:
         "no Haul frame": "threads that never entered Haul's code (the runtime's), stacks cut short",
     }
     peers = {"a": ("many", "curl", count, "curl --parallel"), "e": ("many-h2", "curl", count, "curl --parallel"),
-             "k": ("memory", "ahc", memory_count, "AsyncHTTPClient")}
+             "k": ("memory", "ahc", memory_count, "AsyncHTTPClient"),
+             "m": ("load", "hey", None, "hey")}
     shown = [p for p in profiles if p["scenario"] in peers]
+
+    def load_cpu_per_request(client):
+        """(m)'s CPU per request of `client` (64 KiB, 100 at once, load.sh's rounds): the median of
+        each run's CPU over the requests it made (its rate times its wall time)."""
+        values = [r["cpuSeconds"] * 1e6 / (r["requestsPerSecond"] * r["wallSeconds"]) for r in rows
+                  if r["scenario"] == "load" and r.get("body") == "64k" and r.get("concurrency") == 100
+                  and r["client"] == client and r.get("requestsPerSecond") and r.get("wallSeconds")]
+        return statistics.median(values) if values else None
     if shown:
         print("\n### What the microseconds beyond a peer's pay for (issue 61's targets missed)\n")
         print("Each cell: µs of CPU per body, the profile's shares above applied to Haul's median CPU in this")
@@ -682,10 +703,14 @@ if profiles:
         print("the exchange and the bytes on the disk, which curl's tool pays for as well. In (k) Haul's CPU per")
         print("body is about the peer's, and the rate is set by how the work spreads over the two cores, which")
         print("nginx shares: the loop thread's column is work one thread does in turn (beside it, the peer's")
-        print("wall time per body), where AsyncHTTPClient runs an event loop on each core.\n")
+        print("wall time per body), where AsyncHTTPClient runs an event loop on each core. In (m) the peer is")
+        print("hey (64 KiB, 100 at once, `load.sh`'s rounds): a Go program with no file, no journal, no events,")
+        print("whose goroutines spread over both cores; Haul's loop is one thread.\n")
 
         def run_cpu(scenario_key, client):
             scenario, _, amount, _ = peers[scenario_key]
+            if scenario == "load":
+                return load_cpu_per_request(client)
             cpu = median(scenario, client, "cpuSeconds")
             return cpu / amount * 1e6 if cpu and amount else None
         sums, labels = [], []

@@ -11,6 +11,12 @@
 // against 260-300 this way) and the program took 0.88-1.18 s instead of 0.79-0.88 s here.
 //
 //   cc -O2 events.c -lcurl -levent -o events && ./events BASE COUNT WIDTH OUTDIR
+//
+// With FLOOR_HTTP2=CA-FILE (BASE an https URL), it asks for HTTP/2 in Haul's shape (load.sh's
+// HTTP/2 rows): streams multiplexed, at most 8 a connection (CURLMOPT_MAX_CONCURRENT_STREAMS) and
+// ceil(WIDTH / 8) connections to the host, each request waiting for a connection to say whether it
+// multiplexes (CURLOPT_PIPEWAIT), the certificate checked against CA-FILE: what libcurl's HTTP/2
+// costs a body with nothing of Haul's beside it, against h2load in the same shape.
 #include <event2/event.h>
 #include <stdlib.h>
 
@@ -33,6 +39,14 @@ static void collect(void) {
         if (message->msg != CURLMSG_DONE) continue;
         struct slot *slot;
         curl_easy_getinfo(message->easy_handle, CURLINFO_PRIVATE, (char **)&slot);
+        long version = 0;
+        curl_easy_getinfo(message->easy_handle, CURLINFO_HTTP_VERSION, &version);
+        if (getenv("FLOOR_HTTP2") && version != CURL_HTTP_VERSION_2_0) {
+            fprintf(stderr, "events: file %d came over HTTP/1, not HTTP/2\n", slot->index);
+            failed = 1;
+            event_base_loopbreak(base);
+            return;
+        }
         if (message->data.result != CURLE_OK || finish_body(slot) != 0) {
             fprintf(stderr, "events: file %d failed: %s\n", slot->index, curl_easy_strerror(message->data.result));
             failed = 1;
@@ -102,9 +116,20 @@ int main(int argc, char **argv) {
     curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, on_socket);
     curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, on_timer);
     curl_multi_setopt(multi, CURLMOPT_MAXCONNECTS, (long)width);
+    const char *http2 = getenv("FLOOR_HTTP2");
+    if (http2) {
+        curl_multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+        curl_multi_setopt(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, 8L);
+        curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)((width + 7) / 8));
+    }
     slots = calloc((size_t)width, sizeof *slots);
     for (int i = 0; i < width && next_index < count; i++) {
         make_easy(&slots[i]);
+        if (http2) {
+            curl_easy_setopt(slots[i].easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+            curl_easy_setopt(slots[i].easy, CURLOPT_PIPEWAIT, 1L);
+            curl_easy_setopt(slots[i].easy, CURLOPT_CAINFO, http2);
+        }
         start(multi, &slots[i], next_index++);
     }
     ended = calloc((size_t)width, sizeof *ended);
