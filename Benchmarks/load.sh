@@ -37,6 +37,9 @@ head -c 1048576 /dev/urandom > "$work/www/1m.bin"
 head -c 8192 /dev/urandom > "$work/www/8k.bin"
 results="$PWD/load.jsonl"
 : > "$results"
+# The build measured, on each row: report.py sets (m)'s profile beside these rows only when both
+# come from the same build (profile.sh records its own).
+build="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 
 rotated() {  # rotated ROUND ITEM…: the items, starting with the ROUND-th
     local round=$1; shift
@@ -52,7 +55,7 @@ timed() {
     local rate
     rate="$(grep -oE "$pattern" "$work/out.txt" | head -1 | grep -oE '[0-9]+(\.[0-9]+)?' | head -1)"
     [ -n "$rate" ] || { echo "(m) $client: no rate in its output"; cat "$work/out.txt"; exit 1; }
-    awk -v b="$body" -v c="$concurrency" -v n="$client" -v r="$rate" '{ printf "{\"scenario\":\"load\",\"client\":\"%s\",\"body\":\"%s\",\"concurrency\":%d,\"requestsPerSecond\":%s,\"wallSeconds\":%s,\"cpuSeconds\":%.2f,\"peakRSSKB\":%s}\n", n, b, c, r, $1, $2 + $3, $4 }' "$work/time.txt" >> "$results"
+    awk -v b="$body" -v c="$concurrency" -v n="$client" -v r="$rate" -v build="$build" '{ printf "{\"scenario\":\"load\",\"build\":\"%s\",\"client\":\"%s\",\"body\":\"%s\",\"concurrency\":%d,\"requestsPerSecond\":%s,\"wallSeconds\":%s,\"cpuSeconds\":%.2f,\"peakRSSKB\":%s}\n", build, n, b, c, r, $1, $2 + $3, $4 }' "$work/time.txt" >> "$results"
 }
 # A run that answered anything but 200 does not count.
 all_ok() {
@@ -93,7 +96,7 @@ for body in 64k 1m; do
                            if [ "$client" = floor ]; then floor_env=(); url="$base"; else floor_env=(FLOOR_HTTP2="$work/cert.pem"); url="$tls_base"; fi
                            env "${floor_env[@]}" /usr/bin/time -o "$work/time.txt" -f '%e %U %S %M' .build/events "$url" "$count" "$concurrency" - \
                                > "$work/out.txt" 2>&1 || { echo "(m) $client c=$concurrency failed:"; tail -5 "$work/out.txt"; exit 1; }
-                           awk -v c="$concurrency" -v n="$count" -v name="$client" '{ printf "{\"scenario\":\"load\",\"client\":\"%s\",\"body\":\"64k\",\"concurrency\":%d,\"requestsPerSecond\":%.1f,\"wallSeconds\":%s,\"cpuSeconds\":%.2f,\"peakRSSKB\":%s}\n", name, c, n / $1, $1, $2 + $3, $4 }' "$work/time.txt" >> "$results"
+                           awk -v c="$concurrency" -v n="$count" -v name="$client" -v build="$build" '{ printf "{\"scenario\":\"load\",\"build\":\"%s\",\"client\":\"%s\",\"body\":\"64k\",\"concurrency\":%d,\"requestsPerSecond\":%.1f,\"wallSeconds\":%s,\"cpuSeconds\":%.2f,\"peakRSSKB\":%s}\n", build, name, c, n / $1, $1, $2 + $3, $4 }' "$work/time.txt" >> "$results"
                            continue ;;
                 esac
                 all_ok "$client"

@@ -686,7 +686,10 @@ if profiles:
     peers = {"a": ("many", "curl", count, "curl --parallel"), "e": ("many-h2", "curl", count, "curl --parallel"),
              "k": ("memory", "ahc", memory_count, "AsyncHTTPClient"),
              "m": ("load", "hey", None, "hey")}
-    shown = [p for p in profiles if p["scenario"] in peers]
+    # (m)'s profile is set beside load.sh's rows only when both measured the same build: a profile
+    # of another build (or another spell of the VM) says nothing of these rows' microseconds.
+    load_builds = {r.get("build") for r in rows if r["scenario"] == "load"}
+    shown = [p for p in profiles if p["scenario"] in peers and (p["scenario"] != "m" or p.get("build") in load_builds)]
 
     def load_cpu_per_request(client):
         """(m)'s CPU per request of `client` (64 KiB, 100 at once, load.sh's rounds): the median of
@@ -703,9 +706,12 @@ if profiles:
         print("the exchange and the bytes on the disk, which curl's tool pays for as well. In (k) Haul's CPU per")
         print("body is about the peer's, and the rate is set by how the work spreads over the two cores, which")
         print("nginx shares: the loop thread's column is work one thread does in turn (beside it, the peer's")
-        print("wall time per body), where AsyncHTTPClient runs an event loop on each core. In (m) the peer is")
-        print("hey (64 KiB, 100 at once, `load.sh`'s rounds): a Go program with no file, no journal, no events,")
-        print("whose goroutines spread over both cores; Haul's loop is one thread.\n")
+        if any(p["scenario"] == "m" for p in shown):
+            print("wall time per body), where AsyncHTTPClient runs an event loop on each core. In (m) the peer is")
+            print("hey (64 KiB, 100 at once, `load.sh`'s rounds): a Go program with no file, no journal, no events,")
+            print("whose goroutines spread over both cores; Haul's loop is one thread.\n")
+        else:
+            print("wall time per body), where AsyncHTTPClient runs an event loop on each core.\n")
 
         def run_cpu(scenario_key, client):
             scenario, _, amount, _ = peers[scenario_key]
