@@ -4,6 +4,7 @@ import Testing
 
 @testable import Haul
 @testable import HaulTestSupport
+@testable import HaulValues
 
 /// Issue 39 through the binary: names written by others (an input file, a list queued for a
 /// fleet) stay inside the output folder.
@@ -123,6 +124,48 @@ extension HaulCLITests {
         let folder = try await haul(["-i", work.path], in: work)
         #expect(folder.status == 7 && folder.stderr.contains("is a folder"), "\(folder.stderr)")
         #expect(!folder.stderr.contains("Success"))
+    }
+
+    @Test("a journal whose WAL holds rows, without its WAL index (-shm), on a full disk is still listed")
+    func listsAKilledRunsJournalOnAFullDisk() async throws {
+        let (server, work) = try await startServerAndDirectory()
+        defer { stop(server, work) }
+        _ = try server.makeFile("k.bin", size: 3 * 1024 * 1024, seed: 11)
+        let url = server.url("held/k.bin").absoluteString
+        try await withSmallDisk(megabytes: 8) { disk in
+            // /held/: 1 MiB at once, then 1 KB/s: the row is running, in the WAL, when the process dies.
+            let running = try ChildProcess(Self.haulPath, ["--quiet", "-o", disk.path + "/", url])
+            defer { if running.isRunning { running.signal(SIGKILL) } }
+            let state = disk.appendingPathComponent(".haul")
+            let clock = ContinuousClock()
+            let deadline = clock.now + .seconds(30)
+            func partialLength() -> Int64 {
+                let names = (try? FileManager.default.contentsOfDirectory(atPath: state.path)) ?? []
+                return names.first { $0.hasSuffix(".part") }.map {
+                    FilePath.fileLength(state.appendingPathComponent($0).path) ?? 0
+                } ?? 0
+            }
+            while partialLength() < 512 * 1024, clock.now < deadline, running.isRunning {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            running.signal(SIGKILL)
+            #expect(await running.exited() == 128 + SIGKILL)
+            let wal = FilePath.fileLength(state.appendingPathComponent("journal.sqlite-wal").path) ?? 0
+            #expect(wal > 0, "the killed run's rows are in its WAL")
+            // The state directory as a copy that left out SQLite's index file (backup tools skip
+            // `*-shm`), on a disk that then fills: reading the WAL's rows means building an index,
+            // which needed room for that file. Before, this failed with "No space left on device"
+            // and listed nothing.
+            try FileManager.default.removeItem(at: state.appendingPathComponent("journal.sqlite-shm"))
+            try fill(disk, leaving: 0)
+            let listed = try await haul(["--list", "-o", disk.path], in: work)
+            #expect(listed.status == 0, "\(listed.stderr)")
+            #expect(listed.stdout.hasPrefix("interrupted ") && listed.stdout.contains(url), "\(listed.stdout)")
+            // Read, not checkpointed nor damaged: with room again, the journal lists the same row.
+            try FileManager.default.removeItem(at: disk.appendingPathComponent("filler"))
+            let again = try await haul(["--list", "-o", disk.path], in: work)
+            #expect(again.status == 0 && again.stdout == listed.stdout, "\(again.stdout) \(again.stderr)")
+        }
     }
 
     @Test(

@@ -227,6 +227,12 @@ static inline int CHaul_sqlite_bind_text(sqlite3_stmt *statement, int index, con
     return sqlite3_bind_text(statement, index, text, -1, SQLITE_TRANSIENT);
 }
 
+/// Tells `database` not to checkpoint its WAL when it closes (sqlite3_db_config is variadic): a
+/// connection that only reads leaves the files as it found them. SQLITE_OK when it could.
+static inline int CHaul_sqlite_no_checkpoint_on_close(sqlite3 *database) {
+    return sqlite3_db_config(database, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)0);
+}
+
 // MARK: files
 
 /// A nameless file in `directory`, open for reading and writing (`O_TMPFILE`, whose name glibc shows

@@ -36,12 +36,29 @@ extension Journal {
     /// is brought up to date at each checkpoint only (5 s by default), the file at each write. One
     /// over several connections shows its row's, which it writes in the loop turn of each write.
     ///
-    /// On a full disk a reader needs room too (SQLite's WAL index): a journal whose WAL holds nothing
-    /// (closed cleanly) is then read from its database file alone (`immutable`), which is all of it.
-    private static func readOnlyEntries(
+    /// On a full disk a reader needs room too (SQLite's WAL index, the `-shm` file, when it must be
+    /// made or grown): a journal whose WAL holds nothing (closed cleanly) is then read from its
+    /// database file alone (`immutable`), which is all of it; one whose WAL holds rows is read with
+    /// the WAL index in memory (``Reading/exclusive``), and when that cannot be (a manager has the
+    /// journal open, the file may not be written) the full disk is what is reported.
+    private static func readOnlyEntries(directory: String, id: DownloadID? = nil) throws(DownloadError) -> [ListedRow] {
+        do {
+            return try readEntries(directory: directory, id: id, reading: .shared)
+        } catch let error where error.isOutOfSpace {
+            if Self.walIsEmpty("\(directory)/\(fileName)") {
+                return try readEntries(directory: directory, id: id, reading: .immutable)
+            }
+            // Not beside a manager: its connection keeps the index, and the lock would be refused.
+            guard !JournalOwnership.isHeld(directory: directory) else { throw error }
+            do { return try readEntries(directory: directory, id: id, reading: .exclusive) } catch { throw error }
+        }
+    }
+
+    /// ``readOnlyEntries(directory:id:)`` read one way.
+    private static func readEntries(
         directory: String,
-        id: DownloadID? = nil,
-        immutable: Bool = false
+        id: DownloadID?,
+        reading: Reading
     ) throws(DownloadError) -> [ListedRow] {
         let path = "\(directory)/\(fileName)"
         // Checked as a manager checks it (``PrivateFile``): a FIFO there would hold a listing
@@ -51,10 +68,14 @@ extension Journal {
         var database: OpaquePointer?
         defer { sqlite3_close_v2(database) }
         let flags =
-            SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW | (immutable ? SQLITE_OPEN_URI : 0)
+            (reading == .exclusive ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY) | SQLITE_OPEN_NOMUTEX
+            | SQLITE_OPEN_NOFOLLOW | (reading == .immutable ? SQLITE_OPEN_URI : 0)
         // A WAL index's blocks allocated before SQLite maps them: a full disk is an error, not SIGBUS.
         _ = CHaul_sqlite_allocate_shared_memory()
-        let status = sqlite3_open_v2(immutable ? immutableURI(path) : path, &database, flags, nil)
+        var status = sqlite3_open_v2(reading == .immutable ? immutableURI(path) : path, &database, flags, nil)
+        if reading == .exclusive, status == SQLITE_OK, let database {
+            status = Self.readWithIndexInMemory(database)
+        }
         func failure(_ what: String) -> DownloadError {
             if let database, [SQLITE_IOERR, SQLITE_FULL].contains(sqlite3_errcode(database) & 0xff) {
                 // The disk said no (full, gone): not a damaged journal, whose advice would be to move it.
@@ -67,12 +88,7 @@ extension Journal {
             let message = database.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             return DownloadError(code: .journal, url: nil, path: path, detail: "\(what): \(message)")
         }
-        // A failure for want of room, with every row in the database file: read that file alone.
-        func readsWithoutRoom() -> Bool { !immutable && failure("").isOutOfSpace && Self.walIsEmpty(path) }
-        guard status == SQLITE_OK, let database else {
-            if readsWithoutRoom() { return try readOnlyEntries(directory: directory, id: id, immutable: true) }
-            throw failure("open failed")
-        }
+        guard status == SQLITE_OK, let database else { throw failure("open failed") }
         sqlite3_busy_timeout(database, 2000)
         var statement: OpaquePointer?
         func sql(_ placed: String) -> String {
@@ -90,10 +106,7 @@ extension Journal {
             statement = nil
             if sqlite3_prepare_v2(database, sql(columns), -1, &statement, nil) == SQLITE_OK { break }
         }
-        guard let statement else {
-            if readsWithoutRoom() { return try readOnlyEntries(directory: directory, id: id, immutable: true) }
-            throw failure("read failed")
-        }
+        guard let statement else { throw failure("read failed") }
         // Each owner looked at once: whether the manager that queued or runs a row still runs.
         var alive: [Int64: Bool] = [:]
         defer { sqlite3_finalize(statement) }
@@ -106,7 +119,6 @@ extension Journal {
             case SQLITE_DONE:
                 return entries
             default:
-                if readsWithoutRoom() { return try readOnlyEntries(directory: directory, id: id, immutable: true) }
                 throw failure("read failed")
             }
         }
@@ -143,6 +155,26 @@ extension Journal {
             entry.bytesOnDisk = length
         }
         return entry
+    }
+
+    /// How a listing opens the journal.
+    private enum Reading {
+        /// Read-only, beside any manager: SQLite's WAL index shared through the `-shm` file.
+        case shared
+        /// The database file alone, no lock, no WAL (`immutable=1`): all of it when the WAL is empty.
+        case immutable
+        /// The WAL index in this connection's memory (SQLite's exclusive locking mode, taken before
+        /// the first read), no statement allowed to write (`query_only`) and no checkpoint at its
+        /// close: the WAL's rows read with no room for a `-shm`. Opened for writing, as SQLite's
+        /// exclusive lock needs; fails while any other connection has the journal open.
+        case exclusive
+    }
+
+    /// Sets `database` up for ``Reading/exclusive``; SQLite's status.
+    private static func readWithIndexInMemory(_ database: OpaquePointer) -> Int32 {
+        let status = CHaul_sqlite_no_checkpoint_on_close(database)
+        guard status == SQLITE_OK else { return status }
+        return sqlite3_exec(database, "PRAGMA locking_mode = EXCLUSIVE; PRAGMA query_only = 1", nil, nil, nil)
     }
 
     /// Whether the database file at `path` holds every row: its WAL is absent or empty.
