@@ -89,8 +89,18 @@ case ("live", 5) where arguments[1] == "haul":
     let (base, count, out) = (arguments[2], Int(arguments[3])!, arguments[4])
     let manager = try DownloadManager(configuration: haulConfiguration(concurrency: count, state: "\(out)/.haul"))
     let before = Usage.currentRSSKB()
-    let downloads = try (0..<count).map { index in
-        try manager.download(from: URL(string: "\(base)/f\(index % 1000).bin?\(index)")!, to: URL(fileURLWithPath: "\(out)/\(index).bin"))
+    // Enqueued in one call (its rows written in runs), then each handle looked up: asked for one
+    // `download` at a time, each call waited for its row's commit on a loop already busy with the
+    // transfers admitted before it, and on a slow VM the first 64 KiB at 2 KB/s (32 s) ended before
+    // the last was asked for.
+    let requests = (0..<count).map { index in
+        DownloadRequest(url: URL(string: "\(base)/f\(index % 1000).bin?\(index)")!, destination: URL(fileURLWithPath: "\(out)/\(index).bin"))
+    }
+    _ = try manager.enqueue(requests)
+    let downloads = requests.compactMap { manager.download(id: $0.id) }
+    guard downloads.count == count else {
+        _ = "haul-bench live: \(count - downloads.count) downloads have no handle\n".withCString { write(2, $0, strlen($0)) }
+        exit(1)
     }
     while downloads.contains(where: { if case .receiving = $0.state { false } else { !$0.state.isFinal } }) {
         try await Task.sleep(for: .milliseconds(50))
