@@ -152,6 +152,11 @@ public final class DownloadManager: Sendable {
     /// from `url`, nothing is transferred and the download completes at once; the complete file of
     /// another URL is replaced.
     ///
+    /// The call returns once the download's row is in the journal: it waits for a turn of the
+    /// manager's loop, which also serves every running transfer, and for that turn's commit. To ask
+    /// for many downloads at once (thousands, while thousands run), ``enqueue(_:)`` writes them 2,048
+    /// to a transaction and ``download(id:)`` then finds the handle of each.
+    ///
     /// - Parameters:
     ///   - url: an absolute `http` or `https` URL.
     ///   - destination: a file URL; the file appears there only when whole.
