@@ -139,13 +139,7 @@ extension HaulCLITests {
             let state = disk.appendingPathComponent(".haul")
             let clock = ContinuousClock()
             let deadline = clock.now + .seconds(30)
-            func partialLength() -> Int64 {
-                let names = (try? FileManager.default.contentsOfDirectory(atPath: state.path)) ?? []
-                return names.first { $0.hasSuffix(".part") }.map {
-                    FilePath.fileLength(state.appendingPathComponent($0).path) ?? 0
-                } ?? 0
-            }
-            while partialLength() < 512 * 1024, clock.now < deadline, running.isRunning {
+            while Self.partialLength(in: state) < 512 * 1024, clock.now < deadline, running.isRunning {
                 try await Task.sleep(for: .milliseconds(20))
             }
             running.signal(SIGKILL)

@@ -9,6 +9,15 @@ import Testing
 /// Issue 41, item 3: `--list` during another process's run keeps up with what is on disk, not with
 /// the last checkpoint of the download's row.
 extension HaulCLITests {
+    /// The length of the partial file in the state directory `state` (the first `.part` there), 0
+    /// when there is none: how far another process's download has come.
+    static func partialLength(in state: URL) -> Int64 {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: state.path)) ?? []
+        return names.first { $0.hasSuffix(".part") }.map {
+            FilePath.fileLength(state.appendingPathComponent($0).path) ?? 0
+        } ?? 0
+    }
+
     @Test(
         "a listing during another process's run shows the bytes the partial file holds, not the row's last checkpoint"
     )
@@ -32,12 +41,7 @@ extension HaulCLITests {
             stdout: work.appendingPathComponent("run.txt").path
         )
         defer { if running.isRunning { running.signal(SIGKILL) } }
-        func partialLength() -> Int64 {
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: state.path)) ?? []
-            return names.first { $0.hasSuffix(".part") }.map {
-                FilePath.fileLength(state.appendingPathComponent($0).path) ?? 0
-            } ?? 0
-        }
+        func partialLength() -> Int64 { Self.partialLength(in: state) }
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(20)
         while partialLength() < 600_000, clock.now < deadline, running.isRunning {
