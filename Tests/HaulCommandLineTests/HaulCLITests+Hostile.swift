@@ -152,6 +152,32 @@ extension HaulCLITests {
             // and listed nothing.
             try FileManager.default.removeItem(at: state.appendingPathComponent("journal.sqlite-shm"))
             try fill(disk, leaving: 0)
+            // Another process reading the database (SQLite's shared lock, held by Python here): the
+            // index cannot be kept in this listing's memory either, and the full disk is reported,
+            // not the lock (whose advice would be to move the journal away).
+            let held = work.appendingPathComponent("held.txt").path
+            let reader = try ChildProcess(
+                "/usr/bin/python3",
+                [
+                    "-c",
+                    "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDONLY); "
+                        + "fcntl.lockf(fd, fcntl.LOCK_SH, 510, 0x40000002); print('held', flush=True); time.sleep(120)",
+                    state.appendingPathComponent("journal.sqlite").path,
+                ],
+                stdout: held
+            )
+            defer { if reader.isRunning { reader.signal(SIGKILL) } }
+            func isHeld() -> Bool { (try? String(contentsOfFile: held, encoding: .utf8)) == "held\n" }
+            while !isHeld(), clock.now < deadline, reader.isRunning {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(isHeld())
+            let refused = try await haul(["--list", "-o", disk.path], in: work)
+            #expect(refused.status == 1, "\(refused.stdout)")
+            #expect(refused.stderr.contains("No space left on device"), "\(refused.stderr)")
+            #expect(!refused.stderr.contains("Move it away") && !refused.stderr.contains("locked"), "\(refused.stderr)")
+            reader.signal(SIGKILL)
+            _ = await reader.exited()
             let listed = try await haul(["--list", "-o", disk.path], in: work)
             #expect(listed.status == 0, "\(listed.stderr)")
             #expect(listed.stdout.hasPrefix("interrupted ") && listed.stdout.contains(url), "\(listed.stdout)")

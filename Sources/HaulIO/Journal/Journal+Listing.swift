@@ -44,13 +44,14 @@ extension Journal {
     private static func readOnlyEntries(directory: String, id: DownloadID? = nil) throws(DownloadError) -> [ListedRow] {
         do {
             return try readEntries(directory: directory, id: id, reading: .shared)
-        } catch let error where error.isOutOfSpace {
+        } catch let fullDisk where fullDisk.isOutOfSpace {
             if Self.walIsEmpty("\(directory)/\(fileName)") {
                 return try readEntries(directory: directory, id: id, reading: .immutable)
             }
             // Not beside a manager: its connection keeps the index, and the lock would be refused.
-            guard !JournalOwnership.isHeld(directory: directory) else { throw error }
-            do { return try readEntries(directory: directory, id: id, reading: .exclusive) } catch { throw error }
+            guard !JournalOwnership.isHeld(directory: directory) else { throw fullDisk }
+            // The full disk is what the user can act on, not why the other way failed too.
+            do { return try readEntries(directory: directory, id: id, reading: .exclusive) } catch { throw fullDisk }
         }
     }
 
